@@ -1,0 +1,157 @@
+//! `EngineConfig`: what the engine is told at open, and `Tunables`: the part
+//! that CONFIG SET may change while it runs.
+
+use crate::flash::io::IoBackend;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Default segment size: 64 MiB.
+pub const DEFAULT_SEGMENT_SIZE: u64 = 64 << 20;
+/// Default size of one sequential flash write: 1 MiB.
+pub const DEFAULT_WRITE_CHUNK: usize = 1 << 20;
+/// Default smallest value that is ever moved to flash, in bytes.
+pub const DEFAULT_MIN_VALUE_SIZE: usize = 64;
+/// Default number of flash operations in flight.
+pub const DEFAULT_IO_DEPTH: usize = 256;
+/// Demotion starts above this share of `maxmemory_ram` (per mille).
+pub const HIGH_WATERMARK_PERMILLE: u64 = 900;
+/// Demotion stops below this share of `maxmemory_ram` (per mille).
+pub const LOW_WATERMARK_PERMILLE: u64 = 800;
+
+/// What happens when the memory limits are reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum EvictionPolicy {
+    /// Writes are refused with OOM; nothing is lost.
+    NoEviction = 0,
+    /// Evict cold (flash) keys first, then the least recently used.
+    AllkeysLru = 1,
+    /// Evict cold keys first, then random ones.
+    AllkeysRandom = 2,
+}
+
+/// When a value read from flash comes back to RAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PromotePolicy {
+    /// On every read of a cold value.
+    FirstRead = 0,
+    /// On the second read of a cold value (scans of cold data do not pollute RAM).
+    SecondRead = 1,
+    /// Never: cold values are served from flash.
+    Never = 2,
+}
+
+/// Returns the RAM the process uses, in bytes (an allocator counter).
+pub type RamGauge = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+#[derive(Clone)]
+pub struct EngineConfig {
+    /// Number of logical databases. Default: 16.
+    pub databases: usize,
+    /// Index shards. Default: 64.
+    pub shards: usize,
+    /// Directory of the segment files.
+    pub flash_dir: PathBuf,
+    /// Bytes the flash log may occupy; 0 = 90% of the partition's free space.
+    pub flash_max_size: u64,
+    /// Bytes per segment file. Default: 64 MiB.
+    pub segment_size: u64,
+    /// Bytes per sequential write. Default: 1 MiB.
+    pub write_chunk: usize,
+    /// Open segments with O_DIRECT (falls back to buffered I/O where the
+    /// filesystem refuses it). Default: true.
+    pub direct_io: bool,
+    pub io_backend: IoBackend,
+    /// Use this I/O engine instead of building `io_backend` (tests wrap a
+    /// backend in a fault injector this way).
+    pub io_engine: Option<Arc<dyn crate::flash::io::IoEngine>>,
+    /// Flash operations in flight at most. Default: 256.
+    pub io_depth: usize,
+    /// RAM budget for keys, metadata and hot values, in bytes.
+    pub maxmemory_ram: u64,
+    /// Limit for RAM + flash-resident value bytes; 0 = none.
+    pub maxmemory: u64,
+    pub eviction: EvictionPolicy,
+    /// Values shorter than this stay in RAM. Default: 64.
+    pub min_value_size: usize,
+    pub promote: PromotePolicy,
+    /// How RAM use is measured; None = the engine's own accounting
+    /// (index bytes + hot value bytes).
+    pub ram_gauge: Option<RamGauge>,
+    /// Background ticks per second. Default: 10.
+    pub hz: u32,
+}
+
+impl EngineConfig {
+    /// A configuration with defaults, storing flash files in `flash_dir`.
+    pub fn new(flash_dir: impl Into<PathBuf>) -> EngineConfig {
+        EngineConfig {
+            databases: 16,
+            shards: 64,
+            flash_dir: flash_dir.into(),
+            flash_max_size: 0,
+            segment_size: DEFAULT_SEGMENT_SIZE,
+            write_chunk: DEFAULT_WRITE_CHUNK,
+            direct_io: true,
+            io_backend: IoBackend::Auto,
+            io_engine: None,
+            io_depth: DEFAULT_IO_DEPTH,
+            maxmemory_ram: 1 << 30,
+            maxmemory: 0,
+            eviction: EvictionPolicy::NoEviction,
+            min_value_size: DEFAULT_MIN_VALUE_SIZE,
+            promote: PromotePolicy::SecondRead,
+            ram_gauge: None,
+            hz: 10,
+        }
+    }
+}
+
+/// Settings that may change at run time (CONFIG SET).
+pub struct Tunables {
+    pub maxmemory_ram: AtomicU64,
+    pub maxmemory: AtomicU64,
+    eviction: AtomicU8,
+    pub min_value_size: AtomicU64,
+    promote: AtomicU8,
+}
+
+impl Tunables {
+    pub fn new(c: &EngineConfig) -> Tunables {
+        Tunables {
+            maxmemory_ram: AtomicU64::new(c.maxmemory_ram),
+            maxmemory: AtomicU64::new(c.maxmemory),
+            eviction: AtomicU8::new(c.eviction as u8),
+            min_value_size: AtomicU64::new(c.min_value_size as u64),
+            promote: AtomicU8::new(c.promote as u8),
+        }
+    }
+    pub fn eviction(&self) -> EvictionPolicy {
+        match self.eviction.load(Relaxed) {
+            1 => EvictionPolicy::AllkeysLru,
+            2 => EvictionPolicy::AllkeysRandom,
+            _ => EvictionPolicy::NoEviction,
+        }
+    }
+    pub fn set_eviction(&self, p: EvictionPolicy) {
+        self.eviction.store(p as u8, Relaxed);
+    }
+    pub fn promote(&self) -> PromotePolicy {
+        match self.promote.load(Relaxed) {
+            0 => PromotePolicy::FirstRead,
+            2 => PromotePolicy::Never,
+            _ => PromotePolicy::SecondRead,
+        }
+    }
+    pub fn set_promote(&self, p: PromotePolicy) {
+        self.promote.store(p as u8, Relaxed);
+    }
+    pub fn high_watermark(&self) -> u64 {
+        self.maxmemory_ram.load(Relaxed) / 1000 * HIGH_WATERMARK_PERMILLE
+    }
+    pub fn low_watermark(&self) -> u64 {
+        self.maxmemory_ram.load(Relaxed) / 1000 * LOW_WATERMARK_PERMILLE
+    }
+}

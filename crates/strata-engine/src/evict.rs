@@ -1,0 +1,148 @@
+//! Admission of writes under the memory limits, and key eviction.
+//!
+//! Limits: RAM (`maxmemory-ram`) is kept by demotion; when demotion cannot
+//! keep up, writers wait for room (backpressure) instead of growing RAM
+//! without bound. `maxmemory` (RAM + live flash bytes) and a full flash are
+//! hard limits: `noeviction` refuses writes with OOM; `allkeys-lru` and
+//! `allkeys-random` evict, cold keys first (removing one is RAM-only and
+//! frees flash), then by the policy among hot keys.
+
+use crate::clock::now_ms;
+use crate::index::Slot;
+use crate::stats::Stats;
+use crate::{Engine, EvictionPolicy, Inner};
+use rand::Rng;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Whether a write may proceed now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    Admit,
+    /// Demotion is making room; wait (`Engine::wait_for_room`) and ask again.
+    Wait,
+    /// Refuse with OOM.
+    OutOfMemory,
+}
+
+/// RAM may exceed the budget by this share before writers wait (per mille).
+const HARD_LIMIT_PERMILLE: u64 = 1000;
+
+impl Engine {
+    /// Decides whether a write command may run (Redis's `denyoom` check).
+    pub fn admission(&self) -> Admission {
+        self.inner.admission()
+    }
+
+    /// Resolves when the background thread made room (or after its next
+    /// tick); callers re-check `admission`.
+    pub async fn wait_for_room(&self) {
+        self.inner.room.notified().await;
+    }
+}
+
+impl Inner {
+    fn admission(&self) -> Admission {
+        let ram = self.ram_used();
+        let budget = self.tun.maxmemory_ram.load(Relaxed);
+        let policy = self.tun.eviction();
+        if ram > self.tun.high_watermark() {
+            self.wake_background();
+        }
+        let maxmemory = self.tun.maxmemory.load(Relaxed);
+        if maxmemory > 0 && ram + self.flash_live_bytes.load(Relaxed) > maxmemory {
+            if policy == EvictionPolicy::NoEviction {
+                return Admission::OutOfMemory;
+            }
+            self.evict_some(policy, 32);
+            return Admission::Admit;
+        }
+        if ram <= budget / 1000 * HARD_LIMIT_PERMILLE {
+            return Admission::Admit;
+        }
+        if !self.demotion_stuck.load(Relaxed) {
+            return Admission::Wait;
+        }
+        if policy == EvictionPolicy::NoEviction {
+            return Admission::OutOfMemory;
+        }
+        self.evict_some(policy, 32);
+        Admission::Admit
+    }
+
+    /// Evicts up to `n` keys: sampled from random shards, cold keys first
+    /// (oldest segment first), then by `policy` among hot keys.
+    pub(crate) fn evict_some(&self, policy: EvictionPolicy, n: usize) -> usize {
+        let mut rng = rand::thread_rng();
+        let nshards = self.shards.len();
+        let mut evicted = 0;
+        for _ in 0..n * 4 {
+            if evicted >= n {
+                break;
+            }
+            let mut guard = self.shards[rng.gen_range(0..nshards)].lock();
+            let sh = &mut *guard;
+            let Some(db) = (0..sh.dbs.len()).find(|&d| !sh.dbs[d].is_empty()) else {
+                continue;
+            };
+            let map = &sh.dbs[db];
+            let len = map.len();
+            let mut best: Option<(usize, (u8, u64))> = None;
+            for _ in 0..8.min(len) {
+                let i = rng.gen_range(0..len);
+                let e = &map[i];
+                // Lower score = better victim: cold before hot, then oldest.
+                let score = match (&e.slot, policy) {
+                    (Slot::Cold(l), _) => (0, l.segment as u64),
+                    (_, EvictionPolicy::AllkeysLru) => (1, e.lru_secs as u64),
+                    _ => (1, rng.gen()),
+                };
+                if best.is_none_or(|(_, s)| score < s) {
+                    best = Some((i, score));
+                }
+            }
+            if let Some((i, _)) = best {
+                self.remove_index(sh, db, i, false);
+                Stats::inc(&self.stats.evicted_keys);
+                evicted += 1;
+            }
+        }
+        evicted
+    }
+
+    /// Removes expired keys found within `budget` entries per shard from
+    /// each db's cursor. Returns the number removed.
+    pub(crate) fn sweep_expired(&self, budget: usize) -> usize {
+        let now = now_ms();
+        let mut removed = 0;
+        for s in self.shards.iter() {
+            let mut guard = s.lock();
+            let sh = &mut *guard;
+            for db in 0..sh.dbs.len() {
+                if sh.acct.dbs[db].expires == 0 {
+                    continue;
+                }
+                let mut i = sh.expire_cursor[db];
+                let mut seen = 0;
+                while seen < budget {
+                    let len = sh.dbs[db].len();
+                    if len == 0 {
+                        break;
+                    }
+                    if i >= len {
+                        i = 0;
+                    }
+                    seen += 1;
+                    if sh.dbs[db][i].is_expired(now) {
+                        // swap_remove moves the last entry here: look at i again.
+                        self.remove_index(sh, db, i, true);
+                        removed += 1;
+                    } else {
+                        i += 1;
+                    }
+                }
+                sh.expire_cursor[db] = i;
+            }
+        }
+        removed
+    }
+}

@@ -1,0 +1,264 @@
+//! The on-flash record and segment-header layouts. docs/format.md is the
+//! specification; this file implements it and must change with it (and bump
+//! [`FORMAT_VERSION`]).
+//!
+//! Framing rules:
+//! - A segment file starts with one [`PAGE`](super::buf::PAGE) holding the
+//!   segment header; records follow from offset `PAGE`.
+//! - Records are packed back to back, not aligned. A record never spans two
+//!   segments.
+//! - Where a write ended before a page boundary the rest of the page is zero
+//!   padding; a scanner that reads a zero magic byte skips to the next page.
+//! - Every record carries a CRC-32C over all of its bytes after the CRC
+//!   field, so a torn or flipped record is detected and never served.
+
+use super::buf::PAGE;
+
+/// Version of the segment and record layout written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+/// The first 8 bytes of every segment file.
+pub const SEGMENT_MAGIC: &[u8; 8] = b"STRATASG";
+/// The byte at offset 4 of every record (distinguishes records from padding).
+pub const RECORD_MAGIC: u8 = 0xA5;
+/// Size of the fixed record header in bytes.
+pub const RECORD_HEADER_LEN: usize = 32;
+/// Offset of the first record in a segment file.
+pub const SEGMENT_DATA_START: u64 = PAGE as u64;
+
+/// What a record says about its key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RecordKind {
+    /// The key holds a string value (the record's value bytes).
+    Value = 1,
+    /// The key was deleted (written by the durability layer; no value bytes).
+    Tombstone = 2,
+}
+
+/// The decoded fixed header of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordHeader {
+    pub kind: RecordKind,
+    pub db: u16,
+    pub key_len: u32,
+    pub value_len: u32,
+    /// Sequence number of the write that produced this value.
+    pub seq: u64,
+    /// Absolute expiry in Unix milliseconds; 0 = none.
+    pub expire_at_ms: u64,
+}
+
+impl RecordHeader {
+    /// Total encoded length of the record this header starts.
+    pub fn record_len(&self) -> usize {
+        RECORD_HEADER_LEN + self.key_len as usize + self.value_len as usize
+    }
+}
+
+/// Why bytes on flash could not be decoded as a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Zero magic: the rest of this page is padding.
+    Padding,
+    /// Not enough bytes to hold the header or the declared body.
+    Truncated,
+    /// Unknown magic or kind byte.
+    BadHeader,
+    /// The CRC does not match the bytes.
+    Checksum,
+}
+
+/// Length of the record that `encode_record` would write.
+pub fn encoded_len(key: &[u8], value: &[u8]) -> usize {
+    RECORD_HEADER_LEN + key.len() + value.len()
+}
+
+/// Encodes one record into `out`, which must be exactly `encoded_len` long.
+pub fn encode_record(out: &mut [u8], h: &RecordHeader, key: &[u8], value: &[u8]) {
+    debug_assert_eq!(out.len(), encoded_len(key, value));
+    debug_assert_eq!(h.key_len as usize, key.len());
+    debug_assert_eq!(h.value_len as usize, value.len());
+    out[4] = RECORD_MAGIC;
+    out[5] = h.kind as u8;
+    out[6..8].copy_from_slice(&h.db.to_le_bytes());
+    out[8..12].copy_from_slice(&h.key_len.to_le_bytes());
+    out[12..16].copy_from_slice(&h.value_len.to_le_bytes());
+    out[16..24].copy_from_slice(&h.seq.to_le_bytes());
+    out[24..32].copy_from_slice(&h.expire_at_ms.to_le_bytes());
+    let k_end = RECORD_HEADER_LEN + key.len();
+    out[RECORD_HEADER_LEN..k_end].copy_from_slice(key);
+    out[k_end..].copy_from_slice(value);
+    let crc = crc32c::crc32c(&out[4..]);
+    out[0..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+fn le_u16(b: &[u8]) -> u16 {
+    u16::from_le_bytes([b[0], b[1]])
+}
+fn le_u32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+fn le_u64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(a)
+}
+
+/// Decodes only the header at the start of `buf` (no checksum check).
+pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
+    if buf.len() < RECORD_HEADER_LEN {
+        return if buf.len() > 4 && buf[4] == 0 {
+            Err(DecodeError::Padding)
+        } else {
+            Err(DecodeError::Truncated)
+        };
+    }
+    match buf[4] {
+        0 => return Err(DecodeError::Padding),
+        RECORD_MAGIC => {}
+        _ => return Err(DecodeError::BadHeader),
+    }
+    let kind = match buf[5] {
+        1 => RecordKind::Value,
+        2 => RecordKind::Tombstone,
+        _ => return Err(DecodeError::BadHeader),
+    };
+    Ok(RecordHeader {
+        kind,
+        db: le_u16(&buf[6..8]),
+        key_len: le_u32(&buf[8..12]),
+        value_len: le_u32(&buf[12..16]),
+        seq: le_u64(&buf[16..24]),
+        expire_at_ms: le_u64(&buf[24..32]),
+    })
+}
+
+/// A verified record borrowed from a read buffer.
+#[derive(Debug)]
+pub struct RecordRef<'a> {
+    pub header: RecordHeader,
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
+/// Decodes and verifies the record at the start of `buf`.
+pub fn decode_record(buf: &[u8]) -> Result<RecordRef<'_>, DecodeError> {
+    let header = decode_header(buf)?;
+    let len = header.record_len();
+    if buf.len() < len {
+        return Err(DecodeError::Truncated);
+    }
+    let stored = le_u32(&buf[0..4]);
+    if crc32c::crc32c(&buf[4..len]) != stored {
+        return Err(DecodeError::Checksum);
+    }
+    let k_end = RECORD_HEADER_LEN + header.key_len as usize;
+    Ok(RecordRef {
+        header,
+        key: &buf[RECORD_HEADER_LEN..k_end],
+        value: &buf[k_end..len],
+    })
+}
+
+/// Writes the segment header into the first page of a new segment.
+pub fn encode_segment_header(page: &mut [u8], segment_id: u32, created_ms: u64) {
+    page[..PAGE].fill(0);
+    page[0..8].copy_from_slice(SEGMENT_MAGIC);
+    page[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+    page[12..16].copy_from_slice(&segment_id.to_le_bytes());
+    page[16..24].copy_from_slice(&created_ms.to_le_bytes());
+    let crc = crc32c::crc32c(&page[0..24]);
+    page[24..28].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The fields of a segment header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentHeader {
+    pub version: u32,
+    pub segment_id: u32,
+    pub created_ms: u64,
+}
+
+/// Decodes and verifies a segment header.
+pub fn decode_segment_header(page: &[u8]) -> Result<SegmentHeader, DecodeError> {
+    if page.len() < 28 {
+        return Err(DecodeError::Truncated);
+    }
+    if &page[0..8] != SEGMENT_MAGIC {
+        return Err(DecodeError::BadHeader);
+    }
+    if crc32c::crc32c(&page[0..24]) != le_u32(&page[24..28]) {
+        return Err(DecodeError::Checksum);
+    }
+    Ok(SegmentHeader {
+        version: le_u32(&page[8..12]),
+        segment_id: le_u32(&page[12..16]),
+        created_ms: le_u64(&page[16..24]),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(key: &[u8], value: &[u8]) -> Vec<u8> {
+        let h = RecordHeader {
+            kind: RecordKind::Value,
+            db: 3,
+            key_len: key.len() as u32,
+            value_len: value.len() as u32,
+            seq: 42,
+            expire_at_ms: 1_700_000_000_000,
+        };
+        let mut out = vec![0; encoded_len(key, value)];
+        encode_record(&mut out, &h, key, value);
+        out
+    }
+
+    #[test]
+    fn record_round_trips() {
+        let buf = record(b"key\x00bin", b"value bytes \r\n");
+        let r = decode_record(&buf).unwrap();
+        assert_eq!(r.key, b"key\x00bin");
+        assert_eq!(r.value, b"value bytes \r\n");
+        assert_eq!(r.header.db, 3);
+        assert_eq!(r.header.seq, 42);
+        assert_eq!(r.header.expire_at_ms, 1_700_000_000_000);
+    }
+
+    #[test]
+    fn every_single_bit_flip_is_detected() {
+        let buf = record(b"k", b"some value that is long enough");
+        for i in 0..buf.len() * 8 {
+            let mut b = buf.clone();
+            b[i / 8] ^= 1 << (i % 8);
+            assert!(decode_record(&b).is_err(), "flip of bit {i} not detected");
+        }
+    }
+
+    #[test]
+    fn zero_magic_is_padding_and_short_is_truncated() {
+        assert_eq!(decode_record(&[0u8; 64]).unwrap_err(), DecodeError::Padding);
+        let buf = record(b"k", b"v");
+        assert_eq!(
+            decode_record(&buf[..buf.len() - 1]).unwrap_err(),
+            DecodeError::Truncated
+        );
+    }
+
+    #[test]
+    fn segment_header_round_trips_and_detects_corruption() {
+        let mut page = vec![0u8; PAGE];
+        encode_segment_header(&mut page, 7, 123);
+        let h = decode_segment_header(&page).unwrap();
+        assert_eq!(
+            (h.version, h.segment_id, h.created_ms),
+            (FORMAT_VERSION, 7, 123)
+        );
+        page[13] ^= 1;
+        assert_eq!(
+            decode_segment_header(&page).unwrap_err(),
+            DecodeError::Checksum
+        );
+    }
+}

@@ -1,0 +1,165 @@
+//! Asynchronous flash I/O behind one trait, [`IoEngine`], with owned buffers
+//! handed back on completion (the shape of foyer's `IoEngine`).
+//!
+//! Two backends implement it and the same engine tests run against both:
+//! - [`uring::UringEngine`]: one io_uring per engine, driven by a dedicated
+//!   thread, hundreds of operations in flight.
+//! - [`psync::PsyncEngine`]: a pool of threads issuing `pread`/`pwrite`; the
+//!   pool size bounds the operations in flight. Portable.
+//!
+//! The engine never blocks a request thread on a disk syscall: request paths
+//! submit and await a completion future ([`IoEngine::read`]); only the
+//! background demoter/reclaimer thread waits synchronously.
+
+pub mod psync;
+#[cfg(target_os = "linux")]
+pub mod uring;
+
+use super::buf::AlignedBuf;
+use std::fs::File;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+
+/// The direction of a transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    Read,
+    Write,
+}
+
+/// What an operation hands back: the caller's buffer and the outcome.
+pub type IoDone = Box<dyn FnOnce(AlignedBuf, io::Result<usize>) + Send>;
+
+/// One transfer handed to an [`IoEngine`].
+pub struct IoRequest {
+    pub op: IoOp,
+    pub file: Arc<File>,
+    pub offset: u64,
+    /// Reads fill `buf[..buf.len()]`; writes write `buf[..buf.len()]`.
+    pub buf: AlignedBuf,
+    pub done: IoDone,
+}
+
+/// An asynchronous block I/O backend.
+///
+/// Caller guarantees: `offset`, the buffer's address and its length are
+/// multiples of [`PAGE`](super::buf::PAGE) (required for O_DIRECT files).
+///
+/// Implementation MUST: call `done` exactly once per request, from any
+/// thread, with the request's own buffer; report a short read as `Ok(n)` with
+/// the bytes read; complete a write only when all of `buf` was written or an
+/// error occurred; never block the submitting thread on the device.
+pub trait IoEngine: Send + Sync + 'static {
+    fn submit(&self, req: IoRequest);
+    /// A short name for INFO and logs ("io_uring", "psync", ...).
+    fn name(&self) -> &'static str;
+}
+
+/// Submits a read and returns a future of its completion.
+pub fn read(
+    io: &dyn IoEngine,
+    file: Arc<File>,
+    offset: u64,
+    buf: AlignedBuf,
+) -> impl Future<Output = (AlignedBuf, io::Result<usize>)> {
+    submit_with_future(io, IoOp::Read, file, offset, buf)
+}
+
+/// Submits a write and blocks the calling (background) thread until done.
+pub fn write_blocking(
+    io: &dyn IoEngine,
+    file: Arc<File>,
+    offset: u64,
+    buf: AlignedBuf,
+) -> (AlignedBuf, io::Result<usize>) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    io.submit(IoRequest {
+        op: IoOp::Write,
+        file,
+        offset,
+        buf,
+        done: Box::new(move |b, r| {
+            let _ = tx.send((b, r));
+        }),
+    });
+    rx.recv()
+        .expect("I/O engine dropped a request without completing it")
+}
+
+/// Submits a read and blocks the calling (background) thread until done.
+pub fn read_blocking(
+    io: &dyn IoEngine,
+    file: Arc<File>,
+    offset: u64,
+    buf: AlignedBuf,
+) -> (AlignedBuf, io::Result<usize>) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    io.submit(IoRequest {
+        op: IoOp::Read,
+        file,
+        offset,
+        buf,
+        done: Box::new(move |b, r| {
+            let _ = tx.send((b, r));
+        }),
+    });
+    rx.recv()
+        .expect("I/O engine dropped a request without completing it")
+}
+
+fn submit_with_future(
+    io: &dyn IoEngine,
+    op: IoOp,
+    file: Arc<File>,
+    offset: u64,
+    buf: AlignedBuf,
+) -> impl Future<Output = (AlignedBuf, io::Result<usize>)> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    io.submit(IoRequest {
+        op,
+        file,
+        offset,
+        buf,
+        done: Box::new(move |b, r| {
+            let _ = tx.send((b, r));
+        }),
+    });
+    async move {
+        match rx.await {
+            Ok(done) => done,
+            Err(_) => (
+                AlignedBuf::zeroed(0),
+                Err(io::Error::other("I/O engine shut down")),
+            ),
+        }
+    }
+}
+
+/// Which backend to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoBackend {
+    /// io_uring where the kernel allows it, else psync.
+    Auto,
+    IoUring,
+    Psync,
+}
+
+/// Builds the requested backend. `depth` is the number of operations the
+/// backend keeps in flight at most (ring entries, or pool threads for psync).
+pub fn open_backend(backend: IoBackend, depth: usize) -> io::Result<Arc<dyn IoEngine>> {
+    match backend {
+        IoBackend::Psync => Ok(Arc::new(psync::PsyncEngine::new(depth.min(64)))),
+        #[cfg(target_os = "linux")]
+        IoBackend::IoUring => Ok(Arc::new(uring::UringEngine::new(depth)?)),
+        #[cfg(not(target_os = "linux"))]
+        IoBackend::IoUring => Err(io::Error::other("io_uring is only available on Linux")),
+        IoBackend::Auto => match open_backend(IoBackend::IoUring, depth) {
+            Ok(e) => Ok(e),
+            Err(err) => {
+                tracing::warn!("io_uring unavailable ({err}); using the psync backend");
+                open_backend(IoBackend::Psync, depth)
+            }
+        },
+    }
+}

@@ -1,0 +1,181 @@
+//! `SegmentWriter`: appends records to the open segment in large sequential
+//! writes. Owned by the background thread (demotion and GC relocation both
+//! append through it).
+//!
+//! Records are assigned their location when appended, but a location must
+//! not be published to the index before [`SegmentWriter::flush`] returned
+//! `Ok`: until then the bytes may exist only in the write buffer.
+//!
+//! Invariants:
+//! 1. Writes go to strictly increasing, page-aligned offsets of the open
+//!    segment (the log is append-only; no page is written twice).
+//! 2. A record never crosses a segment boundary; a record longer than the
+//!    segment size gets a segment of its own.
+//! 3. The write buffer is bounded by `chunk_size` (plus one oversized record).
+
+use super::buf::{align_up, AlignedBuf, PAGE};
+use super::format::{self, RecordHeader, SEGMENT_DATA_START};
+use super::io::{self, IoEngine};
+use super::segment::{Segment, SegmentTable};
+use crate::index::FlashLoc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+pub struct SegmentWriter {
+    table: Arc<SegmentTable>,
+    io: Arc<dyn IoEngine>,
+    segment_size: u64,
+    chunk_size: usize,
+    current: Option<Arc<Segment>>,
+    /// File offset where `buf` will be written (page-aligned).
+    buf_offset: u64,
+    buf: AlignedBuf,
+    /// Bytes of `buf` filled with records.
+    fill: usize,
+    /// Bytes written to flash by this writer (including padding).
+    pub bytes_written: u64,
+}
+
+/// Why an append could not be done.
+#[derive(Debug)]
+pub enum AppendError {
+    /// Opening another segment would exceed the flash capacity.
+    Full,
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for AppendError {
+    fn from(e: std::io::Error) -> Self {
+        AppendError::Io(e)
+    }
+}
+
+impl SegmentWriter {
+    pub fn new(
+        table: Arc<SegmentTable>,
+        io: Arc<dyn IoEngine>,
+        segment_size: u64,
+        chunk_size: usize,
+    ) -> SegmentWriter {
+        let chunk_size = align_up(chunk_size.max(PAGE));
+        SegmentWriter {
+            table,
+            io,
+            segment_size: segment_size.max(2 * PAGE as u64),
+            chunk_size,
+            current: None,
+            buf_offset: 0,
+            buf: AlignedBuf::zeroed(chunk_size),
+            fill: 0,
+            bytes_written: 0,
+        }
+    }
+
+    /// The id of the segment being written, if any.
+    pub fn current_segment(&self) -> Option<u32> {
+        self.current.as_ref().map(|s| s.id)
+    }
+
+    /// Appends one record and returns where it will live once flushed.
+    /// `capacity` is the flash size the log may occupy.
+    pub fn append(
+        &mut self,
+        header: &RecordHeader,
+        key: &[u8],
+        value: &[u8],
+        capacity: u64,
+    ) -> Result<FlashLoc, AppendError> {
+        let len = format::encoded_len(key, value);
+        let seg_end = self.buf_offset + (self.fill + len) as u64;
+        if self.current.is_none()
+            || seg_end > self.segment_size.max(SEGMENT_DATA_START + len as u64)
+        {
+            self.roll(len, capacity)?;
+        }
+        if self.fill + len > self.chunk_size {
+            self.flush()?;
+        }
+        let seg = self.current.as_ref().map(|s| s.id).unwrap_or(0);
+        let offset = self.buf_offset + self.fill as u64;
+        if len > self.chunk_size {
+            // Invariant 3: an oversized record is written from its own buffer.
+            let mut big = AlignedBuf::zeroed(align_up(len));
+            format::encode_record(&mut big[..len], header, key, value);
+            self.write_out(big)?;
+        } else {
+            let end = self.fill + len;
+            format::encode_record(&mut self.buf[self.fill..end], header, key, value);
+            self.fill = end;
+        }
+        Ok(FlashLoc {
+            segment: seg,
+            offset: offset as u32,
+            len: len as u32,
+        })
+    }
+
+    /// Writes the buffered records (padded to a page) to the device.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        if self.fill == 0 {
+            return Ok(());
+        }
+        let padded = align_up(self.fill);
+        self.buf[self.fill..padded].fill(0);
+        let mut buf = std::mem::replace(&mut self.buf, AlignedBuf::zeroed(0));
+        buf.set_len(padded);
+        let r = self.write_out(buf);
+        self.fill = 0;
+        r
+    }
+
+    /// Writes `buf` at `buf_offset` and advances past it.
+    fn write_out(&mut self, buf: AlignedBuf) -> std::io::Result<()> {
+        let Some(seg) = self.current.clone() else {
+            return Ok(());
+        };
+        let len = buf.len() as u64;
+        let (mut back, r) = io::write_blocking(&*self.io, seg.file.clone(), self.buf_offset, buf);
+        if back.capacity() >= self.chunk_size {
+            back.set_len(self.chunk_size);
+            self.buf = back;
+        } else if self.buf.capacity() < self.chunk_size {
+            self.buf = AlignedBuf::zeroed(self.chunk_size);
+        }
+        r?;
+        self.buf_offset += len;
+        self.bytes_written += len;
+        self.table.add_written(&seg, self.buf_offset);
+        Ok(())
+    }
+
+    /// Seals the open segment and opens a new one with room for `len` bytes.
+    fn roll(&mut self, len: usize, capacity: u64) -> Result<(), AppendError> {
+        self.flush()?;
+        let need = self
+            .segment_size
+            .max(SEGMENT_DATA_START + align_up(len) as u64);
+        if self.table.allocated_bytes() + need > capacity {
+            return Err(AppendError::Full);
+        }
+        if let Some(old) = self.current.take() {
+            old.sealed.store(true, Ordering::Release);
+        }
+        let seg = self.table.create()?;
+        let mut page = AlignedBuf::zeroed(PAGE);
+        format::encode_segment_header(&mut page, seg.id, crate::clock::now_ms());
+        self.current = Some(seg);
+        self.buf_offset = 0;
+        self.write_out(page)?;
+        Ok(())
+    }
+
+    /// Seals the open segment (used when the background thread goes idle is
+    /// not needed; exposed for tests and eviction of the newest segment).
+    pub fn seal(&mut self) -> std::io::Result<()> {
+        self.flush()?;
+        if let Some(old) = self.current.take() {
+            old.sealed.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,484 @@
+//! Keyspace operations: existence, deletion, TTLs, renames, iteration and
+//! flushing. All of them answer from RAM (engine invariant 1); only RENAME
+//! and COPY of a cold value read it (one fetch), because a flash record
+//! names its key and the collector relies on that to find its owner.
+
+use crate::clock::{now_ms, now_secs};
+use crate::index::{FlashLoc, Shard, Slot, F_REFERENCED};
+use crate::read::{fetch_value, FetchTarget, Read};
+use crate::stats::Stats;
+use crate::{Engine, EngineError, Inner};
+use bytes::Bytes;
+use rand::Rng;
+use std::sync::Arc;
+
+/// A key's TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TtlState {
+    Missing,
+    NoTtl,
+    /// Expires at this Unix time in milliseconds.
+    At(u64),
+}
+
+/// EXPIRE's NX / XX / GT / LT options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ExpireCond {
+    #[default]
+    Always,
+    Nx,
+    Xx,
+    Gt,
+    Lt,
+}
+
+/// Where a value lives (DEBUG TIER).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    Ram,
+    /// In RAM with a valid flash copy.
+    RamAndFlash(FlashLoc),
+    Flash(FlashLoc),
+}
+
+/// Metadata of one key, answered from RAM.
+#[derive(Clone, Debug)]
+pub struct KeyInfo {
+    pub value_len: u64,
+    pub location: Location,
+    pub idle_secs: u64,
+    pub expire_at_ms: u64,
+    /// The value if it is in RAM (for OBJECT ENCODING's int check).
+    pub hot_value: Option<Bytes>,
+    pub key_len: usize,
+}
+
+impl Inner {
+    /// Removes the entry at `idx`, releasing its flash record. Caller holds
+    /// the shard lock.
+    pub(crate) fn remove_index(&self, sh: &mut Shard, db: usize, idx: usize, expired: bool) {
+        if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
+            sh.acct.entry_removed(db, key.len(), &e);
+            if let Some(loc) = e.flash_loc() {
+                self.release_flash(loc);
+            }
+            if expired {
+                Stats::inc(&self.stats.expired_keys);
+            }
+        }
+    }
+
+    /// Sets or clears (0) the TTL of the entry at `idx`; a time in the past
+    /// deletes the key. Caller holds the shard lock.
+    pub(crate) fn set_expire_at(&self, sh: &mut Shard, db: usize, idx: usize, at: u64) {
+        if at != 0 && at <= now_ms() {
+            self.remove_index(sh, db, idx, false);
+            return;
+        }
+        let e = &mut sh.dbs[db][idx];
+        let old = e.expire_at_ms;
+        e.expire_at_ms = at;
+        sh.acct.ttl_remove(db, old);
+        sh.acct.ttl_add(db, at);
+    }
+
+    /// The index of the live entry of `key`, removing it if expired.
+    fn live_index(&self, sh: &mut Shard, db: usize, key: &[u8]) -> Option<usize> {
+        let idx = sh.dbs[db].get_index_of(key)?;
+        if sh.dbs[db][idx].is_expired(now_ms()) {
+            self.remove_index(sh, db, idx, true);
+            return None;
+        }
+        Some(idx)
+    }
+}
+
+impl Engine {
+    /// DEL / UNLINK of one key; returns whether it existed. RAM only.
+    pub fn delete(&self, db: usize, key: &[u8]) -> bool {
+        let inner = &self.inner;
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        match inner.live_index(sh, db, key) {
+            Some(idx) => {
+                inner.remove_index(sh, db, idx, false);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn exists(&self, db: usize, key: &[u8]) -> bool {
+        self.inner.with_live(db, key, |_| ()).is_some()
+    }
+
+    /// TOUCH: marks the key accessed; returns whether it exists.
+    pub fn touch(&self, db: usize, key: &[u8]) -> bool {
+        let inner = &self.inner;
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        match inner.live_index(sh, db, key) {
+            Some(idx) => {
+                let e = &mut sh.dbs[db][idx];
+                e.flags |= F_REFERENCED;
+                e.lru_secs = now_secs();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn ttl(&self, db: usize, key: &[u8]) -> TtlState {
+        match self.inner.with_live(db, key, |e| e.expire_at_ms) {
+            None => TtlState::Missing,
+            Some(0) => TtlState::NoTtl,
+            Some(at) => TtlState::At(at),
+        }
+    }
+
+    /// EXPIRE family: sets the TTL to `at_ms` if `cond` holds; returns
+    /// whether it was set (a time in the past deletes the key).
+    pub fn expire(&self, db: usize, key: &[u8], at_ms: u64, cond: ExpireCond) -> bool {
+        let inner = &self.inner;
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        let Some(idx) = inner.live_index(sh, db, key) else {
+            return false;
+        };
+        let cur = sh.dbs[db][idx].expire_at_ms;
+        // Redis: no TTL counts as an infinite TTL for GT and LT.
+        let ok = match cond {
+            ExpireCond::Always => true,
+            ExpireCond::Nx => cur == 0,
+            ExpireCond::Xx => cur != 0,
+            ExpireCond::Gt => cur != 0 && at_ms > cur,
+            ExpireCond::Lt => cur == 0 || at_ms < cur,
+        };
+        if ok {
+            inner.set_expire_at(sh, db, idx, at_ms);
+        }
+        ok
+    }
+
+    /// PERSIST: removes the TTL; returns whether there was one.
+    pub fn persist(&self, db: usize, key: &[u8]) -> bool {
+        let inner = &self.inner;
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        match inner.live_index(sh, db, key) {
+            Some(idx) if sh.dbs[db][idx].expire_at_ms != 0 => {
+                inner.set_expire_at(sh, db, idx, 0);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Metadata of a key (OBJECT, DEBUG TIER, TYPE, MEMORY USAGE).
+    pub fn key_info(&self, db: usize, key: &[u8]) -> Option<KeyInfo> {
+        let now = now_secs();
+        self.inner.with_live(db, key, |e| KeyInfo {
+            value_len: e.value_len as u64,
+            location: match &e.slot {
+                Slot::Hot { backing: None, .. } => Location::Ram,
+                Slot::Hot {
+                    backing: Some(l), ..
+                } => Location::RamAndFlash(*l),
+                Slot::Cold(l) => Location::Flash(*l),
+            },
+            idle_secs: now.saturating_sub(e.lru_secs) as u64,
+            expire_at_ms: e.expire_at_ms,
+            hot_value: match &e.slot {
+                Slot::Hot { value, .. } if value.len() <= 20 => Some(value.clone()),
+                _ => None,
+            },
+            key_len: key.len(),
+        })
+    }
+
+    /// RENAME / RENAMENX. Ok(false) when `nx` and the target exists;
+    /// Ok(true) when renamed; Err(None-like) via `Ok(None)` when the source
+    /// is missing. A cold value is fetched first (see the module doc).
+    pub fn rename(
+        &self,
+        db: usize,
+        src: &[u8],
+        dst: &[u8],
+        nx: bool,
+    ) -> Read<Result<Option<bool>, EngineError>> {
+        match self.inner.try_rename(db, src, db, dst, nx, false, None) {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(t) => {
+                let inner = self.inner.clone();
+                let dst: Box<[u8]> = dst.into();
+                Read::Pending(Box::pin(async move {
+                    let mut t = t;
+                    loop {
+                        let v = fetch_value(inner.clone(), &t).await?;
+                        match inner.try_rename(
+                            t.db,
+                            &t.key,
+                            t.db,
+                            &dst,
+                            nx,
+                            false,
+                            Some((t.version, v)),
+                        ) {
+                            Ok(r) => return Ok(r),
+                            Err(next) => t = next,
+                        }
+                    }
+                }))
+            }
+        }
+    }
+
+    /// COPY src dst [DB n] [REPLACE]: Ok(None) if the source is missing,
+    /// Ok(Some(false)) if the target exists and !replace.
+    pub fn copy(
+        &self,
+        db: usize,
+        src: &[u8],
+        dst_db: usize,
+        dst: &[u8],
+        replace: bool,
+    ) -> Read<Result<Option<bool>, EngineError>> {
+        match self
+            .inner
+            .try_rename(db, src, dst_db, dst, !replace, true, None)
+        {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(t) => {
+                let inner = self.inner.clone();
+                let dst: Box<[u8]> = dst.into();
+                Read::Pending(Box::pin(async move {
+                    let mut t = t;
+                    loop {
+                        let v = fetch_value(inner.clone(), &t).await?;
+                        let fetched = Some((t.version, v));
+                        match inner.try_rename(t.db, &t.key, dst_db, &dst, !replace, true, fetched)
+                        {
+                            Ok(r) => return Ok(r),
+                            Err(next) => t = next,
+                        }
+                    }
+                }))
+            }
+        }
+    }
+
+    /// DBSIZE (expired keys not yet swept are counted, as in Redis).
+    pub fn dbsize(&self, db: usize) -> u64 {
+        self.inner
+            .shards
+            .iter()
+            .map(|s| s.lock().dbs[db].len() as u64)
+            .sum()
+    }
+
+    /// keys, keys with a TTL, average TTL in ms (0 if none) of one db.
+    pub fn db_stats(&self, db: usize) -> (u64, u64, u64) {
+        let (mut keys, mut expires, mut sum) = (0u64, 0u64, 0u128);
+        for s in self.inner.shards.iter() {
+            let s = s.lock();
+            keys += s.dbs[db].len() as u64;
+            expires += s.acct.dbs[db].expires;
+            sum += s.acct.dbs[db].expire_sum_ms;
+        }
+        let avg = if expires == 0 {
+            0
+        } else {
+            ((sum / expires as u128) as u64).saturating_sub(now_ms())
+        };
+        (keys, expires, avg)
+    }
+
+    /// FLUSHDB: removes every key of `db` (RAM only: their records die).
+    pub fn flush_db(&self, db: usize) {
+        for s in self.inner.shards.iter() {
+            let mut guard = s.lock();
+            let sh = &mut *guard;
+            let map = std::mem::take(&mut sh.dbs[db]);
+            for (k, e) in map {
+                sh.acct.entry_removed(db, k.len(), &e);
+                if let Some(loc) = e.flash_loc() {
+                    self.inner.release_flash(loc);
+                }
+            }
+            sh.hand[db] = 0;
+            sh.expire_cursor[db] = 0;
+        }
+    }
+
+    pub fn flush_all(&self) {
+        for db in 0..self.inner.databases {
+            self.flush_db(db);
+        }
+    }
+
+    /// KEYS: every live key of `db` accepted by `matches`.
+    pub fn keys(&self, db: usize, matches: impl Fn(&[u8]) -> bool) -> Vec<Bytes> {
+        let now = now_ms();
+        let mut out = Vec::new();
+        for s in self.inner.shards.iter() {
+            let s = s.lock();
+            for (k, e) in s.dbs[db].iter() {
+                if !e.is_expired(now) && matches(k) {
+                    out.push(Bytes::copy_from_slice(k));
+                }
+            }
+        }
+        out
+    }
+
+    /// SCAN: visits about `count` entries from `cursor` and returns the next
+    /// cursor (0 = done) and the live keys accepted by `matches`.
+    ///
+    /// The cursor encodes (shard, position); each shard is walked from its
+    /// end towards index 0. Removal swaps the last entry into the hole, and
+    /// the last entry was already visited or is new, so every key present
+    /// for the whole scan is returned at least once (Redis's guarantee).
+    pub fn scan(
+        &self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        matches: impl Fn(&[u8]) -> bool,
+    ) -> (u64, Vec<Bytes>) {
+        let nshards = self.inner.shards.len() as u64;
+        let now = now_ms();
+        let mut out = Vec::new();
+        // Cursor: 0 = start; else (pos << 16 | shard) + 1 where pos is the
+        // exclusive upper bound still to visit in that shard.
+        let (mut shard, mut pos) = if cursor == 0 {
+            (0u64, u64::MAX)
+        } else {
+            let c = cursor - 1;
+            (c & 0xffff, c >> 16)
+        };
+        let mut visited = 0;
+        while shard < nshards {
+            let s = self.inner.shards[shard as usize].lock();
+            let map = &s.dbs[db];
+            let mut p = pos.min(map.len() as u64);
+            while p > 0 && visited < count.max(1) {
+                p -= 1;
+                visited += 1;
+                if let Some((k, e)) = map.get_index(p as usize) {
+                    if !e.is_expired(now) && matches(k) {
+                        out.push(Bytes::copy_from_slice(k));
+                    }
+                }
+            }
+            if p > 0 {
+                return (((p << 16) | shard) + 1, out);
+            }
+            shard += 1;
+            pos = u64::MAX;
+            if visited >= count.max(1) {
+                break;
+            }
+        }
+        if shard >= nshards {
+            (0, out)
+        } else {
+            ((((u64::MAX >> 16) << 16) | shard) + 1, out)
+        }
+    }
+
+    /// RANDOMKEY: a random live key of `db`.
+    pub fn random_key(&self, db: usize) -> Option<Bytes> {
+        let mut rng = rand::thread_rng();
+        let n = self.inner.shards.len();
+        let now = now_ms();
+        for _ in 0..n * 4 {
+            let s = self.inner.shards[rng.gen_range(0..n)].lock();
+            let map = &s.dbs[db];
+            if map.is_empty() {
+                continue;
+            }
+            let (k, e) = map.get_index(rng.gen_range(0..map.len()))?;
+            if !e.is_expired(now) {
+                return Some(Bytes::copy_from_slice(k));
+            }
+        }
+        // Sparse db: fall back to the first live key found.
+        for s in self.inner.shards.iter() {
+            let s = s.lock();
+            if let Some((k, _)) = s.dbs[db].iter().find(|(_, e)| !e.is_expired(now)) {
+                return Some(Bytes::copy_from_slice(k));
+            }
+        }
+        None
+    }
+}
+
+impl Inner {
+    /// Moves (or copies) `src` to `dst`. Err(target) when the source is cold
+    /// and its value must be fetched first (or was fetched at an older
+    /// version). Ok(None): source missing; Ok(Some(false)): `nx` and the
+    /// target exists.
+    #[allow(clippy::too_many_arguments)]
+    fn try_rename(
+        self: &Arc<Self>,
+        db: usize,
+        src: &[u8],
+        dst_db: usize,
+        dst: &[u8],
+        nx: bool,
+        copy: bool,
+        fetched: Option<(u64, Bytes)>,
+    ) -> Result<Option<bool>, FetchTarget> {
+        let a = self.shard_index(src);
+        let b = self.shard_index(dst);
+        // Lock both shards in index order (no deadlock).
+        let (mut ga, mut gb) = if a == b {
+            (self.shards[a].lock(), None)
+        } else if a < b {
+            let ga = self.shards[a].lock();
+            (ga, Some(self.shards[b].lock()))
+        } else {
+            let gb = self.shards[b].lock();
+            (self.shards[a].lock(), Some(gb))
+        };
+        let Some(si) = self.live_index(&mut ga, db, src) else {
+            return Ok(None);
+        };
+        let (value, expire) = {
+            let e = &ga.dbs[db][si];
+            match &e.slot {
+                Slot::Hot { value, .. } => (value.clone(), e.expire_at_ms),
+                Slot::Cold(loc) => match &fetched {
+                    Some((v, value)) if *v == e.version => (value.clone(), e.expire_at_ms),
+                    _ => return Err(FetchTarget::new(self, db, src, *loc, e.version)),
+                },
+            }
+        };
+        if src == dst && db == dst_db {
+            return Ok(Some(!nx && !copy));
+        }
+        let dsh: &mut Shard = match gb.as_mut() {
+            Some(g) => g,
+            None => &mut ga,
+        };
+        let di = self.live_index(dsh, dst_db, dst);
+        if nx && di.is_some() {
+            return Ok(Some(false));
+        }
+        let value = if value.len() * 2 < 4096 || copy {
+            Bytes::copy_from_slice(&value)
+        } else {
+            value
+        };
+        self.store(dsh, dst_db, dst, di, value, expire);
+        if !copy {
+            // The destination insert may have moved entries of the same
+            // map; look the source up again.
+            let sh: &mut Shard = &mut ga;
+            if let Some(si) = sh.dbs[db].get_index_of(src) {
+                self.remove_index(sh, db, si, false);
+            }
+        }
+        Ok(Some(true))
+    }
+}

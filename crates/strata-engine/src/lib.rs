@@ -1,0 +1,348 @@
+//! # strata-engine: the tiered store
+//!
+//! Every key and its metadata live in RAM ([`index`]); each value is *hot*
+//! (bytes in RAM) or *cold* (one record in the flash log). Under memory
+//! pressure the background thread *demotes* the coldest hot values to flash
+//! ([`tiering`]); a read of a cold value costs one device read and may
+//! *promote* the value back to RAM ([`read`], policy [`PromotePolicy`]).
+//! Overwrites, deletes and expiries of cold values only touch RAM: the old
+//! record becomes garbage, and the collector ([`gc`]) reclaims segments with
+//! few *live bytes* by moving their live records.
+//!
+//! Glossary: *segment* — one file of the log, appended to sequentially and
+//! freed whole; *live bytes* — bytes of a segment's records that index
+//! entries still point at; *stash* — the write of a demoted value; *fetch*
+//! — the read of a cold value; *backing* — a valid flash copy of a hot
+//! value (demoting it again needs no I/O).
+//!
+//! ## Invariants
+//! 1. Existence, type, TTL and size of every key are answered from RAM.
+//! 2. Every key has exactly one authoritative location; a flash location is
+//!    published to the index only after its bytes are written.
+//! 3. An index entry never points at a segment that has been freed.
+//! 4. A cold read is one device read of the record's pages, and its result
+//!    is verified by checksum, key and sequence number before it is served.
+//! 5. No lock is held across I/O: background work and reads re-check the
+//!    entry's version and location before they change it.
+//! 6. Stored values own exactly-sized allocations (the engine copies the
+//!    bytes it is given), so RAM accounting matches the allocator.
+//! 7. This crate knows no protocol and no sockets.
+
+pub mod clock;
+pub mod config;
+pub mod error;
+mod evict;
+pub mod flash;
+mod gc;
+pub mod index;
+mod keyspace;
+pub mod read;
+pub mod stats;
+mod strings;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+#[cfg(test)]
+mod tests;
+mod tiering;
+
+pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
+pub use error::EngineError;
+pub use evict::Admission;
+pub use flash::io::IoBackend;
+pub use keyspace::{ExpireCond, KeyInfo, Location, TtlState};
+pub use read::Read;
+pub use stats::TieredInfo;
+pub use strings::{Current, ExpireUpdate, Mutation, SetCond, SetOptions};
+
+use config::Tunables;
+use flash::io::IoEngine;
+use flash::segment::SegmentTable;
+use index::{Hasher, Shard};
+use parking_lot::{Condvar, Mutex};
+use stats::Stats;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A handle to the store. Cheap to clone; the background thread stops when
+/// the last handle is dropped.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+    _background: Arc<BackgroundGuard>,
+}
+
+pub(crate) struct Inner {
+    pub shards: Box<[Mutex<Shard>]>,
+    pub hasher: Hasher,
+    pub databases: usize,
+    pub table: Arc<SegmentTable>,
+    pub io: Arc<dyn IoEngine>,
+    pub tun: Tunables,
+    pub stats: Stats,
+    /// Source of sequence numbers (entry versions and record seqs).
+    pub seq: AtomicU64,
+    /// Bytes the flash log may occupy.
+    pub capacity: u64,
+    pub segment_size: u64,
+    pub write_chunk: usize,
+    pub hz: u32,
+    pub ram_gauge: Option<RamGauge>,
+    /// Wakes the background thread.
+    pub wake: (Mutex<bool>, Condvar),
+    pub shutdown: AtomicBool,
+    /// Notified when demotion or eviction made room.
+    pub room: tokio::sync::Notify,
+    /// Set by the background thread when a full pass found nothing to demote
+    /// or the flash is full: waiting for room would not help.
+    pub demotion_stuck: AtomicBool,
+    /// Live record bytes on flash (sum over segments).
+    pub flash_live_bytes: AtomicU64,
+    /// Whether segment files use O_DIRECT.
+    pub direct_io: bool,
+}
+
+struct BackgroundGuard {
+    inner: Arc<Inner>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for BackgroundGuard {
+    fn drop(&mut self) {
+        self.inner.shutdown.store(true, Ordering::Release);
+        self.inner.wake_background();
+        if let Some(t) = self.thread.lock().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Engine {
+    /// Opens the store: creates the flash directory, starts the I/O backend
+    /// and the background thread.
+    pub fn open(cfg: EngineConfig) -> Result<Engine, EngineError> {
+        std::fs::create_dir_all(&cfg.flash_dir)?;
+        let direct = cfg.direct_io && flash::segment::direct_io_supported(&cfg.flash_dir);
+        if cfg.direct_io && !direct {
+            tracing::warn!(
+                "O_DIRECT is not supported in {}; flash reads may be served by the page cache",
+                cfg.flash_dir.display()
+            );
+        }
+        let table = Arc::new(SegmentTable::open(&cfg.flash_dir, direct)?);
+        let io = match &cfg.io_engine {
+            Some(io) => io.clone(),
+            None => flash::io::open_backend(cfg.io_backend, cfg.io_depth)?,
+        };
+        let capacity = if cfg.flash_max_size > 0 {
+            cfg.flash_max_size
+        } else {
+            auto_capacity(&cfg.flash_dir)?
+        };
+        let inner = Arc::new(Inner {
+            shards: (0..cfg.shards.max(1))
+                .map(|_| Mutex::new(Shard::new(cfg.databases.max(1))))
+                .collect(),
+            hasher: Hasher::default(),
+            databases: cfg.databases.max(1),
+            table,
+            io,
+            tun: Tunables::new(&cfg),
+            stats: Stats::default(),
+            seq: AtomicU64::new(1),
+            capacity,
+            segment_size: cfg.segment_size,
+            write_chunk: cfg.write_chunk,
+            hz: cfg.hz.clamp(1, 500),
+            ram_gauge: cfg.ram_gauge.clone(),
+            wake: (Mutex::new(false), Condvar::new()),
+            shutdown: AtomicBool::new(false),
+            room: tokio::sync::Notify::new(),
+            demotion_stuck: AtomicBool::new(false),
+            flash_live_bytes: AtomicU64::new(0),
+            direct_io: direct,
+        });
+        let bg = inner.clone();
+        let thread = std::thread::Builder::new()
+            .name("strata-tiering".into())
+            .spawn(move || tiering::run_background(&bg))?;
+        Ok(Engine {
+            _background: Arc::new(BackgroundGuard {
+                inner: inner.clone(),
+                thread: Mutex::new(Some(thread)),
+            }),
+            inner,
+        })
+    }
+
+    pub fn databases(&self) -> usize {
+        self.inner.databases
+    }
+
+    pub fn io_backend_name(&self) -> &'static str {
+        self.inner.io.name()
+    }
+
+    /// Sets the RAM budget (CONFIG SET maxmemory-ram).
+    pub fn set_maxmemory_ram(&self, bytes: u64) {
+        self.inner.tun.maxmemory_ram.store(bytes, Ordering::Relaxed);
+        self.inner.wake_background();
+    }
+    pub fn set_maxmemory(&self, bytes: u64) {
+        self.inner.tun.maxmemory.store(bytes, Ordering::Relaxed);
+    }
+    pub fn set_eviction(&self, p: EvictionPolicy) {
+        self.inner.tun.set_eviction(p);
+    }
+    pub fn set_min_value_size(&self, n: usize) {
+        self.inner
+            .tun
+            .min_value_size
+            .store(n as u64, Ordering::Relaxed);
+    }
+    pub fn set_promote(&self, p: PromotePolicy) {
+        self.inner.tun.set_promote(p);
+    }
+
+    /// Zeroes the resettable counters (CONFIG RESETSTAT).
+    pub fn reset_stats(&self) {
+        self.inner.stats.reset();
+    }
+
+    /// The tiering state and counters, for INFO.
+    pub fn tiered_info(&self) -> TieredInfo {
+        self.inner.tiered_info()
+    }
+
+    /// RAM in use as the engine measures it for demotion.
+    pub fn ram_used(&self) -> u64 {
+        self.inner.ram_used()
+    }
+}
+
+impl Inner {
+    pub fn shard_index(&self, key: &[u8]) -> usize {
+        (self.hasher.hash_one(key) >> 32) as usize % self.shards.len()
+    }
+
+    pub fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
+        &self.shards[self.shard_index(key)]
+    }
+
+    pub fn next_seq(&self) -> u64 {
+        self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn wake_background(&self) {
+        let (lock, cv) = &self.wake;
+        *lock.lock() = true;
+        cv.notify_one();
+    }
+
+    /// RAM in use: the configured gauge, or index + hot value bytes.
+    pub fn ram_used(&self) -> u64 {
+        match &self.ram_gauge {
+            Some(g) => g(),
+            None => {
+                let mut total = 0;
+                for s in self.shards.iter() {
+                    let s = s.lock();
+                    total += s.index_bytes() + s.acct.hot_bytes;
+                }
+                total
+            }
+        }
+    }
+
+    /// Releases the flash record an entry pointed at: its bytes are no
+    /// longer live. Caller holds the entry's shard lock (segment invariant 2).
+    pub fn release_flash(&self, loc: index::FlashLoc) {
+        self.release_flash_quiet(loc);
+        Stats::inc(&self.stats.flash_deletes);
+    }
+
+    /// As `release_flash`, for records that were moved rather than deleted.
+    pub fn release_flash_quiet(&self, loc: index::FlashLoc) {
+        if let Some(seg) = self.table.get(loc.segment) {
+            seg.live_bytes.fetch_sub(loc.len as u64, Ordering::AcqRel);
+        }
+        self.flash_live_bytes
+            .fetch_sub(loc.len as u64, Ordering::Relaxed);
+    }
+
+    /// Wakes the background thread if RAM use is above the high watermark.
+    pub fn wake_if_pressured(&self) {
+        if self.ram_used() > self.tun.high_watermark() {
+            self.wake_background();
+        }
+    }
+
+    /// Marks a flash record as referenced by an entry. Caller holds the
+    /// entry's shard lock.
+    pub fn retain_flash(&self, loc: index::FlashLoc) {
+        if let Some(seg) = self.table.get(loc.segment) {
+            seg.live_bytes.fetch_add(loc.len as u64, Ordering::AcqRel);
+        }
+        self.flash_live_bytes
+            .fetch_add(loc.len as u64, Ordering::Relaxed);
+    }
+
+    fn tiered_info(&self) -> TieredInfo {
+        let mut t = TieredInfo::default();
+        for s in self.shards.iter() {
+            let s = s.lock();
+            t.values_in_ram += s.acct.hot_count;
+            t.values_in_flash += s.acct.cold_count;
+            t.hot_bytes += s.acct.hot_bytes;
+            t.cold_bytes += s.acct.cold_bytes;
+            t.index_bytes += s.index_bytes();
+            t.keys += s.dbs.iter().map(|m| m.len() as u64).sum::<u64>();
+        }
+        let st = &self.stats;
+        t.ram_hits = Stats::get(&st.ram_hits);
+        t.ram_misses = Stats::get(&st.ram_misses);
+        t.ram_cool_hits = Stats::get(&st.ram_cool_hits);
+        t.stashes = Stats::get(&st.stashes);
+        t.stash_bytes = Stats::get(&st.stash_bytes);
+        t.fetches = Stats::get(&st.fetches);
+        t.flash_deletes = Stats::get(&st.flash_deletes);
+        t.uploads = Stats::get(&st.uploads);
+        t.read_errors = Stats::get(&st.read_errors);
+        t.write_errors = Stats::get(&st.write_errors);
+        t.gc_bytes_relocated = Stats::get(&st.gc_bytes_relocated);
+        t.segments_freed = Stats::get(&st.segments_freed);
+        t.flash_bytes_written = Stats::get(&st.flash_bytes_written);
+        t.pending_reads = Stats::get(&st.pending_reads);
+        t.pending_stashes = Stats::get(&st.pending_stashes);
+        t.evicted_keys = Stats::get(&st.evicted_keys);
+        t.expired_keys = Stats::get(&st.expired_keys);
+        t.keyspace_hits = Stats::get(&st.keyspace_hits);
+        t.keyspace_misses = Stats::get(&st.keyspace_misses);
+        t.free_demotions = Stats::get(&st.free_demotions);
+        t.segments = self.table.len() as u64;
+        t.allocated_bytes = self.table.allocated_bytes();
+        t.flash_live_bytes = self.flash_live_bytes.load(Ordering::Relaxed);
+        t.capacity_bytes = self.capacity;
+        t.io_backend = self.io.name();
+        t.direct_io = self.direct_io;
+        t.ram_used = self.ram_used();
+        t.maxmemory_ram = self.tun.maxmemory_ram.load(Ordering::Relaxed);
+        t
+    }
+}
+
+/// 90% of the free space of the partition holding `dir`.
+fn auto_capacity(dir: &std::path::Path) -> Result<u64, EngineError> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| EngineError::Io(std::io::Error::other("flash-dir contains a NUL byte")))?;
+    // SAFETY: statvfs writes into the zeroed struct we pass.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid C string, st a valid out pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    Ok(free / 10 * 9)
+}

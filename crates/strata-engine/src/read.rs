@@ -1,0 +1,154 @@
+//! Reading cold values: one device read per fetch (invariant 4), verified,
+//! then promoted to RAM according to the [`PromotePolicy`].
+//!
+//! A fetch captures the entry's version and location under the shard lock,
+//! releases the lock, reads, and re-locks only to promote — and only if the
+//! entry still has the same version and location (invariant 5).
+
+use crate::flash::buf::{align_down, align_up, AlignedBuf};
+use crate::flash::format;
+use crate::flash::io;
+use crate::flash::segment::Segment;
+use crate::index::{FlashLoc, Slot, F_TOUCHED};
+use crate::stats::Stats;
+use crate::{EngineError, Inner, PromotePolicy};
+use bytes::Bytes;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The result of an engine operation: available now (RAM only) or after a
+/// flash read.
+pub enum Read<T> {
+    Ready(T),
+    Pending(Pin<Box<dyn Future<Output = T> + Send + 'static>>),
+}
+
+impl<T: Send + 'static> Read<T> {
+    /// Waits for the result (either way).
+    pub async fn wait(self) -> T {
+        match self {
+            Read::Ready(v) => v,
+            Read::Pending(f) => f.await,
+        }
+    }
+
+    /// Maps the eventual result.
+    pub fn map<U: Send + 'static>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Read<U> {
+        match self {
+            Read::Ready(v) => Read::Ready(f(v)),
+            Read::Pending(fut) => Read::Pending(Box::pin(async move { f(fut.await) })),
+        }
+    }
+}
+
+/// What a fetch needs to know about the entry it reads for.
+pub(crate) struct FetchTarget {
+    pub db: usize,
+    pub key: Box<[u8]>,
+    pub loc: FlashLoc,
+    pub version: u64,
+    /// Looked up while the shard lock was held, so the segment cannot have
+    /// been freed yet; holding it keeps the file readable (segment
+    /// invariant 3) even if the collector frees it before the read.
+    pub segment: Option<Arc<Segment>>,
+}
+
+impl FetchTarget {
+    /// Caller holds the shard lock of `key`.
+    pub fn new(inner: &Inner, db: usize, key: &[u8], loc: FlashLoc, version: u64) -> FetchTarget {
+        FetchTarget {
+            db,
+            key: key.into(),
+            loc,
+            version,
+            segment: inner.table.get(loc.segment),
+        }
+    }
+}
+
+/// Reads and verifies the value of a cold entry. Does not promote.
+pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<Bytes, EngineError> {
+    let Some(seg) = t.segment.clone() else {
+        Stats::inc(&inner.stats.read_errors);
+        return Err(EngineError::Corrupt("segment missing"));
+    };
+    let start = align_down(t.loc.offset as u64);
+    let end = align_up(t.loc.offset as usize + t.loc.len as usize) as u64;
+    let buf = AlignedBuf::zeroed((end - start) as usize);
+    inner.stats.pending_reads.fetch_add(1, Ordering::Relaxed);
+    let (buf, r) = io::read(&*inner.io, seg.file.clone(), start, buf).await;
+    inner.stats.pending_reads.fetch_sub(1, Ordering::Relaxed);
+    Stats::inc(&inner.stats.fetches);
+    drop(seg);
+    let n = match r {
+        Ok(n) => n,
+        Err(e) => {
+            Stats::inc(&inner.stats.read_errors);
+            return Err(EngineError::Io(e));
+        }
+    };
+    let off = (t.loc.offset as u64 - start) as usize;
+    let rec_end = off + t.loc.len as usize;
+    if n < rec_end {
+        Stats::inc(&inner.stats.read_errors);
+        return Err(EngineError::Corrupt("short read"));
+    }
+    let (vstart, vlen) = match format::decode_record(&buf[off..rec_end]) {
+        Ok(rec) if rec.key == &*t.key && rec.header.seq == t.version => (
+            off + format::RECORD_HEADER_LEN + rec.key.len(),
+            rec.value.len(),
+        ),
+        Ok(_) => {
+            Stats::inc(&inner.stats.read_errors);
+            return Err(EngineError::Corrupt("record does not match the index"));
+        }
+        Err(_) => {
+            Stats::inc(&inner.stats.read_errors);
+            return Err(EngineError::Corrupt("checksum mismatch"));
+        }
+    };
+    // Small values get an exact allocation; large ones keep the read buffer.
+    if vlen * 2 < buf.capacity() {
+        Ok(Bytes::copy_from_slice(&buf[vstart..vstart + vlen]))
+    } else {
+        Ok(Bytes::from_owner(buf).slice(vstart..vstart + vlen))
+    }
+}
+
+/// Fetches a cold value and promotes it if the policy says so.
+pub(crate) async fn fetch_and_promote(
+    inner: Arc<Inner>,
+    t: FetchTarget,
+) -> Result<Option<Bytes>, EngineError> {
+    let value = fetch_value(inner.clone(), &t).await?;
+    let policy = inner.tun.promote();
+    if policy != PromotePolicy::Never {
+        let mut guard = inner.shard(&t.key).lock();
+        let sh = &mut *guard;
+        if let Some(e) = sh.dbs[t.db].get_mut(&*t.key) {
+            let same = e.version == t.version && matches!(e.slot, Slot::Cold(l) if l == t.loc);
+            let promote = same
+                && match policy {
+                    PromotePolicy::FirstRead => true,
+                    PromotePolicy::SecondRead => e.flags & F_TOUCHED != 0,
+                    PromotePolicy::Never => false,
+                };
+            if promote {
+                e.flags &= !F_TOUCHED;
+                let hot = Slot::Hot {
+                    value: value.clone(),
+                    backing: Some(t.loc),
+                };
+                e.replace_slot(&mut sh.acct, hot);
+                Stats::inc(&inner.stats.uploads);
+                drop(guard);
+                inner.wake_if_pressured();
+            } else if same {
+                e.flags |= F_TOUCHED;
+            }
+        }
+    }
+    Ok(Some(value))
+}

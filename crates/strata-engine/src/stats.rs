@@ -1,0 +1,139 @@
+//! Counters of the engine, read by INFO. Every field is counted where the
+//! event happens (never estimated); gauges are maintained exactly.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Default)]
+pub struct Stats {
+    /// Reads answered from a value in RAM.
+    pub ram_hits: AtomicU64,
+    /// Reads that had to fetch the value from flash.
+    pub ram_misses: AtomicU64,
+    /// RAM hits on values that also have a valid flash copy (promoted or
+    /// "cooling" values that can be dropped from RAM without I/O).
+    pub ram_cool_hits: AtomicU64,
+    /// Values written to flash by demotion.
+    pub stashes: AtomicU64,
+    /// Record bytes written by demotion (the logical write volume).
+    pub stash_bytes: AtomicU64,
+    /// Device reads of cold values.
+    pub fetches: AtomicU64,
+    /// Flash records invalidated by overwrite, delete, expire or eviction.
+    pub flash_deletes: AtomicU64,
+    /// Values promoted from flash back to RAM.
+    pub uploads: AtomicU64,
+    /// Reads whose record failed its checksum or did not match the index,
+    /// or whose device read failed.
+    pub read_errors: AtomicU64,
+    /// Record bytes moved by the garbage collector.
+    pub gc_bytes_relocated: AtomicU64,
+    /// Segments freed by the garbage collector or eviction.
+    pub segments_freed: AtomicU64,
+    /// Bytes written to the device (records, headers and padding).
+    pub flash_bytes_written: AtomicU64,
+    /// Device reads in flight (gauge).
+    pub pending_reads: AtomicU64,
+    /// Values in the demotion write being issued (gauge).
+    pub pending_stashes: AtomicU64,
+    /// Keys evicted by maxmemory-policy.
+    pub evicted_keys: AtomicU64,
+    /// Keys removed because their TTL passed.
+    pub expired_keys: AtomicU64,
+    /// Lookups that found / did not find the key.
+    pub keyspace_hits: AtomicU64,
+    pub keyspace_misses: AtomicU64,
+    /// Demotions of hot values with a clean flash copy (no I/O needed).
+    pub free_demotions: AtomicU64,
+    /// Flash write failures.
+    pub write_errors: AtomicU64,
+}
+
+impl Stats {
+    pub fn inc(c: &AtomicU64) {
+        c.fetch_add(1, Relaxed);
+    }
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Relaxed);
+    }
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Relaxed)
+    }
+
+    /// CONFIG RESETSTAT: zero the counters (not the gauges).
+    pub fn reset(&self) {
+        for c in [
+            &self.ram_hits,
+            &self.ram_misses,
+            &self.ram_cool_hits,
+            &self.fetches,
+            &self.uploads,
+            &self.read_errors,
+            &self.evicted_keys,
+            &self.expired_keys,
+            &self.keyspace_hits,
+            &self.keyspace_misses,
+        ] {
+            c.store(0, Relaxed);
+        }
+    }
+}
+
+/// A consistent-enough snapshot of the tiering state for INFO.
+#[derive(Clone, Debug, Default)]
+pub struct TieredInfo {
+    pub values_in_ram: u64,
+    pub values_in_flash: u64,
+    pub hot_bytes: u64,
+    pub cold_bytes: u64,
+    pub index_bytes: u64,
+    pub keys: u64,
+    pub ram_hits: u64,
+    pub ram_misses: u64,
+    pub ram_cool_hits: u64,
+    pub stashes: u64,
+    pub stash_bytes: u64,
+    pub fetches: u64,
+    pub flash_deletes: u64,
+    pub uploads: u64,
+    pub read_errors: u64,
+    pub write_errors: u64,
+    pub gc_bytes_relocated: u64,
+    pub segments: u64,
+    pub segments_freed: u64,
+    pub flash_bytes_written: u64,
+    pub flash_live_bytes: u64,
+    pub allocated_bytes: u64,
+    pub capacity_bytes: u64,
+    pub pending_reads: u64,
+    pub pending_stashes: u64,
+    pub evicted_keys: u64,
+    pub expired_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub free_demotions: u64,
+    pub io_backend: &'static str,
+    pub direct_io: bool,
+    pub ram_used: u64,
+    pub maxmemory_ram: u64,
+}
+
+impl TieredInfo {
+    /// Share of reads served from RAM since the counters were reset.
+    pub fn ram_hit_ratio(&self) -> f64 {
+        let total = self.ram_hits + self.ram_misses;
+        if total == 0 {
+            0.0
+        } else {
+            self.ram_hits as f64 / total as f64
+        }
+    }
+
+    /// Device bytes written per byte of values demoted.
+    pub fn write_amplification(&self) -> f64 {
+        if self.stash_bytes == 0 {
+            0.0
+        } else {
+            self.flash_bytes_written as f64 / self.stash_bytes as f64
+        }
+    }
+}

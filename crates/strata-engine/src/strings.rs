@@ -1,0 +1,322 @@
+//! String operations: GET, SET with its options, and read-modify-write
+//! (`update`) for commands that need the old value (APPEND, INCR, GETSET,
+//! SETRANGE, GETDEL, GETEX ...).
+//!
+//! Writes only touch RAM (invariant: overwrite of a cold value releases its
+//! record's live bytes and nothing else). A read-modify-write of a cold
+//! value fetches it, then re-locks and applies only if the entry's version
+//! is unchanged; otherwise it starts again from the new state.
+
+use crate::clock::{now_ms, now_secs};
+use crate::index::{Entry, Slot, F_REFERENCED};
+use crate::read::{fetch_and_promote, fetch_value, FetchTarget, Read};
+use crate::stats::Stats;
+use crate::{Engine, EngineError, Inner};
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// When SET applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SetCond {
+    #[default]
+    Always,
+    /// NX: only if the key does not exist.
+    IfMissing,
+    /// XX: only if the key exists.
+    IfExists,
+}
+
+/// What a write does to the key's TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ExpireUpdate {
+    /// Remove any TTL (plain SET).
+    #[default]
+    Clear,
+    /// Keep the current TTL (KEEPTTL, APPEND, INCR ...).
+    Keep,
+    /// Expire at this Unix time in milliseconds.
+    At(u64),
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SetOptions {
+    pub cond: SetCond,
+    pub expire: ExpireUpdate,
+}
+
+/// The current value handed to an `update` closure.
+pub struct Current<'a> {
+    pub value: &'a Bytes,
+    pub expire_at_ms: u64,
+}
+
+/// What an `update` closure decided.
+pub enum Mutation {
+    /// Leave the key as it is.
+    None,
+    Delete,
+    Set {
+        value: Bytes,
+        expire: ExpireUpdate,
+    },
+    /// Change only the TTL (0 = persist).
+    SetExpire(u64),
+}
+
+impl Engine {
+    /// GET: the value, from RAM or after one flash read.
+    pub fn get(&self, db: usize, key: &[u8]) -> Read<Result<Option<Bytes>, EngineError>> {
+        let inner = &self.inner;
+        let now = now_ms();
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        let Some(idx) = sh.dbs[db].get_index_of(key) else {
+            Stats::inc(&inner.stats.keyspace_misses);
+            return Read::Ready(Ok(None));
+        };
+        let Some((_, e)) = sh.dbs[db].get_index_mut(idx) else {
+            return Read::Ready(Ok(None));
+        };
+        if e.is_expired(now) {
+            inner.remove_index(sh, db, idx, true);
+            Stats::inc(&inner.stats.keyspace_misses);
+            return Read::Ready(Ok(None));
+        }
+        Stats::inc(&inner.stats.keyspace_hits);
+        e.flags |= F_REFERENCED;
+        e.lru_secs = now_secs();
+        match &e.slot {
+            Slot::Hot { value, backing } => {
+                Stats::inc(&inner.stats.ram_hits);
+                if backing.is_some() {
+                    Stats::inc(&inner.stats.ram_cool_hits);
+                }
+                Read::Ready(Ok(Some(value.clone())))
+            }
+            Slot::Cold(loc) => {
+                Stats::inc(&inner.stats.ram_misses);
+                let t = FetchTarget::new(inner, db, key, *loc, e.version);
+                drop(guard);
+                Read::Pending(Box::pin(fetch_and_promote(inner.clone(), t)))
+            }
+        }
+    }
+
+    /// SET: stores `value` under `key` if `opts.cond` holds; returns whether
+    /// it did. RAM only.
+    pub fn set(
+        &self,
+        db: usize,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+    ) -> Result<bool, EngineError> {
+        let inner = &self.inner;
+        let now = now_ms();
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        let existing = sh.dbs[db].get_index_of(key).and_then(|idx| {
+            if sh.dbs[db][idx].is_expired(now) {
+                inner.remove_index(sh, db, idx, true);
+                None
+            } else {
+                Some(idx)
+            }
+        });
+        match (opts.cond, existing) {
+            (SetCond::IfMissing, Some(_)) | (SetCond::IfExists, None) => return Ok(false),
+            _ => {}
+        }
+        let old_expire = existing.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
+        let expire = resolve_expire(opts.expire, old_expire);
+        inner.store(sh, db, key, existing, Bytes::copy_from_slice(value), expire);
+        Ok(true)
+    }
+
+    /// Read-modify-write of one key. `f` sees the current value (None if the
+    /// key is missing or expired) and returns the mutation and a result. It
+    /// may run more than once if a concurrent write raced a flash fetch.
+    pub fn update<R, F>(&self, db: usize, key: &[u8], f: F) -> Read<Result<R, EngineError>>
+    where
+        R: Send + 'static,
+        F: FnMut(Option<Current<'_>>) -> (Mutation, R) + Send + 'static,
+    {
+        let mut f = f;
+        match self.inner.try_update(db, key, &mut f, None) {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(Some(t)) => {
+                let inner = self.inner.clone();
+                Read::Pending(Box::pin(async move { update_cold(inner, t, f).await }))
+            }
+            Err(None) => Read::Ready(Err(EngineError::Corrupt("update raced"))),
+        }
+    }
+
+    /// STRLEN: the value's length from RAM metadata.
+    pub fn strlen(&self, db: usize, key: &[u8]) -> u64 {
+        self.inner
+            .with_live(db, key, |e| e.value_len as u64)
+            .unwrap_or(0)
+    }
+}
+
+async fn update_cold<R, F>(
+    inner: Arc<Inner>,
+    mut t: FetchTarget,
+    mut f: F,
+) -> Result<R, EngineError>
+where
+    F: FnMut(Option<Current<'_>>) -> (Mutation, R) + Send + 'static,
+{
+    loop {
+        let value = fetch_value(inner.clone(), &t).await?;
+        match inner.try_update(t.db, &t.key, &mut f, Some((t.version, &value))) {
+            Ok(r) => return Ok(r),
+            Err(Some(next)) => t = next,
+            Err(None) => return Err(EngineError::Corrupt("update raced")),
+        }
+    }
+}
+
+/// The TTL a write leaves on its key.
+fn resolve_expire(u: ExpireUpdate, old: u64) -> u64 {
+    match u {
+        ExpireUpdate::Clear => 0,
+        ExpireUpdate::Keep => old,
+        ExpireUpdate::At(ms) => ms,
+    }
+}
+
+impl Inner {
+    /// Applies `f` if the value is in RAM (or was fetched at `fetched`'s
+    /// version); otherwise returns what to fetch.
+    fn try_update<R, F>(
+        &self,
+        db: usize,
+        key: &[u8],
+        f: &mut F,
+        fetched: Option<(u64, &Bytes)>,
+    ) -> Result<R, Option<FetchTarget>>
+    where
+        F: FnMut(Option<Current<'_>>) -> (Mutation, R),
+    {
+        let now = now_ms();
+        let mut guard = self.shard(key).lock();
+        let sh = &mut *guard;
+        let mut idx = sh.dbs[db].get_index_of(key);
+        if let Some(i) = idx {
+            if sh.dbs[db][i].is_expired(now) {
+                self.remove_index(sh, db, i, true);
+                idx = None;
+            }
+        }
+        let (mutation, r) = match idx {
+            None => f(None),
+            Some(i) => {
+                let e = &sh.dbs[db][i];
+                let expire_at_ms = e.expire_at_ms;
+                match &e.slot {
+                    Slot::Hot { value, .. } => f(Some(Current {
+                        value,
+                        expire_at_ms,
+                    })),
+                    Slot::Cold(loc) => match fetched {
+                        Some((v, value)) if v == e.version => f(Some(Current {
+                            value,
+                            expire_at_ms,
+                        })),
+                        _ => return Err(Some(FetchTarget::new(self, db, key, *loc, e.version))),
+                    },
+                }
+            }
+        };
+        match mutation {
+            Mutation::None => {}
+            Mutation::Delete => {
+                if let Some(i) = idx {
+                    self.remove_index(sh, db, i, false);
+                }
+            }
+            Mutation::Set { value, expire } => {
+                let old = idx.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
+                let value = Bytes::copy_from_slice(&value);
+                self.store(sh, db, key, idx, value, resolve_expire(expire, old));
+            }
+            Mutation::SetExpire(at) => {
+                if let Some(i) = idx {
+                    self.set_expire_at(sh, db, i, at);
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// Writes a hot value into slot `idx` (or a new entry). Caller holds
+    /// the shard lock; `value` is already an exact allocation.
+    pub(crate) fn store(
+        &self,
+        sh: &mut crate::index::Shard,
+        db: usize,
+        key: &[u8],
+        idx: Option<usize>,
+        value: Bytes,
+        expire_at_ms: u64,
+    ) {
+        let version = self.next_seq();
+        let value_len = value.len() as u32;
+        let slot = Slot::Hot {
+            value,
+            backing: None,
+        };
+        match idx.and_then(|i| sh.dbs[db].get_index_mut(i)) {
+            Some((_, e)) => {
+                sh.acct.remove(&e.slot, e.value_len);
+                let old = std::mem::replace(&mut e.slot, slot);
+                e.value_len = value_len;
+                sh.acct.add(&e.slot, value_len);
+                if let Some(loc) = match old {
+                    Slot::Hot { backing, .. } => backing,
+                    Slot::Cold(loc) => Some(loc),
+                } {
+                    self.release_flash(loc);
+                }
+                sh.acct.ttl_remove(db, e.expire_at_ms);
+                sh.acct.ttl_add(db, expire_at_ms);
+                e.expire_at_ms = expire_at_ms;
+                e.version = version;
+                e.flags = F_REFERENCED;
+                e.lru_secs = now_secs();
+            }
+            None => {
+                let e = Entry {
+                    slot,
+                    expire_at_ms,
+                    version,
+                    lru_secs: now_secs(),
+                    flags: F_REFERENCED,
+                    value_len,
+                };
+                sh.acct.entry_added(db, key.len(), &e);
+                sh.dbs[db].insert(key.into(), e);
+            }
+        }
+    }
+
+    /// Runs `f` on the live (unexpired) entry of `key`, if any.
+    pub(crate) fn with_live<T>(
+        &self,
+        db: usize,
+        key: &[u8],
+        f: impl FnOnce(&Entry) -> T,
+    ) -> Option<T> {
+        let now = now_ms();
+        let mut guard = self.shard(key).lock();
+        let sh = &mut *guard;
+        let idx = sh.dbs[db].get_index_of(key)?;
+        if sh.dbs[db][idx].is_expired(now) {
+            self.remove_index(sh, db, idx, true);
+            return None;
+        }
+        Some(f(&sh.dbs[db][idx]))
+    }
+}

@@ -1,0 +1,69 @@
+//! Test support: a fault-injecting I/O engine wrapped around a real backend.
+
+use crate::flash::buf::AlignedBuf;
+use crate::flash::io::{IoEngine, IoOp, IoRequest};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Wraps an [`IoEngine`] and injects faults into reads: every `fail_every`-th
+/// read fails with EIO, every `flip_every`-th read has one bit flipped in
+/// the returned data (0 = never).
+pub struct FaultyIo {
+    pub inner: Arc<dyn IoEngine>,
+    pub fail_every: AtomicU64,
+    pub flip_every: AtomicU64,
+    reads: AtomicU64,
+    pub failed: AtomicU64,
+    pub flipped: AtomicU64,
+}
+
+impl FaultyIo {
+    pub fn new(inner: Arc<dyn IoEngine>) -> FaultyIo {
+        FaultyIo {
+            inner,
+            fail_every: AtomicU64::new(0),
+            flip_every: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            flipped: AtomicU64::new(0),
+        }
+    }
+}
+
+impl IoEngine for FaultyIo {
+    fn submit(&self, req: IoRequest) {
+        if req.op != IoOp::Read {
+            return self.inner.submit(req);
+        }
+        let n = self.reads.fetch_add(1, Relaxed) + 1;
+        let fail = self.fail_every.load(Relaxed);
+        let flip = self.flip_every.load(Relaxed);
+        if fail != 0 && n.is_multiple_of(fail) {
+            self.failed.fetch_add(1, Relaxed);
+            return (req.done)(req.buf, Err(std::io::Error::from_raw_os_error(libc::EIO)));
+        }
+        if flip != 0 && n.is_multiple_of(flip) {
+            self.flipped.fetch_add(1, Relaxed);
+            let done = req.done;
+            let offset = req.offset;
+            return self.inner.submit(IoRequest {
+                done: Box::new(move |mut buf: AlignedBuf, r| {
+                    if let Ok(n) = r {
+                        if n > 0 {
+                            // Flip a bit in the middle of what was read.
+                            let i = ((offset as usize) ^ 0x5a5) % n;
+                            buf[i] ^= 0x10;
+                        }
+                    }
+                    done(buf, r)
+                }),
+                ..req
+            });
+        }
+        self.inner.submit(req)
+    }
+
+    fn name(&self) -> &'static str {
+        "faulty"
+    }
+}

@@ -1,0 +1,369 @@
+//! Engine tests against a reference model, on both I/O backends, with and
+//! without injected faults. Each test runs the real background thread with
+//! a tiny RAM budget so values really move to flash.
+
+use crate::testing::FaultyIo;
+use crate::{
+    Admission, Engine, EngineConfig, EngineError, EvictionPolicy, IoBackend, Location,
+    PromotePolicy, SetOptions,
+};
+use bytes::Bytes;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn backends() -> Vec<IoBackend> {
+    let mut v = vec![IoBackend::Psync];
+    if crate::flash::io::open_backend(IoBackend::IoUring, 8).is_ok() {
+        v.push(IoBackend::IoUring);
+    } else {
+        eprintln!("io_uring unavailable here: testing psync only");
+    }
+    v
+}
+
+fn config(dir: &std::path::Path, backend: IoBackend) -> EngineConfig {
+    let mut c = EngineConfig::new(dir.join("flash"));
+    c.io_backend = backend;
+    c.maxmemory_ram = 256 << 10;
+    c.segment_size = 1 << 20;
+    c.write_chunk = 64 << 10;
+    c.flash_max_size = 256 << 20;
+    c.shards = 8;
+    c.hz = 100;
+    c
+}
+
+/// A value whose bytes are derived from its key and a generation.
+fn value_for(key: &[u8], gen: u32, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
+    let mut x = crc32c::crc32c(key) ^ gen.wrapping_mul(0x9e37_79b9);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+async fn get(e: &Engine, db: usize, key: &[u8]) -> Result<Option<Bytes>, EngineError> {
+    e.get(db, key).wait().await
+}
+
+#[test]
+fn values_demote_to_flash_and_read_back_on_every_backend() {
+    for backend in backends() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(config(dir.path(), backend)).unwrap();
+        let mut model = HashMap::new();
+        for i in 0..2000u32 {
+            let key = format!("key:{i}").into_bytes();
+            let v = value_for(&key, 0, 16 + (i as usize * 37) % 3000);
+            e.set(0, &key, &v, SetOptions::default()).unwrap();
+            model.insert(key, v);
+        }
+        wait_until("demotion", || e.tiered_info().values_in_flash > 500);
+        block_on(async {
+            for (k, v) in &model {
+                assert_eq!(
+                    get(&e, 0, k).await.unwrap().as_deref(),
+                    Some(&v[..]),
+                    "{backend:?}"
+                );
+            }
+        });
+        let t = e.tiered_info();
+        assert!(t.fetches > 0 && t.stashes > 0 && t.flash_bytes_written > 0);
+        assert_eq!(t.read_errors, 0);
+        // Values below the minimum size never left RAM.
+        for (k, v) in &model {
+            if v.len() < 64 {
+                assert_eq!(e.key_info(0, k).unwrap().location, Location::Ram);
+            }
+        }
+    }
+}
+
+/// Random operations checked against a HashMap, with demotion, promotion,
+/// GC and expiry all running underneath.
+#[test]
+fn random_operations_match_a_reference_model() {
+    for backend in backends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path(), backend);
+        c.promote = PromotePolicy::FirstRead;
+        let e = Engine::open(c).unwrap();
+        let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+        let mut rng = StdRng::seed_from_u64(7);
+        block_on(async {
+            for step in 0..20_000u32 {
+                let key = format!("k{}", rng.gen_range(0..800)).into_bytes();
+                match rng.gen_range(0..10) {
+                    0..=3 => {
+                        let v = value_for(&key, step, rng.gen_range(0..4000));
+                        e.set(0, &key, &v, SetOptions::default()).unwrap();
+                        model.insert(key, v);
+                    }
+                    4 => {
+                        assert_eq!(e.delete(0, &key), model.remove(&key).is_some());
+                    }
+                    5 => {
+                        let suffix = value_for(&key, step, 10);
+                        let s2 = suffix.clone();
+                        let len = e
+                            .update(0, &key, move |cur| {
+                                let mut v = cur.map(|c| c.value.to_vec()).unwrap_or_default();
+                                v.extend_from_slice(&s2);
+                                let n = v.len();
+                                (
+                                    crate::Mutation::Set {
+                                        value: v.into(),
+                                        expire: crate::ExpireUpdate::Keep,
+                                    },
+                                    n,
+                                )
+                            })
+                            .wait()
+                            .await
+                            .unwrap();
+                        let m = model.entry(key).or_default();
+                        m.extend_from_slice(&suffix);
+                        assert_eq!(len, m.len());
+                    }
+                    _ => {
+                        let got = get(&e, 0, &key).await.unwrap();
+                        assert_eq!(got.as_deref(), model.get(&key).map(|v| &v[..]));
+                    }
+                }
+                if step % 2000 == 0 {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            for (k, v) in &model {
+                assert_eq!(get(&e, 0, k).await.unwrap().as_deref(), Some(&v[..]));
+            }
+        });
+        let t = e.tiered_info();
+        assert!(t.stashes > 0, "{backend:?}: nothing demoted");
+        assert_eq!(t.read_errors, 0);
+        assert_eq!(t.keys as usize, model.len());
+    }
+}
+
+/// Failed reads and flipped bits become errors, never wrong data, and are
+/// counted.
+#[test]
+fn faults_become_errors_never_wrong_data() {
+    for backend in backends() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path(), backend);
+        let faulty = Arc::new(FaultyIo::new(
+            crate::flash::io::open_backend(backend, 64).unwrap(),
+        ));
+        c.io_engine = Some(faulty.clone());
+        c.promote = PromotePolicy::Never;
+        let e = Engine::open(c).unwrap();
+        let mut model = HashMap::new();
+        for i in 0..1500u32 {
+            let key = format!("f:{i}").into_bytes();
+            let v = value_for(&key, 1, 100 + (i as usize * 13) % 2000);
+            e.set(0, &key, &v, SetOptions::default()).unwrap();
+            model.insert(key, v);
+        }
+        wait_until("demotion", || e.tiered_info().values_in_flash > 800);
+        faulty.fail_every.store(7, Relaxed);
+        faulty.flip_every.store(5, Relaxed);
+        let (mut ok, mut errors) = (0, 0);
+        block_on(async {
+            for _ in 0..3 {
+                for (k, v) in &model {
+                    match get(&e, 0, k).await {
+                        Ok(got) => {
+                            assert_eq!(got.as_deref(), Some(&v[..]), "wrong data served");
+                            ok += 1;
+                        }
+                        Err(_) => errors += 1,
+                    }
+                }
+            }
+        });
+        assert!(ok > 0 && errors > 0);
+        let t = e.tiered_info();
+        assert_eq!(t.read_errors, errors, "every failed read is counted");
+        assert!(faulty.failed.load(Relaxed) > 0 && faulty.flipped.load(Relaxed) > 0);
+        // With the faults gone every value reads back intact.
+        faulty.fail_every.store(0, Relaxed);
+        faulty.flip_every.store(0, Relaxed);
+        block_on(async {
+            for (k, v) in &model {
+                assert_eq!(get(&e, 0, k).await.unwrap().as_deref(), Some(&v[..]));
+            }
+        });
+    }
+}
+
+#[test]
+fn overwrite_delete_and_expire_of_cold_values_touch_only_ram() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path(), IoBackend::Psync)).unwrap();
+    for i in 0..1000u32 {
+        let key = format!("c:{i}").into_bytes();
+        e.set(0, &key, &value_for(&key, 0, 1000), SetOptions::default())
+            .unwrap();
+    }
+    wait_until("demotion", || e.tiered_info().values_in_flash > 500);
+    let cold: Vec<Vec<u8>> = (0..1000u32)
+        .map(|i| format!("c:{i}").into_bytes())
+        .filter(|k| matches!(e.key_info(0, k).unwrap().location, Location::Flash(_)))
+        .take(30)
+        .collect();
+    assert_eq!(cold.len(), 30);
+    let fetches = e.tiered_info().fetches;
+    for k in &cold[0..10] {
+        e.set(0, k, b"new value", SetOptions::default()).unwrap();
+    }
+    for k in &cold[10..20] {
+        assert!(e.delete(0, k));
+    }
+    for k in &cold[20..30] {
+        assert!(e.expire(0, k, 1, crate::ExpireCond::Always)); // in the past: deleted
+    }
+    assert_eq!(
+        e.tiered_info().fetches,
+        fetches,
+        "no flash read for overwrite/delete/expire"
+    );
+    block_on(async {
+        for k in &cold[0..10] {
+            assert_eq!(
+                get(&e, 0, k).await.unwrap().as_deref(),
+                Some(&b"new value"[..])
+            );
+        }
+        for k in &cold[10..30] {
+            assert_eq!(get(&e, 0, k).await.unwrap(), None);
+        }
+    });
+}
+
+#[test]
+fn gc_reclaims_segments_under_overwrite_churn() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.flash_max_size = 24 << 20;
+    let e = Engine::open(c).unwrap();
+    let keys = 400u32;
+    let mut last = HashMap::new();
+    // 400 keys × 2 KiB rewritten 60 times: ~48 MiB of demotions into a
+    // 24 MiB flash budget, which only fits if GC reclaims.
+    for round in 0..60u32 {
+        for i in 0..keys {
+            let key = format!("g:{i}").into_bytes();
+            let v = value_for(&key, round, 2048);
+            loop {
+                match e.admission() {
+                    Admission::Admit => break,
+                    Admission::Wait => std::thread::sleep(Duration::from_millis(1)),
+                    Admission::OutOfMemory => panic!("OOM at round {round}"),
+                }
+            }
+            e.set(0, &key, &v, SetOptions::default()).unwrap();
+            last.insert(key, v);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    wait_until("segments freed", || e.tiered_info().segments_freed > 5);
+    let t = e.tiered_info();
+    assert!(t.allocated_bytes <= 24 << 20, "{t:?}");
+    block_on(async {
+        for (k, v) in &last {
+            assert_eq!(get(&e, 0, k).await.unwrap().as_deref(), Some(&v[..]));
+        }
+    });
+}
+
+#[test]
+fn noeviction_refuses_writes_when_full_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.flash_max_size = 4 << 20;
+    c.eviction = EvictionPolicy::NoEviction;
+    let e = Engine::open(c).unwrap();
+    let mut stored = HashMap::new();
+    let mut refused = false;
+    for i in 0..20_000u32 {
+        let key = format!("o:{i}").into_bytes();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let admitted = loop {
+            match e.admission() {
+                Admission::Admit => break true,
+                Admission::Wait if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                _ => break false,
+            }
+        };
+        if !admitted {
+            refused = true;
+            break;
+        }
+        let v = value_for(&key, 0, 1024);
+        e.set(0, &key, &v, SetOptions::default()).unwrap();
+        stored.insert(key, v);
+    }
+    assert!(
+        refused,
+        "20 MB into 4 MiB flash + 256 KiB RAM was never refused"
+    );
+    block_on(async {
+        for (k, v) in &stored {
+            assert_eq!(get(&e, 0, k).await.unwrap().as_deref(), Some(&v[..]));
+        }
+    });
+}
+
+#[test]
+fn allkeys_lru_evicts_instead_of_refusing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.flash_max_size = 4 << 20;
+    c.eviction = EvictionPolicy::AllkeysLru;
+    let e = Engine::open(c).unwrap();
+    for i in 0..20_000u32 {
+        let key = format!("l:{i}").into_bytes();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            match e.admission() {
+                Admission::Admit => break,
+                Admission::Wait if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                other => panic!("{other:?} at {i} under allkeys-lru"),
+            }
+        }
+        e.set(0, &key, &value_for(&key, 0, 1024), SetOptions::default())
+            .unwrap();
+    }
+    let t = e.tiered_info();
+    assert!(t.evicted_keys > 0);
+    assert!(t.allocated_bytes <= 4 << 20);
+}

@@ -1,0 +1,257 @@
+//! The background thread: demotion (RAM → flash) driven by watermarks,
+//! garbage collection in bounded slices, whole-segment eviction when flash
+//! is full, and the active expiry sweep.
+//!
+//! Demotion policy (documented in README): a CLOCK hand per shard and
+//! database walks the entries; a hot value whose reference bit is set gets
+//! a second chance (the bit is cleared), one without it is demoted. Values
+//! shorter than `tiering-min-value-size` never move. A value with a valid
+//! flash copy (`backing`) is demoted by dropping its RAM copy (no I/O).
+//! Demotion starts when RAM use passes the high watermark (90% of
+//! `maxmemory-ram`) and stops below the low watermark (80%).
+//!
+//! Backpressure: the demoter writes one chunk at a time and waits for it;
+//! writers that find RAM above the budget wait on `Inner::room`, which is
+//! notified after every chunk, so nothing in between grows without bound.
+
+use crate::flash::format::{RecordHeader, RecordKind};
+use crate::flash::writer::{AppendError, SegmentWriter};
+use crate::index::{FlashLoc, Slot, F_REFERENCED, F_STASHING};
+use crate::stats::Stats;
+use crate::{gc, EvictionPolicy, Inner};
+use bytes::Bytes;
+use std::sync::atomic::Ordering::{self, Relaxed};
+use std::time::{Duration, Instant};
+
+/// Entries the CLOCK hand examines per shard visit.
+const HAND_STEP: usize = 256;
+
+/// One value picked for demotion.
+struct Victim {
+    db: usize,
+    key: Box<[u8]>,
+    value: Bytes,
+    version: u64,
+    expire_at_ms: u64,
+    loc: Option<FlashLoc>,
+}
+
+pub(crate) fn run_background(inner: &Inner) {
+    let mut writer = SegmentWriter::new(
+        inner.table.clone(),
+        inner.io.clone(),
+        inner.segment_size,
+        inner.write_chunk,
+    );
+    let mut gc = gc::Collector::default();
+    let tick = Duration::from_millis(1000 / inner.hz as u64);
+    let mut last_sweep = Instant::now();
+    let mut next_shard = 0usize;
+    let mut demoting = false;
+    while !inner.shutdown.load(Ordering::Acquire) {
+        let mut busy = false;
+        if last_sweep.elapsed() >= tick {
+            inner.sweep_expired(1000);
+            last_sweep = Instant::now();
+        }
+        let ram = inner.ram_used();
+        if ram > inner.tun.high_watermark() {
+            demoting = true;
+        }
+        if demoting {
+            if ram < inner.tun.low_watermark() {
+                demoting = false;
+                inner.demotion_stuck.store(false, Relaxed);
+            } else {
+                match demote_chunk(inner, &mut writer, &mut next_shard) {
+                    Ok(0) => {
+                        // A full pass found nothing: waiting writers would
+                        // wait forever.
+                        inner.demotion_stuck.store(true, Relaxed);
+                        demoting = false;
+                    }
+                    Ok(_) => {
+                        inner.demotion_stuck.store(false, Relaxed);
+                        busy = true;
+                    }
+                    Err(AppendError::Full) => {
+                        inner.demotion_stuck.store(true, Relaxed);
+                        if inner.tun.eviction() != EvictionPolicy::NoEviction {
+                            busy |= gc.evict_oldest_segment(inner, &writer);
+                        }
+                        demoting = false;
+                    }
+                    Err(AppendError::Io(e)) => {
+                        Stats::inc(&inner.stats.write_errors);
+                        tracing::error!("flash write failed: {e}");
+                        inner.demotion_stuck.store(true, Relaxed);
+                        demoting = false;
+                    }
+                }
+            }
+            inner.room.notify_waiters();
+        } else if inner.demotion_stuck.load(Relaxed) && ram <= inner.tun.maxmemory_ram.load(Relaxed)
+        {
+            inner.demotion_stuck.store(false, Relaxed);
+        }
+        busy |= gc.step(inner, &mut writer);
+        if !busy {
+            inner.room.notify_waiters();
+            let (lock, cv) = &inner.wake;
+            let mut woken = lock.lock();
+            if !*woken {
+                cv.wait_for(&mut woken, tick);
+            }
+            *woken = false;
+        }
+    }
+    let _ = writer.flush();
+}
+
+/// Demotes about one write chunk of values. Returns how many values left
+/// RAM (0 = nothing demotable in a whole pass over the shards).
+fn demote_chunk(
+    inner: &Inner,
+    writer: &mut SegmentWriter,
+    next_shard: &mut usize,
+) -> Result<usize, AppendError> {
+    let min = inner.tun.min_value_size.load(Relaxed) as usize;
+    let nshards = inner.shards.len();
+    let mut victims: Vec<Victim> = Vec::new();
+    let mut bytes = 0usize;
+    let mut freed = 0usize;
+    for _ in 0..nshards * 2 {
+        if bytes >= inner.write_chunk {
+            break;
+        }
+        let si = *next_shard % nshards;
+        *next_shard = next_shard.wrapping_add(1);
+        let mut guard = inner.shards[si].lock();
+        let sh = &mut *guard;
+        for db in 0..sh.dbs.len() {
+            let len = sh.dbs[db].len();
+            if len == 0 || bytes >= inner.write_chunk {
+                continue;
+            }
+            let mut hand = sh.hand[db];
+            for _ in 0..HAND_STEP.min(len) {
+                if hand >= len {
+                    hand = 0;
+                }
+                let i = hand;
+                hand += 1;
+                let Some((k, e)) = sh.dbs[db].get_index_mut(i) else {
+                    break;
+                };
+                let Slot::Hot { value, backing } = &e.slot else {
+                    continue;
+                };
+                if value.len() < min.max(1) || e.flags & F_STASHING != 0 {
+                    continue;
+                }
+                if e.flags & F_REFERENCED != 0 {
+                    e.flags &= !F_REFERENCED;
+                    continue;
+                }
+                if let Some(loc) = *backing {
+                    // A clean copy is on flash: drop the RAM copy, no I/O.
+                    e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+                    Stats::inc(&inner.stats.free_demotions);
+                    freed += 1;
+                    continue;
+                }
+                e.flags |= F_STASHING;
+                bytes += value.len() + k.len() + 32;
+                victims.push(Victim {
+                    db,
+                    key: k.clone(),
+                    value: value.clone(),
+                    version: e.version,
+                    expire_at_ms: e.expire_at_ms,
+                    loc: None,
+                });
+                if bytes >= inner.write_chunk {
+                    break;
+                }
+            }
+            sh.hand[db] = hand;
+        }
+    }
+    if victims.is_empty() {
+        return Ok(freed);
+    }
+    inner
+        .stats
+        .pending_stashes
+        .store(victims.len() as u64, Relaxed);
+    let result = write_victims(inner, writer, &mut victims);
+    inner.stats.pending_stashes.store(0, Relaxed);
+    let published = publish(inner, &victims);
+    result.map(|()| published + freed)
+}
+
+fn write_victims(
+    inner: &Inner,
+    writer: &mut SegmentWriter,
+    victims: &mut [Victim],
+) -> Result<(), AppendError> {
+    let before = writer.bytes_written;
+    let mut r = Ok(());
+    for v in victims.iter_mut() {
+        let h = RecordHeader {
+            kind: RecordKind::Value,
+            db: v.db as u16,
+            key_len: v.key.len() as u32,
+            value_len: v.value.len() as u32,
+            seq: v.version,
+            expire_at_ms: v.expire_at_ms,
+        };
+        match writer.append(&h, &v.key, &v.value, inner.capacity) {
+            Ok(loc) => v.loc = Some(loc),
+            Err(e) => {
+                r = Err(e);
+                break;
+            }
+        }
+    }
+    // Flush even after an error: the records appended so far are valid.
+    let flushed = writer.flush();
+    Stats::add(
+        &inner.stats.flash_bytes_written,
+        writer.bytes_written - before,
+    );
+    if let Err(e) = flushed {
+        for v in victims.iter_mut() {
+            v.loc = None;
+        }
+        return Err(AppendError::Io(e));
+    }
+    r
+}
+
+/// Points the index at the written records, for entries whose version did
+/// not change meanwhile; clears the stashing flag on all. Returns how many
+/// were published.
+fn publish(inner: &Inner, victims: &[Victim]) -> usize {
+    let mut n = 0;
+    for v in victims {
+        let mut guard = inner.shard(&v.key).lock();
+        let sh = &mut *guard;
+        let Some(e) = sh.dbs[v.db].get_mut(&*v.key) else {
+            continue;
+        };
+        if e.version != v.version {
+            continue;
+        }
+        e.flags &= !F_STASHING;
+        let Some(loc) = v.loc else { continue };
+        if matches!(e.slot, Slot::Hot { backing: None, .. }) {
+            e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+            inner.retain_flash(loc);
+            Stats::inc(&inner.stats.stashes);
+            Stats::add(&inner.stats.stash_bytes, loc.len as u64);
+            n += 1;
+        }
+    }
+    n
+}

@@ -1,0 +1,314 @@
+//! Server-side request decoding (Redis `processMultibulkBuffer` /
+//! `processInlineBuffer`).
+//!
+//! [`decode_request`] decodes at most one request per call. It scans the
+//! front of the buffer without consuming; only when a whole request is
+//! present does it split it off (zero-copy), so an incomplete request leaves
+//! the buffer untouched and is re-scanned on the next call. Bulk payloads are
+//! skipped by length, never scanned, so re-scanning costs O(number of
+//! headers), not O(bytes).
+//!
+//! Differences from Redis, all stricter or split-independent:
+//! - a bulk payload must be followed by `\r\n`;
+//! - a header line's `\r` must be followed by `\n`;
+//! - line-length limits are judged on the first `max_inline_len + 1` bytes,
+//!   so the outcome never depends on how input was split across reads.
+
+use bytes::{Bytes, BytesMut};
+
+use super::inline::split_args;
+use super::num::parse_i64;
+use super::{scan_line, LineScan};
+use crate::error::ProtocolError;
+use crate::limits::Limits;
+
+/// Most argument slots reserved up front, whatever count the client declares.
+const MAX_PREALLOC_ARGS: usize = 1024;
+
+/// Decodes one client request from the front of `buf`.
+///
+/// - `Ok(Some(args))`: a whole request was consumed from `buf` (split off,
+///   zero-copy: args are slices of the frozen split-off bytes).
+/// - `Ok(None)`: need more bytes; `buf` is untouched.
+/// - `Err(e)`: protocol error; the server replies `-ERR {e}` and closes.
+///
+/// Multibulk form: `*<n>\r\n` then n × `$<len>\r\n<bytes>\r\n`. `*0\r\n` and
+/// `*-1\r\n` (any n <= 0, as in Redis) are consumed and yield an empty
+/// request, which the server ignores.
+///
+/// Inline form (first byte not `*`): a line ending in `\n` (optional `\r`
+/// before it) split like Redis `sdssplitargs`. A blank line yields an empty
+/// request.
+pub fn decode_request(
+    buf: &mut BytesMut,
+    limits: &Limits,
+) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    match buf.first() {
+        None => Ok(None),
+        Some(b'*') => decode_multibulk(buf, limits),
+        Some(_) => decode_inline(buf, limits),
+    }
+}
+
+fn decode_multibulk(
+    buf: &mut BytesMut,
+    limits: &Limits,
+) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let (count, mut pos) = match scan_line(buf, 0, limits.max_inline_len) {
+        LineScan::Incomplete => return Ok(None),
+        LineScan::TooLong => return Err(ProtocolError::TooBigMbulkCount),
+        LineScan::BadTerminator => return Err(ProtocolError::InvalidMultibulkLength),
+        LineScan::Line { body, next } => {
+            let n = body
+                .get(1..)
+                .and_then(parse_i64)
+                .ok_or(ProtocolError::InvalidMultibulkLength)?;
+            if n > 0 && n as u64 > limits.max_multibulk_len as u64 {
+                return Err(ProtocolError::InvalidMultibulkLength);
+            }
+            (n, next)
+        }
+    };
+    if count <= 0 {
+        let _ = buf.split_to(pos);
+        return Ok(Some(Vec::new()));
+    }
+    let count = count as usize;
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(count.min(MAX_PREALLOC_ARGS));
+    for _ in 0..count {
+        let len = match scan_line(buf, pos, limits.max_inline_len) {
+            LineScan::Incomplete => return Ok(None),
+            LineScan::TooLong => return Err(ProtocolError::TooBigBulkCount),
+            LineScan::BadTerminator => return Err(ProtocolError::InvalidBulkLength),
+            LineScan::Line { body, next } => {
+                match body.first() {
+                    Some(b'$') => {}
+                    Some(&other) => return Err(ProtocolError::ExpectedDollar(other)),
+                    // empty line: Redis reports the byte it finds there, '\r'
+                    None => return Err(ProtocolError::ExpectedDollar(b'\r')),
+                }
+                let n = body
+                    .get(1..)
+                    .and_then(parse_i64)
+                    .ok_or(ProtocolError::InvalidBulkLength)?;
+                let n = usize::try_from(n).map_err(|_| ProtocolError::InvalidBulkLength)?;
+                if n > limits.max_bulk_len {
+                    return Err(ProtocolError::InvalidBulkLength);
+                }
+                pos = next;
+                n
+            }
+        };
+        let end = pos.saturating_add(len);
+        match buf.get(end..end.saturating_add(2)) {
+            None => return Ok(None),
+            Some(b"\r\n") => {}
+            Some(_) => return Err(ProtocolError::BulkNotTerminated),
+        }
+        spans.push((pos, len));
+        pos = end + 2;
+    }
+    let frozen = buf.split_to(pos).freeze();
+    Ok(Some(
+        spans
+            .into_iter()
+            .map(|(start, len)| frozen.slice(start..start + len))
+            .collect(),
+    ))
+}
+
+fn decode_inline(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let window = buf
+        .get(..limits.max_inline_len.saturating_add(1))
+        .unwrap_or(buf);
+    let Some(nl) = window.iter().position(|&b| b == b'\n') else {
+        return if buf.len() > limits.max_inline_len {
+            Err(ProtocolError::TooBigInlineRequest)
+        } else {
+            Ok(None)
+        };
+    };
+    let line = buf.get(..nl).unwrap_or(&[]);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let args = split_args(line)?;
+    let _ = buf.split_to(nl + 1);
+    Ok(Some(args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ProtocolError::*;
+
+    type Out = Result<Option<Vec<Vec<u8>>>, ProtocolError>;
+
+    fn small() -> Limits {
+        Limits {
+            max_bulk_len: 16,
+            max_multibulk_len: 4,
+            max_inline_len: 32,
+        }
+    }
+
+    /// Decodes once; returns the outcome and how many bytes were consumed.
+    fn dec(input: &[u8], limits: &Limits) -> (Out, usize) {
+        let mut buf = BytesMut::from(input);
+        let r = decode_request(&mut buf, limits);
+        let consumed = input.len() - buf.len();
+        (
+            r.map(|o| o.map(|v| v.iter().map(|b| b.to_vec()).collect())),
+            consumed,
+        )
+    }
+
+    fn args(a: &[&[u8]]) -> Out {
+        Ok(Some(a.iter().map(|x| x.to_vec()).collect()))
+    }
+
+    #[test]
+    fn table() {
+        let big = vec![b'x'; 40];
+        let mut big_hdr = b"*1\r\n".to_vec();
+        big_hdr.extend_from_slice(&big);
+        let mut big_star = b"*".to_vec();
+        big_star.extend_from_slice(&big);
+        let mut big_inline = b"PING ".to_vec();
+        big_inline.extend_from_slice(&big);
+        #[rustfmt::skip]
+        let cases: Vec<(&str, &[u8], Out, usize)> = vec![
+            ("simple multibulk", b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", args(&[b"GET", b"k"]), 20),
+            ("key is binary safe", b"*1\r\n$3\r\n\x00\xff\n\r\n", args(&[b"\x00\xff\n"]), 13),
+            ("bulk with CRLF inside payload", b"*1\r\n$4\r\na\r\nb\r\n", args(&[b"a\r\nb"]), 14),
+            ("empty bulk", b"*1\r\n$0\r\n\r\n", args(&[b""]), 10),
+            ("lowercase/uppercase irrelevant here", b"*1\r\n$3\r\ngEt\r\n", args(&[b"gEt"]), 13),
+            ("*0 is consumed, empty request", b"*0\r\n", args(&[]), 4),
+            ("*-1 is consumed, empty request", b"*-1\r\n", args(&[]), 5),
+            ("negative count other than -1 also empty (Redis)", b"*-7\r\n", args(&[]), 5),
+            ("empty buffer needs more", b"", Ok(None), 0),
+            ("partial header needs more", b"*2", Ok(None), 0),
+            ("CR without LF yet needs more", b"*2\r", Ok(None), 0),
+            ("partial payload needs more", b"*1\r\n$5\r\nab", Ok(None), 0),
+            ("payload without CRLF yet needs more", b"*1\r\n$2\r\nab", Ok(None), 0),
+            ("missing element needs more", b"*2\r\n$1\r\na\r\n", Ok(None), 0),
+            ("only the first of a pipeline is consumed", b"*1\r\n$1\r\na\r\n*1\r\n$1\r\nb\r\n", args(&[b"a"]), 11),
+            ("non-numeric multibulk length", b"*x\r\n", Err(InvalidMultibulkLength), 0),
+            ("empty multibulk length", b"*\r\n", Err(InvalidMultibulkLength), 0),
+            ("plus sign not accepted (string2ll)", b"*+1\r\n", Err(InvalidMultibulkLength), 0),
+            ("multibulk length above limit", b"*5\r\n", Err(InvalidMultibulkLength), 0),
+            ("multibulk header CR not followed by LF", b"*1\rx", Err(InvalidMultibulkLength), 0),
+            ("non-numeric bulk length", b"*1\r\n$x\r\n", Err(InvalidBulkLength), 0),
+            ("negative bulk length rejected", b"*1\r\n$-1\r\n", Err(InvalidBulkLength), 0),
+            ("declared length above limit rejected before payload arrives", b"*1\r\n$17\r\n", Err(InvalidBulkLength), 0),
+            ("bulk header CR not followed by LF", b"*1\r\n$1\rx", Err(InvalidBulkLength), 0),
+            ("expected '$'", b"*1\r\n:1\r\n", Err(ExpectedDollar(b':')), 0),
+            ("expected '$' on an empty line", b"*1\r\n\r\n", Err(ExpectedDollar(b'\r')), 0),
+            ("payload not followed by CRLF", b"*1\r\n$1\r\nabc\r\n", Err(BulkNotTerminated), 0),
+            ("too big mbulk count string", &big_star, Err(TooBigMbulkCount), 0),
+            ("too big bulk count string", &big_hdr, Err(TooBigBulkCount), 0),
+            ("inline", b"PING\r\n", args(&[b"PING"]), 6),
+            ("inline with bare LF", b"GET k\n", args(&[b"GET", b"k"]), 6),
+            ("inline with quotes", b"SET k \"a b\\n\"\r\n", args(&[b"SET", b"k", b"a b\n"]), 15),
+            ("empty inline line", b"\r\n", args(&[]), 2),
+            ("blank inline line", b"   \n", args(&[]), 4),
+            ("inline needs newline", b"PING", Ok(None), 0),
+            ("inline pipeline: one line at a time", b"PING\r\nPING\r\n", args(&[b"PING"]), 6),
+            ("unbalanced quotes", b"SET \"k\r\n", Err(UnbalancedQuotes), 0),
+            ("too big inline request", &big_inline, Err(TooBigInlineRequest), 0),
+        ];
+        for (name, input, want, consumed) in cases {
+            let (got, used) = dec(input, &small());
+            assert_eq!(got, want, "{name}");
+            assert_eq!(used, consumed, "{name}: consumed");
+        }
+    }
+
+    #[test]
+    fn error_texts_are_exact() {
+        let cases: &[(ProtocolError, &str)] = &[
+            (
+                InvalidMultibulkLength,
+                "Protocol error: invalid multibulk length",
+            ),
+            (InvalidBulkLength, "Protocol error: invalid bulk length"),
+            (
+                ExpectedDollar(b'x'),
+                "Protocol error: expected '$', got 'x'",
+            ),
+            (
+                TooBigMbulkCount,
+                "Protocol error: too big mbulk count string",
+            ),
+            (TooBigBulkCount, "Protocol error: too big bulk count string"),
+            (
+                TooBigInlineRequest,
+                "Protocol error: too big inline request",
+            ),
+            (
+                UnbalancedQuotes,
+                "Protocol error: unbalanced quotes in request",
+            ),
+            (
+                BulkNotTerminated,
+                "Protocol error: bulk string not terminated by CRLF",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), *text);
+        }
+    }
+
+    #[test]
+    fn pipeline_of_two_requests_decodes_one_at_a_time() {
+        let mut buf = BytesMut::from(&b"*1\r\n$4\r\nPING\r\nECHO x\r\n"[..]);
+        let l = Limits::default();
+        let first = decode_request(&mut buf, &l).unwrap().unwrap();
+        assert_eq!(first, vec![Bytes::from_static(b"PING")]);
+        assert_eq!(&buf[..], b"ECHO x\r\n");
+        let second = decode_request(&mut buf, &l).unwrap().unwrap();
+        assert_eq!(
+            second,
+            vec![Bytes::from_static(b"ECHO"), Bytes::from_static(b"x")]
+        );
+        assert!(buf.is_empty());
+        assert_eq!(decode_request(&mut buf, &l), Ok(None));
+    }
+
+    #[test]
+    fn huge_declared_lengths_rejected_immediately_with_default_limits() {
+        let l = Limits::default();
+        let (r, _) = dec(b"*1\r\n$536870913\r\n", &l);
+        assert_eq!(r, Err(InvalidBulkLength));
+        let (r, _) = dec(b"*1073741825\r\n", &l);
+        assert_eq!(r, Err(InvalidMultibulkLength));
+        // exactly at the limit is accepted and waits for the payload
+        let (r, _) = dec(b"*1\r\n$536870912\r\n", &l);
+        assert_eq!(r, Ok(None));
+        // overflowing i64 is just invalid
+        let (r, _) = dec(b"*1\r\n$99999999999999999999\r\n", &l);
+        assert_eq!(r, Err(InvalidBulkLength));
+    }
+
+    #[test]
+    fn header_window_is_split_independent() {
+        // a header of exactly max_inline_len bytes (incl. '*') is accepted
+        let l = Limits {
+            max_inline_len: 4,
+            ..Limits::default()
+        };
+        assert_eq!(dec(b"*001", &l).0, Ok(None));
+        assert_eq!(dec(b"*001\r\n", &l).0, Err(InvalidMultibulkLength));
+        assert_eq!(dec(b"*0012", &l).0, Err(TooBigMbulkCount));
+        assert_eq!(dec(b"*0012\r\n", &l).0, Err(TooBigMbulkCount));
+    }
+
+    #[test]
+    fn args_are_zero_copy_slices() {
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n"[..]);
+        let args = decode_request(&mut buf, &Limits::default())
+            .unwrap()
+            .unwrap();
+        // both args live in one allocation, 8 bytes apart ("foo\r\n$3\r\n")
+        let gap = args[1].as_ptr() as usize - args[0].as_ptr() as usize;
+        assert_eq!(gap, 3 + 2 + 4);
+    }
+}
