@@ -152,6 +152,35 @@ impl Engine {
         }
     }
 
+    /// MSET / MSETNX: stores every pair atomically (all shards involved are
+    /// locked, in index order). With `nx`, stores nothing if any key exists.
+    /// Returns whether the pairs were stored.
+    pub fn set_many(&self, db: usize, pairs: &[(&[u8], &[u8])], nx: bool) -> bool {
+        let inner = &self.inner;
+        let now = now_ms();
+        let mut ids: Vec<usize> = pairs.iter().map(|(k, _)| inner.shard_index(k)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut guards: Vec<_> = ids.iter().map(|&i| inner.shards[i].lock()).collect();
+        let guard_of = |key: &[u8]| ids.binary_search(&inner.shard_index(key)).unwrap_or(0);
+        if nx {
+            for (k, _) in pairs {
+                let sh = &guards[guard_of(k)];
+                if let Some(e) = sh.dbs[db].get(*k) {
+                    if !e.is_expired(now) {
+                        return false;
+                    }
+                }
+            }
+        }
+        for (k, v) in pairs {
+            let sh = &mut *guards[guard_of(k)];
+            let idx = sh.dbs[db].get_index_of(*k);
+            inner.store(sh, db, k, idx, Bytes::copy_from_slice(v), 0);
+        }
+        true
+    }
+
     /// STRLEN: the value's length from RAM metadata.
     pub fn strlen(&self, db: usize, key: &[u8]) -> u64 {
         self.inner

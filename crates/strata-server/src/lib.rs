@@ -1,1 +1,256 @@
-//! placeholder
+//! # strata-server
+//!
+//! The only crate that knows both the protocol and the engine: it accepts
+//! connections, decodes RESP requests, dispatches commands to the tiered
+//! engine and renders replies and INFO.
+//!
+//! Threads: a tokio multi-thread runtime with `threads` workers runs every
+//! connection as a task; the engine adds its background thread and its
+//! I/O backend threads. No lock is global on the request path: the engine
+//! index is sharded, each client has its own handle, and server counters
+//! are atomics.
+
+pub mod alloc;
+pub mod clients;
+pub mod commands;
+pub mod config;
+pub mod connection;
+pub mod dispatch;
+pub mod glob;
+pub mod info;
+pub mod reply;
+pub mod slowlog;
+
+use clients::Clients;
+use config::{Config, MaxmemoryPolicy};
+use parking_lot::RwLock;
+use slowlog::SlowLog;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_engine::{Engine, EngineConfig, EvictionPolicy, PromotePolicy};
+use strata_protocol::Limits;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+/// Server-level counters (INFO stats / clients).
+#[derive(Default)]
+pub struct ServerStats {
+    pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub commands_processed: AtomicU64,
+    pub unknown_commands: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub oom_rejections: AtomicU64,
+    /// Times a write waited for demotion to make room.
+    pub write_waits: AtomicU64,
+}
+
+/// State shared by every connection.
+pub struct Shared {
+    pub engine: Engine,
+    pub config: RwLock<Config>,
+    pub config_file: Option<std::path::PathBuf>,
+    pub clients: Clients,
+    pub stats: ServerStats,
+    pub slowlog: SlowLog,
+    pub started: Instant,
+    pub run_id: String,
+    pub tcp_port: AtomicU64,
+    max_bulk_len: AtomicUsize,
+    idle_timeout_secs: AtomicU64,
+    shutdown: Notify,
+    shutting_down: AtomicBool,
+}
+
+impl Shared {
+    /// The protocol limits currently configured.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_bulk_len: self.max_bulk_len.load(Relaxed),
+            ..Limits::default()
+        }
+    }
+
+    /// The idle timeout of clients (`timeout`), if any.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        match self.idle_timeout_secs.load(Relaxed) {
+            0 => None,
+            s => Some(Duration::from_secs(s)),
+        }
+    }
+
+    /// Resolves when the server shuts down.
+    pub async fn shutdown_signal(&self) {
+        if self.shutting_down.load(Relaxed) {
+            return;
+        }
+        self.shutdown.notified().await;
+    }
+
+    /// Pushes run-time configuration into the engine and the limits.
+    pub fn apply_config(&self) {
+        let c = self.config.read();
+        self.max_bulk_len
+            .store(c.proto_max_bulk_len as usize, Relaxed);
+        self.idle_timeout_secs.store(c.timeout, Relaxed);
+        self.slowlog
+            .slower_than
+            .store(c.slowlog_log_slower_than, Relaxed);
+        self.slowlog.max_len.store(c.slowlog_max_len, Relaxed);
+        let e = &self.engine;
+        e.set_maxmemory_ram(c.maxmemory_ram);
+        e.set_maxmemory(c.maxmemory);
+        e.set_eviction(eviction(&c.maxmemory_policy));
+        e.set_min_value_size(c.tiering_min_value_size);
+        e.set_promote(promote(&c.tiering_promote));
+    }
+}
+
+fn eviction(p: &MaxmemoryPolicy) -> EvictionPolicy {
+    match p {
+        MaxmemoryPolicy::NoEviction => EvictionPolicy::NoEviction,
+        MaxmemoryPolicy::AllkeysLru => EvictionPolicy::AllkeysLru,
+        MaxmemoryPolicy::AllkeysRandom => EvictionPolicy::AllkeysRandom,
+    }
+}
+
+fn promote(p: &config::PromotePolicy) -> PromotePolicy {
+    match p {
+        config::PromotePolicy::FirstRead => PromotePolicy::FirstRead,
+        config::PromotePolicy::SecondRead => PromotePolicy::SecondRead,
+        config::PromotePolicy::Never => PromotePolicy::Never,
+    }
+}
+
+/// The engine configuration a server configuration implies.
+pub fn engine_config(c: &Config) -> EngineConfig {
+    let mut e = EngineConfig::new(c.flash_dir());
+    e.databases = c.databases;
+    e.shards = (c.threads * 16).clamp(16, 1024);
+    e.flash_max_size = c.flash_max_size;
+    e.segment_size = c.flash_segment_size;
+    e.direct_io = c.flash_direct_io;
+    e.io_backend = match c.flash_io {
+        config::IoBackend::Auto => strata_engine::IoBackend::Auto,
+        config::IoBackend::IoUring => strata_engine::IoBackend::IoUring,
+        config::IoBackend::Psync => strata_engine::IoBackend::Psync,
+    };
+    e.maxmemory_ram = c.maxmemory_ram;
+    e.maxmemory = c.maxmemory;
+    e.eviction = eviction(&c.maxmemory_policy);
+    e.min_value_size = c.tiering_min_value_size;
+    e.promote = promote(&c.tiering_promote);
+    e.hz = c.hz;
+    if alloc::allocated_bytes().is_some() {
+        e.ram_gauge = Some(Arc::new(|| alloc::allocated_bytes().unwrap_or(0)));
+    }
+    e
+}
+
+/// A running server: its address, and a way to stop it.
+pub struct ServerHandle {
+    pub shared: Arc<Shared>,
+    pub addrs: Vec<SocketAddr>,
+}
+
+impl ServerHandle {
+    /// Stops accepting, closes connections.
+    pub fn shutdown(&self) {
+        self.shared.shutting_down.store(true, Relaxed);
+        self.shared.shutdown.notify_waiters();
+    }
+}
+
+/// Opens the engine, binds the listeners and starts accepting. Must be
+/// called inside a tokio runtime.
+pub async fn start(
+    config: Config,
+    config_file: Option<std::path::PathBuf>,
+) -> std::io::Result<ServerHandle> {
+    std::fs::create_dir_all(&config.dir)?;
+    let engine = Engine::open(engine_config(&config)).map_err(std::io::Error::other)?;
+    let mut listeners = Vec::new();
+    if config.port != 0 {
+        for addr in &config.bind {
+            let a = format!("{}:{}", addr.trim_start_matches('-'), config.port);
+            let l = TcpListener::bind(&a)
+                .await
+                .map_err(|e| std::io::Error::new(e.kind(), format!("could not bind {a}: {e}")))?;
+            listeners.push(l);
+        }
+    }
+    let shared = Arc::new(Shared {
+        engine,
+        slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
+        max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
+        idle_timeout_secs: AtomicU64::new(config.timeout),
+        config: RwLock::new(config),
+        config_file,
+        clients: Clients::default(),
+        stats: ServerStats::default(),
+        started: Instant::now(),
+        run_id: run_id(),
+        tcp_port: AtomicU64::new(0),
+        shutdown: Notify::new(),
+        shutting_down: AtomicBool::new(false),
+    });
+    shared.apply_config();
+    let mut addrs = Vec::new();
+    for l in listeners {
+        let addr = l.local_addr()?;
+        shared.tcp_port.store(addr.port() as u64, Relaxed);
+        addrs.push(addr);
+        tokio::spawn(accept_loop(shared.clone(), l));
+    }
+    Ok(ServerHandle { shared, addrs })
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shared.shutdown_signal() => return,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        shared.stats.connections_received.fetch_add(1, Relaxed);
+        let max = shared.config.read().maxclients;
+        if shared.clients.count() >= max {
+            shared.stats.rejected_connections.fetch_add(1, Relaxed);
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut s = stream;
+                let _ = s.write_all(b"-ERR max number of clients reached\r\n").await;
+            });
+            continue;
+        }
+        let laddr = stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let handle = shared.clients.register(peer.to_string(), laddr);
+        let s = shared.clone();
+        tokio::spawn(async move {
+            let id = handle.id;
+            connection::serve(s.clone(), stream, handle).await;
+            s.clients.unregister(id);
+        });
+    }
+}
+
+fn run_id() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..40)
+        .map(|_| char::from_digit(rng.gen_range(0..16), 16).unwrap_or('0'))
+        .collect()
+}

@@ -1,1 +1,108 @@
-fn main() {}
+//! `strata-server [config-file] [--option value ...]`: parses the
+//! configuration, sets up logging and runs the server until SIGINT/SIGTERM.
+
+use strata_server::alloc::CountingAlloc;
+use strata_server::config::{self, Config, LogLevel};
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn main() {
+    CountingAlloc::mark_installed();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{}", config::help_text());
+        return;
+    }
+    if args.iter().any(|a| a == "--version" || a == "-v") {
+        println!("strata-server {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
+    let config_file = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .map(std::path::PathBuf::from);
+    let config = match Config::from_args(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("strata-server: {e}");
+            std::process::exit(1);
+        }
+    };
+    init_logging(&config);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.threads.max(1))
+        .thread_name("strata-worker")
+        .enable_all()
+        .build();
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("strata-server: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(async move {
+        let handle = match strata_server::start(config, config_file).await {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!("cannot start: {e}");
+                eprintln!("strata-server: cannot start: {e}");
+                return 1;
+            }
+        };
+        for a in &handle.addrs {
+            tracing::info!("Ready to accept connections on {a}");
+        }
+        wait_for_signal().await;
+        tracing::info!("Shutting down");
+        handle.shutdown();
+        0
+    });
+    std::process::exit(code);
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn init_logging(c: &Config) {
+    let level = match c.loglevel {
+        LogLevel::Debug => "debug",
+        LogLevel::Verbose => "debug",
+        LogLevel::Notice => "info",
+        LogLevel::Warning => "warn",
+        LogLevel::Nothing => "off",
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(level))
+        .with_target(false);
+    if c.logfile.is_empty() {
+        builder.init();
+    } else {
+        match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&c.logfile)
+        {
+            Ok(f) => builder
+                .with_ansi(false)
+                .with_writer(std::sync::Mutex::new(f))
+                .init(),
+            Err(e) => {
+                eprintln!("strata-server: cannot open logfile {}: {e}", c.logfile);
+                std::process::exit(1);
+            }
+        }
+    }
+}

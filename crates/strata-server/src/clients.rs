@@ -1,0 +1,135 @@
+//! The registry of connected clients, for CLIENT LIST / INFO / KILL and
+//! INFO clients. The registry lock is taken only on connect, disconnect
+//! and CLIENT commands; per-command updates touch only the client's own
+//! handle (atomics and a small lock of its own).
+
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// What the server knows about one connection.
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub created: Instant,
+    /// Milliseconds since `created` of the last command.
+    last_ms: AtomicU64,
+    pub db: AtomicU64,
+    pub resp: AtomicU64,
+    pub commands: AtomicU64,
+    pub info: Mutex<ClientInfo>,
+    killed: AtomicBool,
+    kill: Notify,
+}
+
+/// The parts of a client's state that are text.
+#[derive(Default, Clone)]
+pub struct ClientInfo {
+    pub name: String,
+    pub lib_name: String,
+    pub lib_ver: String,
+    pub last_cmd: &'static str,
+}
+
+impl ClientHandle {
+    pub fn new(id: u64, addr: String, laddr: String) -> ClientHandle {
+        ClientHandle {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            last_ms: AtomicU64::new(0),
+            db: AtomicU64::new(0),
+            resp: AtomicU64::new(2),
+            commands: AtomicU64::new(0),
+            info: Mutex::new(ClientInfo {
+                last_cmd: "NULL",
+                ..ClientInfo::default()
+            }),
+            killed: AtomicBool::new(false),
+            kill: Notify::new(),
+        }
+    }
+
+    /// Records that a command runs now.
+    pub fn touch(&self, cmd: &'static str) {
+        self.last_ms
+            .store(self.created.elapsed().as_millis() as u64, Relaxed);
+        self.commands.fetch_add(1, Relaxed);
+        self.info.lock().last_cmd = cmd;
+    }
+
+    /// Seconds since the last command.
+    pub fn idle_secs(&self) -> u64 {
+        (self.created.elapsed().as_millis() as u64).saturating_sub(self.last_ms.load(Relaxed))
+            / 1000
+    }
+
+    /// Asks the connection to close (CLIENT KILL).
+    pub fn kill(&self) {
+        self.killed.store(true, Relaxed);
+        self.kill.notify_one();
+    }
+
+    /// Resolves once the client was killed.
+    pub async fn killed(&self) {
+        if self.killed.load(Relaxed) {
+            return;
+        }
+        self.kill.notified().await;
+    }
+
+    /// The CLIENT LIST line of this client.
+    pub fn list_line(&self) -> String {
+        let info = self.info.lock().clone();
+        format!(
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            info.name,
+            self.created.elapsed().as_secs(),
+            self.idle_secs(),
+            self.db.load(Relaxed),
+            info.last_cmd,
+            self.resp.load(Relaxed),
+            info.lib_name,
+            info.lib_ver,
+        )
+    }
+}
+
+#[derive(Default)]
+pub struct Clients {
+    map: Mutex<BTreeMap<u64, Arc<ClientHandle>>>,
+    next_id: AtomicU64,
+}
+
+impl Clients {
+    pub fn register(&self, addr: String, laddr: String) -> Arc<ClientHandle> {
+        let id = self.next_id.fetch_add(1, Relaxed) + 1;
+        let h = Arc::new(ClientHandle::new(id, addr, laddr));
+        self.map.lock().insert(id, h.clone());
+        h
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.map.lock().remove(&id);
+    }
+
+    pub fn count(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn all(&self) -> Vec<Arc<ClientHandle>> {
+        self.map.lock().values().cloned().collect()
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.map.lock().get(&id).cloned()
+    }
+}

@@ -1,0 +1,94 @@
+//! CONFIG GET | SET | RESETSTAT | HELP (REWRITE is refused: the server
+//! never edits its configuration file).
+
+use super::is;
+use crate::dispatch::{Ctx, Outcome};
+use crate::reply;
+use bytes::Bytes;
+use std::sync::atomic::Ordering::Relaxed;
+use strata_protocol::{write_bulk, write_map_len, write_simple};
+
+pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let sub = &args[1];
+    if is(sub, "get") && args.len() >= 3 {
+        let mut pairs = Vec::new();
+        {
+            let c = ctx.shared.config.read();
+            for p in &args[2..] {
+                for kv in c.get_matching(p) {
+                    if !pairs.contains(&kv) {
+                        pairs.push(kv);
+                    }
+                }
+            }
+        }
+        write_map_len(ctx.out, ctx.version(), pairs.len());
+        for (k, v) in pairs {
+            write_bulk(ctx.out, k.as_bytes());
+            write_bulk(ctx.out, v.as_bytes());
+        }
+    } else if is(sub, "set") && args.len() >= 4 && args.len() % 2 == 0 {
+        let result = {
+            let mut c = ctx.shared.config.write();
+            let backup = c.clone();
+            let mut r = Ok(());
+            for kv in args[2..].chunks_exact(2) {
+                let name = String::from_utf8_lossy(&kv[0]).into_owned();
+                let value = String::from_utf8_lossy(&kv[1]).into_owned();
+                if let Err(e) = c.set(&name, &value) {
+                    r = Err(e.redis_error_text());
+                    break;
+                }
+            }
+            if r.is_err() {
+                *c = backup; // all or nothing, as Redis does
+            }
+            r
+        };
+        match result {
+            Ok(()) => {
+                ctx.shared.apply_config();
+                write_simple(ctx.out, b"OK");
+            }
+            Err(text) => reply::error(ctx.out, &text),
+        }
+    } else if is(sub, "set") {
+        reply::arity(ctx.out, "config|set");
+    } else if is(sub, "resetstat") && args.len() == 2 {
+        ctx.engine().reset_stats();
+        let s = &ctx.shared.stats;
+        for c in [
+            &s.commands_processed,
+            &s.connections_received,
+            &s.rejected_connections,
+            &s.net_input_bytes,
+            &s.net_output_bytes,
+            &s.unknown_commands,
+            &s.oom_rejections,
+            &s.write_waits,
+        ] {
+            c.store(0, Relaxed);
+        }
+        write_simple(ctx.out, b"OK");
+    } else if is(sub, "rewrite") {
+        reply::error(
+            ctx.out,
+            "ERR CONFIG REWRITE is not supported: Strata never edits its configuration file",
+        );
+    } else if is(sub, "help") {
+        super::server::help(
+            ctx.out,
+            "CONFIG",
+            &[
+                "GET <pattern>",
+                "SET <directive> <value> [<directive> <value> ...]",
+                "RESETSTAT",
+            ],
+        );
+    } else if is(sub, "get") {
+        reply::arity(ctx.out, "config|get");
+    } else {
+        reply::unknown_subcommand(ctx.out, sub, "config");
+    }
+    Outcome::Done
+}

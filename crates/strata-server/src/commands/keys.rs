@@ -1,0 +1,287 @@
+//! Keyspace commands: DEL UNLINK EXISTS TOUCH TYPE KEYS SCAN RANDOMKEY
+//! RENAME RENAMENX COPY EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT) TTL
+//! PTTL PERSIST EXPIRETIME PEXPIRETIME. All answer from RAM; RENAME and
+//! COPY of a cold value read it once.
+
+use super::{is, parse_i64, parse_usize};
+use crate::dispatch::{Ctx, Outcome};
+use crate::glob::glob_match;
+use crate::reply;
+use bytes::Bytes;
+use strata_engine::clock::now_ms;
+use strata_engine::{ExpireCond, TtlState};
+use strata_protocol::{write_array_len, write_bulk, write_integer, write_null, write_simple};
+
+pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let db = ctx.db();
+    let n = args[1..]
+        .iter()
+        .filter(|k| ctx.engine().delete(db, k))
+        .count();
+    write_integer(ctx.out, n as i64);
+    Outcome::Done
+}
+
+pub fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let db = ctx.db();
+    let n = args[1..]
+        .iter()
+        .filter(|k| ctx.engine().exists(db, k))
+        .count();
+    write_integer(ctx.out, n as i64);
+    Outcome::Done
+}
+
+pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let db = ctx.db();
+    let n = args[1..]
+        .iter()
+        .filter(|k| ctx.engine().touch(db, k))
+        .count();
+    write_integer(ctx.out, n as i64);
+    Outcome::Done
+}
+
+pub fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let t: &[u8] = if ctx.engine().exists(ctx.db(), &args[1]) {
+        b"string"
+    } else {
+        b"none"
+    };
+    write_simple(ctx.out, t);
+    Outcome::Done
+}
+
+/// A key filter for a MATCH pattern ("*" matches everything, including the
+/// empty key, as in Redis).
+fn matcher(pattern: Option<Bytes>) -> impl Fn(&[u8]) -> bool {
+    move |k: &[u8]| match &pattern {
+        None => true,
+        Some(p) if &p[..] == b"*" => true,
+        Some(p) => glob_match(p, k, false),
+    }
+}
+
+pub fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let keys = ctx.engine().keys(ctx.db(), matcher(Some(args[1].clone())));
+    write_array_len(ctx.out, keys.len());
+    for k in keys {
+        write_bulk(ctx.out, &k);
+    }
+    Outcome::Done
+}
+
+pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(cursor) = std::str::from_utf8(&args[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        reply::error(ctx.out, "ERR invalid cursor");
+        return Outcome::Done;
+    };
+    let mut count = 10usize;
+    let mut pattern = None;
+    let mut type_filter: Option<Bytes> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+        let v = &args[i + 1];
+        if is(&args[i], "count") {
+            match parse_usize(v) {
+                Some(n) if n >= 1 => count = n,
+                _ => {
+                    reply::error(ctx.out, reply::SYNTAX);
+                    return Outcome::Done;
+                }
+            }
+        } else if is(&args[i], "match") {
+            pattern = Some(v.clone());
+        } else if is(&args[i], "type") {
+            type_filter = Some(v.clone());
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+        i += 2;
+    }
+    // Only strings exist so far: TYPE string keeps all, any other type none.
+    let type_ok = type_filter.as_ref().is_none_or(|t| is(t, "string"));
+    let m = matcher(pattern);
+    let (next, keys) = ctx
+        .engine()
+        .scan(ctx.db(), cursor, count, |k| type_ok && m(k));
+    write_array_len(ctx.out, 2);
+    write_bulk(ctx.out, next.to_string().as_bytes());
+    write_array_len(ctx.out, keys.len());
+    for k in keys {
+        write_bulk(ctx.out, &k);
+    }
+    Outcome::Done
+}
+
+pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    match ctx.engine().random_key(ctx.db()) {
+        Some(k) => write_bulk(ctx.out, &k),
+        None => write_null(ctx.out, ctx.version()),
+    }
+    Outcome::Done
+}
+
+pub fn rename(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let read = ctx.engine().rename(ctx.db(), &args[1], &args[2], false);
+    ctx.reply_with(read, true, |out, _, r| match r {
+        None => reply::error(out, reply::NO_SUCH_KEY),
+        Some(_) => write_simple(out, b"OK"),
+    })
+}
+
+pub fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let read = ctx.engine().rename(ctx.db(), &args[1], &args[2], true);
+    ctx.reply_with(read, true, |out, _, r| match r {
+        None => reply::error(out, reply::NO_SUCH_KEY),
+        Some(done) => write_integer(out, done as i64),
+    })
+}
+
+pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mut dst_db = ctx.db();
+    let mut replace = false;
+    let mut i = 3;
+    while i < args.len() {
+        if is(&args[i], "replace") {
+            replace = true;
+            i += 1;
+        } else if is(&args[i], "db") && i + 1 < args.len() {
+            match parse_usize(&args[i + 1]) {
+                Some(d) if d < ctx.engine().databases() => dst_db = d,
+                Some(_) => {
+                    reply::error(ctx.out, reply::DB_RANGE);
+                    return Outcome::Done;
+                }
+                None => {
+                    reply::error(ctx.out, reply::NOT_INTEGER);
+                    return Outcome::Done;
+                }
+            }
+            i += 2;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    }
+    let read = ctx
+        .engine()
+        .copy(ctx.db(), &args[1], dst_db, &args[2], replace);
+    ctx.reply_with(read, true, |out, _, r| {
+        write_integer(out, matches!(r, Some(true)) as i64)
+    })
+}
+
+fn expire_generic(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    unit_ms: i64,
+    absolute: bool,
+    name: &str,
+) -> Outcome {
+    let Some(n) = parse_i64(&args[2]) else {
+        reply::error(ctx.out, reply::NOT_INTEGER);
+        return Outcome::Done;
+    };
+    let mut cond = ExpireCond::Always;
+    for a in &args[3..] {
+        let c = if is(a, "nx") {
+            ExpireCond::Nx
+        } else if is(a, "xx") {
+            ExpireCond::Xx
+        } else if is(a, "gt") {
+            ExpireCond::Gt
+        } else if is(a, "lt") {
+            ExpireCond::Lt
+        } else {
+            reply::error(
+                ctx.out,
+                &format!("ERR Unsupported option {}", reply::lossy(a, 64)),
+            );
+            return Outcome::Done;
+        };
+        if cond != ExpireCond::Always && cond != c {
+            let msg = if matches!(
+                (cond, c),
+                (ExpireCond::Gt, ExpireCond::Lt) | (ExpireCond::Lt, ExpireCond::Gt)
+            ) {
+                "ERR GT and LT options at the same time are not compatible"
+            } else {
+                "ERR NX and XX, GT or LT options at the same time are not compatible"
+            };
+            reply::error(ctx.out, msg);
+            return Outcome::Done;
+        }
+        cond = c;
+    }
+    let at = n.checked_mul(unit_ms).and_then(|ms| {
+        if absolute {
+            Some(ms)
+        } else {
+            (now_ms() as i64).checked_add(ms)
+        }
+    });
+    let Some(at) = at else {
+        reply::invalid_expire(ctx.out, name);
+        return Outcome::Done;
+    };
+    // A time at or before now deletes the key (stored as 1 ms: in the past).
+    let at = if at <= now_ms() as i64 { 1 } else { at as u64 };
+    let done = ctx.engine().expire(ctx.db(), &args[1], at, cond);
+    write_integer(ctx.out, done as i64);
+    Outcome::Done
+}
+
+pub fn expire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    expire_generic(ctx, args, 1000, false, "expire")
+}
+pub fn pexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    expire_generic(ctx, args, 1, false, "pexpire")
+}
+pub fn expireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    expire_generic(ctx, args, 1000, true, "expireat")
+}
+pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    expire_generic(ctx, args, 1, true, "pexpireat")
+}
+
+/// TTL family: -2 missing, -1 no TTL, else the value `f` derives.
+fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], f: impl Fn(u64) -> i64) -> Outcome {
+    let n = match ctx.engine().ttl(ctx.db(), key) {
+        TtlState::Missing => -2,
+        TtlState::NoTtl => -1,
+        TtlState::At(at) => f(at),
+    };
+    write_integer(ctx.out, n);
+    Outcome::Done
+}
+
+pub fn ttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    // Redis rounds the remaining milliseconds to the nearest second.
+    ttl_generic(ctx, &args[1], |at| {
+        ((at.saturating_sub(now_ms()) + 500) / 1000) as i64
+    })
+}
+pub fn pttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    ttl_generic(ctx, &args[1], |at| at.saturating_sub(now_ms()) as i64)
+}
+pub fn expiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    ttl_generic(ctx, &args[1], |at| (at / 1000) as i64)
+}
+pub fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    ttl_generic(ctx, &args[1], |at| at as i64)
+}
+
+pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let done = ctx.engine().persist(ctx.db(), &args[1]);
+    write_integer(ctx.out, done as i64);
+    Outcome::Done
+}

@@ -1,0 +1,523 @@
+//! String commands: GET SET (EX PX EXAT PXAT NX XX KEEPTTL GET) SETNX SETEX
+//! PSETEX GETSET GETDEL GETEX MGET MSET MSETNX APPEND STRLEN GETRANGE
+//! SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
+//!
+//! Reads of cold values and read-modify-writes of cold values complete
+//! after one flash read (`Outcome::Pending`); everything else is RAM-only.
+
+use super::{format_f64, is, parse_f64, parse_i64};
+use crate::dispatch::{Ctx, Outcome};
+use crate::reply;
+use bytes::{Bytes, BytesMut};
+use strata_engine::clock::now_ms;
+use strata_engine::{EngineError, ExpireUpdate, Mutation, Read, SetCond, SetOptions};
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_null, write_simple, Version,
+};
+
+fn bulk_or_null(out: &mut BytesMut, v: Version, value: Option<Bytes>) {
+    match value {
+        Some(b) => write_bulk(out, &b),
+        None => write_null(out, v),
+    }
+}
+
+pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let read = ctx.engine().get(ctx.db(), &args[1]);
+    ctx.reply_with(read, false, bulk_or_null)
+}
+
+/// Parses an expiry amount into an absolute Unix time in ms; None = invalid.
+fn expire_at(amount: &[u8], unit_ms: u64, absolute: bool) -> Result<u64, &'static str> {
+    let n = parse_i64(amount).ok_or(reply::NOT_INTEGER)?;
+    if n <= 0 {
+        return Err("");
+    }
+    let ms = (n as u64).checked_mul(unit_ms).ok_or("")?;
+    if absolute {
+        Ok(ms)
+    } else {
+        now_ms()
+            .checked_add(ms)
+            .filter(|v| *v < i64::MAX as u64)
+            .ok_or("")
+    }
+}
+
+fn expire_error(ctx: &mut Ctx<'_>, e: &str, cmd: &str) -> Outcome {
+    if e.is_empty() {
+        reply::invalid_expire(ctx.out, cmd);
+    } else {
+        reply::error(ctx.out, e);
+    }
+    Outcome::Done
+}
+
+pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mut opts = SetOptions::default();
+    let mut return_old = false;
+    let mut expire_seen = false;
+    let mut i = 3;
+    while i < args.len() {
+        let a = &args[i];
+        let unit = if is(a, "ex") {
+            Some((1000, false))
+        } else if is(a, "px") {
+            Some((1, false))
+        } else if is(a, "exat") {
+            Some((1000, true))
+        } else if is(a, "pxat") {
+            Some((1, true))
+        } else {
+            None
+        };
+        if let Some((unit_ms, absolute)) = unit {
+            if expire_seen || opts.expire == ExpireUpdate::Keep || i + 1 >= args.len() {
+                reply::error(ctx.out, reply::SYNTAX);
+                return Outcome::Done;
+            }
+            match expire_at(&args[i + 1], unit_ms, absolute) {
+                Ok(at) => opts.expire = ExpireUpdate::At(at),
+                Err(e) => return expire_error(ctx, e, "set"),
+            }
+            expire_seen = true;
+            i += 2;
+            continue;
+        }
+        if is(a, "nx") && opts.cond != SetCond::IfExists {
+            opts.cond = SetCond::IfMissing;
+        } else if is(a, "xx") && opts.cond != SetCond::IfMissing {
+            opts.cond = SetCond::IfExists;
+        } else if is(a, "keepttl") && !expire_seen {
+            opts.expire = ExpireUpdate::Keep;
+        } else if is(a, "get") {
+            return_old = true;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+        i += 1;
+    }
+    let value = args[2].clone();
+    if !return_old {
+        return match ctx.engine().set(ctx.db(), &args[1], &value, opts) {
+            Ok(true) => {
+                write_simple(ctx.out, b"OK");
+                Outcome::Done
+            }
+            Ok(false) => {
+                write_null(ctx.out, ctx.version());
+                Outcome::Done
+            }
+            Err(e) => {
+                reply::engine(ctx.out, &e);
+                Outcome::Done
+            }
+        };
+    }
+    // SET ... GET: the old value, then the conditional write, atomically.
+    let read = ctx.engine().update(ctx.db(), &args[1], move |cur| {
+        let old = cur.as_ref().map(|c| c.value.clone());
+        let apply = match opts.cond {
+            SetCond::Always => true,
+            SetCond::IfMissing => cur.is_none(),
+            SetCond::IfExists => cur.is_some(),
+        };
+        if apply {
+            (
+                Mutation::Set {
+                    value: value.clone(),
+                    expire: opts.expire,
+                },
+                old,
+            )
+        } else {
+            (Mutation::None, old)
+        }
+    });
+    ctx.reply_with(read, true, bulk_or_null)
+}
+
+fn set_simple(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    value: &[u8],
+    opts: SetOptions,
+    reply_int: bool,
+) -> Outcome {
+    match ctx.engine().set(ctx.db(), key, value, opts) {
+        Ok(done) if reply_int => write_integer(ctx.out, done as i64),
+        Ok(_) => write_simple(ctx.out, b"OK"),
+        Err(e) => reply::engine(ctx.out, &e),
+    }
+    Outcome::Done
+}
+
+pub fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let opts = SetOptions {
+        cond: SetCond::IfMissing,
+        expire: ExpireUpdate::Clear,
+    };
+    set_simple(ctx, &args[1], &args[2], opts, true)
+}
+
+fn setex_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: u64, name: &str) -> Outcome {
+    let at = match expire_at(&args[2], unit_ms, false) {
+        Ok(at) => at,
+        Err(e) => return expire_error(ctx, e, name),
+    };
+    let opts = SetOptions {
+        cond: SetCond::Always,
+        expire: ExpireUpdate::At(at),
+    };
+    set_simple(ctx, &args[1], &args[3], opts, false)
+}
+
+pub fn setex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    setex_generic(ctx, args, 1000, "setex")
+}
+
+pub fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    setex_generic(ctx, args, 1, "psetex")
+}
+
+pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let value = args[2].clone();
+    let read = ctx.engine().update(ctx.db(), &args[1], move |cur| {
+        let old = cur.map(|c| c.value.clone());
+        let m = Mutation::Set {
+            value: value.clone(),
+            expire: ExpireUpdate::Clear,
+        };
+        (m, old)
+    });
+    ctx.reply_with(read, true, bulk_or_null)
+}
+
+pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let read = ctx.engine().update(ctx.db(), &args[1], |cur| match cur {
+        Some(c) => (Mutation::Delete, Some(c.value.clone())),
+        None => (Mutation::None, None),
+    });
+    ctx.reply_with(read, true, bulk_or_null)
+}
+
+pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    // None = leave the TTL; Some(0) = PERSIST; Some(t) = expire at t.
+    let mut change: Option<u64> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        let unit = if is(a, "ex") {
+            Some((1000, false))
+        } else if is(a, "px") {
+            Some((1, false))
+        } else if is(a, "exat") {
+            Some((1000, true))
+        } else if is(a, "pxat") {
+            Some((1, true))
+        } else {
+            None
+        };
+        if let Some((unit_ms, absolute)) = unit {
+            if change.is_some() || i + 1 >= args.len() {
+                reply::error(ctx.out, reply::SYNTAX);
+                return Outcome::Done;
+            }
+            match expire_at(&args[i + 1], unit_ms, absolute) {
+                Ok(at) => change = Some(at),
+                Err(e) => return expire_error(ctx, e, "getex"),
+            }
+            i += 2;
+        } else if is(a, "persist") && change.is_none() {
+            change = Some(0);
+            i += 1;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    }
+    let read = ctx
+        .engine()
+        .update(ctx.db(), &args[1], move |cur| match (cur, change) {
+            (Some(c), Some(at)) => (Mutation::SetExpire(at), Some(c.value.clone())),
+            (Some(c), None) => (Mutation::None, Some(c.value.clone())),
+            (None, _) => (Mutation::None, None),
+        });
+    ctx.reply_with(read, change.is_some(), bulk_or_null)
+}
+
+pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let db = ctx.db();
+    let reads: Vec<_> = args[1..].iter().map(|k| ctx.engine().get(db, k)).collect();
+    if reads.iter().all(|r| matches!(r, Read::Ready(_))) {
+        write_array_len(ctx.out, reads.len());
+        for r in reads {
+            if let Read::Ready(r) = r {
+                // A failed read in MGET is a nil, as for a missing key.
+                bulk_or_null(ctx.out, ctx.version(), r.ok().flatten());
+            }
+        }
+        return Outcome::Done;
+    }
+    let version = ctx.version();
+    Outcome::Pending {
+        reply: Box::pin(async move {
+            let values = futures::future::join_all(reads.into_iter().map(|r| r.wait())).await;
+            let mut out = BytesMut::new();
+            write_array_len(&mut out, values.len());
+            for v in values {
+                bulk_or_null(&mut out, version, v.ok().flatten());
+            }
+            out
+        }),
+        write: false,
+    }
+}
+
+pub fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    mset_generic(ctx, args, false)
+}
+
+pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    mset_generic(ctx, args, true)
+}
+
+fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Outcome {
+    if args.len() % 2 == 0 {
+        reply::arity(ctx.out, if nx { "msetnx" } else { "mset" });
+        return Outcome::Done;
+    }
+    let pairs: Vec<(&[u8], &[u8])> = args[1..]
+        .chunks_exact(2)
+        .map(|p| (&p[0][..], &p[1][..]))
+        .collect();
+    let done = ctx.engine().set_many(ctx.db(), &pairs, nx);
+    if nx {
+        write_integer(ctx.out, done as i64);
+    } else {
+        write_simple(ctx.out, b"OK");
+    }
+    Outcome::Done
+}
+
+/// Runs a read-modify-write whose closure may refuse with an error text.
+fn rmw<T: Send + 'static>(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: impl FnMut(Option<strata_engine::Current<'_>>) -> (Mutation, Result<T, &'static str>)
+        + Send
+        + 'static,
+    render: impl FnOnce(&mut BytesMut, Version, T) + Send + 'static,
+) -> Outcome {
+    let read: Read<Result<Result<T, &'static str>, EngineError>> =
+        ctx.engine().update(ctx.db(), key, f);
+    ctx.reply_with(read, true, move |out, v, r| match r {
+        Ok(t) => render(out, v, t),
+        Err(e) => reply::error(out, e),
+    })
+}
+
+pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let suffix = args[2].clone();
+    let max = ctx.shared.limits().max_bulk_len;
+    rmw(
+        ctx,
+        &args[1],
+        move |cur| {
+            let old = cur.as_ref().map(|c| &c.value[..]).unwrap_or(b"");
+            if old.len() + suffix.len() > max {
+                return (Mutation::None, Err(reply::STRING_TOO_LONG));
+            }
+            let mut v = Vec::with_capacity(old.len() + suffix.len());
+            v.extend_from_slice(old);
+            v.extend_from_slice(&suffix);
+            let n = v.len() as i64;
+            let m = Mutation::Set {
+                value: v.into(),
+                expire: ExpireUpdate::Keep,
+            };
+            (m, Ok(n))
+        },
+        |out, _, n| write_integer(out, n),
+    )
+}
+
+pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let n = ctx.engine().strlen(ctx.db(), &args[1]);
+    write_integer(ctx.out, n as i64);
+    Outcome::Done
+}
+
+/// Redis's GETRANGE index arithmetic.
+fn substring(v: &[u8], start: i64, end: i64) -> &[u8] {
+    let len = v.len() as i64;
+    if len == 0 || (start < 0 && end < 0 && start > end) {
+        return b"";
+    }
+    let mut s = if start < 0 { len + start } else { start };
+    let mut e = if end < 0 { len + end } else { end };
+    s = s.max(0);
+    e = e.max(0);
+    if e >= len {
+        e = len - 1;
+    }
+    if s > e || s >= len {
+        return b"";
+    }
+    &v[s as usize..=e as usize]
+}
+
+pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let (Some(start), Some(end)) = (parse_i64(&args[2]), parse_i64(&args[3])) else {
+        reply::error(ctx.out, reply::NOT_INTEGER);
+        return Outcome::Done;
+    };
+    let read = ctx.engine().get(ctx.db(), &args[1]);
+    ctx.reply_with(read, false, move |out, _, v| {
+        write_bulk(
+            out,
+            v.as_deref()
+                .map(|v| substring(v, start, end))
+                .unwrap_or(b""),
+        )
+    })
+}
+
+pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(offset) = parse_i64(&args[2]) else {
+        reply::error(ctx.out, reply::NOT_INTEGER);
+        return Outcome::Done;
+    };
+    if offset < 0 {
+        reply::error(ctx.out, reply::OFFSET_RANGE);
+        return Outcome::Done;
+    }
+    let offset = offset as usize;
+    let patch = args[3].clone();
+    let max = ctx.shared.limits().max_bulk_len;
+    if !patch.is_empty() && offset.saturating_add(patch.len()) > max {
+        reply::error(ctx.out, reply::STRING_TOO_LONG);
+        return Outcome::Done;
+    }
+    rmw(
+        ctx,
+        &args[1],
+        move |cur| {
+            let old = cur.as_ref().map(|c| &c.value[..]);
+            if patch.is_empty() {
+                // Redis: an empty patch creates nothing and returns the length.
+                return (Mutation::None, Ok(old.map_or(0, |o| o.len()) as i64));
+            }
+            let mut v = old.map(|o| o.to_vec()).unwrap_or_default();
+            if v.len() < offset + patch.len() {
+                v.resize(offset + patch.len(), 0);
+            }
+            v[offset..offset + patch.len()].copy_from_slice(&patch);
+            let n = v.len() as i64;
+            let m = Mutation::Set {
+                value: v.into(),
+                expire: ExpireUpdate::Keep,
+            };
+            (m, Ok(n))
+        },
+        |out, _, n| write_integer(out, n),
+    )
+}
+
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Outcome {
+    rmw(
+        ctx,
+        key,
+        move |cur| {
+            let old = match cur.as_ref().map(|c| parse_i64(&c.value)) {
+                None => 0,
+                Some(Some(n)) => n,
+                Some(None) => return (Mutation::None, Err(reply::NOT_INTEGER)),
+            };
+            let Some(n) = old.checked_add(delta) else {
+                return (Mutation::None, Err(reply::OVERFLOW));
+            };
+            let m = Mutation::Set {
+                value: Bytes::from(n.to_string()),
+                expire: ExpireUpdate::Keep,
+            };
+            (m, Ok(n))
+        },
+        |out, _, n| write_integer(out, n),
+    )
+}
+
+pub fn incr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    incr_by(ctx, &args[1], 1)
+}
+
+pub fn decr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    incr_by(ctx, &args[1], -1)
+}
+
+pub fn incrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    match parse_i64(&args[2]) {
+        Some(d) => incr_by(ctx, &args[1], d),
+        None => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            Outcome::Done
+        }
+    }
+}
+
+pub fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    match parse_i64(&args[2]).and_then(|d| d.checked_neg()) {
+        Some(d) => incr_by(ctx, &args[1], d),
+        None => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            Outcome::Done
+        }
+    }
+}
+
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(delta) = parse_f64(&args[2]) else {
+        reply::error(ctx.out, reply::NOT_FLOAT);
+        return Outcome::Done;
+    };
+    rmw(
+        ctx,
+        &args[1],
+        move |cur| {
+            let old = match cur.as_ref().map(|c| parse_f64(&c.value)) {
+                None => 0.0,
+                Some(Some(n)) => n,
+                Some(None) => return (Mutation::None, Err(reply::NOT_FLOAT)),
+            };
+            let n = old + delta;
+            if !n.is_finite() {
+                return (Mutation::None, Err(reply::NAN_OR_INF));
+            }
+            let text = Bytes::from(format_f64(n));
+            let m = Mutation::Set {
+                value: text.clone(),
+                expire: ExpireUpdate::Keep,
+            };
+            (m, Ok(text))
+        },
+        |out, _, text| write_bulk(out, &text),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::substring;
+
+    #[test]
+    fn getrange_index_rules() {
+        let v = b"This is a string";
+        assert_eq!(substring(v, 0, 3), b"This");
+        assert_eq!(substring(v, -3, -1), b"ing");
+        assert_eq!(substring(v, 0, -1), &v[..]);
+        assert_eq!(substring(v, 10, 100), b"string");
+        assert_eq!(substring(v, 5, 3), b"");
+        assert_eq!(substring(v, -1, -5), b"");
+        assert_eq!(substring(b"", 0, -1), b"");
+    }
+}

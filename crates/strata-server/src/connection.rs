@@ -1,0 +1,217 @@
+//! One client connection: read, decode, dispatch, reply — with pipelining.
+//!
+//! All complete requests in the read buffer are dispatched before any reply
+//! is awaited, so a pipeline of cold GETs keeps many flash reads in flight;
+//! replies go out in request order (`FuturesOrdered`). A pending write is a
+//! barrier (see `dispatch`). Protocol errors get `-ERR Protocol error: ...`
+//! and the connection is closed, as Redis does.
+
+use crate::clients::ClientHandle;
+use crate::dispatch::{self, Ctx, Outcome};
+use crate::reply;
+use crate::Shared;
+use bytes::{Bytes, BytesMut};
+use futures::stream::{FuturesOrdered, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_engine::Admission;
+use strata_protocol::{decode_request, Version};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Per-connection state that commands change (SELECT, HELLO, CLIENT ...).
+pub struct ConnState {
+    pub db: usize,
+    pub version: Version,
+    pub handle: Arc<ClientHandle>,
+}
+
+type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
+
+/// Longest a write waits for demotion to make room before OOM.
+const ROOM_WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
+    let _ = stream.set_nodelay(true);
+    let mut conn = ConnState {
+        db: 0,
+        version: Version::Resp2,
+        handle,
+    };
+    let mut inbuf = BytesMut::with_capacity(16 * 1024);
+    let mut out = BytesMut::with_capacity(16 * 1024);
+    let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
+    loop {
+        // Read more input (or stop when killed / idle / shut down).
+        let timeout = shared.idle_timeout();
+        let read = tokio::select! {
+            r = stream.read_buf(&mut inbuf) => r,
+            _ = conn.handle.killed() => return,
+            _ = shared.shutdown_signal() => return,
+            _ = sleep_or_forever(timeout) => return,
+        };
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+            }
+        }
+        let mut close = false;
+        let mut barrier = false;
+        loop {
+            let limits = shared.limits();
+            let args = match decode_request(&mut inbuf, &limits) {
+                Ok(Some(args)) => args,
+                Ok(None) => break,
+                Err(e) => {
+                    drain(&mut pending, &mut out).await;
+                    reply::error(&mut out, &format!("ERR {e}"));
+                    let _ = stream.write_all(&out).await;
+                    return;
+                }
+            };
+            if args.is_empty() {
+                continue;
+            }
+            if barrier {
+                drain(&mut pending, &mut out).await;
+                barrier = false;
+            }
+            let spec = dispatch::lookup(&args[0]);
+            if spec.is_some_and(|s| s.has_flag("denyoom") && s.arity_ok(args.len())) {
+                if !admit(&shared, &mut pending, &mut out).await {
+                    // `admit` drained the pending replies: order is kept.
+                    shared.stats.commands_processed.fetch_add(1, Relaxed);
+                    shared.stats.oom_rejections.fetch_add(1, Relaxed);
+                    reply::error(&mut out, reply::OOM);
+                    continue;
+                }
+            }
+            let mut scratch = BytesMut::new();
+            let target = if pending.is_empty() {
+                &mut out
+            } else {
+                &mut scratch
+            };
+            match execute(&shared, &mut conn, spec, &args, target) {
+                Outcome::Done => {}
+                Outcome::Pending { reply, write } => {
+                    pending.push_back(reply);
+                    barrier |= write;
+                }
+                Outcome::Close => close = true,
+            }
+            if !scratch.is_empty() {
+                pending.push_back(Box::pin(std::future::ready(scratch)));
+            }
+            if close {
+                break;
+            }
+            // Keep the output buffer bounded for huge pipelines.
+            if out.len() > 1 << 20 && pending.is_empty() {
+                if flush(&shared, &mut stream, &mut out).await.is_err() {
+                    return;
+                }
+            }
+        }
+        drain(&mut pending, &mut out).await;
+        if flush(&shared, &mut stream, &mut out).await.is_err() || close {
+            return;
+        }
+        if inbuf.capacity() > 1 << 20 && inbuf.is_empty() {
+            inbuf = BytesMut::with_capacity(16 * 1024);
+        }
+    }
+}
+
+/// Waits while demotion makes room for a write (backpressure). Returns
+/// false for OOM, after draining the pending replies so the error goes out
+/// in order.
+async fn admit(
+    shared: &Arc<Shared>,
+    pending: &mut FuturesOrdered<ReplyFuture>,
+    out: &mut BytesMut,
+) -> bool {
+    let deadline = Instant::now() + ROOM_WAIT_LIMIT;
+    loop {
+        match shared.engine.admission() {
+            Admission::Admit => return true,
+            Admission::Wait if Instant::now() < deadline => {
+                // Replies already computed go out first.
+                drain(pending, out).await;
+                shared.stats.write_waits.fetch_add(1, Relaxed);
+                let _ =
+                    tokio::time::timeout(Duration::from_millis(10), shared.engine.wait_for_room())
+                        .await;
+            }
+            Admission::Wait | Admission::OutOfMemory => {
+                drain(pending, out).await;
+                return false;
+            }
+        }
+    }
+}
+
+/// Runs one command: arity check, the handler, and the slow log.
+fn execute(
+    shared: &Arc<Shared>,
+    conn: &mut ConnState,
+    spec: Option<&'static dispatch::CommandSpec>,
+    args: &[Bytes],
+    target: &mut BytesMut,
+) -> Outcome {
+    shared.stats.commands_processed.fetch_add(1, Relaxed);
+    let Some(spec) = spec else {
+        reply::unknown_command(target, args);
+        shared.stats.unknown_commands.fetch_add(1, Relaxed);
+        return Outcome::Done;
+    };
+    if !spec.arity_ok(args.len()) {
+        reply::arity(target, spec.name);
+        return Outcome::Done;
+    }
+    conn.handle.touch(spec.name);
+    let started = Instant::now();
+    let mut ctx = Ctx {
+        shared,
+        conn,
+        out: target,
+    };
+    let outcome = (spec.handler)(&mut ctx, args);
+    shared
+        .slowlog
+        .record(started.elapsed(), args, &ctx.conn.handle);
+    outcome
+}
+
+async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {
+    while let Some(reply) = pending.next().await {
+        out.extend_from_slice(&reply);
+    }
+}
+
+async fn flush(shared: &Shared, stream: &mut TcpStream, out: &mut BytesMut) -> std::io::Result<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    stream.write_all(out).await?;
+    shared
+        .stats
+        .net_output_bytes
+        .fetch_add(out.len() as u64, Relaxed);
+    out.clear();
+    if out.capacity() > 4 << 20 {
+        *out = BytesMut::with_capacity(16 * 1024);
+    }
+    Ok(())
+}
+
+async fn sleep_or_forever(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,261 @@
+//! INFO: renders the sections server, clients, memory, stats, persistence,
+//! keyspace and tiered in Redis's `field:value` format. Field names are
+//! fixed here and only here. Every figure is read from a counter or gauge
+//! kept where the event happens (engine `Stats`, `ServerStats`, the
+//! counting allocator), never estimated.
+
+use crate::Shared;
+use std::fmt::Write;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// The Redis version reported to clients (they gate features on it).
+pub const REDIS_VERSION: &str = "7.2.0";
+
+const SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "keyspace",
+    "tiered",
+];
+
+/// Renders the requested sections (empty, "default", "all" or
+/// "everything" = every section).
+pub fn render(shared: &Shared, requested: &[String]) -> String {
+    let all = requested.is_empty()
+        || requested
+            .iter()
+            .any(|s| s == "all" || s == "everything" || s == "default");
+    let mut out = String::new();
+    for s in SECTIONS {
+        if !all && !requested.iter().any(|r| r == s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        match *s {
+            "server" => server(shared, &mut out),
+            "clients" => clients(shared, &mut out),
+            "memory" => memory(shared, &mut out),
+            "persistence" => persistence(shared, &mut out),
+            "stats" => stats(shared, &mut out),
+            "keyspace" => keyspace(shared, &mut out),
+            _ => tiered(shared, &mut out),
+        }
+    }
+    out
+}
+
+macro_rules! field {
+    ($out:expr, $name:expr, $value:expr) => {
+        let _ = write!($out, "{}:{}\r\n", $name, $value);
+    };
+}
+
+fn server(s: &Shared, out: &mut String) {
+    let c = s.config.read();
+    let uptime = s.started.elapsed().as_secs();
+    out.push_str("# Server\r\n");
+    field!(out, "redis_version", REDIS_VERSION);
+    field!(out, "strata_version", env!("CARGO_PKG_VERSION"));
+    field!(out, "redis_mode", "standalone");
+    field!(out, "os", std::env::consts::OS);
+    field!(out, "arch_bits", usize::BITS);
+    field!(out, "multiplexing_api", "tokio");
+    field!(out, "process_id", std::process::id());
+    field!(out, "run_id", s.run_id);
+    field!(out, "tcp_port", s.tcp_port.load(Relaxed));
+    field!(
+        out,
+        "server_time_usec",
+        strata_engine::clock::now_ms() * 1000
+    );
+    field!(out, "uptime_in_seconds", uptime);
+    field!(out, "uptime_in_days", uptime / 86400);
+    field!(out, "hz", c.hz);
+    field!(out, "io_threads_active", 0);
+    field!(out, "threads", c.threads);
+    field!(
+        out,
+        "executable",
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+    field!(
+        out,
+        "config_file",
+        s.config_file
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default()
+    );
+}
+
+fn clients(s: &Shared, out: &mut String) {
+    let c = s.config.read();
+    out.push_str("# Clients\r\n");
+    field!(out, "connected_clients", s.clients.count());
+    field!(out, "maxclients", c.maxclients);
+    field!(out, "blocked_clients", 0);
+}
+
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2}G", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.2}M", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+fn memory(s: &Shared, out: &mut String) {
+    let c = s.config.read();
+    let used = crate::alloc::allocated_bytes().unwrap_or_else(|| s.engine.ram_used());
+    let rss = crate::alloc::rss_bytes();
+    let t = s.engine.tiered_info();
+    out.push_str("# Memory\r\n");
+    field!(out, "used_memory", used);
+    field!(out, "used_memory_human", human(used));
+    field!(out, "used_memory_rss", rss);
+    field!(out, "used_memory_rss_human", human(rss));
+    field!(out, "used_memory_dataset", t.index_bytes + t.hot_bytes);
+    field!(out, "maxmemory", c.maxmemory);
+    field!(out, "maxmemory_human", human(c.maxmemory));
+    field!(out, "maxmemory_policy", c.maxmemory_policy.as_str());
+    field!(out, "maxmemory_ram", c.maxmemory_ram);
+    field!(out, "maxmemory_ram_human", human(c.maxmemory_ram));
+    field!(
+        out,
+        "mem_fragmentation_ratio",
+        format!(
+            "{:.2}",
+            if used == 0 {
+                0.0
+            } else {
+                rss as f64 / used as f64
+            }
+        )
+    );
+    field!(out, "mem_allocator", "libc");
+}
+
+fn persistence(s: &Shared, out: &mut String) {
+    let c = s.config.read();
+    out.push_str("# Persistence\r\n");
+    field!(out, "loading", 0);
+    field!(out, "async_loading", 0);
+    field!(out, "rdb_changes_since_last_save", 0);
+    field!(out, "rdb_bgsave_in_progress", 0);
+    field!(out, "rdb_last_bgsave_status", "ok");
+    // The flash log is a cache tier until the durability issue lands; the
+    // configured mode is reported as configured, nothing is promised.
+    field!(out, "aof_enabled", c.appendonly as u8);
+    field!(out, "aof_rewrite_in_progress", 0);
+    field!(out, "aof_last_write_status", "ok");
+}
+
+fn stats(s: &Shared, out: &mut String) {
+    let st = &s.stats;
+    let t = s.engine.tiered_info();
+    out.push_str("# Stats\r\n");
+    field!(
+        out,
+        "total_connections_received",
+        st.connections_received.load(Relaxed)
+    );
+    field!(
+        out,
+        "total_commands_processed",
+        st.commands_processed.load(Relaxed)
+    );
+    field!(
+        out,
+        "total_net_input_bytes",
+        st.net_input_bytes.load(Relaxed)
+    );
+    field!(
+        out,
+        "total_net_output_bytes",
+        st.net_output_bytes.load(Relaxed)
+    );
+    field!(
+        out,
+        "rejected_connections",
+        st.rejected_connections.load(Relaxed)
+    );
+    field!(out, "expired_keys", t.expired_keys);
+    field!(out, "evicted_keys", t.evicted_keys);
+    field!(out, "keyspace_hits", t.keyspace_hits);
+    field!(out, "keyspace_misses", t.keyspace_misses);
+    field!(out, "unknown_commands", st.unknown_commands.load(Relaxed));
+    field!(out, "oom_rejections", st.oom_rejections.load(Relaxed));
+    field!(
+        out,
+        "write_backpressure_waits",
+        st.write_waits.load(Relaxed)
+    );
+}
+
+fn keyspace(s: &Shared, out: &mut String) {
+    out.push_str("# Keyspace\r\n");
+    for db in 0..s.engine.databases() {
+        let (keys, expires, avg_ttl) = s.engine.db_stats(db);
+        if keys > 0 {
+            let _ = write!(
+                out,
+                "db{db}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n"
+            );
+        }
+    }
+}
+
+fn tiered(s: &Shared, out: &mut String) {
+    let t = s.engine.tiered_info();
+    out.push_str("# Tiered\r\n");
+    // Dragonfly's names.
+    field!(out, "tiered_entries", t.values_in_flash);
+    field!(out, "tiered_entries_bytes", t.cold_bytes);
+    field!(out, "tiered_total_stashes", t.stashes);
+    field!(out, "tiered_total_fetches", t.fetches);
+    field!(out, "tiered_total_deletes", t.flash_deletes);
+    field!(out, "tiered_total_uploads", t.uploads);
+    field!(out, "tiered_allocated_bytes", t.allocated_bytes);
+    field!(out, "tiered_capacity_bytes", t.capacity_bytes);
+    field!(out, "tiered_pending_read_cnt", t.pending_reads);
+    field!(out, "tiered_pending_stash_cnt", t.pending_stashes);
+    field!(out, "tiered_ram_hits", t.ram_hits);
+    field!(out, "tiered_ram_misses", t.ram_misses);
+    field!(out, "tiered_ram_cool_hits", t.ram_cool_hits);
+    // Redis on Flash's names and Strata's own.
+    field!(out, "ram_hit_ratio", format!("{:.4}", t.ram_hit_ratio()));
+    field!(out, "values_in_ram", t.values_in_ram);
+    field!(out, "values_in_flash", t.values_in_flash);
+    field!(out, "values_in_ram_bytes", t.hot_bytes);
+    field!(out, "flash_bytes_written", t.flash_bytes_written);
+    field!(out, "flash_stash_bytes", t.stash_bytes);
+    field!(out, "flash_gc_bytes_relocated", t.gc_bytes_relocated);
+    field!(
+        out,
+        "flash_write_amplification",
+        format!("{:.3}", t.write_amplification())
+    );
+    field!(out, "flash_live_bytes", t.flash_live_bytes);
+    field!(out, "flash_segments", t.segments);
+    field!(out, "flash_segments_freed", t.segments_freed);
+    field!(out, "flash_read_errors", t.read_errors);
+    field!(out, "flash_write_errors", t.write_errors);
+    field!(out, "flash_free_demotions", t.free_demotions);
+    field!(out, "flash_io_backend", t.io_backend);
+    field!(out, "flash_direct_io", t.direct_io as u8);
+    field!(out, "index_bytes", t.index_bytes);
+    field!(out, "ram_used_bytes", t.ram_used);
+    field!(out, "maxmemory_ram", t.maxmemory_ram);
+}

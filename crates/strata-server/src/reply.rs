@@ -1,0 +1,77 @@
+//! Every client-visible error text, in one place, with Redis's wording.
+
+use bytes::BytesMut;
+use strata_engine::EngineError;
+use strata_protocol::write_error;
+
+pub const SYNTAX: &str = "ERR syntax error";
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
+pub const NO_SUCH_KEY: &str = "ERR no such key";
+pub const DB_RANGE: &str = "ERR DB index is out of range";
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const OFFSET_RANGE: &str = "ERR offset is out of range";
+pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+pub const NOT_POSITIVE_COUNT: &str = "ERR value is out of range, must be positive";
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// Writes `-<msg>\r\n`.
+pub fn error(out: &mut BytesMut, msg: &str) {
+    write_error(out, msg.as_bytes());
+}
+
+/// `ERR wrong number of arguments for 'get' command`.
+pub fn arity(out: &mut BytesMut, name: &str) {
+    error(
+        out,
+        &format!("ERR wrong number of arguments for '{name}' command"),
+    );
+}
+
+/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `.
+pub fn unknown_command(out: &mut BytesMut, args: &[bytes::Bytes]) {
+    let name = args.first().map(|a| lossy(a, 128)).unwrap_or_default();
+    let mut msg = format!("ERR unknown command '{name}', with args beginning with: ");
+    for a in args.iter().skip(1).take(8) {
+        msg.push_str(&format!("'{}' ", lossy(a, 128)));
+    }
+    error(out, &msg);
+}
+
+/// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
+pub fn unknown_subcommand(out: &mut BytesMut, sub: &[u8], cmd: &str) {
+    error(
+        out,
+        &format!(
+            "ERR unknown subcommand '{}'. Try {} HELP.",
+            lossy(sub, 128),
+            cmd.to_ascii_uppercase()
+        ),
+    );
+}
+
+/// `ERR invalid expire time in 'set' command`.
+pub fn invalid_expire(out: &mut BytesMut, cmd: &str) {
+    error(out, &format!("ERR invalid expire time in '{cmd}' command"));
+}
+
+/// The reply for an engine failure.
+pub fn engine(out: &mut BytesMut, e: &EngineError) {
+    match e {
+        EngineError::OutOfMemory => error(out, OOM),
+        EngineError::NoSuchDb => error(out, DB_RANGE),
+        EngineError::Corrupt(why) => error(
+            out,
+            &format!("ERR flash read failed: record corrupt ({why})"),
+        ),
+        EngineError::Io(io) => error(out, &format!("ERR flash read failed: {io}")),
+        other => error(out, &format!("ERR {other}")),
+    }
+}
+
+/// Up to `max` bytes of `b` as text, for error messages.
+pub fn lossy(b: &[u8], max: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(max)]).replace(['\r', '\n'], " ")
+}
