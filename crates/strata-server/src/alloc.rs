@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 pub struct CountingAlloc;
 
 static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 // SAFETY: forwards to `System`, only adding counter updates.
@@ -19,7 +20,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: forwarded contract.
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            ALLOCATED.fetch_add(layout.size(), Relaxed);
+            note_alloc(layout.size());
         }
         p
     }
@@ -28,7 +29,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // SAFETY: forwarded contract.
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
-            ALLOCATED.fetch_add(layout.size(), Relaxed);
+            note_alloc(layout.size());
         }
         p
     }
@@ -44,9 +45,16 @@ unsafe impl GlobalAlloc for CountingAlloc {
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             ALLOCATED.fetch_sub(layout.size(), Relaxed);
-            ALLOCATED.fetch_add(new_size, Relaxed);
+            note_alloc(new_size);
         }
         p
+    }
+}
+
+fn note_alloc(size: usize) {
+    let now = ALLOCATED.fetch_add(size, Relaxed) + size;
+    if now > PEAK.load(Relaxed) {
+        PEAK.fetch_max(now, Relaxed);
     }
 }
 
@@ -62,6 +70,11 @@ pub fn allocated_bytes() -> Option<u64> {
     INSTALLED
         .load(Relaxed)
         .then(|| ALLOCATED.load(Relaxed) as u64)
+}
+
+/// The most bytes ever allocated at once, if the allocator is installed.
+pub fn peak_bytes() -> Option<u64> {
+    INSTALLED.load(Relaxed).then(|| PEAK.load(Relaxed) as u64)
 }
 
 /// Resident set size of the process in bytes (from /proc/self/statm).

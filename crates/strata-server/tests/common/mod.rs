@@ -1,0 +1,162 @@
+//! Starts the real `strata-server` binary on a free port with a temp data
+//! directory, waits until it answers PING, and kills it on drop.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+    child: Child,
+}
+
+impl Server {
+    /// Starts a server with `args` (as `--option value` pairs) added to the
+    /// test defaults.
+    pub fn start(args: &[&str]) -> Server {
+        for _ in 0..5 {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let port = free_port();
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata-server"));
+            cmd.args(["--port", &port.to_string()])
+                .args(["--dir", dir.path().to_str().unwrap()])
+                .args(["--threads", "2"])
+                .args(["--loglevel", "warning"])
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit());
+            let child = cmd.spawn().expect("spawn strata-server");
+            let mut s = Server { port, dir, child };
+            if s.wait_ready() {
+                return s;
+            }
+            let _ = s.child.kill();
+        }
+        panic!("strata-server did not start");
+    }
+
+    /// Polls PING until the server answers (never sleeps blindly).
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+                if s.write_all(b"PING\r\n").is_ok() {
+                    let mut buf = [0u8; 7];
+                    if s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n" {
+                        return true;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A synchronous `redis` crate connection.
+    pub fn client(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .expect("connect")
+    }
+
+    /// A raw socket with a read timeout.
+    pub fn raw(&self) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// Fields of `INFO <section>` as (name, value) pairs.
+    pub fn info(&self, con: &mut redis::Connection, section: &str) -> std::collections::HashMap<String, String> {
+        let text: String = redis::cmd("INFO").arg(section).query(con).unwrap();
+        text.lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+            .collect()
+    }
+
+    pub fn info_u64(&self, con: &mut redis::Connection, section: &str, field: &str) -> u64 {
+        self.info(con, section)
+            .get(field)
+            .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+            .parse()
+            .unwrap()
+    }
+
+    /// Whether the process is still running.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Sends raw bytes and reads until `expect` bytes arrived or the timeout.
+pub fn roundtrip(s: &mut TcpStream, send: &[u8], expect_len: usize) -> Vec<u8> {
+    s.write_all(send).unwrap();
+    read_n(s, expect_len)
+}
+
+/// Reads until `n` bytes arrived, the peer closed, or the read timed out.
+pub fn read_n(s: &mut TcpStream, n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    while out.len() < n {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => out.extend_from_slice(&buf[..k]),
+        }
+    }
+    out
+}
+
+/// Waits (polling, bounded) until `cond` holds.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A value whose bytes derive from the key and a generation number.
+pub fn value_for(key: &str, gen: u32, len: usize) -> Vec<u8> {
+    let mut x: u64 = 0xcbf2_9ce4_8422_2325 ^ gen as u64;
+    for b in key.bytes() {
+        x = (x ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    let mut v = Vec::with_capacity(len + 8);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}

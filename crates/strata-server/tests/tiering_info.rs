@@ -1,0 +1,260 @@
+//! Tiering end to end: the real binary with a small RAM budget, values far
+//! beyond it, every byte read back, and the INFO tiered counters checked.
+
+mod common;
+use common::*;
+use redis::Commands;
+
+/// Sizes from 64 B to 64 KiB, spread log-uniformly by key index.
+fn size_of(i: usize) -> usize {
+    let steps = [64, 100, 300, 1000, 3000, 10_000, 30_000, 65_536];
+    steps[i % steps.len()] + (i * 7919) % 64
+}
+
+/// 16 MB RAM budget, ~200 MB of values from 64 B to 64 KiB: every key reads
+/// back intact, values really live on flash, RAM stays under the budget.
+#[test]
+fn writes_far_beyond_the_ram_budget_read_back_byte_exact() {
+    let srv = Server::start(&["--maxmemory-ram", "16mb"]);
+    let mut con = srv.client();
+    let mut total = 0usize;
+    let mut n = 0usize;
+    while total < 200_000_000 {
+        let mut pipe = redis::pipe();
+        for _ in 0..32 {
+            let key = format!("t:{n}");
+            let v = value_for(&key, 0, size_of(n));
+            total += v.len();
+            pipe.set(&key, v).ignore();
+            n += 1;
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+    }
+    wait_until("demotion to settle", || {
+        let info = srv.info(&mut con, "tiered");
+        info["tiered_pending_stash_cnt"] == "0"
+    });
+    let t = srv.info(&mut con, "tiered");
+    let get = |f: &str| t[f].parse::<u64>().unwrap();
+    assert!(get("values_in_flash") > (n as u64) / 2, "{t:?}");
+    assert_eq!(get("values_in_flash") + get("values_in_ram"), n as u64);
+    assert!(get("tiered_entries_bytes") > 150_000_000);
+    assert!(get("flash_bytes_written") >= get("tiered_entries_bytes"));
+    assert!(get("tiered_allocated_bytes") >= get("flash_live_bytes"));
+    assert_eq!(get("flash_read_errors"), 0);
+    let used = srv.info_u64(&mut con, "memory", "used_memory");
+    let peak = srv.info_u64(&mut con, "memory", "used_memory_peak");
+    assert!(used <= 16 << 20, "used_memory {used} above the 16 MB budget");
+    // Backpressure bounds the peak: the budget plus what is in flight.
+    assert!(peak <= 24 << 20, "used_memory_peak {peak} far above the budget");
+
+    // Read everything back, pipelined, checking every byte.
+    let fetches_before = get("tiered_total_fetches");
+    for start in (0..n).step_by(64) {
+        let keys: Vec<String> = (start..(start + 64).min(n)).map(|i| format!("t:{i}")).collect();
+        let values: Vec<Vec<u8>> = con.mget(&keys).unwrap();
+        for (i, v) in (start..).zip(values) {
+            let key = format!("t:{i}");
+            assert_eq!(v, value_for(&key, 0, size_of(i)), "{key}");
+        }
+    }
+    let t = srv.info(&mut con, "tiered");
+    let fetches = t["tiered_total_fetches"].parse::<u64>().unwrap() - fetches_before;
+    assert!(fetches > (n as u64) / 2, "cold reads went to flash ({fetches})");
+    let misses: u64 = t["tiered_ram_misses"].parse().unwrap();
+    let hits: u64 = t["tiered_ram_hits"].parse().unwrap();
+    assert_eq!(hits + misses, n as u64, "every GET counted once");
+    let ratio: f64 = t["ram_hit_ratio"].parse().unwrap();
+    assert!((ratio - hits as f64 / n as f64).abs() < 0.001);
+    assert!(srv.info_u64(&mut con, "memory", "used_memory") <= 16 << 20);
+}
+
+/// Fills until values are on flash; returns some keys whose value is cold.
+fn cold_keys(srv: &Server, con: &mut redis::Connection, prefix: &str, want: usize) -> Vec<String> {
+    for i in 0..3000 {
+        let key = format!("{prefix}{i}");
+        let _: () = con.set(&key, value_for(&key, 0, 8000)).unwrap();
+    }
+    wait_until("values on flash", || srv.info_u64(con, "tiered", "values_in_flash") > 1000);
+    let mut cold = Vec::new();
+    for i in 0..3000 {
+        let key = format!("{prefix}{i}");
+        let tier: String = redis::cmd("DEBUG").arg("TIER").arg(&key).query(con).unwrap();
+        if tier.starts_with("tier:flash") {
+            cold.push(key);
+            if cold.len() == want {
+                break;
+            }
+        }
+    }
+    assert_eq!(cold.len(), want);
+    cold
+}
+
+/// Overwrite, delete, expire and rename of cold values: right answers, and
+/// the first three cost no flash read.
+#[test]
+fn overwrite_delete_expire_rename_of_cold_values() {
+    let srv = Server::start(&["--maxmemory-ram", "8mb"]);
+    let mut con = srv.client();
+    let cold = cold_keys(&srv, &mut con, "c:", 40);
+    let fetches = srv.info_u64(&mut con, "tiered", "tiered_total_fetches");
+    for k in &cold[0..10] {
+        let _: () = con.set(k, "fresh").unwrap();
+    }
+    for k in &cold[10..20] {
+        let n: i64 = con.del(k).unwrap();
+        assert_eq!(n, 1);
+    }
+    for k in &cold[20..30] {
+        let ok: i64 = redis::cmd("PEXPIRE").arg(k).arg(1).query(&mut con).unwrap();
+        assert_eq!(ok, 1);
+    }
+    assert_eq!(
+        srv.info_u64(&mut con, "tiered", "tiered_total_fetches"),
+        fetches,
+        "overwrite/delete/expire of cold values read flash"
+    );
+    for k in &cold[0..10] {
+        let v: String = con.get(k).unwrap();
+        assert_eq!(v, "fresh");
+    }
+    for k in &cold[10..30] {
+        wait_until("expiry", || !con.exists::<_, bool>(k).unwrap());
+        let v: Option<Vec<u8>> = con.get(k).unwrap();
+        assert_eq!(v, None);
+    }
+    // RENAME of a cold value keeps its bytes (and TTL).
+    for (i, k) in cold[30..40].iter().enumerate() {
+        let _: i64 = con.expire(k, 1000).unwrap();
+        let dst = format!("renamed:{i}");
+        let _: () = con.rename(k, &dst).unwrap();
+        let v: Vec<u8> = con.get(&dst).unwrap();
+        assert_eq!(v, value_for(k, 0, 8000));
+        let ttl: i64 = con.ttl(&dst).unwrap();
+        assert!(ttl > 990 && ttl <= 1000);
+        assert!(!con.exists::<_, bool>(k).unwrap());
+    }
+    assert_eq!(srv.info_u64(&mut con, "tiered", "flash_read_errors"), 0);
+}
+
+/// Overwrite churn in a small flash budget: the collector frees segments,
+/// flash use stays bounded and every key stays readable.
+#[test]
+fn gc_reclaims_space_under_overwrite_churn() {
+    let srv = Server::start(&[
+        "--maxmemory-ram", "4mb",
+        "--flash-max-size", "64mb",
+        "--flash-segment-size", "4mb",
+    ]);
+    let mut con = srv.client();
+    let keys = 2000;
+    for round in 0..20u32 {
+        let mut pipe = redis::pipe();
+        for i in 0..keys {
+            let key = format!("g:{i}");
+            pipe.set(&key, value_for(&key, round, 2000)).ignore();
+        }
+        let _: () = pipe.query(&mut con).unwrap();
+    }
+    // 20 rounds × 4 MB = 80 MB of values through a 64 MB flash budget.
+    wait_until("segments freed", || {
+        srv.info_u64(&mut con, "tiered", "flash_segments_freed") > 3
+    });
+    let t = srv.info(&mut con, "tiered");
+    assert!(t["tiered_allocated_bytes"].parse::<u64>().unwrap() <= 64 << 20);
+    for i in 0..keys {
+        let key = format!("g:{i}");
+        let v: Vec<u8> = con.get(&key).unwrap();
+        assert_eq!(v, value_for(&key, 19, 2000), "{key}");
+    }
+}
+
+/// noeviction: when RAM and flash are full, writes get -OOM and nothing
+/// acknowledged is lost.
+#[test]
+fn noeviction_answers_oom_and_loses_nothing() {
+    let srv = Server::start(&[
+        "--maxmemory-ram", "4mb",
+        "--flash-max-size", "16mb",
+        "--flash-segment-size", "2mb",
+        "--maxmemory-policy", "noeviction",
+    ]);
+    let mut con = srv.client();
+    let mut acked = Vec::new();
+    let mut oom = None;
+    for i in 0..20_000 {
+        let key = format!("o:{i}");
+        match con.set::<_, _, ()>(&key, value_for(&key, 0, 1024)) {
+            Ok(()) => acked.push(key),
+            Err(e) => {
+                oom = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let oom = oom.expect("20 MB into 4 MB RAM + 16 MB flash was never refused");
+    assert!(oom.contains("OOM"), "{oom}");
+    // Reads still work and every acknowledged write is intact.
+    for key in &acked {
+        let v: Vec<u8> = con.get(key).unwrap();
+        assert_eq!(v, value_for(key, 0, 1024), "{key}");
+    }
+    // Deletes are allowed (not denyoom) and make room again.
+    for key in &acked[..acked.len() / 2] {
+        let _: i64 = con.del(key).unwrap();
+    }
+    wait_until("room after deletes", || {
+        con.set::<_, _, ()>("after", value_for("after", 0, 1024)).is_ok()
+    });
+}
+
+/// allkeys-lru evicts (cold keys first) instead of refusing writes.
+#[test]
+fn allkeys_lru_evicts_instead_of_refusing() {
+    let srv = Server::start(&[
+        "--maxmemory-ram", "4mb",
+        "--flash-max-size", "16mb",
+        "--flash-segment-size", "2mb",
+        "--maxmemory-policy", "allkeys-lru",
+    ]);
+    let mut con = srv.client();
+    for i in 0..40_000 {
+        let key = format!("e:{i}");
+        let _: () = con.set(&key, value_for(&key, 0, 1024)).unwrap();
+    }
+    let evicted = srv.info_u64(&mut con, "stats", "evicted_keys");
+    assert!(evicted > 0);
+    assert!(srv.info_u64(&mut con, "tiered", "tiered_allocated_bytes") <= 16 << 20);
+    // What is left reads back intact.
+    let mut present = 0;
+    for i in (0..40_000).step_by(97) {
+        let key = format!("e:{i}");
+        if let Some(v) = con.get::<_, Option<Vec<u8>>>(&key).unwrap() {
+            assert_eq!(v, value_for(&key, 0, 1024));
+            present += 1;
+        }
+    }
+    assert!(present > 0);
+}
+
+/// Pipelined GETs of cold values are served together (many reads in
+/// flight), in order, each with the right value.
+#[test]
+fn pipelined_cold_reads_complete_in_order() {
+    let srv = Server::start(&["--maxmemory-ram", "8mb", "--tiering-promote", "never"]);
+    let mut con = srv.client();
+    let cold = cold_keys(&srv, &mut con, "p:", 200);
+    let mut pipe = redis::pipe();
+    for k in &cold {
+        pipe.get(k);
+        pipe.set(format!("marker:{k}"), 1).ignore();
+    }
+    let values: Vec<Vec<u8>> = pipe.query(&mut con).unwrap();
+    for (k, v) in cold.iter().zip(values) {
+        assert_eq!(v, value_for(k, 0, 8000), "{k}");
+    }
+    // promote never: they are still cold.
+    let tier: String = redis::cmd("DEBUG").arg("TIER").arg(&cold[0]).query(&mut con).unwrap();
+    assert!(tier.starts_with("tier:flash"), "{tier}");
+}
