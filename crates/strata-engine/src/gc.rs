@@ -15,7 +15,7 @@
 //!    relocation of what it held, so reads never queue behind a whole
 //!    segment's worth of GC I/O.
 
-use crate::flash::buf::{align_down, align_up, AlignedBuf};
+use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError, RecordKind, SEGMENT_DATA_START};
 use crate::flash::io;
 use crate::flash::segment::Segment;
@@ -177,6 +177,11 @@ impl Collector {
             let off = (pos - start) as usize;
             if pos >= job.end || off >= n {
                 break;
+            }
+            let in_page = pos as usize % PAGE;
+            if in_page != 0 && PAGE - in_page < format::MIN_BYTES_IN_PAGE {
+                pos = align_up(pos as usize) as u64; // too close to the boundary: padding
+                continue;
             }
             match format::decode_record(&buf[off..n]) {
                 Ok(rec) => {

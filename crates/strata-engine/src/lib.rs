@@ -271,6 +271,14 @@ impl Inner {
             .fetch_sub(loc.len as u64, Ordering::Relaxed);
     }
 
+    /// Number of keys in all databases (locks each shard briefly).
+    pub fn key_count(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.lock().dbs.iter().map(|m| m.len()).sum::<usize>())
+            .sum()
+    }
+
     /// Wakes the background thread if RAM use is above the high watermark.
     pub fn wake_if_pressured(&self) {
         if self.ram_used() > self.tun.high_watermark() {

@@ -48,6 +48,8 @@ pub(crate) fn run_background(inner: &Inner) {
     let mut last_sweep = Instant::now();
     let mut next_shard = 0usize;
     let mut demoting = false;
+    // Entries the hands examined since demotion last made progress.
+    let mut idle_scanned = 0usize;
     while !inner.shutdown.load(Ordering::Acquire) {
         let mut busy = false;
         if last_sweep.elapsed() >= tick {
@@ -64,13 +66,19 @@ pub(crate) fn run_background(inner: &Inner) {
                 inner.demotion_stuck.store(false, Relaxed);
             } else {
                 match demote_chunk(inner, &mut writer, &mut next_shard) {
-                    Ok(0) => {
-                        // A full pass found nothing: waiting writers would
-                        // wait forever.
-                        inner.demotion_stuck.store(true, Relaxed);
-                        demoting = false;
+                    Ok(p) if p.moved + p.spared == 0 => {
+                        // Stuck only once the hands passed every key without
+                        // finding anything: waiting writers would wait forever.
+                        idle_scanned += p.scanned;
+                        if idle_scanned >= inner.key_count() {
+                            inner.demotion_stuck.store(true, Relaxed);
+                            demoting = false;
+                            idle_scanned = 0;
+                        }
+                        busy = true;
                     }
                     Ok(_) => {
+                        idle_scanned = 0;
                         inner.demotion_stuck.store(false, Relaxed);
                         busy = true;
                     }
@@ -108,18 +116,30 @@ pub(crate) fn run_background(inner: &Inner) {
     let _ = writer.flush();
 }
 
-/// Demotes about one write chunk of values. Returns how many values left
-/// RAM (0 = nothing demotable in a whole pass over the shards).
+/// What one demotion step did.
+struct Progress {
+    /// Values that left RAM.
+    moved: usize,
+    /// Eligible values given a second chance (the next pass may take them).
+    spared: usize,
+    /// Entries examined.
+    scanned: usize,
+}
+
+/// Demotes about one write chunk of values.
 fn demote_chunk(
     inner: &Inner,
     writer: &mut SegmentWriter,
     next_shard: &mut usize,
-) -> Result<usize, AppendError> {
+) -> Result<Progress, AppendError> {
     let min = inner.tun.min_value_size.load(Relaxed) as usize;
     let nshards = inner.shards.len();
     let mut victims: Vec<Victim> = Vec::new();
     let mut bytes = 0usize;
     let mut freed = 0usize;
+    // Eligible values that got a second chance this time: not "stuck".
+    let mut spared = 0usize;
+    let mut scanned = 0usize;
     for _ in 0..nshards * 2 {
         if bytes >= inner.write_chunk {
             break;
@@ -140,6 +160,7 @@ fn demote_chunk(
                 }
                 let i = hand;
                 hand += 1;
+                scanned += 1;
                 let Some((k, e)) = sh.dbs[db].get_index_mut(i) else {
                     break;
                 };
@@ -151,6 +172,7 @@ fn demote_chunk(
                 }
                 if e.flags & F_REFERENCED != 0 {
                     e.flags &= !F_REFERENCED;
+                    spared += 1;
                     continue;
                 }
                 if let Some(loc) = *backing {
@@ -178,7 +200,11 @@ fn demote_chunk(
         }
     }
     if victims.is_empty() {
-        return Ok(freed);
+        return Ok(Progress {
+            moved: freed,
+            spared,
+            scanned,
+        });
     }
     inner
         .stats
@@ -187,7 +213,11 @@ fn demote_chunk(
     let result = write_victims(inner, writer, &mut victims);
     inner.stats.pending_stashes.store(0, Relaxed);
     let published = publish(inner, &victims);
-    result.map(|()| published + freed)
+    result.map(|()| Progress {
+        moved: published + freed,
+        spared,
+        scanned,
+    })
 }
 
 fn write_victims(

@@ -9,6 +9,9 @@
 //!   segments.
 //! - Where a write ended before a page boundary the rest of the page is zero
 //!   padding; a scanner that reads a zero magic byte skips to the next page.
+//! - A record never starts within the last `MIN_BYTES_IN_PAGE - 1` bytes of
+//!   a page (the writer pads instead), so its magic byte is in the page where
+//!   it starts and the padding rule above is unambiguous.
 //! - Every record carries a CRC-32C over all of its bytes after the CRC
 //!   field, so a torn or flipped record is detected and never served.
 
@@ -22,6 +25,9 @@ pub const SEGMENT_MAGIC: &[u8; 8] = b"STRATASG";
 pub const RECORD_MAGIC: u8 = 0xA5;
 /// Size of the fixed record header in bytes.
 pub const RECORD_HEADER_LEN: usize = 32;
+/// A record starts at least this many bytes before a page boundary (its
+/// CRC and magic byte lie in one page); closer to the boundary is padding.
+pub const MIN_BYTES_IN_PAGE: usize = 5;
 /// Offset of the first record in a segment file.
 pub const SEGMENT_DATA_START: u64 = PAGE as u64;
 

@@ -92,6 +92,16 @@ impl SegmentWriter {
         {
             self.roll(len, capacity)?;
         }
+        // Framing rule: a record's first bytes (through its magic byte) never
+        // straddle a page boundary, so "zero magic" always means padding.
+        let in_page = (self.buf_offset as usize + self.fill) % PAGE;
+        if in_page != 0 && PAGE - in_page < format::MIN_BYTES_IN_PAGE {
+            let pad_end = self.fill + (PAGE - in_page);
+            if pad_end <= self.chunk_size {
+                self.buf[self.fill..pad_end].fill(0);
+                self.fill = pad_end;
+            }
+        }
         if self.fill + len > self.chunk_size {
             self.flush()?;
         }
