@@ -325,13 +325,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
         };
         let slot = match &e.slot {
             Slot::Cold(loc) if *loc == l.old => Slot::Cold(new),
-            Slot::Hot {
-                value,
-                backing: Some(loc),
-            } if *loc == l.old => Slot::Hot {
-                value: value.clone(),
-                backing: Some(new),
-            },
+            Slot::Hot(h) if h.backing == Some(l.old) => Slot::hot(h.value.clone(), Some(new)),
             _ => continue,
         };
         e.replace_slot(&mut sh.acct, slot);

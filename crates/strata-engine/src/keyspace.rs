@@ -51,6 +51,9 @@ pub struct KeyInfo {
     /// The value if it is in RAM (for OBJECT ENCODING's int check).
     pub hot_value: Option<Bytes>,
     pub key_len: usize,
+    /// RAM this key costs: its map bucket and slot, out-of-line key bytes,
+    /// and the value if it is in RAM.
+    pub ram_bytes: u64,
 }
 
 impl Inner {
@@ -58,7 +61,7 @@ impl Inner {
     /// the shard lock.
     pub(crate) fn remove_index(&self, sh: &mut Shard, db: usize, idx: usize, expired: bool) {
         if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
-            sh.acct.entry_removed(db, key.len(), &e);
+            sh.acct.entry_removed(db, key.heap_bytes(), &e);
             if let Some(loc) = e.flash_loc() {
                 self.release_flash(loc);
             }
@@ -177,19 +180,28 @@ impl Engine {
     /// Metadata of a key (OBJECT, DEBUG TIER, TYPE, MEMORY USAGE).
     pub fn key_info(&self, db: usize, key: &[u8]) -> Option<KeyInfo> {
         let now = now_secs();
+        let heap = crate::index::CompactKey::from(key).heap_bytes() as u64;
         self.inner.with_live(db, key, |e| KeyInfo {
+            ram_bytes: crate::index::BUCKET_BYTES
+                + heap
+                + match &e.slot {
+                    Slot::Hot(h) => {
+                        (std::mem::size_of::<crate::index::Hot>() + h.value.len()) as u64
+                    }
+                    Slot::Cold(_) => 0,
+                },
             value_len: e.value_len as u64,
             location: match &e.slot {
-                Slot::Hot { backing: None, .. } => Location::Ram,
-                Slot::Hot {
-                    backing: Some(l), ..
-                } => Location::RamAndFlash(*l),
+                Slot::Hot(h) => match h.backing {
+                    None => Location::Ram,
+                    Some(l) => Location::RamAndFlash(l),
+                },
                 Slot::Cold(l) => Location::Flash(*l),
             },
             idle_secs: now.saturating_sub(e.lru_secs) as u64,
             expire_at_ms: e.expire_at_ms,
             hot_value: match &e.slot {
-                Slot::Hot { value, .. } if value.len() <= 20 => Some(value.clone()),
+                Slot::Hot(h) if h.value.len() <= 20 => Some(h.value.clone()),
                 _ => None,
             },
             key_len: key.len(),
@@ -300,7 +312,7 @@ impl Engine {
             let sh = &mut *guard;
             let map = std::mem::take(&mut sh.dbs[db]);
             for (k, e) in map {
-                sh.acct.entry_removed(db, k.len(), &e);
+                sh.acct.entry_removed(db, k.heap_bytes(), &e);
                 if let Some(loc) = e.flash_loc() {
                     self.inner.release_flash(loc);
                 }
@@ -447,7 +459,7 @@ impl Inner {
         let (value, expire) = {
             let e = &ga.dbs[db][si];
             match &e.slot {
-                Slot::Hot { value, .. } => (value.clone(), e.expire_at_ms),
+                Slot::Hot(h) => (h.value.clone(), e.expire_at_ms),
                 Slot::Cold(loc) => match &fetched {
                     Some((v, value)) if *v == e.version => (value.clone(), e.expire_at_ms),
                     _ => return Err(FetchTarget::new(self, db, src, *loc, e.version)),

@@ -137,10 +137,7 @@ pub(crate) async fn fetch_and_promote(
                 };
             if promote {
                 e.flags &= !F_TOUCHED;
-                let hot = Slot::Hot {
-                    value: value.clone(),
-                    backing: Some(t.loc),
-                };
+                let hot = Slot::hot(value.clone(), Some(t.loc));
                 e.replace_slot(&mut sh.acct, hot);
                 Stats::inc(&inner.stats.uploads);
                 drop(guard);

@@ -86,12 +86,12 @@ impl Engine {
         e.flags |= F_REFERENCED;
         e.lru_secs = now_secs();
         match &e.slot {
-            Slot::Hot { value, backing } => {
+            Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
-                if backing.is_some() {
+                if h.backing.is_some() {
                     Stats::inc(&inner.stats.ram_cool_hits);
                 }
-                Read::Ready(Ok(Some(value.clone())))
+                Read::Ready(Ok(Some(h.value.clone())))
             }
             Slot::Cold(loc) => {
                 Stats::inc(&inner.stats.ram_misses);
@@ -245,8 +245,8 @@ impl Inner {
                 let e = &sh.dbs[db][i];
                 let expire_at_ms = e.expire_at_ms;
                 match &e.slot {
-                    Slot::Hot { value, .. } => f(Some(Current {
-                        value,
+                    Slot::Hot(h) => f(Some(Current {
+                        value: &h.value,
                         expire_at_ms,
                     })),
                     Slot::Cold(loc) => match fetched {
@@ -293,10 +293,7 @@ impl Inner {
     ) {
         let version = self.next_seq();
         let value_len = value.len() as u32;
-        let slot = Slot::Hot {
-            value,
-            backing: None,
-        };
+        let slot = Slot::hot(value, None);
         match idx.and_then(|i| sh.dbs[db].get_index_mut(i)) {
             Some((_, e)) => {
                 sh.acct.remove(&e.slot, e.value_len);
@@ -304,7 +301,7 @@ impl Inner {
                 e.value_len = value_len;
                 sh.acct.add(&e.slot, value_len);
                 if let Some(loc) = match old {
-                    Slot::Hot { backing, .. } => backing,
+                    Slot::Hot(h) => h.backing,
                     Slot::Cold(loc) => Some(loc),
                 } {
                     self.release_flash(loc);
@@ -325,8 +322,9 @@ impl Inner {
                     flags: F_REFERENCED,
                     value_len,
                 };
-                sh.acct.entry_added(db, key.len(), &e);
-                sh.dbs[db].insert(key.into(), e);
+                let key = crate::index::CompactKey::from(key);
+                sh.acct.entry_added(db, key.heap_bytes(), &e);
+                sh.dbs[db].insert(key, e);
             }
         }
     }

@@ -164,10 +164,10 @@ fn demote_chunk(
                 let Some((k, e)) = sh.dbs[db].get_index_mut(i) else {
                     break;
                 };
-                let Slot::Hot { value, backing } = &e.slot else {
+                let Slot::Hot(h) = &e.slot else {
                     continue;
                 };
-                if value.len() < min.max(1) || e.flags & F_STASHING != 0 {
+                if h.value.len() < min.max(1) || e.flags & F_STASHING != 0 {
                     continue;
                 }
                 if e.flags & F_REFERENCED != 0 {
@@ -175,7 +175,7 @@ fn demote_chunk(
                     spared += 1;
                     continue;
                 }
-                if let Some(loc) = *backing {
+                if let Some(loc) = h.backing {
                     // A clean copy is on flash: drop the RAM copy, no I/O.
                     e.replace_slot(&mut sh.acct, Slot::Cold(loc));
                     Stats::inc(&inner.stats.free_demotions);
@@ -183,11 +183,11 @@ fn demote_chunk(
                     continue;
                 }
                 e.flags |= F_STASHING;
-                bytes += value.len() + k.len() + 32;
+                bytes += h.value.len() + k.len() + 32;
                 victims.push(Victim {
                     db,
-                    key: k.clone(),
-                    value: value.clone(),
+                    key: Box::from(&k[..]),
+                    value: h.value.clone(),
                     version: e.version,
                     expire_at_ms: e.expire_at_ms,
                     loc: None,
@@ -275,7 +275,7 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
         }
         e.flags &= !F_STASHING;
         let Some(loc) = v.loc else { continue };
-        if matches!(e.slot, Slot::Hot { backing: None, .. }) {
+        if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));
             inner.retain_flash(loc);
             Stats::inc(&inner.stats.stashes);

@@ -3,9 +3,9 @@
 //! `parking_lot::Mutex<Shard>` held only for short, non-blocking sections
 //! (never across I/O).
 //!
-//! Entry layout (`Entry`, 80 bytes on x86-64, plus the key's heap bytes and
+//! Entry layout (`Entry`, 48 bytes on x86-64, plus the key's heap bytes and
 //! the map's bucket):
-//! - `slot`: the value, either `Hot { value, backing }` (bytes in RAM,
+//! - `slot`: the value, either `Hot(Box<Hot { value, backing }>)` (bytes in RAM,
 //!   `backing` = a still-valid flash copy, so demoting it again is free) or
 //!   `Cold(FlashLoc)` (segment id, offset, length: 12 bytes);
 //! - `expire_at_ms` (0 = none), `version` (sequence number of the last
@@ -21,10 +21,13 @@
 //! 3. The shard's `hot_bytes`, `key_bytes` and per-db `expires` counters are
 //!    updated in the same critical section as the entry they describe.
 
+mod key;
+
 use bytes::Bytes;
 use indexmap::IndexMap;
+pub use key::CompactKey;
 
-pub type Key = Box<[u8]>;
+pub type Key = CompactKey;
 pub type Hasher = foldhash::fast::RandomState;
 pub type DbMap = IndexMap<Key, Entry, Hasher>;
 
@@ -38,16 +41,29 @@ pub struct FlashLoc {
     pub len: u32,
 }
 
+/// A value in RAM. Boxed so that a cold entry (the common case in a
+/// flash-sized dataset) pays 16 bytes for its slot, not 48.
+#[derive(Clone, Debug)]
+pub struct Hot {
+    pub value: Bytes,
+    /// A flash record holding the same bytes, if any.
+    pub backing: Option<FlashLoc>,
+}
+
 /// The value of an entry.
 #[derive(Clone, Debug)]
 pub enum Slot {
-    /// In RAM. `backing` names a flash record holding the same bytes.
-    Hot {
-        value: Bytes,
-        backing: Option<FlashLoc>,
-    },
+    /// In RAM.
+    Hot(Box<Hot>),
     /// Only on flash.
     Cold(FlashLoc),
+}
+
+impl Slot {
+    /// A hot slot with no flash copy.
+    pub fn hot(value: Bytes, backing: Option<FlashLoc>) -> Slot {
+        Slot::Hot(Box::new(Hot { value, backing }))
+    }
 }
 
 /// CLOCK reference bit: set on access, cleared by the demoter's hand.
@@ -76,7 +92,7 @@ impl Entry {
     /// The flash record this entry points at, if any.
     pub fn flash_loc(&self) -> Option<FlashLoc> {
         match &self.slot {
-            Slot::Hot { backing, .. } => *backing,
+            Slot::Hot(h) => h.backing,
             Slot::Cold(loc) => Some(*loc),
         }
     }
@@ -92,11 +108,16 @@ impl Entry {
     /// Bytes of value held in RAM by this entry.
     pub fn hot_bytes(&self) -> usize {
         match &self.slot {
-            Slot::Hot { value, .. } => value.len(),
+            Slot::Hot(h) => h.value.len(),
             Slot::Cold(_) => 0,
         }
     }
 }
+
+/// RAM of one map bucket: hash, key and entry, plus its index slot (a
+/// usize and a control byte).
+pub const BUCKET_BYTES: u64 =
+    (std::mem::size_of::<(usize, Key, Entry)>() + std::mem::size_of::<usize>() + 1) as u64;
 
 /// Per-database counters kept by a shard.
 #[derive(Clone, Debug, Default)]
@@ -113,7 +134,7 @@ pub struct DbCounters {
 pub struct ShardCounters {
     /// Bytes of values held in RAM.
     pub hot_bytes: u64,
-    /// Heap bytes of keys.
+    /// Heap bytes of keys stored out of line.
     pub key_bytes: u64,
     /// Values in RAM / only on flash.
     pub hot_count: u64,
@@ -126,8 +147,8 @@ pub struct ShardCounters {
 impl ShardCounters {
     pub fn add(&mut self, slot: &Slot, value_len: u32) {
         match slot {
-            Slot::Hot { value, .. } => {
-                self.hot_bytes += value.len() as u64;
+            Slot::Hot(h) => {
+                self.hot_bytes += h.value.len() as u64;
                 self.hot_count += 1;
             }
             Slot::Cold(_) => {
@@ -139,8 +160,8 @@ impl ShardCounters {
 
     pub fn remove(&mut self, slot: &Slot, value_len: u32) {
         match slot {
-            Slot::Hot { value, .. } => {
-                self.hot_bytes -= value.len() as u64;
+            Slot::Hot(h) => {
+                self.hot_bytes -= h.value.len() as u64;
                 self.hot_count -= 1;
             }
             Slot::Cold(_) => {
@@ -166,16 +187,17 @@ impl ShardCounters {
         }
     }
 
-    /// Accounts a whole entry entering the shard.
-    pub fn entry_added(&mut self, db: usize, key_len: usize, e: &Entry) {
-        self.key_bytes += key_len as u64;
+    /// Accounts a whole entry entering the shard; `key_heap` is the heap
+    /// bytes the key owns (0 for inline keys).
+    pub fn entry_added(&mut self, db: usize, key_heap: usize, e: &Entry) {
+        self.key_bytes += key_heap as u64;
         self.add(&e.slot, e.value_len);
         self.ttl_add(db, e.expire_at_ms);
     }
 
     /// Accounts a whole entry leaving the shard.
-    pub fn entry_removed(&mut self, db: usize, key_len: usize, e: &Entry) {
-        self.key_bytes -= key_len as u64;
+    pub fn entry_removed(&mut self, db: usize, key_heap: usize, e: &Entry) {
+        self.key_bytes -= key_heap as u64;
         self.remove(&e.slot, e.value_len);
         self.ttl_remove(db, e.expire_at_ms);
     }
@@ -207,12 +229,9 @@ impl Shard {
     /// RAM held by this shard's keys and metadata: the maps' allocated
     /// buckets and index slots plus the keys' heap bytes.
     pub fn index_bytes(&self) -> u64 {
-        let per_bucket = std::mem::size_of::<(usize, Key, Entry)>() as u64;
-        let per_slot = std::mem::size_of::<usize>() as u64 + 1;
         let mut total = self.acct.key_bytes;
         for m in &self.dbs {
-            let cap = m.capacity() as u64;
-            total += cap * per_bucket + cap * per_slot;
+            total += m.capacity() as u64 * BUCKET_BYTES;
         }
         total
     }
@@ -227,7 +246,7 @@ mod tests {
         // The index's RAM per key is a product goal (docs: 24 B + key is
         // the target); this pins the current size so growth is deliberate.
         assert!(
-            std::mem::size_of::<Entry>() <= 80,
+            std::mem::size_of::<Entry>() <= 48,
             "{}",
             std::mem::size_of::<Entry>()
         );

@@ -51,7 +51,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut name = None;
     while i < args.len() {
         if is(&args[i], "auth") && i + 2 < args.len() {
-            if let Some(msg) = auth_error(ctx, &args[i + 2]) {
+            if let Some(msg) = auth_error(ctx, Some(&args[i + 1]), &args[i + 2]) {
                 reply::error(ctx.out, msg);
                 return Outcome::Done;
             }
@@ -100,12 +100,20 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// The error for an AUTH attempt, if it fails.
-fn auth_error(ctx: &Ctx<'_>, password: &[u8]) -> Option<&'static str> {
+/// The error for an AUTH attempt, if it fails. Only the `default` user
+/// exists; without `requirepass` it has no password (Redis `nopass`), so
+/// `AUTH default <anything>` succeeds while the legacy one-argument form
+/// is refused.
+fn auth_error(ctx: &Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> Option<&'static str> {
+    const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+    if user.is_some_and(|u| u != b"default") {
+        return Some(WRONGPASS);
+    }
     match &ctx.shared.config.read().requirepass {
+        None if user.is_some() => None,
         None => Some("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
         Some(p) if p.as_bytes() == password => None,
-        Some(_) => Some("WRONGPASS invalid username-password pair or user is disabled."),
+        Some(_) => Some(WRONGPASS),
     }
 }
 
@@ -114,7 +122,8 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, reply::SYNTAX);
         return Outcome::Done;
     }
-    match auth_error(ctx, &args[args.len() - 1]) {
+    let user = (args.len() == 3).then(|| &args[1][..]);
+    match auth_error(ctx, user, &args[args.len() - 1]) {
         None => write_simple(ctx.out, b"OK"),
         Some(e) => reply::error(ctx.out, e),
     }
@@ -336,16 +345,6 @@ pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// RAM a key costs: key bytes, entry metadata, and the value if in RAM.
-fn key_ram_bytes(info: &strata_engine::KeyInfo) -> u64 {
-    let meta = 80 + 16 + 9; // entry + key box + map slot (see engine index docs)
-    let value = match info.location {
-        Location::Flash(_) => 0,
-        _ => info.value_len,
-    };
-    info.key_len as u64 + meta + value
-}
-
 pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];
     if is(sub, "usage") {
@@ -354,7 +353,7 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
         match ctx.engine().key_info(ctx.db(), &args[2]) {
-            Some(i) => write_integer(ctx.out, key_ram_bytes(&i) as i64),
+            Some(i) => write_integer(ctx.out, i.ram_bytes as i64),
             None => write_null(ctx.out, ctx.version()),
         }
     } else if is(sub, "help") {
