@@ -48,6 +48,8 @@ pub(crate) fn run_background(inner: &Inner) {
     let mut last_sweep = Instant::now();
     let mut next_shard = 0usize;
     let mut demoting = false;
+    // After a failed or fruitless demotion: not before this instant again.
+    let mut retry_at: Option<Instant> = None;
     // Entries the hands examined since demotion last made progress.
     let mut idle_scanned = 0usize;
     while !inner.shutdown.load(Ordering::Acquire) {
@@ -57,25 +59,32 @@ pub(crate) fn run_background(inner: &Inner) {
             last_sweep = Instant::now();
         }
         let ram = inner.ram_used();
-        if ram > inner.tun.high_watermark() {
+        if ram > inner.tun.high_watermark() && retry_at.is_none_or(|t| Instant::now() >= t) {
             demoting = true;
+            retry_at = None;
         }
         if demoting {
             if ram < inner.tun.low_watermark() {
                 demoting = false;
                 inner.demotion_stuck.store(false, Relaxed);
             } else {
+                // On failure, demotion pauses for a tick instead of spinning.
+                let mut pause = |d: Duration| {
+                    inner.demotion_stuck.store(true, Relaxed);
+                    retry_at = Some(Instant::now() + d);
+                };
                 match demote_chunk(inner, &mut writer, &mut next_shard) {
                     Ok(p) if p.moved + p.spared == 0 => {
                         // Stuck only once the hands passed every key without
                         // finding anything: waiting writers would wait forever.
                         idle_scanned += p.scanned;
                         if idle_scanned >= inner.key_count() {
-                            inner.demotion_stuck.store(true, Relaxed);
+                            pause(tick);
                             demoting = false;
                             idle_scanned = 0;
+                        } else {
+                            busy = true;
                         }
-                        busy = true;
                     }
                     Ok(_) => {
                         idle_scanned = 0;
@@ -83,7 +92,7 @@ pub(crate) fn run_background(inner: &Inner) {
                         busy = true;
                     }
                     Err(AppendError::Full) => {
-                        inner.demotion_stuck.store(true, Relaxed);
+                        pause(tick);
                         if inner.tun.eviction() != EvictionPolicy::NoEviction {
                             busy |= gc.evict_oldest_segment(inner, &writer);
                         }
@@ -92,7 +101,7 @@ pub(crate) fn run_background(inner: &Inner) {
                     Err(AppendError::Io(e)) => {
                         Stats::inc(&inner.stats.write_errors);
                         tracing::error!("flash write failed: {e}");
-                        inner.demotion_stuck.store(true, Relaxed);
+                        pause(Duration::from_secs(1));
                         demoting = false;
                     }
                 }

@@ -4,14 +4,19 @@
 //! The binary installs it with `#[global_allocator]`; a process that does
 //! not (tests running the library in-process) reports 0 and the server then
 //! falls back to the engine's own accounting.
+//!
+//! Each thread batches its changes in a thread-local counter and publishes
+//! them to the shared one when they pass `FLUSH_BYTES`, so that allocations
+//! on different cores do not all contend on one cache line. The published
+//! figure is therefore exact up to `FLUSH_BYTES` per thread.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
 
 pub struct CountingAlloc;
 
-static ALLOCATED: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+static ALLOCATED: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 // SAFETY: forwards to `System`, only adding counter updates.
@@ -37,25 +42,56 @@ unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded contract.
         unsafe { System.dealloc(ptr, layout) };
-        ALLOCATED.fetch_sub(layout.size(), Relaxed);
+        note_free(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded contract.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            ALLOCATED.fetch_sub(layout.size(), Relaxed);
-            note_alloc(new_size);
+            note(new_size as isize - layout.size() as isize);
         }
         p
     }
 }
 
-fn note_alloc(size: usize) {
-    let now = ALLOCATED.fetch_add(size, Relaxed) + size;
+/// Unpublished bytes per thread at most.
+const FLUSH_BYTES: isize = 64 * 1024;
+
+thread_local! {
+    static PENDING: std::cell::Cell<isize> = const { std::cell::Cell::new(0) };
+}
+
+fn publish(delta: isize) {
+    let now = ALLOCATED.fetch_add(delta, Relaxed).wrapping_add(delta);
     if now > PEAK.load(Relaxed) {
         PEAK.fetch_max(now, Relaxed);
     }
+}
+
+/// Adds `delta` bytes to this thread's pending count, publishing it when
+/// large (or directly when thread-locals are gone, at thread exit).
+fn note(delta: isize) {
+    let batched = PENDING.try_with(|p| {
+        let v = p.get() + delta;
+        if v.abs() >= FLUSH_BYTES {
+            p.set(0);
+            publish(v);
+        } else {
+            p.set(v);
+        }
+    });
+    if batched.is_err() {
+        publish(delta);
+    }
+}
+
+fn note_alloc(size: usize) {
+    note(size as isize);
+}
+
+fn note_free(size: usize) {
+    note(-(size as isize));
 }
 
 impl CountingAlloc {
@@ -67,14 +103,18 @@ impl CountingAlloc {
 
 /// Bytes currently allocated, if the counting allocator is installed.
 pub fn allocated_bytes() -> Option<u64> {
+    // Frees published before the matching allocations can make the shared
+    // count dip below zero transiently: clamp.
     INSTALLED
         .load(Relaxed)
-        .then(|| ALLOCATED.load(Relaxed) as u64)
+        .then(|| ALLOCATED.load(Relaxed).max(0) as u64)
 }
 
 /// The most bytes ever allocated at once, if the allocator is installed.
 pub fn peak_bytes() -> Option<u64> {
-    INSTALLED.load(Relaxed).then(|| PEAK.load(Relaxed) as u64)
+    INSTALLED
+        .load(Relaxed)
+        .then(|| PEAK.load(Relaxed).max(0) as u64)
 }
 
 /// Resident set size of the process in bytes (from /proc/self/statm).
