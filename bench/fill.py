@@ -5,11 +5,12 @@
                          i in 0..N-1 to stdout (feed it to `redis-cli --pipe`)
   fill.py --repair PORT SIZE N
                          find keys of 0..N-1 that do not exist (EXISTS) and SET
-                         them, up to 10 passes; prints "<set> <still missing>"
+                         them, up to 10 passes (fewer if a pass sets none); prints "<set> <still missing>"
   fill.py --check PORT SIZE N SAMPLES
                          GET SAMPLES random keys of 0..N-1 through redis-cli
                          and compare with the expected values; prints
-                         "ok <checked>" or the first mismatch and exits 1
+                         "ok <right> of <asked> (<k> do not exist)", or the
+                         first wrong value and exits 1
 
 Keys use redis-benchmark's `-r` format (`key:__rand_int__` becomes
 `key:%012d`), so `redis-benchmark -r N GET key:__rand_int__` hits every time.
@@ -53,16 +54,20 @@ def fill(n, size):
 def check(port, size, n, samples):
     rng = random.Random(7)
     idx = [rng.randrange(n) for _ in range(samples)] + [0, n - 1]
+    nil = 0
     for i in idx:
         got = subprocess.run(["redis-cli", "-p", str(port), "--no-raw", "GET", key(i)],
                              capture_output=True, check=True).stdout
         # redis-cli --no-raw quotes the bulk string; the values are plain ASCII
         got = got.strip()
+        if got == b"(nil)":
+            nil += 1
+            continue
         want = b'"' + value(i, size) + b'"'
         if got != want:
             print("MISMATCH %s: got %r... want %r..." % (key(i).decode(), got[:40], want[:40]))
             return 1
-    print("ok %d" % len(idx))
+    print("ok %d of %d" % (len(idx) - nil, len(idx)) + (" (%d do not exist)" % nil if nil else ""))
     return 0
 
 
@@ -87,17 +92,20 @@ def repair(port, size, n):
     f = s.makefile("rb")
     done = missing = 0
     for _ in range(10):
-        missing = 0
+        missing = progress = 0
         for start in range(0, n, 10000):
             ks = range(start, min(n, start + 10000))
             s.sendall(b"".join(cmd(b"EXISTS", key(i)) for i in ks))
             miss = [i for i in ks if reply(f) == 0]
-            if miss:
-                s.sendall(b"".join(cmd(b"SET", key(i), value(i, size)) for i in miss))
-                ok = sum(1 for _ in miss if reply(f) == b"OK")
+            # batches small enough that unread replies never fill the socket
+            for b in range(0, len(miss), 1000):
+                part = miss[b:b + 1000]
+                s.sendall(b"".join(cmd(b"SET", key(i), value(i, size)) for i in part))
+                ok = sum(1 for _ in part if reply(f) == b"OK")
                 done += ok
-                missing += len(miss) - ok
-        if missing == 0:
+                progress += ok
+                missing += len(part) - ok
+        if missing == 0 or progress == 0:
             break
         time.sleep(2)
     print(done, missing)

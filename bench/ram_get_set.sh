@@ -50,7 +50,11 @@ for run in $(seq "$RUNS"); do
             "server CPU ${R[$srv.scpu]##* }s, client CPU ${R[$srv.ccpu]##* }s, wall ${CLIENT_WALL}s"
     done
 done
-for port in "$sport" "$rport"; do redis-cli -p "$port" dbsize >/dev/null; done
+declare -A KS
+for srv in strata redis; do
+    port=$([ "$srv" = strata ] && echo "$sport" || echo "$rport")
+    KS[$srv]="DBSIZE $(redis-cli -p "$port" dbsize), keyspace_hits $(info "$port" keyspace_hits stats), keyspace_misses $(info "$port" keyspace_misses stats)"
+done
 s_flash=$(info "$sport" values_in_flash tiered)
 
 # shellcheck disable=SC2086
@@ -66,6 +70,7 @@ m() { median ${R[$1]}; }
 - $RUNS runs per server, alternating strata, redis, strata, ...; figures are medians (per-run values below)
 - server CPU = Δ(utime + stime) of the server process over the run (SET + GET together, $((2 * REQUESTS)) requests); client CPU = redis-benchmark's user + sys
 - client and server share $(nproc) cores
+- at the end (sanity: both servers saw the same workload): strata ${KS[strata]}; redis ${KS[redis]}
 
 ## Results (medians)
 

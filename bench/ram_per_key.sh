@@ -74,9 +74,8 @@ verdict() { awk -v x="$1" -v b="$BAR" 'BEGIN { print (x <= b ? "meets" : "**miss
 
 - keys \`key:%012d\` (length $KEYLEN B), i = 0..$((KEYS - 1)), each set once with a distinct $VALUE_SIZE-byte value through \`redis-cli --pipe\`
 - strata-server: --maxmemory-ram $MAXMEM_RAM, --threads $STRATA_THREADS, flash I/O ${T[flash_io_backend]}, flash_direct_io:${T[flash_direct_io]}; figures read after values_in_flash stayed unchanged for 3 s
-- fill time (strata): $s_fill_s s; strata server CPU for fill+settle: $s_cpu s
-- value check after settle (GET of 52 keys, compared byte for byte): strata $s_check$([ "$WITH_REDIS" = 1 ] && echo ", redis $r_check")
-$s_fill_note
+- fill time (strata, including any repair): $s_fill_s s; strata server CPU for fill+settle: $s_cpu s
+- value check after settle (GET of 52 keys, compared byte for byte): strata $s_check$([ "$WITH_REDIS" = 1 ] && echo ", redis $r_check")$s_fill_note
 - strata INFO after the fill: oom_rejections ${T[oom_rejections]}, write_backpressure_waits ${T[write_backpressure_waits]}
 - "empty" = the same INFO field right after start, before the fill
 

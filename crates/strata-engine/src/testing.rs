@@ -63,6 +63,10 @@ impl IoEngine for FaultyIo {
         self.inner.submit(req)
     }
 
+    fn poll(&self) {
+        self.inner.poll();
+    }
+
     fn name(&self) -> &'static str {
         "faulty"
     }

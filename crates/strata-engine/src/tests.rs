@@ -163,7 +163,7 @@ fn random_operations_match_a_reference_model() {
             }
         });
         let t = e.tiered_info();
-        assert!(t.stashes > 0, "{backend:?}: nothing demoted");
+        assert!(t.stashes > 0, "{backend:?}: nothing demoted: {t:?}");
         assert_eq!(t.read_errors, 0);
         assert_eq!(t.keys as usize, model.len());
     }

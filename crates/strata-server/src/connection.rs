@@ -81,14 +81,14 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 barrier = false;
             }
             let spec = dispatch::lookup(&args[0]);
-            if spec.is_some_and(|s| s.has_flag("denyoom") && s.arity_ok(args.len())) {
-                if !admit(&shared, &mut pending, &mut out).await {
-                    // `admit` drained the pending replies: order is kept.
-                    shared.stats.commands_processed.fetch_add(1, Relaxed);
-                    shared.stats.oom_rejections.fetch_add(1, Relaxed);
-                    reply::error(&mut out, reply::OOM);
-                    continue;
-                }
+            if spec.is_some_and(|s| s.has_flag("denyoom") && s.arity_ok(args.len()))
+                && !admit(&shared, &mut pending, &mut out).await
+            {
+                // `admit` drained the pending replies: order is kept.
+                shared.stats.commands_processed.fetch_add(1, Relaxed);
+                shared.stats.oom_rejections.fetch_add(1, Relaxed);
+                reply::error(&mut out, reply::OOM);
+                continue;
             }
             let mut scratch = BytesMut::new();
             let target = if pending.is_empty() {
@@ -111,10 +111,11 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 break;
             }
             // Keep the output buffer bounded for huge pipelines.
-            if out.len() > 1 << 20 && pending.is_empty() {
-                if flush(&shared, &mut stream, &mut out).await.is_err() {
-                    return;
-                }
+            if out.len() > 1 << 20
+                && pending.is_empty()
+                && flush(&shared, &mut stream, &mut out).await.is_err()
+            {
+                return;
             }
         }
         drain(&mut pending, &mut out).await;

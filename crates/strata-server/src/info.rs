@@ -124,7 +124,11 @@ fn memory(s: &Shared, out: &mut String) {
     out.push_str("# Memory\r\n");
     field!(out, "used_memory", used);
     field!(out, "used_memory_human", human(used));
-    field!(out, "used_memory_peak", crate::alloc::peak_bytes().unwrap_or(used));
+    field!(
+        out,
+        "used_memory_peak",
+        crate::alloc::peak_bytes().unwrap_or(used)
+    );
     field!(out, "used_memory_rss", rss);
     field!(out, "used_memory_rss_human", human(rss));
     field!(out, "used_memory_dataset", t.index_bytes + t.hot_bytes);

@@ -8,6 +8,7 @@ pub const SYNTAX: &str = "ERR syntax error";
 pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub const DECR_OVERFLOW: &str = "ERR decrement would overflow";
 pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
 pub const NO_SUCH_KEY: &str = "ERR no such key";
 pub const DB_RANGE: &str = "ERR DB index is out of range";
@@ -33,10 +34,16 @@ pub fn arity(out: &mut BytesMut, name: &str) {
 /// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `.
 pub fn unknown_command(out: &mut BytesMut, args: &[bytes::Bytes]) {
     let name = args.first().map(|a| lossy(a, 128)).unwrap_or_default();
-    let mut msg = format!("ERR unknown command '{name}', with args beginning with: ");
-    for a in args.iter().skip(1).take(8) {
-        msg.push_str(&format!("'{}' ", lossy(a, 128)));
+    // As Redis: arguments until their text reaches 128 bytes, the last one
+    // cut to what is left.
+    let mut list = String::new();
+    for a in args.iter().skip(1) {
+        if list.len() >= 128 {
+            break;
+        }
+        list.push_str(&format!("'{}' ", lossy(a, 128 - list.len())));
     }
+    let msg = format!("ERR unknown command '{name}', with args beginning with: {list}");
     error(out, &msg);
 }
 

@@ -18,7 +18,12 @@ fn version_and_help() {
     let out = run(&["--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
-    for opt in ["maxmemory-ram", "flash-dir", "tiering-min-value-size", "proto-max-bulk-len"] {
+    for opt in [
+        "maxmemory-ram",
+        "flash-dir",
+        "tiering-min-value-size",
+        "proto-max-bulk-len",
+    ] {
         assert!(help.contains(opt), "--help lacks {opt}");
     }
 }

@@ -44,14 +44,22 @@ fn writes_far_beyond_the_ram_budget_read_back_byte_exact() {
     assert_eq!(get("flash_read_errors"), 0);
     let used = srv.info_u64(&mut con, "memory", "used_memory");
     let peak = srv.info_u64(&mut con, "memory", "used_memory_peak");
-    assert!(used <= 16 << 20, "used_memory {used} above the 16 MB budget");
+    assert!(
+        used <= 16 << 20,
+        "used_memory {used} above the 16 MB budget"
+    );
     // Backpressure bounds the peak: the budget plus what is in flight.
-    assert!(peak <= 24 << 20, "used_memory_peak {peak} far above the budget");
+    assert!(
+        peak <= 24 << 20,
+        "used_memory_peak {peak} far above the budget"
+    );
 
     // Read everything back, pipelined, checking every byte.
     let fetches_before = get("tiered_total_fetches");
     for start in (0..n).step_by(64) {
-        let keys: Vec<String> = (start..(start + 64).min(n)).map(|i| format!("t:{i}")).collect();
+        let keys: Vec<String> = (start..(start + 64).min(n))
+            .map(|i| format!("t:{i}"))
+            .collect();
         let values: Vec<Vec<u8>> = con.mget(&keys).unwrap();
         for (i, v) in (start..).zip(values) {
             let key = format!("t:{i}");
@@ -60,7 +68,10 @@ fn writes_far_beyond_the_ram_budget_read_back_byte_exact() {
     }
     let t = srv.info(&mut con, "tiered");
     let fetches = t["tiered_total_fetches"].parse::<u64>().unwrap() - fetches_before;
-    assert!(fetches > (n as u64) / 2, "cold reads went to flash ({fetches})");
+    assert!(
+        fetches > (n as u64) / 2,
+        "cold reads went to flash ({fetches})"
+    );
     let misses: u64 = t["tiered_ram_misses"].parse().unwrap();
     let hits: u64 = t["tiered_ram_hits"].parse().unwrap();
     assert_eq!(hits + misses, n as u64, "every GET counted once");
@@ -75,11 +86,17 @@ fn cold_keys(srv: &Server, con: &mut redis::Connection, prefix: &str, want: usiz
         let key = format!("{prefix}{i}");
         let _: () = con.set(&key, value_for(&key, 0, 8000)).unwrap();
     }
-    wait_until("values on flash", || srv.info_u64(con, "tiered", "values_in_flash") > 1000);
+    wait_until("values on flash", || {
+        srv.info_u64(con, "tiered", "values_in_flash") > 1000
+    });
     let mut cold = Vec::new();
     for i in 0..3000 {
         let key = format!("{prefix}{i}");
-        let tier: String = redis::cmd("DEBUG").arg("TIER").arg(&key).query(con).unwrap();
+        let tier: String = redis::cmd("DEBUG")
+            .arg("TIER")
+            .arg(&key)
+            .query(con)
+            .unwrap();
         if tier.starts_with("tier:flash") {
             cold.push(key);
             if cold.len() == want {
@@ -143,9 +160,12 @@ fn overwrite_delete_expire_rename_of_cold_values() {
 #[test]
 fn gc_reclaims_space_under_overwrite_churn() {
     let srv = Server::start(&[
-        "--maxmemory-ram", "4mb",
-        "--flash-max-size", "64mb",
-        "--flash-segment-size", "4mb",
+        "--maxmemory-ram",
+        "4mb",
+        "--flash-max-size",
+        "64mb",
+        "--flash-segment-size",
+        "4mb",
     ]);
     let mut con = srv.client();
     let keys = 2000;
@@ -175,10 +195,14 @@ fn gc_reclaims_space_under_overwrite_churn() {
 #[test]
 fn noeviction_answers_oom_and_loses_nothing() {
     let srv = Server::start(&[
-        "--maxmemory-ram", "4mb",
-        "--flash-max-size", "16mb",
-        "--flash-segment-size", "2mb",
-        "--maxmemory-policy", "noeviction",
+        "--maxmemory-ram",
+        "4mb",
+        "--flash-max-size",
+        "16mb",
+        "--flash-segment-size",
+        "2mb",
+        "--maxmemory-policy",
+        "noeviction",
     ]);
     let mut con = srv.client();
     let mut acked = Vec::new();
@@ -205,7 +229,8 @@ fn noeviction_answers_oom_and_loses_nothing() {
         let _: i64 = con.del(key).unwrap();
     }
     wait_until("room after deletes", || {
-        con.set::<_, _, ()>("after", value_for("after", 0, 1024)).is_ok()
+        con.set::<_, _, ()>("after", value_for("after", 0, 1024))
+            .is_ok()
     });
 }
 
@@ -213,10 +238,14 @@ fn noeviction_answers_oom_and_loses_nothing() {
 #[test]
 fn allkeys_lru_evicts_instead_of_refusing() {
     let srv = Server::start(&[
-        "--maxmemory-ram", "4mb",
-        "--flash-max-size", "16mb",
-        "--flash-segment-size", "2mb",
-        "--maxmemory-policy", "allkeys-lru",
+        "--maxmemory-ram",
+        "4mb",
+        "--flash-max-size",
+        "16mb",
+        "--flash-segment-size",
+        "2mb",
+        "--maxmemory-policy",
+        "allkeys-lru",
     ]);
     let mut con = srv.client();
     for i in 0..40_000 {
@@ -255,6 +284,10 @@ fn pipelined_cold_reads_complete_in_order() {
         assert_eq!(v, value_for(k, 0, 8000), "{k}");
     }
     // promote never: they are still cold.
-    let tier: String = redis::cmd("DEBUG").arg("TIER").arg(&cold[0]).query(&mut con).unwrap();
+    let tier: String = redis::cmd("DEBUG")
+        .arg("TIER")
+        .arg(&cold[0])
+        .query(&mut con)
+        .unwrap();
     assert!(tier.starts_with("tier:flash"), "{tier}");
 }

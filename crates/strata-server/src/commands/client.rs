@@ -74,6 +74,12 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             "ID", "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
             "INFO", "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [SKIPME yes|no]",
         ]);
+    } else if let Some(name) = ["id", "setname", "getname", "setinfo", "info", "kill"]
+        .into_iter()
+        .find(|n| is(sub, n))
+    {
+        // A known subcommand with the wrong number of arguments (Redis 7).
+        reply::arity(ctx.out, &format!("client|{name}"));
     } else {
         reply::unknown_subcommand(ctx.out, sub, "client");
     }

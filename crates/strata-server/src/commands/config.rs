@@ -27,7 +27,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             write_bulk(ctx.out, k.as_bytes());
             write_bulk(ctx.out, v.as_bytes());
         }
-    } else if is(sub, "set") && args.len() >= 4 && args.len() % 2 == 0 {
+    } else if is(sub, "set") && args.len() >= 4 && args.len() & 1 == 0 {
         let result = {
             let mut c = ctx.shared.config.write();
             let backup = c.clone();

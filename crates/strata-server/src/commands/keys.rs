@@ -3,7 +3,7 @@
 //! PTTL PERSIST EXPIRETIME PEXPIRETIME. All answer from RAM; RENAME and
 //! COPY of a cold value read it once.
 
-use super::{is, parse_i64, parse_usize};
+use super::{is, parse_i64};
 use crate::dispatch::{Ctx, Outcome};
 use crate::glob::glob_match;
 use crate::reply;
@@ -90,10 +90,15 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
         let v = &args[i + 1];
         if is(&args[i], "count") {
-            match parse_usize(v) {
-                Some(n) if n >= 1 => count = n,
-                _ => {
+            // Redis: a non-integer is NOT_INTEGER, an integer below 1 SYNTAX.
+            match parse_i64(v) {
+                Some(n) if n >= 1 => count = usize::try_from(n).unwrap_or(usize::MAX),
+                Some(_) => {
                     reply::error(ctx.out, reply::SYNTAX);
+                    return Outcome::Done;
+                }
+                None => {
+                    reply::error(ctx.out, reply::NOT_INTEGER);
                     return Outcome::Done;
                 }
             }
@@ -155,8 +160,11 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             replace = true;
             i += 1;
         } else if is(&args[i], "db") && i + 1 < args.len() {
-            match parse_usize(&args[i + 1]) {
-                Some(d) if d < ctx.engine().databases() => dst_db = d,
+            // Redis: any integer out of range (negative too) is DB_RANGE.
+            match parse_i64(&args[i + 1]) {
+                Some(d) if d >= 0 && (d as u64) < ctx.engine().databases() as u64 => {
+                    dst_db = d as usize
+                }
                 Some(_) => {
                     reply::error(ctx.out, reply::DB_RANGE);
                     return Outcome::Done;
@@ -171,6 +179,10 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             reply::error(ctx.out, reply::SYNTAX);
             return Outcome::Done;
         }
+    }
+    if dst_db == ctx.db() && args[1] == args[2] {
+        reply::error(ctx.out, "ERR source and destination objects are the same");
+        return Outcome::Done;
     }
     let read = ctx
         .engine()
@@ -187,40 +199,59 @@ fn expire_generic(
     absolute: bool,
     name: &str,
 ) -> Outcome {
-    let Some(n) = parse_i64(&args[2]) else {
-        reply::error(ctx.out, reply::NOT_INTEGER);
-        return Outcome::Done;
-    };
-    let mut cond = ExpireCond::Always;
+    // Redis parses the options first, then the time.
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for a in &args[3..] {
-        let c = if is(a, "nx") {
-            ExpireCond::Nx
+        if is(a, "nx") {
+            nx = true;
         } else if is(a, "xx") {
-            ExpireCond::Xx
+            xx = true;
         } else if is(a, "gt") {
-            ExpireCond::Gt
+            gt = true;
         } else if is(a, "lt") {
-            ExpireCond::Lt
+            lt = true;
         } else {
             reply::error(
                 ctx.out,
                 &format!("ERR Unsupported option {}", reply::lossy(a, 64)),
             );
             return Outcome::Done;
-        };
-        if cond != ExpireCond::Always && cond != c {
-            let msg = if matches!(
-                (cond, c),
-                (ExpireCond::Gt, ExpireCond::Lt) | (ExpireCond::Lt, ExpireCond::Gt)
-            ) {
-                "ERR GT and LT options at the same time are not compatible"
-            } else {
-                "ERR NX and XX, GT or LT options at the same time are not compatible"
-            };
-            reply::error(ctx.out, msg);
-            return Outcome::Done;
         }
-        cond = c;
+    }
+    if nx && (xx || gt || lt) {
+        reply::error(
+            ctx.out,
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        );
+        return Outcome::Done;
+    }
+    if gt && lt {
+        reply::error(
+            ctx.out,
+            "ERR GT and LT options at the same time are not compatible",
+        );
+        return Outcome::Done;
+    }
+    // XX GT is GT (GT already needs a TTL); XX LT is LT on a key that has a
+    // TTL, checked here because the engine takes a single condition.
+    let cond = if nx {
+        ExpireCond::Nx
+    } else if gt {
+        ExpireCond::Gt
+    } else if lt {
+        ExpireCond::Lt
+    } else if xx {
+        ExpireCond::Xx
+    } else {
+        ExpireCond::Always
+    };
+    let Some(n) = parse_i64(&args[2]) else {
+        reply::error(ctx.out, reply::NOT_INTEGER);
+        return Outcome::Done;
+    };
+    if xx && lt && !matches!(ctx.engine().ttl(ctx.db(), &args[1]), TtlState::At(_)) {
+        write_integer(ctx.out, 0);
+        return Outcome::Done;
     }
     let at = n.checked_mul(unit_ms).and_then(|ms| {
         if absolute {

@@ -236,7 +236,11 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         let cmd_args = &args[2..];
         let (first, last, step) = c.keys;
-        if first == 0 || !c.arity_ok(cmd_args.len()) {
+        if !c.arity_ok(cmd_args.len()) {
+            reply::error(out, "ERR Invalid number of arguments specified for command");
+            return Outcome::Done;
+        }
+        if first == 0 {
             reply::error(out, "ERR The command has no key arguments");
             return Outcome::Done;
         }

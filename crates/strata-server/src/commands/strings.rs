@@ -284,7 +284,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 fn mset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Outcome {
-    if args.len() % 2 == 0 {
+    if args.len() & 1 == 0 {
         reply::arity(ctx.out, if nx { "msetnx" } else { "mset" });
         return Outcome::Done;
     }
@@ -430,7 +430,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) -> Outcome {
         ctx,
         key,
         move |cur| {
-            let old = match cur.as_ref().map(|c| parse_i64(&c.value)) {
+            let old = match cur.as_ref().map(|c| parse_i64(c.value)) {
                 None => 0,
                 Some(Some(n)) => n,
                 Some(None) => return (Mutation::None, Err(reply::NOT_INTEGER)),
@@ -467,8 +467,13 @@ pub fn incrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    match parse_i64(&args[2]).and_then(|d| d.checked_neg()) {
-        Some(d) => incr_by(ctx, &args[1], d),
+    // Redis 7: i64::MIN cannot be negated, a distinct error.
+    match parse_i64(&args[2]).map(|d| d.checked_neg()) {
+        Some(Some(d)) => incr_by(ctx, &args[1], d),
+        Some(None) => {
+            reply::error(ctx.out, reply::DECR_OVERFLOW);
+            Outcome::Done
+        }
         None => {
             reply::error(ctx.out, reply::NOT_INTEGER);
             Outcome::Done
@@ -485,7 +490,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         ctx,
         &args[1],
         move |cur| {
-            let old = match cur.as_ref().map(|c| parse_f64(&c.value)) {
+            let old = match cur.as_ref().map(|c| parse_f64(c.value)) {
                 None => 0.0,
                 Some(Some(n)) => n,
                 Some(None) => return (Mutation::None, Err(reply::NOT_FLOAT)),

@@ -79,7 +79,11 @@ impl Server {
     }
 
     /// Fields of `INFO <section>` as (name, value) pairs.
-    pub fn info(&self, con: &mut redis::Connection, section: &str) -> std::collections::HashMap<String, String> {
+    pub fn info(
+        &self,
+        con: &mut redis::Connection,
+        section: &str,
+    ) -> std::collections::HashMap<String, String> {
         let text: String = redis::cmd("INFO").arg(section).query(con).unwrap();
         text.lines()
             .filter_map(|l| l.split_once(':'))

@@ -2,8 +2,9 @@
 //! handed back on completion (the shape of foyer's `IoEngine`).
 //!
 //! Two backends implement it and the same engine tests run against both:
-//! - [`uring::UringEngine`]: one io_uring per engine, driven by a dedicated
-//!   thread, hundreds of operations in flight.
+//! - [`uring::UringEngine`]: one io_uring per engine, submitted to by the
+//!   calling thread and reaped on the tokio reactor (or a thread outside a
+//!   runtime), hundreds of operations in flight.
 //! - [`psync::PsyncEngine`]: a pool of threads issuing `pread`/`pwrite`; the
 //!   pool size bounds the operations in flight. Portable.
 //!
@@ -52,6 +53,10 @@ pub struct IoRequest {
 /// error occurred; never block the submitting thread on the device.
 pub trait IoEngine: Send + Sync + 'static {
     fn submit(&self, req: IoRequest);
+    /// Delivers whatever completions are ready, on the calling thread.
+    /// Blocking waiters call it so they never depend on another thread
+    /// to make progress. Default: nothing to do.
+    fn poll(&self) {}
     /// A short name for INFO and logs ("io_uring", "psync", ...).
     fn name(&self) -> &'static str;
 }
@@ -73,18 +78,7 @@ pub fn write_blocking(
     offset: u64,
     buf: AlignedBuf,
 ) -> (AlignedBuf, io::Result<usize>) {
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    io.submit(IoRequest {
-        op: IoOp::Write,
-        file,
-        offset,
-        buf,
-        done: Box::new(move |b, r| {
-            let _ = tx.send((b, r));
-        }),
-    });
-    rx.recv()
-        .expect("I/O engine dropped a request without completing it")
+    submit_blocking(io, IoOp::Write, file, offset, buf)
 }
 
 /// Submits a read and blocks the calling (background) thread until done.
@@ -94,9 +88,19 @@ pub fn read_blocking(
     offset: u64,
     buf: AlignedBuf,
 ) -> (AlignedBuf, io::Result<usize>) {
+    submit_blocking(io, IoOp::Read, file, offset, buf)
+}
+
+fn submit_blocking(
+    io: &dyn IoEngine,
+    op: IoOp,
+    file: Arc<File>,
+    offset: u64,
+    buf: AlignedBuf,
+) -> (AlignedBuf, io::Result<usize>) {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     io.submit(IoRequest {
-        op: IoOp::Read,
+        op,
         file,
         offset,
         buf,
@@ -104,8 +108,18 @@ pub fn read_blocking(
             let _ = tx.send((b, r));
         }),
     });
-    rx.recv()
-        .expect("I/O engine dropped a request without completing it")
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(1)) {
+            Ok(done) => return done,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => io.poll(),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return (
+                    AlignedBuf::zeroed(0),
+                    Err(io::Error::other("I/O engine dropped a request")),
+                )
+            }
+        }
+    }
 }
 
 fn submit_with_future(

@@ -1,14 +1,18 @@
-//! The io_uring backend: one ring driven by one thread.
+//! The io_uring backend: one ring per engine, submitted to directly by the
+//! calling thread (no hand-off), with completions reaped by whoever is
+//! woken by the ring's registered eventfd:
+//! - inside a tokio runtime, a reaper task on the runtime's reactor (so a
+//!   cold GET costs no thread switch beyond the worker's own wakeup);
+//! - otherwise, a dedicated reaper thread.
 //!
-//! Submitters push requests on a queue and bump an eventfd; the ring thread
-//! keeps a read of that eventfd always armed, so a new request wakes it even
-//! while it sleeps in `submit_and_wait`. Requests live in a slab indexed by
-//! the SQE's `user_data` until their completion arrives.
+//! Blocking callers (the background thread) also reap while they wait
+//! (`IoEngine::poll`), so they never depend on the reaper being alive.
 //!
 //! Invariants:
-//! 1. At most `depth` requests are in the ring; the rest wait in the queue.
-//! 2. Every request is completed exactly once (on shutdown, queued ones
-//!    complete with an error).
+//! 1. At most `depth` requests are in the ring; the rest wait in `queued`
+//!    and enter as completions free slots.
+//! 2. Every request is completed exactly once; callbacks run outside the
+//!    ring lock. On shutdown, queued requests complete with an error.
 //! 3. A buffer is not touched by anyone but the kernel while its SQE is in
 //!    flight: the request (which owns it) sits in the slab until then.
 
@@ -17,25 +21,97 @@ use io_uring::{opcode, types, IoUring};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-const WAKE_TOKEN: u64 = u64::MAX;
+struct Ring {
+    ring: IoUring,
+    slab: Vec<Option<IoRequest>>,
+    free: Vec<usize>,
+    in_flight: usize,
+    depth: usize,
+    queued: VecDeque<IoRequest>,
+}
+
+impl Ring {
+    /// Moves queued requests into free ring slots (invariant 1) and tells
+    /// the kernel about them.
+    fn submit_queued(&mut self) -> io::Result<()> {
+        let mut pushed = false;
+        while self.in_flight < self.depth {
+            let Some(mut req) = self.queued.pop_front() else {
+                break;
+            };
+            let idx = self.free.pop().unwrap_or_else(|| {
+                self.slab.push(None);
+                self.slab.len() - 1
+            });
+            let fd = types::Fd(req.file.as_raw_fd());
+            let len = req.buf.len() as u32;
+            let e = match req.op {
+                IoOp::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
+                    .offset(req.offset)
+                    .build(),
+                IoOp::Write => opcode::Write::new(fd, req.buf.as_ptr(), len)
+                    .offset(req.offset)
+                    .build(),
+            }
+            .user_data(idx as u64);
+            self.slab[idx] = Some(req);
+            self.in_flight += 1;
+            // SAFETY: the buffer is owned by the request in the slab until
+            // its completion is reaped (invariant 3).
+            while unsafe { self.ring.submission().push(&e) }.is_err() {
+                self.ring.submit()?;
+            }
+            pushed = true;
+        }
+        if pushed {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
+    /// Takes the completed requests out of the ring.
+    fn reap(&mut self, done: &mut Vec<(IoRequest, i32)>) {
+        let cqes: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (token, res) in cqes {
+            let idx = token as usize;
+            if let Some(req) = self.slab.get_mut(idx).and_then(Option::take) {
+                self.free.push(idx);
+                self.in_flight -= 1;
+                done.push((req, res));
+            }
+        }
+    }
+}
 
 struct Shared {
-    queue: Mutex<VecDeque<IoRequest>>,
-    eventfd: i32,
+    ring: Mutex<Ring>,
+    /// Registered with the ring: signalled on every completion.
+    eventfd: OwnedFd,
     shutdown: AtomicBool,
 }
 
 impl Shared {
-    fn wake(&self) {
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes from a valid u64 to our own eventfd.
-        unsafe {
-            libc::write(self.eventfd, (&one as *const u64).cast(), 8);
+    /// Reaps completions, refills the ring, then runs the callbacks.
+    fn reap(&self) {
+        let mut done = Vec::new();
+        {
+            let mut r = self.ring.lock();
+            r.reap(&mut done);
+            if let Err(e) = r.submit_queued() {
+                tracing::error!("io_uring submit failed: {e}");
+            }
+        }
+        for (req, res) in done {
+            complete(req, res);
         }
     }
 }
@@ -49,110 +125,93 @@ impl UringEngine {
     pub fn new(depth: usize) -> io::Result<UringEngine> {
         let entries = (depth.clamp(8, 4096) as u32).next_power_of_two();
         let ring = IoUring::new(entries)?;
-        // SAFETY: plain syscall.
-        let eventfd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-        if eventfd < 0 {
+        // SAFETY: plain syscall; the fd is owned below.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if raw < 0 {
             return Err(io::Error::last_os_error());
         }
+        // SAFETY: `raw` is a new fd that nothing else owns.
+        let eventfd = unsafe { OwnedFd::from_raw_fd(raw) };
+        ring.submitter().register_eventfd(raw)?;
         let shared = Arc::new(Shared {
-            queue: Mutex::new(VecDeque::new()),
+            ring: Mutex::new(Ring {
+                ring,
+                slab: Vec::new(),
+                free: Vec::new(),
+                in_flight: 0,
+                depth: entries as usize,
+                queued: VecDeque::new(),
+            }),
             eventfd,
             shutdown: AtomicBool::new(false),
         });
-        let s = shared.clone();
-        let depth = entries as usize - 1; // one slot for the eventfd read
-        let thread = std::thread::Builder::new()
-            .name("strata-uring".into())
-            .spawn(move || {
-                if let Err(e) = drive(ring, &s, depth) {
-                    tracing::error!("io_uring thread failed: {e}");
-                }
-                // Invariant 2: fail whatever is left.
-                for r in s.queue.lock().drain(..) {
-                    (r.done)(r.buf, Err(io::Error::other("I/O engine shut down")));
-                }
-            })?;
-        Ok(UringEngine {
-            shared,
-            thread: Some(thread),
-        })
+        let thread = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let _entered = handle.enter();
+                // SAFETY: the eventfd is owned by `Shared`, which the
+                // `EventFd` handle keeps alive, so the fd stays open and
+                // unchanged for the whole life of the AsyncFd.
+                let fd = unsafe { tokio::io::unix::AsyncFd::register(EventFd(shared.clone())) }
+                    .map_err(io::Error::from)?;
+                handle.spawn(reap_on_reactor(fd));
+                None
+            }
+            Err(_) => {
+                let s = shared.clone();
+                Some(
+                    std::thread::Builder::new()
+                        .name("strata-uring".into())
+                        .spawn(move || reap_on_thread(&s))?,
+                )
+            }
+        };
+        Ok(UringEngine { shared, thread })
     }
 }
 
-fn drive(mut ring: IoUring, shared: &Shared, depth: usize) -> io::Result<()> {
-    let mut slab: Vec<Option<IoRequest>> = Vec::new();
-    let mut free: Vec<usize> = Vec::new();
-    let mut in_flight = 0usize;
-    let mut wake_buf = [0u8; 8];
-    let mut wake_armed = false;
-    loop {
-        if !wake_armed {
-            let e = opcode::Read::new(types::Fd(shared.eventfd), wake_buf.as_mut_ptr(), 8)
-                .build()
-                .user_data(WAKE_TOKEN);
-            // SAFETY: wake_buf outlives the ring's use of it (it lives for the
-            // whole function, and the ring is dropped before return).
-            unsafe { push(&mut ring, &e)? };
-            wake_armed = true;
+/// Reads (and so resets) the eventfd; false when it was not signalled.
+fn drain_eventfd(fd: RawFd) -> bool {
+    let mut v = 0u64;
+    // SAFETY: reading 8 bytes into a valid u64 from our own eventfd.
+    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    n == 8
+}
+
+/// The ring's eventfd, kept open by the shared state it belongs to.
+struct EventFd(Arc<Shared>);
+
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.eventfd.as_raw_fd()
+    }
+}
+
+async fn reap_on_reactor(fd: tokio::io::unix::AsyncFd<EventFd>) {
+    let s = fd.get_ref().0.clone();
+    while !s.shutdown.load(Ordering::Acquire) {
+        let Ok(mut guard) = fd.readable().await else {
+            return;
+        };
+        if drain_eventfd(fd.as_raw_fd()) {
+            s.reap();
+        } else {
+            guard.clear_ready();
         }
-        // Move queued requests into the ring (invariant 1).
-        {
-            let mut q = shared.queue.lock();
-            while in_flight < depth {
-                let Some(mut req) = q.pop_front() else { break };
-                let idx = free.pop().unwrap_or_else(|| {
-                    slab.push(None);
-                    slab.len() - 1
-                });
-                let fd = types::Fd(req.file.as_raw_fd());
-                let len = req.buf.len() as u32;
-                let e = match req.op {
-                    IoOp::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
-                        .offset(req.offset)
-                        .build(),
-                    IoOp::Write => opcode::Write::new(fd, req.buf.as_ptr(), len)
-                        .offset(req.offset)
-                        .build(),
-                }
-                .user_data(idx as u64);
-                slab[idx] = Some(req);
-                in_flight += 1;
-                // SAFETY: the buffer is owned by the request in the slab (invariant 3).
-                unsafe { push(&mut ring, &e)? };
-            }
-        }
-        match ring.submit_and_wait(1) {
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-            Err(e) => return Err(e),
-        }
-        let done: Vec<(u64, i32)> = ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
-        for (token, res) in done {
-            if token == WAKE_TOKEN {
-                wake_armed = false;
-                if shared.shutdown.load(Ordering::Acquire) && in_flight == 0 {
-                    return Ok(());
-                }
-                continue;
-            }
-            let idx = token as usize;
-            let Some(req) = slab.get_mut(idx).and_then(Option::take) else {
-                continue;
-            };
-            free.push(idx);
-            in_flight -= 1;
-            complete(req, res);
-        }
-        if shared.shutdown.load(Ordering::Acquire)
-            && in_flight == 0
-            && shared.queue.lock().is_empty()
-        {
-            return Ok(());
-        }
+    }
+}
+
+fn reap_on_thread(s: &Shared) {
+    let fd = s.eventfd.as_raw_fd();
+    while !s.shutdown.load(Ordering::Acquire) {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; 100 ms timeout so shutdown is noticed.
+        unsafe { libc::poll(&mut p, 1, 100) };
+        drain_eventfd(fd);
+        s.reap();
     }
 }
 
@@ -180,27 +239,20 @@ fn complete(req: IoRequest, res: i32) {
     done(buf, Ok(n))
 }
 
-/// Pushes one SQE, submitting first if the submission queue is full.
-///
-/// # Safety
-/// The buffers the entry points at must stay valid until it completes.
-unsafe fn push(ring: &mut IoUring, e: &io_uring::squeue::Entry) -> io::Result<()> {
-    loop {
-        // SAFETY: forwarded from the caller.
-        if unsafe { ring.submission().push(e) }.is_ok() {
-            return Ok(());
-        }
-        ring.submit()?;
-    }
-}
-
 impl IoEngine for UringEngine {
     fn submit(&self, req: IoRequest) {
         if self.shared.shutdown.load(Ordering::Acquire) {
             return (req.done)(req.buf, Err(io::Error::other("I/O engine shut down")));
         }
-        self.shared.queue.lock().push_back(req);
-        self.shared.wake();
+        let mut r = self.shared.ring.lock();
+        r.queued.push_back(req);
+        if let Err(e) = r.submit_queued() {
+            tracing::error!("io_uring submit failed: {e}");
+        }
+    }
+
+    fn poll(&self) {
+        self.shared.reap();
     }
 
     fn name(&self) -> &'static str {
@@ -211,13 +263,30 @@ impl IoEngine for UringEngine {
 impl Drop for UringEngine {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::Release);
-        self.shared.wake();
+        // Let what is in flight finish, then fail what never entered.
+        for _ in 0..1000 {
+            self.shared.reap();
+            if self.shared.ring.lock().in_flight == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let queued: Vec<IoRequest> = self.shared.ring.lock().queued.drain(..).collect();
+        for r in queued {
+            (r.done)(r.buf, Err(io::Error::other("I/O engine shut down")));
+        }
+        // Wake a reactor reaper so it sees the shutdown flag.
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes from a valid u64 to our own eventfd.
+        unsafe {
+            libc::write(
+                self.shared.eventfd.as_raw_fd(),
+                (&one as *const u64).cast(),
+                8,
+            );
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
-        }
-        // SAFETY: closing our own eventfd once, after the thread is gone.
-        unsafe {
-            libc::close(self.shared.eventfd);
         }
     }
 }
