@@ -27,6 +27,8 @@ pub struct ConnState {
     pub db: usize,
     pub version: Version,
     pub handle: Arc<ClientHandle>,
+    /// False until AUTH succeeds when `requirepass` is set.
+    pub authenticated: bool,
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
@@ -36,10 +38,12 @@ const ROOM_WAIT_LIMIT: Duration = Duration::from_secs(10);
 
 pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
     let _ = stream.set_nodelay(true);
+    let authenticated = shared.config.read().requirepass.is_none();
     let mut conn = ConnState {
         db: 0,
         version: Version::Resp2,
         handle,
+        authenticated,
     };
     let mut inbuf = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);
@@ -170,6 +174,10 @@ fn execute(
         shared.stats.unknown_commands.fetch_add(1, Relaxed);
         return Outcome::Done;
     };
+    if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
+        reply::error(target, reply::NOAUTH);
+        return Outcome::Done;
+    }
     if !spec.arity_ok(args.len()) {
         reply::arity(target, spec.name);
         return Outcome::Done;

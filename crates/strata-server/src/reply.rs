@@ -5,6 +5,7 @@ use strata_engine::EngineError;
 use strata_protocol::write_error;
 
 pub const SYNTAX: &str = "ERR syntax error";
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
 pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const NOT_FLOAT: &str = "ERR value is not a valid float";
 pub const OVERFLOW: &str = "ERR increment or decrement would overflow";

@@ -705,3 +705,22 @@ fn reset_restores_connection_defaults() {
         "-ERR wrong number of arguments for 'reset' command\r\n",
     );
 }
+
+/// requirepass: commands are refused with NOAUTH until AUTH succeeds.
+#[test]
+fn requirepass_is_enforced() {
+    let srv = Server::start(&["--requirepass", "s3cret"]);
+    let mut s = srv.raw();
+    assert_eq!(
+        roundtrip(&mut s, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 34),
+        b"-NOAUTH Authentication required.\r\n"
+    );
+    let wrong = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+    assert_eq!(roundtrip(&mut s, b"AUTH nope\r\n", wrong.len()), wrong);
+    assert_eq!(roundtrip(&mut s, b"AUTH s3cret\r\n", 5), b"+OK\r\n");
+    assert_eq!(roundtrip(&mut s, b"GET k\r\n", 5), b"$-1\r\n");
+    // HELLO can authenticate in the same call.
+    let mut s2 = srv.raw();
+    let r = roundtrip(&mut s2, b"HELLO 3 AUTH default s3cret\r\n", 4);
+    assert!(r.starts_with(b"%7\r\n"), "{}", String::from_utf8_lossy(&r));
+}

@@ -55,6 +55,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 reply::error(ctx.out, msg);
                 return Outcome::Done;
             }
+            ctx.conn.authenticated = true;
             i += 3;
         } else if is(&args[i], "setname") && i + 1 < args.len() {
             name = Some(args[i + 1].clone());
@@ -69,6 +70,10 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             );
             return Outcome::Done;
         }
+    }
+    if !ctx.conn.authenticated {
+        reply::error(ctx.out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return Outcome::Done;
     }
     if let Some(n) = name {
         if let Err(e) = super::client::set_name(ctx, &n) {
@@ -124,7 +129,10 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let user = (args.len() == 3).then(|| &args[1][..]);
     match auth_error(ctx, user, &args[args.len() - 1]) {
-        None => write_simple(ctx.out, b"OK"),
+        None => {
+            ctx.conn.authenticated = true;
+            write_simple(ctx.out, b"OK");
+        }
         Some(e) => reply::error(ctx.out, e),
     }
     Outcome::Done

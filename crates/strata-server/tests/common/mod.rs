@@ -48,8 +48,11 @@ impl Server {
             if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
                 if s.write_all(b"PING\r\n").is_ok() {
+                    // PONG, or NOAUTH when a password is required: it serves.
                     let mut buf = [0u8; 7];
-                    if s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n" {
+                    if s.read_exact(&mut buf).is_ok()
+                        && (&buf == b"+PONG\r\n" || &buf == b"-NOAUTH")
+                    {
                         return true;
                     }
                 }
