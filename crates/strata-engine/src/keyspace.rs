@@ -30,6 +30,8 @@ pub enum ExpireCond {
     Xx,
     Gt,
     Lt,
+    /// XX and LT together: the key has a TTL and the new one is smaller.
+    XxLt,
 }
 
 /// Where a value lives (DEBUG TIER).
@@ -156,6 +158,7 @@ impl Engine {
             ExpireCond::Xx => cur != 0,
             ExpireCond::Gt => cur != 0 && at_ms > cur,
             ExpireCond::Lt => cur == 0 || at_ms < cur,
+            ExpireCond::XxLt => cur != 0 && at_ms < cur,
         };
         if ok {
             inner.set_expire_at(sh, db, idx, at_ms);

@@ -74,11 +74,16 @@ pub struct Engine {
 }
 
 pub(crate) struct Inner {
+    /// The index, sharded by key hash. A shard lock is held only for short,
+    /// non-blocking sections, never across I/O; code that needs several
+    /// takes them in ascending index order. Never call `ram_used` (which
+    /// may lock every shard) while holding one.
     pub shards: Box<[Mutex<Shard>]>,
     pub hasher: Hasher,
     pub databases: usize,
     pub table: Arc<SegmentTable>,
     pub io: Arc<dyn IoEngine>,
+    /// Settings CONFIG SET may change (atomics).
     pub tun: Tunables,
     pub stats: Stats,
     /// Source of sequence numbers (entry versions and record seqs).

@@ -291,6 +291,14 @@ impl Inner {
         value: Bytes,
         expire_at_ms: u64,
     ) {
+        if expire_at_ms != 0 && expire_at_ms <= now_ms() {
+            // Already expired (SET ... EXAT in the past): the key is gone,
+            // as in Redis, rather than stored dead until the sweep.
+            if let Some(i) = idx {
+                self.remove_index(sh, db, i, false);
+            }
+            return;
+        }
         let version = self.next_seq();
         let value_len = value.len() as u32;
         let slot = Slot::hot(value, None);
@@ -324,6 +332,7 @@ impl Inner {
                 };
                 let key = crate::index::CompactKey::from(key);
                 sh.acct.entry_added(db, key.heap_bytes(), &e);
+                crate::index::reserve_one(&mut sh.dbs[db]);
                 sh.dbs[db].insert(key, e);
             }
         }

@@ -598,3 +598,51 @@ fn info_keyspace_line_format() {
     // Databases in order; one without TTLs has avg_ttl=0.
     assert_eq!(lines[2], "db3:keys=2,expires=0,avg_ttl=0");
 }
+
+/// A write whose expiry is already in the past leaves no key behind (as in
+/// Redis), and EXPIRE XX LT is one atomic condition.
+#[test]
+fn past_expiry_on_write_removes_the_key_and_xx_lt_is_atomic() {
+    let srv = start();
+    let mut con = srv.client();
+    let _: () = redis::cmd("SET")
+        .arg("gone")
+        .arg("v")
+        .arg("PXAT")
+        .arg(1)
+        .query(&mut con)
+        .unwrap();
+    let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(n, 0, "an already-expired SET must not leave a key");
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut con).unwrap();
+    // XX LT on a key without TTL: no TTL to lower, nothing set.
+    let r: i64 = redis::cmd("EXPIRE")
+        .arg("k")
+        .arg(100)
+        .arg("XX")
+        .arg("LT")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, 0);
+    let _: i64 = redis::cmd("EXPIRE")
+        .arg("k")
+        .arg(100)
+        .query(&mut con)
+        .unwrap();
+    let r: i64 = redis::cmd("EXPIRE")
+        .arg("k")
+        .arg(50)
+        .arg("XX")
+        .arg("LT")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, 1);
+    let r: i64 = redis::cmd("EXPIRE")
+        .arg("k")
+        .arg(80)
+        .arg("XX")
+        .arg("LT")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(r, 0);
+}

@@ -232,12 +232,13 @@ fn expire_generic(
         );
         return Outcome::Done;
     }
-    // XX GT is GT (GT already needs a TTL); XX LT is LT on a key that has a
-    // TTL, checked here because the engine takes a single condition.
+    // XX GT is GT (GT already needs a TTL); XX LT needs both, atomically.
     let cond = if nx {
         ExpireCond::Nx
     } else if gt {
         ExpireCond::Gt
+    } else if xx && lt {
+        ExpireCond::XxLt
     } else if lt {
         ExpireCond::Lt
     } else if xx {
@@ -249,10 +250,6 @@ fn expire_generic(
         reply::error(ctx.out, reply::NOT_INTEGER);
         return Outcome::Done;
     };
-    if xx && lt && !matches!(ctx.engine().ttl(ctx.db(), &args[1]), TtlState::At(_)) {
-        write_integer(ctx.out, 0);
-        return Outcome::Done;
-    }
     let at = n.checked_mul(unit_ms).and_then(|ms| {
         if absolute {
             Some(ms)
