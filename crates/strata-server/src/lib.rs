@@ -48,6 +48,9 @@ pub struct ServerStats {
     pub write_waits: AtomicU64,
 }
 
+/// Changes the log level of the running process (installed by the binary).
+pub type LogReloader = Box<dyn Fn(&config::LogLevel) + Send + Sync>;
+
 /// State shared by every connection.
 pub struct Shared {
     pub engine: Engine,
@@ -63,6 +66,7 @@ pub struct Shared {
     idle_timeout_secs: AtomicU64,
     shutdown: Notify,
     shutting_down: AtomicBool,
+    log_reloader: std::sync::OnceLock<LogReloader>,
 }
 
 impl Shared {
@@ -90,9 +94,17 @@ impl Shared {
         self.shutdown.notified().await;
     }
 
+    /// Installs the function that applies `loglevel` changes.
+    pub fn set_log_reloader(&self, f: LogReloader) {
+        let _ = self.log_reloader.set(f);
+    }
+
     /// Pushes run-time configuration into the engine and the limits.
     pub fn apply_config(&self) {
         let c = self.config.read();
+        if let Some(reload) = self.log_reloader.get() {
+            reload(&c.loglevel);
+        }
         self.max_bulk_len
             .store(c.proto_max_bulk_len as usize, Relaxed);
         self.idle_timeout_secs.store(c.timeout, Relaxed);
@@ -196,6 +208,7 @@ pub async fn start(
         tcp_port: AtomicU64::new(0),
         shutdown: Notify::new(),
         shutting_down: AtomicBool::new(false),
+        log_reloader: std::sync::OnceLock::new(),
     });
     shared.apply_config();
     let mut addrs = Vec::new();

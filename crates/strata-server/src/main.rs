@@ -3,6 +3,7 @@
 
 use strata_server::alloc::CountingAlloc;
 use strata_server::config::{self, Config, LogLevel};
+use strata_server::LogReloader;
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -29,7 +30,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    init_logging(&config);
+    let reload_log = init_logging(&config);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.threads.max(1))
         .thread_name("strata-worker")
@@ -44,7 +45,10 @@ fn main() {
     };
     let code = runtime.block_on(async move {
         let handle = match strata_server::start(config, config_file).await {
-            Ok(h) => h,
+            Ok(h) => {
+                h.shared.set_log_reloader(reload_log);
+                h
+            }
             Err(e) => {
                 tracing::error!("cannot start: {e}");
                 eprintln!("strata-server: cannot start: {e}");
@@ -76,29 +80,46 @@ async fn wait_for_signal() {
     }
 }
 
-fn init_logging(c: &Config) {
-    let level = match c.loglevel {
-        LogLevel::Debug => "debug",
-        LogLevel::Verbose => "debug",
+/// The tracing filter for a Redis log level.
+fn filter(level: &LogLevel) -> tracing_subscriber::EnvFilter {
+    tracing_subscriber::EnvFilter::new(match level {
+        LogLevel::Debug | LogLevel::Verbose => "debug",
         LogLevel::Notice => "info",
         LogLevel::Warning => "warn",
         LogLevel::Nothing => "off",
-    };
+    })
+}
+
+/// Installs the log subscriber; returns how to change its level later
+/// (CONFIG SET loglevel).
+fn init_logging(c: &Config) -> LogReloader {
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(level))
+        .with_env_filter(filter(&c.loglevel))
         .with_target(false);
     if c.logfile.is_empty() {
+        let builder = builder.with_filter_reloading();
+        let handle = builder.reload_handle();
         builder.init();
+        Box::new(move |l: &LogLevel| {
+            let _ = handle.reload(filter(l));
+        })
     } else {
         match std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&c.logfile)
         {
-            Ok(f) => builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(f))
-                .init(),
+            Ok(f) => {
+                let builder = builder
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(f))
+                    .with_filter_reloading();
+                let handle = builder.reload_handle();
+                builder.init();
+                Box::new(move |l: &LogLevel| {
+                    let _ = handle.reload(filter(l));
+                })
+            }
             Err(e) => {
                 eprintln!("strata-server: cannot open logfile {}: {e}", c.logfile);
                 std::process::exit(1);
