@@ -248,7 +248,7 @@ impl Engine {
         }
     }
 
-    /// COPY src dst [DB n] [REPLACE]: Ok(None) if the source is missing,
+    /// COPY src dst \[DB n\] \[REPLACE\]: Ok(None) if the source is missing,
     /// Ok(Some(false)) if the target exists and !replace.
     pub fn copy(
         &self,

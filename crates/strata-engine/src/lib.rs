@@ -3,10 +3,10 @@
 //! Every key and its metadata live in RAM ([`index`]); each value is *hot*
 //! (bytes in RAM) or *cold* (one record in the flash log). Under memory
 //! pressure the background thread *demotes* the coldest hot values to flash
-//! ([`tiering`]); a read of a cold value costs one device read and may
+//! (`tiering`); a read of a cold value costs one device read and may
 //! *promote* the value back to RAM ([`read`], policy [`PromotePolicy`]).
 //! Overwrites, deletes and expiries of cold values only touch RAM: the old
-//! record becomes garbage, and the collector ([`gc`]) reclaims segments with
+//! record becomes garbage, and the collector (`gc`) reclaims segments with
 //! few *live bytes* by moving their live records.
 //!
 //! Glossary: *segment* — one file of the log, appended to sequentially and

@@ -3,7 +3,7 @@
 //! [`FORMAT_VERSION`]).
 //!
 //! Framing rules:
-//! - A segment file starts with one [`PAGE`](super::buf::PAGE) holding the
+//! - A segment file starts with one [`PAGE`] holding the
 //!   segment header; records follow from offset `PAGE`.
 //! - Records are packed back to back, not aligned. A record never spans two
 //!   segments.

@@ -86,7 +86,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// CLIENT KILL <addr> (old form: +OK or error) or filters (count).
+/// CLIENT KILL `<addr>` (old form: +OK or error) or filters (count).
 fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     let me = ctx.conn.handle.id;
     if args.len() == 3 {

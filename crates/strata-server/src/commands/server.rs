@@ -461,7 +461,7 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// DEBUG TIER <key>: where the value lives. DEBUG SLEEP <seconds> is not
+/// DEBUG TIER `<key>`: where the value lives. DEBUG SLEEP `<seconds>` is not
 /// offered (it would block a worker thread).
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];

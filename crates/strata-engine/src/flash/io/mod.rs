@@ -9,7 +9,7 @@
 //!   pool size bounds the operations in flight. Portable.
 //!
 //! The engine never blocks a request thread on a disk syscall: request paths
-//! submit and await a completion future ([`IoEngine::read`]); only the
+//! submit and await a completion future ([`read`]); only the
 //! background demoter/reclaimer thread waits synchronously.
 
 pub mod psync;
