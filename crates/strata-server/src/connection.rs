@@ -33,6 +33,10 @@ pub struct ConnState {
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
 
+/// Most replies a connection keeps pending (cold reads in flight plus the
+/// replies queued behind them); a deeper pipeline waits for the oldest.
+const MAX_PENDING: usize = 256;
+
 /// Longest a write waits for demotion to make room before OOM.
 const ROOM_WAIT_LIMIT: Duration = Duration::from_secs(10);
 
@@ -83,6 +87,12 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             if barrier {
                 drain(&mut pending, &mut out).await;
                 barrier = false;
+            }
+            // Bound the reads in flight per connection (each holds a buffer).
+            while pending.len() >= MAX_PENDING {
+                if let Some(reply) = pending.next().await {
+                    out.extend_from_slice(&reply);
+                }
             }
             let spec = dispatch::lookup(&args[0]);
             if spec.is_some_and(|s| s.has_flag("denyoom") && s.arity_ok(args.len()))
