@@ -125,3 +125,38 @@ pub fn rss_bytes() -> u64 {
         .map(|pages| pages * 4096)
         .unwrap_or(0)
 }
+
+/// Hands memory freed by demotion back to the OS. glibc keeps freed chunks
+/// in its arenas, so after values move to flash RSS stays far above
+/// `used_memory`; `malloc_trim` returns the free pages. Checked once a
+/// second; trims when RSS exceeds the allocated bytes by a quarter (and by
+/// at least 16 MiB), on a blocking thread (it walks the heap).
+pub async fn return_freed_memory(shared: std::sync::Arc<crate::Shared>) {
+    const MIN_EXCESS: u64 = 16 << 20;
+    let mut pause = std::time::Duration::from_secs(1);
+    loop {
+        tokio::time::sleep(pause).await;
+        if shared.shutdown_requested() {
+            return;
+        }
+        let Some(used) = allocated_bytes() else {
+            return;
+        };
+        let rss = rss_bytes();
+        pause = std::time::Duration::from_secs(1);
+        if rss > used + (used / 4).max(MIN_EXCESS) {
+            let _ = tokio::task::spawn_blocking(|| {
+                #[cfg(all(target_os = "linux", target_env = "gnu"))]
+                // SAFETY: malloc_trim only releases free memory.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
+            })
+            .await;
+            // What is left is fragmentation a trim cannot return: back off.
+            if rss_bytes() + MIN_EXCESS / 2 > rss {
+                pause = std::time::Duration::from_secs(30);
+            }
+        }
+    }
+}

@@ -86,6 +86,11 @@ impl Shared {
         }
     }
 
+    /// Whether shutdown was requested.
+    pub fn shutdown_requested(&self) -> bool {
+        self.shutting_down.load(Relaxed)
+    }
+
     /// Resolves when the server shuts down.
     pub async fn shutdown_signal(&self) {
         if self.shutting_down.load(Relaxed) {
@@ -218,6 +223,7 @@ pub async fn start(
         addrs.push(addr);
         tokio::spawn(accept_loop(shared.clone(), l));
     }
+    tokio::spawn(alloc::return_freed_memory(shared.clone()));
     Ok(ServerHandle { shared, addrs })
 }
 
