@@ -88,7 +88,7 @@ for pt in "${POINTS[@]}"; do
     lab=$([ "$pt" = uniform ] && echo uniform || echo "σ=1/$pt")
     printf '%s\t%s\t%s\t%s\t%s\n' "$lab" "$(m "${HIT[$pt]}")" "$(m "${OPS[$pt]}")" "$(m "${AVG[$pt]}")" "$(m "${P99[$pt]}")"
 done >"$TSV"
-title="strata GET, Gaussian keys over $KEYS x $VALUE_SIZE B, --maxmemory-ram $MAXMEM_RAM$([ "$QUICK" = 1 ] && echo ' (QUICK smoke run)')"
+title="strata GET, Gaussian keys over $KEYS x $VALUE_SIZE B, --maxmemory-ram $MAXMEM_RAM$([ "$QUICK" = 1 ] && echo ' (QUICK smoke run)' || true)"
 python3 -c 'import matplotlib' 2>/dev/null || pip install matplotlib >&2 || true
 if python3 -c 'import matplotlib' 2>/dev/null; then
     PLOTTER="python3 + matplotlib $(python3 -c 'import matplotlib; print(matplotlib.__version__)')"

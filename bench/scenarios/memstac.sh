@@ -117,7 +117,7 @@ S_END=$([[ " $SERVERS " == *" strata "* ]] && strata_state "${PORT[strata]}" || 
 elapsed=$(($(date +%s) - T0))
 
 # ---- plot: mean latency vs throughput, one panel per workload
-title="100 B records ($KEYS keys), 1/8 of values in strata's RAM$([ "$QUICK" = 1 ] && echo ' (QUICK smoke run)')"
+title="100 B records ($KEYS keys), 1/8 of values in strata's RAM$([ "$QUICK" = 1 ] && echo ' (QUICK smoke run)' || true)"
 python3 -c 'import matplotlib' 2>/dev/null || pip install matplotlib >&2 || true
 PLOTTER="python3 + matplotlib $(python3 -c 'import matplotlib; print(matplotlib.__version__)' 2>/dev/null || echo missing)"
 python3 - "$TSV" "$PNG" "$title" <<'EOF' || log "WARNING: plot failed"

@@ -111,7 +111,10 @@ impl Collector {
     fn pick(&mut self, inner: &Inner, writer: &SegmentWriter) -> Option<Job> {
         let current = writer.current_segment();
         let tight = inner.table.allocated_bytes() * 4 > inner.capacity * 3;
-        let threshold = if tight {
+        let threshold = if inner.flash_full.load(std::sync::atomic::Ordering::Relaxed) {
+            // Demotion is blocked on space: any garbage is worth moving.
+            1000
+        } else if tight {
             LIVE_THRESHOLD_TIGHT
         } else {
             LIVE_THRESHOLD_RELAXED

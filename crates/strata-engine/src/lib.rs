@@ -102,6 +102,9 @@ pub(crate) struct Inner {
     /// Set by the background thread when a full pass found nothing to demote
     /// or the flash is full: waiting for room would not help.
     pub demotion_stuck: AtomicBool,
+    /// Set when demotion found the flash full; the collector then takes any
+    /// segment with garbage. Cleared when demotion succeeds again.
+    pub flash_full: AtomicBool,
     /// Live record bytes on flash (sum over segments).
     pub flash_live_bytes: AtomicU64,
     /// Whether segment files use O_DIRECT.
@@ -165,6 +168,7 @@ impl Engine {
             shutdown: AtomicBool::new(false),
             room: tokio::sync::Notify::new(),
             demotion_stuck: AtomicBool::new(false),
+            flash_full: AtomicBool::new(false),
             flash_live_bytes: AtomicU64::new(0),
             direct_io: direct,
         });

@@ -89,12 +89,26 @@ pub(crate) fn run_background(inner: &Inner) {
                     Ok(_) => {
                         idle_scanned = 0;
                         inner.demotion_stuck.store(false, Relaxed);
+                        inner.flash_full.store(false, Relaxed);
                         busy = true;
                     }
                     Err(AppendError::Full) => {
-                        pause(tick);
-                        if inner.tun.eviction() != EvictionPolicy::NoEviction {
-                            busy |= gc.evict_oldest_segment(inner, &writer);
+                        // Garbage the collector can reclaim is room that is
+                        // coming: writers wait for it (backpressure) rather
+                        // than being refused.
+                        let garbage = inner
+                            .table
+                            .allocated_bytes()
+                            .saturating_sub(inner.flash_live_bytes.load(Relaxed));
+                        inner.flash_full.store(true, Relaxed);
+                        if garbage >= inner.segment_size {
+                            retry_at = Some(Instant::now() + Duration::from_millis(5));
+                            busy = true;
+                        } else {
+                            pause(tick);
+                            if inner.tun.eviction() != EvictionPolicy::NoEviction {
+                                busy |= gc.evict_oldest_segment(inner, &writer);
+                            }
                         }
                         demoting = false;
                     }
