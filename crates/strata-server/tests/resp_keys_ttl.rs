@@ -4,55 +4,10 @@
 //! FLUSHALL, and the `INFO keyspace` line format.
 
 mod common;
+use common::raw::Raw;
 use common::*;
 
 use std::collections::{HashMap, HashSet};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
-/// A raw connection that sends requests and checks exact reply bytes.
-struct Raw {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Raw {
-    fn new(srv: &Server) -> Raw {
-        Raw {
-            s: srv.raw(),
-            buf: Vec::new(),
-        }
-    }
-
-    /// Sends `args` and asserts the reply is exactly `want`.
-    fn expect(&mut self, args: &[&[u8]], want: &[u8]) {
-        let mut out = bytes::BytesMut::new();
-        strata_protocol::write_request(&mut out, args);
-        self.s.write_all(&out).unwrap();
-        let mut tmp = [0u8; 4096];
-        while self.buf.len() < want.len() {
-            match self.s.read(&mut tmp) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
-            }
-        }
-        let got: Vec<u8> = self.buf.drain(..want.len().min(self.buf.len())).collect();
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(want),
-            "reply to {:?}",
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-        );
-    }
-
-    /// Sends a command given as space-separated words.
-    fn w(&mut self, words: &str, want: &str) {
-        let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
-        self.expect(&args, want.as_bytes());
-    }
-}
 
 fn start() -> Server {
     Server::start(&["--maxmemory-ram", "16mb"])

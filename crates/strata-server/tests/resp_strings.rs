@@ -3,59 +3,10 @@
 //! texts and wire-level details are checked byte for byte on raw sockets.
 
 mod common;
+use common::raw::Raw;
 use common::*;
 
 use redis::Value;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-
-/// A raw connection that sends requests and checks exact reply bytes.
-struct Raw {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Raw {
-    fn new(srv: &Server) -> Raw {
-        Raw {
-            s: srv.raw(),
-            buf: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, args: &[&[u8]]) {
-        let mut out = bytes::BytesMut::new();
-        strata_protocol::write_request(&mut out, args);
-        self.s.write_all(&out).unwrap();
-    }
-
-    /// Sends `args` and asserts the reply is exactly `want`.
-    fn expect(&mut self, args: &[&[u8]], want: &[u8]) {
-        self.send(args);
-        let mut tmp = [0u8; 4096];
-        while self.buf.len() < want.len() {
-            match self.s.read(&mut tmp) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
-            }
-        }
-        let got: Vec<u8> = self.buf.drain(..want.len().min(self.buf.len())).collect();
-        assert_eq!(
-            String::from_utf8_lossy(&got),
-            String::from_utf8_lossy(want),
-            "reply to {:?}",
-            args.iter()
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-        );
-    }
-
-    /// Sends a command given as space-separated words.
-    fn expect_words(&mut self, words: &str, want: &str) {
-        let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
-        self.expect(&args, want.as_bytes());
-    }
-}
 
 fn start() -> Server {
     Server::start(&["--maxmemory-ram", "16mb"])
@@ -144,16 +95,16 @@ fn set_nx_xx_get_combinations() {
         ("SET k x FOO", "-ERR syntax error\r\n", Some("v10")),
     ];
     for (cmd, reply, after) in steps {
-        raw.expect_words(cmd, reply);
+        raw.w(cmd, reply);
         let want = match after {
             Some(v) => format!("${}\r\n{}\r\n", v.len(), v),
             None => "$-1\r\n".to_string(),
         };
-        raw.expect_words("GET k", &want);
+        raw.w("GET k", &want);
     }
-    raw.expect_words("GET k2", "$1\r\nw\r\n");
+    raw.w("GET k2", "$1\r\nw\r\n");
     // Wrong arity.
-    raw.expect_words(
+    raw.w(
         "SET k",
         "-ERR wrong number of arguments for 'set' command\r\n",
     );
@@ -177,26 +128,26 @@ fn set_expire_options_and_errors() {
         (format!("PXAT {}", now_ms + 100_000), 100_000),
     ];
     for (opt, want) in &cases {
-        raw.expect_words(&format!("SET k v {opt}"), "+OK\r\n");
+        raw.w(&format!("SET k v {opt}"), "+OK\r\n");
         let t = pttl(&mut con, "k");
         assert!(t > 0 && t <= *want && t > want - 5_000, "{opt}: pttl {t}");
     }
     // A plain SET clears the TTL.
-    raw.expect_words("SET k v", "+OK\r\n");
+    raw.w("SET k v", "+OK\r\n");
     assert_eq!(pttl(&mut con, "k"), -1);
     // KEEPTTL keeps it.
-    raw.expect_words("SET k v EX 100", "+OK\r\n");
-    raw.expect_words("SET k v2 KEEPTTL", "+OK\r\n");
+    raw.w("SET k v EX 100", "+OK\r\n");
+    raw.w("SET k v2 KEEPTTL", "+OK\r\n");
     assert!(pttl(&mut con, "k") > 90_000);
-    raw.expect_words("GET k", "$2\r\nv2\r\n");
+    raw.w("GET k", "$2\r\nv2\r\n");
     // KEEPTTL on a missing key: no TTL.
-    raw.expect_words("SET fresh v KEEPTTL", "+OK\r\n");
+    raw.w("SET fresh v KEEPTTL", "+OK\r\n");
     assert_eq!(pttl(&mut con, "fresh"), -1);
     // EXAT / PXAT in the past: the key is gone at once.
-    raw.expect_words("SET past v EXAT 1", "+OK\r\n");
-    raw.expect_words("GET past", "$-1\r\n");
-    raw.expect_words("SET past v PXAT 1000", "+OK\r\n");
-    raw.expect_words("EXISTS past", ":0\r\n");
+    raw.w("SET past v EXAT 1", "+OK\r\n");
+    raw.w("GET past", "$-1\r\n");
+    raw.w("SET past v PXAT 1000", "+OK\r\n");
+    raw.w("EXISTS past", ":0\r\n");
     let invalid = "-ERR invalid expire time in 'set' command\r\n";
     let errors: &[(&str, &str)] = &[
         // Zero and negative times are invalid.
@@ -225,10 +176,10 @@ fn set_expire_options_and_errors() {
         ("SET k v NX PX", "-ERR syntax error\r\n"),
     ];
     for (cmd, reply) in errors {
-        raw.expect_words(cmd, reply);
+        raw.w(cmd, reply);
     }
     // None of the failed SETs changed the value.
-    raw.expect_words("GET k", "$2\r\nv2\r\n");
+    raw.w("GET k", "$2\r\nv2\r\n");
 }
 
 #[test]
@@ -253,40 +204,40 @@ fn setnx_setex_psetex_getset_getdel() {
     let mut con = srv.client();
     let mut raw = Raw::new(&srv);
     // SETNX: 1 when created, 0 when the key exists.
-    raw.expect_words("SETNX k a", ":1\r\n");
-    raw.expect_words("SETNX k b", ":0\r\n");
-    raw.expect_words("GET k", "$1\r\na\r\n");
+    raw.w("SETNX k a", ":1\r\n");
+    raw.w("SETNX k b", ":0\r\n");
+    raw.w("GET k", "$1\r\na\r\n");
     // SETEX / PSETEX set value and TTL.
-    raw.expect_words("SETEX s 100 v", "+OK\r\n");
+    raw.w("SETEX s 100 v", "+OK\r\n");
     assert!(pttl(&mut con, "s") > 90_000);
-    raw.expect_words("PSETEX p 100000 v", "+OK\r\n");
+    raw.w("PSETEX p 100000 v", "+OK\r\n");
     assert!(pttl(&mut con, "p") > 90_000);
     // Zero or negative times are invalid; the error names the command.
-    raw.expect_words(
+    raw.w(
         "SETEX s 0 v",
         "-ERR invalid expire time in 'setex' command\r\n",
     );
-    raw.expect_words(
+    raw.w(
         "PSETEX p -10 v",
         "-ERR invalid expire time in 'psetex' command\r\n",
     );
-    raw.expect_words(
+    raw.w(
         "SETEX s abc v",
         "-ERR value is not an integer or out of range\r\n",
     );
-    raw.expect_words(
+    raw.w(
         "SETEX s 10",
         "-ERR wrong number of arguments for 'setex' command\r\n",
     );
     // GETSET returns the old value, sets the new one and clears the TTL.
-    raw.expect_words("GETSET s new", "$1\r\nv\r\n");
+    raw.w("GETSET s new", "$1\r\nv\r\n");
     assert_eq!(pttl(&mut con, "s"), -1);
-    raw.expect_words("GETSET missing x", "$-1\r\n");
-    raw.expect_words("GET missing", "$1\r\nx\r\n");
+    raw.w("GETSET missing x", "$-1\r\n");
+    raw.w("GET missing", "$1\r\nx\r\n");
     // GETDEL returns the value and deletes the key; nil when missing.
-    raw.expect_words("GETDEL k", "$1\r\na\r\n");
-    raw.expect_words("EXISTS k", ":0\r\n");
-    raw.expect_words("GETDEL k", "$-1\r\n");
+    raw.w("GETDEL k", "$1\r\na\r\n");
+    raw.w("EXISTS k", ":0\r\n");
+    raw.w("GETDEL k", "$-1\r\n");
 }
 
 #[test]
@@ -294,32 +245,32 @@ fn getex_options() {
     let srv = start();
     let mut con = srv.client();
     let mut raw = Raw::new(&srv);
-    raw.expect_words("SET k v", "+OK\r\n");
+    raw.w("SET k v", "+OK\r\n");
     // No option: a plain GET, TTL untouched.
-    raw.expect_words("GETEX k", "$1\r\nv\r\n");
+    raw.w("GETEX k", "$1\r\nv\r\n");
     assert_eq!(pttl(&mut con, "k"), -1);
     // EX / PX / EXAT / PXAT set the TTL.
-    raw.expect_words("GETEX k EX 100", "$1\r\nv\r\n");
+    raw.w("GETEX k EX 100", "$1\r\nv\r\n");
     assert!(pttl(&mut con, "k") > 90_000);
-    raw.expect_words("GETEX k PX 200000", "$1\r\nv\r\n");
+    raw.w("GETEX k PX 200000", "$1\r\nv\r\n");
     assert!(pttl(&mut con, "k") > 190_000);
     let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    raw.expect_words(&format!("GETEX k EXAT {}", now_s + 300), "$1\r\nv\r\n");
+    raw.w(&format!("GETEX k EXAT {}", now_s + 300), "$1\r\nv\r\n");
     assert!(pttl(&mut con, "k") > 290_000);
-    raw.expect_words(
+    raw.w(
         &format!("GETEX k PXAT {}", (now_s + 400) * 1000),
         "$1\r\nv\r\n",
     );
     assert!(pttl(&mut con, "k") > 390_000);
     // PERSIST removes it.
-    raw.expect_words("GETEX k PERSIST", "$1\r\nv\r\n");
+    raw.w("GETEX k PERSIST", "$1\r\nv\r\n");
     assert_eq!(pttl(&mut con, "k"), -1);
     // A missing key is nil, whatever the option.
-    raw.expect_words("GETEX missing EX 10", "$-1\r\n");
-    raw.expect_words("EXISTS missing", ":0\r\n");
+    raw.w("GETEX missing EX 10", "$-1\r\n");
+    raw.w("EXISTS missing", ":0\r\n");
     let errors: &[(&str, &str)] = &[
         // Zero / negative times are invalid, naming getex.
         (
@@ -342,45 +293,45 @@ fn getex_options() {
         ("GETEX k EX", "-ERR syntax error\r\n"),
     ];
     for (cmd, reply) in errors {
-        raw.expect_words(cmd, reply);
+        raw.w(cmd, reply);
     }
     assert_eq!(pttl(&mut con, "k"), -1);
     // EXAT in the past deletes the key after returning it.
-    raw.expect_words("GETEX k EXAT 1", "$1\r\nv\r\n");
-    raw.expect_words("GET k", "$-1\r\n");
+    raw.w("GETEX k EXAT 1", "$1\r\nv\r\n");
+    raw.w("GET k", "$-1\r\n");
 }
 
 #[test]
 fn mget_mset_msetnx() {
     let srv = start();
     let mut raw = Raw::new(&srv);
-    raw.expect_words("MSET a 1 b 2 c 3", "+OK\r\n");
+    raw.w("MSET a 1 b 2 c 3", "+OK\r\n");
     // MGET: values in order, nil for missing keys.
-    raw.expect_words(
+    raw.w(
         "MGET a missing c b",
         "*4\r\n$1\r\n1\r\n$-1\r\n$1\r\n3\r\n$1\r\n2\r\n",
     );
     // MSET with a duplicated key: the last value wins.
-    raw.expect_words("MSET d x d y", "+OK\r\n");
-    raw.expect_words("GET d", "$1\r\ny\r\n");
+    raw.w("MSET d x d y", "+OK\r\n");
+    raw.w("GET d", "$1\r\ny\r\n");
     // MSET clears TTLs of overwritten keys.
-    raw.expect_words("SET t v EX 100", "+OK\r\n");
-    raw.expect_words("MSET t w", "+OK\r\n");
-    raw.expect_words("TTL t", ":-1\r\n");
+    raw.w("SET t v EX 100", "+OK\r\n");
+    raw.w("MSET t w", "+OK\r\n");
+    raw.w("TTL t", ":-1\r\n");
     // MSETNX: all or nothing.
-    raw.expect_words("MSETNX n1 x n2 y", ":1\r\n");
-    raw.expect_words("MSETNX n3 x n1 z", ":0\r\n");
-    raw.expect_words("MGET n1 n2 n3", "*3\r\n$1\r\nx\r\n$1\r\ny\r\n$-1\r\n");
+    raw.w("MSETNX n1 x n2 y", ":1\r\n");
+    raw.w("MSETNX n3 x n1 z", ":0\r\n");
+    raw.w("MGET n1 n2 n3", "*3\r\n$1\r\nx\r\n$1\r\ny\r\n$-1\r\n");
     // Odd argument counts are arity errors.
-    raw.expect_words(
+    raw.w(
         "MSET a 1 b",
         "-ERR wrong number of arguments for 'mset' command\r\n",
     );
-    raw.expect_words(
+    raw.w(
         "MSETNX a",
         "-ERR wrong number of arguments for 'msetnx' command\r\n",
     );
-    raw.expect_words(
+    raw.w(
         "MGET",
         "-ERR wrong number of arguments for 'mget' command\r\n",
     );
@@ -392,29 +343,29 @@ fn append_and_strlen() {
     let mut con = srv.client();
     let mut raw = Raw::new(&srv);
     // APPEND creates a missing key and returns the new length.
-    raw.expect_words("APPEND k Hello", ":5\r\n");
+    raw.w("APPEND k Hello", ":5\r\n");
     raw.expect(&[b"APPEND", b"k", b" W\0rld"], b":11\r\n");
     raw.expect(&[b"GET", b"k"], b"$11\r\nHello W\0rld\r\n");
     // Appending nothing returns the length unchanged.
     raw.expect(&[b"APPEND", b"k", b""], b":11\r\n");
     // APPEND keeps the TTL.
-    raw.expect_words("EXPIRE k 100", ":1\r\n");
-    raw.expect_words("APPEND k !", ":12\r\n");
+    raw.w("EXPIRE k 100", ":1\r\n");
+    raw.w("APPEND k !", ":12\r\n");
     assert!(pttl(&mut con, "k") > 90_000);
     // APPEND to an integer makes a longer string.
-    raw.expect_words("SET n 12", "+OK\r\n");
-    raw.expect_words("APPEND n 34", ":4\r\n");
-    raw.expect_words("INCR n", ":1235\r\n");
+    raw.w("SET n 12", "+OK\r\n");
+    raw.w("APPEND n 34", ":4\r\n");
+    raw.w("INCR n", ":1235\r\n");
     // STRLEN of a missing key is 0.
-    raw.expect_words("STRLEN missing", ":0\r\n");
-    raw.expect_words("STRLEN k", ":12\r\n");
+    raw.w("STRLEN missing", ":0\r\n");
+    raw.w("STRLEN k", ":12\r\n");
 }
 
 #[test]
 fn getrange_and_substr() {
     let srv = start();
     let mut raw = Raw::new(&srv);
-    raw.expect_words("SET s This_is_a_string", "+OK\r\n");
+    raw.w("SET s This_is_a_string", "+OK\r\n");
     // (start, end, result)
     let cases: &[(&str, &str, &str)] = &[
         ("0", "3", "This"),
@@ -436,18 +387,18 @@ fn getrange_and_substr() {
     ];
     for (s, e, want) in cases {
         let reply = format!("${}\r\n{}\r\n", want.len(), want);
-        raw.expect_words(&format!("GETRANGE s {s} {e}"), &reply);
+        raw.w(&format!("GETRANGE s {s} {e}"), &reply);
         // SUBSTR is an alias.
-        raw.expect_words(&format!("SUBSTR s {s} {e}"), &reply);
+        raw.w(&format!("SUBSTR s {s} {e}"), &reply);
     }
     // A missing key is the empty string.
-    raw.expect_words("GETRANGE missing 0 -1", "$0\r\n\r\n");
+    raw.w("GETRANGE missing 0 -1", "$0\r\n\r\n");
     // Indices must be integers.
-    raw.expect_words(
+    raw.w(
         "GETRANGE s a 1",
         "-ERR value is not an integer or out of range\r\n",
     );
-    raw.expect_words(
+    raw.w(
         "GETRANGE s 0 1.5",
         "-ERR value is not an integer or out of range\r\n",
     );
@@ -458,37 +409,37 @@ fn setrange_padding_and_errors() {
     let srv = start();
     let mut raw = Raw::new(&srv);
     // On a missing key, the gap before the offset is zero-padded.
-    raw.expect_words("SETRANGE k 5 Redis", ":10\r\n");
-    raw.expect_words("GET k", "$10\r\n\0\0\0\0\0Redis\r\n");
+    raw.w("SETRANGE k 5 Redis", ":10\r\n");
+    raw.w("GET k", "$10\r\n\0\0\0\0\0Redis\r\n");
     // Overwrite in the middle.
-    raw.expect_words("SET h Hello_World", "+OK\r\n");
-    raw.expect_words("SETRANGE h 6 Redis", ":11\r\n");
-    raw.expect_words("GET h", "$11\r\nHello_Redis\r\n");
+    raw.w("SET h Hello_World", "+OK\r\n");
+    raw.w("SETRANGE h 6 Redis", ":11\r\n");
+    raw.w("GET h", "$11\r\nHello_Redis\r\n");
     // Extend past the end.
-    raw.expect_words("SETRANGE h 11 !!", ":13\r\n");
-    raw.expect_words("GET h", "$13\r\nHello_Redis!!\r\n");
+    raw.w("SETRANGE h 11 !!", ":13\r\n");
+    raw.w("GET h", "$13\r\nHello_Redis!!\r\n");
     // An empty patch on a missing key creates nothing and returns 0.
     raw.expect(&[b"SETRANGE", b"none", b"3", b""], b":0\r\n");
-    raw.expect_words("EXISTS none", ":0\r\n");
+    raw.w("EXISTS none", ":0\r\n");
     // An empty patch on an existing key returns its length.
     raw.expect(&[b"SETRANGE", b"h", b"100", b""], b":13\r\n");
     // SETRANGE keeps the TTL.
-    raw.expect_words("EXPIRE h 100", ":1\r\n");
-    raw.expect_words("SETRANGE h 0 J", ":13\r\n");
-    raw.expect_words("TTL h", ":100\r\n");
+    raw.w("EXPIRE h 100", ":1\r\n");
+    raw.w("SETRANGE h 0 J", ":13\r\n");
+    raw.w("TTL h", ":100\r\n");
     // Negative offsets are out of range.
-    raw.expect_words("SETRANGE k -1 x", "-ERR offset is out of range\r\n");
+    raw.w("SETRANGE k -1 x", "-ERR offset is out of range\r\n");
     // Non-integer offsets.
-    raw.expect_words(
+    raw.w(
         "SETRANGE k abc x",
         "-ERR value is not an integer or out of range\r\n",
     );
     // Offsets making the string longer than proto-max-bulk-len (512mb).
-    raw.expect_words(
+    raw.w(
         "SETRANGE k 536870912 x",
         "-ERR string exceeds maximum allowed size (proto-max-bulk-len)\r\n",
     );
-    raw.expect_words("STRLEN k", ":10\r\n");
+    raw.w("STRLEN k", ":10\r\n");
 }
 
 #[test]
@@ -547,15 +498,15 @@ fn incr_decr_family() {
         ),
     ];
     for (cmd, reply) in steps {
-        raw.expect_words(cmd, reply);
+        raw.w(cmd, reply);
     }
     // Spaces around the number make it a non-integer.
     raw.expect(&[b"SET", b"s", b" 1"], b"+OK\r\n");
-    raw.expect_words("INCR s", nan);
+    raw.w("INCR s", nan);
     // INCR keeps the TTL.
-    raw.expect_words("SET t 1 EX 100", "+OK\r\n");
-    raw.expect_words("INCR t", ":2\r\n");
-    raw.expect_words("TTL t", ":100\r\n");
+    raw.w("SET t 1 EX 100", "+OK\r\n");
+    raw.w("INCR t", ":2\r\n");
+    raw.w("TTL t", ":100\r\n");
 }
 
 #[test]
@@ -594,46 +545,33 @@ fn incrbyfloat_formatting() {
         ("GET f", bulk("5.6")),
     ];
     for (cmd, reply) in steps {
-        raw.expect_words(cmd, &reply);
+        raw.w(cmd, &reply);
     }
     // INCRBYFLOAT keeps the TTL.
-    raw.expect_words("EXPIRE f 100", ":1\r\n");
-    raw.expect_words("INCRBYFLOAT f 1", &bulk("6.6"));
-    raw.expect_words("TTL f", ":100\r\n");
+    raw.w("EXPIRE f 100", ":1\r\n");
+    raw.w("INCRBYFLOAT f 1", &bulk("6.6"));
+    raw.w("TTL f", ":100\r\n");
 }
 
 #[test]
 fn resp3_null_for_missing_get() {
     let srv = start();
-    let mut s = srv.raw();
-    s.write_all(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n").unwrap();
-    // HELLO 3 answers with a map (`%7`); read it whole before the next test.
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    loop {
-        if let Ok(strata_protocol::Parsed::Complete { value, consumed }) =
-            strata_protocol::parse_frame(&buf, &strata_protocol::Limits::default())
-        {
-            assert!(matches!(value, strata_protocol::Frame::Map(_)));
-            assert!(buf.starts_with(b"%7\r\n"));
-            buf.drain(..consumed);
-            break;
-        }
-        let n = s.read(&mut tmp).unwrap();
-        assert!(n > 0, "closed");
-        buf.extend_from_slice(&tmp[..n]);
+    let mut raw = Raw::new(&srv);
+    // HELLO 3 answers with a map of 7 fields; read it whole first.
+    raw.send(&[b"HELLO", b"3"]);
+    match raw.frame() {
+        strata_protocol::Frame::Map(m) => assert_eq!(m.len(), 7),
+        other => panic!("HELLO 3 did not answer a map: {other:?}"),
     }
-    assert!(buf.is_empty());
-    let mut raw = Raw { s, buf };
     // GET, MGET, GETDEL, SET NX misses: RESP3 null `_`.
-    raw.expect_words("GET missing", "_\r\n");
-    raw.expect_words("MGET missing", "*1\r\n_\r\n");
-    raw.expect_words("GETDEL missing", "_\r\n");
-    raw.expect_words("SET k v", "+OK\r\n");
-    raw.expect_words("SET k v NX", "_\r\n");
-    raw.expect_words("GET k", "$1\r\nv\r\n");
+    raw.w("GET missing", "_\r\n");
+    raw.w("MGET missing", "*1\r\n_\r\n");
+    raw.w("GETDEL missing", "_\r\n");
+    raw.w("SET k v", "+OK\r\n");
+    raw.w("SET k v NX", "_\r\n");
+    raw.w("GET k", "$1\r\nv\r\n");
     // Back to RESP2: `$-1` again.
-    raw.expect_words("HELLO 2", "*14\r\n");
+    raw.w("HELLO 2", "*14\r\n");
     let mut con = srv.client();
     let v: Value = redis::cmd("GET").arg("missing").query(&mut con).unwrap();
     assert_eq!(v, Value::Nil);

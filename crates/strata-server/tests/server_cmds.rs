@@ -3,84 +3,11 @@
 //! SLOWLOG OBJECT MEMORY DEBUG TIME LASTSAVE QUIT RESET.
 
 mod common;
+use common::raw::Raw;
 use common::*;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use strata_protocol::{parse_frame, Frame, Limits, Parsed};
-
-/// A raw connection that sends requests and reads whole replies.
-struct Raw {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Raw {
-    fn new(srv: &Server) -> Raw {
-        Raw {
-            s: srv.raw(),
-            buf: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, args: &[&[u8]]) {
-        let mut out = bytes::BytesMut::new();
-        strata_protocol::write_request(&mut out, args);
-        self.s.write_all(&out).unwrap();
-    }
-
-    fn fill(&mut self) -> bool {
-        let mut tmp = [0u8; 16384];
-        match self.s.read(&mut tmp) {
-            Ok(0) | Err(_) => false,
-            Ok(n) => {
-                self.buf.extend_from_slice(&tmp[..n]);
-                true
-            }
-        }
-    }
-
-    /// Reads one whole reply.
-    fn frame(&mut self) -> Frame {
-        loop {
-            if let Parsed::Complete { value, consumed } =
-                parse_frame(&self.buf, &Limits::default()).expect("valid RESP")
-            {
-                self.buf.drain(..consumed);
-                return value;
-            }
-            assert!(self.fill(), "connection closed or timed out");
-        }
-    }
-
-    /// Sends space-separated words, returns the reply.
-    fn cmd(&mut self, words: &str) -> Frame {
-        let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
-        self.send(&args);
-        self.frame()
-    }
-
-    /// Sends space-separated words and asserts the exact reply bytes.
-    fn w(&mut self, words: &str, want: &str) {
-        let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
-        self.send(&args);
-        while self.buf.len() < want.len() && self.fill() {}
-        let got: Vec<u8> = self.buf.drain(..want.len().min(self.buf.len())).collect();
-        assert_eq!(String::from_utf8_lossy(&got), want, "reply to {words}");
-    }
-
-    /// Whether the server closed this connection (EOF within the timeout).
-    fn closed(&mut self) -> bool {
-        let mut tmp = [0u8; 4096];
-        loop {
-            match self.s.read(&mut tmp) {
-                Ok(0) => return true,
-                Ok(_) => continue,
-                Err(e) => return e.kind() == std::io::ErrorKind::ConnectionReset,
-            }
-        }
-    }
-}
+use std::io::Write;
+use strata_protocol::Frame;
 
 fn start() -> Server {
     Server::start(&["--maxmemory-ram", "16mb"])

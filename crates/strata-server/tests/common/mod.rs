@@ -2,6 +2,8 @@
 //! directory, waits until it answers PING, and kills it on drop.
 #![allow(dead_code)]
 
+pub mod raw;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
