@@ -53,6 +53,21 @@ fn expire_error(ctx: &mut Ctx<'_>, e: &str, cmd: &str) -> Outcome {
     Outcome::Done
 }
 
+/// EX / PX / EXAT / PXAT: (milliseconds per unit, absolute time?).
+fn expire_option(arg: &[u8]) -> Option<(u64, bool)> {
+    if is(arg, "ex") {
+        Some((1000, false))
+    } else if is(arg, "px") {
+        Some((1, false))
+    } else if is(arg, "exat") {
+        Some((1000, true))
+    } else if is(arg, "pxat") {
+        Some((1, true))
+    } else {
+        None
+    }
+}
+
 pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut opts = SetOptions::default();
     let mut return_old = false;
@@ -60,17 +75,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut i = 3;
     while i < args.len() {
         let a = &args[i];
-        let unit = if is(a, "ex") {
-            Some((1000, false))
-        } else if is(a, "px") {
-            Some((1, false))
-        } else if is(a, "exat") {
-            Some((1000, true))
-        } else if is(a, "pxat") {
-            Some((1, true))
-        } else {
-            None
-        };
+        let unit = expire_option(a);
         if let Some((unit_ms, absolute)) = unit {
             if expire_seen || opts.expire == ExpireUpdate::Keep || i + 1 >= args.len() {
                 reply::error(ctx.out, reply::SYNTAX);
@@ -208,17 +213,7 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut i = 2;
     while i < args.len() {
         let a = &args[i];
-        let unit = if is(a, "ex") {
-            Some((1000, false))
-        } else if is(a, "px") {
-            Some((1, false))
-        } else if is(a, "exat") {
-            Some((1000, true))
-        } else if is(a, "pxat") {
-            Some((1, true))
-        } else {
-            None
-        };
+        let unit = expire_option(a);
         if let Some((unit_ms, absolute)) = unit {
             if change.is_some() || i + 1 >= args.len() {
                 reply::error(ctx.out, reply::SYNTAX);
