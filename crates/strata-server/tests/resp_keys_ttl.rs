@@ -9,18 +9,6 @@ use common::*;
 
 use std::collections::{HashMap, HashSet};
 
-fn start() -> Server {
-    Server::start(&["--maxmemory-ram", "16mb"])
-}
-
-fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, words: &str) -> T {
-    let mut c = redis::cmd(words.split(' ').next().unwrap());
-    for a in words.split(' ').skip(1) {
-        c.arg(a);
-    }
-    c.query(con).unwrap_or_else(|e| panic!("{words}: {e}"))
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

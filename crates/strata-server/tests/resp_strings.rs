@@ -8,10 +8,6 @@ use common::*;
 
 use redis::Value;
 
-fn start() -> Server {
-    Server::start(&["--maxmemory-ram", "16mb"])
-}
-
 fn get(con: &mut redis::Connection, key: &[u8]) -> Option<Vec<u8>> {
     redis::cmd("GET").arg(key).query(con).unwrap()
 }

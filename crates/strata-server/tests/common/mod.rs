@@ -117,6 +117,20 @@ impl Drop for Server {
     }
 }
 
+/// A server with the defaults most command tests use (16 MB of RAM).
+pub fn start() -> Server {
+    Server::start(&["--maxmemory-ram", "16mb"])
+}
+
+/// Runs a command given as space-separated words through the `redis` crate.
+pub fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, words: &str) -> T {
+    let mut c = redis::cmd(words.split(' ').next().unwrap());
+    for a in words.split(' ').skip(1) {
+        c.arg(a);
+    }
+    c.query(con).unwrap_or_else(|e| panic!("{words}: {e}"))
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
