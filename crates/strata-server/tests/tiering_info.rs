@@ -190,11 +190,9 @@ fn gc_reclaims_space_under_overwrite_churn() {
     }
 }
 
-/// noeviction: when RAM and flash are full, writes get -OOM and nothing
-/// acknowledged is lost.
-#[test]
-fn noeviction_answers_oom_and_loses_nothing() {
-    let srv = Server::start(&[
+/// A server whose RAM (4 MB) and flash (16 MB) fill up quickly.
+fn full_server(policy: &str) -> Server {
+    Server::start(&[
         "--maxmemory-ram",
         "4mb",
         "--flash-max-size",
@@ -202,8 +200,15 @@ fn noeviction_answers_oom_and_loses_nothing() {
         "--flash-segment-size",
         "2mb",
         "--maxmemory-policy",
-        "noeviction",
-    ]);
+        policy,
+    ])
+}
+
+/// noeviction: when RAM and flash are full, writes get -OOM and nothing
+/// acknowledged is lost.
+#[test]
+fn noeviction_answers_oom_and_loses_nothing() {
+    let srv = full_server("noeviction");
     let mut con = srv.client();
     let mut acked = Vec::new();
     let mut oom = None;
@@ -237,16 +242,7 @@ fn noeviction_answers_oom_and_loses_nothing() {
 /// allkeys-lru evicts (cold keys first) instead of refusing writes.
 #[test]
 fn allkeys_lru_evicts_instead_of_refusing() {
-    let srv = Server::start(&[
-        "--maxmemory-ram",
-        "4mb",
-        "--flash-max-size",
-        "16mb",
-        "--flash-segment-size",
-        "2mb",
-        "--maxmemory-policy",
-        "allkeys-lru",
-    ]);
+    let srv = full_server("allkeys-lru");
     let mut con = srv.client();
     for i in 0..40_000 {
         let key = format!("e:{i}");

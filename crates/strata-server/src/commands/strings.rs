@@ -313,6 +313,17 @@ fn rmw<T: Send + 'static>(
     })
 }
 
+/// The mutation that stores `v` with the key's TTL kept, and its length as
+/// the reply (APPEND, SETRANGE).
+fn store_keeping_ttl(v: Vec<u8>) -> (Mutation, Result<i64, &'static str>) {
+    let n = v.len() as i64;
+    let m = Mutation::Set {
+        value: v.into(),
+        expire: ExpireUpdate::Keep,
+    };
+    (m, Ok(n))
+}
+
 pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let suffix = args[2].clone();
     let max = ctx.shared.limits().max_bulk_len;
@@ -327,12 +338,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             let mut v = Vec::with_capacity(old.len() + suffix.len());
             v.extend_from_slice(old);
             v.extend_from_slice(&suffix);
-            let n = v.len() as i64;
-            let m = Mutation::Set {
-                value: v.into(),
-                expire: ExpireUpdate::Keep,
-            };
-            (m, Ok(n))
+            store_keeping_ttl(v)
         },
         |out, _, n| write_integer(out, n),
     )
@@ -409,12 +415,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 v.resize(offset + patch.len(), 0);
             }
             v[offset..offset + patch.len()].copy_from_slice(&patch);
-            let n = v.len() as i64;
-            let m = Mutation::Set {
-                value: v.into(),
-                expire: ExpireUpdate::Keep,
-            };
-            (m, Ok(n))
+            store_keeping_ttl(v)
         },
         |out, _, n| write_integer(out, n),
     )
