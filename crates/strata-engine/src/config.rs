@@ -82,6 +82,14 @@ pub struct EngineConfig {
     pub ram_gauge: Option<RamGauge>,
     /// Background ticks per second. Default: 10.
     pub hz: u32,
+    /// Journal every change to the flash log (Redis's `appendonly`).
+    /// Default: true.
+    pub appendonly: bool,
+    /// When journaled writes are synced. Default: every second.
+    pub appendfsync: crate::journal::FsyncPolicy,
+    /// Log bytes between automatic checkpoints (at least; 0 = only SAVE,
+    /// BGSAVE and shutdown). Default: 1 GiB.
+    pub checkpoint_interval: u64,
 }
 
 impl EngineConfig {
@@ -105,6 +113,9 @@ impl EngineConfig {
             promote: PromotePolicy::SecondRead,
             ram_gauge: None,
             hz: 10,
+            appendonly: true,
+            appendfsync: crate::journal::FsyncPolicy::EverySec,
+            checkpoint_interval: 1 << 30,
         }
     }
 }

@@ -22,6 +22,9 @@ pub enum Admission {
     Wait,
     /// Refuse with OOM.
     OutOfMemory,
+    /// The flash log cannot take writes (full, or poisoned by a failed
+    /// write or fsync): refuse with `Engine::log_error`'s message.
+    LogUnavailable,
 }
 
 /// RAM may exceed the budget by this share before writers wait (per mille).
@@ -42,6 +45,28 @@ impl Engine {
 
 impl Inner {
     fn admission(&self) -> Admission {
+        if self.journal.enabled {
+            match self.journal.status() {
+                crate::journal::LogStatus::Ok => {}
+                crate::journal::LogStatus::Full
+                    if self.reclaimable() >= self.segment_size
+                        || self.table.allocated_bytes() + self.segment_size <= self.capacity
+                        || self.tun.eviction() != EvictionPolicy::NoEviction =>
+                {
+                    // The collector (or eviction) is making room, or made
+                    // it already and the journal retries soon: wait, as for
+                    // demotion.
+                    self.wake_background();
+                    self.journal.kick();
+                    return Admission::Wait;
+                }
+                _ => return Admission::LogUnavailable,
+            }
+            if self.journal.queued() > crate::journal::MAX_QUEUED {
+                self.journal.kick();
+                return Admission::Wait;
+            }
+        }
         let ram = self.ram_used();
         let budget = self.tun.maxmemory_ram.load(Relaxed);
         let policy = self.tun.eviction();
@@ -67,6 +92,13 @@ impl Inner {
         }
         self.evict_some(policy, 32);
         Admission::Admit
+    }
+
+    /// Flash bytes the collector could reclaim (allocated minus live).
+    pub(crate) fn reclaimable(&self) -> u64 {
+        self.table
+            .allocated_bytes()
+            .saturating_sub(self.flash_live_bytes.load(Relaxed))
     }
 
     /// Evicts up to `n` keys: sampled from random shards, cold keys first

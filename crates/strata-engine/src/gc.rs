@@ -14,6 +14,14 @@
 //! 4. Work is bounded per slice: one read of at most `SLICE_BYTES` and the
 //!    relocation of what it held, so reads never queue behind a whole
 //!    segment's worth of GC I/O.
+//! 5. Tombstone and flush records are not live bytes (no entry points at
+//!    them). One is kept (moved, naming its origin segment) while any other
+//!    segment with an id not above its origin exists: only those can hold
+//!    the older records it cancels. A segment that may hold such records
+//!    (`tomb_bytes` > 0) is read before it is freed.
+//! 6. With the journal on, a segment is freed only once the notes that
+//!    killed its records are durable and the moved copies are synced, so a
+//!    crash never finds an entry of the checkpoint pointing at nothing.
 
 use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError, RecordKind, SEGMENT_DATA_START};
@@ -55,6 +63,8 @@ pub(crate) struct Collector {
     /// Segments whose live bytes could not be reclaimed (corrupt records
     /// still referenced); not picked again.
     skip: HashSet<u32>,
+    /// Dead segments waiting for the journal's synced ticket (rule 6).
+    pending_free: Vec<(u32, u64)>,
 }
 
 /// A live record found in a slice.
@@ -69,6 +79,7 @@ struct Live {
 impl Collector {
     /// Runs one slice of work; returns whether there was any.
     pub fn step(&mut self, inner: &Inner, writer: &mut SegmentWriter) -> bool {
+        self.free_ready(inner, writer);
         if self.job.is_none() {
             self.job = self.pick(inner, writer);
         }
@@ -83,18 +94,66 @@ impl Collector {
         true
     }
 
+    /// Frees a dead segment now, or once the journal caught up (rule 6).
+    fn release(&mut self, inner: &Inner, id: u32) {
+        if inner.journal.enabled {
+            self.pending_free.push((id, inner.journal.last_ticket()));
+        } else {
+            inner.table.free(id);
+            Stats::inc(&inner.stats.segments_freed);
+        }
+    }
+
+    fn free_ready(&mut self, inner: &Inner, writer: &mut SegmentWriter) {
+        if self.pending_free.is_empty() {
+            return;
+        }
+        // While the log is full the notes it waits for cannot be written
+        // until segments are freed: free them (after syncing the moved
+        // copies). Writes are refused meanwhile, so only the notes of the
+        // batch that found the log full are at risk in a crash.
+        let synced = if matches!(
+            inner.journal.status(),
+            crate::journal::LogStatus::Full | crate::journal::LogStatus::NoSpace
+        ) {
+            u64::MAX
+        } else {
+            inner.journal.synced_ticket()
+        };
+        if !self.pending_free.iter().any(|&(_, t)| t <= synced) {
+            return;
+        }
+        // Moved copies first: they must be durable before the originals go.
+        if writer.needs_sync() {
+            if let Err(e) = writer.sync() {
+                tracing::error!("GC: fsync failed ({e}); segments are kept");
+                return;
+            }
+        }
+        self.pending_free.retain(|&(id, t)| {
+            if t <= synced {
+                inner.table.free(id);
+                Stats::inc(&inner.stats.segments_freed);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    fn is_pending(&self, id: u32) -> bool {
+        self.pending_free.iter().any(|&(p, _)| p == id)
+    }
+
     /// Evicts the oldest sealed segment whole (its keys are dropped).
     pub fn evict_oldest_segment(&mut self, inner: &Inner, writer: &SegmentWriter) -> bool {
         if self.job.as_ref().is_some_and(|j| j.mode == Mode::Evict) {
             return true;
         }
         let current = writer.current_segment();
-        let Some(seg) = inner
-            .table
-            .snapshot()
-            .into_iter()
-            .find(|s| Some(s.id) != current && !self.skip.contains(&s.id))
-        else {
+        let Some(seg) = inner.table.snapshot().into_iter().find(|s| {
+            Some(s.id) != current && !self.skip.contains(&s.id) && !self.is_pending(s.id)
+        }) else {
             return false;
         };
         let end = seg.written.load(Acquire);
@@ -109,6 +168,9 @@ impl Collector {
     }
 
     fn pick(&mut self, inner: &Inner, writer: &SegmentWriter) -> Option<Job> {
+        if inner.loading.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
         let current = writer.current_segment();
         let tight = inner.table.allocated_bytes() * 4 > inner.capacity * 3;
         let threshold = if inner.flash_full.load(std::sync::atomic::Ordering::Relaxed) {
@@ -121,15 +183,23 @@ impl Collector {
         };
         let mut best: Option<(u64, Arc<Segment>)> = None;
         for seg in inner.table.snapshot() {
-            if Some(seg.id) == current || self.skip.contains(&seg.id) {
+            if Some(seg.id) == current || self.skip.contains(&seg.id) || self.is_pending(seg.id) {
                 continue;
             }
             let live = seg.live_bytes.load(Acquire);
-            if live == 0 {
-                // Nothing points here: free it without I/O.
-                inner.table.free(seg.id);
-                Stats::inc(&inner.stats.segments_freed);
+            if live == 0 && seg.tomb_bytes.load(Acquire) == 0 {
+                // Nothing points here and nothing cancels older records.
+                self.release(inner, seg.id);
                 continue;
+            }
+            if live == 0 {
+                // Only tombstones may be worth keeping: read it (rule 5).
+                return Some(Job {
+                    end: seg.written.load(Acquire),
+                    seg,
+                    pos: SEGMENT_DATA_START,
+                    mode: Mode::Relocate,
+                });
             }
             let size = seg
                 .written
@@ -151,8 +221,7 @@ impl Collector {
 
     fn finish(&mut self, inner: &Inner, job: &Job) {
         if job.seg.live_bytes.load(Acquire) == 0 {
-            inner.table.free(job.seg.id);
-            Stats::inc(&inner.stats.segments_freed);
+            self.release(inner, job.seg.id);
         } else {
             tracing::warn!(
                 "segment {} keeps {} live bytes after collection (unreadable records); not collected again",
@@ -176,6 +245,7 @@ impl Collector {
         };
         let mut live = Vec::new();
         let mut pos = job.pos;
+        let min_other = inner.table.min_id_except(job.seg.id);
         loop {
             let off = (pos - start) as usize;
             if pos >= job.end || off >= n {
@@ -195,6 +265,8 @@ impl Collector {
                     };
                     if rec.header.kind == RecordKind::Value {
                         self.check_live(inner, job.mode, &rec, loc, &mut live);
+                    } else if job.mode == Mode::Relocate {
+                        keep_tombstone(min_other, &job.seg, &rec, loc, &mut live);
                     }
                     pos += loc.len as u64;
                 }
@@ -266,7 +338,9 @@ impl Collector {
         }
         match mode {
             Mode::Evict => {
-                inner.remove_index(sh, db, idx, false);
+                // No tombstone: the oldest segment holds every record of
+                // these keys (newer records would be in newer segments).
+                inner.remove_index_quiet(sh, db, idx);
                 Stats::inc(&inner.stats.evicted_keys);
             }
             Mode::Relocate => live.push(Live {
@@ -277,6 +351,27 @@ impl Collector {
                 old: loc,
             }),
         }
+    }
+}
+
+/// Keeps a tombstone or flush record if an older segment may still hold
+/// what it cancels (rule 5); the copy names its origin segment.
+fn keep_tombstone(
+    min_other: Option<u32>,
+    seg: &Segment,
+    rec: &format::RecordRef<'_>,
+    loc: FlashLoc,
+    live: &mut Vec<Live>,
+) {
+    let origin = format::record_origin(rec.value, seg.id);
+    if min_other.is_some_and(|m| m <= origin) {
+        live.push(Live {
+            db: rec.header.db as usize,
+            key: rec.key.into(),
+            value: format::origin_value(origin).to_vec(),
+            header: rec.header,
+            old: loc,
+        });
     }
 }
 
@@ -321,6 +416,9 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
     }
     for (l, new) in live.iter().zip(placed) {
         let Some(new) = new else { continue };
+        if l.header.kind != RecordKind::Value {
+            continue; // tombstones are not index locations
+        }
         let mut guard = inner.shard(&l.key).lock();
         let sh = &mut *guard;
         let Some(e) = sh.dbs[l.db].get_mut(&*l.key) else {

@@ -68,7 +68,21 @@ impl Inner {
                 self.release_flash(loc);
             }
             if expired {
+                // The record carries its expiry: no tombstone needed.
                 Stats::inc(&self.stats.expired_keys);
+            } else {
+                self.note_key(db, &key);
+            }
+        }
+    }
+
+    /// Removes the entry at `idx` without a journal note (whole-segment
+    /// eviction, where no older record of the key can survive).
+    pub(crate) fn remove_index_quiet(&self, sh: &mut Shard, db: usize, idx: usize) {
+        if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
+            sh.acct.entry_removed(db, key.heap_bytes(), &e);
+            if let Some(loc) = e.flash_loc() {
+                self.release_flash(loc);
             }
         }
     }
@@ -80,11 +94,19 @@ impl Inner {
             self.remove_index(sh, db, idx, false);
             return;
         }
+        let dirty = self.dirty_flag();
         let e = &mut sh.dbs[db][idx];
         let old = e.expire_at_ms;
         e.expire_at_ms = at;
+        e.flags |= dirty;
         sh.acct.ttl_remove(db, old);
         sh.acct.ttl_add(db, at);
+        if dirty != 0 {
+            if let Some((k, _)) = sh.dbs[db].get_index(idx) {
+                let k = k.clone();
+                self.note_key(db, &k);
+            }
+        }
     }
 
     /// The index of the live entry of `key`, removing it if expired.
@@ -308,26 +330,55 @@ impl Engine {
         (keys, expires, avg)
     }
 
-    /// FLUSHDB: removes every key of `db` (RAM only: their records die).
+    /// FLUSHDB: removes every key of `db` (RAM only: their records die;
+    /// with the journal on, one flush record makes that durable).
     pub fn flush_db(&self, db: usize) {
-        for s in self.inner.shards.iter() {
-            let mut guard = s.lock();
-            let sh = &mut *guard;
-            let map = std::mem::take(&mut sh.dbs[db]);
-            for (k, e) in map {
-                sh.acct.entry_removed(db, k.heap_bytes(), &e);
-                if let Some(loc) = e.flash_loc() {
-                    self.inner.release_flash(loc);
-                }
-            }
-            sh.hand[db] = 0;
-            sh.expire_cursor[db] = 0;
-        }
+        self.flush(Some(db));
     }
 
+    /// FLUSHALL.
     pub fn flush_all(&self) {
-        for db in 0..self.inner.databases {
-            self.flush_db(db);
+        self.flush(None);
+    }
+
+    /// Empties one database or all, atomically: every shard is locked (in
+    /// index order) while the maps are taken and the flush is noted, so
+    /// the flush record's sequence number separates exactly the keys it
+    /// removed from the ones written after it.
+    fn flush(&self, db: Option<usize>) {
+        let inner = &self.inner;
+        let dbs: Vec<usize> = match db {
+            Some(d) => vec![d],
+            None => (0..inner.databases).collect(),
+        };
+        let mut taken = Vec::new();
+        {
+            let mut guards: Vec<_> = inner.shards.iter().map(|s| s.lock()).collect();
+            for g in guards.iter_mut() {
+                let sh = &mut **g;
+                for &d in &dbs {
+                    let map = std::mem::take(&mut sh.dbs[d]);
+                    for (k, e) in map.iter() {
+                        sh.acct.entry_removed(d, k.heap_bytes(), e);
+                    }
+                    sh.hand[d] = 0;
+                    sh.expire_cursor[d] = 0;
+                    taken.push(map);
+                }
+            }
+            inner.note_flush(match db {
+                Some(d) => d as u16,
+                None => crate::flash::format::ALL_DATABASES,
+            });
+        }
+        // The removed entries are unreachable now: release their records
+        // and free the maps without holding any lock.
+        for map in taken {
+            for (_, e) in map {
+                if let Some(loc) = e.flash_loc() {
+                    inner.release_flash(loc);
+                }
+            }
         }
     }
 

@@ -27,7 +27,14 @@
 //! 6. Stored values own exactly-sized allocations (the engine copies the
 //!    bytes it is given), so RAM accounting matches the allocator.
 //! 7. This crate knows no protocol and no sockets.
+//! 8. With `appendonly yes` the flash log is the database: every change of
+//!    a key reaches it as one record (`journal`), the index is checkpointed
+//!    (`checkpoint`) and a restart replays only the log after the
+//!    checkpoint (`recovery`). Every append goes through the one
+//!    `SegmentWriter` behind `Inner::writer`; lock order is writer, then
+//!    shard, then the journal queue.
 
+pub mod checkpoint;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -35,8 +42,11 @@ mod evict;
 pub mod flash;
 mod gc;
 pub mod index;
+pub mod journal;
 mod keyspace;
+mod persistence;
 pub mod read;
+pub mod recovery;
 pub mod stats;
 mod strings;
 #[cfg(any(test, feature = "testing"))]
@@ -49,15 +59,20 @@ pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
 pub use error::EngineError;
 pub use evict::Admission;
 pub use flash::io::IoBackend;
+pub use journal::{FsyncPolicy, LogStatus};
 pub use keyspace::{ExpireCond, KeyInfo, Location, TtlState};
+pub use persistence::{PersistInfo, ShutdownSave};
 pub use read::Read;
+pub use recovery::RecoveryReport;
 pub use stats::TieredInfo;
 pub use strings::{Current, ExpireUpdate, Mutation, SetCond, SetOptions};
 
 use config::Tunables;
 use flash::io::IoEngine;
 use flash::segment::SegmentTable;
+use flash::writer::SegmentWriter;
 use index::{Hasher, Shard};
+use journal::{Journal, Note};
 use parking_lot::{Condvar, Mutex};
 use stats::Stats;
 use std::hash::BuildHasher;
@@ -109,27 +124,44 @@ pub(crate) struct Inner {
     pub flash_live_bytes: AtomicU64,
     /// Whether segment files use O_DIRECT.
     pub direct_io: bool,
+    /// The one writer of the flash log (journal, demotion, collector).
+    pub writer: Mutex<SegmentWriter>,
+    pub journal: Journal,
+    pub persist: stats::PersistStats,
+    /// Set until recovery finished.
+    pub loading: AtomicBool,
+    pub recovery: Mutex<RecoveryReport>,
+    /// Log bytes between automatic checkpoints (at least).
+    pub checkpoint_interval: u64,
+    /// Background threads (recovery, then tiering and journal).
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// This `Inner`, for threads that need an `Arc` of it (checkpoints).
+    pub self_ref: Mutex<std::sync::Weak<Inner>>,
 }
 
 struct BackgroundGuard {
     inner: Arc<Inner>,
-    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Drop for BackgroundGuard {
     fn drop(&mut self) {
-        self.inner.shutdown.store(true, Ordering::Release);
-        self.inner.wake_background();
-        if let Some(t) = self.thread.lock().take() {
-            let _ = t.join();
-        }
+        self.inner.stop_threads();
     }
 }
 
 impl Engine {
-    /// Opens the store: creates the flash directory, starts the I/O backend
-    /// and the background thread.
+    /// Opens the store and waits for recovery (see [`Engine::start`]).
     pub fn open(cfg: EngineConfig) -> Result<Engine, EngineError> {
+        let e = Engine::start(cfg)?;
+        e.wait_loaded();
+        Ok(e)
+    }
+
+    /// Opens the store: creates the flash directory, starts the I/O backend,
+    /// and recovers the data of an earlier run on a thread, then starts the
+    /// tiering and journal threads. Returns at once; `is_loading` is true
+    /// until recovery is done (commands must wait, as Redis's LOADING).
+    pub fn start(cfg: EngineConfig) -> Result<Engine, EngineError> {
         std::fs::create_dir_all(&cfg.flash_dir)?;
         let direct = cfg.direct_io && flash::segment::direct_io_supported(&cfg.flash_dir);
         if cfg.direct_io && !direct {
@@ -139,7 +171,7 @@ impl Engine {
             );
         }
         let table = Arc::new(SegmentTable::open(&cfg.flash_dir, direct)?);
-        let io = match &cfg.io_engine {
+        let io: Arc<dyn IoEngine> = match &cfg.io_engine {
             Some(io) => io.clone(),
             None => flash::io::open_backend(cfg.io_backend, cfg.io_depth)?,
         };
@@ -154,8 +186,6 @@ impl Engine {
                 .collect(),
             hasher: Hasher::default(),
             databases: cfg.databases.max(1),
-            table,
-            io,
             tun: Tunables::new(&cfg),
             stats: Stats::default(),
             seq: AtomicU64::new(1),
@@ -171,18 +201,76 @@ impl Engine {
             flash_full: AtomicBool::new(false),
             flash_live_bytes: AtomicU64::new(0),
             direct_io: direct,
+            writer: Mutex::new(SegmentWriter::new(
+                table.clone(),
+                io.clone(),
+                cfg.segment_size,
+                cfg.write_chunk,
+            )),
+            journal: Journal::new(cfg.appendonly, cfg.appendfsync),
+            persist: stats::PersistStats::default(),
+            loading: AtomicBool::new(true),
+            recovery: Mutex::new(RecoveryReport::default()),
+            checkpoint_interval: cfg.checkpoint_interval,
+            threads: Mutex::new(Vec::new()),
+            self_ref: Mutex::new(std::sync::Weak::new()),
+            table,
+            io,
         });
-        let bg = inner.clone();
+        *inner.self_ref.lock() = Arc::downgrade(&inner);
+        let rec = inner.clone();
         let thread = std::thread::Builder::new()
-            .name("strata-tiering".into())
-            .spawn(move || tiering::run_background(&bg))?;
+            .name("strata-recovery".into())
+            .spawn(move || {
+                let report = recovery::recover(&rec, rec.journal.enabled);
+                *rec.recovery.lock() = report;
+                if rec.shutdown.load(Ordering::Acquire) {
+                    rec.loading.store(false, Ordering::Release);
+                    return;
+                }
+                let bg = rec.clone();
+                let tiering = std::thread::Builder::new()
+                    .name("strata-tiering".into())
+                    .spawn(move || tiering::run_background(&bg));
+                let jr = rec.clone();
+                let journal = std::thread::Builder::new()
+                    .name("strata-journal".into())
+                    .spawn(move || journal::run_journal(&jr));
+                {
+                    let mut threads = rec.threads.lock();
+                    for t in [tiering, journal] {
+                        match t {
+                            Ok(t) => threads.push(t),
+                            Err(e) => tracing::error!("cannot start a background thread: {e}"),
+                        }
+                    }
+                }
+                rec.loading.store(false, Ordering::Release);
+            })?;
+        inner.threads.lock().push(thread);
         Ok(Engine {
             _background: Arc::new(BackgroundGuard {
                 inner: inner.clone(),
-                thread: Mutex::new(Some(thread)),
             }),
             inner,
         })
+    }
+
+    /// Whether recovery is still running.
+    pub fn is_loading(&self) -> bool {
+        self.inner.loading.load(Ordering::Acquire)
+    }
+
+    /// Blocks until recovery is done.
+    pub fn wait_loaded(&self) {
+        while self.is_loading() {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    /// What the last recovery found.
+    pub fn recovery_report(&self) -> RecoveryReport {
+        self.inner.recovery.lock().clone()
     }
 
     pub fn databases(&self) -> usize {
@@ -241,6 +329,50 @@ impl Inner {
 
     pub fn next_seq(&self) -> u64 {
         self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Notes a change of `key` for the journal and returns nothing; caller
+    /// holds the key's shard lock (so notes of one key are in order).
+    pub(crate) fn note_key(&self, db: usize, key: &[u8]) {
+        if self.journal.enabled {
+            self.journal.push(Note::Key {
+                db: db as u16,
+                key: index::CompactKey::from(key),
+            });
+        }
+    }
+
+    /// Notes a FLUSHDB / FLUSHALL; caller holds every shard lock.
+    pub(crate) fn note_flush(&self, db: u16) {
+        if self.journal.enabled {
+            let seq = self.next_seq();
+            self.journal.push(Note::Flush { db, seq });
+        }
+    }
+
+    /// `F_DIRTY` when the journal is on, else 0.
+    pub(crate) fn dirty_flag(&self) -> u8 {
+        if self.journal.enabled {
+            index::F_DIRTY
+        } else {
+            0
+        }
+    }
+
+    /// Stops and joins the background threads (the journal drains first).
+    fn stop_threads(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        self.wake_background();
+        self.journal.kick();
+        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        // The recovery thread may have started the others meanwhile.
+        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
     }
 
     pub fn wake_background(&self) {

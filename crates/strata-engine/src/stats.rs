@@ -137,3 +137,23 @@ impl TieredInfo {
         }
     }
 }
+
+/// Checkpoint counters and state (INFO persistence).
+#[derive(Default)]
+pub struct PersistStats {
+    /// Unix ms of the last completed checkpoint (0 = none this run).
+    pub last_checkpoint_ms: AtomicU64,
+    /// `flash_bytes_written` when the last checkpoint's log position was taken.
+    pub checkpoint_log_bytes: AtomicU64,
+    /// The journal's last ticket at that moment.
+    pub checkpoint_ticket: AtomicU64,
+    pub last_checkpoint_bytes: AtomicU64,
+    pub last_checkpoint_entries: AtomicU64,
+    pub last_checkpoint_duration_ms: AtomicU64,
+    /// Checkpoints completed this run.
+    pub checkpoints: AtomicU64,
+    /// A checkpoint is being written.
+    pub running: std::sync::atomic::AtomicBool,
+    /// Why the last checkpoint failed (None = it succeeded, or none ran).
+    pub last_error: parking_lot::Mutex<Option<String>>,
+}

@@ -318,7 +318,7 @@ impl Inner {
                 sh.acct.ttl_add(db, expire_at_ms);
                 e.expire_at_ms = expire_at_ms;
                 e.version = version;
-                e.flags = F_REFERENCED;
+                e.flags = F_REFERENCED | self.dirty_flag();
                 e.lru_secs = now_secs();
             }
             None => {
@@ -327,7 +327,7 @@ impl Inner {
                     expire_at_ms,
                     version,
                     lru_secs: now_secs(),
-                    flags: F_REFERENCED,
+                    flags: F_REFERENCED | self.dirty_flag(),
                     value_len,
                 };
                 let key = crate::index::CompactKey::from(key);
@@ -336,6 +336,7 @@ impl Inner {
                 sh.dbs[db].insert(key, e);
             }
         }
+        self.note_key(db, key);
     }
 
     /// Runs `f` on the live (unexpired) entry of `key`, if any.

@@ -7,11 +7,15 @@ use std::sync::Arc;
 
 /// Wraps an [`IoEngine`] and injects faults into reads: every `fail_every`-th
 /// read fails with EIO, every `flip_every`-th read has one bit flipped in
-/// the returned data (0 = never).
+/// the returned data (0 = never). Writes fail with the OS error number in
+/// `write_errno` while it is not 0 (e.g. ENOSPC), and syncs fail with EIO
+/// while `fail_sync` is set.
 pub struct FaultyIo {
     pub inner: Arc<dyn IoEngine>,
     pub fail_every: AtomicU64,
     pub flip_every: AtomicU64,
+    pub write_errno: std::sync::atomic::AtomicI32,
+    pub fail_sync: std::sync::atomic::AtomicBool,
     reads: AtomicU64,
     pub failed: AtomicU64,
     pub flipped: AtomicU64,
@@ -23,6 +27,8 @@ impl FaultyIo {
             inner,
             fail_every: AtomicU64::new(0),
             flip_every: AtomicU64::new(0),
+            write_errno: std::sync::atomic::AtomicI32::new(0),
+            fail_sync: std::sync::atomic::AtomicBool::new(false),
             reads: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             flipped: AtomicU64::new(0),
@@ -33,6 +39,10 @@ impl FaultyIo {
 impl IoEngine for FaultyIo {
     fn submit(&self, req: IoRequest) {
         if req.op != IoOp::Read {
+            let errno = self.write_errno.load(Relaxed);
+            if errno != 0 {
+                return (req.done)(req.buf, Err(std::io::Error::from_raw_os_error(errno)));
+            }
             return self.inner.submit(req);
         }
         let n = self.reads.fetch_add(1, Relaxed) + 1;
@@ -69,5 +79,12 @@ impl IoEngine for FaultyIo {
 
     fn name(&self) -> &'static str {
         "faulty"
+    }
+
+    fn sync(&self, file: &std::fs::File) -> std::io::Result<()> {
+        if self.fail_sync.load(Relaxed) {
+            return Err(std::io::Error::from_raw_os_error(libc::EIO));
+        }
+        self.inner.sync(file)
     }
 }

@@ -16,7 +16,7 @@
 
 use crate::flash::format::{RecordHeader, RecordKind};
 use crate::flash::writer::{AppendError, SegmentWriter};
-use crate::index::{FlashLoc, Slot, F_REFERENCED, F_STASHING};
+use crate::index::{FlashLoc, Slot, F_DIRTY, F_REFERENCED, F_STASHING};
 use crate::stats::Stats;
 use crate::{gc, EvictionPolicy, Inner};
 use bytes::Bytes;
@@ -37,12 +37,6 @@ struct Victim {
 }
 
 pub(crate) fn run_background(inner: &Inner) {
-    let mut writer = SegmentWriter::new(
-        inner.table.clone(),
-        inner.io.clone(),
-        inner.segment_size,
-        inner.write_chunk,
-    );
     let mut gc = gc::Collector::default();
     let tick = Duration::from_millis(1000 / inner.hz as u64);
     let mut last_sweep = Instant::now();
@@ -56,6 +50,7 @@ pub(crate) fn run_background(inner: &Inner) {
         let mut busy = false;
         if last_sweep.elapsed() >= tick {
             inner.sweep_expired(1000);
+            inner.maybe_checkpoint();
             last_sweep = Instant::now();
         }
         let ram = inner.ram_used();
@@ -73,7 +68,8 @@ pub(crate) fn run_background(inner: &Inner) {
                     inner.demotion_stuck.store(true, Relaxed);
                     retry_at = Some(Instant::now() + d);
                 };
-                match demote_chunk(inner, &mut writer, &mut next_shard) {
+                let demoted = demote_chunk(inner, &mut inner.writer.lock(), &mut next_shard);
+                match demoted {
                     Ok(p) if p.moved + p.spared == 0 => {
                         // Stuck only once the hands passed every key without
                         // finding anything: waiting writers would wait forever.
@@ -107,7 +103,7 @@ pub(crate) fn run_background(inner: &Inner) {
                         } else {
                             pause(tick);
                             if inner.tun.eviction() != EvictionPolicy::NoEviction {
-                                busy |= gc.evict_oldest_segment(inner, &writer);
+                                busy |= gc.evict_oldest_segment(inner, &inner.writer.lock());
                             }
                         }
                         demoting = false;
@@ -125,7 +121,14 @@ pub(crate) fn run_background(inner: &Inner) {
         {
             inner.demotion_stuck.store(false, Relaxed);
         }
-        busy |= gc.step(inner, &mut writer);
+        if inner.journal.status() == crate::journal::LogStatus::Full
+            && inner.reclaimable() < inner.segment_size
+            && inner.tun.eviction() != EvictionPolicy::NoEviction
+        {
+            // The journal cannot write and there is no garbage: evict.
+            busy |= gc.evict_oldest_segment(inner, &inner.writer.lock());
+        }
+        busy |= gc.step(inner, &mut inner.writer.lock());
         if !busy {
             inner.room.notify_waiters();
             let (lock, cv) = &inner.wake;
@@ -136,7 +139,7 @@ pub(crate) fn run_background(inner: &Inner) {
             *woken = false;
         }
     }
-    let _ = writer.flush();
+    let _ = inner.writer.lock().flush();
 }
 
 /// What one demotion step did.
@@ -300,6 +303,10 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
         let Some(loc) = v.loc else { continue };
         if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+            if e.expire_at_ms == v.expire_at_ms {
+                // The record holds the whole current state (journal invariant 3).
+                e.flags &= !F_DIRTY;
+            }
             inner.retain_flash(loc);
             Stats::inc(&inner.stats.stashes);
             Stats::add(&inner.stats.stash_bytes, loc.len as u64);

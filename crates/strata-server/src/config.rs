@@ -97,8 +97,11 @@ pub const DEFAULT_SLOWLOG_LOG_SLOWER_THAN: i64 = 10_000;
 pub const DEFAULT_SLOWLOG_MAX_LEN: usize = 128;
 /// Default log level.
 pub const DEFAULT_LOGLEVEL: LogLevel = LogLevel::Notice;
-/// Default `appendonly`.
-pub const DEFAULT_APPENDONLY: bool = false;
+/// Default `appendonly`: yes. Strata is a database first (the Redis on
+/// Flash users we follow run with the AOF and fsync every second), and the
+/// journal costs one sequential log write per change, which demotion then
+/// reuses for free.
+pub const DEFAULT_APPENDONLY: bool = true;
 /// Default `appendfsync`.
 pub const DEFAULT_APPENDFSYNC: &str = "everysec";
 /// Accepted `appendfsync` values.
@@ -403,7 +406,7 @@ pub struct Config {
     /// Password clients must AUTH with; `None` = none (config value "").
     /// Default: `None`.
     pub requirepass: Option<String>,
-    /// Append-only file (accepted now, durability comes later). Default: no.
+    /// Journal every change to the flash log. Default: yes.
     pub appendonly: bool,
     /// `always`, `everysec` or `no`. Default: `everysec`.
     pub appendfsync: String,
@@ -965,8 +968,8 @@ static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         name: "appendonly",
-        default: "no",
-        doc: "append-only file (yes/no; accepted, durability comes in a later release)",
+        default: "yes",
+        doc: "journal every change to the flash log (yes: durable per appendfsync; no: a crash loses the data, a clean shutdown keeps it)",
         runtime: false,
         set: Setter::One(|c, v| {
             c.appendonly = parse_bool(v)?;
@@ -977,7 +980,7 @@ static OPTIONS: &[OptionDef] = &[
     OptionDef {
         name: "appendfsync",
         default: "everysec",
-        doc: "append-only file fsync: always, everysec or no",
+        doc: "when journaled writes are synced: always (before the reply), everysec (a crash loses about 1 s) or no",
         runtime: true,
         set: Setter::One(|c, v| {
             let lower = v.to_ascii_lowercase();
@@ -1397,7 +1400,7 @@ mod tests {
         assert_eq!(c.loglevel, LogLevel::Notice);
         assert_eq!(c.logfile, "");
         assert_eq!(c.requirepass, None);
-        assert!(!c.appendonly);
+        assert!(c.appendonly);
         assert_eq!(c.appendfsync, "everysec");
         assert_eq!(c.save, "");
         assert!(!c.daemonize);

@@ -69,6 +69,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         }
         let mut close = false;
         let mut barrier = false;
+        // A write ran in this batch: with appendfsync always its reply
+        // waits until the log is synced (group commit).
+        let mut wrote = false;
         loop {
             let limits = shared.limits();
             let args = match decode_request(&mut inbuf, &limits) {
@@ -95,14 +98,28 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 }
             }
             let spec = dispatch::lookup(&args[0]);
-            if spec.is_some_and(|s| s.has_flag("denyoom") && s.arity_ok(args.len()))
-                && !admit(&shared, &mut pending, &mut out).await
-            {
-                // `admit` drained the pending replies: order is kept.
+            if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
                 shared.stats.commands_processed.fetch_add(1, Relaxed);
-                shared.stats.oom_rejections.fetch_add(1, Relaxed);
-                reply::error(&mut out, reply::OOM);
+                let mut refusal = BytesMut::new();
+                reply::error(&mut refusal, reply::LOADING);
+                if pending.is_empty() {
+                    out.extend_from_slice(&refusal);
+                } else {
+                    pending.push_back(Box::pin(std::future::ready(refusal)));
+                }
                 continue;
+            }
+            if spec.is_some_and(|s| s.has_flag("denyoom") && s.arity_ok(args.len())) {
+                if let Some(refusal) = admit(&shared, &mut pending, &mut out).await {
+                    // `admit` drained the pending replies: order is kept.
+                    shared.stats.commands_processed.fetch_add(1, Relaxed);
+                    shared.stats.oom_rejections.fetch_add(1, Relaxed);
+                    reply::error(&mut out, &refusal);
+                    continue;
+                }
+            }
+            if spec.is_some_and(|s| s.has_flag("write")) {
+                wrote = true;
             }
             let mut scratch = BytesMut::new();
             let target = if pending.is_empty() {
@@ -125,15 +142,19 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 break;
             }
             // Keep the output buffer bounded for huge pipelines.
-            if out.len() > 1 << 20
-                && pending.is_empty()
-                && flush(&shared, &mut stream, &mut out).await.is_err()
-            {
-                return;
+            if out.len() > 1 << 20 && pending.is_empty() {
+                if !durable(&shared, &mut wrote).await
+                    || flush(&shared, &mut stream, &mut out).await.is_err()
+                {
+                    return;
+                }
             }
         }
         drain(&mut pending, &mut out).await;
-        if flush(&shared, &mut stream, &mut out).await.is_err() || close {
+        if !durable(&shared, &mut wrote).await
+            || flush(&shared, &mut stream, &mut out).await.is_err()
+            || close
+        {
             return;
         }
         if inbuf.capacity() > 1 << 20 && inbuf.is_empty() {
@@ -142,18 +163,36 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
     }
 }
 
-/// Waits while demotion makes room for a write (backpressure). Returns
-/// false for OOM, after draining the pending replies so the error goes out
-/// in order.
+/// With appendfsync always, waits until the writes of this batch are
+/// durable before their replies go out. Returns false when the log failed:
+/// the connection is then closed without the replies (the writes' outcome
+/// is unknown, as after a crash; acknowledging them would be a lie).
+async fn durable(shared: &Shared, wrote: &mut bool) -> bool {
+    if !std::mem::take(wrote) || !shared.engine.acks_wait_for_fsync() {
+        return true;
+    }
+    let ticket = shared.engine.journal_ticket();
+    match shared.engine.wait_durable(ticket).await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!("closing a client: its writes could not be made durable ({e})");
+            false
+        }
+    }
+}
+
+/// Waits while demotion makes room for a write (backpressure). Returns the
+/// refusal (OOM, or MISCONF when the log cannot be written), after draining
+/// the pending replies so the error goes out in order; None = admitted.
 async fn admit(
     shared: &Arc<Shared>,
     pending: &mut FuturesOrdered<ReplyFuture>,
     out: &mut BytesMut,
-) -> bool {
+) -> Option<String> {
     let deadline = Instant::now() + ROOM_WAIT_LIMIT;
     loop {
         match shared.engine.admission() {
-            Admission::Admit => return true,
+            Admission::Admit => return None,
             Admission::Wait if Instant::now() < deadline => {
                 // Replies already computed go out first.
                 drain(pending, out).await;
@@ -164,7 +203,12 @@ async fn admit(
             }
             Admission::Wait | Admission::OutOfMemory => {
                 drain(pending, out).await;
-                return false;
+                return Some(reply::OOM.to_string());
+            }
+            Admission::LogUnavailable => {
+                drain(pending, out).await;
+                let why = shared.engine.log_error().unwrap_or_default();
+                return Some(reply::misconf(&why));
             }
         }
     }

@@ -213,6 +213,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("slowlog", -2, ADMIN, K0, "server", "A container for slow log commands.", server::slowlog),
     cmd("debug", -2, ADMIN, K0, "server", "A container for debugging commands (DEBUG TIER key says where a value lives).", server::debug),
     cmd("lastsave", 1, FAST, K0, "server", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave),
+    cmd("save", 1, &["admin", "noscript"], K0, "server", "Synchronously writes an index checkpoint (and, with appendonly no, RAM-only values) to disk.", server::save),
+    cmd("bgsave", -1, &["admin", "noscript"], K0, "server", "Writes an index checkpoint in the background.", server::bgsave),
+    cmd("shutdown", -1, &["admin", "noscript", "loading", "stale"], K0, "server", "Synchronously saves and shuts down the server.", server::shutdown),
 ];
 
 /// Finds a command by name, case-insensitively, without allocating.

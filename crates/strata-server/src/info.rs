@@ -153,18 +153,130 @@ fn memory(s: &Shared, out: &mut String) {
 }
 
 fn persistence(s: &Shared, out: &mut String) {
-    let c = s.config.read();
+    let p = s.engine.persist_info();
+    let r = &p.recovery;
     out.push_str("# Persistence\r\n");
-    field!(out, "loading", 0);
+    field!(out, "loading", p.loading as u8);
     field!(out, "async_loading", 0);
-    field!(out, "rdb_changes_since_last_save", 0);
-    field!(out, "rdb_bgsave_in_progress", 0);
-    field!(out, "rdb_last_bgsave_status", "ok");
-    // The flash log is a cache tier until the durability issue lands; the
-    // configured mode is reported as configured, nothing is promised.
-    field!(out, "aof_enabled", c.appendonly as u8);
+    // Redis's RDB fields describe Strata's checkpoints (the index image).
+    field!(
+        out,
+        "rdb_changes_since_last_save",
+        p.changes_since_checkpoint
+    );
+    field!(out, "rdb_bgsave_in_progress", p.checkpoint_running as u8);
+    field!(out, "rdb_last_save_time", p.last_checkpoint_ms / 1000);
+    field!(
+        out,
+        "rdb_last_bgsave_status",
+        if p.last_checkpoint_error.is_some() {
+            "err"
+        } else {
+            "ok"
+        }
+    );
+    field!(
+        out,
+        "rdb_last_bgsave_time_sec",
+        p.last_checkpoint_duration_ms / 1000
+    );
+    field!(out, "rdb_saves", p.checkpoints);
+    field!(out, "aof_enabled", p.appendonly as u8);
     field!(out, "aof_rewrite_in_progress", 0);
-    field!(out, "aof_last_write_status", "ok");
+    field!(
+        out,
+        "aof_last_write_status",
+        if p.status == strata_engine::LogStatus::Ok {
+            "ok"
+        } else {
+            "err"
+        }
+    );
+    field!(out, "aof_fsync", fsync_name(p.fsync));
+    field!(out, "aof_last_fsync_time", p.last_fsync_ms / 1000);
+    // Strata's own: the journal, checkpoints and the last recovery.
+    field!(out, "log_status", log_status_name(p.status));
+    if let Some(e) = &p.error {
+        field!(out, "log_error", e.replace(['\r', '\n'], " "));
+    }
+    field!(out, "journal_pending", p.journal_queued);
+    field!(out, "journal_records", p.journal_records);
+    field!(out, "journal_bytes", p.journal_record_bytes);
+    field!(out, "journal_batches", p.journal_batches);
+    field!(out, "journal_fsyncs", p.fsyncs);
+    field!(
+        out,
+        "journal_fsync_avg_us",
+        p.fsync_micros.checked_div(p.fsyncs).unwrap_or(0)
+    );
+    field!(out, "checkpoint_in_progress", p.checkpoint_running as u8);
+    field!(out, "last_checkpoint_time", p.last_checkpoint_ms / 1000);
+    field!(out, "last_checkpoint_keys", p.last_checkpoint_entries);
+    field!(out, "last_checkpoint_bytes", p.last_checkpoint_bytes);
+    field!(
+        out,
+        "last_checkpoint_duration_ms",
+        p.last_checkpoint_duration_ms
+    );
+    field!(out, "checkpoints", p.checkpoints);
+    field!(
+        out,
+        "log_bytes_since_checkpoint",
+        p.log_bytes_since_checkpoint
+    );
+    field!(
+        out,
+        "recovery_source",
+        if r.discarded_unclean {
+            "discarded"
+        } else if r.from_checkpoint {
+            "checkpoint"
+        } else if r.segments_scanned > 0 {
+            "log_scan"
+        } else {
+            "empty"
+        }
+    );
+    field!(out, "recovery_duration_ms", r.duration_ms);
+    field!(out, "recovery_keys", r.keys);
+    field!(
+        out,
+        "recovery_keys_per_sec",
+        (r.keys * 1000)
+            .checked_div(r.duration_ms.max(1))
+            .unwrap_or(0)
+    );
+    field!(out, "recovery_checkpoint_keys", r.checkpoint_entries);
+    field!(out, "recovery_segments_scanned", r.segments_scanned);
+    field!(out, "recovery_bytes_scanned", r.bytes_scanned);
+    field!(out, "recovery_records_replayed", r.records_replayed);
+    field!(out, "recovery_corrupt_records", r.corrupt_records);
+    field!(out, "recovery_torn_tail_bytes", r.torn_tail_bytes);
+    field!(out, "recovery_missing_keys", r.missing_segment_entries);
+    if let Some(e) = &r.checkpoint_error {
+        field!(
+            out,
+            "recovery_checkpoint_error",
+            e.replace(['\r', '\n'], " ")
+        );
+    }
+}
+
+fn fsync_name(p: strata_engine::FsyncPolicy) -> &'static str {
+    match p {
+        strata_engine::FsyncPolicy::Always => "always",
+        strata_engine::FsyncPolicy::EverySec => "everysec",
+        strata_engine::FsyncPolicy::No => "no",
+    }
+}
+
+fn log_status_name(s: strata_engine::LogStatus) -> &'static str {
+    match s {
+        strata_engine::LogStatus::Ok => "ok",
+        strata_engine::LogStatus::Full => "full",
+        strata_engine::LogStatus::NoSpace => "no_space",
+        strata_engine::LogStatus::Poisoned => "poisoned",
+    }
 }
 
 fn stats(s: &Shared, out: &mut String) {

@@ -66,6 +66,9 @@ pub struct Shared {
     idle_timeout_secs: AtomicU64,
     shutdown: Notify,
     shutting_down: AtomicBool,
+    /// Set by SHUTDOWN: how to save; `main` waits for it beside signals.
+    shutdown_request: parking_lot::Mutex<Option<strata_engine::ShutdownSave>>,
+    shutdown_requested: Notify,
     log_reloader: std::sync::OnceLock<LogReloader>,
 }
 
@@ -83,6 +86,23 @@ impl Shared {
         match self.idle_timeout_secs.load(Relaxed) {
             0 => None,
             s => Some(Duration::from_secs(s)),
+        }
+    }
+
+    /// SHUTDOWN: asks `main` to shut down cleanly with this save mode.
+    pub fn request_shutdown(&self, save: strata_engine::ShutdownSave) {
+        *self.shutdown_request.lock() = Some(save);
+        self.shutdown_requested.notify_one();
+    }
+
+    /// Resolves with the save mode when SHUTDOWN was sent.
+    pub async fn shutdown_command(&self) -> strata_engine::ShutdownSave {
+        loop {
+            let n = self.shutdown_requested.notified();
+            if let Some(s) = *self.shutdown_request.lock() {
+                return s;
+            }
+            n.await;
         }
     }
 
@@ -123,6 +143,7 @@ impl Shared {
         e.set_eviction(eviction(&c.maxmemory_policy));
         e.set_min_value_size(c.tiering_min_value_size);
         e.set_promote(promote(&c.tiering_promote));
+        e.set_fsync_policy(fsync_policy(&c.appendfsync));
     }
 }
 
@@ -131,6 +152,14 @@ fn eviction(p: &MaxmemoryPolicy) -> EvictionPolicy {
         MaxmemoryPolicy::NoEviction => EvictionPolicy::NoEviction,
         MaxmemoryPolicy::AllkeysLru => EvictionPolicy::AllkeysLru,
         MaxmemoryPolicy::AllkeysRandom => EvictionPolicy::AllkeysRandom,
+    }
+}
+
+fn fsync_policy(p: &str) -> strata_engine::FsyncPolicy {
+    match p {
+        "always" => strata_engine::FsyncPolicy::Always,
+        "no" => strata_engine::FsyncPolicy::No,
+        _ => strata_engine::FsyncPolicy::EverySec,
     }
 }
 
@@ -161,6 +190,8 @@ pub fn engine_config(c: &Config) -> EngineConfig {
     e.min_value_size = c.tiering_min_value_size;
     e.promote = promote(&c.tiering_promote);
     e.hz = c.hz;
+    e.appendonly = c.appendonly;
+    e.appendfsync = fsync_policy(&c.appendfsync);
     if alloc::allocated_bytes().is_some() {
         e.ram_gauge = Some(Arc::new(|| alloc::allocated_bytes().unwrap_or(0)));
     }
@@ -179,6 +210,21 @@ impl ServerHandle {
         self.shared.shutting_down.store(true, Relaxed);
         self.shared.shutdown.notify_waiters();
     }
+
+    /// Clean shutdown: stop accepting, give in-flight commands up to two
+    /// seconds to finish, then drain and sync the log and checkpoint per
+    /// `save` (engine `shutdown`).
+    pub async fn shutdown_cleanly(&self, save: strata_engine::ShutdownSave) -> Result<(), String> {
+        self.shutdown();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while self.shared.clients.count() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let engine = self.shared.engine.clone();
+        tokio::task::spawn_blocking(move || engine.shutdown(save))
+            .await
+            .map_err(|e| e.to_string())?
+    }
 }
 
 /// Opens the engine, binds the listeners and starts accepting. Must be
@@ -188,7 +234,8 @@ pub async fn start(
     config_file: Option<std::path::PathBuf>,
 ) -> std::io::Result<ServerHandle> {
     std::fs::create_dir_all(&config.dir)?;
-    let engine = Engine::open(engine_config(&config)).map_err(std::io::Error::other)?;
+    // Recovery runs in the background; commands get -LOADING meanwhile.
+    let engine = Engine::start(engine_config(&config)).map_err(std::io::Error::other)?;
     let mut listeners = Vec::new();
     if config.port != 0 {
         for addr in &config.bind {
@@ -213,6 +260,8 @@ pub async fn start(
         tcp_port: AtomicU64::new(0),
         shutdown: Notify::new(),
         shutting_down: AtomicBool::new(false),
+        shutdown_request: parking_lot::Mutex::new(None),
+        shutdown_requested: Notify::new(),
         log_reloader: std::sync::OnceLock::new(),
     });
     shared.apply_config();

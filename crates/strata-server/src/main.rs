@@ -58,10 +58,21 @@ fn main() {
         for a in &handle.addrs {
             tracing::info!("Ready to accept connections on {a}");
         }
-        wait_for_signal().await;
-        tracing::info!("Shutting down");
-        handle.shutdown();
-        0
+        let save = tokio::select! {
+            _ = wait_for_signal() => strata_engine::ShutdownSave::Save,
+            s = handle.shared.shutdown_command() => s,
+        };
+        tracing::info!("Shutting down ({save:?})");
+        match handle.shutdown_cleanly(save).await {
+            Ok(()) => {
+                tracing::info!("Strata is now ready to exit, bye bye...");
+                0
+            }
+            Err(e) => {
+                tracing::error!("shutdown could not save: {e}");
+                1
+            }
+        }
     });
     std::process::exit(code);
 }

@@ -14,6 +14,16 @@ pub const NAN_OR_INF: &str = "ERR increment would produce NaN or Infinity";
 pub const NO_SUCH_KEY: &str = "ERR no such key";
 pub const DB_RANGE: &str = "ERR DB index is out of range";
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const LOADING: &str = "LOADING Strata is loading the dataset in memory";
+pub const BGSAVE_RUNNING: &str = "ERR Background save already in progress";
+
+/// The refusal of a write while the flash log cannot be written.
+pub fn misconf(why: &str) -> String {
+    format!(
+        "MISCONF Errors writing to the flash log: {why}. Commands that may modify the data \
+         set are disabled until the log can be written again; reads keep working"
+    )
+}
 pub const OFFSET_RANGE: &str = "ERR offset is out of range";
 pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 pub const NOT_POSITIVE_COUNT: &str = "ERR value is out of range, must be positive";

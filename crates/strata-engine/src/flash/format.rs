@@ -18,7 +18,10 @@
 use super::buf::PAGE;
 
 /// Version of the segment and record layout written by this build.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest segment layout this build reads (version 1 had no flush
+/// records; its records read the same).
+pub const MIN_FORMAT_VERSION: u32 = 1;
 /// The first 8 bytes of every segment file.
 pub const SEGMENT_MAGIC: &[u8; 8] = b"STRATASG";
 /// The byte at offset 4 of every record (distinguishes records from padding).
@@ -37,8 +40,39 @@ pub const SEGMENT_DATA_START: u64 = PAGE as u64;
 pub enum RecordKind {
     /// The key holds a string value (the record's value bytes).
     Value = 1,
-    /// The key was deleted (written by the durability layer; no value bytes).
+    /// The key was deleted. Written by the journal; key only, and a 4-byte
+    /// value: the *origin* segment id (see [`TOMBSTONE_ORIGIN_HERE`]).
     Tombstone = 2,
+    /// Every key of database `db` (or of all databases when `db` is
+    /// [`ALL_DATABASES`]) with a smaller sequence number is gone (FLUSHDB /
+    /// FLUSHALL). Empty key; value as for a tombstone.
+    Flush = 3,
+}
+
+/// `db` of a [`RecordKind::Flush`] record that flushed every database.
+pub const ALL_DATABASES: u16 = u16::MAX;
+
+/// Origin value of a tombstone or flush record still in the segment it was
+/// first written to. The collector replaces it with that segment's id when
+/// it moves the record, so a moved record still knows which older segments
+/// may hold the records it cancels.
+pub const TOMBSTONE_ORIGIN_HERE: u32 = u32::MAX;
+
+/// The value bytes of a tombstone or flush record.
+pub fn origin_value(origin: u32) -> [u8; 4] {
+    origin.to_le_bytes()
+}
+
+/// The origin segment a tombstone or flush record names (`here` if it was
+/// never moved).
+pub fn record_origin(value: &[u8], here: u32) -> u32 {
+    match value.get(..4) {
+        Some(b) => match le_u32(b) {
+            TOMBSTONE_ORIGIN_HERE => here,
+            o => o,
+        },
+        None => here,
+    }
 }
 
 /// The decoded fixed header of a record.
@@ -127,6 +161,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
     let kind = match buf[5] {
         1 => RecordKind::Value,
         2 => RecordKind::Tombstone,
+        3 => RecordKind::Flush,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {

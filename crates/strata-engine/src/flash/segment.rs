@@ -14,6 +14,10 @@
 //!    (GC) or when every entry pointing at it was dropped (eviction). A read
 //!    that looked the segment up before holds an `Arc` to the open file, so
 //!    unlinking it never fails a read in flight.
+//! 4. `tomb_bytes` is never below the bytes of tombstone and flush records
+//!    the segment holds (segments of an earlier run that recovery did not
+//!    scan count 1: "maybe"), so a segment that may hold one is read by the
+//!    collector before it is freed, never dropped blind.
 
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -34,6 +38,8 @@ pub struct Segment {
     pub live_bytes: AtomicU64,
     /// Set when the writer moved on to a newer segment.
     pub sealed: AtomicBool,
+    /// See invariant 4.
+    pub tomb_bytes: AtomicU64,
 }
 
 /// All segments of one flash directory.
@@ -47,25 +53,58 @@ pub struct SegmentTable {
 }
 
 impl SegmentTable {
-    /// Opens a flash directory, removing segment files of an earlier run
-    /// (restart recovery is a later layer; until then a restart starts empty).
+    /// Opens a flash directory and the segment files an earlier run left
+    /// (sealed; recovery decides what they hold). A file whose header is
+    /// unreadable is renamed `*.bad` and left alone.
     pub fn open(dir: &Path, direct: bool) -> io::Result<SegmentTable> {
         std::fs::create_dir_all(dir)?;
+        let mut segments = HashMap::new();
+        let mut max_id = 0u32;
+        let mut allocated = 0u64;
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with("seg-") && name.ends_with(".log") {
-                std::fs::remove_file(entry.path())?;
+            let Some(id) = name
+                .strip_prefix("seg-")
+                .and_then(|n| n.strip_suffix(".log"))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            max_id = max_id.max(id);
+            let path = entry.path();
+            match open_existing(&path, id, direct) {
+                Ok(seg) => {
+                    allocated += seg.written.load(Ordering::Relaxed);
+                    segments.insert(id, Arc::new(seg));
+                }
+                Err(e) => {
+                    tracing::error!(
+                        "segment file {} is unreadable ({e}); renamed to .bad and ignored",
+                        path.display()
+                    );
+                    let _ = std::fs::rename(&path, path.with_extension("bad"));
+                }
             }
         }
         Ok(SegmentTable {
             dir: dir.to_path_buf(),
             direct,
-            segments: RwLock::new(HashMap::new()),
-            next_id: AtomicU32::new(1),
-            allocated_bytes: AtomicU64::new(0),
+            segments: RwLock::new(segments),
+            next_id: AtomicU32::new(max_id + 1),
+            allocated_bytes: AtomicU64::new(allocated),
         })
+    }
+
+    /// The flash directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Makes the directory's entries (created, renamed, removed files) durable.
+    pub fn sync_dir(&self) -> io::Result<()> {
+        File::open(&self.dir)?.sync_all()
     }
 
     /// Whether segment files are opened with O_DIRECT.
@@ -85,9 +124,25 @@ impl SegmentTable {
             written: AtomicU64::new(0),
             live_bytes: AtomicU64::new(0),
             sealed: AtomicBool::new(false),
+            tomb_bytes: AtomicU64::new(0),
         });
         self.segments.write().insert(id, seg.clone());
         Ok(seg)
+    }
+
+    /// The smallest segment id other than `id`.
+    pub fn min_id_except(&self, id: u32) -> Option<u32> {
+        self.segments
+            .read()
+            .keys()
+            .copied()
+            .filter(|&s| s != id)
+            .min()
+    }
+
+    /// The id the next created segment will get.
+    pub fn next_id(&self) -> u32 {
+        self.next_id.load(Ordering::Relaxed)
     }
 
     pub fn get(&self, id: u32) -> Option<Arc<Segment>> {
@@ -134,6 +189,50 @@ impl SegmentTable {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// Opens a segment file of an earlier run and checks its header.
+fn open_existing(path: &Path, id: u32, direct: bool) -> io::Result<Segment> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(true);
+    #[cfg(target_os = "linux")]
+    if direct {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_DIRECT);
+    }
+    let file = opts.open(path)?;
+    let len = file.metadata()?.len();
+    let mut page = super::buf::AlignedBuf::zeroed(super::buf::PAGE);
+    {
+        use std::os::unix::fs::FileExt;
+        let n = file.read_at(&mut page, 0)?;
+        if n < super::buf::PAGE {
+            return Err(io::Error::other("shorter than its header"));
+        }
+    }
+    let h = super::format::decode_segment_header(&page)
+        .map_err(|e| io::Error::other(format!("bad segment header: {e:?}")))?;
+    if h.segment_id != id {
+        return Err(io::Error::other(format!(
+            "header names segment {}, not {id}",
+            h.segment_id
+        )));
+    }
+    if !(super::format::MIN_FORMAT_VERSION..=super::format::FORMAT_VERSION).contains(&h.version) {
+        return Err(io::Error::other(format!(
+            "format version {} is not readable by this build",
+            h.version
+        )));
+    }
+    Ok(Segment {
+        id,
+        file: Arc::new(file),
+        path: path.to_path_buf(),
+        written: AtomicU64::new(len),
+        live_bytes: AtomicU64::new(0),
+        sealed: AtomicBool::new(true),
+        tomb_bytes: AtomicU64::new(1),
+    })
 }
 
 fn open_segment_file(path: &Path, direct: bool) -> io::Result<File> {

@@ -12,6 +12,13 @@
 //! 2. A record never crosses a segment boundary; a record longer than the
 //!    segment size gets a segment of its own.
 //! 3. The write buffer is bounded by `chunk_size` (plus one oversized record).
+//! 4. Every append goes through one writer (shared behind a mutex by the
+//!    journal, demotion and the collector), so the log's order is the order
+//!    in which states were captured: a later record of a key never holds an
+//!    older state than an earlier one with the same sequence number.
+//! 5. [`SegmentWriter::sync`] makes every byte written so far durable
+//!    (data of each segment written since the last sync, and the directory
+//!    entries of new segments).
 
 use super::buf::{align_up, AlignedBuf, PAGE};
 use super::format::{self, RecordHeader, SEGMENT_DATA_START};
@@ -34,6 +41,18 @@ pub struct SegmentWriter {
     fill: usize,
     /// Bytes written to flash by this writer (including padding).
     pub bytes_written: u64,
+    /// Segments written since the last `sync`.
+    unsynced: Vec<Arc<Segment>>,
+    /// A segment file was created since the last `sync`.
+    dir_dirty: bool,
+}
+
+/// A point in the log: everything before it was written before everything
+/// after it. Segments are ordered by id, records within one by offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LogPosition {
+    pub segment: u32,
+    pub offset: u64,
 }
 
 /// Why an append could not be done.
@@ -68,7 +87,41 @@ impl SegmentWriter {
             buf: AlignedBuf::zeroed(chunk_size),
             fill: 0,
             bytes_written: 0,
+            unsynced: Vec::new(),
+            dir_dirty: false,
         }
+    }
+
+    /// Where the next flushed record will go. Call after `flush`.
+    pub fn position(&self) -> LogPosition {
+        match &self.current {
+            Some(s) => LogPosition {
+                segment: s.id,
+                offset: self.buf_offset + self.fill as u64,
+            },
+            None => LogPosition {
+                segment: self.table.next_id(),
+                offset: SEGMENT_DATA_START,
+            },
+        }
+    }
+
+    /// Makes everything written so far durable (invariant 5).
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        for seg in &self.unsynced {
+            self.io.sync(&seg.file)?;
+        }
+        self.unsynced.clear();
+        if self.dir_dirty {
+            self.table.sync_dir()?;
+            self.dir_dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Whether anything was written since the last `sync`.
+    pub fn needs_sync(&self) -> bool {
+        !self.unsynced.is_empty() || self.dir_dirty
     }
 
     /// The id of the segment being written, if any.
@@ -117,6 +170,11 @@ impl SegmentWriter {
             format::encode_record(&mut self.buf[self.fill..end], header, key, value);
             self.fill = end;
         }
+        if header.kind != format::RecordKind::Value {
+            if let Some(s) = &self.current {
+                s.tomb_bytes.fetch_add(len as u64, Ordering::Relaxed);
+            }
+        }
         Ok(FlashLoc {
             segment: seg,
             offset: offset as u32,
@@ -155,6 +213,9 @@ impl SegmentWriter {
         self.buf_offset += len;
         self.bytes_written += len;
         self.table.add_written(&seg, self.buf_offset);
+        if !self.unsynced.iter().any(|s| s.id == seg.id) {
+            self.unsynced.push(seg);
+        }
         Ok(())
     }
 
@@ -171,6 +232,7 @@ impl SegmentWriter {
             old.sealed.store(true, Ordering::Release);
         }
         let seg = self.table.create()?;
+        self.dir_dirty = true;
         let mut page = AlignedBuf::zeroed(PAGE);
         format::encode_segment_header(&mut page, seg.id, crate::clock::now_ms());
         self.current = Some(seg);

@@ -72,6 +72,9 @@ pub const F_REFERENCED: u8 = 1;
 pub const F_TOUCHED: u8 = 2;
 /// A demotion of this value is being written.
 pub const F_STASHING: u8 = 4;
+/// The entry's current state (value or TTL) is not yet in the log; the
+/// journal has a note for it (appendonly yes only; see `journal`).
+pub const F_DIRTY: u8 = 8;
 
 #[derive(Clone, Debug)]
 pub struct Entry {

@@ -5,7 +5,7 @@
 use super::{is, parse_i64};
 use crate::dispatch::{Ctx, Outcome, COMMANDS};
 use crate::reply;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
 use strata_engine::Location;
 use strata_protocol::{
@@ -350,11 +350,73 @@ pub fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
+/// LASTSAVE: the last completed checkpoint, or the start of the server.
 pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
-    // Durability comes with its own issue; until then, the start time.
+    let last = ctx.engine().persist_info().last_checkpoint_ms / 1000;
     let started = strata_engine::clock::now_ms() / 1000 - ctx.shared.started.elapsed().as_secs();
-    write_integer(ctx.out, started as i64);
+    write_integer(ctx.out, last.max(started) as i64);
     Outcome::Done
+}
+
+/// SAVE: a checkpoint now; the reply waits for it (other clients go on).
+pub fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    let engine = ctx.engine().clone();
+    Outcome::Pending {
+        reply: Box::pin(async move {
+            let mut out = BytesMut::new();
+            match tokio::task::spawn_blocking(move || engine.save()).await {
+                Ok(Ok(_)) => write_simple(&mut out, b"OK"),
+                Ok(Err(e)) if e.contains("in progress") => {
+                    reply::error(&mut out, reply::BGSAVE_RUNNING)
+                }
+                Ok(Err(e)) => reply::error(&mut out, &format!("ERR {e}")),
+                Err(e) => reply::error(&mut out, &format!("ERR {e}")),
+            }
+            out
+        }),
+        write: true,
+    }
+}
+
+/// BGSAVE [SCHEDULE]
+pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if args.len() > 2 || (args.len() == 2 && !is(&args[1], "schedule")) {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    }
+    match ctx.engine().bgsave() {
+        Ok(()) => write_simple(ctx.out, b"Background saving started"),
+        Err(e) if e.contains("in progress") => {
+            if args.len() == 2 {
+                write_simple(ctx.out, b"Background saving scheduled")
+            } else {
+                reply::error(ctx.out, reply::BGSAVE_RUNNING)
+            }
+        }
+        Err(e) => reply::error(ctx.out, &format!("ERR {e}")),
+    }
+    Outcome::Done
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stop accepting, let
+/// in-flight commands finish, drain and sync the log, checkpoint (unless
+/// NOSAVE) and exit. No reply on success, as Redis.
+pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mut save = strata_engine::ShutdownSave::Save;
+    for a in &args[1..] {
+        if is(a, "nosave") {
+            save = strata_engine::ShutdownSave::NoSave;
+        } else if is(a, "save") || is(a, "now") || is(a, "force") {
+        } else if is(a, "abort") {
+            reply::error(ctx.out, "ERR No shutdown in progress.");
+            return Outcome::Done;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    }
+    ctx.shared.request_shutdown(save);
+    Outcome::Close
 }
 
 pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {

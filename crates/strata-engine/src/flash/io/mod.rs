@@ -59,6 +59,11 @@ pub trait IoEngine: Send + Sync + 'static {
     fn poll(&self) {}
     /// A short name for INFO and logs ("io_uring", "psync", ...).
     fn name(&self) -> &'static str;
+    /// Makes the data written to `file` durable (fdatasync). Blocking: the
+    /// journal and background threads call it, never a request path.
+    fn sync(&self, file: &File) -> io::Result<()> {
+        file.sync_data()
+    }
 }
 
 /// Submits a read and returns a future of its completion.

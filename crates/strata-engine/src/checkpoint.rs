@@ -1,0 +1,456 @@
+//! Index checkpoints: the RAM index written to one file, so a restart
+//! loads it and scans only the log written after it (docs/format.md,
+//! "Checkpoint file").
+//!
+//! A checkpoint is taken at a *log position* P (under the writer lock, after
+//! a flush): every record before P whose entry still points at it is in the
+//! checkpoint or superseded by a record after P; everything after P is
+//! replayed at recovery. Entries whose value is only in RAM (not yet
+//! journaled) are left out: their records come after P (appendonly yes), or
+//! `save_unbacked` wrote them first (appendonly no, clean shutdown).
+//!
+//! Invariants:
+//! 1. The file is written to `checkpoint.tmp`, fsynced, renamed over
+//!    `checkpoint` and the directory fsynced: a crash leaves the old or the
+//!    new checkpoint, never a mix.
+//! 2. A checkpoint is trusted only if its header, version and both CRCs
+//!    check; otherwise recovery falls back to a full scan of the log.
+
+use crate::clock::now_ms;
+use crate::flash::format::{RecordHeader, RecordKind, RECORD_HEADER_LEN};
+use crate::flash::writer::{AppendError, LogPosition};
+use crate::index::{FlashLoc, Slot, F_STASHING};
+use crate::stats::Stats;
+use crate::Inner;
+use bytes::Bytes;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+pub const CHECKPOINT_MAGIC: &[u8; 8] = b"STRATACP";
+pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
+pub const CHECKPOINT_VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 64;
+pub const TRAILER_LEN: usize = 24;
+/// Fixed bytes of one entry before its key.
+pub const ENTRY_FIXED_LEN: usize = 34;
+
+pub fn path(dir: &Path) -> PathBuf {
+    dir.join("checkpoint")
+}
+
+/// The fields of a checkpoint header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub version: u32,
+    pub databases: u32,
+    pub created_ms: u64,
+    pub position: LogPosition,
+    pub next_seq: u64,
+}
+
+pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
+    let mut b = [0u8; HEADER_LEN];
+    b[0..8].copy_from_slice(CHECKPOINT_MAGIC);
+    b[8..12].copy_from_slice(&h.version.to_le_bytes());
+    b[12..16].copy_from_slice(&h.databases.to_le_bytes());
+    b[16..24].copy_from_slice(&h.created_ms.to_le_bytes());
+    b[24..28].copy_from_slice(&h.position.segment.to_le_bytes());
+    b[32..40].copy_from_slice(&h.position.offset.to_le_bytes());
+    b[40..48].copy_from_slice(&h.next_seq.to_le_bytes());
+    let crc = crc32c::crc32c(&b[0..48]);
+    b[48..52].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[i..i + 4]);
+    u32::from_le_bytes(a)
+}
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(a)
+}
+
+pub fn decode_header(b: &[u8]) -> Result<Header, String> {
+    if b.len() < HEADER_LEN || &b[0..8] != CHECKPOINT_MAGIC {
+        return Err("not a checkpoint (bad magic)".into());
+    }
+    if crc32c::crc32c(&b[0..48]) != u32_at(b, 48) {
+        return Err("header checksum mismatch".into());
+    }
+    let version = u32_at(b, 8);
+    if version != CHECKPOINT_VERSION {
+        return Err(format!(
+            "checkpoint version {version}, this build reads {CHECKPOINT_VERSION}"
+        ));
+    }
+    Ok(Header {
+        version,
+        databases: u32_at(b, 12),
+        created_ms: u64_at(b, 16),
+        position: LogPosition {
+            segment: u32_at(b, 24),
+            offset: u64_at(b, 32),
+        },
+        next_seq: u64_at(b, 40),
+    })
+}
+
+/// One entry of a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpEntry<'a> {
+    pub db: u16,
+    pub seq: u64,
+    pub expire_at_ms: u64,
+    pub loc: FlashLoc,
+    pub key: &'a [u8],
+}
+
+pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
+    out.extend_from_slice(&e.db.to_le_bytes());
+    out.extend_from_slice(&(e.key.len() as u32).to_le_bytes());
+    out.extend_from_slice(&e.seq.to_le_bytes());
+    out.extend_from_slice(&e.expire_at_ms.to_le_bytes());
+    out.extend_from_slice(&e.loc.segment.to_le_bytes());
+    out.extend_from_slice(&e.loc.offset.to_le_bytes());
+    out.extend_from_slice(&e.loc.len.to_le_bytes());
+    out.extend_from_slice(e.key);
+}
+
+/// Decodes the entry at the start of `b`; returns it and its length.
+pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
+    if b.len() < ENTRY_FIXED_LEN {
+        return None;
+    }
+    let key_len = u32_at(b, 2) as usize;
+    let end = ENTRY_FIXED_LEN.checked_add(key_len)?;
+    if b.len() < end {
+        return None;
+    }
+    Some((
+        CpEntry {
+            db: u16::from_le_bytes([b[0], b[1]]),
+            seq: u64_at(b, 6),
+            expire_at_ms: u64_at(b, 14),
+            loc: FlashLoc {
+                segment: u32_at(b, 22),
+                offset: u32_at(b, 26),
+                len: u32_at(b, 30),
+            },
+            key: &b[ENTRY_FIXED_LEN..end],
+        },
+        end,
+    ))
+}
+
+pub fn encode_trailer(entries: u64, crc: u32) -> [u8; TRAILER_LEN] {
+    let mut b = [0u8; TRAILER_LEN];
+    b[0..8].copy_from_slice(CHECKPOINT_END_MAGIC);
+    b[8..16].copy_from_slice(&entries.to_le_bytes());
+    b[16..20].copy_from_slice(&crc.to_le_bytes());
+    let c = crc32c::crc32c(&b[0..20]);
+    b[20..24].copy_from_slice(&c.to_le_bytes());
+    b
+}
+
+/// (entries, crc of the entry bytes)
+pub fn decode_trailer(b: &[u8]) -> Result<(u64, u32), String> {
+    if b.len() != TRAILER_LEN || &b[0..8] != CHECKPOINT_END_MAGIC {
+        return Err("bad trailer (truncated checkpoint?)".into());
+    }
+    if crc32c::crc32c(&b[0..20]) != u32_at(b, 20) {
+        return Err("trailer checksum mismatch".into());
+    }
+    Ok((u64_at(b, 8), u32_at(b, 16)))
+}
+
+/// A checkpoint read into memory and verified (invariant 2).
+pub struct Loaded {
+    pub header: Header,
+    /// The entry bytes (between header and trailer).
+    pub body: Vec<u8>,
+    pub entries: u64,
+}
+
+impl Loaded {
+    pub fn iter(&self) -> impl Iterator<Item = CpEntry<'_>> {
+        let mut pos = 0;
+        std::iter::from_fn(move || {
+            let (e, n) = decode_entry(&self.body[pos..])?;
+            pos += n;
+            Some(e)
+        })
+    }
+}
+
+/// Reads and verifies the checkpoint in `dir`. Ok(None): there is none.
+pub fn load(dir: &Path) -> Result<Option<Loaded>, String> {
+    let mut f = match std::fs::File::open(path(dir)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot open: {e}")),
+    };
+    let mut all = Vec::new();
+    f.read_to_end(&mut all)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if all.len() < HEADER_LEN + TRAILER_LEN {
+        return Err("truncated checkpoint".into());
+    }
+    let header = decode_header(&all[..HEADER_LEN])?;
+    let (entries, crc) = decode_trailer(&all[all.len() - TRAILER_LEN..])?;
+    let body_end = all.len() - TRAILER_LEN;
+    if crc32c::crc32c(&all[HEADER_LEN..body_end]) != crc {
+        return Err("entry checksum mismatch".into());
+    }
+    all.truncate(body_end);
+    all.drain(..HEADER_LEN);
+    Ok(Some(Loaded {
+        header,
+        body: all,
+        entries,
+    }))
+}
+
+/// What a checkpoint run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Done {
+    pub entries: u64,
+    pub bytes: u64,
+    pub duration_ms: u64,
+    /// Values written to the log first (appendonly no).
+    pub saved_values: u64,
+}
+
+/// Writes every hot value that has no flash copy to the log and makes the
+/// records its backing, so the index can be checkpointed whole
+/// (appendonly no). Values changed meanwhile stay as they are.
+pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
+    struct Pending {
+        db: usize,
+        key: Box<[u8]>,
+        value: Bytes,
+        version: u64,
+        expire_at_ms: u64,
+    }
+    let mut saved = 0;
+    let mut w = inner.writer.lock();
+    for si in 0..inner.shards.len() {
+        let mut pending = Vec::new();
+        {
+            let sh = inner.shards[si].lock();
+            for (db, map) in sh.dbs.iter().enumerate() {
+                for (k, e) in map.iter() {
+                    if let Slot::Hot(h) = &e.slot {
+                        if h.backing.is_none() && e.flags & F_STASHING == 0 {
+                            pending.push(Pending {
+                                db,
+                                key: Box::from(&k[..]),
+                                value: h.value.clone(),
+                                version: e.version,
+                                expire_at_ms: e.expire_at_ms,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let before = w.bytes_written;
+        let mut locs = Vec::with_capacity(pending.len());
+        for p in &pending {
+            let h = RecordHeader {
+                kind: RecordKind::Value,
+                db: p.db as u16,
+                key_len: p.key.len() as u32,
+                value_len: p.value.len() as u32,
+                seq: p.version,
+                expire_at_ms: p.expire_at_ms,
+            };
+            locs.push(w.append(&h, &p.key, &p.value, inner.capacity)?);
+        }
+        let r = w.flush();
+        Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+        r.map_err(AppendError::Io)?;
+        let mut sh = inner.shards[si].lock();
+        let sh = &mut *sh;
+        for (p, loc) in pending.iter().zip(locs) {
+            let Some(e) = sh.dbs[p.db].get_mut(&*p.key) else {
+                continue;
+            };
+            if e.version != p.version {
+                continue;
+            }
+            if let Slot::Hot(h) = &mut e.slot {
+                if h.backing.is_none() {
+                    h.backing = Some(loc);
+                    inner.retain_flash(loc);
+                    saved += 1;
+                }
+            }
+        }
+    }
+    Ok(saved)
+}
+
+/// Takes a checkpoint (see the module doc). With `save`, values only in
+/// RAM are written to the log first (appendonly no needs that; with the
+/// journal on they are in the log already or about to be).
+pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
+    let t0 = Instant::now();
+    let mut done = Done::default();
+    if save {
+        done.saved_values = save_unbacked(inner).map_err(|e| match e {
+            AppendError::Full => "the flash log is full".to_string(),
+            AppendError::Io(e) => format!("flash write failed: {e}"),
+        })?;
+    }
+    let (position, next_seq, log_bytes, ticket) = {
+        let mut w = inner.writer.lock();
+        w.flush().map_err(|e| format!("flash write failed: {e}"))?;
+        w.sync().map_err(|e| format!("fsync failed: {e}"))?;
+        (
+            w.position(),
+            inner.seq.load(Relaxed),
+            Stats::get(&inner.stats.flash_bytes_written),
+            inner.journal.last_ticket(),
+        )
+    };
+    let dir = inner.table.dir();
+    let tmp = dir.join("checkpoint.tmp");
+    let file = std::fs::File::create(&tmp).map_err(|e| format!("cannot create: {e}"))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let io = |e: std::io::Error| format!("checkpoint write failed: {e}");
+    let header = Header {
+        version: CHECKPOINT_VERSION,
+        databases: inner.databases as u32,
+        created_ms: now_ms(),
+        position,
+        next_seq,
+    };
+    out.write_all(&encode_header(&header)).map_err(io)?;
+    let mut crc = 0u32;
+    let mut buf = Vec::with_capacity(1 << 20);
+    let now = now_ms();
+    for s in inner.shards.iter() {
+        buf.clear();
+        {
+            let sh = s.lock();
+            for (db, map) in sh.dbs.iter().enumerate() {
+                for (k, e) in map.iter() {
+                    if e.is_expired(now) {
+                        continue;
+                    }
+                    let Some(loc) = e.flash_loc() else { continue };
+                    encode_entry(
+                        &mut buf,
+                        &CpEntry {
+                            db: db as u16,
+                            seq: e.version,
+                            expire_at_ms: e.expire_at_ms,
+                            loc,
+                            key: k,
+                        },
+                    );
+                    done.entries += 1;
+                }
+            }
+        }
+        crc = crc32c::crc32c_append(crc, &buf);
+        out.write_all(&buf).map_err(io)?;
+    }
+    out.write_all(&encode_trailer(done.entries, crc))
+        .map_err(io)?;
+    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    done.bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    drop(file);
+    std::fs::rename(&tmp, path(dir)).map_err(io)?;
+    inner.table.sync_dir().map_err(io)?;
+    done.duration_ms = t0.elapsed().as_millis() as u64;
+    let p = &inner.persist;
+    p.last_checkpoint_ms.store(now_ms(), Relaxed);
+    p.checkpoint_log_bytes.store(log_bytes, Relaxed);
+    p.checkpoint_ticket.store(ticket, Relaxed);
+    p.last_checkpoint_bytes.store(done.bytes, Relaxed);
+    p.last_checkpoint_entries.store(done.entries, Relaxed);
+    p.last_checkpoint_duration_ms
+        .store(done.duration_ms, Relaxed);
+    Stats::inc(&p.checkpoints);
+    tracing::info!(
+        "checkpoint: {} keys, {} bytes, {} ms",
+        done.entries,
+        done.bytes,
+        done.duration_ms
+    );
+    Ok(done)
+}
+
+/// Bytes of the record a checkpoint entry points at hold this key and a
+/// value of `len - header - key` bytes.
+pub fn value_len(e: &CpEntry<'_>) -> Option<u32> {
+    (e.loc.len as usize)
+        .checked_sub(RECORD_HEADER_LEN + e.key.len())
+        .map(|v| v as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_entry_trailer_round_trip() {
+        let h = Header {
+            version: CHECKPOINT_VERSION,
+            databases: 16,
+            created_ms: 123,
+            position: LogPosition {
+                segment: 7,
+                offset: 8192,
+            },
+            next_seq: 99,
+        };
+        let b = encode_header(&h);
+        assert_eq!(decode_header(&b).unwrap(), h);
+        let mut bad = b;
+        bad[30] ^= 1;
+        assert!(decode_header(&bad).is_err());
+        let mut out = Vec::new();
+        let e = CpEntry {
+            db: 3,
+            seq: 5,
+            expire_at_ms: 6,
+            loc: FlashLoc {
+                segment: 1,
+                offset: 4096,
+                len: 40,
+            },
+            key: b"key",
+        };
+        encode_entry(&mut out, &e);
+        assert_eq!(decode_entry(&out).unwrap(), (e.clone(), out.len()));
+        assert!(decode_entry(&out[..out.len() - 1]).is_none());
+        assert_eq!(value_len(&e), Some(5));
+        let t = encode_trailer(10, 77);
+        assert_eq!(decode_trailer(&t).unwrap(), (10, 77));
+    }
+
+    #[test]
+    fn old_version_is_refused() {
+        let mut b = encode_header(&Header {
+            version: CHECKPOINT_VERSION + 1,
+            databases: 1,
+            created_ms: 0,
+            position: LogPosition {
+                segment: 1,
+                offset: 0,
+            },
+            next_seq: 1,
+        });
+        assert!(decode_header(&b).unwrap_err().contains("version"));
+        b[0] = b'X';
+        assert!(decode_header(&b).is_err());
+    }
+}

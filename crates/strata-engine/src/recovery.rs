@@ -1,0 +1,516 @@
+//! Restart: rebuild the index from the checkpoint and the log written after
+//! it, without reading values or rewriting anything.
+//!
+//! Steps:
+//! 1. The state file (`strata.state`) says how the last run ended. A run
+//!    with `appendonly no` that did not shut down cleanly promised nothing:
+//!    its files are removed and the store starts empty (logged).
+//! 2. A valid checkpoint (`checkpoint::load`) fills the index; a missing,
+//!    corrupt or older-version one means a full scan from the first segment.
+//! 3. Every record from the checkpoint's log position on is replayed in log
+//!    order (segment id, offset): a value record wins over what the index
+//!    holds if its sequence number is not older (equal = a later copy of the
+//!    same write, e.g. a moved record or a new TTL); a tombstone removes
+//!    older states; a flush record removes older keys of its database(s).
+//!    Expired records count as deletions.
+//! 4. Damage: a record that fails its checksum is skipped (counted, logged)
+//!    and the scan resynchronises on the next valid record; an incomplete
+//!    record at the end of the newest segment is a torn tail (counted,
+//!    logged, left as garbage: new writes go to a new segment).
+//! 5. Live bytes of every segment are recomputed from the index.
+
+use crate::checkpoint;
+use crate::clock::{now_ms, now_secs};
+use crate::flash::buf::{align_up, PAGE};
+use crate::flash::format::{self, DecodeError, RecordKind, ALL_DATABASES, SEGMENT_DATA_START};
+use crate::flash::writer::LogPosition;
+use crate::index::{CompactKey, Entry, FlashLoc, Shard, Slot};
+use crate::Inner;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+/// What the last recovery found (INFO persistence).
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    pub duration_ms: u64,
+    pub keys: u64,
+    pub from_checkpoint: bool,
+    /// Why the checkpoint was not used, if there was one.
+    pub checkpoint_error: Option<String>,
+    pub checkpoint_entries: u64,
+    pub segments_scanned: u64,
+    pub bytes_scanned: u64,
+    pub records_replayed: u64,
+    /// Records skipped because their checksum or header was bad.
+    pub corrupt_records: u64,
+    /// Bytes dropped at the torn tail of the newest segment.
+    pub torn_tail_bytes: u64,
+    /// Checkpoint entries or records naming a segment that is gone.
+    pub missing_segment_entries: u64,
+    /// The last run had appendonly no and did not shut down cleanly.
+    pub discarded_unclean: bool,
+}
+
+/// The state file: how the last run was configured and whether it ended
+/// cleanly. Text, `key=value` per line.
+pub(crate) fn state_path(dir: &Path) -> std::path::PathBuf {
+    dir.join("strata.state")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RunState {
+    pub appendonly: bool,
+    pub clean: bool,
+}
+
+pub(crate) fn read_state(dir: &Path) -> Option<RunState> {
+    let text = std::fs::read_to_string(state_path(dir)).ok()?;
+    let mut appendonly = None;
+    let mut clean = None;
+    for line in text.lines() {
+        match line.split_once('=') {
+            Some(("appendonly", v)) => appendonly = Some(v == "yes"),
+            Some(("clean", v)) => clean = Some(v == "yes"),
+            _ => {}
+        }
+    }
+    Some(RunState {
+        appendonly: appendonly?,
+        clean: clean?,
+    })
+}
+
+/// Writes the state file atomically (tmp, fsync, rename, fsync dir).
+pub(crate) fn write_state(dir: &Path, s: RunState) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = dir.join("strata.state.tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    writeln!(
+        f,
+        "format={}\nappendonly={}\nclean={}",
+        format::FORMAT_VERSION,
+        if s.appendonly { "yes" } else { "no" },
+        if s.clean { "yes" } else { "no" }
+    )?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, state_path(dir))?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Replay state: what the scan learned about deletions.
+struct Replay<'a> {
+    inner: &'a Inner,
+    now: u64,
+    /// Highest tombstone (or expired-record) sequence number per key.
+    deleted: HashMap<(u16, Box<[u8]>), u64>,
+    /// Keys of a database with a smaller sequence number were flushed.
+    flushed: Vec<u64>,
+    max_seq: u64,
+    report: RecoveryReport,
+}
+
+impl Replay<'_> {
+    fn floor(&self, db: usize) -> u64 {
+        self.flushed[db]
+    }
+
+    fn remove(sh: &mut Shard, db: usize, idx: usize) {
+        if let Some((k, e)) = sh.dbs[db].swap_remove_index(idx) {
+            sh.acct.entry_removed(db, k.heap_bytes(), &e);
+        }
+    }
+
+    /// A value at `loc` for (db, key) with this sequence number and expiry.
+    fn value(&mut self, db: u16, key: &[u8], seq: u64, expire_at_ms: u64, loc: FlashLoc) {
+        let d = db as usize;
+        if d >= self.inner.databases {
+            return;
+        }
+        self.max_seq = self.max_seq.max(seq);
+        if seq < self.floor(d) {
+            return;
+        }
+        if let Some(&t) = self.deleted.get(&(db, Box::from(key))) {
+            if t > seq {
+                return;
+            }
+        }
+        let value_len = loc.len - (format::RECORD_HEADER_LEN + key.len()) as u32;
+        let expired = expire_at_ms != 0 && expire_at_ms <= self.now;
+        let mut guard = self.inner.shard(key).lock();
+        let sh = &mut *guard;
+        if let Some(idx) = sh.dbs[d].get_index_of(key) {
+            if sh.dbs[d][idx].version > seq {
+                return;
+            }
+            if expired {
+                Self::remove(sh, d, idx);
+            } else {
+                let e = &mut sh.dbs[d][idx];
+                sh.acct.remove(&e.slot, e.value_len);
+                sh.acct.ttl_remove(d, e.expire_at_ms);
+                e.slot = Slot::Cold(loc);
+                e.value_len = value_len;
+                e.version = seq;
+                e.expire_at_ms = expire_at_ms;
+                sh.acct.add(&e.slot, value_len);
+                sh.acct.ttl_add(d, expire_at_ms);
+                return;
+            }
+        } else if !expired {
+            let e = Entry {
+                slot: Slot::Cold(loc),
+                expire_at_ms,
+                version: seq,
+                lru_secs: now_secs(),
+                flags: 0,
+                value_len,
+            };
+            let k = CompactKey::from(key);
+            sh.acct.entry_added(d, k.heap_bytes(), &e);
+            crate::index::reserve_one(&mut sh.dbs[d]);
+            sh.dbs[d].insert(k, e);
+            return;
+        }
+        drop(guard);
+        self.tombstone(db, key, seq);
+    }
+
+    fn tombstone(&mut self, db: u16, key: &[u8], seq: u64) {
+        let d = db as usize;
+        if d >= self.inner.databases {
+            return;
+        }
+        self.max_seq = self.max_seq.max(seq);
+        {
+            let mut guard = self.inner.shard(key).lock();
+            let sh = &mut *guard;
+            if let Some(idx) = sh.dbs[d].get_index_of(key) {
+                if sh.dbs[d][idx].version < seq {
+                    Self::remove(sh, d, idx);
+                }
+            }
+        }
+        let t = self.deleted.entry((db, Box::from(key))).or_insert(0);
+        *t = (*t).max(seq);
+    }
+
+    fn flush(&mut self, db: u16, seq: u64) {
+        self.max_seq = self.max_seq.max(seq);
+        let dbs: Vec<usize> = if db == ALL_DATABASES {
+            (0..self.inner.databases).collect()
+        } else if (db as usize) < self.inner.databases {
+            vec![db as usize]
+        } else {
+            return;
+        };
+        for &d in &dbs {
+            self.flushed[d] = self.flushed[d].max(seq);
+        }
+        for s in self.inner.shards.iter() {
+            let mut guard = s.lock();
+            let sh = &mut *guard;
+            for &d in &dbs {
+                let mut i = 0;
+                while i < sh.dbs[d].len() {
+                    if sh.dbs[d][i].version < seq {
+                        Self::remove(sh, d, i);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+        self.deleted
+            .retain(|(d, _), t| !(dbs.contains(&(*d as usize)) && *t < seq));
+    }
+
+    /// Replays one segment from `start` (whole file in memory).
+    fn segment(&mut self, id: u32, path: &Path, start: u64, newest: bool) -> u64 {
+        let buf = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!("recovery: cannot read {}: {e}; skipped", path.display());
+                return 0;
+            }
+        };
+        self.report.segments_scanned += 1;
+        self.report.bytes_scanned += (buf.len() as u64).saturating_sub(start);
+        let mut tomb_bytes = 0u64;
+        let mut pos = start as usize;
+        while pos < buf.len() {
+            let in_page = pos % PAGE;
+            if in_page != 0 && PAGE - in_page < format::MIN_BYTES_IN_PAGE {
+                pos = align_up(pos);
+                continue;
+            }
+            match format::decode_record(&buf[pos..]) {
+                Ok(rec) => {
+                    let len = rec.header.record_len();
+                    let loc = FlashLoc {
+                        segment: id,
+                        offset: pos as u32,
+                        len: len as u32,
+                    };
+                    self.report.records_replayed += 1;
+                    let h = rec.header;
+                    match h.kind {
+                        RecordKind::Value => self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc),
+                        RecordKind::Tombstone => {
+                            tomb_bytes += len as u64;
+                            self.tombstone(h.db, rec.key, h.seq)
+                        }
+                        RecordKind::Flush => {
+                            tomb_bytes += len as u64;
+                            self.flush(h.db, h.seq)
+                        }
+                    }
+                    pos += len;
+                }
+                Err(DecodeError::Padding) => pos = align_up(pos + 1),
+                Err(e) => {
+                    let rest_zero = buf[pos..].iter().all(|&b| b == 0);
+                    if rest_zero {
+                        break;
+                    }
+                    match resync(&buf, pos) {
+                        Some(next) => {
+                            self.report.corrupt_records += 1;
+                            tracing::error!(
+                                "recovery: damaged record ({e:?}) in segment {id} at offset {pos}; \
+                                 skipped {} bytes to the next valid record",
+                                next - pos
+                            );
+                            pos = next;
+                        }
+                        None if newest => {
+                            let dropped = (buf.len() - pos) as u64;
+                            self.report.torn_tail_bytes += dropped;
+                            tracing::warn!(
+                                "recovery: torn tail of segment {id}: dropped {dropped} bytes \
+                                 after offset {pos} (an incomplete last write)"
+                            );
+                            break;
+                        }
+                        None => {
+                            self.report.corrupt_records += 1;
+                            tracing::error!(
+                                "recovery: damaged data ({e:?}) in segment {id} from offset {pos} \
+                                 to its end ({} bytes) skipped",
+                                buf.len() - pos
+                            );
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        tomb_bytes
+    }
+}
+
+/// The next offset after `pos` where a valid record or a padded page starts.
+fn resync(buf: &[u8], pos: usize) -> Option<usize> {
+    let mut p = pos + 1;
+    while p + format::RECORD_HEADER_LEN <= buf.len() {
+        if p % PAGE == 0 && buf[p + 4] == 0 {
+            // A page that starts with padding: the next write began here or later.
+            if let Some(q) = (p..buf.len().min(p + PAGE)).find(|&q| buf[q] != 0) {
+                if q >= p + PAGE {
+                    return Some(p);
+                }
+            } else {
+                return Some(p);
+            }
+        }
+        if buf[p + 4] == format::RECORD_MAGIC && format::decode_record(&buf[p..]).is_ok() {
+            return Some(p);
+        }
+        p += 1;
+    }
+    None
+}
+
+/// Rebuilds the index (see the module doc). Runs before any other thread
+/// touches the engine.
+pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
+    let t0 = Instant::now();
+    let dir = inner.table.dir().to_path_buf();
+    let segments = inner.table.snapshot();
+    let state = read_state(&dir);
+    let has_data = !segments.is_empty() || checkpoint::path(&dir).exists();
+    let mut replay = Replay {
+        inner,
+        now: now_ms(),
+        deleted: HashMap::new(),
+        flushed: vec![0; inner.databases],
+        max_seq: 0,
+        report: RecoveryReport::default(),
+    };
+    let unclean_cache = match state {
+        Some(s) => !s.appendonly && !s.clean,
+        None => has_data, // files of a build without a state file: no guarantees
+    };
+    if unclean_cache && has_data {
+        tracing::warn!(
+            "the last run (appendonly no) did not shut down cleanly: its data were never \
+             durable and are discarded; use appendonly yes to keep data across crashes"
+        );
+        for s in &segments {
+            inner.table.free(s.id);
+        }
+        let _ = std::fs::remove_file(checkpoint::path(&dir));
+        replay.report.discarded_unclean = true;
+        finish(inner, &mut replay, appendonly, t0);
+        return replay.report;
+    }
+    let mut start = LogPosition {
+        segment: 0,
+        offset: 0,
+    };
+    match checkpoint::load(&dir) {
+        Ok(Some(cp)) if cp.header.databases as usize <= inner.databases => {
+            replay.report.from_checkpoint = true;
+            start = cp.header.position;
+            replay.max_seq = cp.header.next_seq.saturating_sub(1);
+            load_entries(inner, &cp, &mut replay);
+        }
+        Ok(Some(cp)) => {
+            replay.report.checkpoint_error = Some(format!(
+                "written with {} databases, this run has {}",
+                cp.header.databases, inner.databases
+            ));
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::error!("checkpoint unusable ({e}); recovering by a full scan of the log");
+            replay.report.checkpoint_error = Some(e);
+        }
+    }
+    let newest = segments.last().map(|s| s.id);
+    for seg in &segments {
+        if seg.id < start.segment {
+            continue;
+        }
+        let from = if seg.id == start.segment {
+            start.offset.max(SEGMENT_DATA_START)
+        } else {
+            SEGMENT_DATA_START
+        };
+        let tomb = replay.segment(seg.id, &seg.path, from, Some(seg.id) == newest);
+        // A segment scanned from its start has an exact count.
+        let known = from == SEGMENT_DATA_START;
+        seg.tomb_bytes
+            .store(if known { tomb } else { tomb.max(1) }, Relaxed);
+    }
+    finish(inner, &mut replay, appendonly, t0);
+    replay.report
+}
+
+fn load_entries(inner: &Inner, cp: &checkpoint::Loaded, replay: &mut Replay<'_>) {
+    // Most keys are in few databases; size the maps for an even spread.
+    let per_shard = (cp.entries as usize / inner.shards.len()) + 16;
+    for s in inner.shards.iter() {
+        s.lock().dbs[0].reserve_exact(per_shard);
+    }
+    let now = replay.now;
+    for e in cp.iter() {
+        replay.report.checkpoint_entries += 1;
+        let d = e.db as usize;
+        if d >= inner.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
+            continue;
+        }
+        let Some(value_len) = checkpoint::value_len(&e) else {
+            continue;
+        };
+        let entry = Entry {
+            slot: Slot::Cold(e.loc),
+            expire_at_ms: e.expire_at_ms,
+            version: e.seq,
+            lru_secs: now_secs(),
+            flags: 0,
+            value_len,
+        };
+        let mut guard = inner.shard(e.key).lock();
+        let sh = &mut *guard;
+        let k = CompactKey::from(e.key);
+        sh.acct.entry_added(d, k.heap_bytes(), &entry);
+        crate::index::reserve_one(&mut sh.dbs[d]);
+        if let Some(old) = sh.dbs[d].insert(k, entry) {
+            sh.acct.entry_removed(d, 0, &old);
+        }
+    }
+}
+
+/// Drops entries that point at missing segments, counts live bytes,
+/// seeds the sequence counter and writes the state file for this run.
+fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant) {
+    let mut keys = 0u64;
+    for s in inner.shards.iter() {
+        let mut guard = s.lock();
+        let sh = &mut *guard;
+        for d in 0..sh.dbs.len() {
+            let mut i = 0;
+            while i < sh.dbs[d].len() {
+                let loc = sh.dbs[d][i].flash_loc();
+                let ok = loc.is_none_or(|l| {
+                    inner.table.get(l.segment).is_some_and(|seg| {
+                        (l.offset as u64 + l.len as u64) <= seg.written.load(Relaxed)
+                    })
+                });
+                if !ok {
+                    replay.report.missing_segment_entries += 1;
+                    Replay::remove(sh, d, i);
+                    continue;
+                }
+                if let Some(l) = loc {
+                    inner.retain_flash(l);
+                }
+                i += 1;
+            }
+            keys += sh.dbs[d].len() as u64;
+        }
+    }
+    if replay.report.missing_segment_entries > 0 {
+        tracing::error!(
+            "recovery: {} keys pointed at log data that is gone; they were dropped",
+            replay.report.missing_segment_entries
+        );
+    }
+    inner.seq.fetch_max(replay.max_seq + 1, Relaxed);
+    replay.report.keys = keys;
+    replay.report.duration_ms = t0.elapsed().as_millis() as u64;
+    let dir = inner.table.dir();
+    if let Err(e) = write_state(
+        dir,
+        RunState {
+            appendonly,
+            clean: false,
+        },
+    ) {
+        tracing::error!("cannot write {}: {e}", state_path(dir).display());
+    }
+    if !appendonly {
+        // A crash of this run must not bring the loaded state back.
+        let _ = std::fs::remove_file(checkpoint::path(dir));
+    }
+    tracing::info!(
+        "recovery: {} keys in {} ms ({}; {} segments, {} bytes scanned, {} records replayed, \
+         {} damaged, {} torn-tail bytes)",
+        keys,
+        replay.report.duration_ms,
+        if replay.report.from_checkpoint {
+            "checkpoint + log tail"
+        } else {
+            "full log scan"
+        },
+        replay.report.segments_scanned,
+        replay.report.bytes_scanned,
+        replay.report.records_replayed,
+        replay.report.corrupt_records,
+        replay.report.torn_tail_bytes
+    );
+}
