@@ -245,8 +245,10 @@ struct Captured {
 }
 
 enum State {
-    /// The key is gone (or expired): a tombstone.
-    Gone,
+    /// The key is gone (or expired): a tombstone with this sequence
+    /// number, taken under the shard lock so that any later write of the
+    /// key has a larger one.
+    Gone { seq: u64 },
     /// A value in RAM, at this version and expiry.
     Hot {
         value: Bytes,
@@ -514,8 +516,12 @@ fn count(inner: &Inner, loc: FlashLoc) {
 fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
     let guard = inner.shard(key).lock();
     let what = match guard.dbs.get(db as usize)?.get(&key[..]) {
-        None => State::Gone,
-        Some(e) if e.is_expired(now) => State::Gone,
+        None => State::Gone {
+            seq: inner.next_seq(),
+        },
+        Some(e) if e.is_expired(now) => State::Gone {
+            seq: inner.next_seq(),
+        },
         Some(e) if e.flags & F_DIRTY == 0 => return None,
         Some(e) => match &e.slot {
             Slot::Hot(h) => State::Hot {
@@ -545,14 +551,14 @@ fn append_state(
     c: &Captured,
 ) -> Result<Option<FlashLoc>, AppendError> {
     match &c.what {
-        State::Gone => {
+        State::Gone { seq } => {
             let origin = format::origin_value(TOMBSTONE_ORIGIN_HERE);
             let h = RecordHeader {
                 kind: RecordKind::Tombstone,
                 db: c.db,
                 key_len: c.key.len() as u32,
                 value_len: origin.len() as u32,
-                seq: inner.next_seq(),
+                seq: *seq,
                 expire_at_ms: 0,
             };
             let loc = w.append(&h, &c.key, &origin, inner.capacity)?;
@@ -654,7 +660,7 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
             expire_at_ms,
             ..
         } => (*version, *expire_at_ms),
-        State::Gone => return,
+        State::Gone { .. } => return,
     };
     if e.version != version || e.expire_at_ms != expire_at_ms {
         return;

@@ -37,6 +37,8 @@
 pub mod checkpoint;
 pub mod clock;
 pub mod config;
+#[cfg(test)]
+mod durability_tests;
 pub mod error;
 mod evict;
 pub mod flash;

@@ -316,15 +316,9 @@ impl Replay<'_> {
 fn resync(buf: &[u8], pos: usize) -> Option<usize> {
     let mut p = pos + 1;
     while p + format::RECORD_HEADER_LEN <= buf.len() {
-        if p % PAGE == 0 && buf[p + 4] == 0 {
-            // A page that starts with padding: the next write began here or later.
-            if let Some(q) = (p..buf.len().min(p + PAGE)).find(|&q| buf[q] != 0) {
-                if q >= p + PAGE {
-                    return Some(p);
-                }
-            } else {
-                return Some(p);
-            }
+        if p.is_multiple_of(PAGE) && buf[p..buf.len().min(p + PAGE)].iter().all(|&b| b == 0) {
+            // A whole page of padding: the scan can go on from here.
+            return Some(p);
         }
         if buf[p + 4] == format::RECORD_MAGIC && format::decode_record(&buf[p..]).is_ok() {
             return Some(p);

@@ -142,12 +142,12 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 break;
             }
             // Keep the output buffer bounded for huge pipelines.
-            if out.len() > 1 << 20 && pending.is_empty() {
-                if !durable(&shared, &mut wrote).await
-                    || flush(&shared, &mut stream, &mut out).await.is_err()
-                {
-                    return;
-                }
+            if out.len() > 1 << 20
+                && pending.is_empty()
+                && (!durable(&shared, &mut wrote).await
+                    || flush(&shared, &mut stream, &mut out).await.is_err())
+            {
+                return;
             }
         }
         drain(&mut pending, &mut out).await;

@@ -75,7 +75,7 @@ const TOKENS: &[&[u8]] = &[
 
 /// Commands that would end or disturb the run on purpose.
 const SKIP: &[&str] = &[
-    "quit", "client", "flushall", "hello", "reset", "auth", "config",
+    "quit", "client", "flushall", "hello", "reset", "auth", "config", "shutdown",
 ];
 
 fn request(args: &[&[u8]]) -> Vec<u8> {

@@ -1,0 +1,470 @@
+//! Restart tests: every mutation kind replayed against a reference model
+//! (full log scan, checkpoint + tail, clean shutdown), torn tails, flipped
+//! bits, appendonly no, and the journal's reaction to failed fsyncs and a
+//! full device. Each test reopens the real files of a temporary directory.
+
+use crate::clock::now_ms;
+use crate::testing::FaultyIo;
+use crate::{
+    Admission, Engine, EngineConfig, ExpireCond, IoBackend, Location, SetOptions, ShutdownSave,
+    TtlState,
+};
+use crate::{ExpireUpdate, SetCond};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn config(dir: &Path) -> EngineConfig {
+    let mut c = EngineConfig::new(dir.join("flash"));
+    c.io_backend = IoBackend::Psync;
+    c.maxmemory_ram = 256 << 10;
+    c.segment_size = 256 << 10;
+    c.write_chunk = 32 << 10;
+    c.flash_max_size = 256 << 20;
+    c.shards = 8;
+    c.databases = 4;
+    c.hz = 100;
+    c
+}
+
+fn value_for(key: &[u8], gen: u32, len: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(len);
+    let mut x = crc32c::crc32c(key) ^ gen.wrapping_mul(0x9e37_79b9) ^ 1;
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+fn get(e: &Engine, db: usize, key: &[u8]) -> Option<Vec<u8>> {
+    block_on(e.get(db, key).wait()).unwrap().map(|b| b.to_vec())
+}
+
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// (db, key) -> (value, expire_at_ms)
+type Model = HashMap<(usize, Vec<u8>), (Vec<u8>, u64)>;
+
+/// Random mutations of every kind, applied to the engine and the model.
+fn churn(e: &Engine, model: &mut Model, rng: &mut StdRng, steps: u32, gen0: u32) {
+    let far = now_ms() + 3_600_000;
+    for step in 0..steps {
+        let db = rng.gen_range(0..3usize);
+        let key = format!("k{}", rng.gen_range(0..300)).into_bytes();
+        let gen = gen0 + step;
+        match rng.gen_range(0..20) {
+            0..=8 => {
+                let v = value_for(&key, gen, rng.gen_range(0..3000));
+                let ttl = if rng.gen_bool(0.2) {
+                    far + step as u64
+                } else {
+                    0
+                };
+                let opts = SetOptions {
+                    cond: SetCond::Always,
+                    expire: if ttl == 0 {
+                        ExpireUpdate::Clear
+                    } else {
+                        ExpireUpdate::At(ttl)
+                    },
+                };
+                e.set(db, &key, &v, opts).unwrap();
+                model.insert((db, key), (v, ttl));
+            }
+            9..=11 => {
+                assert_eq!(e.delete(db, &key), model.remove(&(db, key)).is_some());
+            }
+            12..=13 => {
+                let at = far + 1000 + step as u64;
+                let had = e.expire(db, &key, at, ExpireCond::Always);
+                if let Some(m) = model.get_mut(&(db, key)) {
+                    assert!(had);
+                    m.1 = at;
+                }
+            }
+            14 => {
+                e.persist(db, &key);
+                if let Some(m) = model.get_mut(&(db, key)) {
+                    m.1 = 0;
+                }
+            }
+            15 => {
+                // An expiry in the past deletes.
+                e.expire(db, &key, 1, ExpireCond::Always);
+                model.remove(&(db, key));
+            }
+            16 => {
+                let dst = format!("k{}", rng.gen_range(0..300)).into_bytes();
+                let r = block_on(e.rename(db, &key, &dst, false).wait()).unwrap();
+                if let Some(m) = model.remove(&(db, key.clone())) {
+                    assert_eq!(r, Some(true));
+                    model.insert((db, dst), m);
+                } else {
+                    assert_eq!(r, None);
+                }
+            }
+            17 if rng.gen_ratio(1, 20) => {
+                e.flush_db(db);
+                model.retain(|(d, _), _| *d != db);
+            }
+            _ => {
+                // Reads promote values (and keep their flash copies).
+                let got = get(e, db, &key);
+                assert_eq!(got, model.get(&(db, key)).map(|m| m.0.clone()));
+            }
+        }
+    }
+}
+
+fn check(e: &Engine, model: &Model, what: &str) {
+    let mut keys = 0;
+    for db in 0..3 {
+        keys += e.dbsize(db);
+    }
+    assert_eq!(keys as usize, model.len(), "{what}: key count");
+    for ((db, k), (v, ttl)) in model {
+        let got = get(e, *db, k);
+        assert_eq!(
+            got.as_deref(),
+            Some(&v[..]),
+            "{what}: value of {:?}",
+            String::from_utf8_lossy(k)
+        );
+        let t = e.ttl(*db, k);
+        match *ttl {
+            0 => assert_eq!(t, TtlState::NoTtl, "{what}: ttl"),
+            at => assert_eq!(t, TtlState::At(at), "{what}: ttl"),
+        }
+    }
+}
+
+#[test]
+fn restart_replays_every_mutation_kind() {
+    for (name, checkpoint_midway, clean) in [
+        ("full log scan", false, false),
+        ("checkpoint + tail", true, false),
+        ("clean shutdown", true, true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut model = Model::new();
+        let mut rng = StdRng::seed_from_u64(11);
+        {
+            let e = Engine::open(config(dir.path())).unwrap();
+            churn(&e, &mut model, &mut rng, 6000, 0);
+            if checkpoint_midway {
+                e.save().unwrap();
+            }
+            churn(&e, &mut model, &mut rng, 6000, 100_000);
+            check(&e, &model, "before restart");
+            wait_until("demotion", || e.tiered_info().values_in_flash > 0);
+            if clean {
+                e.shutdown(ShutdownSave::Save).unwrap();
+            }
+        }
+        let e = Engine::open(config(dir.path())).unwrap();
+        let r = e.recovery_report();
+        assert_eq!(r.from_checkpoint, checkpoint_midway, "{name}: {r:?}");
+        assert_eq!(
+            r.corrupt_records + r.missing_segment_entries,
+            0,
+            "{name}: {r:?}"
+        );
+        check(&e, &model, name);
+        // And it goes on working: more churn, another restart.
+        churn(&e, &mut model, &mut rng, 2000, 200_000);
+        drop(e);
+        let e = Engine::open(config(dir.path())).unwrap();
+        check(&e, &model, &format!("{name}, second restart"));
+    }
+}
+
+fn newest_segment(dir: &Path) -> PathBuf {
+    let mut v: Vec<_> = std::fs::read_dir(dir.join("flash"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    v.sort();
+    v.pop().unwrap()
+}
+
+fn flash_loc(e: &Engine, key: &[u8]) -> crate::index::FlashLoc {
+    match e.key_info(0, key).unwrap().location {
+        Location::Flash(l) | Location::RamAndFlash(l) => l,
+        Location::Ram => panic!("no flash copy"),
+    }
+}
+
+#[test]
+fn a_torn_tail_keeps_every_complete_record() {
+    let mut rng = StdRng::seed_from_u64(5);
+    for round in 0..6 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path());
+        c.segment_size = 8 << 20; // everything in one segment
+        let mut locs = Vec::new();
+        {
+            let e = Engine::open(c.clone()).unwrap();
+            for i in 0..200u32 {
+                let k = format!("t{i}").into_bytes();
+                e.set(0, &k, &value_for(&k, round, 700), SetOptions::default())
+                    .unwrap();
+            }
+            wait_until("journal", || {
+                (0..200u32).all(|i| {
+                    !matches!(
+                        e.key_info(0, format!("t{i}").as_bytes()).unwrap().location,
+                        Location::Ram
+                    )
+                })
+            });
+            for i in 0..200u32 {
+                let k = format!("t{i}").into_bytes();
+                locs.push((k.clone(), flash_loc(&e, &k)));
+            }
+        }
+        let seg = newest_segment(dir.path());
+        let len = std::fs::metadata(&seg).unwrap().len();
+        let cut = rng.gen_range(4096..len);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&seg)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        let e = Engine::open(c).unwrap();
+        let r = e.recovery_report();
+        let mut kept = 0;
+        for (k, l) in &locs {
+            let complete = l.offset as u64 + l.len as u64 <= cut;
+            let got = get(&e, 0, k);
+            if complete {
+                assert_eq!(got, Some(value_for(k, round, 700)), "cut at {cut}");
+                kept += 1;
+            } else {
+                assert_eq!(got, None, "a record past the tear at {cut} came back");
+            }
+        }
+        assert_eq!(r.keys, kept);
+        let torn = locs
+            .iter()
+            .any(|(_, l)| (l.offset as u64) < cut && l.offset as u64 + l.len as u64 > cut);
+        assert_eq!(r.torn_tail_bytes > 0, torn, "cut {cut}: {r:?}");
+        // Writes go on in a new segment, and survive the next restart.
+        e.set(0, b"after", b"tear", SetOptions::default()).unwrap();
+        drop(e);
+        let e = Engine::open(config(dir.path())).unwrap();
+        assert_eq!(get(&e, 0, b"after"), Some(b"tear".to_vec()));
+    }
+}
+
+fn flip_byte(path: &Path, at: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8];
+    f.read_exact_at(&mut b, at).unwrap();
+    b[0] ^= 0x20;
+    f.write_all_at(&b, at).unwrap();
+}
+
+#[test]
+fn a_flipped_bit_costs_one_key_only() {
+    for with_checkpoint in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = config(dir.path());
+        let victim = b"b77".to_vec();
+        let loc;
+        {
+            let e = Engine::open(c.clone()).unwrap();
+            for i in 0..400u32 {
+                let k = format!("b{i}").into_bytes();
+                e.set(0, &k, &value_for(&k, 1, 900), SetOptions::default())
+                    .unwrap();
+            }
+            wait_until("journal", || {
+                !matches!(e.key_info(0, b"b399").unwrap().location, Location::Ram)
+            });
+            loc = flash_loc(&e, &victim);
+            if with_checkpoint {
+                e.save().unwrap();
+            }
+        }
+        let seg = dir
+            .path()
+            .join("flash")
+            .join(format!("seg-{:010}.log", loc.segment));
+        flip_byte(&seg, loc.offset as u64 + loc.len as u64 - 100);
+        let e = Engine::open(c).unwrap();
+        let r = e.recovery_report();
+        for i in 0..400u32 {
+            let k = format!("b{i}").into_bytes();
+            if k == victim {
+                continue;
+            }
+            assert_eq!(get(&e, 0, &k), Some(value_for(&k, 1, 900)));
+        }
+        if with_checkpoint {
+            // Found by the first read: an error for that key only.
+            assert_eq!(r.corrupt_records, 0);
+            assert!(block_on(e.get(0, &victim).wait()).is_err());
+            assert!(e.tiered_info().read_errors >= 1);
+        } else {
+            // Found by the scan: reported, the key is not served.
+            assert_eq!(r.corrupt_records, 1, "{r:?}");
+            assert_eq!(get(&e, 0, &victim), None);
+        }
+    }
+}
+
+#[test]
+fn appendonly_no_keeps_data_across_a_clean_shutdown_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.appendonly = false;
+    let mut model = Model::new();
+    let mut rng = StdRng::seed_from_u64(3);
+    {
+        let e = Engine::open(c.clone()).unwrap();
+        churn(&e, &mut model, &mut rng, 4000, 0);
+        e.shutdown(ShutdownSave::Save).unwrap();
+    }
+    {
+        let e = Engine::open(c.clone()).unwrap();
+        check(&e, &model, "after a clean shutdown");
+        churn(&e, &mut model, &mut rng, 500, 50_000);
+        // Dropped without shutdown: as a crash, nothing is promised.
+    }
+    let e = Engine::open(c).unwrap();
+    assert!(e.recovery_report().discarded_unclean);
+    assert_eq!(e.dbsize(0) + e.dbsize(1) + e.dbsize(2), 0);
+}
+
+fn faulty(dir: &Path) -> (EngineConfig, Arc<FaultyIo>) {
+    let mut c = config(dir);
+    let io = Arc::new(FaultyIo::new(
+        crate::flash::io::open_backend(IoBackend::Psync, 8).unwrap(),
+    ));
+    c.io_engine = Some(io.clone());
+    (c, io)
+}
+
+#[test]
+fn a_failed_fsync_poisons_writes_and_reads_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c, io) = faulty(dir.path());
+    let e = Engine::open(c).unwrap();
+    e.set(0, b"before", b"v", SetOptions::default()).unwrap();
+    io.fail_sync.store(true, Relaxed);
+    e.set(0, b"during", b"v", SetOptions::default()).unwrap();
+    wait_until("poison", || e.admission() == Admission::LogUnavailable);
+    assert!(
+        e.log_error().unwrap().contains("fsync"),
+        "{:?}",
+        e.log_error()
+    );
+    // Still refused after the device recovers: the state is unknowable.
+    io.fail_sync.store(false, Relaxed);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(e.admission(), Admission::LogUnavailable);
+    assert_eq!(get(&e, 0, b"before"), Some(b"v".to_vec()));
+    // A change after the failure is never acknowledged as durable.
+    e.set(0, b"after", b"v", SetOptions::default()).unwrap();
+    assert_eq!(
+        block_on(e.wait_durable(e.journal_ticket())).map_err(|m| m.contains("fsync")),
+        Err(true)
+    );
+}
+
+#[test]
+fn a_full_device_refuses_writes_then_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (c, io) = faulty(dir.path());
+    {
+        let e = Engine::open(c.clone()).unwrap();
+        e.set(0, b"acked", b"1", SetOptions::default()).unwrap();
+        wait_until("journal", || e.persist_info().journal_records >= 1);
+        io.write_errno.store(libc::ENOSPC, Relaxed);
+        e.set(0, b"pending", b"2", SetOptions::default()).unwrap();
+        wait_until("refusal", || e.admission() == Admission::LogUnavailable);
+        assert!(e.log_error().unwrap().contains("no space"));
+        assert_eq!(get(&e, 0, b"acked"), Some(b"1".to_vec()));
+        io.write_errno.store(0, Relaxed);
+        wait_until("resume", || e.admission() == Admission::Admit);
+        e.set(0, b"later", b"3", SetOptions::default()).unwrap();
+    }
+    let e = Engine::open(c).unwrap();
+    for (k, v) in [
+        (&b"acked"[..], &b"1"[..]),
+        (b"pending", b"2"),
+        (b"later", b"3"),
+    ] {
+        assert_eq!(get(&e, 0, k).as_deref(), Some(v));
+    }
+}
+
+#[test]
+fn deletes_survive_the_collector_moving_their_tombstones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.segment_size = 64 << 10;
+    {
+        let e = Engine::open(c.clone()).unwrap();
+        // The oldest segment keeps some live keys, so it is never freed and
+        // the tombstones of its deleted keys must be kept.
+        for i in 0..60u32 {
+            let k = format!("old{i}").into_bytes();
+            e.set(0, &k, &value_for(&k, 0, 1000), SetOptions::default())
+                .unwrap();
+        }
+        wait_until("journal", || e.persist_info().journal_records >= 60);
+        for i in 0..30u32 {
+            e.delete(0, format!("old{i}").as_bytes());
+        }
+        // Churn, one journal batch per round (a batch logs each key once):
+        // the segments holding the tombstones die and are collected.
+        for round in 0..40u32 {
+            for i in 0..40u32 {
+                let k = format!("churn{i}").into_bytes();
+                e.set(0, &k, &value_for(&k, round, 1500), SetOptions::default())
+                    .unwrap();
+            }
+            let want = e.journal_ticket();
+            wait_until("batch", || {
+                block_on(e.wait_durable(want)).is_ok() && e.persist_info().journal_queued == 0
+            });
+        }
+        wait_until("collection", || e.tiered_info().segments_freed > 10);
+    }
+    // No checkpoint: the restart scans the whole log.
+    let e = Engine::open(c).unwrap();
+    assert!(!e.recovery_report().from_checkpoint);
+    for i in 0..60u32 {
+        let k = format!("old{i}").into_bytes();
+        let want = (i >= 30).then(|| value_for(&k, 0, 1000));
+        assert_eq!(get(&e, 0, &k), want, "old{i}");
+    }
+}
