@@ -60,6 +60,8 @@ impl Inner {
                     self.journal.kick();
                     return Admission::Wait;
                 }
+                // Full of live data under noeviction: the memory limit.
+                crate::journal::LogStatus::Full => return Admission::OutOfMemory,
                 _ => return Admission::LogUnavailable,
             }
             if self.journal.queued() > crate::journal::MAX_QUEUED {
