@@ -30,7 +30,9 @@ use std::time::Instant;
 
 pub const CHECKPOINT_MAGIC: &[u8; 8] = b"STRATACP";
 pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
-pub const CHECKPOINT_VERSION: u32 = 1;
+/// Version 2 added the shard layout (seed, count and a section per shard),
+/// so a restart loads each shard's section directly and in parallel.
+pub const CHECKPOINT_VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 64;
 pub const TRAILER_LEN: usize = 24;
 /// Fixed bytes of one entry before its key.
@@ -48,6 +50,10 @@ pub struct Header {
     pub created_ms: u64,
     pub position: LogPosition,
     pub next_seq: u64,
+    /// Index shards of the run that wrote it; entries are grouped by shard.
+    pub shards: u32,
+    /// Seed of the hash that picks a key's shard.
+    pub shard_seed: u64,
 }
 
 pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
@@ -57,10 +63,12 @@ pub fn encode_header(h: &Header) -> [u8; HEADER_LEN] {
     b[12..16].copy_from_slice(&h.databases.to_le_bytes());
     b[16..24].copy_from_slice(&h.created_ms.to_le_bytes());
     b[24..28].copy_from_slice(&h.position.segment.to_le_bytes());
+    b[28..32].copy_from_slice(&h.shards.to_le_bytes());
     b[32..40].copy_from_slice(&h.position.offset.to_le_bytes());
     b[40..48].copy_from_slice(&h.next_seq.to_le_bytes());
-    let crc = crc32c::crc32c(&b[0..48]);
-    b[48..52].copy_from_slice(&crc.to_le_bytes());
+    b[48..56].copy_from_slice(&h.shard_seed.to_le_bytes());
+    let crc = crc32c::crc32c(&b[0..56]);
+    b[56..60].copy_from_slice(&crc.to_le_bytes());
     b
 }
 
@@ -79,14 +87,14 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
     if b.len() < HEADER_LEN || &b[0..8] != CHECKPOINT_MAGIC {
         return Err("not a checkpoint (bad magic)".into());
     }
-    if crc32c::crc32c(&b[0..48]) != u32_at(b, 48) {
-        return Err("header checksum mismatch".into());
-    }
     let version = u32_at(b, 8);
     if version != CHECKPOINT_VERSION {
         return Err(format!(
             "checkpoint version {version}, this build reads {CHECKPOINT_VERSION}"
         ));
+    }
+    if crc32c::crc32c(&b[0..56]) != u32_at(b, 56) {
+        return Err("header checksum mismatch".into());
     }
     Ok(Header {
         version,
@@ -97,7 +105,18 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
             offset: u64_at(b, 32),
         },
         next_seq: u64_at(b, 40),
+        shards: u32_at(b, 28),
+        shard_seed: u64_at(b, 48),
     })
+}
+
+/// The shard seed of the checkpoint in `dir`, if its header is valid: a
+/// restart that hashes keys with it finds each shard's entries together.
+pub fn peek_shard_seed(dir: &Path) -> Option<u64> {
+    let mut f = std::fs::File::open(path(dir)).ok()?;
+    let mut b = [0u8; HEADER_LEN];
+    f.read_exact(&mut b).ok()?;
+    decode_header(&b).ok().map(|h| h.shard_seed)
 }
 
 /// One entry of a checkpoint.
@@ -171,20 +190,37 @@ pub fn decode_trailer(b: &[u8]) -> Result<(u64, u32), String> {
 /// A checkpoint read into memory and verified (invariant 2).
 pub struct Loaded {
     pub header: Header,
-    /// The entry bytes (between header and trailer).
+    /// The entry bytes (between header and section table).
     pub body: Vec<u8>,
     pub entries: u64,
+    /// Per shard: (byte offset in `body`, bytes, entries).
+    pub sections: Vec<(usize, usize, u64)>,
 }
 
 impl Loaded {
     pub fn iter(&self) -> impl Iterator<Item = CpEntry<'_>> {
-        let mut pos = 0;
-        std::iter::from_fn(move || {
-            let (e, n) = decode_entry(&self.body[pos..])?;
-            pos += n;
-            Some(e)
-        })
+        entries(&self.body)
     }
+
+    /// The entries of one shard's section.
+    pub fn section(&self, shard: usize) -> impl Iterator<Item = CpEntry<'_>> {
+        let (off, len, _) = self.sections.get(shard).copied().unwrap_or((0, 0, 0));
+        entries(&self.body[off..off + len])
+    }
+}
+
+fn entries(body: &[u8]) -> impl Iterator<Item = CpEntry<'_>> {
+    let mut pos = 0;
+    std::iter::from_fn(move || {
+        let (e, n) = decode_entry(&body[pos..])?;
+        pos += n;
+        Some(e)
+    })
+}
+
+/// Bytes of the section table: per shard, its entry bytes and count.
+fn table_len(shards: u32) -> usize {
+    shards as usize * 16
 }
 
 /// Reads and verifies the checkpoint in `dir`. Ok(None): there is none.
@@ -206,12 +242,29 @@ pub fn load(dir: &Path) -> Result<Option<Loaded>, String> {
     if crc32c::crc32c(&all[HEADER_LEN..body_end]) != crc {
         return Err("entry checksum mismatch".into());
     }
-    all.truncate(body_end);
+    let tlen = table_len(header.shards);
+    if body_end - HEADER_LEN < tlen {
+        return Err("truncated section table".into());
+    }
+    let table = all[body_end - tlen..body_end].to_vec();
+    all.truncate(body_end - tlen);
     all.drain(..HEADER_LEN);
+    let mut sections = Vec::with_capacity(header.shards as usize);
+    let mut off = 0usize;
+    for i in 0..header.shards as usize {
+        let bytes = u64_at(&table, i * 16) as usize;
+        let count = u64_at(&table, i * 16 + 8);
+        if off + bytes > all.len() {
+            return Err("section table does not match the entries".into());
+        }
+        sections.push((off, bytes, count));
+        off += bytes;
+    }
     Ok(Some(Loaded {
         header,
         body: all,
         entries,
+        sections,
     }))
 }
 
@@ -329,13 +382,17 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         created_ms: now_ms(),
         position,
         next_seq,
+        shards: inner.shards.len() as u32,
+        shard_seed: inner.shard_seed,
     };
     out.write_all(&encode_header(&header)).map_err(io)?;
     let mut crc = 0u32;
     let mut buf = Vec::with_capacity(1 << 20);
+    let mut table = Vec::with_capacity(table_len(header.shards));
     let now = now_ms();
     for s in inner.shards.iter() {
         buf.clear();
+        let before = done.entries;
         {
             let sh = s.lock();
             for (db, map) in sh.dbs.iter().enumerate() {
@@ -360,7 +417,11 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         }
         crc = crc32c::crc32c_append(crc, &buf);
         out.write_all(&buf).map_err(io)?;
+        table.extend_from_slice(&(buf.len() as u64).to_le_bytes());
+        table.extend_from_slice(&(done.entries - before).to_le_bytes());
     }
+    crc = crc32c::crc32c_append(crc, &table);
+    out.write_all(&table).map_err(io)?;
     out.write_all(&encode_trailer(done.entries, crc))
         .map_err(io)?;
     let file = out.into_inner().map_err(|e| io(e.into_error()))?;
@@ -411,6 +472,8 @@ mod tests {
                 offset: 8192,
             },
             next_seq: 99,
+            shards: 64,
+            shard_seed: 0xdead_beef,
         };
         let b = encode_header(&h);
         assert_eq!(decode_header(&b).unwrap(), h);
@@ -448,6 +511,8 @@ mod tests {
                 offset: 0,
             },
             next_seq: 1,
+            shards: 1,
+            shard_seed: 0,
         });
         assert!(decode_header(&b).unwrap_err().contains("version"));
         b[0] = b'X';

@@ -73,7 +73,7 @@ use config::Tunables;
 use flash::io::IoEngine;
 use flash::segment::SegmentTable;
 use flash::writer::SegmentWriter;
-use index::{Hasher, Shard};
+use index::{Shard, ShardHasher};
 use journal::{Journal, Note};
 use parking_lot::{Condvar, Mutex};
 use stats::Stats;
@@ -96,7 +96,9 @@ pub(crate) struct Inner {
     /// takes them in ascending index order. Never call `ram_used` (which
     /// may lock every shard) while holding one.
     pub shards: Box<[Mutex<Shard>]>,
-    pub hasher: Hasher,
+    pub hasher: ShardHasher,
+    /// The seed of `hasher` (written into checkpoints).
+    pub shard_seed: u64,
     pub databases: usize,
     pub table: Arc<SegmentTable>,
     pub io: Arc<dyn IoEngine>,
@@ -173,6 +175,7 @@ impl Engine {
             );
         }
         let table = Arc::new(SegmentTable::open(&cfg.flash_dir, direct)?);
+        let shard_seed = checkpoint::peek_shard_seed(&cfg.flash_dir).unwrap_or_else(rand::random);
         let io: Arc<dyn IoEngine> = match &cfg.io_engine {
             Some(io) => io.clone(),
             None => flash::io::open_backend(cfg.io_backend, cfg.io_depth)?,
@@ -186,7 +189,8 @@ impl Engine {
             shards: (0..cfg.shards.max(1))
                 .map(|_| Mutex::new(Shard::new(cfg.databases.max(1))))
                 .collect(),
-            hasher: Hasher::default(),
+            hasher: ShardHasher::with_seed(shard_seed),
+            shard_seed,
             databases: cfg.databases.max(1),
             tun: Tunables::new(&cfg),
             stats: Stats::default(),
@@ -456,6 +460,7 @@ impl Inner {
         t.ram_cool_hits = Stats::get(&st.ram_cool_hits);
         t.stashes = Stats::get(&st.stashes);
         t.stash_bytes = Stats::get(&st.stash_bytes);
+        t.journal_bytes = Stats::get(&self.journal.record_bytes);
         t.fetches = Stats::get(&st.fetches);
         t.flash_deletes = Stats::get(&st.flash_deletes);
         t.uploads = Stats::get(&st.uploads);

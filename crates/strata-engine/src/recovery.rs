@@ -405,6 +405,14 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
 }
 
 fn load_entries(inner: &Inner, cp: &checkpoint::Loaded, replay: &mut Replay<'_>) {
+    if cp.header.shards as usize == inner.shards.len()
+        && cp.header.shard_seed == inner.shard_seed
+        && cp.sections.len() == inner.shards.len()
+    {
+        replay.report.checkpoint_entries = load_sections(inner, cp, replay.now);
+        return;
+    }
+    // Another shard layout: hash every key to its shard.
     // Most keys are in few databases; size the maps for an even spread.
     let per_shard = (cp.entries as usize / inner.shards.len()) + 16;
     for s in inner.shards.iter() {
@@ -439,33 +447,121 @@ fn load_entries(inner: &Inner, cp: &checkpoint::Loaded, replay: &mut Replay<'_>)
     }
 }
 
+/// Loads each shard's section into its shard, on as many threads as there
+/// are cores (each shard is filled by one thread). Returns the entries read.
+fn load_sections(inner: &Inner, cp: &checkpoint::Loaded, now: u64) -> u64 {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let read = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let read = &read;
+            scope.spawn(move || {
+                for si in (t..inner.shards.len()).step_by(threads) {
+                    let mut guard = inner.shards[si].lock();
+                    let sh = &mut *guard;
+                    let count = cp.sections[si].2 as usize;
+                    sh.dbs[0].reserve_exact(count);
+                    let mut n = 0;
+                    for e in cp.section(si) {
+                        n += 1;
+                        let d = e.db as usize;
+                        if d >= inner.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
+                            continue;
+                        }
+                        let Some(value_len) = checkpoint::value_len(&e) else {
+                            continue;
+                        };
+                        let entry = Entry {
+                            slot: Slot::Cold(e.loc),
+                            expire_at_ms: e.expire_at_ms,
+                            version: e.seq,
+                            lru_secs: now_secs(),
+                            flags: 0,
+                            value_len,
+                        };
+                        let k = CompactKey::from(e.key);
+                        sh.acct.entry_added(d, k.heap_bytes(), &entry);
+                        crate::index::reserve_one(&mut sh.dbs[d]);
+                        if let Some(old) = sh.dbs[d].insert(k, entry) {
+                            sh.acct.entry_removed(d, 0, &old);
+                        }
+                    }
+                    read.fetch_add(n, Relaxed);
+                }
+            });
+        }
+    });
+    read.load(Relaxed)
+}
+
 /// Drops entries that point at missing segments, counts live bytes,
 /// seeds the sequence counter and writes the state file for this run.
 fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant) {
+    // Segment sizes by id, read once (not a table lookup per key).
+    let segs: HashMap<u32, u64> = inner
+        .table
+        .snapshot()
+        .iter()
+        .map(|s| (s.id, s.written.load(Relaxed)))
+        .collect();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    // Per thread: live bytes by segment, keys, entries dropped.
+    let results: Vec<(HashMap<u32, u64>, u64, u64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let segs = &segs;
+                scope.spawn(move || {
+                    let mut live: HashMap<u32, u64> = HashMap::new();
+                    let (mut keys, mut missing) = (0u64, 0u64);
+                    for si in (t..inner.shards.len()).step_by(threads) {
+                        let mut guard = inner.shards[si].lock();
+                        let sh = &mut *guard;
+                        for d in 0..sh.dbs.len() {
+                            let mut i = 0;
+                            while i < sh.dbs[d].len() {
+                                let loc = sh.dbs[d][i].flash_loc();
+                                let ok = loc.is_none_or(|l| {
+                                    segs.get(&l.segment).is_some_and(|&written| {
+                                        l.offset as u64 + l.len as u64 <= written
+                                    })
+                                });
+                                if !ok {
+                                    missing += 1;
+                                    Replay::remove(sh, d, i);
+                                    continue;
+                                }
+                                if let Some(l) = loc {
+                                    *live.entry(l.segment).or_insert(0) += l.len as u64;
+                                }
+                                i += 1;
+                            }
+                            keys += sh.dbs[d].len() as u64;
+                        }
+                    }
+                    (live, keys, missing)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
     let mut keys = 0u64;
-    for s in inner.shards.iter() {
-        let mut guard = s.lock();
-        let sh = &mut *guard;
-        for d in 0..sh.dbs.len() {
-            let mut i = 0;
-            while i < sh.dbs[d].len() {
-                let loc = sh.dbs[d][i].flash_loc();
-                let ok = loc.is_none_or(|l| {
-                    inner.table.get(l.segment).is_some_and(|seg| {
-                        (l.offset as u64 + l.len as u64) <= seg.written.load(Relaxed)
-                    })
-                });
-                if !ok {
-                    replay.report.missing_segment_entries += 1;
-                    Replay::remove(sh, d, i);
-                    continue;
-                }
-                if let Some(l) = loc {
-                    inner.retain_flash(l);
-                }
-                i += 1;
+    for (live, k, missing) in results {
+        keys += k;
+        replay.report.missing_segment_entries += missing;
+        for (id, bytes) in live {
+            if let Some(seg) = inner.table.get(id) {
+                seg.live_bytes.fetch_add(bytes, Relaxed);
             }
-            keys += sh.dbs[d].len() as u64;
+            inner.flash_live_bytes.fetch_add(bytes, Relaxed);
         }
     }
     if replay.report.missing_segment_entries > 0 {

@@ -92,6 +92,9 @@ pub struct TieredInfo {
     pub ram_cool_hits: u64,
     pub stashes: u64,
     pub stash_bytes: u64,
+    /// Record bytes the journal wrote (the logical volume of writes when
+    /// appendonly is on).
+    pub journal_bytes: u64,
     pub fetches: u64,
     pub flash_deletes: u64,
     pub uploads: u64,
@@ -128,12 +131,15 @@ impl TieredInfo {
         }
     }
 
-    /// Device bytes written per byte of values demoted.
+    /// Device bytes written per byte of records the workload asked for
+    /// (journaled changes plus demoted values): padding, segment headers
+    /// and the collector's moves are the amplification.
     pub fn write_amplification(&self) -> f64 {
-        if self.stash_bytes == 0 {
+        let logical = self.stash_bytes + self.journal_bytes;
+        if logical == 0 {
             0.0
         } else {
-            self.flash_bytes_written as f64 / self.stash_bytes as f64
+            self.flash_bytes_written as f64 / logical as f64
         }
     }
 }

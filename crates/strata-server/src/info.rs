@@ -358,6 +358,7 @@ fn tiered(s: &Shared, out: &mut String) {
     field!(out, "values_in_ram_bytes", t.hot_bytes);
     field!(out, "flash_bytes_written", t.flash_bytes_written);
     field!(out, "flash_stash_bytes", t.stash_bytes);
+    field!(out, "flash_journal_bytes", t.journal_bytes);
     field!(out, "flash_gc_bytes_relocated", t.gc_bytes_relocated);
     field!(
         out,

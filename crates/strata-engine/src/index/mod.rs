@@ -29,6 +29,9 @@ pub use key::CompactKey;
 
 pub type Key = CompactKey;
 pub type Hasher = foldhash::fast::RandomState;
+/// The hash that picks a key's shard: seeded, and the seed is kept in the
+/// checkpoint, so a restart finds each shard's keys in one section.
+pub type ShardHasher = foldhash::fast::FixedState;
 pub type DbMap = IndexMap<Key, Entry, Hasher>;
 
 /// Where a cold value lives: one record of one segment.
