@@ -398,10 +398,16 @@ fn read_at(
 fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
     let before = writer.bytes_written;
     let mut placed = Vec::with_capacity(live.len());
+    let mut failed = None;
     for l in &live {
         match writer.append(&l.header, &l.key, &l.value, u64::MAX) {
             Ok(loc) => placed.push(Some(loc)),
-            Err(_) => placed.push(None),
+            Err(e) => {
+                // A chunk write failed inside the append: records buffered
+                // before it may be lost, so nothing of this slice is moved.
+                failed = Some(format!("{e:?}"));
+                break;
+            }
         }
     }
     let flushed = writer.flush();
@@ -409,7 +415,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
         &inner.stats.flash_bytes_written,
         writer.bytes_written - before,
     );
-    if let Err(e) = flushed {
+    if let Some(e) = flushed.err().map(|e| e.to_string()).or(failed) {
         Stats::inc(&inner.stats.write_errors);
         tracing::error!("GC write failed: {e}");
         return;

@@ -409,8 +409,12 @@ fn full(inner: &Inner, notes: Vec<Note>, status: LogStatus, msg: String) {
     if j.status() == LogStatus::Ok {
         tracing::warn!("{msg}: writes wait or are refused until there is room; reads keep working");
     }
-    inner.flash_full.store(true, Relaxed);
-    inner.wake_background();
+    if status == LogStatus::Full {
+        // The collector takes any garbage (moving records needs no more
+        // room than it frees). Not for ENOSPC: moving needs free space.
+        inner.flash_full.store(true, Relaxed);
+        inner.wake_background();
+    }
     requeue(j, notes);
     j.set_status(status, Some(msg));
 }
@@ -443,6 +447,7 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
         }
     }
     let before = w.bytes_written;
+    let mut tally = Tally::default();
     let mut placed: Vec<(Captured, FlashLoc)> = Vec::with_capacity(states.len());
     let mut result = Ok(());
     let mut fi = 0;
@@ -450,7 +455,7 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
         // Flush records keep their place among the key records.
         while fi < flushes.len() && flushes[fi].0 < i {
             let (_, db, seq) = flushes[fi];
-            if let Err(e) = append_flush(inner, w, db, seq) {
+            if let Err(e) = append_flush(inner, w, &mut tally, db, seq) {
                 result = Err(e);
                 break;
             }
@@ -459,7 +464,7 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
         if result.is_err() {
             break;
         }
-        match append_state(inner, w, &c) {
+        match append_state(inner, w, &mut tally, &c) {
             Ok(Some(loc)) => placed.push((c, loc)),
             Ok(None) => {}
             Err(e) => {
@@ -470,7 +475,7 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
     }
     if result.is_ok() {
         for &(_, db, seq) in &flushes[fi..] {
-            if let Err(e) = append_flush(inner, w, db, seq) {
+            if let Err(e) = append_flush(inner, w, &mut tally, db, seq) {
                 result = Err(e);
                 break;
             }
@@ -481,15 +486,22 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
     if let Err(e) = flushed {
         return Err(AppendError::Io(e));
     }
+    // A failed append may have dropped records buffered before it (a chunk
+    // write that failed inside it): publish nothing, the batch is retried
+    // whole (records that did reach the device are garbage from birth).
+    result?;
+    Stats::add(&inner.journal.records, tally.records);
+    Stats::add(&inner.journal.record_bytes, tally.bytes);
     for (c, loc) in &placed {
         publish(inner, c, *loc);
     }
-    result
+    Ok(())
 }
 
 fn append_flush(
     inner: &Inner,
     w: &mut SegmentWriter,
+    tally: &mut Tally,
     db: u16,
     seq: u64,
 ) -> Result<(), AppendError> {
@@ -503,13 +515,20 @@ fn append_flush(
         expire_at_ms: 0,
     };
     let loc = w.append(&h, &[], &origin, inner.capacity)?;
-    count(inner, loc);
+    count(tally, loc);
     Ok(())
 }
 
-fn count(inner: &Inner, loc: FlashLoc) {
-    Stats::inc(&inner.journal.records);
-    Stats::add(&inner.journal.record_bytes, loc.len as u64);
+/// Records appended by one batch, counted once the batch is on the device.
+#[derive(Default)]
+struct Tally {
+    records: u64,
+    bytes: u64,
+}
+
+fn count(tally: &mut Tally, loc: FlashLoc) {
+    tally.records += 1;
+    tally.bytes += loc.len as u64;
 }
 
 /// The state to log for a noted key, or None if its log copy is current.
@@ -548,6 +567,7 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
 fn append_state(
     inner: &Inner,
     w: &mut SegmentWriter,
+    tally: &mut Tally,
     c: &Captured,
 ) -> Result<Option<FlashLoc>, AppendError> {
     match &c.what {
@@ -562,7 +582,7 @@ fn append_state(
                 expire_at_ms: 0,
             };
             let loc = w.append(&h, &c.key, &origin, inner.capacity)?;
-            count(inner, loc);
+            count(tally, loc);
             Ok(None)
         }
         State::Hot {
@@ -576,7 +596,7 @@ fn append_state(
                 value,
                 inner.capacity,
             )?;
-            count(inner, loc);
+            count(tally, loc);
             Ok(Some(loc))
         }
         State::Cold {
@@ -595,7 +615,7 @@ fn append_state(
                 &value,
                 inner.capacity,
             )?;
-            count(inner, new);
+            count(tally, new);
             Ok(Some(new))
         }
     }

@@ -270,7 +270,9 @@ fn write_victims(
             }
         }
     }
-    // Flush even after an error: the records appended so far are valid.
+    // Flush even after an error: after `Full` (whose roll flushed first)
+    // the records appended so far are valid; after an I/O error they are not
+    // published (below).
     let flushed = writer.flush();
     Stats::add(
         &inner.stats.flash_bytes_written,
@@ -281,6 +283,12 @@ fn write_victims(
             v.loc = None;
         }
         return Err(AppendError::Io(e));
+    }
+    if matches!(r, Err(AppendError::Io(_))) {
+        // The failed write may have dropped records buffered before it.
+        for v in victims.iter_mut() {
+            v.loc = None;
+        }
     }
     r
 }

@@ -235,9 +235,15 @@ impl SegmentWriter {
         self.dir_dirty = true;
         let mut page = AlignedBuf::zeroed(PAGE);
         format::encode_segment_header(&mut page, seg.id, crate::clock::now_ms());
-        self.current = Some(seg);
+        self.current = Some(seg.clone());
         self.buf_offset = 0;
-        self.write_out(page)?;
+        if let Err(e) = self.write_out(page) {
+            // A segment without its header would be unreadable after a
+            // restart: drop it, so the retry rolls to a fresh one.
+            self.current = None;
+            self.table.free(seg.id);
+            return Err(e.into());
+        }
         Ok(())
     }
 
