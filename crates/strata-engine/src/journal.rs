@@ -107,6 +107,8 @@ pub(crate) struct Journal {
     pub enabled: bool,
     fsync: AtomicU8,
     queue: Mutex<Queue>,
+    /// Notes in `queue` (read without its lock by admission and INFO).
+    pending: std::sync::atomic::AtomicUsize,
     wake: Condvar,
     /// Highest ticket whose state is in the log (written).
     written: AtomicU64,
@@ -131,6 +133,7 @@ impl Journal {
             enabled,
             fsync: AtomicU8::new(fsync as u8),
             queue: Mutex::new(Queue::default()),
+            pending: std::sync::atomic::AtomicUsize::new(0),
             wake: Condvar::new(),
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
@@ -184,6 +187,7 @@ impl Journal {
         let mut q = self.queue.lock();
         q.notes.push(note);
         q.queued += 1;
+        self.pending.store(q.notes.len(), Relaxed);
         let t = q.queued;
         let wake = self.fsync_policy() == FsyncPolicy::Always || q.notes.len() == MAX_BATCH;
         drop(q);
@@ -199,7 +203,7 @@ impl Journal {
     }
 
     pub fn queued(&self) -> usize {
-        self.queue.lock().notes.len()
+        self.pending.load(Relaxed)
     }
 
     pub fn written_ticket(&self) -> u64 {
@@ -286,6 +290,7 @@ pub(crate) fn run_journal(inner: &Inner) {
             let n = q.notes.len().min(MAX_BATCH);
             let rest = q.notes.split_off(n);
             let notes = std::mem::replace(&mut q.notes, rest);
+            j.pending.store(q.notes.len(), Relaxed);
             let ticket = q.queued - q.notes.len() as u64;
             (notes, ticket)
         };
@@ -402,6 +407,7 @@ fn requeue(j: &Journal, mut notes: Vec<Note>) {
     let mut q = j.queue.lock();
     notes.append(&mut q.notes);
     q.notes = notes;
+    j.pending.store(q.notes.len(), Relaxed);
 }
 
 fn full(inner: &Inner, notes: Vec<Note>, status: LogStatus, msg: String) {
