@@ -37,8 +37,18 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn spawn(dir: &Path, port: u16) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_strata-server"))
+/// The server process, killed on drop (also when an assertion fails).
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(dir: &Path, port: u16) -> Proc {
+    let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
         .arg(dir)
         .args([
@@ -56,7 +66,8 @@ fn spawn(dir: &Path, port: u16) -> Child {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn strata-server")
+        .expect("spawn strata-server");
+    Proc(child)
 }
 
 fn connect(port: u16) -> redis::Connection {
@@ -101,7 +112,7 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
     let ballast = flash.join("ballast");
     std::fs::write(&ballast, vec![7u8; 14 << 20]).unwrap();
     let port = free_port();
-    let mut child = spawn(dir.path(), port);
+    let child = spawn(dir.path(), port);
     let mut con = connect(port);
     let mut acked: Vec<String> = Vec::new();
     let mut refusal = None;
@@ -156,10 +167,9 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
     acked.push("after".into());
     // Everything acknowledged survives a crash once a second passed (everysec).
     std::thread::sleep(Duration::from_millis(2500));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    drop(child); // kill -9
     let port = free_port();
-    let mut child = spawn(dir.path(), port);
+    let _child = spawn(dir.path(), port);
     let mut con = connect(port);
     for key in &acked {
         let len = if key == "after" { 1000 } else { 16 << 10 };
@@ -170,6 +180,4 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
             v.map(|v| v.len())
         );
     }
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
