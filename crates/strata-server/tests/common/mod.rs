@@ -1,17 +1,23 @@
 //! Starts the real `strata-server` binary on a free port with a temp data
-//! directory, waits until it answers PING, and kills it on drop.
+//! directory, waits until it answers PING, and kills it on drop. Crash and
+//! restart tests use `kill9` / `sigterm` / `wait_exit` and `restart` (same
+//! directory and arguments, new port).
 #![allow(dead_code)]
 
 pub mod raw;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct Server {
     pub port: u16,
+    /// The data directory; kept across `restart`s, removed on drop.
     pub dir: tempfile::TempDir,
+    /// The arguments of `start`, reused by `restart`.
+    args: Vec<String>,
     child: Child,
 }
 
@@ -21,27 +27,112 @@ impl Server {
     pub fn start(args: &[&str]) -> Server {
         for _ in 0..5 {
             let dir = tempfile::tempdir().expect("tempdir");
-            let port = free_port();
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_strata-server"));
-            cmd.args(["--port", &port.to_string()])
-                .args(["--dir", dir.path().to_str().unwrap()])
-                .args(["--threads", "2"])
-                .args(["--loglevel", "warning"])
-                .args(args)
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit());
-            let child = cmd.spawn().expect("spawn strata-server");
-            let mut s = Server { port, dir, child };
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let mut s = Server::spawn(dir, args);
             if s.wait_ready() {
                 return s;
             }
             let _ = s.child.kill();
+            let _ = s.child.wait();
         }
         panic!("strata-server did not start");
     }
 
-    /// Polls PING until the server answers (never sleeps blindly).
-    fn wait_ready(&mut self) -> bool {
+    /// Spawns the binary on `dir` and a free port; does not wait.
+    fn spawn(dir: tempfile::TempDir, args: Vec<String>) -> Server {
+        let (port, child) = spawn_child(dir.path(), &args);
+        Server {
+            port,
+            dir,
+            args,
+            child,
+        }
+    }
+
+    /// Starts the server again on the same directory with the same
+    /// arguments (on a new port), after the old process has exited
+    /// (`kill9`, `wait_exit`), and waits until it answers PING.
+    pub fn restart(&mut self) {
+        for _ in 0..3 {
+            self.restart_no_wait();
+            if self.wait_ready() {
+                return;
+            }
+            // A port taken meanwhile, or a crash: the last try panics.
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        panic!(
+            "strata-server did not restart on {}",
+            self.dir.path().display()
+        );
+    }
+
+    /// Like `restart` but returns as soon as the process is spawned (to
+    /// watch it load); `wait_ready` waits for it.
+    pub fn restart_no_wait(&mut self) {
+        assert!(!self.alive(), "restart: the old process is still running");
+        let (port, child) = spawn_child(self.dir.path(), &self.args);
+        self.port = port;
+        self.child = child;
+    }
+
+    /// The process id of the running server.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the server with SIGKILL (a crash) and reaps it.
+    pub fn kill9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("wait");
+    }
+
+    /// Sends SIGTERM (a clean shutdown request).
+    pub fn sigterm(&self) {
+        let r = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        assert_eq!(r, 0, "kill -TERM failed");
+    }
+
+    /// Waits (polling, bounded by `timeout`) until the process exits;
+    /// panics if it does not.
+    pub fn wait_exit(&mut self, timeout: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                return st;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "strata-server did not exit within {timeout:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// `<dir>/flash`, where the segments, the checkpoint and the state
+    /// file live.
+    pub fn flash_dir(&self) -> PathBuf {
+        self.dir.path().join("flash")
+    }
+
+    /// The segment files (`seg-*.log`), oldest first.
+    pub fn segments(&self) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.flash_dir())
+            .expect("read flash dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let n = p.file_name().unwrap().to_string_lossy();
+                n.starts_with("seg-") && n.ends_with(".log")
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Polls PING until the server answers (never sleeps blindly); false
+    /// if the process exited or 20 s passed.
+    pub fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -129,6 +220,23 @@ pub fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, words: &str) -> 
         c.arg(a);
     }
     c.query(con).unwrap_or_else(|e| panic!("{words}: {e}"))
+}
+
+/// Spawns `strata-server` on `dir` and a free port with the test defaults
+/// and `args`.
+fn spawn_child(dir: &std::path::Path, args: &[String]) -> (u16, Child) {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .args(["--port", &port.to_string()])
+        .args(["--dir", dir.to_str().unwrap()])
+        .args(["--threads", "2"])
+        .args(["--loglevel", "warning"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn strata-server");
+    (port, child)
 }
 
 fn free_port() -> u16 {
