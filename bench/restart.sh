@@ -32,7 +32,7 @@ OUT=$(result_file restart)
 T0=$(date +%s)
 
 port=$(free_port); dir=$(bench_tmpdir strata)
-ARGS=(--port "$port" --bind 127.0.0.1 --dir "$dir" --threads "$STRATA_THREADS"
+ARGS=(--port "$port" --bind 127.0.0.1 --dir "$dir" --threads "$STRATA_THREADS" --memcached-port 0
     --appendonly yes --appendfsync everysec --loglevel notice --maxmemory-ram "$MAXMEM_RAM")
 : "${STRATA_ID:=$(strata_identity)}"
 record "$(printf '%q ' "$STRATA_BIN" "${ARGS[@]}")"

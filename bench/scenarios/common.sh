@@ -122,14 +122,15 @@ sb_run() {
     local pid=$1 port=$2 name=$3 strata=$4 r0 s0 c0 r1 s1 c1 g0=0 g1=0; shift 4
     sb_cmd "$port" "$@"
     record_sb "$name"
-    [ "$strata" = 1 ] && g0=$(info "$port" flash_gc_bytes_relocated tiered)
+    # STRATA_INFO_PORT: strata's RESP port when the load goes to another one
+    [ "$strata" = 1 ] && g0=$(info "${STRATA_INFO_PORT:-$port}" flash_gc_bytes_relocated tiered)
     [ "$DROP_CACHES" = 1 ] && drop_caches
     read -r r0 s0 < <(dev_reads "$DEV"); c0=$(cpu_s "$pid")
     timed "$SCEN_TMP/run.out" "${SB_CMD[@]}"
     [ -s "$SB_JSON" ] || die "strata-bench wrote no report: $(tail -5 "$SCEN_TMP/run.out" "$SCEN_TMP/run.out.err")"
     alive "$pid"
     read -r r1 s1 < <(dev_reads "$DEV"); c1=$(cpu_s "$pid")
-    [ "$strata" = 1 ] && g1=$(info "$port" flash_gc_bytes_relocated tiered)
+    [ "$strata" = 1 ] && g1=$(info "${STRATA_INFO_PORT:-$port}" flash_gc_bytes_relocated tiered)
     R_GCPS=$(awk -v a="${g0:-0}" -v b="${g1:-0}" -v t="$CLIENT_WALL" 'BEGIN { printf "%.0f", (b - a) / t }')
     read -r R_OPS R_AVG R_P50 R_P99 R_HIT R_FRPS R_FWPS R_ERR R_MISS R_DUR R_SEED < <(sb_json "$SB_JSON")
     R_DEVRPS=$(awk -v a="$r0" -v b="$r1" -v t="$CLIENT_WALL" 'BEGIN { printf "%.0f", (b - a) / t }')

@@ -20,6 +20,9 @@
 #   RUNS          read runs per server (alternating), medians (default 3; QUICK: 1)
 #   FIO_SIZE      fio file (default 4g; QUICK: 1g)
 #   SB_THREADS / SB_CLIENTS / PIPELINE  (default 1 / 8 / 4: 32 reads in flight; fio at that depth)
+#   STRATA_PROTO  redis (default) or memcache: strata is filled and read over
+#                 its memcached port with the memcached text protocol, as
+#                 memcached is (INFO tiered still read over RESP)
 set -euo pipefail
 PIPELINE=${PIPELINE:-4}
 source "$(dirname "$0")/common.sh"
@@ -48,7 +51,7 @@ need_common
 need_sb
 need memcached memcached
 need fio fio
-OUT=$(result_file dragonfly)
+OUT=$(result_file "dragonfly$([ "${STRATA_PROTO:-redis}" = memcache ] && echo -memcache)")
 DEV=$(data_dev "$BENCH_DIR")
 T0=$(date +%s)
 DATA_MB=$((KEYS * VALUE_SIZE / 1048576))
@@ -63,9 +66,17 @@ CG_PATHS+=($CG_S $CG_M)   # cg_create ran in a subshell: register them here for 
 # ---- strata: fill at FILL_RATE
 sport=$(free_port); sdir=$(bench_tmpdir strata)
 popt=(); [ -n "$STRATA_PROMOTE" ] && popt=(--tiering-promote "$STRATA_PROMOTE")
+STRATA_PROTO=${STRATA_PROTO:-redis}
+SPROTO=()   # the client's protocol options for strata's load port
+if [ "$STRATA_PROTO" = memcache ]; then
+    smc=$(free_port)
+    popt+=(--memcached-port "$smc")
+    SPROTO=(-P memcache_text --info-port "$sport")
+fi
 start_strata_cg "$CG_S" "$sport" "$sdir" --maxmemory-ram "${RAM_MB}mb" "${popt[@]}"; spid=$LAST_PID
-log "strata: writing $KEYS x $VALUE_SIZE B at $FILL_RATE/s"
-xfill "$sport" STRATA_PORT "$KEYS" "$VALUE_SIZE" 1 --rate "$FILL_RATE"
+sload=$([ "$STRATA_PROTO" = memcache ] && echo "$smc" || echo "$sport")
+log "strata: writing $KEYS x $VALUE_SIZE B at $FILL_RATE/s over $STRATA_PROTO"
+xfill "$sload" STRATA_PORT "$KEYS" "$VALUE_SIZE" 1 --rate "$FILL_RATE" "${SPROTO[@]}"
 S_FILL="$XF_OPS SET/s, p99 $XF_P99 ms, $XF_ERR errors${XF_FIRST:+ (first: $XF_FIRST)}, ${XF_WALL} s, client CPU $XF_CCPU%"
 wait_settled "$sport" 300
 S_STORED=$(redis-cli -p "$sport" dbsize)
@@ -104,7 +115,7 @@ for run in $(seq "$RUNS"); do
     log "fio depth $DEPTH: $iops IOPS, p50 $fp50 us, p99 $fp99 us"
     for srv in strata memcached; do
         if [ "$srv" = strata ]; then
-            sb_run "$spid" "$sport" STRATA_PORT 1 "${RARGS[@]}" --test-time "$TEST_TIME"
+            STRATA_INFO_PORT=$sport sb_run "$spid" "$sload" STRATA_PORT 1 "${RARGS[@]}" --test-time "$TEST_TIME" "${SPROTO[@]}"
         else
             # strata=0: no INFO to ask; the device reads are counted here instead
             read -r dr0 _ < <(dev_reads "$DEV"); ds0=$(awk '{ print $3 }' "/sys/class/block/$DEV/stat" 2>/dev/null || echo 0)
@@ -165,7 +176,7 @@ on a 32 GB instance; Dragonfly 60K reads/s at 5 ms p99 vs memcached/extstore
 |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 EOF
     for srv in strata memcached; do
-        lab=$([ "$srv" = strata ] && echo "strata (RESP)" || echo "memcached + extstore (text)")
+        lab=$([ "$srv" = strata ] && echo "strata ($([ "$STRATA_PROTO" = memcache ] && echo "memcached text" || echo RESP))" || echo "memcached + extstore (text)")
         mo=$(m "${OPS[$srv]}"); mhits=$(m "${HITS[$srv]}")
         echo "| $lab | **$mo** | $mhits | $(awk -v a="$mo" -v b="$mhits" 'BEGIN { printf "%.0f", a - b }') | $(m "${AVG[$srv]}") | $(m "${P50[$srv]}") | **$(m "${P99[$srv]}")** | $(m "${FRPS[$srv]}") | $(m "${RHIT[$srv]}") | $(m "${DEVR[$srv]}") | $(m "${DEVK[$srv]}") | $(m "${SCPU[$srv]}") | $(m "${CCPU[$srv]}") | $(m "${ERR[$srv]}") |"
     done

@@ -104,7 +104,7 @@ start_memcached() {
 start_strata_cg() {
     local cg=$1 port=$2 dir=$3; shift 3
     local args=(--port "$port" --bind 127.0.0.1 --dir "$dir" --threads "$STRATA_THREADS"
-        --save "" --appendonly no --loglevel warning "$@")
+        --save "" --appendonly no --memcached-port 0 --loglevel warning "$@")
     : "${STRATA_ID:=$(strata_identity)}"
     record "$([ -n "$cg" ] && echo "(in memory cgroup $(basename "$cg")) ")$(printf '%q ' "$STRATA_BIN" "${args[@]}")"
     cg_exec "$cg" "$STRATA_BIN" "${args[@]}" >"$dir/server.log" 2>&1 &

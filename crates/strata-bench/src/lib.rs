@@ -69,9 +69,9 @@ pub fn execute(opts: &Options) -> Outcome {
         .build()
         .ok();
     let tiered = |rt: &Option<tokio::runtime::Runtime>| match rt {
-        Some(rt) if opts.protocol == Protocol::Redis => {
-            rt.block_on(info::fetch_tiered(&opts.server, opts.port))
-        }
+        Some(rt) if opts.protocol == Protocol::Redis || opts.info_port.is_some() => rt.block_on(
+            info::fetch_tiered(&opts.server, opts.info_port.unwrap_or(opts.port)),
+        ),
         _ => None,
     };
     let mut text = String::new();

@@ -266,6 +266,10 @@ pub struct Options {
     /// SET key-derived values and check every GET hit against them.
     #[arg(long)]
     pub verify: bool,
+    /// Strata's RESP port, to read `INFO tiered` from when the load goes
+    /// over another protocol (e.g. `-P memcache_text` to its memcached port).
+    #[arg(long = "info-port")]
+    pub info_port: Option<u16>,
 }
 
 impl Options {

@@ -31,12 +31,13 @@ use std::time::Instant;
 pub const CHECKPOINT_MAGIC: &[u8; 8] = b"STRATACP";
 pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// Version 2 added the shard layout (seed, count and a section per shard),
-/// so a restart loads each shard's section directly and in parallel.
-pub const CHECKPOINT_VERSION: u32 = 2;
+/// so a restart loads each shard's section directly and in parallel;
+/// version 3 the memcached client flags of each entry.
+pub const CHECKPOINT_VERSION: u32 = 3;
 pub const HEADER_LEN: usize = 64;
 pub const TRAILER_LEN: usize = 24;
 /// Fixed bytes of one entry before its key.
-pub const ENTRY_FIXED_LEN: usize = 34;
+pub const ENTRY_FIXED_LEN: usize = 38;
 
 pub fn path(dir: &Path) -> PathBuf {
     dir.join("checkpoint")
@@ -126,6 +127,8 @@ pub struct CpEntry<'a> {
     pub seq: u64,
     pub expire_at_ms: u64,
     pub loc: FlashLoc,
+    /// Memcached client flags (the record is kind 4 when not 0).
+    pub client_flags: u32,
     pub key: &'a [u8],
 }
 
@@ -137,6 +140,7 @@ pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
     out.extend_from_slice(&e.loc.segment.to_le_bytes());
     out.extend_from_slice(&e.loc.offset.to_le_bytes());
     out.extend_from_slice(&e.loc.len.to_le_bytes());
+    out.extend_from_slice(&e.client_flags.to_le_bytes());
     out.extend_from_slice(e.key);
 }
 
@@ -160,6 +164,7 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
                 offset: u32_at(b, 26),
                 len: u32_at(b, 30),
             },
+            client_flags: u32_at(b, 34),
             key: &b[ENTRY_FIXED_LEN..end],
         },
         end,
@@ -288,6 +293,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         value: Bytes,
         version: u64,
         expire_at_ms: u64,
+        client_flags: u32,
     }
     let mut saved = 0;
     let mut w = inner.writer.lock();
@@ -305,6 +311,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                                 value: h.value.clone(),
                                 version: e.version,
                                 expire_at_ms: e.expire_at_ms,
+                                client_flags: e.client_flags,
                             });
                         }
                     }
@@ -322,7 +329,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                 seq: p.version,
                 expire_at_ms: p.expire_at_ms,
             };
-            locs.push(w.append(&h, &p.key, &p.value, inner.capacity)?);
+            locs.push(w.append_flagged(&h, &p.key, p.client_flags, &p.value, inner.capacity)?);
         }
         let r = w.flush();
         Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
@@ -408,6 +415,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                             seq: e.version,
                             expire_at_ms: e.expire_at_ms,
                             loc,
+                            client_flags: e.client_flags,
                             key: k,
                         },
                     );
@@ -452,8 +460,9 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
 /// Bytes of the record a checkpoint entry points at hold this key and a
 /// value of `len - header - key` bytes.
 pub fn value_len(e: &CpEntry<'_>) -> Option<u32> {
+    let prefix = if e.client_flags != 0 { 4 } else { 0 };
     (e.loc.len as usize)
-        .checked_sub(RECORD_HEADER_LEN + e.key.len())
+        .checked_sub(RECORD_HEADER_LEN + e.key.len() + prefix)
         .map(|v| v as u32)
 }
 
@@ -490,6 +499,7 @@ mod tests {
                 offset: 4096,
                 len: 40,
             },
+            client_flags: 0,
             key: b"key",
         };
         encode_entry(&mut out, &e);

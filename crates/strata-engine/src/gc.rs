@@ -24,7 +24,7 @@
 //!    crash never finds an entry of the checkpoint pointing at nothing.
 
 use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
-use crate::flash::format::{self, DecodeError, RecordKind, SEGMENT_DATA_START};
+use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
 use crate::flash::io;
 use crate::flash::segment::Segment;
 use crate::flash::writer::SegmentWriter;
@@ -72,6 +72,7 @@ struct Live {
     db: usize,
     key: Box<[u8]>,
     value: Vec<u8>,
+    client_flags: u32,
     header: format::RecordHeader,
     old: FlashLoc,
 }
@@ -263,7 +264,7 @@ impl Collector {
                         offset: pos as u32,
                         len: rec.header.record_len() as u32,
                     };
-                    if rec.header.kind == RecordKind::Value {
+                    if rec.header.kind.is_value() {
                         self.check_live(inner, job.mode, &rec, loc, &mut live);
                     } else if job.mode == Mode::Relocate {
                         keep_tombstone(min_other, &job.seg, &rec, loc, &mut live);
@@ -347,6 +348,7 @@ impl Collector {
                 db,
                 key: rec.key.into(),
                 value: rec.value.to_vec(),
+                client_flags: rec.client_flags,
                 header: rec.header,
                 old: loc,
             }),
@@ -369,6 +371,7 @@ fn keep_tombstone(
             db: rec.header.db as usize,
             key: rec.key.into(),
             value: format::origin_value(origin).to_vec(),
+            client_flags: 0,
             header: rec.header,
             old: loc,
         });
@@ -400,7 +403,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
     let mut placed = Vec::with_capacity(live.len());
     let mut failed = None;
     for l in &live {
-        match writer.append(&l.header, &l.key, &l.value, u64::MAX) {
+        match writer.append_flagged(&l.header, &l.key, l.client_flags, &l.value, u64::MAX) {
             Ok(loc) => placed.push(Some(loc)),
             Err(e) => {
                 // A chunk write failed inside the append: records buffered
@@ -422,7 +425,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
     }
     for (l, new) in live.iter().zip(placed) {
         let Some(new) = new else { continue };
-        if l.header.kind != RecordKind::Value {
+        if !l.header.kind.is_value() {
             continue; // tombstones are not index locations
         }
         let mut guard = inner.shard(&l.key).lock();

@@ -109,6 +109,8 @@ pub(crate) struct Journal {
     queue: Mutex<Queue>,
     /// Notes in `queue` (read without its lock by admission and INFO).
     pending: std::sync::atomic::AtomicUsize,
+    /// The journal thread is waiting for notes (a push must wake it).
+    idle: std::sync::atomic::AtomicBool,
     wake: Condvar,
     /// Highest ticket whose state is in the log (written).
     written: AtomicU64,
@@ -134,6 +136,7 @@ impl Journal {
             fsync: AtomicU8::new(fsync as u8),
             queue: Mutex::new(Queue::default()),
             pending: std::sync::atomic::AtomicUsize::new(0),
+            idle: std::sync::atomic::AtomicBool::new(false),
             wake: Condvar::new(),
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
@@ -189,7 +192,10 @@ impl Journal {
         q.queued += 1;
         self.pending.store(q.notes.len(), Relaxed);
         let t = q.queued;
-        let wake = self.fsync_policy() == FsyncPolicy::Always || q.notes.len() == MAX_BATCH;
+        // Wake the thread only when it sleeps: a busy journal takes the
+        // note with its next batch (one futex call per batch, not per write).
+        let wake = (self.fsync_policy() == FsyncPolicy::Always && self.idle.load(Relaxed))
+            || q.notes.len() == MAX_BATCH;
         drop(q);
         if wake {
             self.wake.notify_one();
@@ -245,6 +251,8 @@ impl Journal {
 struct Captured {
     db: u16,
     key: CompactKey,
+    /// Memcached client flags of the value (0 for a tombstone).
+    client_flags: u32,
     what: State,
 }
 
@@ -282,7 +290,11 @@ pub(crate) fn run_journal(inner: &Inner) {
                     FsyncPolicy::Always => Duration::from_millis(100),
                     _ => Duration::from_millis(50),
                 };
+                // Set under the queue lock: a push sees it before it drops
+                // the lock, so no wake-up is lost.
+                j.idle.store(true, Relaxed);
                 j.wake.wait_for(&mut q, wait);
+                j.idle.store(false, Relaxed);
             } else if policy != FsyncPolicy::Always && q.notes.len() < MAX_BATCH && !shutdown {
                 // Let a batch gather a little company.
                 j.wake.wait_for(&mut q, BATCH_DELAY);
@@ -540,7 +552,9 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 /// The state to log for a noted key, or None if its log copy is current.
 fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
     let guard = inner.shard(key).lock();
-    let what = match guard.dbs.get(db as usize)?.get(&key[..]) {
+    let entry = guard.dbs.get(db as usize)?.get(&key[..]);
+    let client_flags = entry.map(|e| e.client_flags).unwrap_or(0);
+    let what = match entry {
         None => State::Gone {
             seq: inner.next_seq(),
         },
@@ -564,6 +578,7 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
     Some(Captured {
         db,
         key: key.clone(),
+        client_flags,
         what,
     })
 }
@@ -596,9 +611,10 @@ fn append_state(
             version,
             expire_at_ms,
         } => {
-            let loc = w.append(
+            let loc = w.append_flagged(
                 &value_header(c, value.len(), *version, *expire_at_ms),
                 &c.key,
+                c.client_flags,
                 value,
                 inner.capacity,
             )?;
@@ -615,9 +631,10 @@ fn append_state(
             let Some(value) = read_value(inner, c, *loc, *version) else {
                 return Ok(None);
             };
-            let new = w.append(
+            let new = w.append_flagged(
                 &value_header(c, value.len(), *version, *expire_at_ms),
                 &c.key,
+                c.client_flags,
                 &value,
                 inner.capacity,
             )?;

@@ -56,6 +56,11 @@ pub struct KeyInfo {
     /// RAM this key costs: its map bucket and slot, out-of-line key bytes,
     /// and the value if it is in RAM.
     pub ram_bytes: u64,
+    /// Memcached's CAS (the entry's version) and client flags.
+    pub cas: u64,
+    pub client_flags: u32,
+    /// Read by a memcached get since it was stored.
+    pub fetched: bool,
 }
 
 impl Inner {
@@ -230,6 +235,9 @@ impl Engine {
                 _ => None,
             },
             key_len: key.len(),
+            cas: e.version,
+            client_flags: e.client_flags,
+            fetched: e.flags & crate::index::F_FETCHED != 0,
         })
     }
 
@@ -510,12 +518,14 @@ impl Inner {
         let Some(si) = self.live_index(&mut ga, db, src) else {
             return Ok(None);
         };
-        let (value, expire) = {
+        let (value, expire, flags) = {
             let e = &ga.dbs[db][si];
             match &e.slot {
-                Slot::Hot(h) => (h.value.clone(), e.expire_at_ms),
+                Slot::Hot(h) => (h.value.clone(), e.expire_at_ms, e.client_flags),
                 Slot::Cold(loc) => match &fetched {
-                    Some((v, value)) if *v == e.version => (value.clone(), e.expire_at_ms),
+                    Some((v, value)) if *v == e.version => {
+                        (value.clone(), e.expire_at_ms, e.client_flags)
+                    }
                     _ => return Err(FetchTarget::new(self, db, src, *loc, e.version)),
                 },
             }
@@ -536,7 +546,7 @@ impl Inner {
         } else {
             value
         };
-        self.store(dsh, dst_db, dst, di, value, expire);
+        self.store(dsh, dst_db, dst, di, value, expire, flags);
         if !copy {
             // The destination insert may have moved entries of the same
             // map; look the source up again.

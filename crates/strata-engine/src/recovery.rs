@@ -124,7 +124,15 @@ impl Replay<'_> {
     }
 
     /// A value at `loc` for (db, key) with this sequence number and expiry.
-    fn value(&mut self, db: u16, key: &[u8], seq: u64, expire_at_ms: u64, loc: FlashLoc) {
+    fn value(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        seq: u64,
+        expire_at_ms: u64,
+        loc: FlashLoc,
+        client_flags: u32,
+    ) {
         let d = db as usize;
         if d >= self.inner.databases {
             return;
@@ -138,7 +146,8 @@ impl Replay<'_> {
                 return;
             }
         }
-        let value_len = loc.len - (format::RECORD_HEADER_LEN + key.len()) as u32;
+        let prefix = if client_flags != 0 { 4 } else { 0 };
+        let value_len = loc.len - (format::RECORD_HEADER_LEN + key.len() + prefix) as u32;
         let expired = expire_at_ms != 0 && expire_at_ms <= self.now;
         let mut guard = self.inner.shard(key).lock();
         let sh = &mut *guard;
@@ -156,6 +165,7 @@ impl Replay<'_> {
                 e.value_len = value_len;
                 e.version = seq;
                 e.expire_at_ms = expire_at_ms;
+                e.client_flags = client_flags;
                 sh.acct.add(&e.slot, value_len);
                 sh.acct.ttl_add(d, expire_at_ms);
                 return;
@@ -168,6 +178,7 @@ impl Replay<'_> {
                 lru_secs: now_secs(),
                 flags: 0,
                 value_len,
+                client_flags,
             };
             let k = CompactKey::from(key);
             sh.acct.entry_added(d, k.heap_bytes(), &e);
@@ -258,7 +269,14 @@ impl Replay<'_> {
                     self.report.records_replayed += 1;
                     let h = rec.header;
                     match h.kind {
-                        RecordKind::Value => self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc),
+                        RecordKind::Value | RecordKind::ValueFlags => self.value(
+                            h.db,
+                            rec.key,
+                            h.seq,
+                            h.expire_at_ms,
+                            loc,
+                            rec.client_flags,
+                        ),
                         RecordKind::Tombstone => {
                             tomb_bytes += len as u64;
                             self.tombstone(h.db, rec.key, h.seq)
@@ -435,6 +453,7 @@ fn load_entries(inner: &Inner, cp: &checkpoint::Loaded, replay: &mut Replay<'_>)
             lru_secs: now_secs(),
             flags: 0,
             value_len,
+            client_flags: e.client_flags,
         };
         let mut guard = inner.shard(e.key).lock();
         let sh = &mut *guard;
@@ -481,6 +500,7 @@ fn load_sections(inner: &Inner, cp: &checkpoint::Loaded, now: u64) -> u64 {
                             lru_secs: now_secs(),
                             flags: 0,
                             value_len,
+                            client_flags: e.client_flags,
                         };
                         let k = CompactKey::from(e.key);
                         sh.acct.entry_added(d, k.heap_bytes(), &entry);

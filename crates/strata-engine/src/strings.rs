@@ -48,6 +48,10 @@ pub struct SetOptions {
 pub struct Current<'a> {
     pub value: &'a Bytes,
     pub expire_at_ms: u64,
+    /// Memcached client flags.
+    pub client_flags: u32,
+    /// Changes whenever the value changes (memcached's CAS).
+    pub cas: u64,
 }
 
 /// What an `update` closure decided.
@@ -58,6 +62,12 @@ pub enum Mutation {
     Set {
         value: Bytes,
         expire: ExpireUpdate,
+    },
+    /// Store with these memcached client flags.
+    SetItem {
+        value: Bytes,
+        expire: ExpireUpdate,
+        client_flags: u32,
     },
     /// Change only the TTL (0 = persist).
     SetExpire(u64),
@@ -129,7 +139,7 @@ impl Engine {
         }
         let old_expire = existing.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
         let expire = resolve_expire(opts.expire, old_expire);
-        inner.store(sh, db, key, existing, Bytes::copy_from_slice(value), expire);
+        inner.store(sh, db, key, existing, Bytes::copy_from_slice(value), expire, 0);
         Ok(true)
     }
 
@@ -176,7 +186,7 @@ impl Engine {
         for (k, v) in pairs {
             let sh = &mut *guards[guard_of(k)];
             let idx = sh.dbs[db].get_index_of(*k);
-            inner.store(sh, db, k, idx, Bytes::copy_from_slice(v), 0);
+            inner.store(sh, db, k, idx, Bytes::copy_from_slice(v), 0, 0);
         }
         true
     }
@@ -244,15 +254,20 @@ impl Inner {
             Some(i) => {
                 let e = &sh.dbs[db][i];
                 let expire_at_ms = e.expire_at_ms;
+                let (client_flags, cas) = (e.client_flags, e.version);
                 match &e.slot {
                     Slot::Hot(h) => f(Some(Current {
                         value: &h.value,
                         expire_at_ms,
+                        client_flags,
+                        cas,
                     })),
                     Slot::Cold(loc) => match fetched {
                         Some((v, value)) if v == e.version => f(Some(Current {
                             value,
                             expire_at_ms,
+                            client_flags,
+                            cas,
                         })),
                         _ => return Err(Some(FetchTarget::new(self, db, key, *loc, e.version))),
                     },
@@ -267,9 +282,22 @@ impl Inner {
                 }
             }
             Mutation::Set { value, expire } => {
+                // A RESP write of an existing value (APPEND, INCR ...) keeps
+                // its memcached flags.
+                let (old, flags) = idx
+                    .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
+                    .unwrap_or((0, 0));
+                let value = Bytes::copy_from_slice(&value);
+                self.store(sh, db, key, idx, value, resolve_expire(expire, old), flags);
+            }
+            Mutation::SetItem {
+                value,
+                expire,
+                client_flags,
+            } => {
                 let old = idx.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
                 let value = Bytes::copy_from_slice(&value);
-                self.store(sh, db, key, idx, value, resolve_expire(expire, old));
+                self.store(sh, db, key, idx, value, resolve_expire(expire, old), client_flags);
             }
             Mutation::SetExpire(at) => {
                 if let Some(i) = idx {
@@ -290,6 +318,7 @@ impl Inner {
         idx: Option<usize>,
         value: Bytes,
         expire_at_ms: u64,
+        client_flags: u32,
     ) {
         if expire_at_ms != 0 && expire_at_ms <= now_ms() {
             // Already expired (SET ... EXAT in the past): the key is gone,
@@ -318,6 +347,7 @@ impl Inner {
                 sh.acct.ttl_add(db, expire_at_ms);
                 e.expire_at_ms = expire_at_ms;
                 e.version = version;
+                e.client_flags = client_flags;
                 e.flags = F_REFERENCED | self.dirty_flag();
                 e.lru_secs = now_secs();
             }
@@ -329,6 +359,7 @@ impl Inner {
                     lru_secs: now_secs(),
                     flags: F_REFERENCED | self.dirty_flag(),
                     value_len,
+                    client_flags,
                 };
                 let key = crate::index::CompactKey::from(key);
                 sh.acct.entry_added(db, key.heap_bytes(), &e);

@@ -33,6 +33,7 @@ struct Victim {
     value: Bytes,
     version: u64,
     expire_at_ms: u64,
+    client_flags: u32,
     loc: Option<FlashLoc>,
 }
 
@@ -216,6 +217,7 @@ fn demote_chunk(
                     value: h.value.clone(),
                     version: e.version,
                     expire_at_ms: e.expire_at_ms,
+                    client_flags: e.client_flags,
                     loc: None,
                 });
                 if bytes >= inner.write_chunk {
@@ -262,7 +264,7 @@ fn write_victims(
             seq: v.version,
             expire_at_ms: v.expire_at_ms,
         };
-        match writer.append(&h, &v.key, &v.value, inner.capacity) {
+        match writer.append_flagged(&h, &v.key, v.client_flags, &v.value, inner.capacity) {
             Ok(loc) => v.loc = Some(loc),
             Err(e) => {
                 r = Err(e);

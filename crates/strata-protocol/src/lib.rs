@@ -1,4 +1,5 @@
-//! RESP2/RESP3 wire protocol for Strata: parsing and encoding, nothing else.
+//! The wire protocols of Strata, RESP2/RESP3 and Memcached (text and meta):
+//! parsing and encoding, nothing else.
 //!
 //! # What this crate owns
 //! - [`decode_request`]: server-side decoding of client requests (multibulk and
@@ -35,6 +36,7 @@
 
 pub mod error;
 pub mod limits;
+pub mod memcache;
 pub mod resp;
 
 pub use error::ProtocolError;

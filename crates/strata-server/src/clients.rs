@@ -75,6 +75,11 @@ impl ClientHandle {
         self.kill.notify_one();
     }
 
+    /// Whether CLIENT KILL reached this client (it is closing).
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Relaxed)
+    }
+
     /// Resolves once the client was killed.
     pub async fn killed(&self) {
         if self.killed.load(Relaxed) {

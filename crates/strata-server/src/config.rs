@@ -353,6 +353,11 @@ pub struct Config {
     pub port: u16,
     /// Addresses to listen on (`bind a b c` takes several). Default: `["127.0.0.1"]`.
     pub bind: Vec<String>,
+    /// TCP port of the Memcached protocol (same `bind`, database 0); 0 =
+    /// off. Default: 11211.
+    pub memcached_port: u16,
+    /// Bytes: largest value a memcached client may store. Default: 1mb.
+    pub memcached_max_item_size: u64,
     /// Working directory for data files. Default: `./strata-data`.
     pub dir: PathBuf,
     /// Number of logical databases, 1..=1024. Default: 16.
@@ -421,6 +426,8 @@ impl Default for Config {
     fn default() -> Config {
         Config {
             port: DEFAULT_PORT,
+            memcached_port: 11211,
+            memcached_max_item_size: 1 << 20,
             bind: vec![DEFAULT_BIND.to_string()],
             dir: PathBuf::from(DEFAULT_DIR),
             databases: DEFAULT_DATABASES,
@@ -551,6 +558,11 @@ impl Config {
     }
 
     /// Directory of the flash log: `flash-dir` if set, else `<dir>/flash`.
+    /// Whether `maxmemory-policy` evicts keys (rather than refusing writes).
+    pub fn maxmemory_policy_evicts(&self) -> bool {
+        self.maxmemory_policy != MaxmemoryPolicy::NoEviction
+    }
+
     pub fn flash_dir(&self) -> PathBuf {
         match &self.flash_dir {
             Some(dir) => dir.clone(),
@@ -680,6 +692,28 @@ static OPTIONS: &[OptionDef] = &[
             Ok(())
         }),
         get: |c| c.port.to_string(),
+    },
+    OptionDef {
+        name: "memcached-port",
+        default: "11211",
+        doc: "TCP port of the Memcached protocol (text and meta; same bind; database 0); 0 = off",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.memcached_port = parse_uint(v, 0, u16::MAX as u64, "memcached-port")? as u16;
+            Ok(())
+        }),
+        get: |c| c.memcached_port.to_string(),
+    },
+    OptionDef {
+        name: "memcached-max-item-size",
+        default: "1mb",
+        doc: "bytes; largest value a memcached client may store (1k to 1gb)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.memcached_max_item_size = parse_size_arg(v, 1024, 1 << 30)?;
+            Ok(())
+        }),
+        get: |c| c.memcached_max_item_size.to_string(),
     },
     OptionDef {
         name: "bind",
@@ -1437,7 +1471,7 @@ mod tests {
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
-        assert_eq!(before, 28, "one option per Config field");
+        assert_eq!(before, 30, "one option per Config field");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)
@@ -1446,6 +1480,7 @@ mod tests {
         assert_eq!(
             runtime,
             [
+                "memcached-max-item-size",
                 "maxmemory",
                 "maxmemory-ram",
                 "maxmemory-policy",

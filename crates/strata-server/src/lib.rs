@@ -18,6 +18,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod glob;
 pub mod info;
+pub mod memcache;
 pub mod reply;
 pub mod slowlog;
 
@@ -58,10 +59,14 @@ pub struct Shared {
     pub config_file: Option<std::path::PathBuf>,
     pub clients: Clients,
     pub stats: ServerStats,
+    /// The memcached listener's counters.
+    pub mc: memcache::McStats,
     pub slowlog: SlowLog,
     pub started: Instant,
     pub run_id: String,
     pub tcp_port: AtomicU64,
+    /// The memcached listener's port (0 = off).
+    pub mc_port: AtomicU64,
     max_bulk_len: AtomicUsize,
     idle_timeout_secs: AtomicU64,
     shutdown: Notify,
@@ -104,6 +109,11 @@ impl Shared {
             }
             n.await;
         }
+    }
+
+    /// Worker threads of the runtime (`threads`, 0 = one per core).
+    pub fn threads(&self) -> usize {
+        self.config.read().threads
     }
 
     /// Whether shutdown was requested.
@@ -236,6 +246,16 @@ pub async fn start(
     std::fs::create_dir_all(&config.dir)?;
     // Recovery runs in the background; commands get -LOADING meanwhile.
     let engine = Engine::start(engine_config(&config)).map_err(std::io::Error::other)?;
+    let mut mc_listeners = Vec::new();
+    if config.memcached_port != 0 {
+        for addr in &config.bind {
+            let a = format!("{}:{}", addr.trim_start_matches('-'), config.memcached_port);
+            let l = TcpListener::bind(&a).await.map_err(|e| {
+                std::io::Error::new(e.kind(), format!("could not bind memcached-port {a}: {e}"))
+            })?;
+            mc_listeners.push(l);
+        }
+    }
     let mut listeners = Vec::new();
     if config.port != 0 {
         for addr in &config.bind {
@@ -255,9 +275,11 @@ pub async fn start(
         config_file,
         clients: Clients::default(),
         stats: ServerStats::default(),
+        mc: memcache::McStats::default(),
         started: Instant::now(),
         run_id: run_id(),
         tcp_port: AtomicU64::new(0),
+        mc_port: AtomicU64::new(0),
         shutdown: Notify::new(),
         shutting_down: AtomicBool::new(false),
         shutdown_request: parking_lot::Mutex::new(None),
@@ -271,6 +293,12 @@ pub async fn start(
         shared.tcp_port.store(addr.port() as u64, Relaxed);
         addrs.push(addr);
         tokio::spawn(accept_loop(shared.clone(), l));
+    }
+    for l in mc_listeners {
+        let addr = l.local_addr()?;
+        tracing::info!("Memcached protocol on {addr}");
+        shared.mc_port.store(addr.port() as u64, Relaxed);
+        tokio::spawn(memcache::accept_loop(shared.clone(), l));
     }
     tokio::spawn(alloc::return_freed_memory(shared.clone()));
     Ok(ServerHandle { shared, addrs })

@@ -49,7 +49,8 @@ impl Drop for Proc {
 
 fn spawn(dir: &Path, port: u16) -> Proc {
     let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
+        .args(["--port", &port.to_string(), "--memcached-port", "0"])
+        .args(["--bind", "127.0.0.1", "--dir"])
         .arg(dir)
         .args([
             "--flash-max-size",

@@ -250,7 +250,9 @@ fn allkeys_lru_evicts_instead_of_refusing() {
     }
     let evicted = srv.info_u64(&mut con, "stats", "evicted_keys");
     assert!(evicted > 0);
-    assert!(srv.info_u64(&mut con, "tiered", "tiered_allocated_bytes") <= 16 << 20);
+    // The log stays within flash-max-size, give or take the one segment
+    // the collector may open to move records before it frees their old one.
+    assert!(srv.info_u64(&mut con, "tiered", "tiered_allocated_bytes") <= (16 + 2) << 20);
     // What is left reads back intact.
     let mut present = 0;
     for i in (0..40_000).step_by(97) {

@@ -47,6 +47,17 @@ pub enum RecordKind {
     /// [`ALL_DATABASES`]) with a smaller sequence number is gone (FLUSHDB /
     /// FLUSHALL). Empty key; value as for a tombstone.
     Flush = 3,
+    /// A string value with memcached client flags: the value field is the
+    /// flags (u32 LE) followed by the value's bytes. Written only when the
+    /// flags are not 0 (kind 1 means flags 0).
+    ValueFlags = 4,
+}
+
+impl RecordKind {
+    /// Whether the record holds a key's value (kinds 1 and 4).
+    pub fn is_value(self) -> bool {
+        matches!(self, RecordKind::Value | RecordKind::ValueFlags)
+    }
 }
 
 /// `db` of a [`RecordKind::Flush`] record that flushed every database.
@@ -113,11 +124,30 @@ pub fn encoded_len(key: &[u8], value: &[u8]) -> usize {
     RECORD_HEADER_LEN + key.len() + value.len()
 }
 
+/// Bytes of the value field for a value with these client flags: the value,
+/// plus 4 when the flags are not 0 (kind 4).
+pub fn value_field_len(client_flags: u32, value_len: usize) -> usize {
+    value_len + if client_flags != 0 { 4 } else { 0 }
+}
+
 /// Encodes one record into `out`, which must be exactly `encoded_len` long.
 pub fn encode_record(out: &mut [u8], h: &RecordHeader, key: &[u8], value: &[u8]) {
-    debug_assert_eq!(out.len(), encoded_len(key, value));
+    encode_record_flagged(out, h, key, None, value)
+}
+
+/// Encodes a record whose value field is `flags` (if any, as u32 LE)
+/// followed by `value`. `out` is exactly the record's length.
+pub fn encode_record_flagged(
+    out: &mut [u8],
+    h: &RecordHeader,
+    key: &[u8],
+    flags: Option<u32>,
+    value: &[u8],
+) {
+    let prefix = if flags.is_some() { 4 } else { 0 };
+    debug_assert_eq!(out.len(), RECORD_HEADER_LEN + key.len() + prefix + value.len());
     debug_assert_eq!(h.key_len as usize, key.len());
-    debug_assert_eq!(h.value_len as usize, value.len());
+    debug_assert_eq!(h.value_len as usize, prefix + value.len());
     out[4] = RECORD_MAGIC;
     out[5] = h.kind as u8;
     out[6..8].copy_from_slice(&h.db.to_le_bytes());
@@ -127,7 +157,10 @@ pub fn encode_record(out: &mut [u8], h: &RecordHeader, key: &[u8], value: &[u8])
     out[24..32].copy_from_slice(&h.expire_at_ms.to_le_bytes());
     let k_end = RECORD_HEADER_LEN + key.len();
     out[RECORD_HEADER_LEN..k_end].copy_from_slice(key);
-    out[k_end..].copy_from_slice(value);
+    if let Some(f) = flags {
+        out[k_end..k_end + 4].copy_from_slice(&f.to_le_bytes());
+    }
+    out[k_end + prefix..].copy_from_slice(value);
     let crc = crc32c::crc32c(&out[4..]);
     out[0..4].copy_from_slice(&crc.to_le_bytes());
 }
@@ -162,6 +195,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         1 => RecordKind::Value,
         2 => RecordKind::Tombstone,
         3 => RecordKind::Flush,
+        4 => RecordKind::ValueFlags,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {
@@ -179,7 +213,10 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
 pub struct RecordRef<'a> {
     pub header: RecordHeader,
     pub key: &'a [u8],
+    /// The value's bytes (for kind 4, without the flags before them).
     pub value: &'a [u8],
+    /// Memcached client flags (kind 4; 0 otherwise).
+    pub client_flags: u32,
 }
 
 /// Decodes and verifies the record at the start of `buf`.
@@ -194,10 +231,19 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordRef<'_>, DecodeError> {
         return Err(DecodeError::Checksum);
     }
     let k_end = RECORD_HEADER_LEN + header.key_len as usize;
+    let (client_flags, v_start) = if header.kind == RecordKind::ValueFlags {
+        if header.value_len < 4 {
+            return Err(DecodeError::BadHeader);
+        }
+        (le_u32(&buf[k_end..k_end + 4]), k_end + 4)
+    } else {
+        (0, k_end)
+    };
     Ok(RecordRef {
         header,
         key: &buf[RECORD_HEADER_LEN..k_end],
-        value: &buf[k_end..len],
+        value: &buf[v_start..len],
+        client_flags,
     })
 }
 
@@ -265,6 +311,22 @@ mod tests {
         assert_eq!(r.header.db, 3);
         assert_eq!(r.header.seq, 42);
         assert_eq!(r.header.expire_at_ms, 1_700_000_000_000);
+    }
+
+    #[test]
+    fn flagged_records_round_trip() {
+        let h = RecordHeader {
+            kind: RecordKind::ValueFlags,
+            db: 0,
+            key_len: 1,
+            value_len: 4 + 3,
+            seq: 1,
+            expire_at_ms: 0,
+        };
+        let mut out = vec![0; RECORD_HEADER_LEN + 1 + 7];
+        encode_record_flagged(&mut out, &h, b"k", Some(0xdead_beef), b"abc");
+        let r = decode_record(&out).unwrap();
+        assert_eq!((r.value, r.client_flags), (&b"abc"[..], 0xdead_beef));
     }
 
     #[test]

@@ -138,7 +138,33 @@ impl SegmentWriter {
         value: &[u8],
         capacity: u64,
     ) -> Result<FlashLoc, AppendError> {
-        let len = format::encoded_len(key, value);
+        self.append_flagged(header, key, 0, value, capacity)
+    }
+
+    /// As `append`, for a value with memcached client flags: a value record
+    /// with flags other than 0 is written as kind 4 (flags before the bytes).
+    pub fn append_flagged(
+        &mut self,
+        header: &RecordHeader,
+        key: &[u8],
+        client_flags: u32,
+        value: &[u8],
+        capacity: u64,
+    ) -> Result<FlashLoc, AppendError> {
+        let mut h = *header;
+        let flags = if h.kind.is_value() && client_flags != 0 {
+            h.kind = format::RecordKind::ValueFlags;
+            h.value_len = format::value_field_len(client_flags, value.len()) as u32;
+            Some(client_flags)
+        } else {
+            if h.kind == format::RecordKind::ValueFlags {
+                h.kind = format::RecordKind::Value;
+            }
+            h.value_len = value.len() as u32;
+            None
+        };
+        let header = &h;
+        let len = format::RECORD_HEADER_LEN + key.len() + h.value_len as usize;
         let seg_end = self.buf_offset + (self.fill + len) as u64;
         if self.current.is_none()
             || seg_end > self.segment_size.max(SEGMENT_DATA_START + len as u64)
@@ -163,14 +189,14 @@ impl SegmentWriter {
         if len > self.chunk_size {
             // Invariant 3: an oversized record is written from its own buffer.
             let mut big = AlignedBuf::zeroed(align_up(len));
-            format::encode_record(&mut big[..len], header, key, value);
+            format::encode_record_flagged(&mut big[..len], header, key, flags, value);
             self.write_out(big)?;
         } else {
             let end = self.fill + len;
-            format::encode_record(&mut self.buf[self.fill..end], header, key, value);
+            format::encode_record_flagged(&mut self.buf[self.fill..end], header, key, flags, value);
             self.fill = end;
         }
-        if header.kind != format::RecordKind::Value {
+        if !header.kind.is_value() {
             if let Some(s) = &self.current {
                 s.tomb_bytes.fetch_add(len as u64, Ordering::Relaxed);
             }

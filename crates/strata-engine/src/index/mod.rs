@@ -78,6 +78,8 @@ pub const F_STASHING: u8 = 4;
 /// The entry's current state (value or TTL) is not yet in the log; the
 /// journal has a note for it (appendonly yes only; see `journal`).
 pub const F_DIRTY: u8 = 8;
+/// Read by a memcached get since it was stored (meta `h`, `me` fetch=).
+pub const F_FETCHED: u8 = 16;
 
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -88,6 +90,9 @@ pub struct Entry {
     pub flags: u8,
     /// Length of the value in bytes (kept so STRLEN and accounting need no I/O).
     pub value_len: u32,
+    /// Memcached client flags (0 for values set over RESP). Lives in what
+    /// would be padding: the entry stays 48 bytes.
+    pub client_flags: u32,
 }
 
 impl Entry {

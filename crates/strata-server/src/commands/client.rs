@@ -96,7 +96,8 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             .clients
             .all()
             .into_iter()
-            .find(|c| c.addr == addr)
+            // A killed client is closing: as in Redis, it is gone already.
+            .find(|c| c.addr == addr && !c.is_killed())
         {
             Some(c) => {
                 c.kill();
@@ -143,7 +144,8 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     }
     let mut n = 0;
     for c in ctx.shared.clients.all() {
-        if (skipme && c.id == me)
+        if c.is_killed()
+            || (skipme && c.id == me)
             || id.is_some_and(|x| x != c.id)
             || addr.as_ref().is_some_and(|a| *a != c.addr)
             || laddr.as_ref().is_some_and(|a| *a != c.laddr)

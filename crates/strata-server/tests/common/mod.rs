@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 pub struct Server {
     pub port: u16,
+    /// The memcached listener's port.
+    pub mc_port: u16,
     /// The data directory; kept across `restart`s, removed on drop.
     pub dir: tempfile::TempDir,
     /// The arguments of `start`, reused by `restart`.
@@ -40,9 +42,10 @@ impl Server {
 
     /// Spawns the binary on `dir` and a free port; does not wait.
     fn spawn(dir: tempfile::TempDir, args: Vec<String>) -> Server {
-        let (port, child) = spawn_child(dir.path(), &args);
+        let (port, mc_port, child) = spawn_child(dir.path(), &args);
         Server {
             port,
+            mc_port,
             dir,
             args,
             child,
@@ -72,8 +75,9 @@ impl Server {
     /// watch it load); `wait_ready` waits for it.
     pub fn restart_no_wait(&mut self) {
         assert!(!self.alive(), "restart: the old process is still running");
-        let (port, child) = spawn_child(self.dir.path(), &self.args);
+        let (port, mc_port, child) = spawn_child(self.dir.path(), &self.args);
         self.port = port;
+        self.mc_port = mc_port;
         self.child = child;
     }
 
@@ -224,10 +228,12 @@ pub fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, words: &str) -> 
 
 /// Spawns `strata-server` on `dir` and a free port with the test defaults
 /// and `args`.
-fn spawn_child(dir: &std::path::Path, args: &[String]) -> (u16, Child) {
+fn spawn_child(dir: &std::path::Path, args: &[String]) -> (u16, u16, Child) {
     let port = free_port();
+    let mc_port = free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
         .args(["--port", &port.to_string()])
+        .args(["--memcached-port", &mc_port.to_string()])
         .args(["--dir", dir.to_str().unwrap()])
         .args(["--threads", "2"])
         .args(["--loglevel", "warning"])
@@ -236,7 +242,7 @@ fn spawn_child(dir: &std::path::Path, args: &[String]) -> (u16, Child) {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn strata-server");
-    (port, child)
+    (port, mc_port, child)
 }
 
 fn free_port() -> u16 {

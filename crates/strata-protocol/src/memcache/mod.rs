@@ -1,0 +1,646 @@
+//! The Memcached text and meta protocols: request decoding with memcached's
+//! own rules and error lines, and reply writers.
+//!
+//! [`decode`] takes one request from the front of a buffer. It returns
+//! [`McFrame::Request`] for a well-formed command, or the error line
+//! memcached would send ([`McFrame::Reply`]), or a refusal that must be
+//! followed by discarding the rest of a too-large value
+//! ([`McFrame::Swallow`]), or a reply after which the connection closes
+//! ([`McFrame::Close`]: a line that never ends, the binary protocol).
+//!
+//! Rules kept from memcached 1.6 (`proto_text.c`, `proto_parser.c`):
+//! - commands are lower case and tokens are separated by spaces; a line
+//!   ends with `\n`, an optional `\r` before it is dropped;
+//! - a key is at most 250 bytes, with no control characters (a longer one
+//!   is `CLIENT_ERROR bad command line format`);
+//! - storage commands carry `<flags> <exptime> <bytes>` (+ `<cas unique>`
+//!   for `cas`) and an optional `noreply`; the data block follows and must
+//!   end with `\r\n` (`CLIENT_ERROR bad data chunk` otherwise);
+//! - a value larger than the item size limit is refused with `SERVER_ERROR
+//!   object too large for cache` and its bytes are swallowed, so the
+//!   connection stays in sync;
+//! - an unknown command is `ERROR`; a first byte of 0x80 (the deprecated
+//!   binary protocol) is refused and the connection closed.
+//!
+//! Invariants: no panic is reachable from input bytes; on "need more
+//! bytes" the buffer is left untouched; results do not depend on how the
+//! input was split across reads.
+
+pub mod reply;
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// Longest key memcached accepts.
+pub const KEY_MAX_LEN: usize = 250;
+/// Most tokens on one line (memcached's MAX_TOKENS is 24; `get` may take
+/// more keys, which memcached handles by re-tokenizing).
+const MAX_META_FLAGS: usize = 32;
+
+/// Decoder limits.
+#[derive(Clone, Copy, Debug)]
+pub struct McLimits {
+    /// Largest value accepted (`memcached-max-item-size`). Default 1 MiB.
+    pub max_item_size: usize,
+    /// Longest command line. Default 64 KiB (long multi-key `get`s fit).
+    pub max_line_len: usize,
+}
+
+impl Default for McLimits {
+    fn default() -> Self {
+        McLimits {
+            max_item_size: 1 << 20,
+            max_line_len: 64 << 10,
+        }
+    }
+}
+
+/// What a storage command does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreMode {
+    Set,
+    Add,
+    Replace,
+    Append,
+    Prepend,
+    /// `cas`: store only if the item's CAS is the given one.
+    Cas,
+}
+
+/// One meta-command flag: its letter and the token after it (may be empty).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetaFlag {
+    pub flag: u8,
+    pub token: Bytes,
+}
+
+/// The meta commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetaCmd {
+    Get,
+    Set,
+    Delete,
+    Arithmetic,
+    Noop,
+    Debug,
+}
+
+/// A decoded request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum McRequest {
+    /// get / gets / gat / gats: `touch` is the new exptime for gat(s).
+    Get {
+        keys: Vec<Bytes>,
+        with_cas: bool,
+        touch: Option<i64>,
+    },
+    Store {
+        mode: StoreMode,
+        key: Bytes,
+        flags: u32,
+        exptime: i64,
+        data: Bytes,
+        /// The `<cas unique>` of `cas` (0 otherwise).
+        cas: u64,
+        noreply: bool,
+    },
+    Delete {
+        key: Bytes,
+        noreply: bool,
+    },
+    /// incr / decr
+    Arith {
+        key: Bytes,
+        incr: bool,
+        delta: u64,
+        noreply: bool,
+    },
+    Touch {
+        key: Bytes,
+        exptime: i64,
+        noreply: bool,
+    },
+    FlushAll {
+        delay: i64,
+        noreply: bool,
+    },
+    Version,
+    Verbosity {
+        noreply: bool,
+    },
+    Quit,
+    Stats {
+        args: Vec<Bytes>,
+    },
+    /// mg / ms / md / ma / mn / me. `key` is empty for `mn`; `data` is the
+    /// value of `ms`.
+    Meta {
+        cmd: MetaCmd,
+        key: Bytes,
+        /// The key was given base64-encoded (`b` flag); `key` is decoded.
+        base64_key: bool,
+        flags: Vec<MetaFlag>,
+        data: Option<Bytes>,
+    },
+}
+
+/// What the decoder produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum McFrame {
+    Request(McRequest),
+    /// Send this error line; the offending request was consumed.
+    Reply(&'static str),
+    /// Send this line, then discard `bytes` more input (the rest of a value
+    /// too large to store).
+    Swallow { reply: &'static str, bytes: usize },
+    /// Send this line and close the connection.
+    Close(&'static str),
+}
+
+pub const ERROR: &str = "ERROR";
+pub const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
+pub const BAD_CHUNK: &str = "CLIENT_ERROR bad data chunk";
+pub const TOO_LARGE: &str = "SERVER_ERROR object too large for cache";
+pub const LINE_TOO_LONG: &str = "CLIENT_ERROR line too long";
+pub const BINARY_REFUSED: &str =
+    "CLIENT_ERROR the binary protocol is not supported (deprecated by memcached); use the text or meta protocol";
+pub const BAD_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
+pub const BAD_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
+pub const DELETE_USAGE: &str = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
+pub const INVALID_FLAG: &str = "CLIENT_ERROR invalid flag";
+pub const BAD_KEY: &str = "CLIENT_ERROR bad key";
+
+/// Whether `key` is a valid memcached key: 1..=250 bytes, no control
+/// characters or spaces.
+pub fn valid_key(key: &[u8]) -> bool {
+    !key.is_empty() && key.len() <= KEY_MAX_LEN && key.iter().all(|&b| b > b' ' && b != 0x7f)
+}
+
+fn parse_u64(t: &[u8]) -> Option<u64> {
+    if t.is_empty() || t.len() > 20 || !t.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(t).ok()?.parse().ok()
+}
+
+fn parse_i64(t: &[u8]) -> Option<i64> {
+    let (neg, digits) = match t.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, t),
+    };
+    let v = parse_u64(digits)?;
+    let v = i64::try_from(v).ok()?;
+    Some(if neg { -v } else { v })
+}
+
+fn parse_u32(t: &[u8]) -> Option<u32> {
+    parse_u64(t).and_then(|v| u32::try_from(v).ok())
+}
+
+/// Decodes one request from the front of `buf`; `Ok(None)` = need more bytes
+/// (the buffer is untouched).
+pub fn decode(buf: &mut BytesMut, limits: &McLimits) -> Option<McFrame> {
+    if buf.first() == Some(&0x80) {
+        return Some(McFrame::Close(BINARY_REFUSED));
+    }
+    let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
+        if buf.len() > limits.max_line_len {
+            return Some(McFrame::Close(LINE_TOO_LONG));
+        }
+        return None;
+    };
+    if nl > limits.max_line_len {
+        return Some(McFrame::Close(LINE_TOO_LONG));
+    }
+    let line_end = if nl > 0 && buf.get(nl - 1) == Some(&b'\r') {
+        nl - 1
+    } else {
+        nl
+    };
+    let line = buf.get(..line_end).unwrap_or(&[]);
+    let tokens: Vec<&[u8]> = line
+        .split(|&b| b == b' ')
+        .filter(|t| !t.is_empty())
+        .collect();
+    let Some(&cmd) = tokens.first() else {
+        buf.advance(nl + 1);
+        return Some(McFrame::Reply(ERROR));
+    };
+    // Storage commands need their data block before anything is consumed.
+    let store = match cmd {
+        b"set" => Some(StoreMode::Set),
+        b"add" => Some(StoreMode::Add),
+        b"replace" => Some(StoreMode::Replace),
+        b"append" => Some(StoreMode::Append),
+        b"prepend" => Some(StoreMode::Prepend),
+        b"cas" => Some(StoreMode::Cas),
+        _ => None,
+    };
+    if store.is_some() || cmd == b"ms" {
+        // These consume a data block too: tokenize an owned copy of the
+        // (short) line so the buffer can be advanced.
+        let owned = line.to_vec();
+        let tokens: Vec<&[u8]> = owned
+            .split(|&b| b == b' ')
+            .filter(|t| !t.is_empty())
+            .collect();
+        return match store {
+            Some(mode) => decode_store(buf, nl, &tokens, mode, limits),
+            None => decode_meta_set(buf, nl, &tokens, limits),
+        };
+    }
+    let frame = decode_line(&tokens);
+    buf.advance(nl + 1);
+    Some(frame)
+}
+
+/// Token `i`, or an empty slice past the end.
+fn tok<'a>(tokens: &[&'a [u8]], i: usize) -> &'a [u8] {
+    tokens.get(i).copied().unwrap_or(b"")
+}
+
+fn noreply_at(tokens: &[&[u8]], i: usize) -> Option<bool> {
+    match tokens.get(i) {
+        None => Some(false),
+        Some(&b"noreply") if tokens.len() == i + 1 => Some(true),
+        _ => None,
+    }
+}
+
+fn key_at(tokens: &[&[u8]], i: usize) -> Result<Bytes, &'static str> {
+    match tokens.get(i) {
+        Some(k) if valid_key(k) => Ok(Bytes::copy_from_slice(k)),
+        Some(_) => Err(BAD_FORMAT),
+        None => Err(ERROR),
+    }
+}
+
+fn decode_line(tokens: &[&[u8]]) -> McFrame {
+    let req = |r| McFrame::Request(r);
+    match tokens.first().copied().unwrap_or(b"") {
+        cmd @ (b"get" | b"gets") => {
+            if tokens.len() < 2 {
+                return McFrame::Reply(ERROR);
+            }
+            match tokens.get(1..).unwrap_or(&[]).iter().map(|k| key_or_err(k)).collect() {
+                Ok(keys) => req(McRequest::Get {
+                    keys,
+                    with_cas: cmd == b"gets",
+                    touch: None,
+                }),
+                Err(e) => McFrame::Reply(e),
+            }
+        }
+        cmd @ (b"gat" | b"gats") => {
+            if tokens.len() < 3 {
+                return McFrame::Reply(ERROR);
+            }
+            let Some(exptime) = parse_i64(tok(tokens, 1)) else {
+                return McFrame::Reply(BAD_EXPTIME);
+            };
+            match tokens.get(2..).unwrap_or(&[]).iter().map(|k| key_or_err(k)).collect() {
+                Ok(keys) => req(McRequest::Get {
+                    keys,
+                    with_cas: cmd == b"gats",
+                    touch: Some(exptime),
+                }),
+                Err(e) => McFrame::Reply(e),
+            }
+        }
+        b"delete" => {
+            let key = match key_at(tokens, 1) {
+                Ok(k) => k,
+                Err(e) => return McFrame::Reply(e),
+            };
+            // `delete <key> 0 [noreply]` is accepted (an old time argument).
+            let rest = match tokens.get(2) {
+                Some(&b"0") => 3,
+                _ => 2,
+            };
+            match noreply_at(tokens, rest) {
+                Some(noreply) => req(McRequest::Delete { key, noreply }),
+                None => McFrame::Reply(DELETE_USAGE),
+            }
+        }
+        cmd @ (b"incr" | b"decr") => {
+            if tokens.len() < 3 {
+                return McFrame::Reply(ERROR);
+            }
+            let key = match key_at(tokens, 1) {
+                Ok(k) => k,
+                Err(e) => return McFrame::Reply(e),
+            };
+            let Some(delta) = parse_u64(tok(tokens, 2)) else {
+                return McFrame::Reply(BAD_DELTA);
+            };
+            match noreply_at(tokens, 3) {
+                Some(noreply) => req(McRequest::Arith {
+                    key,
+                    incr: cmd == b"incr",
+                    delta,
+                    noreply,
+                }),
+                None => McFrame::Reply(ERROR),
+            }
+        }
+        b"touch" => {
+            if tokens.len() < 3 {
+                return McFrame::Reply(ERROR);
+            }
+            let key = match key_at(tokens, 1) {
+                Ok(k) => k,
+                Err(e) => return McFrame::Reply(e),
+            };
+            let Some(exptime) = parse_i64(tok(tokens, 2)) else {
+                return McFrame::Reply(BAD_EXPTIME);
+            };
+            match noreply_at(tokens, 3) {
+                Some(noreply) => req(McRequest::Touch {
+                    key,
+                    exptime,
+                    noreply,
+                }),
+                None => McFrame::Reply(ERROR),
+            }
+        }
+        b"flush_all" => {
+            let (delay, rest) = match tokens.get(1) {
+                Some(&b"noreply") | None => (0, 1),
+                Some(t) => match parse_i64(t) {
+                    Some(d) => (d, 2),
+                    None => return McFrame::Reply(BAD_FORMAT),
+                },
+            };
+            match noreply_at(tokens, rest) {
+                Some(noreply) => req(McRequest::FlushAll { delay, noreply }),
+                None => McFrame::Reply(BAD_FORMAT),
+            }
+        }
+        b"version" => req(McRequest::Version),
+        b"verbosity" => {
+            if tokens.len() < 2 || parse_u64(tok(tokens, 1)).is_none() {
+                return McFrame::Reply(ERROR);
+            }
+            match noreply_at(tokens, 2) {
+                Some(noreply) => req(McRequest::Verbosity { noreply }),
+                None => McFrame::Reply(ERROR),
+            }
+        }
+        b"quit" => req(McRequest::Quit),
+        b"stats" => req(McRequest::Stats {
+            args: tokens.get(1..).unwrap_or(&[])
+                .iter()
+                .map(|t| Bytes::copy_from_slice(t))
+                .collect(),
+        }),
+        b"mn" => req(McRequest::Meta {
+            cmd: MetaCmd::Noop,
+            key: Bytes::new(),
+            base64_key: false,
+            flags: Vec::new(),
+            data: None,
+        }),
+        cmd @ (b"mg" | b"md" | b"ma" | b"me") => {
+            let cmd = match cmd {
+                b"mg" => MetaCmd::Get,
+                b"md" => MetaCmd::Delete,
+                b"ma" => MetaCmd::Arithmetic,
+                _ => MetaCmd::Debug,
+            };
+            match meta_key_and_flags(tokens) {
+                Ok((key, base64_key, flags)) => req(McRequest::Meta {
+                    cmd,
+                    key,
+                    base64_key,
+                    flags,
+                    data: None,
+                }),
+                Err(e) => McFrame::Reply(e),
+            }
+        }
+        _ => McFrame::Reply(ERROR),
+    }
+}
+
+fn key_or_err(k: &[u8]) -> Result<Bytes, &'static str> {
+    if valid_key(k) {
+        Ok(Bytes::copy_from_slice(k))
+    } else {
+        Err(BAD_FORMAT)
+    }
+}
+
+/// The key (decoded if the `b` flag is present) and the flags of a meta
+/// command line `<cmd> <key> <flags>*` (for `ms`, the datalen token is
+/// removed by the caller).
+fn meta_key_and_flags(tokens: &[&[u8]]) -> Result<(Bytes, bool, Vec<MetaFlag>), &'static str> {
+    let Some(raw_key) = tokens.get(1) else {
+        return Err(BAD_FORMAT);
+    };
+    let mut flags = Vec::new();
+    for t in tokens.get(2..).unwrap_or(&[]) {
+        let Some((&f, token)) = t.split_first() else {
+            continue;
+        };
+        if !f.is_ascii_alphabetic() {
+            return Err(INVALID_FLAG);
+        }
+        if flags.len() >= MAX_META_FLAGS {
+            return Err(BAD_FORMAT);
+        }
+        flags.push(MetaFlag {
+            flag: f,
+            token: Bytes::copy_from_slice(token),
+        });
+    }
+    let base64_key = flags.iter().any(|f| f.flag == b'b');
+    let key = if base64_key {
+        match base64_decode(raw_key) {
+            Some(k) if !k.is_empty() && k.len() <= KEY_MAX_LEN => Bytes::from(k),
+            _ => return Err(BAD_KEY),
+        }
+    } else if valid_key(raw_key) {
+        Bytes::copy_from_slice(raw_key)
+    } else {
+        return Err(BAD_FORMAT);
+    };
+    Ok((key, base64_key, flags))
+}
+
+fn decode_store(
+    buf: &mut BytesMut,
+    nl: usize,
+    tokens: &[&[u8]],
+    mode: StoreMode,
+    limits: &McLimits,
+) -> Option<McFrame> {
+    let want = if mode == StoreMode::Cas { 6 } else { 5 };
+    let fail = |buf: &mut BytesMut, e| {
+        buf.advance(nl + 1);
+        Some(McFrame::Reply(e))
+    };
+    if tokens.len() < want {
+        return fail(buf, ERROR);
+    }
+    let key = match key_at(tokens, 1) {
+        Ok(k) => k,
+        Err(e) => return fail(buf, e),
+    };
+    let (Some(flags), Some(exptime), Some(len)) = (
+        parse_u32(tok(tokens, 2)),
+        parse_i64(tok(tokens, 3)),
+        parse_i64(tok(tokens, 4)),
+    ) else {
+        return fail(buf, BAD_FORMAT);
+    };
+    let cas = if mode == StoreMode::Cas {
+        match parse_u64(tok(tokens, 5)) {
+            Some(c) => c,
+            None => return fail(buf, BAD_FORMAT),
+        }
+    } else {
+        0
+    };
+    let Some(noreply) = noreply_at(tokens, want) else {
+        return fail(buf, BAD_FORMAT);
+    };
+    let Ok(len) = usize::try_from(len) else {
+        return fail(buf, BAD_FORMAT);
+    };
+    if len > limits.max_item_size {
+        // Swallow the value and its \r\n so the next command parses.
+        let have = buf.len() - (nl + 1);
+        let total = len.saturating_add(2);
+        buf.advance(nl + 1 + have.min(total));
+        return Some(McFrame::Swallow {
+            reply: TOO_LARGE,
+            bytes: total - have.min(total),
+        });
+    }
+    let data_start = nl + 1;
+    if buf.len() < data_start + len + 2 {
+        return None;
+    }
+    let ok = buf.get(data_start + len..data_start + len + 2) == Some(b"\r\n");
+    buf.advance(data_start);
+    let data = buf.split_to(len).freeze();
+    buf.advance(2);
+    if !ok {
+        return Some(McFrame::Reply(BAD_CHUNK));
+    }
+    Some(McFrame::Request(McRequest::Store {
+        mode,
+        key,
+        flags,
+        exptime,
+        data,
+        cas,
+        noreply,
+    }))
+}
+
+fn decode_meta_set(
+    buf: &mut BytesMut,
+    nl: usize,
+    tokens: &[&[u8]],
+    limits: &McLimits,
+) -> Option<McFrame> {
+    let fail = |buf: &mut BytesMut, e| {
+        buf.advance(nl + 1);
+        Some(McFrame::Reply(e))
+    };
+    let Some(len) = tokens.get(2).and_then(|t| parse_u64(t)) else {
+        return fail(buf, BAD_FORMAT);
+    };
+    let Ok(len) = usize::try_from(len) else {
+        return fail(buf, BAD_FORMAT);
+    };
+    let mut rest: Vec<&[u8]> = Vec::with_capacity(tokens.len());
+    rest.push(b"ms");
+    rest.extend(tokens.get(1).copied());
+    rest.extend(tokens.get(3..).unwrap_or(&[]).iter().copied());
+    let parsed = meta_key_and_flags(&rest);
+    if len > limits.max_item_size {
+        let have = buf.len() - (nl + 1);
+        let total = len.saturating_add(2);
+        buf.advance(nl + 1 + have.min(total));
+        return Some(McFrame::Swallow {
+            reply: TOO_LARGE,
+            bytes: total - have.min(total),
+        });
+    }
+    let data_start = nl + 1;
+    if buf.len() < data_start + len + 2 {
+        return None;
+    }
+    let ok = buf.get(data_start + len..data_start + len + 2) == Some(b"\r\n");
+    buf.advance(data_start);
+    let data = buf.split_to(len).freeze();
+    buf.advance(2);
+    if !ok {
+        return Some(McFrame::Reply(BAD_CHUNK));
+    }
+    match parsed {
+        Ok((key, base64_key, flags)) => Some(McFrame::Request(McRequest::Meta {
+            cmd: MetaCmd::Set,
+            key,
+            base64_key,
+            flags,
+            data: Some(data),
+        })),
+        Err(e) => Some(McFrame::Reply(e)),
+    }
+}
+
+/// Standard base64 (RFC 4648, with padding), as meta's `b` flag uses.
+pub fn base64_decode(s: &[u8]) -> Option<Vec<u8>> {
+    fn val(c: u8) -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    }
+    if s.is_empty() || s.len() % 4 != 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    for chunk in s.chunks(4) {
+        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 {
+            return None;
+        }
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            let v = if i >= 4 - pad { 0 } else { val(c)? };
+            n = (n << 6) | v;
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(bytes.get(..3 - pad)?);
+    }
+    Some(out)
+}
+
+/// Standard base64 with padding.
+pub fn base64_encode(b: &[u8]) -> Vec<u8> {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(b.len().div_ceil(3) * 4);
+    for chunk in b.chunks(3) {
+        let n = (*chunk.first().unwrap_or(&0) as u32) << 16
+            | (*chunk.get(1).unwrap_or(&0) as u32) << 8
+            | *chunk.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(T.get(((n >> (18 - 6 * i)) & 63) as usize).copied().unwrap_or(b'A'));
+            } else {
+                out.push(b'=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
