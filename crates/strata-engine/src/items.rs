@@ -41,10 +41,10 @@ pub enum ItemCond {
     Cas(u64),
 }
 
-/// The outcome of a conditional store (memcached's reply words).
+/// The outcome of a conditional store or delete (memcached's reply words).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreOutcome {
-    /// STORED; the new CAS.
+    /// STORED (or deleted); the new CAS (0 after a delete).
     Stored(u64),
     /// NOT_STORED: add of an existing key, replace of a missing one.
     NotStored,
@@ -171,24 +171,23 @@ impl Engine {
         StoreOutcome::Stored(cas)
     }
 
-    /// delete with an optional CAS condition (meta `md ... C<cas>`):
-    /// Ok(true) deleted, Ok(false) missing, Err(()) the CAS did not match.
-    pub fn delete_item(&self, db: usize, key: &[u8], cas: Option<u64>) -> Result<bool, ()> {
+    /// delete with an optional CAS condition (meta `md ... C<cas>`).
+    pub fn delete_item(&self, db: usize, key: &[u8], cas: Option<u64>) -> StoreOutcome {
         let inner = &self.inner;
         let now = now_ms();
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
         let Some(idx) = sh.dbs[db].get_index_of(key) else {
-            return Ok(false);
+            return StoreOutcome::NotFound;
         };
         if sh.dbs[db][idx].is_expired(now) {
             inner.remove_index(sh, db, idx, true);
-            return Ok(false);
+            return StoreOutcome::NotFound;
         }
         if cas.is_some_and(|c| c != sh.dbs[db][idx].version) {
-            return Err(());
+            return StoreOutcome::Exists;
         }
         inner.remove_index(sh, db, idx, false);
-        Ok(true)
+        StoreOutcome::Stored(0)
     }
 }

@@ -97,7 +97,8 @@ pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<By
     }
     let (vstart, vlen) = match format::decode_record(&buf[off..rec_end]) {
         Ok(rec) if rec.key == &*t.key && rec.header.seq == t.version => (
-            off + format::RECORD_HEADER_LEN + rec.key.len(),
+            // Where the value's bytes start (after the flags of kind 4).
+            off + rec.header.record_len() - rec.value.len(),
             rec.value.len(),
         ),
         Ok(_) => {

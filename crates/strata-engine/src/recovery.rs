@@ -269,14 +269,9 @@ impl Replay<'_> {
                     self.report.records_replayed += 1;
                     let h = rec.header;
                     match h.kind {
-                        RecordKind::Value | RecordKind::ValueFlags => self.value(
-                            h.db,
-                            rec.key,
-                            h.seq,
-                            h.expire_at_ms,
-                            loc,
-                            rec.client_flags,
-                        ),
+                        RecordKind::Value | RecordKind::ValueFlags => {
+                            self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.client_flags)
+                        }
                         RecordKind::Tombstone => {
                             tomb_bytes += len as u64;
                             self.tombstone(h.db, rec.key, h.seq)

@@ -139,7 +139,15 @@ impl Engine {
         }
         let old_expire = existing.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
         let expire = resolve_expire(opts.expire, old_expire);
-        inner.store(sh, db, key, existing, Bytes::copy_from_slice(value), expire, 0);
+        inner.store(
+            sh,
+            db,
+            key,
+            existing,
+            Bytes::copy_from_slice(value),
+            expire,
+            0,
+        );
         Ok(true)
     }
 
@@ -297,7 +305,15 @@ impl Inner {
             } => {
                 let old = idx.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
                 let value = Bytes::copy_from_slice(&value);
-                self.store(sh, db, key, idx, value, resolve_expire(expire, old), client_flags);
+                self.store(
+                    sh,
+                    db,
+                    key,
+                    idx,
+                    value,
+                    resolve_expire(expire, old),
+                    client_flags,
+                );
             }
             Mutation::SetExpire(at) => {
                 if let Some(i) = idx {
@@ -310,6 +326,9 @@ impl Inner {
 
     /// Writes a hot value into slot `idx` (or a new entry). Caller holds
     /// the shard lock; `value` is already an exact allocation.
+    // The entry's whole new state is the argument list; a struct for it
+    // would only rename the fields at every call site.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn store(
         &self,
         sh: &mut crate::index::Shard,

@@ -250,11 +250,9 @@ async fn admit(shared: &Shared) -> Result<(), String> {
         match shared.engine.admission() {
             Admission::Admit => return Ok(()),
             Admission::Wait => {
-                let _ = tokio::time::timeout(
-                    Duration::from_millis(10),
-                    shared.engine.wait_for_room(),
-                )
-                .await;
+                let _ =
+                    tokio::time::timeout(Duration::from_millis(10), shared.engine.wait_for_room())
+                        .await;
             }
             Admission::OutOfMemory => return Err(OOM.to_string()),
             Admission::LogUnavailable => {
@@ -388,7 +386,11 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
                 let mut out = BytesMut::new();
                 match read.wait().await {
                     Ok(Ok(Some(v))) => {
-                        inc(if incr { &s.mc.incr_hits } else { &s.mc.decr_hits });
+                        inc(if incr {
+                            &s.mc.incr_hits
+                        } else {
+                            &s.mc.decr_hits
+                        });
                         if !noreply {
                             mr::number(&mut out, v);
                         }
@@ -417,7 +419,11 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
             let hit = shared
                 .engine
                 .expire(DB, &key, touch_expiry(exptime), ExpireCond::Always);
-            inc(if hit { &st.touch_hits } else { &st.touch_misses });
+            inc(if hit {
+                &st.touch_hits
+            } else {
+                &st.touch_misses
+            });
             reply_unless(out, noreply, if hit { "TOUCHED" } else { "NOT_FOUND" });
             Done::Now
         }
@@ -427,8 +433,8 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
                 shared.engine.flush_db(DB);
             } else {
                 let engine = shared.engine.clone();
-                let wait = (expire_at_ms(delay).saturating_sub(strata_engine::clock::now_ms()))
-                    .max(1);
+                let wait =
+                    (expire_at_ms(delay).saturating_sub(strata_engine::clock::now_ms())).max(1);
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_millis(wait)).await;
                     engine.flush_db(DB);
@@ -502,26 +508,28 @@ fn concat(
     data: Bytes,
     append: bool,
 ) -> Read<Result<&'static str, EngineError>> {
-    shared.engine.update(DB, &key, move |cur: Option<Current<'_>>| match cur {
-        None => (Mutation::None, "NOT_STORED"),
-        Some(c) => {
-            let mut v = BytesMut::with_capacity(c.value.len() + data.len());
-            if append {
-                v.extend_from_slice(c.value);
-                v.extend_from_slice(&data);
-            } else {
-                v.extend_from_slice(&data);
-                v.extend_from_slice(c.value);
+    shared
+        .engine
+        .update(DB, &key, move |cur: Option<Current<'_>>| match cur {
+            None => (Mutation::None, "NOT_STORED"),
+            Some(c) => {
+                let mut v = BytesMut::with_capacity(c.value.len() + data.len());
+                if append {
+                    v.extend_from_slice(c.value);
+                    v.extend_from_slice(&data);
+                } else {
+                    v.extend_from_slice(&data);
+                    v.extend_from_slice(c.value);
+                }
+                (
+                    Mutation::Set {
+                        value: v.freeze(),
+                        expire: strata_engine::ExpireUpdate::Keep,
+                    },
+                    "STORED",
+                )
             }
-            (
-                Mutation::Set {
-                    value: v.freeze(),
-                    expire: strata_engine::ExpireUpdate::Keep,
-                },
-                "STORED",
-            )
-        }
-    })
+        })
 }
 
 /// incr / decr (and meta `ma`): Ok(Some(new value)), Ok(None) = missing
@@ -535,46 +543,48 @@ fn arith(
     delta: u64,
     create: Option<(u64, u64)>,
 ) -> Read<Result<Result<Option<u64>, &'static str>, EngineError>> {
-    shared.engine.update(DB, &key, move |cur: Option<Current<'_>>| match cur {
-        None => match create {
-            Some((initial, expire_at)) => (
-                Mutation::SetItem {
-                    value: Bytes::from(initial.to_string()),
-                    expire: if expire_at == 0 {
-                        strata_engine::ExpireUpdate::Clear
-                    } else {
-                        strata_engine::ExpireUpdate::At(expire_at)
-                    },
-                    client_flags: 0,
-                },
-                Ok(Some(initial)),
-            ),
-            None => (Mutation::None, Ok(None)),
-        },
-        Some(c) => {
-            let text = std::str::from_utf8(c.value).unwrap_or("");
-            match text.trim_end_matches(' ').parse::<u64>() {
-                Ok(n) if c.value.len() <= 20 => {
-                    let v = if incr {
-                        n.wrapping_add(delta)
-                    } else {
-                        n.saturating_sub(delta)
-                    };
-                    (
-                        Mutation::Set {
-                            value: Bytes::from(v.to_string()),
-                            expire: strata_engine::ExpireUpdate::Keep,
+    shared
+        .engine
+        .update(DB, &key, move |cur: Option<Current<'_>>| match cur {
+            None => match create {
+                Some((initial, expire_at)) => (
+                    Mutation::SetItem {
+                        value: Bytes::from(initial.to_string()),
+                        expire: if expire_at == 0 {
+                            strata_engine::ExpireUpdate::Clear
+                        } else {
+                            strata_engine::ExpireUpdate::At(expire_at)
                         },
-                        Ok(Some(v)),
-                    )
+                        client_flags: 0,
+                    },
+                    Ok(Some(initial)),
+                ),
+                None => (Mutation::None, Ok(None)),
+            },
+            Some(c) => {
+                let text = std::str::from_utf8(c.value).unwrap_or("");
+                match text.trim_end_matches(' ').parse::<u64>() {
+                    Ok(n) if c.value.len() <= 20 => {
+                        let v = if incr {
+                            n.wrapping_add(delta)
+                        } else {
+                            n.saturating_sub(delta)
+                        };
+                        (
+                            Mutation::Set {
+                                value: Bytes::from(v.to_string()),
+                                expire: strata_engine::ExpireUpdate::Keep,
+                            },
+                            Ok(Some(v)),
+                        )
+                    }
+                    _ => (Mutation::None, Err(NON_NUMERIC)),
                 }
-                _ => (Mutation::None, Err(NON_NUMERIC)),
             }
-        }
-    })
+        })
 }
 
-fn flag<'a>(flags: &'a [MetaFlag], f: u8) -> Option<&'a MetaFlag> {
+fn flag(flags: &[MetaFlag], f: u8) -> Option<&MetaFlag> {
     flags.iter().find(|x| x.flag == f)
 }
 
@@ -779,7 +789,7 @@ async fn meta(
                 (b'E', None) => ItemCond::Missing,
                 (b'R', None) => ItemCond::Exists,
                 (b'A' | b'P', None) => {
-                    let read = concat(shared, key.clone(), data, mode.to_ascii_uppercase() == b'A');
+                    let read = concat(shared, key.clone(), data, mode.eq_ignore_ascii_case(&b'A'));
                     let fl = flags.clone();
                     return Done::Later(
                         Box::pin(async move {
@@ -805,7 +815,7 @@ async fn meta(
                     );
                 }
                 _ => {
-                    mr::line(out, "CLIENT_ERROR invalid mode for ms");
+                    mr::line(out, "CLIENT_ERROR invalid mode for ms M token");
                     return Done::Now;
                 }
             };
@@ -837,15 +847,15 @@ async fn meta(
                 return Done::Now;
             };
             let code = match shared.engine.delete_item(DB, &key, cas.map(|c| c as u64)) {
-                Ok(true) => {
+                StoreOutcome::Stored(_) => {
                     inc(&st.delete_hits);
                     "HD"
                 }
-                Ok(false) => {
+                StoreOutcome::Exists => "EX",
+                StoreOutcome::NotFound | StoreOutcome::NotStored => {
                     inc(&st.delete_misses);
                     "NF"
                 }
-                Err(()) => "EX",
             };
             if !(quiet && code == "HD") {
                 let mut m = MetaOut::start(out, code, None);
@@ -875,10 +885,14 @@ async fn meta(
                 let mut out = BytesMut::new();
                 match read.wait().await {
                     Ok(Ok(Some(v))) => {
-                        inc(if incr { &s.mc.incr_hits } else { &s.mc.decr_hits });
+                        inc(if incr {
+                            &s.mc.incr_hits
+                        } else {
+                            &s.mc.decr_hits
+                        });
                         let with_value = flag(&flags, b'v').is_some();
                         let text = v.to_string();
-                        if !(quiet && !with_value) {
+                        if !quiet || with_value {
                             let mut m = if with_value {
                                 MetaOut::start(&mut out, "VA", Some(text.len()))
                             } else {
@@ -924,7 +938,10 @@ fn stats(shared: &Shared, args: &[Bytes], out: &mut BytesMut) {
             put("time", now.to_string());
             put("version", VERSION.to_string());
             put("libevent", "tokio".to_string());
-            put("pointer_size", (8 * std::mem::size_of::<usize>()).to_string());
+            put(
+                "pointer_size",
+                (8 * std::mem::size_of::<usize>()).to_string(),
+            );
             put("curr_connections", g(&st.curr_connections));
             put("total_connections", g(&st.total_connections));
             put("cmd_get", g(&st.cmd_get));
@@ -973,7 +990,15 @@ fn stats(shared: &Shared, args: &[Bytes], out: &mut BytesMut) {
             put("maxconns", cfg.maxclients.to_string());
             put("tcpport", cfg.memcached_port.to_string());
             put("udpport", "0".to_string());
-            put("evictions", if cfg.maxmemory_policy_evicts() { "on" } else { "off" }.to_string());
+            put(
+                "evictions",
+                if cfg.maxmemory_policy_evicts() {
+                    "on"
+                } else {
+                    "off"
+                }
+                .to_string(),
+            );
             put("item_size_max", cfg.memcached_max_item_size.to_string());
             put("cas_enabled", "yes".to_string());
             put("num_threads", shared.threads().to_string());

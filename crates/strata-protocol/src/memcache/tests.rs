@@ -85,25 +85,44 @@ fn storage_commands() {
     }
     // Binary data with \r\n inside is fine: the length decides.
     let f = one(b"set k 0 0 4\r\n\r\n\r\n\r\n");
-    assert!(matches!(f, McFrame::Request(McRequest::Store { data, .. }) if &data[..] == b"\r\n\r\n"));
+    assert!(
+        matches!(f, McFrame::Request(McRequest::Store { data, .. }) if &data[..] == b"\r\n\r\n")
+    );
 }
 
 #[test]
 fn storage_errors_keep_the_connection_in_sync() {
     let cases: &[(&[u8], &[McFrame])] = &[
-        // Data not followed by \r\n.
-        (b"set k 0 0 3\r\nabcXYget k\r\n", &[McFrame::Reply(BAD_CHUNK)]),
+        // Data not followed by \r\n: len + 2 bytes are consumed, as memcached
+        // does, and the rest parses (here a `get` of nothing yet).
+        (
+            b"set k 0 0 3\r\nabcXY\r\n",
+            &[McFrame::Reply(BAD_CHUNK), McFrame::Reply(ERROR)],
+        ),
         // Flags over 32 bits, a negative length, junk numbers.
         (b"set k 4294967296 0 1\r\n", &[McFrame::Reply(BAD_FORMAT)]),
         (b"set k 0 0 -1\r\n", &[McFrame::Reply(BAD_FORMAT)]),
         (b"set k x 0 1\r\n", &[McFrame::Reply(BAD_FORMAT)]),
         (b"set k 0 0\r\n", &[McFrame::Reply(ERROR)]),
-        (b"set k 0 0 1 extra\r\n", &[McFrame::Reply(BAD_FORMAT)]),
-        (b"cas k 0 0 1\r\n", &[McFrame::Reply(ERROR)]),
+        // A bad command line does not swallow the data: it parses as a
+        // command of its own (memcached 1.6.18 answers the same).
+        (
+            b"set k x 0 1\r\nx\r\n",
+            &[McFrame::Reply(BAD_FORMAT), McFrame::Reply(ERROR)],
+        ),
+        (
+            b"cas k 0 0 1\r\nx\r\n",
+            &[McFrame::Reply(ERROR), McFrame::Reply(ERROR)],
+        ),
         (b"cas k 0 0 1 -5\r\n", &[McFrame::Reply(BAD_FORMAT)]),
     ];
     for (input, want) in cases {
-        assert_eq!(decode_all(input), *want, "{:?}", String::from_utf8_lossy(input));
+        assert_eq!(
+            decode_all(input),
+            *want,
+            "{:?}",
+            String::from_utf8_lossy(input)
+        );
     }
     // A too-large value is refused and swallowed; the next command parses.
     let mut big = b"set k 0 0 100\r\n".to_vec();
@@ -164,7 +183,10 @@ fn retrieval_and_other_commands() {
         })
     );
     assert_eq!(one(b"incr k -1\r\n"), McFrame::Reply(BAD_DELTA));
-    assert_eq!(one(b"incr k 18446744073709551616\r\n"), McFrame::Reply(BAD_DELTA));
+    assert_eq!(
+        one(b"incr k 18446744073709551616\r\n"),
+        McFrame::Reply(BAD_DELTA)
+    );
     assert_eq!(
         one(b"touch k -1 noreply\r\n"),
         McFrame::Request(McRequest::Touch {
@@ -188,7 +210,12 @@ fn retrieval_and_other_commands() {
             noreply: true
         })
     );
-    assert_eq!(one(b"flush_all later\r\n"), McFrame::Reply(BAD_FORMAT));
+    assert_eq!(one(b"flush_all later\r\n"), McFrame::Reply(BAD_EXPTIME));
+    // An unknown trailing token of a storage command is ignored.
+    assert!(matches!(
+        one(b"set k 0 0 1 extra\r\nx\r\n"),
+        McFrame::Request(McRequest::Store { noreply: false, .. })
+    ));
     assert_eq!(one(b"version\r\n"), McFrame::Request(McRequest::Version));
     assert_eq!(
         one(b"verbosity 1 noreply\r\n"),
@@ -221,8 +248,8 @@ fn key_rules() {
         McFrame::Reply(BAD_FORMAT)
     );
     assert_eq!(
-        one(format!("set {too_long} 0 0 1\r\nx\r\n").as_bytes()),
-        McFrame::Reply(BAD_FORMAT)
+        decode_all(format!("set {too_long} 0 0 1\r\nx\r\n").as_bytes()),
+        vec![McFrame::Reply(BAD_FORMAT), McFrame::Reply(ERROR)]
     );
     // A control character in a key.
     assert_eq!(one(b"get a\x01b\r\n"), McFrame::Reply(BAD_FORMAT));
@@ -239,12 +266,30 @@ fn meta_commands() {
             key: b("foo"),
             base64_key: false,
             flags: vec![
-                MetaFlag { flag: b'v', token: b("") },
-                MetaFlag { flag: b'f', token: b("") },
-                MetaFlag { flag: b't', token: b("") },
-                MetaFlag { flag: b'k', token: b("") },
-                MetaFlag { flag: b'O', token: b("abc") },
-                MetaFlag { flag: b'q', token: b("") },
+                MetaFlag {
+                    flag: b'v',
+                    token: b("")
+                },
+                MetaFlag {
+                    flag: b'f',
+                    token: b("")
+                },
+                MetaFlag {
+                    flag: b't',
+                    token: b("")
+                },
+                MetaFlag {
+                    flag: b'k',
+                    token: b("")
+                },
+                MetaFlag {
+                    flag: b'O',
+                    token: b("abc")
+                },
+                MetaFlag {
+                    flag: b'q',
+                    token: b("")
+                },
             ],
             data: None
         })
@@ -256,21 +301,32 @@ fn meta_commands() {
             key: b("foo"),
             base64_key: false,
             flags: vec![
-                MetaFlag { flag: b'T', token: b("60") },
-                MetaFlag { flag: b'F', token: b("7") },
-                MetaFlag { flag: b'M', token: b("A") },
+                MetaFlag {
+                    flag: b'T',
+                    token: b("60")
+                },
+                MetaFlag {
+                    flag: b'F',
+                    token: b("7")
+                },
+                MetaFlag {
+                    flag: b'M',
+                    token: b("A")
+                },
             ],
             data: Some(b("hi"))
         })
     );
     // Base64 key.
     let f = one(b"md Zm9v b q\r\n");
-    assert!(matches!(f, McFrame::Request(McRequest::Meta { key, base64_key: true, .. }) if &key[..] == b"foo"));
-    assert_eq!(one(b"md !!!! b\r\n"), McFrame::Reply(BAD_KEY));
+    assert!(
+        matches!(f, McFrame::Request(McRequest::Meta { key, base64_key: true, .. }) if &key[..] == b"foo")
+    );
     assert_eq!(one(b"mg foo 5\r\n"), McFrame::Reply(INVALID_FLAG));
-    assert_eq!(one(b"mg\r\n"), McFrame::Reply(BAD_FORMAT));
+    assert_eq!(one(b"mg\r\n"), McFrame::Reply(ERROR));
     assert_eq!(one(b"ms foo x\r\n"), McFrame::Reply(BAD_FORMAT));
     assert_eq!(one(b"ms foo 2\r\nhiXX"), McFrame::Reply(BAD_CHUNK));
+    assert_eq!(one(b"md !!!! b\r\n"), McFrame::Reply(BAD_KEY));
     assert!(matches!(
         one(b"mn\r\n"),
         McFrame::Request(McRequest::Meta {
