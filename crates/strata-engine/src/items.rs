@@ -7,7 +7,7 @@
 //! key see memcached's outcomes (one STORED, one EXISTS / NOT_STORED).
 
 use crate::clock::{now_ms, now_secs};
-use crate::index::{Slot, F_FETCHED, F_REFERENCED};
+use crate::index::{Slot, F_FETCHED, F_REFERENCED, F_WIN_PENDING};
 use crate::read::{fetch_and_promote, FetchTarget, Read};
 use crate::stats::Stats;
 use crate::{Engine, EngineError};
@@ -26,6 +26,9 @@ pub struct Item {
     pub idle_secs: u32,
     /// Whether a memcached get read it before this one (meta `h`).
     pub fetched_before: bool,
+    /// An `mg ... N` created it empty and that client has not filled it yet
+    /// (meta `Z`).
+    pub win_pending: bool,
 }
 
 /// When `store_item` stores.
@@ -94,6 +97,7 @@ impl Engine {
         Stats::inc(&inner.stats.keyspace_hits);
         let idle_secs = now_secs().saturating_sub(e.lru_secs);
         let fetched_before = e.flags & F_FETCHED != 0;
+        let win_pending = e.flags & F_WIN_PENDING != 0;
         e.flags |= F_REFERENCED | F_FETCHED;
         e.lru_secs = now_secs();
         let (client_flags, cas, expire_at_ms) = (e.client_flags, e.version, e.expire_at_ms);
@@ -104,6 +108,7 @@ impl Engine {
             expire_at_ms,
             idle_secs,
             fetched_before,
+            win_pending,
         };
         match &e.slot {
             Slot::Hot(h) => {
@@ -169,6 +174,18 @@ impl Engine {
         );
         let cas = sh.dbs[db].get(key).map(|e| e.version).unwrap_or(0);
         StoreOutcome::Stored(cas)
+    }
+
+    /// Marks an item created by meta auto-vivify (`mg ... N`) as waiting for
+    /// its filler: later gets see `Z` until it is stored again. `cas` is the
+    /// item's CAS right after creation (nothing is marked if it changed).
+    pub fn mark_win_pending(&self, db: usize, key: &[u8], cas: u64) {
+        let mut guard = self.inner.shard(key).lock();
+        if let Some(e) = guard.dbs[db].get_mut(key) {
+            if e.version == cas {
+                e.flags |= F_WIN_PENDING;
+            }
+        }
     }
 
     /// delete with an optional CAS condition (meta `md ... C<cas>`).

@@ -570,9 +570,15 @@ fn arith(
                         } else {
                             n.saturating_sub(delta)
                         };
+                        // As memcached, a shorter result keeps the item's
+                        // length, padded with spaces (an in-place rewrite).
+                        let mut text = v.to_string();
+                        while text.len() < c.value.len() {
+                            text.push(' ');
+                        }
                         (
                             Mutation::Set {
-                                value: Bytes::from(v.to_string()),
+                                value: Bytes::from(text),
                                 expire: strata_engine::ExpireUpdate::Keep,
                             },
                             Ok(Some(v)),
@@ -600,17 +606,23 @@ fn num_token(flags: &[MetaFlag], f: u8) -> Result<Option<i64>, ()> {
 }
 
 /// Echoes the flags every meta reply returns: O (opaque), k (key), b.
+/// Echoes the flags every meta reply returns, in request order as
+/// memcached does: O (opaque) and k (key; with b, base64 and a `b`).
 fn echo(m: &mut MetaOut<'_>, flags: &[MetaFlag], key: &[u8], base64_key: bool) {
-    if let Some(o) = flag(flags, b'O') {
-        m.token(b'O', &o.token);
+    for f in flags {
+        echo_one(m, f, key, base64_key);
     }
-    if flag(flags, b'k').is_some() {
-        if base64_key {
+}
+
+fn echo_one(m: &mut MetaOut<'_>, f: &MetaFlag, key: &[u8], base64_key: bool) {
+    match f.flag {
+        b'O' => m.token(b'O', &f.token),
+        b'k' if base64_key => {
             m.token(b'k', &mc::base64_encode(key));
             m.token(b'b', b"");
-        } else {
-            m.token(b'k', key);
         }
+        b'k' => m.token(b'k', key),
+        _ => {}
     }
 }
 
@@ -699,7 +711,10 @@ async fn meta(
                                     expire_at_ms(ttl),
                                     ItemCond::Missing,
                                 ) {
-                                    StoreOutcome::Stored(c) => c,
+                                    StoreOutcome::Stored(c) => {
+                                        s.engine.mark_win_pending(DB, &key, c);
+                                        c
+                                    }
                                     _ => 0,
                                 };
                                 (
@@ -710,6 +725,7 @@ async fn meta(
                                         expire_at_ms: expire_at_ms(ttl),
                                         idle_secs: 0,
                                         fetched_before: false,
+                                        win_pending: true,
                                     },
                                     true,
                                 )
@@ -751,13 +767,16 @@ async fn meta(
                         ),
                         b'l' => m.num(b'l', item.idle_secs as i64),
                         b'h' => m.num(b'h', i64::from(item.fetched_before)),
-                        _ => {}
+                        _ => echo_one(&mut m, f, &key, base64_key),
                     }
                 }
-                echo(&mut m, &flags, &key, base64_key);
                 if won {
                     m.token(b'W', b"");
+                } else if item.win_pending {
+                    // Another client holds the win token of this item.
+                    m.token(b'Z', b"");
                 }
+
                 m.finish(with_value.then_some(&item.value[..]));
                 out
             };

@@ -80,6 +80,8 @@ pub const F_STASHING: u8 = 4;
 pub const F_DIRTY: u8 = 8;
 /// Read by a memcached get since it was stored (meta `h`, `me` fetch=).
 pub const F_FETCHED: u8 = 16;
+/// Created empty by a meta auto-vivify, not yet stored by its winner.
+pub const F_WIN_PENDING: u8 = 32;
 
 #[derive(Clone, Debug)]
 pub struct Entry {
