@@ -27,7 +27,7 @@ use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
 use crate::flash::io;
 use crate::flash::segment::Segment;
-use crate::flash::writer::SegmentWriter;
+use crate::flash::writer::{AppendError, SegmentWriter};
 use crate::index::{FlashLoc, Slot};
 use crate::stats::Stats;
 use crate::Inner;
@@ -65,6 +65,8 @@ pub(crate) struct Collector {
     skip: HashSet<u32>,
     /// Dead segments waiting for the journal's synced ticket (rule 6).
     pending_free: Vec<(u32, u64)>,
+    /// The current job stopped for lack of room: not a reason to skip it.
+    abandoned: bool,
 }
 
 /// A live record found in a slice.
@@ -113,6 +115,9 @@ impl Collector {
         // until segments are freed: free them (after syncing the moved
         // copies). Writes are refused meanwhile, so only the notes of the
         // batch that found the log full are at risk in a crash.
+        // Ask the journal for an early sync rather than waiting for its
+        // next second: the space is needed now.
+        inner.journal.request_sync();
         let synced = if matches!(
             inner.journal.status(),
             crate::journal::LogStatus::Full | crate::journal::LogStatus::NoSpace
@@ -221,6 +226,9 @@ impl Collector {
     }
 
     fn finish(&mut self, inner: &Inner, job: &Job) {
+        if std::mem::take(&mut self.abandoned) {
+            return;
+        }
         if job.seg.live_bytes.load(Acquire) == 0 {
             self.release(inner, job.seg.id);
         } else {
@@ -311,8 +319,11 @@ impl Collector {
             }
         }
         job.pos = pos;
-        if !live.is_empty() {
-            relocate(inner, writer, live);
+        if !live.is_empty() && !relocate(inner, writer, live) {
+            // No room to move them now (or a write failed): give the job up
+            // without marking the segment; it is picked again later.
+            self.abandoned = true;
+            return false;
         }
         job.pos < job.end
     }
@@ -398,17 +409,22 @@ fn read_at(
 
 /// Writes the live records to the open segment and moves their entries,
 /// if they still point at the old copies (rule 2).
-fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
+/// Returns false if nothing could be moved (no room, or a failed write).
+fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool {
     let before = writer.bytes_written;
     let mut placed = Vec::with_capacity(live.len());
     let mut failed = None;
     for l in &live {
-        match writer.append_flagged(&l.header, &l.key, l.client_flags, &l.value, u64::MAX) {
+        // Moving may go one segment past flash-max-size (it frees more than
+        // it writes), never further: the old segments are still counted
+        // until they are freed.
+        let limit = inner.capacity.saturating_add(inner.segment_size);
+        match writer.append_flagged(&l.header, &l.key, l.client_flags, &l.value, limit) {
             Ok(loc) => placed.push(Some(loc)),
             Err(e) => {
                 // A chunk write failed inside the append: records buffered
                 // before it may be lost, so nothing of this slice is moved.
-                failed = Some(format!("{e:?}"));
+                failed = Some(e);
                 break;
             }
         }
@@ -418,10 +434,16 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
         &inner.stats.flash_bytes_written,
         writer.bytes_written - before,
     );
-    if let Some(e) = flushed.err().map(|e| e.to_string()).or(failed) {
+    let error = match (flushed, failed) {
+        (Err(e), _) | (Ok(()), Some(AppendError::Io(e))) => Some(e.to_string()),
+        // Full: no room to move records now; not an error.
+        (Ok(()), Some(AppendError::Full)) => return false,
+        (Ok(()), None) => None,
+    };
+    if let Some(e) = error {
         Stats::inc(&inner.stats.write_errors);
         tracing::error!("GC write failed: {e}");
-        return;
+        return false;
     }
     for (l, new) in live.iter().zip(placed) {
         let Some(new) = new else { continue };
@@ -443,4 +465,5 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) {
         inner.retain_flash(new);
         Stats::add(&inner.stats.gc_bytes_relocated, new.len as u64);
     }
+    true
 }

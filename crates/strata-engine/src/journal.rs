@@ -111,6 +111,8 @@ pub(crate) struct Journal {
     pending: std::sync::atomic::AtomicUsize,
     /// The journal thread is waiting for notes (a push must wake it).
     idle: std::sync::atomic::AtomicBool,
+    /// The collector waits for a sync to free segments: sync now.
+    sync_requested: std::sync::atomic::AtomicBool,
     wake: Condvar,
     /// Highest ticket whose state is in the log (written).
     written: AtomicU64,
@@ -137,6 +139,7 @@ impl Journal {
             queue: Mutex::new(Queue::default()),
             pending: std::sync::atomic::AtomicUsize::new(0),
             idle: std::sync::atomic::AtomicBool::new(false),
+            sync_requested: std::sync::atomic::AtomicBool::new(false),
             wake: Condvar::new(),
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
@@ -241,6 +244,14 @@ impl Journal {
         }
     }
 
+    /// Asks for a sync at the journal's next turn (the collector has dead
+    /// segments to free once the notes before them are durable).
+    pub fn request_sync(&self) {
+        if !self.sync_requested.swap(true, Relaxed) {
+            self.wake.notify_one();
+        }
+    }
+
     /// Wakes the journal thread (shutdown, SAVE).
     pub fn kick(&self) {
         self.wake.notify_one();
@@ -336,6 +347,8 @@ pub(crate) fn run_journal(inner: &Inner) {
                     if matches!(j.status(), LogStatus::Full | LogStatus::NoSpace) {
                         tracing::info!("the flash log takes writes again");
                         j.set_status(LogStatus::Ok, None);
+                        // The collector goes back to its normal thresholds.
+                        inner.flash_full.store(false, Relaxed);
                     }
                 }
                 Err(AppendError::Full) => {
@@ -372,7 +385,11 @@ pub(crate) fn run_journal(inner: &Inner) {
         let policy = j.fsync_policy();
         let sync_due = match policy {
             FsyncPolicy::Always => true,
-            FsyncPolicy::EverySec => last_sync.elapsed() >= Duration::from_secs(1) || shutdown,
+            FsyncPolicy::EverySec => {
+                last_sync.elapsed() >= Duration::from_secs(1)
+                    || shutdown
+                    || j.sync_requested.swap(false, Relaxed)
+            }
             FsyncPolicy::No => shutdown,
         };
         if sync_due {
