@@ -25,6 +25,7 @@ need_common
 need_sb
 need memcached memcached
 OUT=$(result_file memcached_ram)
+DEV=$(data_dev "$BENCH_DIR")
 T0=$(date +%s)
 MB=$((KEYS * (VALUE_SIZE + 200) / 1048576 + 256))
 

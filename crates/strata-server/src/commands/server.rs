@@ -378,7 +378,7 @@ pub fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     }
 }
 
-/// BGSAVE [SCHEDULE]
+/// `BGSAVE [SCHEDULE]`
 pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if args.len() > 2 || (args.len() == 2 && !is(&args[1], "schedule")) {
         reply::error(ctx.out, reply::SYNTAX);
@@ -398,7 +398,7 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stop accepting, let
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: stop accepting, let
 /// in-flight commands finish, drain and sync the log, checkpoint (unless
 /// NOSAVE) and exit. No reply on success, as Redis.
 pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
