@@ -58,6 +58,11 @@ pub enum StoreOutcome {
 }
 
 impl Engine {
+    /// Memcached gets that found their item expired.
+    pub fn get_expired(&self) -> u64 {
+        Stats::get(&self.inner.stats.get_expired)
+    }
+
     /// get / gets / gat: the item, from RAM or after one flash read. With
     /// `touch`, its TTL is set first (0 = none; in the past = the key goes).
     pub fn get_item(
@@ -77,6 +82,7 @@ impl Engine {
         if sh.dbs[db][idx].is_expired(now) {
             inner.remove_index(sh, db, idx, true);
             Stats::inc(&inner.stats.keyspace_misses);
+            Stats::inc(&inner.stats.get_expired);
             return Read::Ready(Ok(None));
         }
         if let Some(at) = touch {

@@ -46,6 +46,8 @@ pub struct Stats {
     pub free_demotions: AtomicU64,
     /// Flash write failures.
     pub write_errors: AtomicU64,
+    /// Memcached gets that found their item expired (memcached's get_expired).
+    pub get_expired: AtomicU64,
 }
 
 impl Stats {

@@ -52,7 +52,6 @@ pub struct McStats {
     pub cmd_flush: AtomicU64,
     pub get_hits: AtomicU64,
     pub get_misses: AtomicU64,
-    pub get_flushed: AtomicU64,
     pub delete_hits: AtomicU64,
     pub delete_misses: AtomicU64,
     pub incr_hits: AtomicU64,
@@ -969,8 +968,7 @@ fn stats(shared: &Shared, args: &[Bytes], out: &mut BytesMut) {
             put("cmd_touch", g(&st.cmd_touch));
             put("get_hits", g(&st.get_hits));
             put("get_misses", g(&st.get_misses));
-            put("get_expired", t.expired_keys.to_string());
-            put("get_flushed", g(&st.get_flushed));
+            put("get_expired", shared.engine.get_expired().to_string());
             put("delete_misses", g(&st.delete_misses));
             put("delete_hits", g(&st.delete_hits));
             put("incr_misses", g(&st.incr_misses));
