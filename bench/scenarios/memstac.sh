@@ -5,8 +5,9 @@
 # (--pipeline). Strata (a RAM budget of the keys plus 1/8 of the values, the
 # paper's "at most 1/8 of the cache capacity resident in DRAM") vs
 # redis-server over RESP (all in RAM); memcached (all in RAM) over the
-# memcached text protocol as a reference (strata does not speak memcached
-# yet). A table and a PNG plot (mean latency vs throughput per workload).
+# memcached text protocol; strata-mc = Strata over its memcached port with
+# the memcached text protocol (the paper's comparison, memcached's client
+# path on both). A table and a PNG plot (mean latency vs throughput).
 #   KEYS          records (default 4000000; QUICK: 200000)
 #   VALUE_SIZE    bytes (default 80); KEY_LEN key bytes (default 20): keys are
 #                 a prefix padded so that prefix + decimal number = KEY_LEN
@@ -19,7 +20,7 @@
 #                 p(τ) ∝ (τ + 0.03)^-s over τ in (0,1) is (k + 0.03·N)^-s over ranks k)
 #   WORKLOADS     among "uniform-get uniform-8020 zipf-get zipf-8020" (default all)
 #   DEPTHS        --pipeline values (default "1 8 16 32")
-#   SERVERS       among "strata redis memcached" (default all)
+#   SERVERS       among "strata strata-mc redis memcached" (default "strata redis memcached")
 #   WARMUP_TIME   seconds of an unmeasured run per workload and server (default 10; QUICK: 1)
 #   TEST_TIME     seconds per point (default 10; QUICK: 2)
 #   SB_THREADS / SB_CLIENTS  (default 1 / 8)
@@ -49,7 +50,7 @@ TEST_TIME=${TEST_TIME:-$d_time}
 
 need_common
 need_sb
-OUT=$(result_file memstac)
+OUT=$(result_file "${RESULT_NAME:-memstac}")   # RESULT_NAME: another report name
 PNG=${OUT%.md}.png
 DEV=$(data_dev "$BENCH_DIR")
 T0=$(date +%s)
@@ -63,11 +64,16 @@ log "keys ${PREFIX}${KMIN} .. ${PREFIX}${KMAX} (${#PREFIX} + $D = $KEY_LEN bytes
 KARGS=(--key-prefix "$PREFIX" --key-minimum "$KMIN" --key-maximum "$KMAX")
 
 declare -A PID PORT PROTO PNAME LABEL FILL
-LABEL=([strata]="strata (RESP)" [redis]="redis-server (RESP)" [memcached]="memcached (text, reference)")
+LABEL=([strata]="strata (RESP)" [strata-mc]="strata (memcached text)" [redis]="redis-server (RESP)" [memcached]="memcached (text)")
+declare -A INFO_PORT   # strata's RESP port, for INFO, when the load uses another
 for s in $SERVERS; do
     PORT[$s]=$(free_port); dir=$(bench_tmpdir "$s")
     case $s in
         strata) start_strata "${PORT[$s]}" "$dir" --maxmemory-ram "$MAXMEM_RAM"; PROTO[$s]=redis; PNAME[$s]=STRATA_PORT ;;
+        strata-mc)
+            INFO_PORT[$s]=$(free_port)
+            start_strata "${INFO_PORT[$s]}" "$dir" --maxmemory-ram "$MAXMEM_RAM" --memcached-port "${PORT[$s]}"
+            PROTO[$s]=memcache_text; PNAME[$s]=STRATA_MC_PORT ;;
         redis) start_redis "${PORT[$s]}" "$dir"; PROTO[$s]=redis; PNAME[$s]=REDIS_PORT ;;
         memcached) start_memcached "${PORT[$s]}" "$dir" "$MC_MB" "$(nproc)" ""; PROTO[$s]=memcache_text; PNAME[$s]=MEMCACHED_PORT ;;
         *) die "unknown server $s" ;;
@@ -78,16 +84,18 @@ for s in $SERVERS; do
     xfill "${PORT[$s]}" "${PNAME[$s]}" "$KEYS" "$VALUE_SIZE" "$KMIN" --key-prefix "$PREFIX" -P "${PROTO[$s]}"
     PIPELINE=$PIPELINE_SAVE
     FILL[$s]="$XF_OPS SET/s, $XF_ERR errors${XF_FIRST:+ (first: $XF_FIRST)}"
-    if [ "$s" = memcached ]; then n=$(mc_stat "${PORT[$s]}" curr_items); else n=$(redis-cli -p "${PORT[$s]}" dbsize); fi
+    if [ "$s" = memcached ]; then n=$(mc_stat "${PORT[$s]}" curr_items); else n=$(redis-cli -p "${INFO_PORT[$s]:-${PORT[$s]}}" dbsize); fi
     FILL[$s]+=", $n keys stored"
     [ "$n" = "$KEYS" ] || log "WARNING: $s holds $n of $KEYS keys after the fill"
 done
-if [[ " $SERVERS " == *" strata "* ]]; then
-    wait_settled "${PORT[strata]}"
-    DIRECT=$(info "${PORT[strata]}" flash_direct_io tiered)
-    S_FILL_STATE=$(strata_state "${PORT[strata]}")
-    log "strata after fill: $S_FILL_STATE"
-fi
+for s in strata strata-mc; do
+    [[ " $SERVERS " == *" $s "* ]] || continue
+    ip=${INFO_PORT[$s]:-${PORT[$s]}}
+    wait_settled "$ip"
+    DIRECT=$(info "$ip" flash_direct_io tiered)
+    S_FILL_STATE=$(strata_state "$ip")
+    log "$s after fill: $S_FILL_STATE"
+done
 REDIS_MEM=$([[ " $SERVERS " == *" redis "* ]] && info "${PORT[redis]}" used_memory_human memory || echo -)
 
 declare -A WPAT WRAT WNAME
@@ -101,19 +109,25 @@ for w in $WORKLOADS; do
     args=(-d "$VALUE_SIZE" "${KARGS[@]}" --ratio "${WRAT[$w]}" --key-pattern "${WPAT[$w]}" --distinct-client-seed --randomize)
     [ "${WPAT[$w]}" = Z:Z ] && args+=(--zipf-s "$ZIPF_S" --zipf-beta "$ZIPF_BETA")
     for s in $SERVERS; do
-        st=0; [ "$s" = strata ] && st=1
+        st=0; [[ "$s" == strata* ]] && st=1
+        extra=(); [ -n "${INFO_PORT[$s]:-}" ] && extra=(--info-port "${INFO_PORT[$s]}")
+        export STRATA_INFO_PORT=${INFO_PORT[$s]:-}
+        [ -n "$STRATA_INFO_PORT" ] || unset STRATA_INFO_PORT
         PIPELINE=8
-        sb_run "${PID[$s]}" "${PORT[$s]}" "${PNAME[$s]}" "$st" "${args[@]}" -P "${PROTO[$s]}" --test-time "$WARMUP_TIME"
+        sb_run "${PID[$s]}" "${PORT[$s]}" "${PNAME[$s]}" "$st" "${args[@]}" -P "${PROTO[$s]}" "${extra[@]}" --test-time "$WARMUP_TIME"
         for d in $DEPTHS; do
             PIPELINE=$d
-            sb_run "${PID[$s]}" "${PORT[$s]}" "${PNAME[$s]}" "$st" "${args[@]}" -P "${PROTO[$s]}" --test-time "$TEST_TIME"
+            sb_run "${PID[$s]}" "${PORT[$s]}" "${PNAME[$s]}" "$st" "${args[@]}" -P "${PROTO[$s]}" "${extra[@]}" --test-time "$TEST_TIME"
             ROWS+="| ${WNAME[$w]} | ${LABEL[$s]} | $d | $((SB_THREADS * SB_CLIENTS * d)) | **$R_OPS** | **$R_AVG** | $R_P50 | $R_P99 | $R_HIT | $R_FRPS | $R_DEVRPS | $R_SCPU | $R_CCPU | $R_ERR | $R_MISS |"$'\n'
             printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "${WNAME[$w]}" "$s" "$d" "$R_OPS" "$R_AVG" >>"$TSV"
         done
     done
 done
 for s in $SERVERS; do alive "${PID[$s]}"; done
-S_END=$([[ " $SERVERS " == *" strata "* ]] && strata_state "${PORT[strata]}" || echo -)
+S_END=-
+for s in strata strata-mc; do
+    [[ " $SERVERS " == *" $s "* ]] && S_END=$(strata_state "${INFO_PORT[$s]:-${PORT[$s]}}")
+done
 elapsed=$(($(date +%s) - T0))
 
 # ---- plot: mean latency vs throughput, one panel per workload
@@ -130,7 +144,7 @@ wl = list(dict.fromkeys(r[0] for r in rows))
 names = {r[0]: r[1] for r in rows}
 n = len(wl); cols = 2 if n > 1 else 1; nr = (n + cols - 1) // cols
 fig, axes = plt.subplots(nr, cols, figsize=(6 * cols, 4.2 * nr), squeeze=False)
-style = {"strata": ("tab:blue", "o-"), "redis": ("tab:red", "s--"), "memcached": ("tab:gray", "^:")}
+style = {"strata": ("tab:blue", "o-"), "strata-mc": ("tab:green", "D-"), "redis": ("tab:red", "s--"), "memcached": ("tab:gray", "^:")}
 for i, w in enumerate(wl):
     ax = axes[i // cols][i % cols]
     by = collections.OrderedDict()
