@@ -434,30 +434,35 @@ fn load_entries(inner: &Inner, cp: &checkpoint::Loaded, replay: &mut Replay<'_>)
     let now = replay.now;
     for e in cp.iter() {
         replay.report.checkpoint_entries += 1;
-        let d = e.db as usize;
-        if d >= inner.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
-            continue;
-        }
-        let Some(value_len) = checkpoint::value_len(&e) else {
-            continue;
-        };
-        let entry = Entry {
-            slot: Slot::Cold(e.loc),
-            expire_at_ms: e.expire_at_ms,
-            version: e.seq,
-            lru_secs: now_secs(),
-            flags: 0,
-            value_len,
-            client_flags: e.client_flags,
-        };
         let mut guard = inner.shard(e.key).lock();
-        let sh = &mut *guard;
-        let k = CompactKey::from(e.key);
-        sh.acct.entry_added(d, k.heap_bytes(), &entry);
-        crate::index::reserve_one(&mut sh.dbs[d]);
-        if let Some(old) = sh.dbs[d].insert(k, entry) {
-            sh.acct.entry_removed(d, 0, &old);
-        }
+        insert_checkpoint_entry(inner, &mut guard, &e, now);
+    }
+}
+
+/// Inserts one checkpoint entry into its shard as a cold entry (skipped if
+/// its database is out of range, it expired, or its length is impossible).
+fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntry<'_>, now: u64) {
+    let d = e.db as usize;
+    if d >= inner.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
+        return;
+    }
+    let Some(value_len) = checkpoint::value_len(e) else {
+        return;
+    };
+    let entry = Entry {
+        slot: Slot::Cold(e.loc),
+        expire_at_ms: e.expire_at_ms,
+        version: e.seq,
+        lru_secs: now_secs(),
+        flags: 0,
+        value_len,
+        client_flags: e.client_flags,
+    };
+    let k = CompactKey::from(e.key);
+    sh.acct.entry_added(d, k.heap_bytes(), &entry);
+    crate::index::reserve_one(&mut sh.dbs[d]);
+    if let Some(old) = sh.dbs[d].insert(k, entry) {
+        sh.acct.entry_removed(d, 0, &old);
     }
 }
 
@@ -481,28 +486,7 @@ fn load_sections(inner: &Inner, cp: &checkpoint::Loaded, now: u64) -> u64 {
                     let mut n = 0;
                     for e in cp.section(si) {
                         n += 1;
-                        let d = e.db as usize;
-                        if d >= inner.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
-                            continue;
-                        }
-                        let Some(value_len) = checkpoint::value_len(&e) else {
-                            continue;
-                        };
-                        let entry = Entry {
-                            slot: Slot::Cold(e.loc),
-                            expire_at_ms: e.expire_at_ms,
-                            version: e.seq,
-                            lru_secs: now_secs(),
-                            flags: 0,
-                            value_len,
-                            client_flags: e.client_flags,
-                        };
-                        let k = CompactKey::from(e.key);
-                        sh.acct.entry_added(d, k.heap_bytes(), &entry);
-                        crate::index::reserve_one(&mut sh.dbs[d]);
-                        if let Some(old) = sh.dbs[d].insert(k, entry) {
-                            sh.acct.entry_removed(d, 0, &old);
-                        }
+                        insert_checkpoint_entry(inner, sh, &e, now);
                     }
                     read.fetch_add(n, Relaxed);
                 }

@@ -530,27 +530,10 @@ fn decode_store(
     let Ok(len) = usize::try_from(len) else {
         return fail(buf, BAD_FORMAT);
     };
-    if len > limits.max_item_size {
-        // Swallow the value and its \r\n so the next command parses.
-        let have = buf.len() - (nl + 1);
-        let total = len.saturating_add(2);
-        buf.advance(nl + 1 + have.min(total));
-        return Some(McFrame::Swallow {
-            reply: TOO_LARGE,
-            bytes: total - have.min(total),
-        });
-    }
-    let data_start = nl + 1;
-    if buf.len() < data_start + len + 2 {
-        return None;
-    }
-    let ok = buf.get(data_start + len..data_start + len + 2) == Some(b"\r\n");
-    buf.advance(data_start);
-    let data = buf.split_to(len).freeze();
-    buf.advance(2);
-    if !ok {
-        return Some(McFrame::Reply(BAD_CHUNK));
-    }
+    let data = match take_data_block(buf, nl, len, limits)? {
+        Ok(d) => d,
+        Err(frame) => return Some(frame),
+    };
     Some(McFrame::Request(McRequest::Store {
         mode,
         key,
@@ -560,6 +543,40 @@ fn decode_store(
         cas,
         noreply,
     }))
+}
+
+/// The data block of a storage command whose line ends at `nl`: None = not
+/// all here yet (nothing consumed); Some(Ok(data)) = line and block
+/// consumed; Some(Err(frame)) = refused (too large: swallowed; not ended by
+/// \r\n: `len + 2` bytes consumed, as memcached reads them).
+fn take_data_block(
+    buf: &mut BytesMut,
+    nl: usize,
+    len: usize,
+    limits: &McLimits,
+) -> Option<Result<Bytes, McFrame>> {
+    let data_start = nl + 1;
+    if len > limits.max_item_size {
+        // Swallow the value and its \r\n so the next command parses.
+        let have = buf.len() - data_start;
+        let total = len.saturating_add(2);
+        buf.advance(data_start + have.min(total));
+        return Some(Err(McFrame::Swallow {
+            reply: TOO_LARGE,
+            bytes: total - have.min(total),
+        }));
+    }
+    if buf.len() < data_start + len + 2 {
+        return None;
+    }
+    let ok = buf.get(data_start + len..data_start + len + 2) == Some(b"\r\n");
+    buf.advance(data_start);
+    let data = buf.split_to(len).freeze();
+    buf.advance(2);
+    if !ok {
+        return Some(Err(McFrame::Reply(BAD_CHUNK)));
+    }
+    Some(Ok(data))
 }
 
 fn decode_meta_set(
@@ -583,26 +600,10 @@ fn decode_meta_set(
     rest.extend(tokens.get(1).copied());
     rest.extend(tokens.get(3..).unwrap_or(&[]).iter().copied());
     let parsed = meta_key_and_flags(&rest);
-    if len > limits.max_item_size {
-        let have = buf.len() - (nl + 1);
-        let total = len.saturating_add(2);
-        buf.advance(nl + 1 + have.min(total));
-        return Some(McFrame::Swallow {
-            reply: TOO_LARGE,
-            bytes: total - have.min(total),
-        });
-    }
-    let data_start = nl + 1;
-    if buf.len() < data_start + len + 2 {
-        return None;
-    }
-    let ok = buf.get(data_start + len..data_start + len + 2) == Some(b"\r\n");
-    buf.advance(data_start);
-    let data = buf.split_to(len).freeze();
-    buf.advance(2);
-    if !ok {
-        return Some(McFrame::Reply(BAD_CHUNK));
-    }
+    let data = match take_data_block(buf, nl, len, limits)? {
+        Ok(d) => d,
+        Err(frame) => return Some(frame),
+    };
     match parsed {
         Ok((key, base64_key, flags)) => Some(McFrame::Request(McRequest::Meta {
             cmd: MetaCmd::Set,
