@@ -5,6 +5,7 @@
 
 use crate::clock::now_ms;
 use crate::testing::FaultyIo;
+use crate::tests::{block_on, value_for, wait_until};
 use crate::{
     Admission, Engine, EngineConfig, ExpireCond, IoBackend, Location, SetOptions, ShutdownSave,
     TtlState,
@@ -15,7 +16,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn config(dir: &Path) -> EngineConfig {
     let mut c = EngineConfig::new(dir.join("flash"));
@@ -30,36 +31,8 @@ fn config(dir: &Path) -> EngineConfig {
     c
 }
 
-fn value_for(key: &[u8], gen: u32, len: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(len);
-    let mut x = crc32c::crc32c(key) ^ gen.wrapping_mul(0x9e37_79b9) ^ 1;
-    while v.len() < len {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.truncate(len);
-    v
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(f)
-}
-
 fn get(e: &Engine, db: usize, key: &[u8]) -> Option<Vec<u8>> {
     block_on(e.get(db, key).wait()).unwrap().map(|b| b.to_vec())
-}
-
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// (db, key) -> (value, expire_at_ms)

@@ -148,17 +148,9 @@ impl Engine {
         cond: ItemCond,
     ) -> StoreOutcome {
         let inner = &self.inner;
-        let now = now_ms();
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
-        let existing = sh.dbs[db].get_index_of(key).and_then(|idx| {
-            if sh.dbs[db][idx].is_expired(now) {
-                inner.remove_index(sh, db, idx, true);
-                None
-            } else {
-                Some(idx)
-            }
-        });
+        let existing = inner.live_index(sh, db, key);
         match (cond, existing) {
             (ItemCond::Missing, Some(_)) | (ItemCond::Exists, None) => {
                 return StoreOutcome::NotStored
@@ -197,16 +189,11 @@ impl Engine {
     /// delete with an optional CAS condition (meta `md ... C<cas>`).
     pub fn delete_item(&self, db: usize, key: &[u8], cas: Option<u64>) -> StoreOutcome {
         let inner = &self.inner;
-        let now = now_ms();
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
-        let Some(idx) = sh.dbs[db].get_index_of(key) else {
+        let Some(idx) = inner.live_index(sh, db, key) else {
             return StoreOutcome::NotFound;
         };
-        if sh.dbs[db][idx].is_expired(now) {
-            inner.remove_index(sh, db, idx, true);
-            return StoreOutcome::NotFound;
-        }
         if cas.is_some_and(|c| c != sh.dbs[db][idx].version) {
             return StoreOutcome::Exists;
         }

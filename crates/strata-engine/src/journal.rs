@@ -226,6 +226,15 @@ impl Journal {
         self.synced.load(Relaxed)
     }
 
+    /// Advances the acknowledged ticket to `ticket` (waking waiters).
+    fn acknowledge(&self, ticket: u64) {
+        self.durable.send_if_modified(|d| {
+            let changed = *d < ticket;
+            *d = (*d).max(ticket);
+            changed
+        });
+    }
+
     /// Waits until `ticket` is durable; fails if the journal cannot write.
     pub async fn wait_durable(&self, ticket: u64) -> Result<(), String> {
         let mut rx = self.durable.subscribe();
@@ -409,22 +418,15 @@ pub(crate) fn run_journal(inner: &Inner) {
             }
             last_sync = Instant::now();
             j.synced.fetch_max(written, Relaxed);
-            j.durable.send_if_modified(|d| {
-                let changed = *d < written;
-                *d = (*d).max(written);
-                changed
-            });
-        } else if policy != FsyncPolicy::Always {
-            // Acknowledgement does not wait for fsync in these modes.
+            j.acknowledge(written);
+        } else {
+            // (Never `always`: it syncs every turn.) Acknowledgement does not
+            // wait for fsync in these modes.
             let written = j.written.load(Relaxed);
             if policy == FsyncPolicy::No {
                 j.synced.fetch_max(written, Relaxed);
             }
-            j.durable.send_if_modified(|d| {
-                let changed = *d < written;
-                *d = (*d).max(written);
-                changed
-            });
+            j.acknowledge(written);
         }
         if shutdown && j.queued() == 0 && !inner.writer.lock().needs_sync() {
             return;

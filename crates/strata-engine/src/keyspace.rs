@@ -115,7 +115,7 @@ impl Inner {
     }
 
     /// The index of the live entry of `key`, removing it if expired.
-    fn live_index(&self, sh: &mut Shard, db: usize, key: &[u8]) -> Option<usize> {
+    pub(crate) fn live_index(&self, sh: &mut Shard, db: usize, key: &[u8]) -> Option<usize> {
         let idx = sh.dbs[db].get_index_of(key)?;
         if sh.dbs[db][idx].is_expired(now_ms()) {
             self.remove_index(sh, db, idx, true);

@@ -218,7 +218,7 @@ impl Inner {
     /// (appendonly yes): at least `checkpoint_interval` bytes and twice the
     /// last checkpoint's size, so checkpoints cost a bounded share of the
     /// writes and the log to replay at restart stays bounded.
-    pub(crate) fn maybe_checkpoint(self: &Inner) {
+    pub(crate) fn maybe_checkpoint(&self) {
         if !self.journal.enabled || self.checkpoint_interval == 0 {
             return;
         }

@@ -466,13 +466,18 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
     }
 }
 
+/// Threads recovery splits the shards among: one per core (at most 8).
+fn recovery_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8)
+}
+
 /// Loads each shard's section into its shard, on as many threads as there
 /// are cores (each shard is filled by one thread). Returns the entries read.
 fn load_sections(inner: &Inner, cp: &checkpoint::Loaded, now: u64) -> u64 {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let threads = recovery_threads();
     let read = std::sync::atomic::AtomicU64::new(0);
     std::thread::scope(|scope| {
         for t in 0..threads {
@@ -506,10 +511,7 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
         .iter()
         .map(|s| (s.id, s.written.load(Relaxed)))
         .collect();
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let threads = recovery_threads();
     // Per thread: live bytes by segment, keys, entries dropped.
     let results: Vec<(HashMap<u32, u64>, u64, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)

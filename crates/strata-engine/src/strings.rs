@@ -122,17 +122,9 @@ impl Engine {
         opts: SetOptions,
     ) -> Result<bool, EngineError> {
         let inner = &self.inner;
-        let now = now_ms();
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
-        let existing = sh.dbs[db].get_index_of(key).and_then(|idx| {
-            if sh.dbs[db][idx].is_expired(now) {
-                inner.remove_index(sh, db, idx, true);
-                None
-            } else {
-                Some(idx)
-            }
-        });
+        let existing = inner.live_index(sh, db, key);
         match (opts.cond, existing) {
             (SetCond::IfMissing, Some(_)) | (SetCond::IfExists, None) => return Ok(false),
             _ => {}

@@ -37,7 +37,7 @@ fn config(dir: &std::path::Path, backend: IoBackend) -> EngineConfig {
 }
 
 /// A value whose bytes are derived from its key and a generation.
-fn value_for(key: &[u8], gen: u32, len: usize) -> Vec<u8> {
+pub(crate) fn value_for(key: &[u8], gen: u32, len: usize) -> Vec<u8> {
     let mut v = Vec::with_capacity(len);
     let mut x = crc32c::crc32c(key) ^ gen.wrapping_mul(0x9e37_79b9);
     while v.len() < len {
@@ -50,14 +50,14 @@ fn value_for(key: &[u8], gen: u32, len: usize) -> Vec<u8> {
     v
 }
 
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
+pub(crate) fn block_on<F: std::future::Future>(f: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
         .block_on(f)
 }
 
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -37,9 +37,6 @@ type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
 /// replies queued behind them); a deeper pipeline waits for the oldest.
 const MAX_PENDING: usize = 256;
 
-/// Longest a write waits for demotion to make room before OOM.
-const ROOM_WAIT_LIMIT: Duration = Duration::from_secs(10);
-
 pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
     let _ = stream.set_nodelay(true);
     let authenticated = shared.config.read().requirepass.is_none();
@@ -181,36 +178,23 @@ async fn durable(shared: &Shared, wrote: &mut bool) -> bool {
     }
 }
 
-/// Waits while demotion makes room for a write (backpressure). Returns the
-/// refusal (OOM, or MISCONF when the log cannot be written), after draining
-/// the pending replies so the error goes out in order; None = admitted.
+/// Admission of a `denyoom` command: the refusal line (OOM, or MISCONF
+/// when the log cannot be written), or None when admitted. The pending
+/// replies are drained before any waiting, so an error goes out in order.
 async fn admit(
     shared: &Arc<Shared>,
     pending: &mut FuturesOrdered<ReplyFuture>,
     out: &mut BytesMut,
 ) -> Option<String> {
-    let deadline = Instant::now() + ROOM_WAIT_LIMIT;
-    loop {
-        match shared.engine.admission() {
-            Admission::Admit => return None,
-            Admission::Wait if Instant::now() < deadline => {
-                // Replies already computed go out first.
-                drain(pending, out).await;
-                shared.stats.write_waits.fetch_add(1, Relaxed);
-                let _ =
-                    tokio::time::timeout(Duration::from_millis(10), shared.engine.wait_for_room())
-                        .await;
-            }
-            Admission::Wait | Admission::OutOfMemory => {
-                drain(pending, out).await;
-                return Some(reply::OOM.to_string());
-            }
-            Admission::LogUnavailable => {
-                drain(pending, out).await;
-                let why = shared.engine.log_error().unwrap_or_default();
-                return Some(reply::misconf(&why));
-            }
-        }
+    let first = shared.engine.admission();
+    if first == Admission::Admit {
+        return None;
+    }
+    drain(pending, out).await;
+    match shared.admit_write(first).await {
+        Ok(()) => None,
+        Err(crate::Refusal::OutOfMemory) => Some(reply::OOM.to_string()),
+        Err(crate::Refusal::Log(why)) => Some(reply::misconf(&why)),
     }
 }
 

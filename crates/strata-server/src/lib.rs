@@ -30,7 +30,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{Engine, EngineConfig, EvictionPolicy, PromotePolicy};
+use strata_engine::{Admission, Engine, EngineConfig, EvictionPolicy, PromotePolicy};
 use strata_protocol::Limits;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
@@ -47,6 +47,17 @@ pub struct ServerStats {
     pub oom_rejections: AtomicU64,
     /// Times a write waited for demotion to make room.
     pub write_waits: AtomicU64,
+}
+
+/// Longest a write waits for demotion (or the collector) to make room.
+const ROOM_WAIT_LIMIT: Duration = Duration::from_secs(10);
+
+/// Why a write was refused admission.
+pub enum Refusal {
+    /// The memory limits are reached and the policy does not evict.
+    OutOfMemory,
+    /// The flash log cannot be written (full device, failed write or fsync).
+    Log(String),
 }
 
 /// Changes the log level of the running process (installed by the binary).
@@ -91,6 +102,32 @@ impl Shared {
         match self.idle_timeout_secs.load(Relaxed) {
             0 => None,
             s => Some(Duration::from_secs(s)),
+        }
+    }
+
+    /// Admits a write (both protocols): `first` is the engine's admission
+    /// already asked for; while it says Wait, waits for demotion to make
+    /// room (backpressure), up to `ROOM_WAIT_LIMIT`, then refuses with OOM.
+    pub async fn admit_write(&self, first: Admission) -> Result<(), Refusal> {
+        let deadline = Instant::now() + ROOM_WAIT_LIMIT;
+        let mut admission = first;
+        loop {
+            match admission {
+                Admission::Admit => return Ok(()),
+                Admission::Wait if Instant::now() < deadline => {
+                    self.stats.write_waits.fetch_add(1, Relaxed);
+                    let _ = tokio::time::timeout(
+                        Duration::from_millis(10),
+                        self.engine.wait_for_room(),
+                    )
+                    .await;
+                }
+                Admission::Wait | Admission::OutOfMemory => return Err(Refusal::OutOfMemory),
+                Admission::LogUnavailable => {
+                    return Err(Refusal::Log(self.engine.log_error().unwrap_or_default()))
+                }
+            }
+            admission = self.engine.admission();
         }
     }
 
@@ -292,19 +329,26 @@ pub async fn start(
         let addr = l.local_addr()?;
         shared.tcp_port.store(addr.port() as u64, Relaxed);
         addrs.push(addr);
-        tokio::spawn(accept_loop(shared.clone(), l));
+        tokio::spawn(accept_loop(shared.clone(), l, Protocol::Resp));
     }
     for l in mc_listeners {
         let addr = l.local_addr()?;
         tracing::info!("Memcached protocol on {addr}");
         shared.mc_port.store(addr.port() as u64, Relaxed);
-        tokio::spawn(memcache::accept_loop(shared.clone(), l));
+        tokio::spawn(accept_loop(shared.clone(), l, Protocol::Memcached));
     }
     tokio::spawn(alloc::return_freed_memory(shared.clone()));
     Ok(ServerHandle { shared, addrs })
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+/// What a listener speaks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Resp,
+    Memcached,
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, protocol: Protocol) {
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -318,14 +362,23 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                 continue;
             }
         };
-        shared.stats.connections_received.fetch_add(1, Relaxed);
+        match protocol {
+            Protocol::Resp => shared.stats.connections_received.fetch_add(1, Relaxed),
+            Protocol::Memcached => shared.mc.total_connections.fetch_add(1, Relaxed),
+        };
         let max = shared.config.read().maxclients;
         if shared.clients.count() >= max {
-            shared.stats.rejected_connections.fetch_add(1, Relaxed);
+            let refusal: &'static [u8] = match protocol {
+                Protocol::Resp => {
+                    shared.stats.rejected_connections.fetch_add(1, Relaxed);
+                    b"-ERR max number of clients reached\r\n"
+                }
+                Protocol::Memcached => b"SERVER_ERROR Too many open connections\r\n",
+            };
             tokio::spawn(async move {
                 use tokio::io::AsyncWriteExt;
                 let mut s = stream;
-                let _ = s.write_all(b"-ERR max number of clients reached\r\n").await;
+                let _ = s.write_all(refusal).await;
             });
             continue;
         }
@@ -337,7 +390,10 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
         let s = shared.clone();
         tokio::spawn(async move {
             let id = handle.id;
-            connection::serve(s.clone(), stream, handle).await;
+            match protocol {
+                Protocol::Resp => connection::serve(s.clone(), stream, handle).await,
+                Protocol::Memcached => memcache::serve(s.clone(), stream, handle).await,
+            }
             s.clients.unregister(id);
         });
     }

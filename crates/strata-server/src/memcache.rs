@@ -23,15 +23,13 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-use strata_engine::{
-    Admission, Current, EngineError, ExpireCond, ItemCond, Mutation, Read, StoreOutcome,
-};
+use strata_engine::{Current, EngineError, ExpireCond, ItemCond, Mutation, Read, StoreOutcome};
 use strata_protocol::memcache::reply::{self as mr, MetaOut};
 use strata_protocol::memcache::{
     self as mc, McFrame, McLimits, McRequest, MetaCmd, MetaFlag, StoreMode,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// The version memcached clients are told (the protocol level we follow).
 pub const VERSION: &str = "1.6.21";
@@ -73,6 +71,18 @@ fn inc(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);
 }
 
+impl McStats {
+    /// incr/decr (text or meta) found its key or not.
+    fn count_arith(&self, incr: bool, hit: bool) {
+        inc(match (incr, hit) {
+            (true, true) => &self.incr_hits,
+            (true, false) => &self.incr_misses,
+            (false, true) => &self.decr_hits,
+            (false, false) => &self.decr_misses,
+        });
+    }
+}
+
 /// memcached's exptime rule, as an absolute Unix time in ms (0 = never;
 /// a time in the past makes the key expire at once).
 pub fn expire_at_ms(exptime: i64) -> u64 {
@@ -88,46 +98,6 @@ pub fn expire_at_ms(exptime: i64) -> u64 {
     }
 }
 
-pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = shared.shutdown_signal() => return,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!("memcached accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        inc(&shared.mc.total_connections);
-        if shared.clients.count() >= shared.config.read().maxclients {
-            tokio::spawn(async move {
-                let mut s = stream;
-                let _ = s
-                    .write_all(b"SERVER_ERROR Too many open connections\r\n")
-                    .await;
-            });
-            continue;
-        }
-        let laddr = stream
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let handle = shared.clients.register(peer.to_string(), laddr);
-        let s = shared.clone();
-        tokio::spawn(async move {
-            let id = handle.id;
-            s.mc.curr_connections.fetch_add(1, Relaxed);
-            serve(s.clone(), stream, handle).await;
-            s.mc.curr_connections.fetch_sub(1, Relaxed);
-            s.clients.unregister(id);
-        });
-    }
-}
-
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
 
 /// What executing one request produced.
@@ -138,7 +108,14 @@ enum Done {
     Close,
 }
 
-async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
+/// Serves one memcached connection (accepted by the shared accept loop).
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, handle: Arc<ClientHandle>) {
+    shared.mc.curr_connections.fetch_add(1, Relaxed);
+    serve_requests(&shared, stream, &handle).await;
+    shared.mc.curr_connections.fetch_sub(1, Relaxed);
+}
+
+async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &ClientHandle) {
     let _ = stream.set_nodelay(true);
     let mut inbuf = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);
@@ -181,7 +158,7 @@ async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHan
                         mr::line(&mut now, "SERVER_ERROR loading the dataset");
                         Done::Now
                     } else {
-                        execute(&shared, req, &mut now).await
+                        execute(shared, req, &mut now).await
                     }
                 }
                 McFrame::Reply(line) => {
@@ -242,27 +219,16 @@ async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {
     }
 }
 
-/// Waits for room like the RESP side's `denyoom` admission; Err(line) when
-/// the write must be refused.
+/// Admission of a store (as the RESP side's `denyoom`): Err(line) when the
+/// write must be refused.
 async fn admit(shared: &Shared) -> Result<(), String> {
-    for _ in 0..1000 {
-        match shared.engine.admission() {
-            Admission::Admit => return Ok(()),
-            Admission::Wait => {
-                let _ =
-                    tokio::time::timeout(Duration::from_millis(10), shared.engine.wait_for_room())
-                        .await;
-            }
-            Admission::OutOfMemory => return Err(OOM.to_string()),
-            Admission::LogUnavailable => {
-                return Err(format!(
-                    "SERVER_ERROR {}",
-                    shared.engine.log_error().unwrap_or_default()
-                ))
-            }
-        }
-    }
-    Err(OOM.to_string())
+    shared
+        .admit_write(shared.engine.admission())
+        .await
+        .map_err(|r| match r {
+            crate::Refusal::OutOfMemory => OOM.to_string(),
+            crate::Refusal::Log(why) => format!("SERVER_ERROR {why}"),
+        })
 }
 
 fn engine_error(out: &mut BytesMut, e: &EngineError) {
@@ -385,21 +351,13 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
                 let mut out = BytesMut::new();
                 match read.wait().await {
                     Ok(Ok(Some(v))) => {
-                        inc(if incr {
-                            &s.mc.incr_hits
-                        } else {
-                            &s.mc.decr_hits
-                        });
+                        s.mc.count_arith(incr, true);
                         if !noreply {
                             mr::number(&mut out, v);
                         }
                     }
                     Ok(Ok(None)) => {
-                        inc(if incr {
-                            &s.mc.incr_misses
-                        } else {
-                            &s.mc.decr_misses
-                        });
+                        s.mc.count_arith(incr, false);
                         reply_unless(&mut out, noreply, "NOT_FOUND");
                     }
                     Ok(Err(line)) => reply_unless(&mut out, noreply, line),
@@ -417,7 +375,7 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
             inc(&st.cmd_touch);
             let hit = shared
                 .engine
-                .expire(DB, &key, touch_expiry(exptime), ExpireCond::Always);
+                .expire(DB, &key, expire_at_ms(exptime), ExpireCond::Always);
             inc(if hit {
                 &st.touch_hits
             } else {
@@ -463,11 +421,6 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
             data,
         } => meta(shared, cmd, key, base64_key, flags, data, out).await,
     }
-}
-
-/// touch's exptime as EXPIRE's absolute time: 0 = persist; negative = gone.
-fn touch_expiry(exptime: i64) -> u64 {
-    expire_at_ms(exptime)
 }
 
 fn reply_unless(out: &mut BytesMut, noreply: bool, line: &str) {
@@ -903,11 +856,7 @@ async fn meta(
                 let mut out = BytesMut::new();
                 match read.wait().await {
                     Ok(Ok(Some(v))) => {
-                        inc(if incr {
-                            &s.mc.incr_hits
-                        } else {
-                            &s.mc.decr_hits
-                        });
+                        s.mc.count_arith(incr, true);
                         let with_value = flag(&flags, b'v').is_some();
                         let text = v.to_string();
                         if !quiet || with_value {
@@ -921,11 +870,7 @@ async fn meta(
                         }
                     }
                     Ok(Ok(None)) => {
-                        inc(if incr {
-                            &s.mc.incr_misses
-                        } else {
-                            &s.mc.decr_misses
-                        });
+                        s.mc.count_arith(incr, false);
                         let mut m = MetaOut::start(&mut out, "NF", None);
                         echo(&mut m, &flags, &key, base64_key);
                         m.finish(None);
