@@ -48,6 +48,16 @@ CASES = [
     b"me missing\r\nmn\r\nmg foo 9\r\nmg\r\nms foo x\r\nms foo 1 MZ\r\nx\r\n",
     b"ms foo 2\r\nhiXX\r\n",
     b"md !!!! b\r\n",
+    # Stale items (meta I) and the refill right (W, then Z); X marks stale.
+    b"ms a 2\r\nhi\r\nmd a I T30 q\r\nmn\r\nmg a t v c\r\nmg a t v c\r\nmg a v q\r\nmn\r\n",
+    b"ms a 2\r\nhi\r\nmd a I\r\nms a 3 C1 I\r\nold\r\nmg a t v c\r\nms a 3 I\r\nnew\r\nmg a t v c\r\n",
+    b"ms a 2\r\nhi\r\nmd a I\r\nget a\r\ngets a\r\ntouch a 100\r\nmg a v\r\nset a 0 0 1\r\nx\r\nmg a v\r\n",
+    b"md zz I\r\nms a 1 I C0\r\nx\r\nms a 1\r\nx\r\nmd a C1 I\r\nmd a I q\r\nmg a v\r\n",
+    b"ms r 1 T10\r\nx\r\nmg r R30 v c\r\nmg r R30 v c\r\nmg r v\r\nms p 1\r\nx\r\nmg p R30 v\r\n",
+    # c on every ms reply (c0 when nothing was stored), in request order.
+    b"ms a 2 c\r\nhi\r\nms a 2 C1 c\r\nhi\r\nms q 2 MR c\r\nhi\r\nms a 2 ME k c\r\nhi\r\n",
+    # ma: C, T, t, c, q.
+    b"ma n N0 J5 c t v\r\nma n C1 v\r\nma n c t v T100\r\nma n T200 t\r\nma zz c t\r\nma zz N50 J7 t c\r\nma zz q\r\nma yy q\r\nmn\r\n",
 ]
 
 
@@ -74,7 +84,7 @@ def session(port, payload):
 
 def norm(b):
     b = re.sub(rb"(VALUE \S+ \d+ \d+) \d+", rb"\1 CAS", b)   # gets
-    b = re.sub(rb" c\d+", b" cCAS", b)                      # meta c flag
+    b = re.sub(rb" c[1-9]\d*", b" cCAS", b)                 # meta c flag (c0 kept)
     b = re.sub(rb"t(\d+)", lambda m: b"tTTL" if int(m.group(1)) > 0 else m.group(0), b)
     return b
 

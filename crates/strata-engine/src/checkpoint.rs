@@ -17,7 +17,7 @@
 //!    check; otherwise recovery falls back to a full scan of the log.
 
 use crate::clock::now_ms;
-use crate::flash::format::{RecordHeader, RecordKind, RECORD_HEADER_LEN};
+use crate::flash::format::{ItemMeta, RecordHeader, RecordKind, RECORD_HEADER_LEN};
 use crate::flash::writer::{AppendError, LogPosition};
 use crate::index::{FlashLoc, Slot, F_STASHING};
 use crate::stats::Stats;
@@ -32,12 +32,21 @@ pub const CHECKPOINT_MAGIC: &[u8; 8] = b"STRATACP";
 pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// Version 2 added the shard layout (seed, count and a section per shard),
 /// so a restart loads each shard's section directly and in parallel;
-/// version 3 the memcached client flags of each entry.
-pub const CHECKPOINT_VERSION: u32 = 3;
+/// version 3 the memcached client flags of each entry; version 4 the
+/// stale mark and explicit CAS of memcached items that have them.
+pub const CHECKPOINT_VERSION: u32 = 4;
+/// The oldest checkpoint version this build loads (a version-3 entry is a
+/// version-4 entry without the extension).
+pub const MIN_CHECKPOINT_VERSION: u32 = 3;
 pub const HEADER_LEN: usize = 64;
 pub const TRAILER_LEN: usize = 24;
 /// Fixed bytes of one entry before its key.
 pub const ENTRY_FIXED_LEN: usize = 38;
+/// Bit of an entry's `key_len` field: a bits byte and a CAS (u64) follow
+/// the fixed fields (an item with a stale mark or an explicit CAS).
+const KEY_LEN_META: u32 = 1 << 31;
+/// Bytes of that extension.
+const ENTRY_META_LEN: usize = 9;
 
 pub fn path(dir: &Path) -> PathBuf {
     dir.join("checkpoint")
@@ -89,9 +98,10 @@ pub fn decode_header(b: &[u8]) -> Result<Header, String> {
         return Err("not a checkpoint (bad magic)".into());
     }
     let version = u32_at(b, 8);
-    if version != CHECKPOINT_VERSION {
+    if !(MIN_CHECKPOINT_VERSION..=CHECKPOINT_VERSION).contains(&version) {
         return Err(format!(
-            "checkpoint version {version}, this build reads {CHECKPOINT_VERSION}"
+            "checkpoint version {version}, this build reads \
+             {MIN_CHECKPOINT_VERSION} to {CHECKPOINT_VERSION}"
         ));
     }
     if crc32c::crc32c(&b[0..56]) != u32_at(b, 56) {
@@ -127,20 +137,26 @@ pub struct CpEntry<'a> {
     pub seq: u64,
     pub expire_at_ms: u64,
     pub loc: FlashLoc,
-    /// Memcached client flags (the record is kind 4 when not 0).
-    pub client_flags: u32,
+    /// Memcached item metadata (the record's kind follows from it).
+    pub meta: ItemMeta,
     pub key: &'a [u8],
 }
 
 pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
+    let extended = e.meta.kind() == RecordKind::ValueMeta;
     out.extend_from_slice(&e.db.to_le_bytes());
-    out.extend_from_slice(&(e.key.len() as u32).to_le_bytes());
+    let key_len = e.key.len() as u32 | if extended { KEY_LEN_META } else { 0 };
+    out.extend_from_slice(&key_len.to_le_bytes());
     out.extend_from_slice(&e.seq.to_le_bytes());
     out.extend_from_slice(&e.expire_at_ms.to_le_bytes());
     out.extend_from_slice(&e.loc.segment.to_le_bytes());
     out.extend_from_slice(&e.loc.offset.to_le_bytes());
     out.extend_from_slice(&e.loc.len.to_le_bytes());
-    out.extend_from_slice(&e.client_flags.to_le_bytes());
+    out.extend_from_slice(&e.meta.client_flags.to_le_bytes());
+    if extended {
+        out.push(e.meta.bits());
+        out.extend_from_slice(&e.meta.explicit_cas.unwrap_or(0).to_le_bytes());
+    }
     out.extend_from_slice(e.key);
 }
 
@@ -149,8 +165,19 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
     if b.len() < ENTRY_FIXED_LEN {
         return None;
     }
-    let key_len = u32_at(b, 2) as usize;
-    let end = ENTRY_FIXED_LEN.checked_add(key_len)?;
+    let key_field = u32_at(b, 2);
+    let key_len = (key_field & !KEY_LEN_META) as usize;
+    let client_flags = u32_at(b, 34);
+    let (meta, key_start) = if key_field & KEY_LEN_META != 0 {
+        let x = b.get(ENTRY_FIXED_LEN..ENTRY_FIXED_LEN + ENTRY_META_LEN)?;
+        (
+            ItemMeta::from_parts(client_flags, x[0], u64_at(x, 1)),
+            ENTRY_FIXED_LEN + ENTRY_META_LEN,
+        )
+    } else {
+        (ItemMeta::flags(client_flags), ENTRY_FIXED_LEN)
+    };
+    let end = key_start.checked_add(key_len)?;
     if b.len() < end {
         return None;
     }
@@ -164,8 +191,8 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
                 offset: u32_at(b, 26),
                 len: u32_at(b, 30),
             },
-            client_flags: u32_at(b, 34),
-            key: &b[ENTRY_FIXED_LEN..end],
+            meta,
+            key: &b[key_start..end],
         },
         end,
     ))
@@ -293,7 +320,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         value: Bytes,
         version: u64,
         expire_at_ms: u64,
-        client_flags: u32,
+        meta: ItemMeta,
     }
     let mut saved = 0;
     let mut w = inner.writer.lock();
@@ -311,7 +338,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                                 value: h.value.clone(),
                                 version: e.version,
                                 expire_at_ms: e.expire_at_ms,
-                                client_flags: e.client_flags,
+                                meta: sh.item_meta(db, k, e),
                             });
                         }
                     }
@@ -329,7 +356,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                 seq: p.version,
                 expire_at_ms: p.expire_at_ms,
             };
-            locs.push(w.append_flagged(&h, &p.key, p.client_flags, &p.value, inner.capacity)?);
+            locs.push(w.append_item(&h, &p.key, &p.meta, &p.value, inner.capacity)?);
         }
         let r = w.flush();
         Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
@@ -415,7 +442,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                             seq: e.version,
                             expire_at_ms: e.expire_at_ms,
                             loc,
-                            client_flags: e.client_flags,
+                            meta: sh.item_meta(db, k, e),
                             key: k,
                         },
                     );
@@ -460,7 +487,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
 /// Bytes of the record a checkpoint entry points at hold this key and a
 /// value of `len - header - key` bytes.
 pub fn value_len(e: &CpEntry<'_>) -> Option<u32> {
-    let prefix = if e.client_flags != 0 { 4 } else { 0 };
+    let prefix = e.meta.prefix_len();
     (e.loc.len as usize)
         .checked_sub(RECORD_HEADER_LEN + e.key.len() + prefix)
         .map(|v| v as u32)
@@ -499,13 +526,30 @@ mod tests {
                 offset: 4096,
                 len: 40,
             },
-            client_flags: 0,
+            meta: ItemMeta::default(),
             key: b"key",
         };
         encode_entry(&mut out, &e);
         assert_eq!(decode_entry(&out).unwrap(), (e.clone(), out.len()));
         assert!(decode_entry(&out[..out.len() - 1]).is_none());
         assert_eq!(value_len(&e), Some(5));
+        // An item with a stale mark and an explicit CAS takes the extension;
+        // its record has the 13-byte kind-5 prefix.
+        let m = CpEntry {
+            meta: ItemMeta {
+                client_flags: 9,
+                explicit_cas: Some(1 << 40),
+                stale: true,
+            },
+            loc: FlashLoc { len: 51, ..e.loc },
+            ..e.clone()
+        };
+        let mut out = Vec::new();
+        encode_entry(&mut out, &m);
+        assert_eq!(out.len(), ENTRY_FIXED_LEN + ENTRY_META_LEN + 3);
+        assert_eq!(decode_entry(&out).unwrap(), (m.clone(), out.len()));
+        assert!(decode_entry(&out[..out.len() - 1]).is_none());
+        assert_eq!(value_len(&m), Some(3));
         let t = encode_trailer(10, 77);
         assert_eq!(decode_trailer(&t).unwrap(), (10, 77));
     }

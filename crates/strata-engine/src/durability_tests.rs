@@ -181,6 +181,14 @@ fn newest_segment(dir: &Path) -> PathBuf {
     v.pop().unwrap()
 }
 
+/// Waits until the journal has given every key in `keys` a flash copy.
+fn wait_for_flash_copies(e: &Engine, keys: impl Iterator<Item = String> + Clone) {
+    wait_until("journal", || {
+        keys.clone()
+            .all(|k| !matches!(e.key_info(0, k.as_bytes()).unwrap().location, Location::Ram))
+    });
+}
+
 fn flash_loc(e: &Engine, key: &[u8]) -> crate::index::FlashLoc {
     match e.key_info(0, key).unwrap().location {
         Location::Flash(l) | Location::RamAndFlash(l) => l,
@@ -203,14 +211,7 @@ fn a_torn_tail_keeps_every_complete_record() {
                 e.set(0, &k, &value_for(&k, round, 700), SetOptions::default())
                     .unwrap();
             }
-            wait_until("journal", || {
-                (0..200u32).all(|i| {
-                    !matches!(
-                        e.key_info(0, format!("t{i}").as_bytes()).unwrap().location,
-                        Location::Ram
-                    )
-                })
-            });
+            wait_for_flash_copies(&e, (0..200u32).map(|i| format!("t{i}")));
             for i in 0..200u32 {
                 let k = format!("t{i}").into_bytes();
                 locs.push((k.clone(), flash_loc(&e, &k)));
@@ -278,9 +279,9 @@ fn a_flipped_bit_costs_one_key_only() {
                 e.set(0, &k, &value_for(&k, 1, 900), SetOptions::default())
                     .unwrap();
             }
-            wait_until("journal", || {
-                !matches!(e.key_info(0, b"b399").unwrap().location, Location::Ram)
-            });
+            // The journal drains shards in its own order, so the last key
+            // written is not necessarily the last one logged: wait for all.
+            wait_for_flash_copies(&e, (0..400u32).map(|i| format!("b{i}")));
             loc = flash_loc(&e, &victim);
             if with_checkpoint {
                 e.save().unwrap();
@@ -475,26 +476,58 @@ fn a_corrupt_or_older_checkpoint_falls_back_to_a_full_scan() {
 }
 
 #[test]
-fn memcached_client_flags_survive_replay_checkpoint_and_collection() {
-    use crate::{ItemCond, StoreOutcome};
+fn memcached_item_state_survives_replay_and_checkpoint() {
+    use crate::{Invalidate, ItemCond, ItemGet, NewItem, StoreOutcome};
+    // Every key has client flags; a third get an explicit CAS (meta E) when
+    // stored, a third are invalidated (meta md I) after reaching flash, so
+    // the journal rewrites cold records with the new state.
+    let get = |e: &Engine, k: &[u8]| {
+        block_on(e.get_item(0, k, ItemGet::default()).wait())
+            .unwrap()
+            .unwrap()
+    };
     for checkpoint in [false, true] {
         let dir = tempfile::tempdir().unwrap();
+        let mut seen = Vec::new();
         {
             let e = Engine::open(config(dir.path())).unwrap();
             for i in 0..500u32 {
                 let k = format!("f{i}").into_bytes();
-                let r = e.store_item(0, &k, &value_for(&k, 0, 700), i * 7919, 0, ItemCond::Always);
+                let item = NewItem {
+                    value: &value_for(&k, 0, 700),
+                    client_flags: i * 7919,
+                    expire_at_ms: 0,
+                    explicit_cas: (i % 3 == 1).then_some((1 << 40) + i as u64),
+                };
+                let r = e.store_item(0, &k, item, ItemCond::Always);
                 assert!(matches!(r, StoreOutcome::Stored(_)));
             }
-            // Values move to flash (kind-4 records) and are read back.
+            // Values move to flash (kind-4 and kind-5 records).
             wait_until("demotion", || e.tiered_info().values_in_flash > 100);
+            for i in (2..500u32).step_by(3) {
+                let k = format!("f{i}").into_bytes();
+                let inv = Invalidate {
+                    expire_at_ms: None,
+                    explicit_cas: (i % 2 == 0).then_some(7_000 + i as u64),
+                };
+                assert!(matches!(
+                    e.delete_item(0, &k, None, Some(inv)),
+                    StoreOutcome::Stored(_)
+                ));
+            }
             for i in 0..500u32 {
                 let k = format!("f{i}").into_bytes();
-                let it = block_on(e.get_item(0, &k, None).wait()).unwrap().unwrap();
+                let it = get(&e, &k);
                 assert_eq!(
-                    (it.client_flags, &it.value[..]),
-                    (i * 7919, &value_for(&k, 0, 700)[..])
+                    (it.client_flags, &it.value[..], it.stale),
+                    (i * 7919, &value_for(&k, 0, 700)[..], i % 3 == 2)
                 );
+                match i % 3 {
+                    1 => assert_eq!(it.cas, (1 << 40) + i as u64),
+                    2 if i % 2 == 0 => assert_eq!(it.cas, 7_000 + i as u64),
+                    _ => {}
+                }
+                seen.push(it.cas);
             }
             if checkpoint {
                 e.save().unwrap();
@@ -504,9 +537,11 @@ fn memcached_client_flags_survive_replay_checkpoint_and_collection() {
         assert_eq!(e.recovery_report().from_checkpoint, checkpoint);
         for i in 0..500u32 {
             let k = format!("f{i}").into_bytes();
-            let it = block_on(e.get_item(0, &k, None).wait()).unwrap().unwrap();
+            let it = get(&e, &k);
             assert_eq!(it.client_flags, i * 7919, "f{i}");
             assert_eq!(&it.value[..], &value_for(&k, 0, 700)[..], "f{i}");
+            assert_eq!(it.stale, i % 3 == 2, "f{i} stale");
+            assert_eq!(it.cas, seen[i as usize], "f{i} cas");
         }
     }
 }

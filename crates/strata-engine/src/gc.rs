@@ -74,7 +74,7 @@ struct Live {
     db: usize,
     key: Box<[u8]>,
     value: Vec<u8>,
-    client_flags: u32,
+    meta: format::ItemMeta,
     header: format::RecordHeader,
     old: FlashLoc,
 }
@@ -359,7 +359,7 @@ impl Collector {
                 db,
                 key: rec.key.into(),
                 value: rec.value.to_vec(),
-                client_flags: rec.client_flags,
+                meta: rec.meta,
                 header: rec.header,
                 old: loc,
             }),
@@ -382,7 +382,7 @@ fn keep_tombstone(
             db: rec.header.db as usize,
             key: rec.key.into(),
             value: format::origin_value(origin).to_vec(),
-            client_flags: 0,
+            meta: format::ItemMeta::default(),
             header: rec.header,
             old: loc,
         });
@@ -419,7 +419,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         // it writes), never further: the old segments are still counted
         // until they are freed.
         let limit = inner.capacity.saturating_add(inner.segment_size);
-        match writer.append_flagged(&l.header, &l.key, l.client_flags, &l.value, limit) {
+        match writer.append_item(&l.header, &l.key, &l.meta, &l.value, limit) {
             Ok(loc) => placed.push(Some(loc)),
             Err(e) => {
                 // A chunk write failed inside the append: records buffered

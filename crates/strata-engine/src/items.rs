@@ -1,13 +1,23 @@
 //! Memcached item operations on the shared keyspace: values with client
-//! flags and a CAS (the entry's version, which changes whenever the value
-//! does), conditional stores (add / replace / cas) and get-and-touch.
+//! flags and a CAS, conditional stores (add / replace / cas), get-and-touch,
+//! and the meta protocol's item states: an explicit CAS (`E`), stale items
+//! (`I`, served with `X`) and the right to refill an item (`W`, then `Z`).
 //!
-//! Invariant: a condition (exists, CAS) is checked and the store applied in
-//! one critical section of the key's shard, so two clients racing on one
-//! key see memcached's outcomes (one STORED, one EXISTS / NOT_STORED).
+//! Invariants:
+//! 1. A condition (exists, CAS) is checked and the store applied in one
+//!    critical section of the key's shard, so two clients racing on one
+//!    key see memcached's outcomes (one STORED, one EXISTS / NOT_STORED).
+//! 2. An item's CAS is `Shard::cas_of`: its version, unless set explicitly.
+//!    Storing a new value gives a new CAS and clears the stale mark and the
+//!    refill right, except a *stale store* (`ms … C<older> I`), which keeps
+//!    both and the TTL, as memcached does.
+//! 3. At most one client holds an item's refill right: it is claimed
+//!    (`F_WIN_PENDING`) in the critical section that saw it free.
+//! 4. Item state that outlives a restart (stale mark, explicit CAS) changes
+//!    only through `store` or `metadata_changed`, so the journal logs it.
 
 use crate::clock::{now_ms, now_secs};
-use crate::index::{Slot, F_FETCHED, F_REFERENCED, F_WIN_PENDING};
+use crate::index::{Slot, F_FETCHED, F_REFERENCED, F_STALE, F_WIN_PENDING};
 use crate::read::{fetch_and_promote, FetchTarget, Read};
 use crate::stats::Stats;
 use crate::{Engine, EngineError};
@@ -18,7 +28,7 @@ use bytes::Bytes;
 pub struct Item {
     pub value: Bytes,
     pub client_flags: u32,
-    /// Changes whenever the value changes.
+    /// Changes whenever the value changes (or as set by meta `E`).
     pub cas: u64,
     /// Absolute Unix ms; 0 = never.
     pub expire_at_ms: u64,
@@ -26,9 +36,35 @@ pub struct Item {
     pub idle_secs: u32,
     /// Whether a memcached get read it before this one (meta `h`).
     pub fetched_before: bool,
-    /// An `mg ... N` created it empty and that client has not filled it yet
-    /// (meta `Z`).
-    pub win_pending: bool,
+    /// Another client holds the right to refill it (meta `Z`).
+    pub token_sent: bool,
+    /// Invalidated by meta `I` (meta `X`).
+    pub stale: bool,
+    /// This get won the right to refill it (meta `W`).
+    pub won: bool,
+}
+
+/// How `get_item` reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ItemGet {
+    /// Set the TTL first (gat, mg `T`): absolute ms, 0 = none, in the past
+    /// = the key goes.
+    pub touch: Option<u64>,
+    /// mg: claim the refill right of a stale item nobody holds yet.
+    pub claim_stale: bool,
+    /// mg `R`: also claim it if the item expires before this (absolute ms).
+    pub recache_before_ms: Option<u64>,
+}
+
+/// A value to store with `store_item`.
+#[derive(Clone, Copy, Debug)]
+pub struct NewItem<'a> {
+    pub value: &'a [u8],
+    pub client_flags: u32,
+    /// Absolute Unix ms; 0 = never; in the past: stored as expired (gone).
+    pub expire_at_ms: u64,
+    /// Meta `E`: the CAS to give the item instead of a new version.
+    pub explicit_cas: Option<u64>,
 }
 
 /// When `store_item` stores.
@@ -42,6 +78,9 @@ pub enum ItemCond {
     Exists,
     /// cas: only if it exists with this CAS.
     Cas(u64),
+    /// meta `ms … C<cas> I`: as `Cas`, and if the given CAS is older
+    /// (smaller) than the item's, store the value as stale (invariant 2).
+    CasOrStale(u64),
 }
 
 /// The outcome of a conditional store or delete (memcached's reply words).
@@ -57,19 +96,27 @@ pub enum StoreOutcome {
     NotFound,
 }
 
+/// Meta `md … I`: mark the item stale instead of deleting it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Invalidate {
+    /// A new TTL (`T`): absolute ms, 0 = none.
+    pub expire_at_ms: Option<u64>,
+    /// The CAS to give it (`E`); otherwise a new one.
+    pub explicit_cas: Option<u64>,
+}
+
 impl Engine {
     /// Memcached gets that found their item expired.
     pub fn get_expired(&self) -> u64 {
         Stats::get(&self.inner.stats.get_expired)
     }
 
-    /// get / gets / gat: the item, from RAM or after one flash read. With
-    /// `touch`, its TTL is set first (0 = none; in the past = the key goes).
+    /// get / gets / gat / mg: the item, from RAM or after one flash read.
     pub fn get_item(
         &self,
         db: usize,
         key: &[u8],
-        touch: Option<u64>,
+        opts: ItemGet,
     ) -> Read<Result<Option<Item>, EngineError>> {
         let inner = &self.inner;
         let now = now_ms();
@@ -85,7 +132,7 @@ impl Engine {
             Stats::inc(&inner.stats.get_expired);
             return Read::Ready(Ok(None));
         }
-        if let Some(at) = touch {
+        if let Some(at) = opts.touch {
             if sh.dbs[db][idx].expire_at_ms != at {
                 inner.set_expire_at(sh, db, idx, at);
             }
@@ -97,16 +144,25 @@ impl Engine {
                 }
             }
         }
+        let cas = sh.cas_of(db, key, &sh.dbs[db][idx]);
         let Some((_, e)) = sh.dbs[db].get_index_mut(idx) else {
             return Read::Ready(Ok(None));
         };
         Stats::inc(&inner.stats.keyspace_hits);
         let idle_secs = now_secs().saturating_sub(e.lru_secs);
         let fetched_before = e.flags & F_FETCHED != 0;
-        let win_pending = e.flags & F_WIN_PENDING != 0;
+        let token_sent = e.flags & F_WIN_PENDING != 0;
+        let stale = e.flags & F_STALE != 0;
+        let recache = opts
+            .recache_before_ms
+            .is_some_and(|t| e.expire_at_ms != 0 && e.expire_at_ms < t);
+        let won = !token_sent && ((opts.claim_stale && stale) || recache);
+        if won {
+            e.flags |= F_WIN_PENDING;
+        }
         e.flags |= F_REFERENCED | F_FETCHED;
         e.lru_secs = now_secs();
-        let (client_flags, cas, expire_at_ms) = (e.client_flags, e.version, e.expire_at_ms);
+        let (client_flags, expire_at_ms) = (e.client_flags, e.expire_at_ms);
         let item = move |value: Bytes| Item {
             value,
             client_flags,
@@ -114,7 +170,9 @@ impl Engine {
             expire_at_ms,
             idle_secs,
             fetched_before,
-            win_pending,
+            token_sent,
+            stale,
+            won,
         };
         match &e.slot {
             Slot::Hot(h) => {
@@ -136,68 +194,143 @@ impl Engine {
         }
     }
 
-    /// set / add / replace / cas with client flags and an absolute expiry
-    /// (0 = none; in the past: stored as expired, i.e. gone).
+    /// set / add / replace / cas / ms: stores `item` if `cond` holds.
     pub fn store_item(
         &self,
         db: usize,
         key: &[u8],
-        value: &[u8],
-        client_flags: u32,
-        expire_at_ms: u64,
+        item: NewItem<'_>,
         cond: ItemCond,
     ) -> StoreOutcome {
         let inner = &self.inner;
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
         let existing = inner.live_index(sh, db, key);
-        match (cond, existing) {
+        let current_cas = existing.map(|i| sh.cas_of(db, key, &sh.dbs[db][i]));
+        let mut stale_store = false;
+        match (cond, current_cas) {
             (ItemCond::Missing, Some(_)) | (ItemCond::Exists, None) => {
                 return StoreOutcome::NotStored
             }
-            (ItemCond::Cas(_), None) => return StoreOutcome::NotFound,
-            (ItemCond::Cas(c), Some(i)) if sh.dbs[db][i].version != c => {
+            (ItemCond::Cas(_) | ItemCond::CasOrStale(_), None) => return StoreOutcome::NotFound,
+            (ItemCond::CasOrStale(c), Some(cur)) if c < cur => stale_store = true,
+            (ItemCond::Cas(c) | ItemCond::CasOrStale(c), Some(cur)) if c != cur => {
                 return StoreOutcome::Exists
             }
             _ => {}
         }
+        // A stale store keeps the TTL and the refill right (invariant 2).
+        let (expire_at_ms, keep_flags) = match existing {
+            Some(i) if stale_store => {
+                let e = &sh.dbs[db][i];
+                (e.expire_at_ms, F_STALE | (e.flags & F_WIN_PENDING))
+            }
+            _ => (item.expire_at_ms, 0),
+        };
         inner.store(
             sh,
             db,
             key,
             existing,
-            Bytes::copy_from_slice(value),
+            Bytes::copy_from_slice(item.value),
             expire_at_ms,
-            client_flags,
+            item.client_flags,
         );
-        let cas = sh.dbs[db].get(key).map(|e| e.version).unwrap_or(0);
-        StoreOutcome::Stored(cas)
-    }
-
-    /// Marks an item created by meta auto-vivify (`mg ... N`) as waiting for
-    /// its filler: later gets see `Z` until it is stored again. `cas` is the
-    /// item's CAS right after creation (nothing is marked if it changed).
-    pub fn mark_win_pending(&self, db: usize, key: &[u8], cas: u64) {
-        let mut guard = self.inner.shard(key).lock();
-        if let Some(e) = guard.dbs[db].get_mut(key) {
-            if e.version == cas {
-                e.flags |= F_WIN_PENDING;
-            }
+        let Some(idx) = sh.dbs[db].get_index_of(key) else {
+            // Stored already expired: gone.
+            return StoreOutcome::Stored(0);
+        };
+        sh.dbs[db][idx].flags |= keep_flags;
+        if item.explicit_cas.is_some() {
+            sh.set_explicit_cas(db, idx, item.explicit_cas);
         }
+        StoreOutcome::Stored(sh.cas_of(db, key, &sh.dbs[db][idx]))
     }
 
-    /// delete with an optional CAS condition (meta `md ... C<cas>`).
-    pub fn delete_item(&self, db: usize, key: &[u8], cas: Option<u64>) -> StoreOutcome {
+    /// Meta auto-vivify (`mg … N`): if the key is missing, creates it empty
+    /// with this TTL and gives the caller its refill right. Returns the new
+    /// item's CAS, or None if the key exists.
+    pub fn vivify_item(
+        &self,
+        db: usize,
+        key: &[u8],
+        expire_at_ms: u64,
+        explicit_cas: Option<u64>,
+    ) -> Option<u64> {
+        let item = NewItem {
+            value: b"",
+            client_flags: 0,
+            expire_at_ms,
+            explicit_cas,
+        };
+        let inner = &self.inner;
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        if inner.live_index(sh, db, key).is_some() {
+            return None;
+        }
+        inner.store(sh, db, key, None, Bytes::new(), expire_at_ms, 0);
+        let idx = sh.dbs[db].get_index_of(key)?;
+        sh.dbs[db][idx].flags |= F_WIN_PENDING;
+        if item.explicit_cas.is_some() {
+            sh.set_explicit_cas(db, idx, item.explicit_cas);
+        }
+        Some(sh.cas_of(db, key, &sh.dbs[db][idx]))
+    }
+
+    /// Meta `ma … E<cas>`: gives the item the explicit CAS `cas` if it
+    /// still has the CAS `was` (what the arithmetic just stored).
+    pub fn set_item_cas(&self, db: usize, key: &[u8], was: u64, cas: u64) -> bool {
         let inner = &self.inner;
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
         let Some(idx) = inner.live_index(sh, db, key) else {
+            return false;
+        };
+        if sh.cas_of(db, key, &sh.dbs[db][idx]) != was {
+            return false;
+        }
+        sh.set_explicit_cas(db, idx, Some(cas));
+        inner.metadata_changed(sh, db, idx);
+        true
+    }
+
+    /// delete / md, with an optional CAS condition (`C`); with `invalidate`
+    /// (`I`) the item is marked stale, not removed: it gets a new CAS (or
+    /// the explicit one), loses its refill right, and takes the new TTL.
+    pub fn delete_item(
+        &self,
+        db: usize,
+        key: &[u8],
+        cas: Option<u64>,
+        invalidate: Option<Invalidate>,
+    ) -> StoreOutcome {
+        let inner = &self.inner;
+        let mut guard = inner.shard(key).lock();
+        let sh = &mut *guard;
+        let Some(mut idx) = inner.live_index(sh, db, key) else {
             return StoreOutcome::NotFound;
         };
-        if cas.is_some_and(|c| c != sh.dbs[db][idx].version) {
+        if cas.is_some_and(|c| c != sh.cas_of(db, key, &sh.dbs[db][idx])) {
             return StoreOutcome::Exists;
         }
-        inner.remove_index(sh, db, idx, false);
-        StoreOutcome::Stored(0)
+        let Some(inv) = invalidate else {
+            inner.remove_index(sh, db, idx, false);
+            return StoreOutcome::Stored(0);
+        };
+        if let Some(at) = inv.expire_at_ms {
+            inner.set_expire_at(sh, db, idx, at);
+            match sh.dbs[db].get_index_of(key) {
+                Some(i) => idx = i,
+                // A TTL in the past removed it.
+                None => return StoreOutcome::Stored(0),
+            }
+        }
+        let e = &mut sh.dbs[db][idx];
+        e.flags = (e.flags | F_STALE) & !F_WIN_PENDING;
+        let new_cas = inv.explicit_cas.unwrap_or_else(|| inner.next_seq());
+        sh.set_explicit_cas(db, idx, Some(new_cas));
+        inner.metadata_changed(sh, db, idx);
+        StoreOutcome::Stored(new_cas)
     }
 }

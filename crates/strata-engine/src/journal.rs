@@ -31,7 +31,7 @@
 
 use crate::clock::now_ms;
 use crate::flash::buf::{align_down, align_up, AlignedBuf};
-use crate::flash::format::{self, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
+use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
 use crate::flash::io;
 use crate::flash::writer::{AppendError, SegmentWriter};
 use crate::index::{CompactKey, FlashLoc, Slot, F_DIRTY};
@@ -271,8 +271,8 @@ impl Journal {
 struct Captured {
     db: u16,
     key: CompactKey,
-    /// Memcached client flags of the value (0 for a tombstone).
-    client_flags: u32,
+    /// Memcached item metadata of the value (default for a tombstone).
+    meta: ItemMeta,
     what: State,
 }
 
@@ -572,7 +572,9 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
     let guard = inner.shard(key).lock();
     let entry = guard.dbs.get(db as usize)?.get(&key[..]);
-    let client_flags = entry.map(|e| e.client_flags).unwrap_or(0);
+    let meta = entry
+        .map(|e| guard.item_meta(db as usize, key, e))
+        .unwrap_or_default();
     let what = match entry {
         None => State::Gone {
             seq: inner.next_seq(),
@@ -597,7 +599,7 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
     Some(Captured {
         db,
         key: key.clone(),
-        client_flags,
+        meta,
         what,
     })
 }
@@ -630,10 +632,10 @@ fn append_state(
             version,
             expire_at_ms,
         } => {
-            let loc = w.append_flagged(
+            let loc = w.append_item(
                 &value_header(c, value.len(), *version, *expire_at_ms),
                 &c.key,
-                c.client_flags,
+                &c.meta,
                 value,
                 inner.capacity,
             )?;
@@ -650,10 +652,10 @@ fn append_state(
             let Some(value) = read_value(inner, c, *loc, *version) else {
                 return Ok(None);
             };
-            let new = w.append_flagged(
+            let new = w.append_item(
                 &value_header(c, value.len(), *version, *expire_at_ms),
                 &c.key,
-                c.client_flags,
+                &c.meta,
                 &value,
                 inner.capacity,
             )?;
@@ -708,9 +710,15 @@ fn read_value(inner: &Inner, c: &Captured, loc: FlashLoc, version: u64) -> Optio
 fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     let mut guard = inner.shard(&c.key).lock();
     let sh = &mut *guard;
-    let Some(e) = sh.dbs[c.db as usize].get_mut(&c.key[..]) else {
+    let db = c.db as usize;
+    let Some(idx) = sh.dbs[db].get_index_of(&c.key[..]) else {
         return;
     };
+    if sh.item_meta(db, &c.key, &sh.dbs[db][idx]) != c.meta {
+        // Changed since the capture: a later batch logs it (still dirty).
+        return;
+    }
+    let e = &mut sh.dbs[db][idx];
     let (version, expire_at_ms) = match &c.what {
         State::Hot {
             version,

@@ -56,7 +56,7 @@ pub struct KeyInfo {
     /// RAM this key costs: its map bucket and slot, out-of-line key bytes,
     /// and the value if it is in RAM.
     pub ram_bytes: u64,
-    /// Memcached's CAS (the entry's version) and client flags.
+    /// Memcached's CAS (see `Shard::cas_of`) and client flags.
     pub cas: u64,
     pub client_flags: u32,
     /// Read by a memcached get since it was stored.
@@ -99,18 +99,26 @@ impl Inner {
             self.remove_index(sh, db, idx, false);
             return;
         }
-        let dirty = self.dirty_flag();
         let e = &mut sh.dbs[db][idx];
         let old = e.expire_at_ms;
         e.expire_at_ms = at;
-        e.flags |= dirty;
         sh.acct.ttl_remove(db, old);
         sh.acct.ttl_add(db, at);
-        if dirty != 0 {
-            if let Some((k, _)) = sh.dbs[db].get_index(idx) {
-                let k = k.clone();
-                self.note_key(db, &k);
-            }
+        self.metadata_changed(sh, db, idx);
+    }
+
+    /// The entry at `idx` changed without a new value (TTL, memcached item
+    /// state): with the journal on, it is marked dirty and noted, so its
+    /// record is rewritten. Caller holds the shard lock.
+    pub(crate) fn metadata_changed(&self, sh: &mut Shard, db: usize, idx: usize) {
+        let dirty = self.dirty_flag();
+        if dirty == 0 {
+            return;
+        }
+        if let Some((k, e)) = sh.dbs[db].get_index_mut(idx) {
+            e.flags |= dirty;
+            let k = k.clone();
+            self.note_key(db, &k);
         }
     }
 
@@ -141,7 +149,7 @@ impl Engine {
     }
 
     pub fn exists(&self, db: usize, key: &[u8]) -> bool {
-        self.inner.with_live(db, key, |_| ()).is_some()
+        self.inner.with_live(db, key, |_, _| ()).is_some()
     }
 
     /// TOUCH: marks the key accessed; returns whether it exists.
@@ -161,7 +169,7 @@ impl Engine {
     }
 
     pub fn ttl(&self, db: usize, key: &[u8]) -> TtlState {
-        match self.inner.with_live(db, key, |e| e.expire_at_ms) {
+        match self.inner.with_live(db, key, |_, e| e.expire_at_ms) {
             None => TtlState::Missing,
             Some(0) => TtlState::NoTtl,
             Some(at) => TtlState::At(at),
@@ -211,7 +219,7 @@ impl Engine {
     pub fn key_info(&self, db: usize, key: &[u8]) -> Option<KeyInfo> {
         let now = now_secs();
         let heap = crate::index::CompactKey::from(key).heap_bytes() as u64;
-        self.inner.with_live(db, key, |e| KeyInfo {
+        self.inner.with_live(db, key, |sh, e| KeyInfo {
             ram_bytes: crate::index::BUCKET_BYTES
                 + heap
                 + match &e.slot {
@@ -235,7 +243,7 @@ impl Engine {
                 _ => None,
             },
             key_len: key.len(),
-            cas: e.version,
+            cas: sh.cas_of(db, key, e),
             client_flags: e.client_flags,
             fetched: e.flags & crate::index::F_FETCHED != 0,
         })

@@ -62,14 +62,14 @@ pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
 pub use error::EngineError;
 pub use evict::Admission;
 pub use flash::io::IoBackend;
-pub use items::{Item, ItemCond, StoreOutcome};
+pub use items::{Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use journal::{FsyncPolicy, LogStatus};
 pub use keyspace::{ExpireCond, KeyInfo, Location, TtlState};
 pub use persistence::{PersistInfo, ShutdownSave};
 pub use read::Read;
 pub use recovery::RecoveryReport;
 pub use stats::TieredInfo;
-pub use strings::{Current, ExpireUpdate, Mutation, SetCond, SetOptions};
+pub use strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
 
 use config::Tunables;
 use flash::io::IoEngine;

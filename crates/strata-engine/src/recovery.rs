@@ -22,7 +22,9 @@
 use crate::checkpoint;
 use crate::clock::{now_ms, now_secs};
 use crate::flash::buf::{align_up, PAGE};
-use crate::flash::format::{self, DecodeError, RecordKind, ALL_DATABASES, SEGMENT_DATA_START};
+use crate::flash::format::{
+    self, DecodeError, ItemMeta, RecordKind, ALL_DATABASES, SEGMENT_DATA_START,
+};
 use crate::flash::writer::LogPosition;
 use crate::index::{CompactKey, Entry, FlashLoc, Shard, Slot};
 use crate::Inner;
@@ -131,7 +133,7 @@ impl Replay<'_> {
         seq: u64,
         expire_at_ms: u64,
         loc: FlashLoc,
-        client_flags: u32,
+        meta: ItemMeta,
     ) {
         let d = db as usize;
         if d >= self.inner.databases {
@@ -146,8 +148,8 @@ impl Replay<'_> {
                 return;
             }
         }
-        let prefix = if client_flags != 0 { 4 } else { 0 };
-        let value_len = loc.len - (format::RECORD_HEADER_LEN + key.len() + prefix) as u32;
+        let value_len =
+            loc.len - (format::RECORD_HEADER_LEN + key.len() + meta.prefix_len()) as u32;
         let expired = expire_at_ms != 0 && expire_at_ms <= self.now;
         let mut guard = self.inner.shard(key).lock();
         let sh = &mut *guard;
@@ -165,9 +167,10 @@ impl Replay<'_> {
                 e.value_len = value_len;
                 e.version = seq;
                 e.expire_at_ms = expire_at_ms;
-                e.client_flags = client_flags;
+                e.client_flags = meta.client_flags;
                 sh.acct.add(&e.slot, value_len);
                 sh.acct.ttl_add(d, expire_at_ms);
+                sh.apply_item_meta(d, idx, &meta);
                 return;
             }
         } else if !expired {
@@ -178,12 +181,13 @@ impl Replay<'_> {
                 lru_secs: now_secs(),
                 flags: 0,
                 value_len,
-                client_flags,
+                client_flags: meta.client_flags,
             };
             let k = CompactKey::from(key);
             sh.acct.entry_added(d, k.heap_bytes(), &e);
             crate::index::reserve_one(&mut sh.dbs[d]);
-            sh.dbs[d].insert(k, e);
+            let (idx, _) = sh.dbs[d].insert_full(k, e);
+            sh.apply_item_meta(d, idx, &meta);
             return;
         }
         drop(guard);
@@ -269,8 +273,8 @@ impl Replay<'_> {
                     self.report.records_replayed += 1;
                     let h = rec.header;
                     match h.kind {
-                        RecordKind::Value | RecordKind::ValueFlags => {
-                            self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.client_flags)
+                        RecordKind::Value | RecordKind::ValueFlags | RecordKind::ValueMeta => {
+                            self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.meta)
                         }
                         RecordKind::Tombstone => {
                             tomb_bytes += len as u64;
@@ -456,13 +460,17 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
         lru_secs: now_secs(),
         flags: 0,
         value_len,
-        client_flags: e.client_flags,
+        client_flags: e.meta.client_flags,
     };
     let k = CompactKey::from(e.key);
     sh.acct.entry_added(d, k.heap_bytes(), &entry);
     crate::index::reserve_one(&mut sh.dbs[d]);
-    if let Some(old) = sh.dbs[d].insert(k, entry) {
+    let (idx, old) = sh.dbs[d].insert_full(k, entry);
+    if let Some(old) = old {
         sh.acct.entry_removed(d, 0, &old);
+    }
+    if e.meta.stale || e.meta.explicit_cas.is_some() {
+        sh.apply_item_meta(d, idx, &e.meta);
     }
 }
 

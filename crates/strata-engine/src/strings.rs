@@ -54,6 +54,14 @@ pub struct Current<'a> {
     pub cas: u64,
 }
 
+/// A memcached item's state after an `update_item`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ItemState {
+    pub cas: u64,
+    /// Absolute Unix ms; 0 = never.
+    pub expire_at_ms: u64,
+}
+
 /// What an `update` closure decided.
 pub enum Mutation {
     /// Leave the key as it is.
@@ -63,11 +71,13 @@ pub enum Mutation {
         value: Bytes,
         expire: ExpireUpdate,
     },
-    /// Store with these memcached client flags.
+    /// Store with these memcached client flags (and an explicit CAS, meta
+    /// `E`).
     SetItem {
         value: Bytes,
         expire: ExpireUpdate,
         client_flags: u32,
+        explicit_cas: Option<u64>,
     },
     /// Change only the TTL (0 = persist).
     SetExpire(u64),
@@ -151,6 +161,21 @@ impl Engine {
         R: Send + 'static,
         F: FnMut(Option<Current<'_>>) -> (Mutation, R) + Send + 'static,
     {
+        self.update_item(db, key, f).map(|r| r.map(|(r, _)| r))
+    }
+
+    /// As `update`, also returning the key's memcached state right after
+    /// the mutation, in the same critical section (None if it is gone).
+    pub fn update_item<R, F>(
+        &self,
+        db: usize,
+        key: &[u8],
+        f: F,
+    ) -> Read<Result<(R, Option<ItemState>), EngineError>>
+    where
+        R: Send + 'static,
+        F: FnMut(Option<Current<'_>>) -> (Mutation, R) + Send + 'static,
+    {
         let mut f = f;
         match self.inner.try_update(db, key, &mut f, None) {
             Ok(r) => Read::Ready(Ok(r)),
@@ -194,7 +219,7 @@ impl Engine {
     /// STRLEN: the value's length from RAM metadata.
     pub fn strlen(&self, db: usize, key: &[u8]) -> u64 {
         self.inner
-            .with_live(db, key, |e| e.value_len as u64)
+            .with_live(db, key, |_, e| e.value_len as u64)
             .unwrap_or(0)
     }
 }
@@ -203,7 +228,7 @@ async fn update_cold<R, F>(
     inner: Arc<Inner>,
     mut t: FetchTarget,
     mut f: F,
-) -> Result<R, EngineError>
+) -> Result<(R, Option<ItemState>), EngineError>
 where
     F: FnMut(Option<Current<'_>>) -> (Mutation, R) + Send + 'static,
 {
@@ -235,7 +260,7 @@ impl Inner {
         key: &[u8],
         f: &mut F,
         fetched: Option<(u64, &Bytes)>,
-    ) -> Result<R, Option<FetchTarget>>
+    ) -> Result<(R, Option<ItemState>), Option<FetchTarget>>
     where
         F: FnMut(Option<Current<'_>>) -> (Mutation, R),
     {
@@ -254,7 +279,7 @@ impl Inner {
             Some(i) => {
                 let e = &sh.dbs[db][i];
                 let expire_at_ms = e.expire_at_ms;
-                let (client_flags, cas) = (e.client_flags, e.version);
+                let (client_flags, cas) = (e.client_flags, sh.cas_of(db, key, e));
                 match &e.slot {
                     Slot::Hot(h) => f(Some(Current {
                         value: &h.value,
@@ -294,6 +319,7 @@ impl Inner {
                 value,
                 expire,
                 client_flags,
+                explicit_cas,
             } => {
                 let old = idx.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
                 let value = Bytes::copy_from_slice(&value);
@@ -306,6 +332,11 @@ impl Inner {
                     resolve_expire(expire, old),
                     client_flags,
                 );
+                if explicit_cas.is_some() {
+                    if let Some(i) = sh.dbs[db].get_index_of(key) {
+                        sh.set_explicit_cas(db, i, explicit_cas);
+                    }
+                }
             }
             Mutation::SetExpire(at) => {
                 if let Some(i) = idx {
@@ -313,7 +344,11 @@ impl Inner {
                 }
             }
         }
-        Ok(r)
+        let after = sh.dbs[db].get(key).map(|e| ItemState {
+            cas: sh.cas_of(db, key, e),
+            expire_at_ms: e.expire_at_ms,
+        });
+        Ok((r, after))
     }
 
     /// Writes a hot value into slot `idx` (or a new entry). Caller holds
@@ -386,7 +421,7 @@ impl Inner {
         &self,
         db: usize,
         key: &[u8],
-        f: impl FnOnce(&Entry) -> T,
+        f: impl FnOnce(&crate::index::Shard, &Entry) -> T,
     ) -> Option<T> {
         let now = now_ms();
         let mut guard = self.shard(key).lock();
@@ -396,6 +431,6 @@ impl Inner {
             self.remove_index(sh, db, idx, true);
             return None;
         }
-        Some(f(&sh.dbs[db][idx]))
+        Some(f(sh, &sh.dbs[db][idx]))
     }
 }

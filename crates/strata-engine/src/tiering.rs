@@ -14,9 +14,9 @@
 //! writers that find RAM above the budget wait on `Inner::room`, which is
 //! notified after every chunk, so nothing in between grows without bound.
 
-use crate::flash::format::{RecordHeader, RecordKind};
+use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
 use crate::flash::writer::{AppendError, SegmentWriter};
-use crate::index::{FlashLoc, Slot, F_DIRTY, F_REFERENCED, F_STASHING};
+use crate::index::{FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING};
 use crate::stats::Stats;
 use crate::{gc, EvictionPolicy, Inner};
 use bytes::Bytes;
@@ -33,7 +33,7 @@ struct Victim {
     value: Bytes,
     version: u64,
     expire_at_ms: u64,
-    client_flags: u32,
+    meta: ItemMeta,
     loc: Option<FlashLoc>,
 }
 
@@ -181,6 +181,8 @@ fn demote_chunk(
                 continue;
             }
             let mut hand = sh.hand[db];
+            // Victims whose explicit CAS is looked up after the scan.
+            let mut with_cas = Vec::new();
             for _ in 0..HAND_STEP.min(len) {
                 if hand >= len {
                     hand = 0;
@@ -211,13 +213,20 @@ fn demote_chunk(
                 }
                 e.flags |= F_STASHING;
                 bytes += h.value.len() + k.len() + 32;
+                if e.flags & F_EXPLICIT_CAS != 0 {
+                    with_cas.push(victims.len());
+                }
                 victims.push(Victim {
                     db,
                     key: Box::from(&k[..]),
                     value: h.value.clone(),
                     version: e.version,
                     expire_at_ms: e.expire_at_ms,
-                    client_flags: e.client_flags,
+                    meta: ItemMeta {
+                        client_flags: e.client_flags,
+                        explicit_cas: None,
+                        stale: e.flags & F_STALE != 0,
+                    },
                     loc: None,
                 });
                 if bytes >= inner.write_chunk {
@@ -225,6 +234,12 @@ fn demote_chunk(
                 }
             }
             sh.hand[db] = hand;
+            for i in with_cas {
+                let v = &mut victims[i];
+                if let Some(e) = sh.dbs[db].get(&*v.key) {
+                    v.meta = sh.item_meta(db, &v.key, e);
+                }
+            }
         }
     }
     if victims.is_empty() {
@@ -264,7 +279,7 @@ fn write_victims(
             seq: v.version,
             expire_at_ms: v.expire_at_ms,
         };
-        match writer.append_flagged(&h, &v.key, v.client_flags, &v.value, inner.capacity) {
+        match writer.append_item(&h, &v.key, &v.meta, &v.value, inner.capacity) {
             Ok(loc) => v.loc = Some(loc),
             Err(e) => {
                 r = Err(e);
@@ -303,9 +318,11 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
     for v in victims {
         let mut guard = inner.shard(&v.key).lock();
         let sh = &mut *guard;
-        let Some(e) = sh.dbs[v.db].get_mut(&*v.key) else {
+        let Some(idx) = sh.dbs[v.db].get_index_of(&*v.key) else {
             continue;
         };
+        let meta = sh.item_meta(v.db, &v.key, &sh.dbs[v.db][idx]);
+        let e = &mut sh.dbs[v.db][idx];
         if e.version != v.version {
             continue;
         }
@@ -313,7 +330,7 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
         let Some(loc) = v.loc else { continue };
         if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));
-            if e.expire_at_ms == v.expire_at_ms {
+            if e.expire_at_ms == v.expire_at_ms && meta == v.meta {
                 // The record holds the whole current state (journal invariant 3).
                 e.flags &= !F_DIRTY;
             }

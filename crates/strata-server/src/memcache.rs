@@ -23,7 +23,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
-use strata_engine::{Current, EngineError, ExpireCond, ItemCond, Mutation, Read, StoreOutcome};
+use strata_engine::{
+    Current, EngineError, ExpireCond, ExpireUpdate, Invalidate, ItemCond, ItemGet, ItemState,
+    Mutation, NewItem, Read, StoreOutcome,
+};
 use strata_protocol::memcache::reply::{self as mr, MetaOut};
 use strata_protocol::memcache::{
     self as mc, McFrame, McLimits, McRequest, MetaCmd, MetaFlag, StoreMode,
@@ -250,7 +253,11 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
                 if touch.is_some() {
                     inc(&st.cmd_touch);
                 }
-                reads.push((key.clone(), shared.engine.get_item(DB, &key, touch_at)));
+                let opts = ItemGet {
+                    touch: touch_at,
+                    ..ItemGet::default()
+                };
+                reads.push((key.clone(), shared.engine.get_item(DB, &key, opts)));
             }
             let s = shared.clone();
             let fut = async move {
@@ -311,11 +318,17 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
                 StoreMode::Replace => ItemCond::Exists,
                 StoreMode::Cas => ItemCond::Cas(cas),
                 StoreMode::Append | StoreMode::Prepend => {
-                    let read = concat(shared, key, data, mode == StoreMode::Append);
+                    let read = concat(shared, key, data, mode == StoreMode::Append, None, None);
                     return later_line(read, noreply, true);
                 }
             };
-            let r = shared.engine.store_item(DB, &key, &data, flags, at, cond);
+            let item = NewItem {
+                value: &data,
+                client_flags: flags,
+                expire_at_ms: at,
+                explicit_cas: None,
+            };
+            let r = shared.engine.store_item(DB, &key, item, cond);
             if matches!(r, StoreOutcome::Stored(_)) {
                 inc(&st.total_items);
             }
@@ -345,22 +358,29 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
             delta,
             noreply,
         } => {
-            let read = arith(shared, key, incr, delta, None);
+            let op = ArithOp {
+                incr,
+                delta,
+                ..ArithOp::default()
+            };
+            let read = arith(shared, key, op);
             let s = shared.clone();
             let fut = async move {
                 let mut out = BytesMut::new();
                 match read.wait().await {
-                    Ok(Ok(Some(v))) => {
+                    Ok((ArithResult::Done { value, .. }, _)) => {
                         s.mc.count_arith(incr, true);
                         if !noreply {
-                            mr::number(&mut out, v);
+                            mr::number(&mut out, value);
                         }
                     }
-                    Ok(Ok(None)) => {
+                    Ok((ArithResult::Missing | ArithResult::CasMismatch, _)) => {
                         s.mc.count_arith(incr, false);
                         reply_unless(&mut out, noreply, "NOT_FOUND");
                     }
-                    Ok(Err(line)) => reply_unless(&mut out, noreply, line),
+                    Ok((ArithResult::NonNumeric, _)) => {
+                        reply_unless(&mut out, noreply, NON_NUMERIC)
+                    }
                     Err(e) => engine_error(&mut out, &e),
                 }
                 out
@@ -452,18 +472,22 @@ fn later_line(read: Read<Result<&'static str, EngineError>>, noreply: bool, writ
     )
 }
 
-/// append / prepend: STORED, or NOT_STORED when the key is missing; the
-/// item keeps its flags and TTL.
+/// append / prepend: STORED, NOT_STORED when the key is missing, EXISTS
+/// when `cas` is given and differs; the item keeps its flags and TTL and
+/// takes `explicit_cas` (meta `E`) if given.
 fn concat(
     shared: &Shared,
     key: Bytes,
     data: Bytes,
     append: bool,
+    cas: Option<u64>,
+    explicit_cas: Option<u64>,
 ) -> Read<Result<&'static str, EngineError>> {
     shared
         .engine
         .update(DB, &key, move |cur: Option<Current<'_>>| match cur {
             None => (Mutation::None, "NOT_STORED"),
+            Some(c) if cas.is_some_and(|x| x != c.cas) => (Mutation::None, "EXISTS"),
             Some(c) => {
                 let mut v = BytesMut::with_capacity(c.value.len() + data.len());
                 if append {
@@ -474,9 +498,11 @@ fn concat(
                     v.extend_from_slice(c.value);
                 }
                 (
-                    Mutation::Set {
+                    Mutation::SetItem {
                         value: v.freeze(),
-                        expire: strata_engine::ExpireUpdate::Keep,
+                        expire: ExpireUpdate::Keep,
+                        client_flags: c.client_flags,
+                        explicit_cas,
                     },
                     "STORED",
                 )
@@ -484,43 +510,79 @@ fn concat(
         })
 }
 
-/// incr / decr (and meta `ma`): Ok(Some(new value)), Ok(None) = missing
-/// (after auto-create with `create`, the initial value), Err(line) = not a
-/// number. incr wraps at 2^64, decr stops at 0, as memcached.
-#[allow(clippy::type_complexity)]
+/// One incr / decr (text) or `ma` (meta).
+#[derive(Clone, Copy, Debug, Default)]
+struct ArithOp {
+    incr: bool,
+    delta: u64,
+    /// Auto-create a missing key (`N`, `J`): initial value, absolute expiry.
+    create: Option<(u64, u64)>,
+    /// Only if the item has this CAS (`C`).
+    cas: Option<u64>,
+    /// New TTL on success (`T`): absolute ms, 0 = none.
+    expire_at_ms: Option<u64>,
+    /// The CAS to give the item (`E`).
+    explicit_cas: Option<u64>,
+}
+
+/// What an arithmetic did.
+#[derive(Clone, Copy, Debug)]
+enum ArithResult {
+    /// The new value (after auto-create, the initial one), and the item's
+    /// expiry before the operation.
+    Done {
+        value: u64,
+        expire_before: u64,
+    },
+    Missing,
+    CasMismatch,
+    NonNumeric,
+}
+
+fn expire_update(at: u64) -> ExpireUpdate {
+    if at == 0 {
+        ExpireUpdate::Clear
+    } else {
+        ExpireUpdate::At(at)
+    }
+}
+
+/// incr / decr / ma, and the item's state after it. incr wraps at 2^64,
+/// decr stops at 0, as memcached.
 fn arith(
     shared: &Shared,
     key: Bytes,
-    incr: bool,
-    delta: u64,
-    create: Option<(u64, u64)>,
-) -> Read<Result<Result<Option<u64>, &'static str>, EngineError>> {
+    op: ArithOp,
+) -> Read<Result<(ArithResult, Option<ItemState>), EngineError>> {
     shared
         .engine
-        .update(DB, &key, move |cur: Option<Current<'_>>| match cur {
-            None => match create {
+        .update_item(DB, &key, move |cur: Option<Current<'_>>| match cur {
+            None => match op.create {
                 Some((initial, expire_at)) => (
                     Mutation::SetItem {
                         value: Bytes::from(initial.to_string()),
-                        expire: if expire_at == 0 {
-                            strata_engine::ExpireUpdate::Clear
-                        } else {
-                            strata_engine::ExpireUpdate::At(expire_at)
-                        },
+                        expire: expire_update(expire_at),
                         client_flags: 0,
+                        explicit_cas: op.explicit_cas,
                     },
-                    Ok(Some(initial)),
+                    ArithResult::Done {
+                        value: initial,
+                        expire_before: expire_at,
+                    },
                 ),
-                None => (Mutation::None, Ok(None)),
+                None => (Mutation::None, ArithResult::Missing),
             },
+            Some(c) if op.cas.is_some_and(|x| x != c.cas) => {
+                (Mutation::None, ArithResult::CasMismatch)
+            }
             Some(c) => {
                 let text = std::str::from_utf8(c.value).unwrap_or("");
                 match text.trim_end_matches(' ').parse::<u64>() {
                     Ok(n) if c.value.len() <= 20 => {
-                        let v = if incr {
-                            n.wrapping_add(delta)
+                        let v = if op.incr {
+                            n.wrapping_add(op.delta)
                         } else {
-                            n.saturating_sub(delta)
+                            n.saturating_sub(op.delta)
                         };
                         // As memcached, a shorter result keeps the item's
                         // length, padded with spaces (an in-place rewrite).
@@ -529,14 +591,19 @@ fn arith(
                             text.push(' ');
                         }
                         (
-                            Mutation::Set {
+                            Mutation::SetItem {
                                 value: Bytes::from(text),
-                                expire: strata_engine::ExpireUpdate::Keep,
+                                expire: op.expire_at_ms.map_or(ExpireUpdate::Keep, expire_update),
+                                client_flags: c.client_flags,
+                                explicit_cas: op.explicit_cas,
                             },
-                            Ok(Some(v)),
+                            ArithResult::Done {
+                                value: v,
+                                expire_before: c.expire_at_ms,
+                            },
                         )
                     }
-                    _ => (Mutation::None, Err(NON_NUMERIC)),
+                    _ => (Mutation::None, ArithResult::NonNumeric),
                 }
             }
         })
@@ -557,7 +624,27 @@ fn num_token(flags: &[MetaFlag], f: u8) -> Result<Option<i64>, ()> {
     }
 }
 
-/// Echoes the flags every meta reply returns: O (opaque), k (key), b.
+/// A 64-bit unsigned token (CAS values: `C`, `E`).
+fn u64_token(flags: &[MetaFlag], f: u8) -> Result<Option<u64>, ()> {
+    match flag(flags, f) {
+        None => Ok(None),
+        Some(m) => std::str::from_utf8(&m.token)
+            .ok()
+            .and_then(|t| t.parse::<u64>().ok())
+            .map(Some)
+            .ok_or(()),
+    }
+}
+
+/// A TTL as meta `t` shows it: seconds left, -1 for none.
+fn ttl_secs(expire_at_ms: u64) -> i64 {
+    if expire_at_ms == 0 {
+        -1
+    } else {
+        (expire_at_ms.saturating_sub(strata_engine::clock::now_ms()) / 1000) as i64
+    }
+}
+
 /// Echoes the flags every meta reply returns, in request order as
 /// memcached does: O (opaque) and k (key; with b, base64 and a `b`).
 fn echo(m: &mut MetaOut<'_>, flags: &[MetaFlag], key: &[u8], base64_key: bool) {
@@ -590,12 +677,16 @@ async fn meta(
 ) -> Done {
     let st = &shared.mc;
     let quiet = flag(&flags, b'q').is_some();
-    // E (set an explicit CAS) and I (invalidate instead of delete) need CAS
-    // values and stale items that Strata's index does not keep.
-    if flag(&flags, b'E').is_some() || flag(&flags, b'I').is_some() {
-        mr::line(out, "CLIENT_ERROR the E and I flags are not supported");
+    // Tokens every command may carry; a malformed one fails the command.
+    let (Ok(ttl), Ok(cas_in), Ok(explicit_cas)) = (
+        num_token(&flags, b'T'),
+        u64_token(&flags, b'C'),
+        u64_token(&flags, b'E'),
+    ) else {
+        mr::line(out, mc::BAD_FORMAT);
         return Done::Now;
-    }
+    };
+    let invalidate = flag(&flags, b'I').is_some();
     match cmd {
         MetaCmd::Noop => {
             mr::line(out, "MN");
@@ -605,9 +696,7 @@ async fn meta(
             match shared.engine.key_info(DB, &key) {
                 Some(i) => {
                     let ttl = match shared.engine.ttl(DB, &key) {
-                        strata_engine::TtlState::At(at) => {
-                            (at.saturating_sub(strata_engine::clock::now_ms()) / 1000) as i64
-                        }
+                        strata_engine::TtlState::At(at) => ttl_secs(at),
                         _ => -1,
                     };
                     let k = if base64_key {
@@ -631,64 +720,57 @@ async fn meta(
             Done::Now
         }
         MetaCmd::Get => {
-            let (Ok(touch), Ok(vivify)) = (num_token(&flags, b'T'), num_token(&flags, b'N')) else {
+            let (Ok(vivify), Ok(recache)) = (num_token(&flags, b'N'), num_token(&flags, b'R'))
+            else {
                 mr::line(out, mc::BAD_FORMAT);
                 return Done::Now;
             };
             inc(&st.cmd_get);
-            if touch.is_some() {
+            if ttl.is_some() {
                 inc(&st.cmd_touch);
             }
-            let read = shared.engine.get_item(DB, &key, touch.map(expire_at_ms));
+            let opts = ItemGet {
+                touch: ttl.map(expire_at_ms),
+                claim_stale: true,
+                recache_before_ms: recache.map(expire_at_ms),
+            };
+            let read = shared.engine.get_item(DB, &key, opts);
             let s = shared.clone();
             let fut = async move {
                 let mut out = BytesMut::new();
-                let r = read.wait().await;
-                let (item, won) = match r {
-                    Ok(Some(item)) => {
-                        inc(&s.mc.get_hits);
-                        (item, false)
-                    }
+                let mut r = read.wait().await;
+                if let (Ok(None), Some(ttl)) = (&r, vivify) {
+                    // Auto-vivify: an empty item whose refill right (W) is
+                    // this client's; if another client created it first,
+                    // this is a hit on theirs.
+                    let at = expire_at_ms(ttl);
+                    r = match s.engine.vivify_item(DB, &key, at, explicit_cas) {
+                        Some(cas) => Ok(Some(strata_engine::Item {
+                            value: Bytes::new(),
+                            client_flags: 0,
+                            cas,
+                            expire_at_ms: at,
+                            idle_secs: 0,
+                            fetched_before: false,
+                            token_sent: false,
+                            stale: false,
+                            won: true,
+                        })),
+                        None => s.engine.get_item(DB, &key, opts).wait().await,
+                    };
+                    inc(&s.mc.get_misses);
+                } else if let Ok(Some(_)) = &r {
+                    inc(&s.mc.get_hits);
+                } else if let Ok(None) = &r {
+                    inc(&s.mc.get_misses);
+                }
+                let item = match r {
+                    Ok(Some(item)) => item,
                     Ok(None) => {
-                        inc(&s.mc.get_misses);
-                        match vivify {
-                            // Auto-vivify: an empty item; this client "wins"
-                            // the right to fill it (W flag).
-                            Some(ttl) => {
-                                let cas = match s.engine.store_item(
-                                    DB,
-                                    &key,
-                                    b"",
-                                    0,
-                                    expire_at_ms(ttl),
-                                    ItemCond::Missing,
-                                ) {
-                                    StoreOutcome::Stored(c) => {
-                                        s.engine.mark_win_pending(DB, &key, c);
-                                        c
-                                    }
-                                    _ => 0,
-                                };
-                                (
-                                    strata_engine::Item {
-                                        value: Bytes::new(),
-                                        client_flags: 0,
-                                        cas,
-                                        expire_at_ms: expire_at_ms(ttl),
-                                        idle_secs: 0,
-                                        fetched_before: false,
-                                        win_pending: true,
-                                    },
-                                    true,
-                                )
-                            }
-                            None => {
-                                if !quiet {
-                                    mr::line(&mut out, "EN");
-                                }
-                                return out;
-                            }
+                        if !quiet {
+                            mr::line(&mut out, "EN");
                         }
+                        return out;
                     }
                     Err(e) => {
                         engine_error(&mut out, &e);
@@ -703,32 +785,26 @@ async fn meta(
                 };
                 for f in &flags {
                     match f.flag {
-                        b'c' => m.num(b'c', item.cas as i64),
+                        b'c' => m.token(b'c', item.cas.to_string().as_bytes()),
                         b'f' => m.num(b'f', item.client_flags as i64),
                         b's' => m.num(b's', item.value.len() as i64),
-                        b't' => m.num(
-                            b't',
-                            if item.expire_at_ms == 0 {
-                                -1
-                            } else {
-                                (item
-                                    .expire_at_ms
-                                    .saturating_sub(strata_engine::clock::now_ms())
-                                    / 1000) as i64
-                            },
-                        ),
+                        b't' => m.num(b't', ttl_secs(item.expire_at_ms)),
                         b'l' => m.num(b'l', item.idle_secs as i64),
                         b'h' => m.num(b'h', i64::from(item.fetched_before)),
                         _ => echo_one(&mut m, f, &key, base64_key),
                     }
                 }
-                if won {
-                    m.token(b'W', b"");
-                } else if item.win_pending {
-                    // Another client holds the win token of this item.
+                // As memcached: Z (someone holds the refill right), X
+                // (stale), W (this client won it).
+                if item.token_sent {
                     m.token(b'Z', b"");
                 }
-
+                if item.stale {
+                    m.token(b'X', b"");
+                }
+                if item.won {
+                    m.token(b'W', b"");
+                }
                 m.finish(with_value.then_some(&item.value[..]));
                 out
             };
@@ -737,11 +813,7 @@ async fn meta(
         MetaCmd::Set => {
             inc(&st.cmd_set);
             let data = data.unwrap_or_default();
-            let (Ok(ttl), Ok(client_flags), Ok(cas)) = (
-                num_token(&flags, b'T'),
-                num_token(&flags, b'F'),
-                num_token(&flags, b'C'),
-            ) else {
+            let Ok(client_flags) = num_token(&flags, b'F') else {
                 mr::line(out, mc::BAD_FORMAT);
                 return Done::Now;
             };
@@ -754,29 +826,34 @@ async fn meta(
                 .and_then(|m| m.token.first().copied())
                 .unwrap_or(b'S');
             let at = expire_at_ms(ttl.unwrap_or(0));
-            let cond = match (mode.to_ascii_uppercase(), cas) {
-                (_, Some(c)) => ItemCond::Cas(c as u64),
+            // As memcached: C turns set and replace into cas (with I, an
+            // older C stores the value as stale); add ignores it; append
+            // and prepend check it.
+            let cond = match (mode.to_ascii_uppercase(), cas_in) {
+                (b'S' | b'R', Some(c)) if invalidate => ItemCond::CasOrStale(c),
+                (b'S' | b'R', Some(c)) => ItemCond::Cas(c),
                 (b'S', None) => ItemCond::Always,
-                (b'E', None) => ItemCond::Missing,
                 (b'R', None) => ItemCond::Exists,
-                (b'A' | b'P', None) => {
-                    let read = concat(shared, key.clone(), data, mode.eq_ignore_ascii_case(&b'A'));
+                (b'E', _) => ItemCond::Missing,
+                (b'A' | b'P', _) => {
+                    let append = mode.eq_ignore_ascii_case(&b'A');
+                    let read = concat(shared, key.clone(), data, append, cas_in, explicit_cas);
                     let fl = flags.clone();
                     return Done::Later(
                         Box::pin(async move {
                             let mut out = BytesMut::new();
                             match read.wait().await {
-                                Ok("STORED") => {
-                                    if !quiet {
-                                        let mut m = MetaOut::start(&mut out, "HD", None);
+                                Ok(word) => {
+                                    let code = match word {
+                                        "STORED" => "HD",
+                                        "EXISTS" => "EX",
+                                        _ => "NS",
+                                    };
+                                    if !(quiet && code == "HD") {
+                                        let mut m = MetaOut::start(&mut out, code, None);
                                         echo(&mut m, &fl, &key, base64_key);
                                         m.finish(None);
                                     }
-                                }
-                                Ok(_) => {
-                                    let mut m = MetaOut::start(&mut out, "NS", None);
-                                    echo(&mut m, &fl, &key, base64_key);
-                                    m.finish(None);
                                 }
                                 Err(e) => engine_error(&mut out, &e),
                             }
@@ -790,39 +867,52 @@ async fn meta(
                     return Done::Now;
                 }
             };
-            let r = shared
-                .engine
-                .store_item(DB, &key, &data, client_flags, at, cond);
-            let code = match r {
-                StoreOutcome::Stored(_) => {
+            let item = NewItem {
+                value: &data,
+                client_flags,
+                expire_at_ms: at,
+                explicit_cas,
+            };
+            let r = shared.engine.store_item(DB, &key, item, cond);
+            let (code, cas) = match r {
+                StoreOutcome::Stored(c) => {
                     inc(&st.total_items);
-                    "HD"
+                    ("HD", c)
                 }
-                StoreOutcome::NotStored => "NS",
-                StoreOutcome::Exists => "EX",
-                StoreOutcome::NotFound => "NF",
+                StoreOutcome::NotStored => ("NS", 0),
+                StoreOutcome::Exists => ("EX", 0),
+                StoreOutcome::NotFound => ("NF", 0),
             };
             if !(quiet && code == "HD") {
                 let mut m = MetaOut::start(out, code, None);
-                if let (StoreOutcome::Stored(c), Some(_)) = (r, flag(&flags, b'c')) {
-                    m.num(b'c', c as i64);
+                for f in &flags {
+                    match f.flag {
+                        // memcached shows c0 when nothing was stored.
+                        b'c' => m.token(b'c', cas.to_string().as_bytes()),
+                        _ => echo_one(&mut m, f, &key, base64_key),
+                    }
                 }
-                echo(&mut m, &flags, &key, base64_key);
                 m.finish(None);
             }
             Done::Now
         }
         MetaCmd::Delete => {
-            let Ok(cas) = num_token(&flags, b'C') else {
-                mr::line(out, mc::BAD_FORMAT);
-                return Done::Now;
-            };
-            let code = match shared.engine.delete_item(DB, &key, cas.map(|c| c as u64)) {
+            // T applies only with I (the TTL of the stale item).
+            let inv = invalidate.then(|| Invalidate {
+                expire_at_ms: ttl.map(expire_at_ms),
+                explicit_cas,
+            });
+            let code = match shared.engine.delete_item(DB, &key, cas_in, inv) {
                 StoreOutcome::Stored(_) => {
-                    inc(&st.delete_hits);
+                    if !invalidate {
+                        inc(&st.delete_hits);
+                    }
                     "HD"
                 }
-                StoreOutcome::Exists => "EX",
+                StoreOutcome::Exists => {
+                    inc(&st.delete_misses);
+                    "EX"
+                }
                 StoreOutcome::NotFound | StoreOutcome::NotStored => {
                     inc(&st.delete_misses);
                     "NF"
@@ -837,8 +927,8 @@ async fn meta(
         }
         MetaCmd::Arithmetic => {
             let (Ok(delta), Ok(initial), Ok(vivify)) = (
-                num_token(&flags, b'D'),
-                num_token(&flags, b'J'),
+                u64_token(&flags, b'D'),
+                u64_token(&flags, b'J'),
                 num_token(&flags, b'N'),
             ) else {
                 mr::line(out, mc::BAD_FORMAT);
@@ -848,34 +938,72 @@ async fn meta(
                 flag(&flags, b'M').and_then(|m| m.token.first().copied()),
                 Some(b'D' | b'd' | b'-')
             );
-            let delta = delta.unwrap_or(1).max(0) as u64;
-            let create = vivify.map(|ttl| (initial.unwrap_or(0).max(0) as u64, expire_at_ms(ttl)));
-            let read = arith(shared, key.clone(), incr, delta, create);
+            let op = ArithOp {
+                incr,
+                delta: delta.unwrap_or(1),
+                create: vivify.map(|ttl| (initial.unwrap_or(0), expire_at_ms(ttl))),
+                cas: cas_in,
+                expire_at_ms: ttl.map(expire_at_ms),
+                explicit_cas,
+            };
+            let read = arith(shared, key.clone(), op);
             let s = shared.clone();
             let fut = async move {
                 let mut out = BytesMut::new();
                 match read.wait().await {
-                    Ok(Ok(Some(v))) => {
+                    Ok((
+                        ArithResult::Done {
+                            value,
+                            expire_before,
+                        },
+                        after,
+                    )) => {
                         s.mc.count_arith(incr, true);
-                        let with_value = flag(&flags, b'v').is_some();
-                        let text = v.to_string();
-                        if !quiet || with_value {
-                            let mut m = if with_value {
-                                MetaOut::start(&mut out, "VA", Some(text.len()))
-                            } else {
-                                MetaOut::start(&mut out, "HD", None)
-                            };
-                            echo(&mut m, &flags, &key, base64_key);
-                            m.finish(with_value.then_some(text.as_bytes()));
+                        // As memcached, quiet mode hides success, value or not.
+                        if quiet {
+                            return out;
                         }
+                        let with_value = flag(&flags, b'v').is_some();
+                        let text = value.to_string();
+                        let mut m = if with_value {
+                            MetaOut::start(&mut out, "VA", Some(text.len()))
+                        } else {
+                            MetaOut::start(&mut out, "HD", None)
+                        };
+                        let (cas, expire_after) =
+                            after.map_or((0, expire_before), |a| (a.cas, a.expire_at_ms));
+                        // memcached applies T where it stands among the
+                        // flags: a `t` before it shows the old TTL.
+                        let mut ttl_applied = false;
+                        for f in &flags {
+                            match f.flag {
+                                b'T' => ttl_applied = true,
+                                b't' => m.num(
+                                    b't',
+                                    ttl_secs(if ttl_applied || vivify.is_some() {
+                                        expire_after
+                                    } else {
+                                        expire_before
+                                    }),
+                                ),
+                                b'c' => m.token(b'c', cas.to_string().as_bytes()),
+                                _ => echo_one(&mut m, f, &key, base64_key),
+                            }
+                        }
+                        m.finish(with_value.then_some(text.as_bytes()));
                     }
-                    Ok(Ok(None)) => {
+                    Ok((ArithResult::Missing, _)) => {
                         s.mc.count_arith(incr, false);
                         let mut m = MetaOut::start(&mut out, "NF", None);
                         echo(&mut m, &flags, &key, base64_key);
                         m.finish(None);
                     }
-                    Ok(Err(line)) => mr::line(&mut out, line),
+                    Ok((ArithResult::CasMismatch, _)) => {
+                        let mut m = MetaOut::start(&mut out, "EX", None);
+                        echo(&mut m, &flags, &key, base64_key);
+                        m.finish(None);
+                    }
+                    Ok((ArithResult::NonNumeric, _)) => mr::line(&mut out, NON_NUMERIC),
                     Err(e) => engine_error(&mut out, &e),
                 }
                 out

@@ -17,10 +17,11 @@
 
 use super::buf::PAGE;
 
-/// Version of the segment and record layout written by this build.
-pub const FORMAT_VERSION: u32 = 2;
-/// The oldest segment layout this build reads (version 1 had no flush
-/// records; its records read the same).
+/// Version of the segment and record layout written by this build
+/// (version 2 added flush records and kind 4, version 3 kind 5).
+pub const FORMAT_VERSION: u32 = 3;
+/// The oldest segment layout this build reads (older versions lack only
+/// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// The first 8 bytes of every segment file.
 pub const SEGMENT_MAGIC: &[u8; 8] = b"STRATASG";
@@ -51,12 +52,102 @@ pub enum RecordKind {
     /// flags (u32 LE) followed by the value's bytes. Written only when the
     /// flags are not 0 (kind 1 means flags 0).
     ValueFlags = 4,
+    /// A memcached item with an explicit CAS (meta `E`) or marked stale
+    /// (meta `I`): the value field is the flags (u32 LE), a bits byte
+    /// ([`META_STALE`], [`META_EXPLICIT_CAS`]), the CAS (u64 LE; 0 unless
+    /// explicit), then the value's bytes.
+    ValueMeta = 5,
 }
 
 impl RecordKind {
-    /// Whether the record holds a key's value (kinds 1 and 4).
+    /// Whether the record holds a key's value (kinds 1, 4 and 5).
     pub fn is_value(self) -> bool {
-        matches!(self, RecordKind::Value | RecordKind::ValueFlags)
+        matches!(
+            self,
+            RecordKind::Value | RecordKind::ValueFlags | RecordKind::ValueMeta
+        )
+    }
+}
+
+/// Bit of a kind-5 record's bits byte: the item is stale (meta `I`).
+pub const META_STALE: u8 = 1;
+/// Bit of a kind-5 record's bits byte: the CAS field is the item's CAS.
+pub const META_EXPLICIT_CAS: u8 = 2;
+/// Bytes before the value in a kind-5 value field.
+const META_PREFIX_LEN: usize = 13;
+
+/// What a value record says about its item beyond the bytes: memcached's
+/// client flags and, for items touched by the meta `E` or `I` flags, the
+/// explicit CAS and the stale mark. The default (all zero) is a plain value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ItemMeta {
+    pub client_flags: u32,
+    /// The CAS clients see, when set explicitly (meta `E`); otherwise the
+    /// CAS is the record's sequence number.
+    pub explicit_cas: Option<u64>,
+    /// Invalidated (meta `md … I`, or stored stale by `ms … I`): served
+    /// with `X`, and the next `mg` wins the right to recache it.
+    pub stale: bool,
+}
+
+impl ItemMeta {
+    /// Only client flags (what RESP writes and memcached text commands keep).
+    pub fn flags(client_flags: u32) -> ItemMeta {
+        ItemMeta {
+            client_flags,
+            ..ItemMeta::default()
+        }
+    }
+
+    /// The record kind that carries this metadata.
+    pub fn kind(&self) -> RecordKind {
+        if self.stale || self.explicit_cas.is_some() {
+            RecordKind::ValueMeta
+        } else if self.client_flags != 0 {
+            RecordKind::ValueFlags
+        } else {
+            RecordKind::Value
+        }
+    }
+
+    /// Bytes the metadata takes before the value in the record's value field.
+    pub fn prefix_len(&self) -> usize {
+        match self.kind() {
+            RecordKind::ValueMeta => META_PREFIX_LEN,
+            RecordKind::ValueFlags => 4,
+            _ => 0,
+        }
+    }
+
+    fn encode_prefix(&self, out: &mut [u8]) {
+        match self.kind() {
+            RecordKind::ValueMeta => {
+                out[0..4].copy_from_slice(&self.client_flags.to_le_bytes());
+                out[4] = self.bits();
+                out[5..13].copy_from_slice(&self.explicit_cas.unwrap_or(0).to_le_bytes());
+            }
+            RecordKind::ValueFlags => out[0..4].copy_from_slice(&self.client_flags.to_le_bytes()),
+            _ => {}
+        }
+    }
+
+    /// The bits byte of a kind-5 record (also the checkpoint's).
+    pub fn bits(&self) -> u8 {
+        (if self.stale { META_STALE } else { 0 })
+            | (if self.explicit_cas.is_some() {
+                META_EXPLICIT_CAS
+            } else {
+                0
+            })
+    }
+
+    /// The metadata of a bits byte, client flags and CAS field.
+    pub fn from_parts(client_flags: u32, bits: u8, cas: u64) -> ItemMeta {
+        ItemMeta {
+            client_flags,
+            explicit_cas: (bits & META_EXPLICIT_CAS != 0).then_some(cas),
+            stale: bits & META_STALE != 0,
+        }
     }
 }
 
@@ -124,27 +215,22 @@ pub fn encoded_len(key: &[u8], value: &[u8]) -> usize {
     RECORD_HEADER_LEN + key.len() + value.len()
 }
 
-/// Bytes of the value field for a value with these client flags: the value,
-/// plus 4 when the flags are not 0 (kind 4).
-pub fn value_field_len(client_flags: u32, value_len: usize) -> usize {
-    value_len + if client_flags != 0 { 4 } else { 0 }
-}
-
 /// Encodes one record into `out`, which must be exactly `encoded_len` long.
 pub fn encode_record(out: &mut [u8], h: &RecordHeader, key: &[u8], value: &[u8]) {
-    encode_record_flagged(out, h, key, None, value)
+    encode_record_meta(out, h, key, None, value)
 }
 
-/// Encodes a record whose value field is `flags` (if any, as u32 LE)
-/// followed by `value`. `out` is exactly the record's length.
-pub fn encode_record_flagged(
+/// Encodes a record whose value field is `meta`'s prefix (if any; its
+/// kind must be `h.kind`) followed by `value`. `out` is exactly the
+/// record's length.
+pub fn encode_record_meta(
     out: &mut [u8],
     h: &RecordHeader,
     key: &[u8],
-    flags: Option<u32>,
+    meta: Option<&ItemMeta>,
     value: &[u8],
 ) {
-    let prefix = if flags.is_some() { 4 } else { 0 };
+    let prefix = meta.map_or(0, |m| m.prefix_len());
     debug_assert_eq!(
         out.len(),
         RECORD_HEADER_LEN + key.len() + prefix + value.len()
@@ -160,8 +246,9 @@ pub fn encode_record_flagged(
     out[24..32].copy_from_slice(&h.expire_at_ms.to_le_bytes());
     let k_end = RECORD_HEADER_LEN + key.len();
     out[RECORD_HEADER_LEN..k_end].copy_from_slice(key);
-    if let Some(f) = flags {
-        out[k_end..k_end + 4].copy_from_slice(&f.to_le_bytes());
+    if let Some(m) = meta {
+        debug_assert_eq!(m.kind(), h.kind);
+        m.encode_prefix(&mut out[k_end..k_end + prefix]);
     }
     out[k_end + prefix..].copy_from_slice(value);
     let crc = crc32c::crc32c(&out[4..]);
@@ -199,6 +286,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         2 => RecordKind::Tombstone,
         3 => RecordKind::Flush,
         4 => RecordKind::ValueFlags,
+        5 => RecordKind::ValueMeta,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {
@@ -216,10 +304,11 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
 pub struct RecordRef<'a> {
     pub header: RecordHeader,
     pub key: &'a [u8],
-    /// The value's bytes (for kind 4, without the flags before them).
+    /// The value's bytes (for kinds 4 and 5, without the metadata before
+    /// them).
     pub value: &'a [u8],
-    /// Memcached client flags (kind 4; 0 otherwise).
-    pub client_flags: u32,
+    /// Memcached item metadata (kinds 4 and 5; all zero otherwise).
+    pub meta: ItemMeta,
 }
 
 /// Decodes and verifies the record at the start of `buf`.
@@ -234,19 +323,21 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordRef<'_>, DecodeError> {
         return Err(DecodeError::Checksum);
     }
     let k_end = RECORD_HEADER_LEN + header.key_len as usize;
-    let (client_flags, v_start) = if header.kind == RecordKind::ValueFlags {
-        if header.value_len < 4 {
-            return Err(DecodeError::BadHeader);
-        }
-        (le_u32(&buf[k_end..k_end + 4]), k_end + 4)
-    } else {
-        (0, k_end)
+    let field = &buf[k_end..len];
+    let (meta, prefix) = match header.kind {
+        RecordKind::ValueFlags if field.len() >= 4 => (ItemMeta::flags(le_u32(field)), 4),
+        RecordKind::ValueMeta if field.len() >= META_PREFIX_LEN => (
+            ItemMeta::from_parts(le_u32(field), field[4], le_u64(&field[5..13])),
+            META_PREFIX_LEN,
+        ),
+        RecordKind::ValueFlags | RecordKind::ValueMeta => return Err(DecodeError::BadHeader),
+        _ => (ItemMeta::default(), 0),
     };
     Ok(RecordRef {
         header,
         key: &buf[RECORD_HEADER_LEN..k_end],
-        value: &buf[v_start..len],
-        client_flags,
+        value: &field[prefix..],
+        meta,
     })
 }
 
@@ -317,19 +408,50 @@ mod tests {
     }
 
     #[test]
-    fn flagged_records_round_trip() {
-        let h = RecordHeader {
-            kind: RecordKind::ValueFlags,
-            db: 0,
-            key_len: 1,
-            value_len: 4 + 3,
-            seq: 1,
-            expire_at_ms: 0,
-        };
-        let mut out = vec![0; RECORD_HEADER_LEN + 1 + 7];
-        encode_record_flagged(&mut out, &h, b"k", Some(0xdead_beef), b"abc");
-        let r = decode_record(&out).unwrap();
-        assert_eq!((r.value, r.client_flags), (&b"abc"[..], 0xdead_beef));
+    fn item_metadata_round_trips_in_the_smallest_kind() {
+        let metas = [
+            (ItemMeta::default(), RecordKind::Value),
+            (ItemMeta::flags(0xdead_beef), RecordKind::ValueFlags),
+            (
+                ItemMeta {
+                    client_flags: 7,
+                    explicit_cas: Some(u64::MAX),
+                    stale: false,
+                },
+                RecordKind::ValueMeta,
+            ),
+            (
+                ItemMeta {
+                    client_flags: 0,
+                    explicit_cas: None,
+                    stale: true,
+                },
+                RecordKind::ValueMeta,
+            ),
+            (
+                ItemMeta {
+                    client_flags: 0,
+                    explicit_cas: Some(0),
+                    stale: true,
+                },
+                RecordKind::ValueMeta,
+            ),
+        ];
+        for (meta, kind) in metas {
+            assert_eq!(meta.kind(), kind);
+            let h = RecordHeader {
+                kind,
+                db: 0,
+                key_len: 1,
+                value_len: (meta.prefix_len() + 3) as u32,
+                seq: 1,
+                expire_at_ms: 0,
+            };
+            let mut out = vec![0; RECORD_HEADER_LEN + 1 + meta.prefix_len() + 3];
+            encode_record_meta(&mut out, &h, b"k", Some(&meta), b"abc");
+            let r = decode_record(&out).unwrap();
+            assert_eq!((r.value, r.meta, r.header.kind), (&b"abc"[..], meta, kind));
+        }
     }
 
     #[test]

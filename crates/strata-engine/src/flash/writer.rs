@@ -21,7 +21,7 @@
 //!    entries of new segments).
 
 use super::buf::{align_up, AlignedBuf, PAGE};
-use super::format::{self, RecordHeader, SEGMENT_DATA_START};
+use super::format::{self, ItemMeta, RecordHeader, SEGMENT_DATA_START};
 use super::io::{self, IoEngine};
 use super::segment::{Segment, SegmentTable};
 use crate::index::FlashLoc;
@@ -138,28 +138,26 @@ impl SegmentWriter {
         value: &[u8],
         capacity: u64,
     ) -> Result<FlashLoc, AppendError> {
-        self.append_flagged(header, key, 0, value, capacity)
+        self.append_item(header, key, &ItemMeta::default(), value, capacity)
     }
 
-    /// As `append`, for a value with memcached client flags: a value record
-    /// with flags other than 0 is written as kind 4 (flags before the bytes).
-    pub fn append_flagged(
+    /// As `append`, for a value with memcached item metadata: a value
+    /// record is written in the kind `meta` needs (1, 4 or 5; see
+    /// [`ItemMeta::kind`]), with the metadata before the value's bytes.
+    pub fn append_item(
         &mut self,
         header: &RecordHeader,
         key: &[u8],
-        client_flags: u32,
+        meta: &ItemMeta,
         value: &[u8],
         capacity: u64,
     ) -> Result<FlashLoc, AppendError> {
         let mut h = *header;
-        let flags = if h.kind.is_value() && client_flags != 0 {
-            h.kind = format::RecordKind::ValueFlags;
-            h.value_len = format::value_field_len(client_flags, value.len()) as u32;
-            Some(client_flags)
+        let meta = if h.kind.is_value() {
+            h.kind = meta.kind();
+            h.value_len = (meta.prefix_len() + value.len()) as u32;
+            Some(meta)
         } else {
-            if h.kind == format::RecordKind::ValueFlags {
-                h.kind = format::RecordKind::Value;
-            }
             h.value_len = value.len() as u32;
             None
         };
@@ -189,11 +187,11 @@ impl SegmentWriter {
         if len > self.chunk_size {
             // Invariant 3: an oversized record is written from its own buffer.
             let mut big = AlignedBuf::zeroed(align_up(len));
-            format::encode_record_flagged(&mut big[..len], header, key, flags, value);
+            format::encode_record_meta(&mut big[..len], header, key, meta, value);
             self.write_out(big)?;
         } else {
             let end = self.fill + len;
-            format::encode_record_flagged(&mut self.buf[self.fill..end], header, key, flags, value);
+            format::encode_record_meta(&mut self.buf[self.fill..end], header, key, meta, value);
             self.fill = end;
         }
         if !header.kind.is_value() {

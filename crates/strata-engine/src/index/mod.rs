@@ -11,7 +11,9 @@
 //! - `expire_at_ms` (0 = none), `version` (sequence number of the last
 //!   write of the value), `lru_secs` (last access, for OBJECT IDLETIME and
 //!   allkeys-lru), `flags` (CLOCK reference bit, touched-once bit,
-//!   stash-in-progress bit).
+//!   stash-in-progress bit, memcached item state), `client_flags`.
+//! - A memcached CAS set explicitly (meta `E`) lives beside the map, in the
+//!   shard's `explicit_cas`, for the few entries that have one.
 //!
 //! Invariants:
 //! 1. Every key has exactly one authoritative location: its `slot`.
@@ -20,12 +22,19 @@
 //!    publishes anything, so it never overwrites a newer value.
 //! 3. The shard's `hot_bytes`, `key_bytes` and per-db `expires` counters are
 //!    updated in the same critical section as the entry they describe.
+//! 4. An entry's memcached CAS is the `explicit_cas` of its key if the entry
+//!    has `F_EXPLICIT_CAS` and the explicit CAS was set at the entry's
+//!    current `version`; otherwise it is `version`. Every write of a value
+//!    gives a new version (and clears the entry's flags), so a stale
+//!    explicit CAS is never seen, only pruned later.
 
 mod key;
 
+use crate::flash::format::ItemMeta;
 use bytes::Bytes;
 use indexmap::IndexMap;
 pub use key::CompactKey;
+use std::collections::HashMap;
 
 pub type Key = CompactKey;
 pub type Hasher = foldhash::fast::RandomState;
@@ -80,8 +89,16 @@ pub const F_STASHING: u8 = 4;
 pub const F_DIRTY: u8 = 8;
 /// Read by a memcached get since it was stored (meta `h`, `me` fetch=).
 pub const F_FETCHED: u8 = 16;
-/// Created empty by a meta auto-vivify, not yet stored by its winner.
+/// A client holds the right to (re)fill this item: memcached's "win token
+/// sent" (an `mg` answered `W`: auto-vivify, a stale item, an early
+/// recache); later `mg`s see `Z` until the item is stored again.
 pub const F_WIN_PENDING: u8 = 32;
+/// Stale (meta `md … I`, or stored stale by `ms … I`): still served, with
+/// `X`; the next `mg` wins the right to recache it.
+pub const F_STALE: u8 = 64;
+/// The entry may have an explicit CAS (meta `E`) in its shard's
+/// `explicit_cas` map; without this bit the CAS is `version`.
+pub const F_EXPLICIT_CAS: u8 = 128;
 
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -131,6 +148,9 @@ impl Entry {
 /// usize and a control byte).
 pub const BUCKET_BYTES: u64 =
     (std::mem::size_of::<(usize, Key, Entry)>() + std::mem::size_of::<usize>() + 1) as u64;
+
+/// RAM of one `explicit_cas` bucket (key, value and control byte).
+const EXPLICIT_CAS_BUCKET_BYTES: u64 = (std::mem::size_of::<(Key, ExplicitCas)>() + 1) as u64;
 
 /// Makes room for one more entry, growing the entry array by an eighth
 /// instead of doubling it: the array is most of the index's RAM, and
@@ -227,6 +247,14 @@ impl ShardCounters {
     }
 }
 
+/// An explicit memcached CAS (meta `E`), valid while the entry keeps the
+/// version it was set at (invariant 4).
+#[derive(Clone, Copy, Debug)]
+pub struct ExplicitCas {
+    pub version: u64,
+    pub cas: u64,
+}
+
 /// One shard: a map per database plus counters.
 pub struct Shard {
     pub dbs: Vec<DbMap>,
@@ -235,6 +263,10 @@ pub struct Shard {
     pub hand: Vec<usize>,
     /// Active-expiry cursor per db.
     pub expire_cursor: Vec<usize>,
+    /// Explicit CASes per db (empty until a meta `E` is used).
+    explicit_cas: Vec<HashMap<Key, ExplicitCas, Hasher>>,
+    /// Size of `explicit_cas` at which invalid ones are pruned next.
+    explicit_cas_prune_at: usize,
 }
 
 impl Shard {
@@ -247,7 +279,87 @@ impl Shard {
             },
             hand: vec![0; databases],
             expire_cursor: vec![0; databases],
+            explicit_cas: Vec::new(),
+            explicit_cas_prune_at: 64,
         }
+    }
+
+    /// The CAS memcached clients see for `e`, the entry of `key` in `db`
+    /// (invariant 4).
+    pub fn cas_of(&self, db: usize, key: &[u8], e: &Entry) -> u64 {
+        self.explicit_cas_of(db, key, e).unwrap_or(e.version)
+    }
+
+    fn explicit_cas_of(&self, db: usize, key: &[u8], e: &Entry) -> Option<u64> {
+        if e.flags & F_EXPLICIT_CAS == 0 {
+            return None;
+        }
+        let x = self.explicit_cas.get(db)?.get(key)?;
+        (x.version == e.version).then_some(x.cas)
+    }
+
+    /// The item metadata a record of `e` carries.
+    pub fn item_meta(&self, db: usize, key: &[u8], e: &Entry) -> ItemMeta {
+        ItemMeta {
+            client_flags: e.client_flags,
+            explicit_cas: self.explicit_cas_of(db, key, e),
+            stale: e.flags & F_STALE != 0,
+        }
+    }
+
+    /// Gives the entry at `idx` the stale mark and explicit CAS of `meta`
+    /// (its client flags are the caller's), at the entry's current version.
+    pub fn apply_item_meta(&mut self, db: usize, idx: usize, meta: &ItemMeta) {
+        if let Some((_, e)) = self.dbs[db].get_index_mut(idx) {
+            if meta.stale {
+                e.flags |= F_STALE;
+            } else {
+                e.flags &= !F_STALE;
+            }
+        }
+        self.set_explicit_cas(db, idx, meta.explicit_cas);
+    }
+
+    /// Sets (or with None drops) the explicit CAS of the entry at `idx`.
+    pub fn set_explicit_cas(&mut self, db: usize, idx: usize, cas: Option<u64>) {
+        let Some((key, e)) = self.dbs[db].get_index_mut(idx) else {
+            return;
+        };
+        let Some(cas) = cas else {
+            if e.flags & F_EXPLICIT_CAS != 0 {
+                e.flags &= !F_EXPLICIT_CAS;
+                if let Some(m) = self.explicit_cas.get_mut(db) {
+                    m.remove(&key[..]);
+                }
+            }
+            return;
+        };
+        e.flags |= F_EXPLICIT_CAS;
+        let x = ExplicitCas {
+            version: e.version,
+            cas,
+        };
+        let key = key.clone();
+        if self.explicit_cas.len() <= db {
+            self.explicit_cas.resize_with(db + 1, HashMap::default);
+        }
+        self.explicit_cas[db].insert(key, x);
+        self.prune_explicit_cas(db);
+    }
+
+    /// Drops explicit CASes no entry can see any more (amortized: each
+    /// prune at least halves what the next one may keep).
+    fn prune_explicit_cas(&mut self, db: usize) {
+        let m = &mut self.explicit_cas[db];
+        if m.len() < self.explicit_cas_prune_at {
+            return;
+        }
+        let map = &self.dbs[db];
+        m.retain(|k, x| {
+            map.get(&k[..])
+                .is_some_and(|e| e.flags & F_EXPLICIT_CAS != 0 && e.version == x.version)
+        });
+        self.explicit_cas_prune_at = (2 * m.len()).max(64);
     }
 
     /// RAM held by this shard's keys and metadata: the maps' allocated
@@ -256,6 +368,10 @@ impl Shard {
         let mut total = self.acct.key_bytes;
         for m in &self.dbs {
             total += m.capacity() as u64 * BUCKET_BYTES;
+        }
+        for m in &self.explicit_cas {
+            total += m.capacity() as u64 * EXPLICIT_CAS_BUCKET_BYTES;
+            total += m.keys().map(|k| k.heap_bytes() as u64).sum::<u64>();
         }
         total
     }
