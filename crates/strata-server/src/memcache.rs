@@ -636,12 +636,16 @@ fn u64_token(flags: &[MetaFlag], f: u8) -> Result<Option<u64>, ()> {
     }
 }
 
-/// A TTL as meta `t` shows it: seconds left, -1 for none.
+/// A TTL as meta `t` shows it: seconds left (rounded up, so a TTL just
+/// set reads back as given, as with memcached's one-second clock), -1 for
+/// none.
 fn ttl_secs(expire_at_ms: u64) -> i64 {
     if expire_at_ms == 0 {
         -1
     } else {
-        (expire_at_ms.saturating_sub(strata_engine::clock::now_ms()) / 1000) as i64
+        expire_at_ms
+            .saturating_sub(strata_engine::clock::now_ms())
+            .div_ceil(1000) as i64
     }
 }
 

@@ -1,6 +1,7 @@
 //! The Memcached listener against the real binary: raw-socket tests of every
 //! text command, flag and error case with memcached's exact replies, the
-//! meta commands, the binary-protocol refusal, stats, a value read from
+//! meta commands (with explicit CAS, stale items and refill rights), the
+//! binary-protocol refusal, stats, a value read from
 //! flash through `get` and `mg`, both protocols on one keyspace, and a real
 //! memcached client library (the `memcache` crate, text protocol).
 
@@ -293,6 +294,73 @@ fn meta_commands_with_their_flags() {
 }
 
 #[test]
+fn meta_explicit_cas_stale_items_and_refill_rights() {
+    let srv = srv();
+    let mut m = Mc::new(&srv);
+    // E: the client chooses the CAS, on ms, ma and mg's auto-vivify.
+    m.rt("ms a 2 E100 c\r\nhi\r\n", "HD c100\r\n");
+    m.rt("gets a\r\n", "VALUE a 0 2 100\r\nhi\r\nEND\r\n");
+    m.rt("ms a 2 C99 c\r\nho\r\n", "EX c0\r\n");
+    m.rt("ms a 2 C100 E50 c\r\nho\r\n", "HD c50\r\n");
+    m.rt("cas a 0 0 2 50\r\nhe\r\n", "STORED\r\n");
+    m.rt("ma n N0 J5 E77 c v\r\n", "VA 1 c77\r\n5\r\n");
+    m.rt("ma n E18446744073709551615 c v\r\n", "VA 1 c18446744073709551615\r\n6\r\n");
+    m.rt("mg n c\r\n", "HD c18446744073709551615\r\n");
+    m.rt("mg x N30 E99 c v\r\n", "VA 0 c99 W\r\n\r\n");
+    m.rt("mg x c v\r\n", "VA 0 c99 Z\r\n\r\n");
+    m.rt("ms a 2 E-5\r\nhh\r\n", "CLIENT_ERROR bad command line format\r\n");
+    m.rt("md a Eabc\r\n", "CLIENT_ERROR bad command line format\r\n");
+    // I on md: the item stays, stale, with a new CAS (E200 here) and TTL;
+    // the first mg wins the refill right (W), later ones see Z; X = stale.
+    m.rt("ms s 3\r\nold\r\n", "HD\r\n");
+    m.rt("md s I E200 T30\r\n", "HD\r\n");
+    // (The TTL left is 30 or 29 s, depending on the clock.)
+    let ttl_is_30 = |l: String, before: &str, after: &str| {
+        assert!(
+            [30, 29].iter().any(|t| l == format!("{before} t{t} {after}\r\n")),
+            "{l}"
+        )
+    };
+    m.send(b"mg s c v t\r\n");
+    ttl_is_30(m.line(), "VA 3 c200", "X W");
+    m.expect("old\r\n");
+    m.send(b"mg s c v t\r\n");
+    ttl_is_30(m.line(), "VA 3 c200", "Z X");
+    m.expect("old\r\n");
+    // Text get serves it as it is.
+    m.rt("get s\r\n", "VALUE s 0 3\r\nold\r\nEND\r\n");
+    // ms I with an older CAS stores a stale value (keeping TTL and the
+    // refill right); with the current CAS it stores a fresh one.
+    m.rt("ms s 4 C150 I E201 c\r\nolds\r\n", "HD c201\r\n");
+    m.send(b"mg s c v t\r\n");
+    ttl_is_30(m.line(), "VA 4 c201", "Z X");
+    m.expect("olds\r\n");
+    m.rt("ms s 3 C300 I\r\nbad\r\n", "EX\r\n");
+    m.rt("ms s 3 C201 I E202 c\r\nnew\r\n", "HD c202\r\n");
+    m.rt("mg s c v t\r\n", "VA 3 c202 t-1\r\nnew\r\n");
+    // md I without E gives a CAS of the server's own; C must match.
+    m.rt("md s C1 I\r\n", "EX\r\n");
+    m.rt("md s I q\r\nmn\r\n", "MN\r\n");
+    m.send(b"mg s c\r\n");
+    let l = m.line();
+    assert!(l.starts_with("HD c") && l.ends_with(" X W\r\n") && !l.contains("c202"), "{l}");
+    m.rt("md nope I\r\n", "NF\r\n");
+    // R: a client wins the right to recache an item about to expire.
+    m.rt("ms r 1 T10\r\nx\r\n", "HD\r\n");
+    m.rt("mg r R30 v\r\n", "VA 1 W\r\nx\r\n");
+    m.rt("mg r R30 v\r\n", "VA 1 Z\r\nx\r\n");
+    m.rt("ms p 1\r\nx\r\n", "HD\r\n");
+    m.rt("mg p R30 v\r\n", "VA 1\r\nx\r\n");
+    // ma: C compares, T sets the TTL, t and c report.
+    m.rt("ma n C1 v\r\n", "EX\r\n");
+    m.send(b"ma n T100 t v\r\n");
+    let l = m.line();
+    assert!(l == "VA 1 t100\r\n" || l == "VA 1 t99\r\n", "{l}");
+    m.expect("7\r\n");
+    m.rt("ma nope q\r\nma n q\r\nmn\r\n", "NF\r\nMN\r\n");
+}
+
+#[test]
 fn both_protocols_share_database_0() {
     let srv = srv();
     let mut m = Mc::new(&srv);
@@ -384,6 +452,13 @@ fn values_on_flash_are_read_through_get_and_mg() {
         );
     }
     assert!(srv.info_u64(&mut con, "tiered", "tiered_total_fetches") >= fetches0 + 20);
+    // A value on flash invalidated with md I: served stale from flash.
+    let c = cold[0];
+    m.rt(&format!("md v{c} I E5\r\n"), "HD\r\n");
+    m.rt(
+        &format!("mg v{c} v c\r\n"),
+        &format!("VA 2048 c5 X W\r\n{}\r\n", value(c)),
+    );
     // Pipelined cold gets come back in order.
     let mut req = String::new();
     let mut want = String::new();
@@ -464,6 +539,10 @@ fn flags_and_values_survive_a_restart() {
     let mut m = Mc::new(&srv);
     m.rt("set f 4294967295 0 2\r\nhi\r\n", "STORED\r\n");
     m.rt("set z 0 0 2\r\nho\r\n", "STORED\r\n");
+    // Meta item state is kept too: an explicit CAS and a stale mark.
+    m.rt("ms e 2 E777\r\nhe\r\n", "HD\r\n");
+    m.rt("ms s 2 F5\r\nst\r\n", "HD\r\n");
+    m.rt("md s I E900\r\n", "HD\r\n");
     drop(m);
     let mut con = srv.client();
     let _: () = redis::cmd("SHUTDOWN").query(&mut con).unwrap_or(());
@@ -474,6 +553,8 @@ fn flags_and_values_survive_a_restart() {
         "get f z\r\n",
         "VALUE f 4294967295 2\r\nhi\r\nVALUE z 0 2\r\nho\r\nEND\r\n",
     );
+    m.rt("mg e c v\r\n", "VA 2 c777\r\nhe\r\n");
+    m.rt("mg s c f v\r\n", "VA 2 c900 f5 X W\r\nst\r\n");
 }
 
 #[test]
