@@ -613,24 +613,14 @@ fn flag(flags: &[MetaFlag], f: u8) -> Option<&MetaFlag> {
     flags.iter().find(|x| x.flag == f)
 }
 
-fn num_token(flags: &[MetaFlag], f: u8) -> Result<Option<i64>, ()> {
+/// The token of flag `f` parsed as a `T` (None if the flag is absent;
+/// Err if its token does not parse): i64 for TTLs, u64 for CAS values.
+fn num_token<T: std::str::FromStr>(flags: &[MetaFlag], f: u8) -> Result<Option<T>, ()> {
     match flag(flags, f) {
         None => Ok(None),
         Some(m) => std::str::from_utf8(&m.token)
             .ok()
-            .and_then(|t| t.parse::<i64>().ok())
-            .map(Some)
-            .ok_or(()),
-    }
-}
-
-/// A 64-bit unsigned token (CAS values: `C`, `E`).
-fn u64_token(flags: &[MetaFlag], f: u8) -> Result<Option<u64>, ()> {
-    match flag(flags, f) {
-        None => Ok(None),
-        Some(m) => std::str::from_utf8(&m.token)
-            .ok()
-            .and_then(|t| t.parse::<u64>().ok())
+            .and_then(|t| t.parse::<T>().ok())
             .map(Some)
             .ok_or(()),
     }
@@ -683,9 +673,9 @@ async fn meta(
     let quiet = flag(&flags, b'q').is_some();
     // Tokens every command may carry; a malformed one fails the command.
     let (Ok(ttl), Ok(cas_in), Ok(explicit_cas)) = (
-        num_token(&flags, b'T'),
-        u64_token(&flags, b'C'),
-        u64_token(&flags, b'E'),
+        num_token::<i64>(&flags, b'T'),
+        num_token::<u64>(&flags, b'C'),
+        num_token::<u64>(&flags, b'E'),
     ) else {
         mr::line(out, mc::BAD_FORMAT);
         return Done::Now;
@@ -724,8 +714,10 @@ async fn meta(
             Done::Now
         }
         MetaCmd::Get => {
-            let (Ok(vivify), Ok(recache)) = (num_token(&flags, b'N'), num_token(&flags, b'R'))
-            else {
+            let (Ok(vivify), Ok(recache)) = (
+                num_token::<i64>(&flags, b'N'),
+                num_token::<i64>(&flags, b'R'),
+            ) else {
                 mr::line(out, mc::BAD_FORMAT);
                 return Done::Now;
             };
@@ -817,7 +809,7 @@ async fn meta(
         MetaCmd::Set => {
             inc(&st.cmd_set);
             let data = data.unwrap_or_default();
-            let Ok(client_flags) = num_token(&flags, b'F') else {
+            let Ok(client_flags) = num_token::<i64>(&flags, b'F') else {
                 mr::line(out, mc::BAD_FORMAT);
                 return Done::Now;
             };
@@ -931,9 +923,9 @@ async fn meta(
         }
         MetaCmd::Arithmetic => {
             let (Ok(delta), Ok(initial), Ok(vivify)) = (
-                u64_token(&flags, b'D'),
-                u64_token(&flags, b'J'),
-                num_token(&flags, b'N'),
+                num_token::<u64>(&flags, b'D'),
+                num_token::<u64>(&flags, b'J'),
+                num_token::<i64>(&flags, b'N'),
             ) else {
                 mr::line(out, mc::BAD_FORMAT);
                 return Done::Now;

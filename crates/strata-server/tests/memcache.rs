@@ -304,11 +304,17 @@ fn meta_explicit_cas_stale_items_and_refill_rights() {
     m.rt("ms a 2 C100 E50 c\r\nho\r\n", "HD c50\r\n");
     m.rt("cas a 0 0 2 50\r\nhe\r\n", "STORED\r\n");
     m.rt("ma n N0 J5 E77 c v\r\n", "VA 1 c77\r\n5\r\n");
-    m.rt("ma n E18446744073709551615 c v\r\n", "VA 1 c18446744073709551615\r\n6\r\n");
+    m.rt(
+        "ma n E18446744073709551615 c v\r\n",
+        "VA 1 c18446744073709551615\r\n6\r\n",
+    );
     m.rt("mg n c\r\n", "HD c18446744073709551615\r\n");
     m.rt("mg x N30 E99 c v\r\n", "VA 0 c99 W\r\n\r\n");
     m.rt("mg x c v\r\n", "VA 0 c99 Z\r\n\r\n");
-    m.rt("ms a 2 E-5\r\nhh\r\n", "CLIENT_ERROR bad command line format\r\n");
+    m.rt(
+        "ms a 2 E-5\r\nhh\r\n",
+        "CLIENT_ERROR bad command line format\r\n",
+    );
     m.rt("md a Eabc\r\n", "CLIENT_ERROR bad command line format\r\n");
     // I on md: the item stays, stale, with a new CAS (E200 here) and TTL;
     // the first mg wins the refill right (W), later ones see Z; X = stale.
@@ -317,7 +323,9 @@ fn meta_explicit_cas_stale_items_and_refill_rights() {
     // (The TTL left is 30 or 29 s, depending on the clock.)
     let ttl_is_30 = |l: String, before: &str, after: &str| {
         assert!(
-            [30, 29].iter().any(|t| l == format!("{before} t{t} {after}\r\n")),
+            [30, 29]
+                .iter()
+                .any(|t| l == format!("{before} t{t} {after}\r\n")),
             "{l}"
         )
     };
@@ -343,7 +351,10 @@ fn meta_explicit_cas_stale_items_and_refill_rights() {
     m.rt("md s I q\r\nmn\r\n", "MN\r\n");
     m.send(b"mg s c\r\n");
     let l = m.line();
-    assert!(l.starts_with("HD c") && l.ends_with(" X W\r\n") && !l.contains("c202"), "{l}");
+    assert!(
+        l.starts_with("HD c") && l.ends_with(" X W\r\n") && !l.contains("c202"),
+        "{l}"
+    );
     m.rt("md nope I\r\n", "NF\r\n");
     // R: a client wins the right to recache an item about to expire.
     m.rt("ms r 1 T10\r\nx\r\n", "HD\r\n");
