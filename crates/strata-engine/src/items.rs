@@ -227,7 +227,7 @@ impl Engine {
             }
             _ => (item.expire_at_ms, 0),
         };
-        inner.store(
+        let Some(idx) = inner.store(
             sh,
             db,
             key,
@@ -235,8 +235,7 @@ impl Engine {
             Bytes::copy_from_slice(item.value),
             expire_at_ms,
             item.client_flags,
-        );
-        let Some(idx) = sh.dbs[db].get_index_of(key) else {
+        ) else {
             // Stored already expired: gone.
             return StoreOutcome::Stored(0);
         };
@@ -269,8 +268,7 @@ impl Engine {
         if inner.live_index(sh, db, key).is_some() {
             return None;
         }
-        inner.store(sh, db, key, None, Bytes::new(), expire_at_ms, 0);
-        let idx = sh.dbs[db].get_index_of(key)?;
+        let idx = inner.store(sh, db, key, None, Bytes::new(), expire_at_ms, 0)?;
         sh.dbs[db][idx].flags |= F_WIN_PENDING;
         if item.explicit_cas.is_some() {
             sh.set_explicit_cas(db, idx, item.explicit_cas);

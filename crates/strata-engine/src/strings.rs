@@ -323,7 +323,7 @@ impl Inner {
             } => {
                 let old = idx.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
                 let value = Bytes::copy_from_slice(&value);
-                self.store(
+                let stored = self.store(
                     sh,
                     db,
                     key,
@@ -332,10 +332,8 @@ impl Inner {
                     resolve_expire(expire, old),
                     client_flags,
                 );
-                if explicit_cas.is_some() {
-                    if let Some(i) = sh.dbs[db].get_index_of(key) {
-                        sh.set_explicit_cas(db, i, explicit_cas);
-                    }
+                if let (Some(i), Some(_)) = (stored, explicit_cas) {
+                    sh.set_explicit_cas(db, i, explicit_cas);
                 }
             }
             Mutation::SetExpire(at) => {
@@ -352,7 +350,8 @@ impl Inner {
     }
 
     /// Writes a hot value into slot `idx` (or a new entry). Caller holds
-    /// the shard lock; `value` is already an exact allocation.
+    /// the shard lock; `value` is already an exact allocation. Returns the
+    /// entry's index (None if the value was already expired: gone).
     // The entry's whole new state is the argument list; a struct for it
     // would only rename the fields at every call site.
     #[allow(clippy::too_many_arguments)]
@@ -365,20 +364,20 @@ impl Inner {
         value: Bytes,
         expire_at_ms: u64,
         client_flags: u32,
-    ) {
+    ) -> Option<usize> {
         if expire_at_ms != 0 && expire_at_ms <= now_ms() {
             // Already expired (SET ... EXAT in the past): the key is gone,
             // as in Redis, rather than stored dead until the sweep.
             if let Some(i) = idx {
                 self.remove_index(sh, db, i, false);
             }
-            return;
+            return None;
         }
         let version = self.next_seq();
         let value_len = value.len() as u32;
         let slot = Slot::hot(value, None);
-        match idx.and_then(|i| sh.dbs[db].get_index_mut(i)) {
-            Some((_, e)) => {
+        let idx = match idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e))) {
+            Some((i, e)) => {
                 sh.acct.remove(&e.slot, e.value_len);
                 let old = std::mem::replace(&mut e.slot, slot);
                 e.value_len = value_len;
@@ -396,6 +395,7 @@ impl Inner {
                 e.client_flags = client_flags;
                 e.flags = F_REFERENCED | self.dirty_flag();
                 e.lru_secs = now_secs();
+                i
             }
             None => {
                 let e = Entry {
@@ -410,10 +410,11 @@ impl Inner {
                 let key = crate::index::CompactKey::from(key);
                 sh.acct.entry_added(db, key.heap_bytes(), &e);
                 crate::index::reserve_one(&mut sh.dbs[db]);
-                sh.dbs[db].insert(key, e);
+                sh.dbs[db].insert_full(key, e).0
             }
-        }
+        };
         self.note_key(db, key);
+        Some(idx)
     }
 
     /// Runs `f` on the live (unexpired) entry of `key`, if any.
