@@ -34,6 +34,19 @@ impl<T: Send + 'static> Read<T> {
         }
     }
 
+    /// Whether the result is available now.
+    pub fn is_ready(&self) -> bool {
+        matches!(self, Read::Ready(_))
+    }
+
+    /// The result if it is available now.
+    pub fn into_ready(self) -> Option<T> {
+        match self {
+            Read::Ready(v) => Some(v),
+            Read::Pending(_) => None,
+        }
+    }
+
     /// Maps the eventual result.
     pub fn map<U: Send + 'static>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Read<U> {
         match self {

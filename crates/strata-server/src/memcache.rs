@@ -154,36 +154,36 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
             let Some(frame) = mc::decode(&mut inbuf, &limits) else {
                 break;
             };
-            let mut now = BytesMut::new();
+            // A reply ready now goes straight to `out` unless replies still
+            // pending must precede it (then it waits in line, in order).
+            let mut queued = BytesMut::new();
+            let in_order = pending.is_empty();
+            let now = if in_order { &mut out } else { &mut queued };
             let done = match frame {
                 McFrame::Request(req) => {
                     if shared.engine.is_loading() {
-                        mr::line(&mut now, "SERVER_ERROR loading the dataset");
+                        mr::line(now, "SERVER_ERROR loading the dataset");
                         Done::Now
                     } else {
-                        execute(shared, req, &mut now).await
+                        execute(shared, req, now).await
                     }
                 }
                 McFrame::Reply(line) => {
-                    mr::line(&mut now, line);
+                    mr::line(now, line);
                     Done::Now
                 }
                 McFrame::Swallow { reply, bytes } => {
-                    mr::line(&mut now, reply);
+                    mr::line(now, reply);
                     swallow = bytes;
                     Done::Now
                 }
                 McFrame::Close(line) => {
-                    mr::line(&mut now, line);
+                    mr::line(now, line);
                     Done::Close
                 }
             };
-            if !now.is_empty() {
-                if pending.is_empty() {
-                    out.extend_from_slice(&now);
-                } else {
-                    pending.push_back(Box::pin(std::future::ready(now)));
-                }
+            if !queued.is_empty() {
+                pending.push_back(Box::pin(std::future::ready(queued)));
             }
             match done {
                 Done::Now => {}
@@ -259,40 +259,22 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
                 };
                 reads.push((key.clone(), shared.engine.get_item(DB, &key, opts)));
             }
+            // All in RAM: the reply is written now, with no future.
+            if reads.iter().all(|(_, r)| r.is_ready()) {
+                let results = reads
+                    .into_iter()
+                    .filter_map(|(k, r)| Some((k, r.into_ready()?)));
+                get_reply(st, out, results, with_cas, touch.is_some());
+                return Done::Now;
+            }
             let s = shared.clone();
             let fut = async move {
-                let mut out = BytesMut::new();
+                let mut results = Vec::with_capacity(reads.len());
                 for (key, r) in reads {
-                    match r.wait().await {
-                        Ok(Some(item)) => {
-                            inc(&s.mc.get_hits);
-                            if touch.is_some() {
-                                inc(&s.mc.touch_hits);
-                            }
-                            mr::value(
-                                &mut out,
-                                &key,
-                                item.client_flags,
-                                &item.value,
-                                with_cas.then_some(item.cas),
-                            );
-                        }
-                        Ok(None) => {
-                            inc(&s.mc.get_misses);
-                            if touch.is_some() {
-                                inc(&s.mc.touch_misses);
-                            }
-                        }
-                        Err(e) => {
-                            // memcached has no per-key error in a multi-get:
-                            // the whole reply becomes the error.
-                            out.clear();
-                            engine_error(&mut out, &e);
-                            return out;
-                        }
-                    }
+                    results.push((key, r.wait().await));
                 }
-                mr::end(&mut out);
+                let mut out = BytesMut::new();
+                get_reply(&s.mc, &mut out, results, with_cas, touch.is_some());
                 out
             };
             Done::Later(Box::pin(fut), false)
@@ -441,6 +423,48 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
             data,
         } => meta(shared, cmd, key, base64_key, flags, data, out).await,
     }
+}
+
+/// The reply of get / gets / gat / gats, from each key's result.
+fn get_reply(
+    st: &McStats,
+    out: &mut BytesMut,
+    results: impl IntoIterator<Item = (Bytes, Result<Option<strata_engine::Item>, EngineError>)>,
+    with_cas: bool,
+    touch: bool,
+) {
+    let start = out.len();
+    for (key, r) in results {
+        match r {
+            Ok(Some(item)) => {
+                inc(&st.get_hits);
+                if touch {
+                    inc(&st.touch_hits);
+                }
+                mr::value(
+                    out,
+                    &key,
+                    item.client_flags,
+                    &item.value,
+                    with_cas.then_some(item.cas),
+                );
+            }
+            Ok(None) => {
+                inc(&st.get_misses);
+                if touch {
+                    inc(&st.touch_misses);
+                }
+            }
+            Err(e) => {
+                // memcached has no per-key error in a multi-get: the whole
+                // reply becomes the error.
+                out.truncate(start);
+                engine_error(out, &e);
+                return;
+            }
+        }
+    }
+    mr::end(out);
 }
 
 fn reply_unless(out: &mut BytesMut, noreply: bool, line: &str) {

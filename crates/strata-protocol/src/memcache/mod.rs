@@ -29,6 +29,7 @@
 pub mod reply;
 
 use bytes::{Buf, Bytes, BytesMut};
+use smallvec::SmallVec;
 
 /// Longest key memcached accepts.
 pub const KEY_MAX_LEN: usize = 250;
@@ -221,41 +222,38 @@ pub fn decode(buf: &mut BytesMut, limits: &McLimits) -> Option<McFrame> {
     } else {
         nl
     };
-    let line = buf.get(..line_end).unwrap_or(&[]);
-    let tokens: Vec<&[u8]> = line
-        .split(|&b| b == b' ')
-        .filter(|t| !t.is_empty())
-        .collect();
-    let Some(&cmd) = tokens.first() else {
-        buf.advance(nl + 1);
-        return Some(McFrame::Reply(ERROR));
-    };
-    // Storage commands need their data block before anything is consumed.
-    let store = match cmd {
-        b"set" => Some(StoreMode::Set),
-        b"add" => Some(StoreMode::Add),
-        b"replace" => Some(StoreMode::Replace),
-        b"append" => Some(StoreMode::Append),
-        b"prepend" => Some(StoreMode::Prepend),
-        b"cas" => Some(StoreMode::Cas),
-        _ => None,
-    };
-    if store.is_some() || cmd == b"ms" {
-        // These consume a data block too: tokenize an owned copy of the
-        // (short) line so the buffer can be advanced.
-        let owned = line.to_vec();
-        let tokens: Vec<&[u8]> = owned
-            .split(|&b| b == b' ')
-            .filter(|t| !t.is_empty())
-            .collect();
-        return match store {
-            Some(mode) => decode_store(buf, nl, &tokens, mode, limits),
-            None => decode_meta_set(buf, nl, &tokens, limits),
-        };
+    // What the command line says is worked out while its tokens borrow
+    // the buffer; then the buffer is advanced (past the line, or with a
+    // storage command past its data block too).
+    enum Next {
+        Frame(McFrame),
+        Store(Result<StoreHead, &'static str>),
+        MetaSet(Vec<u8>),
     }
-    let frame = decode_line(&tokens);
-    buf.advance(nl + 1);
-    Some(frame)
+    let next = {
+        let line = buf.get(..line_end).unwrap_or(&[]);
+        let tokens = tokenize(line);
+        match tokens.first().copied() {
+            None => Next::Frame(McFrame::Reply(ERROR)),
+            Some(b"set") => Next::Store(store_head(&tokens, StoreMode::Set)),
+            Some(b"add") => Next::Store(store_head(&tokens, StoreMode::Add)),
+            Some(b"replace") => Next::Store(store_head(&tokens, StoreMode::Replace)),
+            Some(b"append") => Next::Store(store_head(&tokens, StoreMode::Append)),
+            Some(b"prepend") => Next::Store(store_head(&tokens, StoreMode::Prepend)),
+            Some(b"cas") => Next::Store(store_head(&tokens, StoreMode::Cas)),
+            // ms consumes a data block too; its (short) line is copied.
+            Some(b"ms") => Next::MetaSet(line.to_vec()),
+            Some(_) => Next::Frame(decode_line(&tokens)),
+        }
+    };
+    match next {
+        Next::Frame(frame) => {
+            buf.advance(nl + 1);
+            Some(frame)
+        }
+        Next::Store(head) => decode_store(buf, nl, head, limits),
+        Next::MetaSet(line) => decode_meta_set(buf, nl, &tokenize(&line), limits),
+    }
 }
 
 /// Token `i`, or an empty slice past the end.
@@ -492,57 +490,82 @@ fn meta_key_and_flags(tokens: &[&[u8]]) -> Result<(Bytes, bool, Vec<MetaFlag>), 
     Ok((key, base64_key, flags))
 }
 
-fn decode_store(
-    buf: &mut BytesMut,
-    nl: usize,
-    tokens: &[&[u8]],
+/// The parsed command line of a storage command.
+struct StoreHead {
     mode: StoreMode,
-    limits: &McLimits,
-) -> Option<McFrame> {
+    key: Bytes,
+    flags: u32,
+    exptime: i64,
+    len: usize,
+    cas: u64,
+    noreply: bool,
+}
+
+/// Parses a storage command's line; Err = the reply line (its data block
+/// is not consumed, as memcached).
+fn store_head(tokens: &[&[u8]], mode: StoreMode) -> Result<StoreHead, &'static str> {
     let want = if mode == StoreMode::Cas { 6 } else { 5 };
-    let fail = |buf: &mut BytesMut, e| {
-        buf.advance(nl + 1);
-        Some(McFrame::Reply(e))
-    };
     if tokens.len() < want {
-        return fail(buf, ERROR);
+        return Err(ERROR);
     }
-    let key = match key_at(tokens, 1) {
-        Ok(k) => k,
-        Err(e) => return fail(buf, e),
-    };
+    let key = key_at(tokens, 1)?;
     let (Some(flags), Some(exptime), Some(len)) = (
         parse_u32(tok(tokens, 2)),
         parse_i64(tok(tokens, 3)),
         parse_i64(tok(tokens, 4)),
     ) else {
-        return fail(buf, BAD_FORMAT);
+        return Err(BAD_FORMAT);
     };
     let cas = if mode == StoreMode::Cas {
-        match parse_u64(tok(tokens, 5)) {
-            Some(c) => c,
-            None => return fail(buf, BAD_FORMAT),
-        }
+        parse_u64(tok(tokens, 5)).ok_or(BAD_FORMAT)?
     } else {
         0
     };
-    let noreply = tokens.len() > want && noreply_lenient(tokens);
-    let Ok(len) = usize::try_from(len) else {
-        return fail(buf, BAD_FORMAT);
-    };
-    let data = match take_data_block(buf, nl, len, limits)? {
-        Ok(d) => d,
-        Err(frame) => return Some(frame),
-    };
-    Some(McFrame::Request(McRequest::Store {
+    Ok(StoreHead {
         mode,
         key,
         flags,
         exptime,
-        data,
+        len: usize::try_from(len).map_err(|_| BAD_FORMAT)?,
         cas,
-        noreply,
+        noreply: tokens.len() > want && noreply_lenient(tokens),
+    })
+}
+
+fn decode_store(
+    buf: &mut BytesMut,
+    nl: usize,
+    head: Result<StoreHead, &'static str>,
+    limits: &McLimits,
+) -> Option<McFrame> {
+    let head = match head {
+        Ok(h) => h,
+        Err(e) => {
+            buf.advance(nl + 1);
+            return Some(McFrame::Reply(e));
+        }
+    };
+    let data = match take_data_block(buf, nl, head.len, limits)? {
+        Ok(d) => d,
+        Err(frame) => return Some(frame),
+    };
+    Some(McFrame::Request(McRequest::Store {
+        mode: head.mode,
+        key: head.key,
+        flags: head.flags,
+        exptime: head.exptime,
+        data,
+        cas: head.cas,
+        noreply: head.noreply,
     }))
+}
+
+/// A command line's space-separated tokens (on the stack for the usual
+/// short lines).
+fn tokenize(line: &[u8]) -> SmallVec<[&[u8]; 8]> {
+    line.split(|&b| b == b' ')
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 /// The data block of a storage command whose line ends at `nl`: None = not
