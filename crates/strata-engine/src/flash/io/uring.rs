@@ -291,6 +291,12 @@ impl IoEngine for UringEngine {
         self.shared.reap();
     }
 
+    fn submit_staged(&self) {
+        if let Err(e) = self.shared.ring.lock().ring.submit() {
+            tracing::error!("io_uring submit failed: {e}");
+        }
+    }
+
     fn name(&self) -> &'static str {
         "io_uring"
     }
