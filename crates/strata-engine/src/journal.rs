@@ -8,10 +8,7 @@
 //! key is gone) through the shared [`SegmentWriter`], makes the batch
 //! durable per `appendfsync`, points the entries at their records (the
 //! record is the hot value's `backing`, so demoting it later costs no I/O)
-//! and advances the durable *ticket*. With `appendfsync always`, a
-//! connection waiting for its writes to be durable runs that commit itself
-//! when none is running (group commit by the writer: no thread hop between
-//! a write and its fsync); commit turns never overlap (`Journal::turn`).
+//! and advances the durable *ticket*.
 //!
 //! Invariants:
 //! 1. A note's ticket is durable only once a state of its key at least as
@@ -132,10 +129,6 @@ pub(crate) struct Journal {
     pub last_fsync_ms: AtomicU64,
     /// Microseconds spent in fdatasync, total.
     pub fsync_micros: AtomicU64,
-    /// Held for a whole commit turn (by the journal thread, or by a writer
-    /// committing for itself): turns never overlap, so tickets are written
-    /// and acknowledged in order.
-    turn: Mutex<TurnState>,
 }
 
 impl Journal {
@@ -159,7 +152,6 @@ impl Journal {
             fsyncs: AtomicU64::new(0),
             last_fsync_ms: AtomicU64::new(0),
             fsync_micros: AtomicU64::new(0),
-            turn: Mutex::new(TurnState::default()),
         }
     }
 
@@ -243,11 +235,6 @@ impl Journal {
         });
     }
 
-    /// Highest ticket acknowledged as durable.
-    pub fn durable_ticket(&self) -> u64 {
-        *self.durable.borrow()
-    }
-
     /// Waits until `ticket` is durable; fails if the journal cannot write.
     pub async fn wait_durable(&self, ticket: u64) -> Result<(), String> {
         let mut rx = self.durable.subscribe();
@@ -311,10 +298,12 @@ enum State {
 /// The journal thread: batches notes until shutdown, then drains them.
 pub(crate) fn run_journal(inner: &Inner) {
     let j = &inner.journal;
+    let mut last_sync = Instant::now();
+    let mut retry_at: Option<Instant> = None;
     loop {
         let shutdown = inner.shutdown.load(Relaxed);
         let policy = j.fsync_policy();
-        {
+        let (notes, ticket) = {
             let mut q = j.queue.lock();
             if q.notes.is_empty() && !shutdown {
                 let wait = match policy {
@@ -330,177 +319,119 @@ pub(crate) fn run_journal(inner: &Inner) {
                 // Let a batch gather a little company.
                 j.wake.wait_for(&mut q, BATCH_DELAY);
             }
-        }
-        let turn = commit_turn(inner, &mut j.turn.lock(), shutdown);
-        match turn {
-            Turn::Stop => return,
-            Turn::Again => {}
-            Turn::Pause(d) => std::thread::sleep(d),
-        }
-    }
-}
-
-/// Group commit by the writer (`appendfsync always`): a connection that
-/// must wait for its writes to be durable commits the queued notes itself
-/// when no commit is running, instead of waking the journal thread and
-/// waiting for it to be scheduled (on a machine whose cores are busy, that
-/// hop costs more than the fsync). Blocks for one write and fdatasync;
-/// returns at once if another commit is running (its waiters are served
-/// by it or by the next one).
-pub(crate) fn commit_now(inner: &Inner) {
-    let j = &inner.journal;
-    if j.fsync_policy() != FsyncPolicy::Always || j.status() != LogStatus::Ok {
-        return;
-    }
-    if let Some(mut t) = j.turn.try_lock() {
-        // A retry pause or a stop is the journal thread's business.
-        let _ = commit_turn(inner, &mut t, false);
-    }
-}
-
-/// What the journal thread does after a commit turn.
-enum Turn {
-    Again,
-    /// Nothing can be written for now (full log, no space): wait a little.
-    Pause(Duration),
-    Stop,
-}
-
-/// The state of the commit turns (one turn runs at a time: `Journal::turn`).
-pub(crate) struct TurnState {
-    last_sync: Instant,
-    /// A full log or disk: no write is tried before this.
-    retry_at: Option<Instant>,
-}
-
-impl Default for TurnState {
-    fn default() -> Self {
-        TurnState {
-            last_sync: Instant::now(),
-            retry_at: None,
-        }
-    }
-}
-
-/// One commit: takes a batch of notes, writes their keys' states, syncs
-/// per the policy and acknowledges (invariant 1).
-fn commit_turn(inner: &Inner, t: &mut TurnState, shutdown: bool) -> Turn {
-    let j = &inner.journal;
-    let (notes, ticket) = {
-        let mut q = j.queue.lock();
-        let n = q.notes.len().min(MAX_BATCH);
-        let rest = q.notes.split_off(n);
-        let notes = std::mem::replace(&mut q.notes, rest);
-        j.pending.store(q.notes.len(), Relaxed);
-        let ticket = q.queued - q.notes.len() as u64;
-        (notes, ticket)
-    };
-    if j.status() == LogStatus::Poisoned {
-        // Nothing can be acknowledged any more; drop what was queued.
-        return if inner.shutdown.load(Relaxed) {
-            Turn::Stop
-        } else {
-            Turn::Again
+            let n = q.notes.len().min(MAX_BATCH);
+            let rest = q.notes.split_off(n);
+            let notes = std::mem::replace(&mut q.notes, rest);
+            j.pending.store(q.notes.len(), Relaxed);
+            let ticket = q.queued - q.notes.len() as u64;
+            (notes, ticket)
         };
-    }
-    if shutdown && j.status() != LogStatus::Ok {
-        tracing::error!(
-            "shutting down with {} changes that could not be logged ({})",
-            notes.len() + j.queued(),
-            j.error().unwrap_or_default()
-        );
-        return Turn::Stop;
-    }
-    if t.retry_at.is_some_and(|at| Instant::now() < at) && !notes.is_empty() {
-        requeue(j, notes);
-        return Turn::Pause(Duration::from_millis(10));
-    }
-    t.retry_at = None;
-    if !notes.is_empty() {
-        let mut w = inner.writer.lock();
-        match write_notes(inner, &mut w, &notes) {
-            Ok(()) => {
-                j.written.fetch_max(ticket, Relaxed);
-                Stats::inc(&j.batches);
-                if matches!(j.status(), LogStatus::Full | LogStatus::NoSpace) {
-                    tracing::info!("the flash log takes writes again");
-                    j.set_status(LogStatus::Ok, None);
-                    // The collector goes back to its normal thresholds.
-                    inner.flash_full.store(false, Relaxed);
+        if j.status() == LogStatus::Poisoned {
+            // Nothing can be acknowledged any more; drop what was queued.
+            if inner.shutdown.load(Relaxed) {
+                return;
+            }
+            continue;
+        }
+        if shutdown && j.status() != LogStatus::Ok {
+            tracing::error!(
+                "shutting down with {} changes that could not be logged ({})",
+                notes.len() + j.queued(),
+                j.error().unwrap_or_default()
+            );
+            return;
+        }
+        if retry_at.is_some_and(|t| Instant::now() < t) && !notes.is_empty() {
+            requeue(j, notes);
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        retry_at = None;
+        if !notes.is_empty() {
+            let mut w = inner.writer.lock();
+            match write_notes(inner, &mut w, &notes) {
+                Ok(()) => {
+                    j.written.store(ticket, Relaxed);
+                    Stats::inc(&j.batches);
+                    if matches!(j.status(), LogStatus::Full | LogStatus::NoSpace) {
+                        tracing::info!("the flash log takes writes again");
+                        j.set_status(LogStatus::Ok, None);
+                        // The collector goes back to its normal thresholds.
+                        inner.flash_full.store(false, Relaxed);
+                    }
+                }
+                Err(AppendError::Full) => {
+                    drop(w);
+                    full(
+                        inner,
+                        notes,
+                        LogStatus::Full,
+                        "the flash log is full (flash-max-size)".into(),
+                    );
+                    retry_at = Some(Instant::now() + Duration::from_millis(20));
+                    continue;
+                }
+                Err(AppendError::Io(e)) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                    drop(w);
+                    full(
+                        inner,
+                        notes,
+                        LogStatus::NoSpace,
+                        format!("no space left on the flash device: {e}"),
+                    );
+                    retry_at = Some(Instant::now() + Duration::from_millis(500));
+                    continue;
+                }
+                Err(AppendError::Io(e)) => {
+                    drop(w);
+                    poison(inner, format!("flash log write failed: {e}"));
+                    continue;
                 }
             }
-            Err(AppendError::Full) => {
-                drop(w);
-                full(
-                    inner,
-                    notes,
-                    LogStatus::Full,
-                    "the flash log is full (flash-max-size)".into(),
-                );
-                t.retry_at = Some(Instant::now() + Duration::from_millis(20));
-                return Turn::Again;
-            }
-            Err(AppendError::Io(e)) if e.raw_os_error() == Some(libc::ENOSPC) => {
-                drop(w);
-                full(
-                    inner,
-                    notes,
-                    LogStatus::NoSpace,
-                    format!("no space left on the flash device: {e}"),
-                );
-                t.retry_at = Some(Instant::now() + Duration::from_millis(500));
-                return Turn::Again;
-            }
-            Err(AppendError::Io(e)) => {
-                drop(w);
-                poison(inner, format!("flash log write failed: {e}"));
-                return Turn::Again;
-            }
-        }
-        drop(w);
-        inner.room.notify_waiters();
-    }
-    let policy = j.fsync_policy();
-    let sync_due = match policy {
-        FsyncPolicy::Always => true,
-        FsyncPolicy::EverySec => {
-            t.last_sync.elapsed() >= Duration::from_secs(1)
-                || shutdown
-                || j.sync_requested.swap(false, Relaxed)
-        }
-        FsyncPolicy::No => shutdown,
-    };
-    if sync_due {
-        let written = j.written.load(Relaxed);
-        let mut w = inner.writer.lock();
-        if w.needs_sync() {
-            let t0 = Instant::now();
-            let r = w.sync();
             drop(w);
-            Stats::add(&j.fsync_micros, t0.elapsed().as_micros() as u64);
-            Stats::inc(&j.fsyncs);
-            if let Err(e) = r {
-                poison(inner, format!("fsync of the flash log failed: {e}"));
-                return Turn::Again;
+            inner.room.notify_waiters();
+        }
+        let policy = j.fsync_policy();
+        let sync_due = match policy {
+            FsyncPolicy::Always => true,
+            FsyncPolicy::EverySec => {
+                last_sync.elapsed() >= Duration::from_secs(1)
+                    || shutdown
+                    || j.sync_requested.swap(false, Relaxed)
             }
-            j.last_fsync_ms.store(now_ms(), Relaxed);
-        }
-        t.last_sync = Instant::now();
-        j.synced.fetch_max(written, Relaxed);
-        j.acknowledge(written);
-    } else {
-        // (Never `always`: it syncs every turn.) Acknowledgement does not
-        // wait for fsync in these modes.
-        let written = j.written.load(Relaxed);
-        if policy == FsyncPolicy::No {
+            FsyncPolicy::No => shutdown,
+        };
+        if sync_due {
+            let written = j.written.load(Relaxed);
+            let mut w = inner.writer.lock();
+            if w.needs_sync() {
+                let t0 = Instant::now();
+                let r = w.sync();
+                drop(w);
+                Stats::add(&j.fsync_micros, t0.elapsed().as_micros() as u64);
+                Stats::inc(&j.fsyncs);
+                if let Err(e) = r {
+                    poison(inner, format!("fsync of the flash log failed: {e}"));
+                    continue;
+                }
+                j.last_fsync_ms.store(now_ms(), Relaxed);
+            }
+            last_sync = Instant::now();
             j.synced.fetch_max(written, Relaxed);
+            j.acknowledge(written);
+        } else {
+            // (Never `always`: it syncs every turn.) Acknowledgement does not
+            // wait for fsync in these modes.
+            let written = j.written.load(Relaxed);
+            if policy == FsyncPolicy::No {
+                j.synced.fetch_max(written, Relaxed);
+            }
+            j.acknowledge(written);
         }
-        j.acknowledge(written);
+        if shutdown && j.queued() == 0 && !inner.writer.lock().needs_sync() {
+            return;
+        }
     }
-    if shutdown && j.queued() == 0 && !inner.writer.lock().needs_sync() {
-        return Turn::Stop;
-    }
-    Turn::Again
 }
 
 fn requeue(j: &Journal, mut notes: Vec<Note>) {

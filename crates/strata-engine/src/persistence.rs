@@ -66,13 +66,7 @@ impl Engine {
 
     /// Waits until the changes up to `ticket` are durable; Err if the log
     /// cannot be written (the write's outcome is then unknown).
-    /// With `appendfsync always` the caller commits the queued writes
-    /// itself when no commit is running (blocking for one write and
-    /// fdatasync: group commit by the writer, see `journal::commit_now`).
     pub async fn wait_durable(&self, ticket: u64) -> Result<(), String> {
-        if self.inner.journal.durable_ticket() < ticket {
-            crate::journal::commit_now(&self.inner);
-        }
         self.inner.journal.wait_durable(ticket).await
     }
 

@@ -57,16 +57,10 @@ pub trait IoEngine: Send + Sync + 'static {
     /// Blocking waiters call it so they never depend on another thread
     /// to make progress. Default: nothing to do.
     fn poll(&self) {}
-    /// Hands every request staged for a later batched submission to the
-    /// kernel now. A blocking waiter on a runtime worker calls it: the task
-    /// that would submit the batch cannot run while the worker waits.
-    /// Default: nothing is ever staged.
-    fn submit_staged(&self) {}
     /// A short name for INFO and logs ("io_uring", "psync", ...).
     fn name(&self) -> &'static str;
     /// Makes the data written to `file` durable (fdatasync). Blocking: the
-    /// journal and background threads call it, and with `appendfsync
-    /// always` a connection committing its own writes (journal::commit_now).
+    /// journal and background threads call it, never a request path.
     fn sync(&self, file: &File) -> io::Result<()> {
         file.sync_data()
     }
@@ -119,7 +113,6 @@ fn submit_blocking(
             let _ = tx.send((b, r));
         }),
     });
-    io.submit_staged();
     loop {
         match rx.recv_timeout(std::time::Duration::from_millis(1)) {
             Ok(done) => return done,

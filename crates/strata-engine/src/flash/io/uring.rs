@@ -291,12 +291,6 @@ impl IoEngine for UringEngine {
         self.shared.reap();
     }
 
-    fn submit_staged(&self) {
-        if let Err(e) = self.shared.ring.lock().ring.submit() {
-            tracing::error!("io_uring submit failed: {e}");
-        }
-    }
-
     fn name(&self) -> &'static str {
         "io_uring"
     }
