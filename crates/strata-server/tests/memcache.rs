@@ -386,6 +386,15 @@ fn both_protocols_share_database_0() {
         .query(&mut con)
         .unwrap();
     m.rt("get shared\r\n", "VALUE shared 3 6\r\nhello!\r\nEND\r\n");
+    // RESP sees the memcached view in DEBUG TIER (flags and CAS, here an
+    // explicit one).
+    m.rt("ms shared 6 F3 E4242\r\nhello!\r\n", "HD\r\n");
+    let t: String = redis::cmd("DEBUG")
+        .arg("TIER")
+        .arg("shared")
+        .query(&mut con)
+        .unwrap();
+    assert!(t.ends_with(" client_flags:3 cas:4242"), "{t}");
     let _: () = redis::cmd("SET")
         .arg("shared")
         .arg("x")

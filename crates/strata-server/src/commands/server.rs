@@ -543,6 +543,9 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 info.value_len, l.segment, l.offset, l.len
             ),
         };
+        // The memcached view of the item (database 0 is shared with the
+        // memcached port).
+        let text = format!("{text} client_flags:{} cas:{}", info.client_flags, info.cas);
         write_simple(ctx.out, text.as_bytes());
     } else if is(sub, "help") {
         help(
