@@ -75,6 +75,36 @@ fn inc(c: &AtomicU64) {
 }
 
 impl McStats {
+    /// `stats reset`: every counter back to 0 (the open-connection gauge
+    /// stays).
+    fn reset(&self) {
+        for c in [
+            &self.total_connections,
+            &self.cmd_get,
+            &self.cmd_set,
+            &self.cmd_touch,
+            &self.cmd_flush,
+            &self.get_hits,
+            &self.get_misses,
+            &self.delete_hits,
+            &self.delete_misses,
+            &self.incr_hits,
+            &self.incr_misses,
+            &self.decr_hits,
+            &self.decr_misses,
+            &self.cas_hits,
+            &self.cas_misses,
+            &self.cas_badval,
+            &self.touch_hits,
+            &self.touch_misses,
+            &self.total_items,
+            &self.bytes_read,
+            &self.bytes_written,
+        ] {
+            c.store(0, Relaxed);
+        }
+    }
+
     /// incr/decr (text or meta) found its key or not.
     fn count_arith(&self, incr: bool, hit: bool) {
         inc(match (incr, hit) {
@@ -1117,9 +1147,26 @@ fn stats(shared: &Shared, args: &[Bytes], out: &mut BytesMut) {
             put("ext_path", cfg.flash_dir().display().to_string());
             put("maxmemory_ram", cfg.maxmemory_ram.to_string());
         }
+        // The slab groups describe memcached's slab allocator, which Strata
+        // does not have: no slab classes (so no per-class lines), and the
+        // memory the server holds (allocator-measured, as INFO used_memory)
+        // as `total_malloced`. Monitoring tools (the Prometheus exporter
+        // asks for `stats`, `stats slabs` and `stats items` in a row) get
+        // well-formed answers.
+        Some(b"items") => {}
+        Some(b"slabs") => {
+            put("active_slabs", "0".to_string());
+            let used = crate::alloc::allocated_bytes().unwrap_or_else(|| shared.engine.ram_used());
+            put("total_malloced", used.to_string());
+        }
+        Some(b"sizes") => put("sizes_status", "disabled".to_string()),
+        Some(b"reset") => {
+            shared.mc.reset();
+            mr::line(out, "RESET");
+            return;
+        }
         Some(_) => {
-            // Other groups (items, slabs, conns ...) describe memcached's slab
-            // allocator, which Strata does not have.
+            // conns, detail ...: not offered.
             mr::line(out, "ERROR");
             return;
         }

@@ -371,6 +371,56 @@ fn meta_explicit_cas_stale_items_and_refill_rights() {
     m.rt("ma nope q\r\nma n q\r\nmn\r\n", "NF\r\nMN\r\n");
 }
 
+/// What the Prometheus memcached exporter (and similar tools) send: `stats`,
+/// `stats slabs`, `stats items` in a row on one connection, then `stats
+/// settings`; each must end with END and every line be `STAT name value`.
+#[test]
+fn monitoring_tools_get_well_formed_stats_groups() {
+    let srv = srv();
+    let mut m = Mc::new(&srv);
+    m.rt(
+        "set a 0 0 1\r\nx\r\nget a\r\n",
+        "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n",
+    );
+    m.send(b"stats\r\nstats slabs\r\nstats items\r\nstats settings\r\n");
+    let mut groups = Vec::new();
+    for _ in 0..4 {
+        let mut g = std::collections::HashMap::new();
+        loop {
+            let l = m.line();
+            if l == "END\r\n" {
+                break;
+            }
+            let t: Vec<&str> = l.trim_end().split(' ').collect();
+            assert!(t.len() == 3 && t[0] == "STAT", "malformed stats line {l:?}");
+            g.insert(t[1].to_string(), t[2].to_string());
+        }
+        groups.push(g);
+    }
+    assert_eq!(groups[0]["get_hits"], "1");
+    assert_eq!(groups[1]["active_slabs"], "0");
+    assert!(groups[1]["total_malloced"].parse::<u64>().unwrap() > 0);
+    assert!(groups[2].is_empty());
+    assert!(groups[3].contains_key("maxbytes"));
+    m.rt("stats sizes\r\n", "STAT sizes_status disabled\r\nEND\r\n");
+    m.rt("stats reset\r\n", "RESET\r\n");
+    m.send(b"stats\r\n");
+    let mut after = std::collections::HashMap::new();
+    loop {
+        let l = m.line();
+        if l == "END\r\n" {
+            break;
+        }
+        let t: Vec<&str> = l.trim_end().split(' ').collect();
+        after.insert(t[1].to_string(), t[2].to_string());
+    }
+    assert_eq!(after["get_hits"], "0");
+    assert_eq!(after["cmd_set"], "0");
+    assert_eq!(after["curr_items"], "1");
+    assert_eq!(after["curr_connections"], "1");
+    m.rt("stats conns\r\n", "ERROR\r\n");
+}
+
 #[test]
 fn both_protocols_share_database_0() {
     let srv = srv();
