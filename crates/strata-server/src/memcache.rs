@@ -139,6 +139,9 @@ enum Done {
     /// A reply that needs flash reads; `write` = a barrier.
     Later(ReplyFuture, bool),
     Close,
+    /// `lru_crawler metadump`: streamed to the socket after the replies
+    /// before it (it may be larger than any reply buffer should be).
+    Metadump,
 }
 
 /// Serves one memcached connection (accepted by the shared accept loop).
@@ -226,6 +229,20 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
                 Done::Close => {
                     close = true;
                     break;
+                }
+                Done::Metadump => {
+                    drain(&mut pending, &mut out).await;
+                    let written = out.len() as u64;
+                    if stream.write_all(&out).await.is_err() {
+                        return;
+                    }
+                    out.clear();
+                    match metadump(shared, &mut stream).await {
+                        Ok(n) => {
+                            shared.mc.bytes_written.fetch_add(written + n, Relaxed);
+                        }
+                        Err(_) => return,
+                    }
                 }
             }
             if pending.len() >= 256 {
@@ -441,6 +458,7 @@ async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Do
             Done::Now
         }
         McRequest::Quit => Done::Close,
+        McRequest::Metadump => Done::Metadump,
         McRequest::Stats { args } => {
             stats(shared, &args, out);
             Done::Now
@@ -1059,6 +1077,68 @@ async fn meta(
                 out
             };
             Done::Later(Box::pin(fut), true)
+        }
+    }
+}
+
+/// `lru_crawler metadump`: a line per live item of database 0 in
+/// memcached's format (`key=<uri-encoded> exp=<unix s or -1> la=<unix s>
+/// cas=… fetch=yes|no cls=1 size=<value bytes>`), then `END`. The keyspace
+/// is scanned in batches and written as it goes; items changed meanwhile
+/// may or may not appear, as with memcached's crawler. Returns the bytes
+/// written.
+async fn metadump(shared: &Shared, stream: &mut TcpStream) -> std::io::Result<u64> {
+    let now_s = strata_engine::clock::now_ms() / 1000;
+    let mut cursor = 0;
+    let mut chunk = BytesMut::new();
+    let mut written = 0;
+    loop {
+        let (next, keys) = shared.engine.scan(DB, cursor, 1024, |_| true);
+        for key in keys {
+            let Some(i) = shared.engine.key_info(DB, &key) else {
+                continue;
+            };
+            chunk.extend_from_slice(b"key=");
+            uri_encode(&mut chunk, &key);
+            let exp = if i.expire_at_ms == 0 {
+                "-1".to_string()
+            } else {
+                (i.expire_at_ms / 1000).to_string()
+            };
+            chunk.extend_from_slice(
+                format!(
+                    " exp={exp} la={} cas={} fetch={} cls=1 size={}\n",
+                    now_s.saturating_sub(i.idle_secs),
+                    i.cas,
+                    if i.fetched { "yes" } else { "no" },
+                    i.value_len
+                )
+                .as_bytes(),
+            );
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+        if chunk.len() >= 64 * 1024 {
+            stream.write_all(&chunk).await?;
+            written += chunk.len() as u64;
+            chunk.clear();
+        }
+    }
+    chunk.extend_from_slice(b"END\r\n");
+    stream.write_all(&chunk).await?;
+    Ok(written + chunk.len() as u64)
+}
+
+/// memcached's URI encoding of keys in metadump lines: every byte but
+/// `A-Z a-z 0-9 - . _ ~` as `%XX`.
+fn uri_encode(out: &mut BytesMut, key: &[u8]) {
+    for &b in key {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.extend_from_slice(&[b]);
+        } else {
+            out.extend_from_slice(format!("%{b:02X}").as_bytes());
         }
     }
 }

@@ -421,6 +421,68 @@ fn monitoring_tools_get_well_formed_stats_groups() {
     m.rt("stats conns\r\n", "ERROR\r\n");
 }
 
+/// `lru_crawler metadump` lists every item in memcached's format (what
+/// memcached-tool's `dump` and `keys` read), values on flash included.
+#[test]
+fn metadump_lists_every_item() {
+    let srv = Server::start(&["--maxmemory-ram", "4mb"]);
+    let mut m = Mc::new(&srv);
+    let value = "v".repeat(2048);
+    for i in 0..3000 {
+        m.send(format!("set k{i} {i} 0 2048 noreply\r\n{value}\r\n").as_bytes());
+    }
+    m.rt("set odd%key 7 100 2\r\nhi\r\n", "STORED\r\n");
+    m.rt("get odd%key\r\n", "VALUE odd%key 7 2\r\nhi\r\nEND\r\n");
+    let mut con = srv.client();
+    let cold = (0..3000).any(|i| {
+        let t: String = redis::cmd("DEBUG")
+            .arg("TIER")
+            .arg(format!("k{i}"))
+            .query(&mut con)
+            .unwrap();
+        t.starts_with("tier:flash")
+    });
+    assert!(cold, "no value reached flash");
+    // Item lines end with a bare \n (as memcached's), the dump with END\r\n.
+    m.send(b"lru_crawler metadump all\r\n");
+    let mut dump = Vec::new();
+    while !dump.ends_with(b"END\r\n") {
+        let mut buf = [0u8; 65536];
+        let n = m.s.read(&mut buf).unwrap();
+        assert!(n > 0, "connection closed mid-dump");
+        dump.extend_from_slice(&buf[..n]);
+    }
+    let dump = String::from_utf8(dump).unwrap();
+    let mut seen = std::collections::HashMap::new();
+    for l in dump.trim_end_matches("END\r\n").lines() {
+        assert!(!l.ends_with('\r'), "{l:?}");
+        let f: std::collections::HashMap<&str, &str> =
+            l.split(' ').map(|kv| kv.split_once('=').unwrap()).collect();
+        assert_eq!(f.len(), 7, "{l:?}");
+        assert!(f["la"].parse::<u64>().unwrap() > 1_700_000_000);
+        assert!(f["cas"].parse::<u64>().unwrap() > 0);
+        assert_eq!(f["cls"], "1");
+        seen.insert(
+            f["key"].to_string(),
+            (
+                f["exp"].to_string(),
+                f["fetch"].to_string(),
+                f["size"].to_string(),
+            ),
+        );
+    }
+    assert_eq!(seen.len(), 3001);
+    assert_eq!(seen["k42"], ("-1".into(), "no".into(), "2048".into()));
+    let (exp, fetch, size) = &seen["odd%25key"];
+    assert!(exp.parse::<u64>().unwrap() > 1_700_000_000);
+    assert_eq!((fetch.as_str(), size.as_str()), ("yes", "2"));
+    m.rt(
+        "lru_crawler metadump x\r\n",
+        "BADCLASS invalid class id\r\n",
+    );
+    m.rt("mn\r\n", "MN\r\n");
+}
+
 #[test]
 fn both_protocols_share_database_0() {
     let srv = srv();

@@ -132,6 +132,9 @@ pub enum McRequest {
     Stats {
         args: Vec<Bytes>,
     },
+    /// `lru_crawler metadump all|hash|<class ids>`: one line per item
+    /// (memcached-tool's `dump` and `keys` use it).
+    Metadump,
     /// mg / ms / md / ma / mn / me. `key` is empty for `mn`; `data` is the
     /// value of `ms`.
     Meta {
@@ -172,6 +175,7 @@ pub const BAD_EXPTIME: &str = "CLIENT_ERROR invalid exptime argument";
 pub const DELETE_USAGE: &str =
     "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 pub const INVALID_FLAG: &str = "CLIENT_ERROR invalid flag";
+pub const BAD_CLASS: &str = "BADCLASS invalid class id";
 /// What memcached 1.6 answers for a `b` key that is not valid base64.
 pub const BAD_KEY: &str = "CLIENT_ERROR invalid or duplicate flag";
 
@@ -408,6 +412,20 @@ fn decode_line(tokens: &[&[u8]]) -> McFrame {
             }
         }
         b"quit" => req(McRequest::Quit),
+        // Only metadump: the other lru_crawler controls tune memcached's
+        // crawler, which Strata does not have (its expiry sweep runs on its
+        // own).
+        b"lru_crawler" => match (tokens.get(1).copied(), tokens.get(2).copied()) {
+            (Some(b"metadump"), Some(b"all" | b"hash")) => req(McRequest::Metadump),
+            // Strata's items form one class, as memcached's `cls=1`.
+            (Some(b"metadump"), Some(ids))
+                if ids.split(|&b| b == b',').all(|id| parse_u64(id).is_some()) =>
+            {
+                req(McRequest::Metadump)
+            }
+            (Some(b"metadump"), Some(_)) => McFrame::Reply(BAD_CLASS),
+            _ => McFrame::Reply(ERROR),
+        },
         b"stats" => req(McRequest::Stats {
             args: tokens
                 .get(1..)

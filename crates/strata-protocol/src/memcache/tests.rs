@@ -229,6 +229,17 @@ fn retrieval_and_other_commands() {
             args: vec![b("settings")]
         })
     );
+    // lru_crawler: only metadump, of all classes, the hash, or class ids.
+    for ok in ["all", "hash", "1", "1,2,40"] {
+        let line = format!("lru_crawler metadump {ok}\r\n");
+        assert_eq!(one(line.as_bytes()), McFrame::Request(McRequest::Metadump));
+    }
+    assert_eq!(
+        one(b"lru_crawler metadump bogus\r\n"),
+        McFrame::Reply(BAD_CLASS)
+    );
+    assert_eq!(one(b"lru_crawler metadump\r\n"), McFrame::Reply(ERROR));
+    assert_eq!(one(b"lru_crawler crawl all\r\n"), McFrame::Reply(ERROR));
     // Commands are lower case, as in memcached.
     assert_eq!(one(b"GET k\r\n"), McFrame::Reply(ERROR));
     assert_eq!(one(b"bogus\r\n"), McFrame::Reply(ERROR));
