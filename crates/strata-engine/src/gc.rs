@@ -22,6 +22,12 @@
 //! 6. With the journal on, a segment is freed only once the notes that
 //!    killed its records are durable and the moved copies are synced, so a
 //!    crash never finds an entry of the checkpoint pointing at nothing.
+//! 7. Recovery takes the *later* of two records with one sequence number
+//!    (journal invariant 6). So a moved copy holds the entry's current TTL
+//!    and item state (taken with the liveness check), not the record's;
+//!    and a copy that turns out dead while its entry still has that
+//!    sequence number (a newer state was logged meanwhile, before the copy)
+//!    has the entry's state logged again after it.
 
 use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
@@ -355,14 +361,25 @@ impl Collector {
                 inner.remove_index_quiet(sh, db, idx);
                 Stats::inc(&inner.stats.evicted_keys);
             }
-            Mode::Relocate => live.push(Live {
-                db,
-                key: rec.key.into(),
-                value: rec.value.to_vec(),
-                meta: rec.meta,
-                header: rec.header,
-                old: loc,
-            }),
+            // The copy carries the entry's current TTL and item state, which
+            // may be newer than the record's (a change the journal has not
+            // logged yet, or logged in a record it could not publish): a
+            // copy never brings back an older state (rule 7).
+            Mode::Relocate => {
+                let e = &sh.dbs[db][idx];
+                let header = format::RecordHeader {
+                    expire_at_ms: e.expire_at_ms,
+                    ..rec.header
+                };
+                live.push(Live {
+                    db,
+                    key: rec.key.into(),
+                    value: rec.value.to_vec(),
+                    meta: sh.item_meta(db, rec.key, e),
+                    header,
+                    old: loc,
+                })
+            }
         }
     }
 }
@@ -452,13 +469,22 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         }
         let mut guard = inner.shard(&l.key).lock();
         let sh = &mut *guard;
-        let Some(e) = sh.dbs[l.db].get_mut(&*l.key) else {
+        let Some(idx) = sh.dbs[l.db].get_index_of(&*l.key) else {
             continue;
         };
+        let e = &mut sh.dbs[l.db][idx];
         let slot = match &e.slot {
             Slot::Cold(loc) if *loc == l.old => Slot::Cold(new),
             Slot::Hot(h) if h.backing == Some(l.old) => Slot::hot(h.value.clone(), Some(new)),
-            _ => continue,
+            _ => {
+                if e.version == l.header.seq {
+                    // Rule 7: the entry got a newer record of the same write
+                    // (a new TTL or item state) before this copy: log its
+                    // state again, after the copy.
+                    inner.metadata_changed(sh, l.db, idx);
+                }
+                continue;
+            }
         };
         e.replace_slot(&mut sh.acct, slot);
         inner.release_flash_quiet(l.old);

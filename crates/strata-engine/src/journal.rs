@@ -15,9 +15,10 @@
 //!    new as the noted one is in the log and synced (`always`), or written
 //!    (`everysec`, `no`). Writing the current state instead of the noted one
 //!    is what lets a batch coalesce many writes of one key.
-//! 2. A record is published to its entry only if the entry's version and
-//!    expiry are still the captured ones; otherwise a newer note is queued
-//!    and the record is garbage from birth (never counted live).
+//! 2. A record is published to its entry only if the entry's version,
+//!    expiry and item state are still the captured ones; otherwise a newer
+//!    note is queued and the record is garbage from birth (never counted
+//!    live).
 //! 3. `F_DIRTY` is cleared only by publishing a record of the entry's
 //!    current state (journal or demotion), so a clean entry's flash copy is
 //!    always its whole state and skipping its note is safe.
@@ -28,6 +29,12 @@
 //!    are refused meanwhile, then resume.
 //! 5. No shard lock is held across I/O: states are captured under the lock,
 //!    written without it, and re-checked when published.
+//! 6. Recovery takes the later (in log order) of two records with one
+//!    sequence number. So a writer whose record of a write may be older
+//!    than one already logged for the same write (demotion and the
+//!    collector capture a state, then write it later) checks at publish
+//!    time, and if the TTL or item state moved on, has the current state
+//!    logged again after its record (`Inner::metadata_changed`).
 
 use crate::clock::now_ms;
 use crate::flash::buf::{align_down, align_up, AlignedBuf};
@@ -40,7 +47,10 @@ use crate::Inner;
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64, AtomicU8,
+    Ordering::{Acquire, Relaxed},
+};
 use std::time::{Duration, Instant};
 
 /// When the journal makes its writes durable (Redis's `appendfsync`).
@@ -301,7 +311,9 @@ pub(crate) fn run_journal(inner: &Inner) {
     let mut last_sync = Instant::now();
     let mut retry_at: Option<Instant> = None;
     loop {
-        let shutdown = inner.shutdown.load(Relaxed);
+        // Drain and stop only once the background thread is done too: its
+        // last demotion or move may still note keys (invariant 6).
+        let shutdown = inner.shutdown.load(Relaxed) && inner.background_done.load(Acquire);
         let policy = j.fsync_policy();
         let (notes, ticket) = {
             let mut q = j.queue.lock();
@@ -735,16 +747,20 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     if e.version != version || e.expire_at_ms != expire_at_ms {
         return;
     }
-    let old = match (&mut e.slot, &c.what) {
+    // Same version, TTL and item state: the new record is the entry's whole
+    // current state, wherever the value went meanwhile (demoted, promoted,
+    // moved by the collector), so it becomes the entry's record. (Leaving
+    // it unpublished would leave the entry dirty with no note queued, and
+    // an older record of the same write could later be copied after it.)
+    let old = match &mut e.slot {
         // The hot value's bytes are unchanged (same version): only its
         // flash copy moves, so the shard's byte counters stay as they are.
-        (Slot::Hot(h), State::Hot { .. }) => h.backing.replace(loc),
-        (Slot::Cold(cur), State::Cold { loc: was, .. }) if *cur == *was => {
+        Slot::Hot(h) => h.backing.replace(loc),
+        Slot::Cold(cur) => {
             let old = Some(*cur);
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));
             old
         }
-        _ => return,
     };
     e.flags &= !F_DIRTY;
     if let Some(old) = old {

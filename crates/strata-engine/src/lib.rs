@@ -118,6 +118,10 @@ pub(crate) struct Inner {
     /// Wakes the background thread.
     pub wake: (Mutex<bool>, Condvar),
     pub shutdown: AtomicBool,
+    /// The background (tiering) thread has finished: the journal drains and
+    /// stops only after it, since its last demotion or move may still note
+    /// keys whose state must be logged again (journal invariant 6).
+    pub background_done: AtomicBool,
     /// Notified when demotion or eviction made room.
     pub room: tokio::sync::Notify,
     /// Set by the background thread when a full pass found nothing to demote
@@ -204,6 +208,7 @@ impl Engine {
             ram_gauge: cfg.ram_gauge.clone(),
             wake: (Mutex::new(false), Condvar::new()),
             shutdown: AtomicBool::new(false),
+            background_done: AtomicBool::new(false),
             room: tokio::sync::Notify::new(),
             demotion_stuck: AtomicBool::new(false),
             flash_full: AtomicBool::new(false),

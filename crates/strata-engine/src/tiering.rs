@@ -38,6 +38,15 @@ struct Victim {
 }
 
 pub(crate) fn run_background(inner: &Inner) {
+    /// Tells the journal this thread is done, however it ends.
+    struct Done<'a>(&'a Inner);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.background_done.store(true, Ordering::Release);
+            self.0.journal.kick();
+        }
+    }
+    let _done = Done(inner);
     let mut gc = gc::Collector::default();
     let tick = Duration::from_millis(1000 / inner.hz as u64);
     let mut last_sweep = Instant::now();
@@ -328,6 +337,14 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
         }
         e.flags &= !F_STASHING;
         let Some(loc) = v.loc else { continue };
+        if e.expire_at_ms != v.expire_at_ms || meta != v.meta {
+            // The TTL or item state changed after the value was picked: the
+            // journal may already have logged the new state, *before* this
+            // record of the same write, and recovery takes the later one
+            // (journal invariant 6): log the current state again.
+            inner.metadata_changed(sh, v.db, idx);
+        }
+        let e = &mut sh.dbs[v.db][idx];
         if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));
             if e.expire_at_ms == v.expire_at_ms && meta == v.meta {
