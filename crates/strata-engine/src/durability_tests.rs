@@ -562,17 +562,21 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
         cas: u64,
         stale: bool,
         token: bool,
+        expire_at_ms: u64,
     }
     let dir = tempfile::tempdir().unwrap();
     let mut model: HashMap<Vec<u8>, It> = HashMap::new();
     let mut rng = StdRng::seed_from_u64(11);
-    let get_item = |e: &Engine, k: &[u8], claim: bool| {
+    let get_item = |e: &Engine, k: &[u8], claim: bool, touch: Option<u64>| {
         let opts = ItemGet {
             claim_stale: claim,
+            touch,
             ..ItemGet::default()
         };
         block_on(e.get_item(0, k, opts).wait()).unwrap()
     };
+    // TTLs far enough ahead never to expire during the test.
+    let far = now_ms() + 3_600_000;
     for round in 0..3u32 {
         let e = Engine::open(config(dir.path())).unwrap();
         // After a restart the refill rights are gone (not persisted).
@@ -604,10 +608,15 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
                         3 => ItemCond::Cas(some_cas(&mut rng)),
                         _ => ItemCond::CasOrStale(some_cas(&mut rng)),
                     };
+                    let expire_at_ms = if rng.gen_bool(0.3) {
+                        far + step as u64
+                    } else {
+                        0
+                    };
                     let item = NewItem {
                         value: &value,
                         client_flags: flags,
-                        expire_at_ms: 0,
+                        expire_at_ms,
                         explicit_cas: explicit,
                     };
                     let got = e.store_item(0, &key, item, cond);
@@ -633,6 +642,11 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
                                 assert_eq!(cas, x, "{step}: explicit CAS");
                             }
                             let token = stale_store && cur.as_ref().is_some_and(|c| c.token);
+                            // A stale store keeps the item's TTL.
+                            let expire_at_ms = match (&cur, stale_store) {
+                                (Some(c), true) => c.expire_at_ms,
+                                _ => expire_at_ms,
+                            };
                             model.insert(
                                 key,
                                 It {
@@ -641,6 +655,7 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
                                     cas,
                                     stale: stale_store,
                                     token,
+                                    expire_at_ms,
                                 },
                             );
                         }
@@ -649,14 +664,23 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
                 }
                 5..=7 => {
                     let claim = rng.gen_bool(0.7);
-                    let got = get_item(&e, &key, claim);
+                    // Some gets set a new TTL (gat / mg T), which changes no
+                    // CAS but must be logged.
+                    let touch = rng.gen_bool(0.25).then(|| match rng.gen_range(0..3) {
+                        0 => 0,
+                        _ => far + 100_000 + step as u64,
+                    });
+                    let got = get_item(&e, &key, claim, touch);
                     match (got, model.get_mut(&key)) {
                         (None, None) => {}
                         (Some(g), Some(m)) => {
                             assert_eq!(g.value, m.value, "{step}: value");
+                            if let Some(t) = touch {
+                                m.expire_at_ms = t;
+                            }
                             assert_eq!(
-                                (g.client_flags, g.cas, g.stale, g.token_sent),
-                                (m.flags, m.cas, m.stale, m.token),
+                                (g.client_flags, g.cas, g.stale, g.token_sent, g.expire_at_ms),
+                                (m.flags, m.cas, m.stale, m.token, m.expire_at_ms),
                                 "{step}: item state"
                             );
                             let won = claim && m.stale && !m.token;
@@ -713,10 +737,10 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
     }
     let e = Engine::open(config(dir.path())).unwrap();
     for (k, m) in &model {
-        let g = get_item(&e, k, false).unwrap_or_else(|| panic!("{k:?} lost"));
+        let g = get_item(&e, k, false, None).unwrap_or_else(|| panic!("{k:?} lost"));
         assert_eq!(
-            (&g.value[..], g.client_flags, g.cas, g.stale),
-            (&m.value[..], m.flags, m.cas, m.stale)
+            (&g.value[..], g.client_flags, g.cas, g.stale, g.expire_at_ms),
+            (&m.value[..], m.flags, m.cas, m.stale, m.expire_at_ms)
         );
     }
     assert_eq!(e.dbsize(0) as usize, model.len());
