@@ -8,6 +8,7 @@
 mod common;
 
 use common::Server;
+use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -59,6 +60,20 @@ impl Mc {
             }
         }
         String::from_utf8_lossy(&out).into_owned()
+    }
+
+    /// Reads one stats group up to END; every line must be `STAT name value`.
+    fn stats_group(&mut self) -> HashMap<String, String> {
+        let mut g = HashMap::new();
+        loop {
+            let l = self.line();
+            if l == "END\r\n" {
+                return g;
+            }
+            let t: Vec<&str> = l.trim_end().split(' ').collect();
+            assert!(t.len() == 3 && t[0] == "STAT", "malformed stats line {l:?}");
+            g.insert(t[1].to_string(), t[2].to_string());
+        }
     }
 
     fn closed(&mut self) -> bool {
@@ -383,20 +398,7 @@ fn monitoring_tools_get_well_formed_stats_groups() {
         "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n",
     );
     m.send(b"stats\r\nstats slabs\r\nstats items\r\nstats settings\r\n");
-    let mut groups = Vec::new();
-    for _ in 0..4 {
-        let mut g = std::collections::HashMap::new();
-        loop {
-            let l = m.line();
-            if l == "END\r\n" {
-                break;
-            }
-            let t: Vec<&str> = l.trim_end().split(' ').collect();
-            assert!(t.len() == 3 && t[0] == "STAT", "malformed stats line {l:?}");
-            g.insert(t[1].to_string(), t[2].to_string());
-        }
-        groups.push(g);
-    }
+    let groups: Vec<_> = (0..4).map(|_| m.stats_group()).collect();
     assert_eq!(groups[0]["get_hits"], "1");
     assert_eq!(groups[1]["active_slabs"], "0");
     assert!(groups[1]["total_malloced"].parse::<u64>().unwrap() > 0);
@@ -405,15 +407,7 @@ fn monitoring_tools_get_well_formed_stats_groups() {
     m.rt("stats sizes\r\n", "STAT sizes_status disabled\r\nEND\r\n");
     m.rt("stats reset\r\n", "RESET\r\n");
     m.send(b"stats\r\n");
-    let mut after = std::collections::HashMap::new();
-    loop {
-        let l = m.line();
-        if l == "END\r\n" {
-            break;
-        }
-        let t: Vec<&str> = l.trim_end().split(' ').collect();
-        after.insert(t[1].to_string(), t[2].to_string());
-    }
+    let after = m.stats_group();
     assert_eq!(after["get_hits"], "0");
     assert_eq!(after["cmd_set"], "0");
     assert_eq!(after["curr_items"], "1");
@@ -600,19 +594,7 @@ fn values_on_flash_are_read_through_get_and_mg() {
     }
     m.rt(&req, &want);
     m.send(b"stats\r\n");
-    let mut stats = std::collections::HashMap::new();
-    loop {
-        let l = m.line();
-        if l == "END\r\n" || l.is_empty() {
-            break;
-        }
-        let mut p = l.trim_end().splitn(3, ' ');
-        p.next();
-        stats.insert(
-            p.next().unwrap().to_string(),
-            p.next().unwrap_or("").to_string(),
-        );
-    }
+    let stats = m.stats_group();
     for f in [
         "pid",
         "uptime",
