@@ -512,7 +512,7 @@ fn memcached_item_state_survives_replay_and_checkpoint() {
                     explicit_cas: (i % 2 == 0).then_some(7_000 + i as u64),
                 };
                 assert!(matches!(
-                    e.delete_item(0, &k, None, Some(inv)),
+                    e.delete_item(0, &k, None, None, Some(inv)),
                     StoreOutcome::Stored(_)
                 ));
             }
@@ -699,7 +699,7 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
                         expire_at_ms: None,
                         explicit_cas: rng.gen_bool(0.5).then(|| rng.gen::<u64>() >> 1),
                     });
-                    let got = e.delete_item(0, &key, cas, inv);
+                    let got = e.delete_item(0, &key, cas, None, inv);
                     match (&cur, got) {
                         (None, g) => assert_eq!(g, StoreOutcome::NotFound, "{step}"),
                         (Some(c), g) if cas.is_some_and(|x| x != c.cas) => {

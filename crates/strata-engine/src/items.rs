@@ -96,6 +96,17 @@ pub enum StoreOutcome {
     NotFound,
 }
 
+/// Meta `md … x`: keep the item but drop its value (it becomes empty, with
+/// these client flags and TTL, and keeps its CAS unless `E` gives one).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Emptied {
+    pub client_flags: u32,
+    /// Absolute ms; 0 = none.
+    pub expire_at_ms: u64,
+    /// The CAS to give it (`E`).
+    pub explicit_cas: Option<u64>,
+}
+
 /// Meta `md … I`: mark the item stale instead of deleting it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Invalidate {
@@ -293,14 +304,16 @@ impl Engine {
         true
     }
 
-    /// delete / md, with an optional CAS condition (`C`); with `invalidate`
-    /// (`I`) the item is marked stale, not removed: it gets a new CAS (or
-    /// the explicit one), loses its refill right, and takes the new TTL.
+    /// delete / md, with an optional CAS condition (`C`). With `emptied`
+    /// (`x`) the item stays with an empty value; with `invalidate` (`I`) it
+    /// is marked stale, not removed: it gets a new CAS (or the explicit
+    /// one), loses its refill right, and takes the new TTL.
     pub fn delete_item(
         &self,
         db: usize,
         key: &[u8],
         cas: Option<u64>,
+        emptied: Option<Emptied>,
         invalidate: Option<Invalidate>,
     ) -> StoreOutcome {
         let inner = &self.inner;
@@ -311,6 +324,21 @@ impl Engine {
         };
         if cas.is_some_and(|c| c != sh.cas_of(db, key, &sh.dbs[db][idx])) {
             return StoreOutcome::Exists;
+        }
+        if let Some(x) = emptied {
+            let kept_cas = x
+                .explicit_cas
+                .unwrap_or_else(|| sh.cas_of(db, key, &sh.dbs[db][idx]));
+            let flags = x.client_flags;
+            let Some(i) = inner.store(sh, db, key, Some(idx), Bytes::new(), x.expire_at_ms, flags)
+            else {
+                return StoreOutcome::Stored(0);
+            };
+            idx = i;
+            sh.set_explicit_cas(db, idx, Some(kept_cas));
+            if invalidate.is_none() {
+                return StoreOutcome::Stored(kept_cas);
+            }
         }
         let Some(inv) = invalidate else {
             inner.remove_index(sh, db, idx, false);

@@ -62,7 +62,7 @@ pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
 pub use error::EngineError;
 pub use evict::Admission;
 pub use flash::io::IoBackend;
-pub use items::{Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
+pub use items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use journal::{FsyncPolicy, LogStatus};
 pub use keyspace::{ExpireCond, KeyInfo, Location, TtlState};
 pub use persistence::{PersistInfo, ShutdownSave};

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::{
-    Current, EngineError, ExpireCond, ExpireUpdate, Invalidate, ItemCond, ItemGet, ItemState,
-    Mutation, NewItem, Read, StoreOutcome,
+    Current, Emptied, EngineError, ExpireCond, ExpireUpdate, Invalidate, ItemCond, ItemGet,
+    ItemState, Mutation, NewItem, Read, StoreOutcome,
 };
 use strata_protocol::memcache::reply::{self as mr, MetaOut};
 use strata_protocol::memcache::{
@@ -965,12 +965,27 @@ async fn meta(
             Done::Now
         }
         MetaCmd::Delete => {
-            // T applies only with I (the TTL of the stale item).
-            let inv = invalidate.then(|| Invalidate {
-                expire_at_ms: ttl.map(expire_at_ms),
+            let Ok(client_flags) = num_token::<u32>(&flags, b'F') else {
+                mr::line(out, mc::BAD_FORMAT);
+                return Done::Now;
+            };
+            // x: keep the item, empty, with F's flags and T's TTL (as
+            // memcached, none when not given).
+            let emptied = flag(&flags, b'x').is_some().then(|| Emptied {
+                client_flags: client_flags.unwrap_or(0),
+                expire_at_ms: expire_at_ms(ttl.unwrap_or(0)),
                 explicit_cas,
             });
-            let code = match shared.engine.delete_item(DB, &key, cas_in, inv) {
+            // Otherwise T applies only with I (the TTL of the stale item).
+            let inv = invalidate.then(|| Invalidate {
+                expire_at_ms: if emptied.is_some() {
+                    None
+                } else {
+                    ttl.map(expire_at_ms)
+                },
+                explicit_cas,
+            });
+            let code = match shared.engine.delete_item(DB, &key, cas_in, emptied, inv) {
                 StoreOutcome::Stored(_) => {
                     if !invalidate {
                         inc(&st.delete_hits);

@@ -371,6 +371,18 @@ fn meta_explicit_cas_stale_items_and_refill_rights() {
         "{l}"
     );
     m.rt("md nope I\r\n", "NF\r\n");
+    // x: the item stays, empty, keeping its CAS; F and T give its flags and
+    // TTL (none when not given); with I it is also stale.
+    m.rt("ms x1 2 F9 T100 E70\r\nhi\r\n", "HD\r\n");
+    m.rt("md x1 x\r\n", "HD\r\n");
+    m.rt("mg x1 v f c t\r\n", "VA 0 f0 c70 t-1\r\n\r\n");
+    m.rt("md x1 x F5 T50 E71\r\n", "HD\r\n");
+    m.send(b"mg x1 f c t\r\n");
+    let l = m.line();
+    assert!(l == "HD f5 c71 t50\r\n" || l == "HD f5 c71 t49\r\n", "{l}");
+    m.rt("md x1 x I E72\r\n", "HD\r\n");
+    m.rt("mg x1 v c\r\n", "VA 0 c72 X W\r\n\r\n");
+    m.rt("md nope x\r\n", "NF\r\n");
     // R: a client wins the right to recache an item about to expire.
     m.rt("ms r 1 T10\r\nx\r\n", "HD\r\n");
     m.rt("mg r R30 v\r\n", "VA 1 W\r\nx\r\n");

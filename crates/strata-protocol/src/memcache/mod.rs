@@ -178,6 +178,10 @@ pub const INVALID_FLAG: &str = "CLIENT_ERROR invalid flag";
 pub const BAD_CLASS: &str = "BADCLASS invalid class id";
 /// What memcached 1.6 answers for a `b` key that is not valid base64.
 pub const BAD_KEY: &str = "CLIENT_ERROR invalid or duplicate flag";
+pub const DUPLICATE_FLAG: &str = "CLIENT_ERROR duplicate flag";
+/// The flag letters memcached's meta commands define (each command
+/// accepts all of them, and ignores those it has no use for).
+const META_FLAGS: &[u8] = b"bNTRlOPLkstcfvhuqxFCEMJDI";
 
 /// Whether `key` is a valid memcached key: 1..=250 bytes, no control
 /// characters or spaces.
@@ -448,7 +452,7 @@ fn decode_line(tokens: &[&[u8]]) -> McFrame {
                 b"ma" => MetaCmd::Arithmetic,
                 _ => MetaCmd::Debug,
             };
-            match meta_key_and_flags(tokens) {
+            match meta_key_and_flags(tokens, cmd) {
                 Ok((key, base64_key, flags)) => req(McRequest::Meta {
                     cmd,
                     key,
@@ -474,17 +478,35 @@ fn key_or_err(k: &[u8]) -> Result<Bytes, &'static str> {
 /// The key (decoded if the `b` flag is present) and the flags of a meta
 /// command line `<cmd> <key> <flags>*` (for `ms`, the datalen token is
 /// removed by the caller).
-fn meta_key_and_flags(tokens: &[&[u8]]) -> Result<(Bytes, bool, Vec<MetaFlag>), &'static str> {
+fn meta_key_and_flags(
+    tokens: &[&[u8]],
+    cmd: MetaCmd,
+) -> Result<(Bytes, bool, Vec<MetaFlag>), &'static str> {
     let Some(raw_key) = tokens.get(1) else {
         return Err(ERROR);
     };
-    let mut flags = Vec::new();
+    // As memcached: a flag letter no meta command defines, or one given
+    // twice, fails the command (md and ma word it differently); `me`
+    // ignores its flags.
+    let (invalid, duplicate) = match cmd {
+        MetaCmd::Delete | MetaCmd::Arithmetic => (BAD_KEY, BAD_KEY),
+        _ => (INVALID_FLAG, DUPLICATE_FLAG),
+    };
+    let mut flags: Vec<MetaFlag> = Vec::new();
     for t in tokens.get(2..).unwrap_or(&[]) {
         let Some((&f, token)) = t.split_first() else {
             continue;
         };
         if !f.is_ascii_alphabetic() {
             return Err(INVALID_FLAG);
+        }
+        if cmd != MetaCmd::Debug {
+            if !META_FLAGS.contains(&f) {
+                return Err(invalid);
+            }
+            if flags.iter().any(|x| x.flag == f) {
+                return Err(duplicate);
+            }
         }
         if flags.len() >= MAX_META_FLAGS {
             return Err(BAD_FORMAT);
@@ -640,7 +662,7 @@ fn decode_meta_set(
     rest.push(b"ms");
     rest.extend(tokens.get(1).copied());
     rest.extend(tokens.get(3..).unwrap_or(&[]).iter().copied());
-    let parsed = meta_key_and_flags(&rest);
+    let parsed = meta_key_and_flags(&rest, MetaCmd::Set);
     let data = match take_data_block(buf, nl, len, limits)? {
         Ok(d) => d,
         Err(frame) => return Some(frame),

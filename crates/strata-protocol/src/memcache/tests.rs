@@ -270,6 +270,19 @@ fn key_rules() {
 
 #[test]
 fn meta_commands() {
+    // Flag letters no meta command defines, and repeated flags, fail the
+    // command with memcached's words (md and ma have their own); flags a
+    // command has no use for are accepted; `me` ignores its flags.
+    assert_eq!(one(b"mg a Q\r\n"), McFrame::Reply(INVALID_FLAG));
+    assert_eq!(one(b"mg a v v\r\n"), McFrame::Reply(DUPLICATE_FLAG));
+    assert_eq!(
+        one(b"ms a 1 T1 T2\r\nx\r\n"),
+        McFrame::Reply(DUPLICATE_FLAG)
+    );
+    assert_eq!(one(b"md a Q\r\n"), McFrame::Reply(BAD_KEY));
+    assert_eq!(one(b"ma a q q\r\n"), McFrame::Reply(BAD_KEY));
+    assert!(matches!(one(b"mg a D5 J1\r\n"), McFrame::Request(_)));
+    assert!(matches!(one(b"me a Q Q\r\n"), McFrame::Request(_)));
     assert_eq!(
         one(b"mg foo v f t k Oabc q\r\n"),
         McFrame::Request(McRequest::Meta {
