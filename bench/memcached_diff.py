@@ -56,6 +56,8 @@ CASES = [
     b"ms r 1 T10\r\nx\r\nmg r R30 v c\r\nmg r R30 v c\r\nmg r v\r\nms p 1\r\nx\r\nmg p R30 v\r\n",
     # Unknown and repeated meta flags (md/ma word the error differently).
     b"ms a 1\r\nx\r\nmg a Q\r\nmg a v v\r\nms a 1 Q\r\nx\r\nms a 1 T1 T2\r\nx\r\nmd a Q\r\nmd a q q\r\nma a Q\r\nma a q q\r\nmn Q\r\nmg a D5 J1\r\nmg a P L\r\n",
+    # u: a get without an LRU bump (the item stays unfetched).
+    b"ms u1 1\r\nx\r\nmg u1 u h v\r\nmg u1 h\r\nmg u1 h\r\n",
     # stats groups with the same answer (items/slabs differ on purpose: no slab allocator).
     b"stats bogus\r\nstats sizes\r\nstats reset\r\n",
     # c on every ms reply (c0 when nothing was stored), in request order.

@@ -54,6 +54,9 @@ pub struct ItemGet {
     pub claim_stale: bool,
     /// mg `R`: also claim it if the item expires before this (absolute ms).
     pub recache_before_ms: Option<u64>,
+    /// mg `u`: leave the item's access state alone (last access, fetched,
+    /// the CLOCK reference bit).
+    pub no_bump: bool,
 }
 
 /// A value to store with `store_item`.
@@ -171,8 +174,10 @@ impl Engine {
         if won {
             e.flags |= F_WIN_PENDING;
         }
-        e.flags |= F_REFERENCED | F_FETCHED;
-        e.lru_secs = now_secs();
+        if !opts.no_bump {
+            e.flags |= F_REFERENCED | F_FETCHED;
+            e.lru_secs = now_secs();
+        }
         let (client_flags, expire_at_ms) = (e.client_flags, e.expire_at_ms);
         let item = move |value: Bytes| Item {
             value,

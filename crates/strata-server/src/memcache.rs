@@ -801,6 +801,7 @@ async fn meta(
                 touch: ttl.map(expire_at_ms),
                 claim_stale: true,
                 recache_before_ms: recache.map(expire_at_ms),
+                no_bump: flag(&flags, b'u').is_some(),
             };
             let read = shared.engine.get_item(DB, &key, opts);
             let s = shared.clone();

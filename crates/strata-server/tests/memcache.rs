@@ -383,6 +383,11 @@ fn meta_explicit_cas_stale_items_and_refill_rights() {
     m.rt("md x1 x I E72\r\n", "HD\r\n");
     m.rt("mg x1 v c\r\n", "VA 0 c72 X W\r\n\r\n");
     m.rt("md nope x\r\n", "NF\r\n");
+    // u: a get that leaves the item's access state alone (h stays 0).
+    m.rt("ms u1 1\r\nx\r\n", "HD\r\n");
+    m.rt("mg u1 u h v\r\n", "VA 1 h0\r\nx\r\n");
+    m.rt("mg u1 h\r\n", "HD h0\r\n");
+    m.rt("mg u1 h\r\n", "HD h1\r\n");
     // R: a client wins the right to recache an item about to expire.
     m.rt("ms r 1 T10\r\nx\r\n", "HD\r\n");
     m.rt("mg r R30 v\r\n", "VA 1 W\r\nx\r\n");
