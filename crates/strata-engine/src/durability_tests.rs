@@ -476,6 +476,31 @@ fn a_corrupt_or_older_checkpoint_falls_back_to_a_full_scan() {
     }
 }
 
+/// A checkpoint written by the previous version (3: no memcached item
+/// state) still loads: its entries read as version-4 entries without the
+/// extension.
+#[test]
+fn a_version_3_checkpoint_still_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = Model::new();
+    let mut rng = StdRng::seed_from_u64(23);
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        churn(&e, &mut model, &mut rng, 2000, 0);
+        e.shutdown(ShutdownSave::Save).unwrap();
+    }
+    let cp = dir.path().join("flash").join("checkpoint");
+    let mut b = std::fs::read(&cp).unwrap();
+    b[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let crc = crc32c::crc32c(&b[0..56]);
+    b[56..60].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&cp, b).unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    let r = e.recovery_report();
+    assert!(r.from_checkpoint, "{r:?}");
+    check(&e, &model, "version 3 checkpoint");
+}
+
 #[test]
 fn memcached_item_state_survives_replay_and_checkpoint() {
     use crate::{Invalidate, ItemCond, ItemGet, NewItem, StoreOutcome};
