@@ -1,5 +1,5 @@
-//! INFO: renders the sections server, clients, memory, stats, persistence,
-//! keyspace and tiered in Redis's `field:value` format. Field names are
+//! INFO: renders the sections server, clients, memory, persistence, stats,
+//! cpu, keyspace and tiered in Redis's `field:value` format. Field names are
 //! fixed here and only here. Every figure is read from a counter or gauge
 //! kept where the event happens (engine `Stats`, `ServerStats`, the
 //! counting allocator), never estimated.
@@ -17,6 +17,7 @@ const SECTIONS: &[&str] = &[
     "memory",
     "persistence",
     "stats",
+    "cpu",
     "keyspace",
     "tiered",
 ];
@@ -42,6 +43,7 @@ pub fn render(shared: &Shared, requested: &[String]) -> String {
             "memory" => memory(shared, &mut out),
             "persistence" => persistence(shared, &mut out),
             "stats" => stats(shared, &mut out),
+            "cpu" => cpu(&mut out),
             "keyspace" => keyspace(shared, &mut out),
             _ => tiered(shared, &mut out),
         }
@@ -53,6 +55,37 @@ macro_rules! field {
     ($out:expr, $name:expr, $value:expr) => {
         let _ = write!($out, "{}:{}\r\n", $name, $value);
     };
+}
+
+/// CPU time used by this process and by its waited-for children (user,
+/// system), from getrusage.
+pub fn cpu_times() -> [(std::time::Duration, std::time::Duration); 2] {
+    [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN].map(|who| {
+        // SAFETY: getrusage only writes the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; `who` is a valid target.
+        if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+            return Default::default();
+        }
+        let d = |t: libc::timeval| {
+            std::time::Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000)
+        };
+        (d(ru.ru_utime), d(ru.ru_stime))
+    })
+}
+
+/// A duration as Redis and memcached print CPU times: seconds.microseconds.
+pub fn seconds_micros(d: std::time::Duration) -> String {
+    format!("{}.{:06}", d.as_secs(), d.subsec_micros())
+}
+
+fn cpu(out: &mut String) {
+    let [(user, sys), (cuser, csys)] = cpu_times();
+    out.push_str("# CPU\r\n");
+    field!(out, "used_cpu_sys", seconds_micros(sys));
+    field!(out, "used_cpu_user", seconds_micros(user));
+    field!(out, "used_cpu_sys_children", seconds_micros(csys));
+    field!(out, "used_cpu_user_children", seconds_micros(cuser));
 }
 
 fn server(s: &Shared, out: &mut String) {

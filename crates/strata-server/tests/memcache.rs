@@ -641,6 +641,8 @@ fn values_on_flash_are_read_through_get_and_mg() {
         "evictions",
         "limit_maxbytes",
         "threads",
+        "rusage_user",
+        "rusage_system",
         "extstore_objects_written",
         "extstore_objects_read",
         "get_extstore",

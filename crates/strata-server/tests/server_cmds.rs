@@ -428,7 +428,7 @@ fn info_sections() {
     let srv = start();
     let mut con = srv.client();
     let text: String = q(&mut con, "INFO");
-    // All seven sections, in order, with Redis-compatible versions.
+    // All eight sections, in order, with Redis-compatible versions.
     let headers: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
     assert_eq!(
         headers,
@@ -438,6 +438,7 @@ fn info_sections() {
             "# Memory",
             "# Persistence",
             "# Stats",
+            "# CPU",
             "# Keyspace",
             "# Tiered"
         ]
@@ -447,7 +448,7 @@ fn info_sections() {
     // `all` and `everything` are the same set; sections are case-insensitive.
     for arg in ["all", "everything", "default"] {
         let t: String = q(&mut con, &format!("INFO {arg}"));
-        assert_eq!(t.lines().filter(|l| l.starts_with('#')).count(), 7, "{arg}");
+        assert_eq!(t.lines().filter(|l| l.starts_with('#')).count(), 8, "{arg}");
     }
     let t: String = q(&mut con, "INFO SERVER");
     assert_eq!(
@@ -463,6 +464,13 @@ fn info_sections() {
     assert!(srv.info_u64(&mut con, "clients", "connected_clients") >= 1);
     assert_eq!(srv.info_u64(&mut con, "memory", "maxmemory_ram"), 16 << 20);
     assert!(srv.info(&mut con, "server").contains_key("tcp_port"));
+    // CPU: measured (the server has done some work), as Redis prints it.
+    let cpu = srv.info(&mut con, "cpu");
+    let user: f64 = cpu["used_cpu_user"].parse().unwrap();
+    let sys: f64 = cpu["used_cpu_sys"].parse().unwrap();
+    assert!(user + sys > 0.0, "{cpu:?}");
+    assert!(cpu["used_cpu_user"].split_once('.').unwrap().1.len() == 6);
+    assert!(cpu.contains_key("used_cpu_sys_children"));
     // INFO nosuch: an empty text, not an error.
     let t: String = q(&mut con, "INFO nosuchsection");
     assert!(!t.contains('#'));

@@ -764,6 +764,9 @@ fn stats(shared: &Shared, args: &[Bytes], out: &mut BytesMut) {
                 "pointer_size",
                 (8 * std::mem::size_of::<usize>()).to_string(),
             );
+            let [(user, sys), _] = crate::info::cpu_times();
+            put("rusage_user", crate::info::seconds_micros(user));
+            put("rusage_system", crate::info::seconds_micros(sys));
             put("curr_connections", g(&st.curr_connections));
             put("total_connections", g(&st.total_connections));
             put("cmd_get", g(&st.cmd_get));
