@@ -4,7 +4,9 @@
 //! must get a clear error, reads go on, nothing acknowledged is lost, and
 //! writes resume by themselves when space returns.
 
-use std::net::TcpListener;
+mod common;
+
+use common::{free_port, value_for};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,14 +29,6 @@ fn mount_tmpfs(at: &Path, size: &str) -> Option<Mount> {
         .status()
         .is_ok_and(|s| s.success());
     ok.then(|| Mount(at.to_path_buf()))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The server process, killed on drop (also when an assertion fails).
@@ -87,20 +81,6 @@ fn connect(port: u16) -> redis::Connection {
     }
 }
 
-fn value_for(key: &str, len: usize) -> Vec<u8> {
-    let mut x = key.bytes().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ b as u32).wrapping_mul(0x0100_0193)
-    }) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
-}
-
 #[test]
 fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
     let dir = tempfile::tempdir().unwrap();
@@ -121,7 +101,7 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
         let key = format!("k{i}");
         match redis::cmd("SET")
             .arg(&key)
-            .arg(value_for(&key, 16 << 10))
+            .arg(value_for(&key, 0, 16 << 10))
             .query::<()>(&mut con)
         {
             Ok(()) => acked.push(key),
@@ -144,7 +124,7 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
     // Reads keep working, and every acknowledged write is intact.
     for key in &acked {
         let v: Vec<u8> = redis::cmd("GET").arg(key).query(&mut con).unwrap();
-        assert!(v == value_for(key, 16 << 10), "{key}: wrong value");
+        assert!(v == value_for(key, 0, 16 << 10), "{key}: wrong value");
     }
     let info: String = redis::cmd("INFO")
         .arg("persistence")
@@ -157,7 +137,7 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
     loop {
         let r = redis::cmd("SET")
             .arg("after")
-            .arg(value_for("after", 1000))
+            .arg(value_for("after", 0, 1000))
             .query::<()>(&mut con);
         if r.is_ok() {
             break;
@@ -176,7 +156,7 @@ fn a_full_disk_refuses_writes_keeps_reads_and_resumes() {
         let len = if key == "after" { 1000 } else { 16 << 10 };
         let v: Option<Vec<u8>> = redis::cmd("GET").arg(key).query(&mut con).unwrap();
         assert!(
-            v.as_deref() == Some(&value_for(key, len)[..]),
+            v.as_deref() == Some(&value_for(key, 0, len)[..]),
             "{key} after restart: {:?} bytes",
             v.map(|v| v.len())
         );

@@ -44,6 +44,13 @@ fn ttl_secs(expire_at_ms: u64) -> i64 {
     }
 }
 
+/// A reply that is a code and the echoed flags (O, k).
+fn code_reply(out: &mut BytesMut, code: &str, flags: &[MetaFlag], key: &[u8], base64_key: bool) {
+    let mut m = MetaOut::start(out, code, None);
+    echo(&mut m, flags, key, base64_key);
+    m.finish(None);
+}
+
 /// Echoes the flags every meta reply returns, in request order as
 /// memcached does: O (opaque) and k (key; with b, base64 and a `b`).
 fn echo(m: &mut MetaOut<'_>, flags: &[MetaFlag], key: &[u8], base64_key: bool) {
@@ -191,6 +198,11 @@ fn get(shared: &Arc<Shared>, m: Args, out: &mut BytesMut) -> Done {
     let fut = async move {
         let mut out = BytesMut::new();
         let mut r = read.wait().await;
+        match &r {
+            Ok(Some(_)) => inc(&s.mc.get_hits),
+            Ok(None) => inc(&s.mc.get_misses),
+            Err(_) => {}
+        }
         if let (Ok(None), Some(ttl)) = (&r, vivify) {
             // Auto-vivify: an empty item whose refill right (W) is
             // this client's; if another client created it first,
@@ -210,11 +222,6 @@ fn get(shared: &Arc<Shared>, m: Args, out: &mut BytesMut) -> Done {
                 })),
                 None => s.engine.get_item(DB, &key, opts).wait().await,
             };
-            inc(&s.mc.get_misses);
-        } else if let Ok(Some(_)) = &r {
-            inc(&s.mc.get_hits);
-        } else if let Ok(None) = &r {
-            inc(&s.mc.get_misses);
         }
         let item = match r {
             Ok(Some(item)) => item,
@@ -316,9 +323,7 @@ async fn set(shared: &Arc<Shared>, m: Args, data: Option<Bytes>, out: &mut Bytes
                                 _ => "NS",
                             };
                             if !(quiet && code == "HD") {
-                                let mut m = MetaOut::start(&mut out, code, None);
-                                echo(&mut m, &fl, &key, base64_key);
-                                m.finish(None);
+                                code_reply(&mut out, code, &fl, &key, base64_key);
                             }
                         }
                         Err(e) => engine_error(&mut out, &e),
@@ -414,9 +419,7 @@ fn delete(shared: &Shared, m: Args, out: &mut BytesMut) -> Done {
         }
     };
     if !(quiet && code == "HD") {
-        let mut m = MetaOut::start(out, code, None);
-        echo(&mut m, &flags, &key, base64_key);
-        m.finish(None);
+        code_reply(out, code, &flags, &key, base64_key);
     }
     Done::Now
 }
@@ -502,14 +505,10 @@ fn arithmetic(shared: &Arc<Shared>, m: Args, out: &mut BytesMut) -> Done {
             }
             Ok((ArithResult::Missing, _)) => {
                 s.mc.count_arith(incr, false);
-                let mut m = MetaOut::start(&mut out, "NF", None);
-                echo(&mut m, &flags, &key, base64_key);
-                m.finish(None);
+                code_reply(&mut out, "NF", &flags, &key, base64_key);
             }
             Ok((ArithResult::CasMismatch, _)) => {
-                let mut m = MetaOut::start(&mut out, "EX", None);
-                echo(&mut m, &flags, &key, base64_key);
-                m.finish(None);
+                code_reply(&mut out, "EX", &flags, &key, base64_key);
             }
             Ok((ArithResult::NonNumeric, _)) => mr::line(&mut out, NON_NUMERIC),
             Err(e) => engine_error(&mut out, &e),

@@ -245,7 +245,8 @@ fn spawn_child(dir: &std::path::Path, args: &[String]) -> (u16, u16, Child) {
     (port, mc_port, child)
 }
 
-fn free_port() -> u16 {
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
