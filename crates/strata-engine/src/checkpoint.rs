@@ -33,8 +33,9 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// Version 2 added the shard layout (seed, count and a section per shard),
 /// so a restart loads each shard's section directly and in parallel;
 /// version 3 the memcached client flags of each entry; version 4 the
-/// stale mark and explicit CAS of memcached items that have them.
-pub const CHECKPOINT_VERSION: u32 = 4;
+/// stale mark and explicit CAS of memcached items that have them; version 5
+/// the value type of collections (high nibble of the extension's bits byte).
+pub const CHECKPOINT_VERSION: u32 = 5;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;
@@ -143,7 +144,10 @@ pub struct CpEntry<'a> {
 }
 
 pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
-    let extended = e.meta.kind() == RecordKind::ValueMeta;
+    let extended = matches!(
+        e.meta.kind(),
+        RecordKind::ValueMeta | RecordKind::Collection
+    );
     out.extend_from_slice(&e.db.to_le_bytes());
     let key_len = e.key.len() as u32 | if extended { KEY_LEN_META } else { 0 };
     out.extend_from_slice(&key_len.to_le_bytes());
@@ -335,7 +339,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                             pending.push(Pending {
                                 db,
                                 key: Box::from(&k[..]),
-                                value: h.value.clone(),
+                                value: h.value.to_bytes(),
                                 version: e.version,
                                 expire_at_ms: e.expire_at_ms,
                                 meta: sh.item_meta(db, k, e),
@@ -540,6 +544,7 @@ mod tests {
                 client_flags: 9,
                 explicit_cas: Some(1 << 40),
                 stale: true,
+                ..ItemMeta::default()
             },
             loc: FlashLoc { len: 51, ..e.loc },
             ..e.clone()

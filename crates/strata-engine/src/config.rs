@@ -90,6 +90,8 @@ pub struct EngineConfig {
     /// Log bytes between automatic checkpoints (at least; 0 = only SAVE,
     /// BGSAVE and shutdown). Default: 1 GiB.
     pub checkpoint_interval: u64,
+    /// The thresholds of Redis's small encodings. Default: Redis 7.0's.
+    pub encoding: crate::types::EncodingLimits,
 }
 
 impl EngineConfig {
@@ -116,6 +118,7 @@ impl EngineConfig {
             appendonly: true,
             appendfsync: crate::journal::FsyncPolicy::EverySec,
             checkpoint_interval: 1 << 30,
+            encoding: crate::types::EncodingLimits::default(),
         }
     }
 }
@@ -127,6 +130,8 @@ pub struct Tunables {
     eviction: AtomicU8,
     pub min_value_size: AtomicU64,
     promote: AtomicU8,
+    /// `hash-max-listpack-entries` ... (what OBJECT ENCODING reports).
+    encoding: parking_lot::Mutex<crate::types::EncodingLimits>,
 }
 
 impl Tunables {
@@ -137,7 +142,14 @@ impl Tunables {
             eviction: AtomicU8::new(c.eviction as u8),
             min_value_size: AtomicU64::new(c.min_value_size as u64),
             promote: AtomicU8::new(c.promote as u8),
+            encoding: parking_lot::Mutex::new(c.encoding),
         }
+    }
+    pub fn encoding_limits(&self) -> crate::types::EncodingLimits {
+        *self.encoding.lock()
+    }
+    pub fn set_encoding_limits(&self, l: crate::types::EncodingLimits) {
+        *self.encoding.lock() = l;
     }
     pub fn eviction(&self) -> EvictionPolicy {
         match self.eviction.load(Relaxed) {

@@ -14,6 +14,12 @@ pub enum EngineError {
     /// The device returned an error.
     #[error("flash I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// The key holds a value of another type than the command works on.
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
+    /// A collection record passed its checksum but does not decode.
+    #[error("flash record of key is corrupt (malformed collection)")]
+    Malformed,
     /// The database index is out of range.
     #[error("DB index is out of range")]
     NoSuchDb,

@@ -473,9 +473,11 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             continue;
         };
         let e = &mut sh.dbs[l.db][idx];
-        let slot = match &e.slot {
-            Slot::Cold(loc) if *loc == l.old => Slot::Cold(new),
-            Slot::Hot(h) if h.backing == Some(l.old) => Slot::hot(h.value.clone(), Some(new)),
+        // Only the record moved: the value (hot or cold) and the counters
+        // stay as they are.
+        match &mut e.slot {
+            Slot::Cold(loc) if *loc == l.old => *loc = new,
+            Slot::Hot(h) if h.backing == Some(l.old) => h.backing = Some(new),
             _ => {
                 if e.version == l.header.seq {
                     // Rule 7: the entry got a newer record of the same write
@@ -485,8 +487,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
                 }
                 continue;
             }
-        };
-        e.replace_slot(&mut sh.acct, slot);
+        }
         inner.release_flash_quiet(l.old);
         inner.retain_flash(new);
         Stats::add(&inner.stats.gc_bytes_relocated, new.len as u64);

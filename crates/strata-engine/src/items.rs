@@ -146,6 +146,9 @@ impl Engine {
             Stats::inc(&inner.stats.get_expired);
             return Read::Ready(Ok(None));
         }
+        if sh.dbs[db][idx].vtype != crate::types::ValueType::String as u8 {
+            return Read::Ready(Err(EngineError::WrongType));
+        }
         if let Some(at) = opts.touch {
             if sh.dbs[db][idx].expire_at_ms != at {
                 inner.set_expire_at(sh, db, idx, at);
@@ -196,7 +199,7 @@ impl Engine {
                 if h.backing.is_some() {
                     Stats::inc(&inner.stats.ram_cool_hits);
                 }
-                Read::Ready(Ok(Some(item(h.value.clone()))))
+                Read::Ready(Ok(h.value.as_str().cloned().map(item)))
             }
             Slot::Cold(loc) => {
                 Stats::inc(&inner.stats.ram_misses);

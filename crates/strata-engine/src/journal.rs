@@ -597,7 +597,7 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
         Some(e) if e.flags & F_DIRTY == 0 => return None,
         Some(e) => match &e.slot {
             Slot::Hot(h) => State::Hot {
-                value: h.value.clone(),
+                value: h.value.to_bytes(),
                 version: e.version,
                 expire_at_ms: e.expire_at_ms,
             },

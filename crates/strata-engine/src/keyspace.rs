@@ -4,9 +4,10 @@
 //! names its key and the collector relies on that to find its owner.
 
 use crate::clock::{now_ms, now_secs};
-use crate::index::{FlashLoc, Shard, Slot, F_REFERENCED};
+use crate::index::{FlashLoc, Shard, Slot, Value, F_REFERENCED};
 use crate::read::{fetch_value, FetchTarget, Read};
 use crate::stats::Stats;
+use crate::strings::Retry;
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 use rand::Rng;
@@ -239,7 +240,7 @@ impl Engine {
             idle_secs: now.saturating_sub(e.lru_secs) as u64,
             expire_at_ms: e.expire_at_ms,
             hot_value: match &e.slot {
-                Slot::Hot(h) if h.value.len() <= 20 => Some(h.value.clone()),
+                Slot::Hot(h) => h.value.as_str().filter(|v| v.len() <= 20).cloned(),
                 _ => None,
             },
             key_len: key.len(),
@@ -261,7 +262,8 @@ impl Engine {
     ) -> Read<Result<Option<bool>, EngineError>> {
         match self.inner.try_rename(db, src, db, dst, nx, false, None) {
             Ok(r) => Read::Ready(Ok(r)),
-            Err(t) => {
+            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            Err(Retry::Fetch(t)) => {
                 let inner = self.inner.clone();
                 let dst: Box<[u8]> = dst.into();
                 Read::Pending(Box::pin(async move {
@@ -278,7 +280,8 @@ impl Engine {
                             Some((t.version, v)),
                         ) {
                             Ok(r) => return Ok(r),
-                            Err(next) => t = next,
+                            Err(Retry::Fetch(next)) => t = next,
+                            Err(Retry::Fail(e)) => return Err(e),
                         }
                     }
                 }))
@@ -301,7 +304,8 @@ impl Engine {
             .try_rename(db, src, dst_db, dst, !replace, true, None)
         {
             Ok(r) => Read::Ready(Ok(r)),
-            Err(t) => {
+            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            Err(Retry::Fetch(t)) => {
                 let inner = self.inner.clone();
                 let dst: Box<[u8]> = dst.into();
                 Read::Pending(Box::pin(async move {
@@ -312,7 +316,8 @@ impl Engine {
                         match inner.try_rename(t.db, &t.key, dst_db, &dst, !replace, true, fetched)
                         {
                             Ok(r) => return Ok(r),
-                            Err(next) => t = next,
+                            Err(Retry::Fetch(next)) => t = next,
+                            Err(Retry::Fail(e)) => return Err(e),
                         }
                     }
                 }))
@@ -510,7 +515,7 @@ impl Inner {
         nx: bool,
         copy: bool,
         fetched: Option<(u64, Bytes)>,
-    ) -> Result<Option<bool>, FetchTarget> {
+    ) -> Result<Option<bool>, Retry> {
         let a = self.shard_index(src);
         let b = self.shard_index(dst);
         // Lock both shards in index order (no deadlock).
@@ -532,9 +537,15 @@ impl Inner {
                 Slot::Hot(h) => (h.value.clone(), e.expire_at_ms, e.client_flags),
                 Slot::Cold(loc) => match &fetched {
                     Some((v, value)) if *v == e.version => {
-                        (value.clone(), e.expire_at_ms, e.client_flags)
+                        let value = Value::from_record(e.value_type(), value.clone())
+                            .map_err(|_| Retry::Fail(EngineError::Malformed))?;
+                        (value, e.expire_at_ms, e.client_flags)
                     }
-                    _ => return Err(FetchTarget::new(self, db, src, *loc, e.version)),
+                    _ => {
+                        return Err(Retry::Fetch(FetchTarget::new(
+                            self, db, src, *loc, e.version,
+                        )))
+                    }
                 },
             }
         };
@@ -549,12 +560,11 @@ impl Inner {
         if nx && di.is_some() {
             return Ok(Some(false));
         }
-        let value = if value.len() * 2 < 4096 || copy {
-            Bytes::copy_from_slice(&value)
-        } else {
-            value
+        let value = match value {
+            Value::Str(v) if v.len() * 2 < 4096 || copy => Value::Str(Bytes::copy_from_slice(&v)),
+            v => v,
         };
-        self.store(dsh, dst_db, dst, di, value, expire, flags);
+        self.store_value(dsh, dst_db, dst, di, value, expire, flags);
         if !copy {
             // The destination insert may have moved entries of the same
             // map; look the source up again.

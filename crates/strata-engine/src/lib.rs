@@ -57,11 +57,14 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 mod tiering;
+pub mod types;
+mod view;
 
 pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
 pub use error::EngineError;
 pub use evict::Admission;
 pub use flash::io::IoBackend;
+pub use index::Value;
 pub use items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use journal::{FsyncPolicy, LogStatus};
 pub use keyspace::{ExpireCond, KeyInfo, Location, TtlState};
@@ -70,6 +73,8 @@ pub use read::Read;
 pub use recovery::RecoveryReport;
 pub use stats::TieredInfo;
 pub use strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
+pub use types::{Collection, ValueType};
+pub use view::{KeysView, ValueRef};
 
 use config::Tunables;
 use flash::io::IoEngine;
@@ -313,6 +318,14 @@ impl Engine {
     }
     pub fn set_promote(&self, p: PromotePolicy) {
         self.inner.tun.set_promote(p);
+    }
+    /// Sets the thresholds of Redis's small encodings (CONFIG SET
+    /// hash-max-listpack-entries ...).
+    pub fn set_encoding_limits(&self, l: types::EncodingLimits) {
+        self.inner.tun.set_encoding_limits(l);
+    }
+    pub fn encoding_limits(&self) -> types::EncodingLimits {
+        self.inner.tun.encoding_limits()
     }
 
     /// Zeroes the resettable counters (CONFIG RESETSTAT).

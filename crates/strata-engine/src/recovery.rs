@@ -168,6 +168,7 @@ impl Replay<'_> {
                 e.version = seq;
                 e.expire_at_ms = expire_at_ms;
                 e.client_flags = meta.client_flags;
+                e.vtype = meta.vtype as u8;
                 sh.acct.add(&e.slot, value_len);
                 sh.acct.ttl_add(d, expire_at_ms);
                 sh.apply_item_meta(d, idx, &meta);
@@ -182,6 +183,7 @@ impl Replay<'_> {
                 flags: 0,
                 value_len,
                 client_flags: meta.client_flags,
+                vtype: meta.vtype as u8,
             };
             let k = CompactKey::from(key);
             sh.acct.entry_added(d, k.heap_bytes(), &e);
@@ -273,7 +275,10 @@ impl Replay<'_> {
                     self.report.records_replayed += 1;
                     let h = rec.header;
                     match h.kind {
-                        RecordKind::Value | RecordKind::ValueFlags | RecordKind::ValueMeta => {
+                        RecordKind::Value
+                        | RecordKind::ValueFlags
+                        | RecordKind::ValueMeta
+                        | RecordKind::Collection => {
                             self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.meta)
                         }
                         RecordKind::Tombstone => {
@@ -461,6 +466,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
         flags: 0,
         value_len,
         client_flags: e.meta.client_flags,
+        vtype: e.meta.vtype as u8,
     };
     let k = CompactKey::from(e.key);
     sh.acct.entry_added(d, k.heap_bytes(), &entry);

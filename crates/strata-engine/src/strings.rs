@@ -11,6 +11,7 @@ use crate::clock::{now_ms, now_secs};
 use crate::index::{Entry, Slot, F_REFERENCED};
 use crate::read::{fetch_and_promote, fetch_value, FetchTarget, Read};
 use crate::stats::Stats;
+use crate::types::ValueType;
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -102,6 +103,9 @@ impl Engine {
             Stats::inc(&inner.stats.keyspace_misses);
             return Read::Ready(Ok(None));
         }
+        if e.vtype != ValueType::String as u8 {
+            return Read::Ready(Err(EngineError::WrongType));
+        }
         Stats::inc(&inner.stats.keyspace_hits);
         e.flags |= F_REFERENCED;
         e.lru_secs = now_secs();
@@ -111,7 +115,7 @@ impl Engine {
                 if h.backing.is_some() {
                     Stats::inc(&inner.stats.ram_cool_hits);
                 }
-                Read::Ready(Ok(Some(h.value.clone())))
+                Read::Ready(Ok(h.value.as_str().cloned()))
             }
             Slot::Cold(loc) => {
                 Stats::inc(&inner.stats.ram_misses);
@@ -179,11 +183,11 @@ impl Engine {
         let mut f = f;
         match self.inner.try_update(db, key, &mut f, None) {
             Ok(r) => Read::Ready(Ok(r)),
-            Err(Some(t)) => {
+            Err(Retry::Fetch(t)) => {
                 let inner = self.inner.clone();
                 Read::Pending(Box::pin(async move { update_cold(inner, t, f).await }))
             }
-            Err(None) => Read::Ready(Err(EngineError::Corrupt("update raced"))),
+            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
         }
     }
 
@@ -217,10 +221,15 @@ impl Engine {
     }
 
     /// STRLEN: the value's length from RAM metadata.
-    pub fn strlen(&self, db: usize, key: &[u8]) -> u64 {
-        self.inner
-            .with_live(db, key, |_, e| e.value_len as u64)
-            .unwrap_or(0)
+    pub fn strlen(&self, db: usize, key: &[u8]) -> Result<u64, EngineError> {
+        match self
+            .inner
+            .with_live(db, key, |_, e| (e.vtype, e.value_len as u64))
+        {
+            None => Ok(0),
+            Some((t, _)) if t != ValueType::String as u8 => Err(EngineError::WrongType),
+            Some((_, n)) => Ok(n),
+        }
     }
 }
 
@@ -236,8 +245,8 @@ where
         let value = fetch_value(inner.clone(), &t).await?;
         match inner.try_update(t.db, &t.key, &mut f, Some((t.version, &value))) {
             Ok(r) => return Ok(r),
-            Err(Some(next)) => t = next,
-            Err(None) => return Err(EngineError::Corrupt("update raced")),
+            Err(Retry::Fetch(next)) => t = next,
+            Err(Retry::Fail(e)) => return Err(e),
         }
     }
 }
@@ -251,16 +260,24 @@ fn resolve_expire(u: ExpireUpdate, old: u64) -> u64 {
     }
 }
 
+/// Why `try_update` (or a rename) did not apply.
+pub(crate) enum Retry {
+    /// The value is cold: fetch it and try again.
+    Fetch(FetchTarget),
+    Fail(EngineError),
+}
+
 impl Inner {
     /// Applies `f` if the value is in RAM (or was fetched at `fetched`'s
-    /// version); otherwise returns what to fetch.
+    /// version); otherwise returns what to fetch. A key of another type
+    /// than string fails with `WrongType` (nothing changes).
     fn try_update<R, F>(
         &self,
         db: usize,
         key: &[u8],
         f: &mut F,
         fetched: Option<(u64, &Bytes)>,
-    ) -> Result<(R, Option<ItemState>), Option<FetchTarget>>
+    ) -> Result<(R, Option<ItemState>), Retry>
     where
         F: FnMut(Option<Current<'_>>) -> (Mutation, R),
     {
@@ -280,9 +297,17 @@ impl Inner {
                 let e = &sh.dbs[db][i];
                 let expire_at_ms = e.expire_at_ms;
                 let (client_flags, cas) = (e.client_flags, sh.cas_of(db, key, e));
+                if e.vtype != ValueType::String as u8 {
+                    return Err(Retry::Fail(EngineError::WrongType));
+                }
                 match &e.slot {
                     Slot::Hot(h) => f(Some(Current {
-                        value: &h.value,
+                        value: match &h.value {
+                            crate::index::Value::Str(b) => b,
+                            crate::index::Value::Coll(_) => {
+                                return Err(Retry::Fail(EngineError::WrongType))
+                            }
+                        },
                         expire_at_ms,
                         client_flags,
                         cas,
@@ -294,7 +319,11 @@ impl Inner {
                             client_flags,
                             cas,
                         })),
-                        _ => return Err(Some(FetchTarget::new(self, db, key, *loc, e.version))),
+                        _ => {
+                            return Err(Retry::Fetch(FetchTarget::new(
+                                self, db, key, *loc, e.version,
+                            )))
+                        }
                     },
                 }
             }
@@ -365,6 +394,22 @@ impl Inner {
         expire_at_ms: u64,
         client_flags: u32,
     ) -> Option<usize> {
+        let value = crate::index::Value::Str(value);
+        self.store_value(sh, db, key, idx, value, expire_at_ms, client_flags)
+    }
+
+    /// As `store`, for a value of any type (the entry takes its type).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store_value(
+        &self,
+        sh: &mut crate::index::Shard,
+        db: usize,
+        key: &[u8],
+        idx: Option<usize>,
+        value: crate::index::Value,
+        expire_at_ms: u64,
+        client_flags: u32,
+    ) -> Option<usize> {
         if expire_at_ms != 0 && expire_at_ms <= now_ms() {
             // Already expired (SET ... EXAT in the past): the key is gone,
             // as in Redis, rather than stored dead until the sweep.
@@ -375,7 +420,8 @@ impl Inner {
         }
         let version = self.next_seq();
         let value_len = value.len() as u32;
-        let slot = Slot::hot(value, None);
+        let vtype = value.vtype() as u8;
+        let slot = Slot::hot_value(value, None);
         let idx = match idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e))) {
             Some((i, e)) => {
                 sh.acct.remove(&e.slot, e.value_len);
@@ -393,6 +439,7 @@ impl Inner {
                 e.expire_at_ms = expire_at_ms;
                 e.version = version;
                 e.client_flags = client_flags;
+                e.vtype = vtype;
                 e.flags = F_REFERENCED | self.dirty_flag();
                 e.lru_secs = now_secs();
                 i
@@ -406,6 +453,7 @@ impl Inner {
                     flags: F_REFERENCED | self.dirty_flag(),
                     value_len,
                     client_flags,
+                    vtype,
                 };
                 let key = crate::index::CompactKey::from(key);
                 sh.acct.entry_added(db, key.heap_bytes(), &e);

@@ -228,13 +228,14 @@ fn demote_chunk(
                 victims.push(Victim {
                     db,
                     key: Box::from(&k[..]),
-                    value: h.value.clone(),
+                    value: h.value.to_bytes(),
                     version: e.version,
                     expire_at_ms: e.expire_at_ms,
                     meta: ItemMeta {
                         client_flags: e.client_flags,
                         explicit_cas: None,
                         stale: e.flags & F_STALE != 0,
+                        vtype: e.value_type(),
                     },
                     loc: None,
                 });

@@ -7,16 +7,18 @@
 //! and the connection is closed, as Redis does.
 
 use crate::clients::ClientHandle;
-use crate::dispatch::{self, Ctx, Outcome};
+use crate::command::Outcome;
+use crate::commands::table;
+use crate::dispatch::execute;
 use crate::reply;
 use crate::Shared;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use strata_engine::Admission;
 use strata_protocol::{decode_request, Version};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -94,7 +96,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     out.extend_from_slice(&reply);
                 }
             }
-            let spec = dispatch::lookup(&args[0]);
+            let spec = table::lookup(&args[0]);
             if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
                 shared.stats.commands_processed.fetch_add(1, Relaxed);
                 let mut refusal = BytesMut::new();
@@ -196,42 +198,6 @@ async fn admit(
         Err(crate::Refusal::OutOfMemory) => Some(reply::OOM.to_string()),
         Err(crate::Refusal::Log(why)) => Some(reply::misconf(&why)),
     }
-}
-
-/// Runs one command: arity check, the handler, and the slow log.
-fn execute(
-    shared: &Arc<Shared>,
-    conn: &mut ConnState,
-    spec: Option<&'static dispatch::CommandSpec>,
-    args: &[Bytes],
-    target: &mut BytesMut,
-) -> Outcome {
-    shared.stats.commands_processed.fetch_add(1, Relaxed);
-    let Some(spec) = spec else {
-        reply::unknown_command(target, args);
-        shared.stats.unknown_commands.fetch_add(1, Relaxed);
-        return Outcome::Done;
-    };
-    if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
-        reply::error(target, reply::NOAUTH);
-        return Outcome::Done;
-    }
-    if !spec.arity_ok(args.len()) {
-        reply::arity(target, spec.name);
-        return Outcome::Done;
-    }
-    conn.handle.touch(spec.name);
-    let started = Instant::now();
-    let mut ctx = Ctx {
-        shared,
-        conn,
-        out: target,
-    };
-    let outcome = (spec.handler)(&mut ctx, args);
-    shared
-        .slowlog
-        .record(started.elapsed(), args, &ctx.conn.handle);
-    outcome
 }
 
 async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {

@@ -12,6 +12,7 @@
 
 pub mod alloc;
 pub mod clients;
+pub mod command;
 pub mod commands;
 pub mod config;
 pub mod connection;

@@ -80,6 +80,7 @@ pub fn engine(out: &mut BytesMut, e: &EngineError) {
     match e {
         EngineError::OutOfMemory => error(out, OOM),
         EngineError::NoSuchDb => error(out, DB_RANGE),
+        EngineError::WrongType => error(out, WRONGTYPE),
         EngineError::Corrupt(why) => error(
             out,
             &format!("ERR flash read failed: record corrupt ({why})"),

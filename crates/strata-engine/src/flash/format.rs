@@ -16,10 +16,12 @@
 //!   field, so a torn or flipped record is detected and never served.
 
 use super::buf::PAGE;
+use crate::types::ValueType;
 
 /// Version of the segment and record layout written by this build
-/// (version 2 added flush records and kind 4, version 3 kind 5).
-pub const FORMAT_VERSION: u32 = 3;
+/// (version 2 added flush records and kind 4, version 3 kind 5, version 4
+/// kind 6).
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -57,6 +59,10 @@ pub enum RecordKind {
     /// ([`META_STALE`], [`META_EXPLICIT_CAS`]), the CAS (u64 LE; 0 unless
     /// explicit), then the value's bytes.
     ValueMeta = 5,
+    /// A collection (hash, list, set, sorted set) packed whole: the value
+    /// field is the type byte (`types::ValueType`) followed by the packed
+    /// encoding (`types` module doc, docs/format.md).
+    Collection = 6,
 }
 
 impl RecordKind {
@@ -64,7 +70,10 @@ impl RecordKind {
     pub fn is_value(self) -> bool {
         matches!(
             self,
-            RecordKind::Value | RecordKind::ValueFlags | RecordKind::ValueMeta
+            RecordKind::Value
+                | RecordKind::ValueFlags
+                | RecordKind::ValueMeta
+                | RecordKind::Collection
         )
     }
 }
@@ -73,6 +82,8 @@ impl RecordKind {
 pub const META_STALE: u8 = 1;
 /// Bit of a kind-5 record's bits byte: the CAS field is the item's CAS.
 pub const META_EXPLICIT_CAS: u8 = 2;
+/// The checkpoint's bits byte holds the value type in its high nibble.
+pub const META_TYPE_SHIFT: u8 = 4;
 /// Bytes before the value in a kind-5 value field.
 const META_PREFIX_LEN: usize = 13;
 
@@ -88,6 +99,9 @@ pub struct ItemMeta {
     /// Invalidated (meta `md … I`, or stored stale by `ms … I`): served
     /// with `X`, and the next `mg` wins the right to recache it.
     pub stale: bool,
+    /// The value's type: a string, or a packed collection (kind 6, whose
+    /// value carries no memcached state).
+    pub vtype: ValueType,
 }
 
 impl ItemMeta {
@@ -101,7 +115,9 @@ impl ItemMeta {
 
     /// The record kind that carries this metadata.
     pub fn kind(&self) -> RecordKind {
-        if self.stale || self.explicit_cas.is_some() {
+        if self.vtype != ValueType::String {
+            RecordKind::Collection
+        } else if self.stale || self.explicit_cas.is_some() {
             RecordKind::ValueMeta
         } else if self.client_flags != 0 {
             RecordKind::ValueFlags
@@ -115,6 +131,7 @@ impl ItemMeta {
         match self.kind() {
             RecordKind::ValueMeta => META_PREFIX_LEN,
             RecordKind::ValueFlags => 4,
+            RecordKind::Collection => 1,
             _ => 0,
         }
     }
@@ -127,13 +144,16 @@ impl ItemMeta {
                 out[5..13].copy_from_slice(&self.explicit_cas.unwrap_or(0).to_le_bytes());
             }
             RecordKind::ValueFlags => out[0..4].copy_from_slice(&self.client_flags.to_le_bytes()),
+            RecordKind::Collection => out[0] = self.vtype as u8,
             _ => {}
         }
     }
 
-    /// The bits byte of a kind-5 record (also the checkpoint's).
+    /// The bits byte of a kind-5 record (also the checkpoint's, whose
+    /// high nibble is the value type).
     pub fn bits(&self) -> u8 {
-        (if self.stale { META_STALE } else { 0 })
+        ((self.vtype as u8) << META_TYPE_SHIFT)
+            | (if self.stale { META_STALE } else { 0 })
             | (if self.explicit_cas.is_some() {
                 META_EXPLICIT_CAS
             } else {
@@ -147,6 +167,7 @@ impl ItemMeta {
             client_flags,
             explicit_cas: (bits & META_EXPLICIT_CAS != 0).then_some(cas),
             stale: bits & META_STALE != 0,
+            vtype: ValueType::from_u8(bits >> META_TYPE_SHIFT).unwrap_or_default(),
         }
     }
 }
@@ -287,6 +308,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         3 => RecordKind::Flush,
         4 => RecordKind::ValueFlags,
         5 => RecordKind::ValueMeta,
+        6 => RecordKind::Collection,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {
@@ -330,6 +352,18 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordRef<'_>, DecodeError> {
             ItemMeta::from_parts(le_u32(field), field[4], le_u64(&field[5..13])),
             META_PREFIX_LEN,
         ),
+        RecordKind::Collection => match field.first().copied().and_then(ValueType::from_u8) {
+            Some(t) if t != ValueType::String => (
+                ItemMeta {
+                    vtype: t,
+                    // A collection entry's count word (`types::aux`).
+                    client_flags: crate::types::aux_of_packed(&field[1..]),
+                    ..ItemMeta::default()
+                },
+                1,
+            ),
+            _ => return Err(DecodeError::BadHeader),
+        },
         RecordKind::ValueFlags | RecordKind::ValueMeta => return Err(DecodeError::BadHeader),
         _ => (ItemMeta::default(), 0),
     };
@@ -417,6 +451,7 @@ mod tests {
                     client_flags: 7,
                     explicit_cas: Some(u64::MAX),
                     stale: false,
+                    ..ItemMeta::default()
                 },
                 RecordKind::ValueMeta,
             ),
@@ -425,6 +460,7 @@ mod tests {
                     client_flags: 0,
                     explicit_cas: None,
                     stale: true,
+                    ..ItemMeta::default()
                 },
                 RecordKind::ValueMeta,
             ),
@@ -433,8 +469,17 @@ mod tests {
                     client_flags: 0,
                     explicit_cas: Some(0),
                     stale: true,
+                    ..ItemMeta::default()
                 },
                 RecordKind::ValueMeta,
+            ),
+            // A collection: the type byte before the packed value.
+            (
+                ItemMeta {
+                    vtype: ValueType::ZSet,
+                    ..ItemMeta::default()
+                },
+                RecordKind::Collection,
             ),
         ];
         for (meta, kind) in metas {

@@ -27,10 +27,14 @@
 //!    current `version`; otherwise it is `version`. Every write of a value
 //!    gives a new version (and clears the entry's flags), so a stale
 //!    explicit CAS is never seen, only pruned later.
+//! 5. `vtype` is the type of the value in `slot` (a hot collection's
+//!    structure, or the type its cold record was written with); a write
+//!    that changes the type sets both in one critical section.
 
 mod key;
 
 use crate::flash::format::ItemMeta;
+use crate::types::{Collection, Malformed, ValueType};
 use bytes::Bytes;
 use indexmap::IndexMap;
 pub use key::CompactKey;
@@ -57,9 +61,64 @@ pub struct FlashLoc {
 /// flash-sized dataset) pays 16 bytes for its slot, not 48.
 #[derive(Clone, Debug)]
 pub struct Hot {
-    pub value: Bytes,
+    pub value: Value,
     /// A flash record holding the same bytes, if any.
     pub backing: Option<FlashLoc>,
+}
+
+/// The value of a hot entry: a string's bytes, or a collection's RAM
+/// structure (whose record is its packed encoding, `types`).
+#[derive(Clone, Debug)]
+pub enum Value {
+    Str(Bytes),
+    Coll(Box<Collection>),
+}
+
+impl Value {
+    /// Length of the value's record bytes: the string, or the packed
+    /// collection (`Collection::encoded_len`).
+    pub fn len(&self) -> usize {
+        match self {
+            Value::Str(b) => b.len(),
+            Value::Coll(c) => c.encoded_len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn vtype(&self) -> ValueType {
+        match self {
+            Value::Str(_) => ValueType::String,
+            Value::Coll(c) => c.vtype(),
+        }
+    }
+
+    /// The bytes a record of this value holds (a copy of the packed
+    /// encoding for a collection; a reference-counted clone for a string).
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            Value::Str(b) => b.clone(),
+            Value::Coll(c) => c.to_bytes(),
+        }
+    }
+
+    /// The string, if this is one.
+    pub fn as_str(&self) -> Option<&Bytes> {
+        match self {
+            Value::Str(b) => Some(b),
+            Value::Coll(_) => None,
+        }
+    }
+
+    /// Rebuilds a value from a record's bytes.
+    pub fn from_record(t: ValueType, bytes: Bytes) -> Result<Value, Malformed> {
+        match t {
+            ValueType::String => Ok(Value::Str(bytes)),
+            t => Ok(Value::Coll(Box::new(Collection::decode(t, &bytes)?))),
+        }
+    }
 }
 
 /// The value of an entry.
@@ -72,8 +131,16 @@ pub enum Slot {
 }
 
 impl Slot {
-    /// A hot slot with no flash copy.
+    /// A hot string slot.
     pub fn hot(value: Bytes, backing: Option<FlashLoc>) -> Slot {
+        Slot::Hot(Box::new(Hot {
+            value: Value::Str(value),
+            backing,
+        }))
+    }
+
+    /// A hot slot holding `value`.
+    pub fn hot_value(value: Value, backing: Option<FlashLoc>) -> Slot {
         Slot::Hot(Box::new(Hot { value, backing }))
     }
 }
@@ -112,6 +179,9 @@ pub struct Entry {
     /// Memcached client flags (0 for values set over RESP). Lives in what
     /// would be padding: the entry stays 48 bytes.
     pub client_flags: u32,
+    /// The value's type (`ValueType as u8`), answered from RAM even when
+    /// the value is cold; equal to the hot value's type (invariant 5).
+    pub vtype: u8,
 }
 
 impl Entry {
@@ -133,6 +203,10 @@ impl Entry {
         counters.remove(&self.slot, self.value_len);
         counters.add(&slot, self.value_len);
         std::mem::replace(&mut self.slot, slot)
+    }
+
+    pub fn value_type(&self) -> ValueType {
+        ValueType::from_u8(self.vtype).unwrap_or_default()
     }
 
     /// Bytes of value held in RAM by this entry.
@@ -304,6 +378,7 @@ impl Shard {
             client_flags: e.client_flags,
             explicit_cas: self.explicit_cas_of(db, key, e),
             stale: e.flags & F_STALE != 0,
+            vtype: e.value_type(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! CLIENT ID | SETNAME | GETNAME | SETINFO | LIST | INFO | KILL | HELP.
 
 use super::{is, parse_i64};
-use crate::dispatch::{Ctx, Outcome};
+use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::Bytes;
 use strata_protocol::{write_bulk, write_integer, write_null, write_simple, write_verbatim};

@@ -2,7 +2,7 @@
 //! never edits its configuration file).
 
 use super::is;
-use crate::dispatch::{Ctx, Outcome};
+use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering::Relaxed;

@@ -4,7 +4,7 @@
 //! COPY of a cold value read it once.
 
 use super::{is, parse_i64};
-use crate::dispatch::{Ctx, Outcome};
+use crate::command::{Ctx, Outcome};
 use crate::glob::glob_match;
 use crate::reply;
 use bytes::Bytes;

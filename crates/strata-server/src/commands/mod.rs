@@ -4,9 +4,14 @@
 
 pub mod client;
 pub mod config;
+pub mod hash;
 pub mod keys;
+pub mod list;
 pub mod server;
+pub mod set;
 pub mod strings;
+pub mod table;
+pub mod zset;
 
 /// Parses a Redis integer argument (strict: no spaces, no '+', no
 /// leading zeros other than "0", fits in i64).

@@ -2,8 +2,9 @@
 //! COMMAND INFO DBSIZE FLUSHDB FLUSHALL TIME MEMORY OBJECT SLOWLOG DEBUG
 //! LASTSAVE.
 
+use super::table::COMMANDS;
 use super::{is, parse_i64};
-use crate::dispatch::{Ctx, Outcome, COMMANDS};
+use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
@@ -166,7 +167,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-fn write_command_info(out: &mut bytes::BytesMut, v: Version, c: &crate::dispatch::CommandSpec) {
+fn write_command_info(out: &mut bytes::BytesMut, v: Version, c: &crate::command::CommandSpec) {
     write_array_len(out, 10);
     write_bulk(out, c.name.as_bytes());
     write_integer(out, c.arity as i64);
@@ -206,7 +207,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         } else {
             write_array_len(out, names.len());
             for n in names {
-                match crate::dispatch::lookup(n) {
+                match super::table::lookup(n) {
                     Some(c) => write_command_info(out, v, c),
                     None => write_null(out, v),
                 }
@@ -216,7 +217,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         let specs: Vec<_> = if args.len() > 2 {
             args[2..]
                 .iter()
-                .filter_map(|n| crate::dispatch::lookup(n))
+                .filter_map(|n| super::table::lookup(n))
                 .collect()
         } else {
             COMMANDS.iter().collect()
@@ -238,7 +239,7 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             write_bulk(out, c.name.as_bytes());
         }
     } else if is(sub, "getkeys") {
-        let Some(c) = args.get(2).and_then(|n| crate::dispatch::lookup(n)) else {
+        let Some(c) = args.get(2).and_then(|n| super::table::lookup(n)) else {
             reply::error(out, "ERR Invalid command specified");
             return Outcome::Done;
         };

@@ -6,7 +6,7 @@
 //! after one flash read (`Outcome::Pending`); everything else is RAM-only.
 
 use super::{format_f64, is, parse_f64, parse_i64};
-use crate::dispatch::{Ctx, Outcome};
+use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
@@ -345,8 +345,10 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let n = ctx.engine().strlen(ctx.db(), &args[1]);
-    write_integer(ctx.out, n as i64);
+    match ctx.engine().strlen(ctx.db(), &args[1]) {
+        Ok(n) => write_integer(ctx.out, n as i64),
+        Err(e) => reply::engine(ctx.out, &e),
+    }
     Outcome::Done
 }
 

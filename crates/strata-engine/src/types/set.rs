@@ -1,0 +1,87 @@
+//! A set in RAM: members with O(1) lookup and O(1) access by position
+//! (SPOP, SRANDMEMBER). While every member is an integer and there are
+//! few, Redis would report `intset` and list them in numeric order; the
+//! differential tests compare set replies as sets.
+
+use super::{is_int_member, packed_len, EncodingLimits};
+use indexmap::IndexSet;
+
+type Members = IndexSet<Box<[u8]>, foldhash::fast::RandomState>;
+
+#[derive(Clone, Debug, Default)]
+pub struct Set {
+    members: Members,
+    body: usize,
+    /// Redis would report `hashtable` (one-way).
+    pub big: bool,
+}
+
+impl PartialEq for Set {
+    fn eq(&self, o: &Self) -> bool {
+        self.big == o.big
+            && self.members.len() == o.members.len()
+            && self.members.iter().all(|m| o.members.contains(m))
+    }
+}
+
+impl Set {
+    pub fn with_capacity(n: usize) -> Set {
+        Set {
+            members: Members::with_capacity_and_hasher(n, Default::default()),
+            ..Set::default()
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+    pub(crate) fn body_len(&self) -> usize {
+        self.body
+    }
+    pub fn contains(&self, m: &[u8]) -> bool {
+        self.members.contains(m)
+    }
+    /// Adds `m`; returns whether it is new.
+    pub fn insert(&mut self, m: &[u8]) -> bool {
+        if self.members.contains(m) {
+            return false;
+        }
+        self.body += packed_len(m.len());
+        self.members.insert(m.into());
+        true
+    }
+    pub(crate) fn insert_raw(&mut self, m: &[u8]) -> bool {
+        self.insert(m)
+    }
+    /// Removes `m`; returns whether it was there.
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        if self.members.swap_remove(m) {
+            self.body -= packed_len(m.len());
+            true
+        } else {
+            false
+        }
+    }
+    /// Removes and returns the member at position `i`.
+    pub fn remove_index(&mut self, i: usize) -> Option<Box<[u8]>> {
+        let m = self.members.swap_remove_index(i)?;
+        self.body -= packed_len(m.len());
+        Some(m)
+    }
+    pub fn get_index(&self, i: usize) -> Option<&[u8]> {
+        self.members.get_index(i).map(|m| &**m)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.members.iter().map(|m| &**m)
+    }
+    pub(crate) fn update_encoding(&mut self, lim: &EncodingLimits) {
+        if !self.big
+            && (self.members.len() > lim.set_intset_entries
+                || !self.members.iter().all(|m| is_int_member(m)))
+        {
+            self.big = true;
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! What a command handler is: its context (`Ctx`), its result
+//! (`Outcome`) and its table entry (`CommandSpec`). Command families
+//! (`commands/*`) implement handlers against these types; the table that
+//! lists them is `commands::table`, and `dispatch` runs them. Neither of
+//! those two imports the other.
+//!
+//! A handler writes its reply into `Ctx::out` and returns `Outcome::Done`,
+//! or returns `Outcome::Pending` with a future that renders the reply once
+//! flash reads complete. The connection keeps replies in request order and
+//! treats a pending *write* as a barrier: later commands of the pipeline
+//! run only after it completed, so they see its effect.
+
+use crate::connection::ConnState;
+use crate::reply;
+use crate::Shared;
+use bytes::{Bytes, BytesMut};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use strata_engine::{Engine, EngineError, KeysView, Read};
+use strata_protocol::Version;
+
+/// What a handler produced.
+pub enum Outcome {
+    /// The reply is in `Ctx::out`.
+    Done,
+    /// The reply needs flash reads; `write` marks a mutation (a barrier).
+    Pending {
+        reply: Pin<Box<dyn Future<Output = BytesMut> + Send>>,
+        write: bool,
+    },
+    /// Reply written; close the connection after sending it (QUIT).
+    Close,
+}
+
+/// Everything a handler may touch.
+pub struct Ctx<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub conn: &'a mut ConnState,
+    pub out: &'a mut BytesMut,
+}
+
+impl Ctx<'_> {
+    pub fn engine(&self) -> &Engine {
+        &self.shared.engine
+    }
+    pub fn db(&self) -> usize {
+        self.conn.db
+    }
+    pub fn version(&self) -> Version {
+        self.conn.version
+    }
+
+    /// Renders the result of an engine read now if it is ready, or later.
+    /// Engine errors become error replies.
+    pub fn reply_with<T: Send + 'static>(
+        &mut self,
+        read: Read<Result<T, EngineError>>,
+        write: bool,
+        render: impl FnOnce(&mut BytesMut, Version, T) + Send + 'static,
+    ) -> Outcome {
+        let version = self.version();
+        match read {
+            Read::Ready(r) => {
+                match r {
+                    Ok(v) => render(self.out, version, v),
+                    Err(e) => reply::engine(self.out, &e),
+                }
+                Outcome::Done
+            }
+            Read::Pending(fut) => Outcome::Pending {
+                reply: Box::pin(async move {
+                    let mut out = BytesMut::new();
+                    match fut.await {
+                        Ok(v) => render(&mut out, version, v),
+                        Err(e) => reply::engine(&mut out, &e),
+                    }
+                    out
+                }),
+                write,
+            },
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// Runs `f` atomically on `keys` with their values in RAM (cold ones
+    /// are fetched first: see `Engine::with_keys`); `f` writes the reply.
+    /// A reply that waits for flash is a barrier even for a read, since
+    /// `f` sees the keys as they are when it runs, which must be after the
+    /// commands before it and before the ones after it.
+    pub fn with_keys<F>(&mut self, keys: Vec<Bytes>, f: F) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
+        let version = self.version();
+        let read = self.engine().with_keys(self.db(), keys, move |view| {
+            let mut out = BytesMut::new();
+            f(view, &mut out, version);
+            out
+        });
+        self.reply_with(read, true, |out, _, reply| out.extend_from_slice(&reply))
+    }
+}
+
+pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Outcome;
+
+/// One command of the table.
+pub struct CommandSpec {
+    pub name: &'static str,
+    /// Redis arity: n = exactly n args (with the name), -n = at least n.
+    pub arity: i32,
+    pub flags: &'static [&'static str],
+    /// First key, last key, step (COMMAND INFO's key positions).
+    pub keys: (i32, i32, i32),
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub handler: Handler,
+}
+
+impl CommandSpec {
+    pub fn has_flag(&self, f: &str) -> bool {
+        self.flags.contains(&f)
+    }
+    /// Whether `argc` (with the name) satisfies the arity.
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = self.arity;
+        if a >= 0 {
+            argc == a as usize
+        } else {
+            argc >= (-a) as usize
+        }
+    }
+}
