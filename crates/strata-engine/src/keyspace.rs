@@ -62,6 +62,11 @@ pub struct KeyInfo {
     pub client_flags: u32,
     /// Read by a memcached get since it was stored.
     pub fetched: bool,
+    /// The value's type; for a collection, its element count and whether
+    /// Redis would report the big encoding (from RAM, hot or cold).
+    pub vtype: crate::types::ValueType,
+    pub elements: u64,
+    pub big_encoding: bool,
 }
 
 impl Inner {
@@ -247,6 +252,13 @@ impl Engine {
             cas: sh.cas_of(db, key, e),
             client_flags: e.client_flags,
             fetched: e.flags & crate::index::F_FETCHED != 0,
+            vtype: e.value_type(),
+            elements: match e.value_type() {
+                crate::types::ValueType::String => 0,
+                _ => crate::types::aux_count(e.client_flags) as u64,
+            },
+            big_encoding: e.value_type() != crate::types::ValueType::String
+                && e.client_flags & crate::types::AUX_BIG != 0,
         })
     }
 
@@ -430,7 +442,7 @@ impl Engine {
         db: usize,
         cursor: u64,
         count: usize,
-        matches: impl Fn(&[u8]) -> bool,
+        matches: impl Fn(&[u8], crate::types::ValueType) -> bool,
     ) -> (u64, Vec<Bytes>) {
         let nshards = self.inner.shards.len() as u64;
         let now = now_ms();
@@ -452,7 +464,7 @@ impl Engine {
                 p -= 1;
                 visited += 1;
                 if let Some((k, e)) = map.get_index(p as usize) {
-                    if !e.is_expired(now) && matches(k) {
+                    if !e.is_expired(now) && matches(k, e.value_type()) {
                         out.push(Bytes::copy_from_slice(k));
                     }
                 }

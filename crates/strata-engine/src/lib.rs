@@ -36,6 +36,8 @@
 
 pub mod checkpoint;
 pub mod clock;
+#[cfg(test)]
+mod collection_tests;
 pub mod config;
 #[cfg(test)]
 mod durability_tests;

@@ -420,6 +420,17 @@ pub struct Config {
     pub save: String,
     /// Only `no` is accepted. Default: no.
     pub daemonize: bool,
+    /// The thresholds of Redis's small encodings, which decide what OBJECT
+    /// ENCODING reports (Redis 7.0's defaults: 128, 64, 512, 128, 64).
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
+    pub zset_max_listpack_entries: u64,
+    pub zset_max_listpack_value: u64,
+    /// Accepted for compatibility; no effect on Strata's layout.
+    /// Defaults: -2 and 0.
+    pub list_max_listpack_size: i64,
+    pub list_compress_depth: u64,
 }
 
 impl Default for Config {
@@ -455,6 +466,13 @@ impl Default for Config {
             appendfsync: DEFAULT_APPENDFSYNC.to_string(),
             save: String::new(),
             daemonize: false,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
         }
     }
 }
@@ -1027,6 +1045,142 @@ static OPTIONS: &[OptionDef] = &[
             Ok(())
         }),
         get: |c| c.appendfsync.clone(),
+    },
+    OptionDef {
+        name: "hash-max-listpack-entries",
+        default: "128",
+        doc: "fields a hash may have and still report the listpack encoding (OBJECT ENCODING)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.hash_max_listpack_entries = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.hash_max_listpack_entries.to_string(),
+    },
+    OptionDef {
+        name: "hash-max-ziplist-entries",
+        default: "128",
+        doc: "alias of hash-max-listpack-entries",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.hash_max_listpack_entries = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.hash_max_listpack_entries.to_string(),
+    },
+    OptionDef {
+        name: "hash-max-listpack-value",
+        default: "64",
+        doc: "bytes; longest field or value of a listpack-encoded hash",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.hash_max_listpack_value = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.hash_max_listpack_value.to_string(),
+    },
+    OptionDef {
+        name: "hash-max-ziplist-value",
+        default: "64",
+        doc: "alias of hash-max-listpack-value",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.hash_max_listpack_value = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.hash_max_listpack_value.to_string(),
+    },
+    OptionDef {
+        name: "set-max-intset-entries",
+        default: "512",
+        doc: "members an all-integer set may have and still report intset",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.set_max_intset_entries = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.set_max_intset_entries.to_string(),
+    },
+    OptionDef {
+        name: "zset-max-listpack-entries",
+        default: "128",
+        doc: "members a sorted set may have and still report listpack",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.zset_max_listpack_entries = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.zset_max_listpack_entries.to_string(),
+    },
+    OptionDef {
+        name: "zset-max-ziplist-entries",
+        default: "128",
+        doc: "alias of zset-max-listpack-entries",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.zset_max_listpack_entries = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.zset_max_listpack_entries.to_string(),
+    },
+    OptionDef {
+        name: "zset-max-listpack-value",
+        default: "64",
+        doc: "bytes; longest member of a listpack-encoded sorted set",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.zset_max_listpack_value = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.zset_max_listpack_value.to_string(),
+    },
+    OptionDef {
+        name: "zset-max-ziplist-value",
+        default: "64",
+        doc: "alias of zset-max-listpack-value",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.zset_max_listpack_value = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.zset_max_listpack_value.to_string(),
+    },
+    OptionDef {
+        name: "list-compress-depth",
+        default: "0",
+        doc: "accepted for compatibility (Redis's quicklist compression); lists are stored as Strata's records",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.list_compress_depth = parse_uint(v, 0, i32::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.list_compress_depth.to_string(),
+    },
+    OptionDef {
+        name: "list-max-listpack-size",
+        default: "-2",
+        doc: "accepted for compatibility (Redis's quicklist node size: entries if positive, -1..-5 = 4kb..64kb)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.list_max_listpack_size = parse_int(v)
+                .filter(|n| i32::try_from(*n).is_ok())
+                .ok_or_else(|| format!("'{v}' is not a valid integer"))?;
+            Ok(())
+        }),
+        get: |c| c.list_max_listpack_size.to_string(),
+    },
+    OptionDef {
+        name: "list-max-ziplist-size",
+        default: "-2",
+        doc: "accepted for compatibility (Redis's quicklist node size: entries if positive, -1..-5 = 4kb..64kb)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.list_max_listpack_size = parse_int(v)
+                .filter(|n| i32::try_from(*n).is_ok())
+                .ok_or_else(|| format!("'{v}' is not a valid integer"))?;
+            Ok(())
+        }),
+        get: |c| c.list_max_listpack_size.to_string(),
     },
     OptionDef {
         name: "save",

@@ -192,6 +192,7 @@ impl Shared {
         e.set_min_value_size(c.tiering_min_value_size);
         e.set_promote(promote(&c.tiering_promote));
         e.set_fsync_policy(fsync_policy(&c.appendfsync));
+        e.set_encoding_limits(encoding_limits(&c));
     }
 }
 
@@ -219,6 +220,17 @@ fn promote(p: &config::PromotePolicy) -> PromotePolicy {
     }
 }
 
+fn encoding_limits(c: &Config) -> strata_engine::types::EncodingLimits {
+    let n = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    strata_engine::types::EncodingLimits {
+        hash_entries: n(c.hash_max_listpack_entries),
+        hash_value: n(c.hash_max_listpack_value),
+        set_intset_entries: n(c.set_max_intset_entries),
+        zset_entries: n(c.zset_max_listpack_entries),
+        zset_value: n(c.zset_max_listpack_value),
+    }
+}
+
 /// The engine configuration a server configuration implies.
 pub fn engine_config(c: &Config) -> EngineConfig {
     let mut e = EngineConfig::new(c.flash_dir());
@@ -240,6 +252,7 @@ pub fn engine_config(c: &Config) -> EngineConfig {
     e.hz = c.hz;
     e.appendonly = c.appendonly;
     e.appendfsync = fsync_policy(&c.appendfsync);
+    e.encoding = encoding_limits(c);
     if alloc::allocated_bytes().is_some() {
         e.ram_gauge = Some(Arc::new(|| alloc::allocated_bytes().unwrap_or(0)));
     }

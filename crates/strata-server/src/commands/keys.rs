@@ -43,12 +43,11 @@ pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let t: &[u8] = if ctx.engine().exists(ctx.db(), &args[1]) {
-        b"string"
-    } else {
-        b"none"
+    let t = match ctx.engine().key_info(ctx.db(), &args[1]) {
+        Some(i) => i.vtype.name(),
+        None => "none",
     };
-    write_simple(ctx.out, t);
+    write_simple(ctx.out, t.as_bytes());
     Outcome::Done
 }
 
@@ -112,12 +111,12 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
         i += 2;
     }
-    // Only strings exist so far: TYPE string keeps all, any other type none.
-    let type_ok = type_filter.as_ref().is_none_or(|t| is(t, "string"));
+    // TYPE compares the type's name (an unknown name matches nothing, as
+    // in Redis 7.0).
     let m = matcher(pattern);
-    let (next, keys) = ctx
-        .engine()
-        .scan(ctx.db(), cursor, count, |k| type_ok && m(k));
+    let (next, keys) = ctx.engine().scan(ctx.db(), cursor, count, |k, t| {
+        type_filter.as_ref().is_none_or(|f| is(f, t.name())) && m(k)
+    });
     write_array_len(ctx.out, 2);
     write_bulk(ctx.out, next.to_string().as_bytes());
     write_array_len(ctx.out, keys.len());

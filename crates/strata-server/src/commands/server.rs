@@ -463,12 +463,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     if is(sub, "encoding") {
-        let enc: &[u8] = match &info.hot_value {
-            Some(v) if super::parse_i64(v).is_some() => b"int",
-            _ if info.value_len <= 44 => b"embstr",
-            _ => b"raw",
-        };
-        write_bulk(ctx.out, enc);
+        write_bulk(ctx.out, encoding_name(&info).as_bytes());
     } else if is(sub, "idletime") {
         write_integer(ctx.out, info.idle_secs as i64);
     } else if is(sub, "refcount") {
@@ -479,6 +474,26 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::unknown_subcommand(ctx.out, sub, "object");
     }
     Outcome::Done
+}
+
+/// The encoding Redis 7.0 would report for the value (its thresholds are
+/// the `*-max-listpack-*` / `set-max-intset-entries` directives).
+fn encoding_name(info: &strata_engine::KeyInfo) -> &'static str {
+    use strata_engine::ValueType;
+    match info.vtype {
+        ValueType::String => match &info.hot_value {
+            Some(v) if super::parse_i64(v).is_some() => "int",
+            _ if info.value_len <= 44 => "embstr",
+            _ => "raw",
+        },
+        ValueType::List => "quicklist",
+        ValueType::Hash if info.big_encoding => "hashtable",
+        ValueType::Hash => "listpack",
+        ValueType::Set if info.big_encoding => "hashtable",
+        ValueType::Set => "intset",
+        ValueType::ZSet if info.big_encoding => "skiplist",
+        ValueType::ZSet => "listpack",
+    }
 }
 
 pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -546,7 +561,16 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         // The memcached view of the item (database 0 is shared with the
         // memcached port).
-        let text = format!("{text} client_flags:{} cas:{}", info.client_flags, info.cas);
+        let text = if info.vtype == strata_engine::ValueType::String {
+            format!("{text} client_flags:{} cas:{}", info.client_flags, info.cas)
+        } else {
+            format!(
+                "{text} type:{} elements:{} encoding:{}",
+                info.vtype.name(),
+                info.elements,
+                encoding_name(&info)
+            )
+        };
         write_simple(ctx.out, text.as_bytes());
     } else if is(sub, "help") {
         help(

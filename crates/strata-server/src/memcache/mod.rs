@@ -694,7 +694,9 @@ async fn metadump(shared: &Shared, stream: &mut TcpStream) -> std::io::Result<u6
     let mut chunk = BytesMut::new();
     let mut written = 0;
     loop {
-        let (next, keys) = shared.engine.scan(DB, cursor, 1024, |_| true);
+        let (next, keys) = shared.engine.scan(DB, cursor, 1024, |_, t| {
+            t == strata_engine::ValueType::String
+        });
         for key in keys {
             let Some(i) = shared.engine.key_info(DB, &key) else {
                 continue;

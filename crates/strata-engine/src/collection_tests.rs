@@ -1,0 +1,282 @@
+//! Collections through the whole engine: random changes of hashes, lists,
+//! sets and sorted sets (through `KeysView`, as the server makes them)
+//! checked against a model while a small RAM budget demotes them, reads
+//! fetch and promote them, the collector moves their records, and the
+//! engine restarts from a full log scan, from a checkpoint and its tail,
+//! and after a clean shutdown.
+
+use crate::clock::now_ms;
+use crate::tests::{block_on, wait_until};
+use crate::types::{Collection, ValueType};
+use crate::{Engine, EngineConfig, ExpireCond, IoBackend, ShutdownSave, TtlState, Value, ValueRef};
+use bytes::Bytes;
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use std::collections::HashMap;
+use std::path::Path;
+
+fn config(dir: &Path) -> EngineConfig {
+    let mut c = EngineConfig::new(dir.join("flash"));
+    c.io_backend = IoBackend::Psync;
+    c.maxmemory_ram = 384 << 10;
+    c.segment_size = 256 << 10;
+    c.write_chunk = 32 << 10;
+    c.flash_max_size = 256 << 20;
+    c.shards = 8;
+    c.databases = 2;
+    c.hz = 100;
+    c.min_value_size = 16;
+    c
+}
+
+/// key -> (collection, expire_at_ms)
+type Model = HashMap<Vec<u8>, (Collection, u64)>;
+
+fn type_of(key: &[u8]) -> ValueType {
+    match key.first() {
+        Some(b'h') => ValueType::Hash,
+        Some(b'l') => ValueType::List,
+        Some(b's') => ValueType::Set,
+        _ => ValueType::ZSet,
+    }
+}
+
+/// One random change of a collection (the same on the engine's and the
+/// model's copy, since both run this with the same random numbers).
+fn change(c: &mut Collection, r: &mut StdRng, step: u32) {
+    let n = r.gen_range(0..40u32);
+    let member = format!("m{n}").into_bytes();
+    let value = vec![b'a' + (step % 26) as u8; r.gen_range(0..200)];
+    let add = r.gen_bool(0.7);
+    match c {
+        Collection::Hash(h) => {
+            if add {
+                h.insert(&member, &value);
+            } else {
+                h.remove(&member);
+            }
+        }
+        Collection::List(l) => match (add, r.gen_bool(0.5)) {
+            (true, true) => l.push_back(value.into()),
+            (true, false) => l.push_front(value.into()),
+            (false, true) => drop(l.pop_back()),
+            (false, false) => drop(l.pop_front()),
+        },
+        Collection::Set(s) => {
+            let m = if r.gen_bool(0.5) {
+                n.to_string().into_bytes()
+            } else {
+                member
+            };
+            if add {
+                s.insert(&m);
+            } else {
+                s.remove(&m);
+            }
+        }
+        Collection::ZSet(z) => {
+            if add {
+                z.insert(&member, r.gen_range(-100..100) as f64 / 4.0);
+            } else {
+                z.remove(&member);
+            }
+        }
+    }
+}
+
+fn churn(e: &Engine, model: &mut Model, seed: u64, steps: u32) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let far = now_ms() + 3_600_000;
+    for step in 0..steps {
+        let p = ["h", "l", "s", "z"][rng.gen_range(0..4)];
+        let key = format!("{p}{}", rng.gen_range(0..60)).into_bytes();
+        let t = type_of(&key);
+        match rng.gen_range(0..20) {
+            0 => {
+                let existed = model.remove(&key).is_some();
+                let k = Bytes::from(key.clone());
+                let r = block_on(
+                    e.with_keys(0, vec![k.clone()], move |v| v.delete(&k))
+                        .wait(),
+                );
+                assert_eq!(r.unwrap(), existed);
+            }
+            1 => {
+                let at = far + step as u64;
+                let had = e.expire(0, &key, at, ExpireCond::Always);
+                assert_eq!(had, model.contains_key(&key));
+                if let Some(m) = model.get_mut(&key) {
+                    m.1 = at;
+                }
+            }
+            _ => {
+                // The same changes on a model copy and in the engine.
+                let seed = rng.gen::<u64>();
+                let times = if rng.gen_bool(0.02) {
+                    300
+                } else {
+                    rng.gen_range(1..4)
+                };
+                let entry = model
+                    .entry(key.clone())
+                    .or_insert_with(|| (Collection::new(t).unwrap(), 0));
+                let mut r = StdRng::seed_from_u64(seed);
+                for i in 0..times {
+                    change(&mut entry.0, &mut r, step + i);
+                }
+                entry
+                    .0
+                    .update_encoding(&crate::types::EncodingLimits::default());
+                if entry.0.is_empty() {
+                    model.remove(&key);
+                }
+                let k = Bytes::from(key.clone());
+                let res = block_on(
+                    e.with_keys(0, vec![k.clone()], move |v| {
+                        let Some(c) = v.coll_mut(&k, t, true).unwrap() else {
+                            return;
+                        };
+                        let mut r = StdRng::seed_from_u64(seed);
+                        for i in 0..times {
+                            change(c, &mut r, step + i);
+                        }
+                    })
+                    .wait(),
+                );
+                res.unwrap();
+            }
+        }
+    }
+}
+
+fn check(e: &Engine, model: &Model, what: &str) {
+    assert_eq!(e.dbsize(0) as usize, model.len(), "{what}: key count");
+    for (k, (c, ttl)) in model {
+        let key = Bytes::from(k.clone());
+        let got = block_on(
+            e.with_keys(0, vec![key.clone()], move |v| match v.get(&key) {
+                Some(ValueRef::Coll(c)) => Some(c.clone()),
+                _ => None,
+            })
+            .wait(),
+        )
+        .unwrap();
+        let name = String::from_utf8_lossy(k);
+        assert_eq!(got.as_ref(), Some(c), "{what}: value of {name}");
+        let info = e.key_info(0, k).unwrap();
+        assert_eq!(info.vtype, c.vtype(), "{what}: type of {name}");
+        assert_eq!(info.elements, c.len() as u64, "{what}: length of {name}");
+        assert_eq!(
+            info.value_len,
+            c.encoded_len() as u64,
+            "{what}: bytes of {name}"
+        );
+        let t = e.ttl(0, k);
+        match *ttl {
+            0 => assert_eq!(t, TtlState::NoTtl, "{what}: ttl of {name}"),
+            at => assert_eq!(t, TtlState::At(at), "{what}: ttl of {name}"),
+        }
+    }
+}
+
+#[test]
+fn collections_survive_demotion_collection_and_restarts() {
+    for (name, checkpoint_midway, clean) in [
+        ("full log scan", false, false),
+        ("checkpoint + tail", true, false),
+        ("clean shutdown", true, true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut model = Model::new();
+        {
+            let e = Engine::open(config(dir.path())).unwrap();
+            churn(&e, &mut model, 1, 4000);
+            if checkpoint_midway {
+                e.save().unwrap();
+            }
+            churn(&e, &mut model, 2, 4000);
+            wait_until("demotion", || e.tiered_info().values_in_flash > 0);
+            // Reads of cold collections fetch them (and changes after that
+            // go on from the fetched state).
+            check(&e, &model, &format!("{name}: before restart"));
+            churn(&e, &mut model, 3, 2000);
+            let info = e.tiered_info();
+            assert!(
+                info.fetches > 0,
+                "{name}: no collection was read from flash"
+            );
+            if clean {
+                e.shutdown(ShutdownSave::Save).unwrap();
+            }
+        }
+        let e = Engine::open(config(dir.path())).unwrap();
+        let r = e.recovery_report();
+        assert_eq!(r.from_checkpoint, checkpoint_midway, "{name}: {r:?}");
+        assert_eq!(
+            r.corrupt_records + r.missing_segment_entries,
+            0,
+            "{name}: {r:?}"
+        );
+        check(&e, &model, name);
+        churn(&e, &mut model, 4, 2000);
+        drop(e);
+        let e = Engine::open(config(dir.path())).unwrap();
+        check(&e, &model, &format!("{name}, second restart"));
+    }
+}
+
+#[test]
+fn a_string_write_replaces_a_collection_and_string_reads_refuse_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    let k = Bytes::from_static(b"k");
+    let k2 = k.clone();
+    block_on(
+        e.with_keys(0, vec![k.clone()], move |v| {
+            if let Some(Collection::Set(s)) = v.coll_mut(&k2, ValueType::Set, true).unwrap() {
+                s.insert(b"a");
+            }
+        })
+        .wait(),
+    )
+    .unwrap();
+    assert!(matches!(
+        block_on(e.get(0, b"k").wait()),
+        Err(crate::EngineError::WrongType)
+    ));
+    assert!(matches!(
+        e.strlen(0, b"k"),
+        Err(crate::EngineError::WrongType)
+    ));
+    let k2 = k.clone();
+    let r = block_on(
+        e.with_keys(0, vec![k.clone()], move |v| {
+            v.coll_mut(&k2, ValueType::Hash, true).err()
+        })
+        .wait(),
+    );
+    assert!(matches!(r.unwrap(), Some(crate::EngineError::WrongType)));
+    e.set(0, b"k", b"now a string", Default::default()).unwrap();
+    assert_eq!(e.key_info(0, b"k").unwrap().vtype, ValueType::String);
+    let k2 = k.clone();
+    let r = block_on(
+        e.with_keys(0, vec![k], move |v| {
+            matches!(v.get(&k2), Some(ValueRef::Str(_)))
+        })
+        .wait(),
+    );
+    assert!(r.unwrap());
+    // Storing an empty collection deletes the key.
+    let k = Bytes::from_static(b"k");
+    let k2 = k.clone();
+    block_on(
+        e.with_keys(0, vec![k], move |v| {
+            v.put(
+                &k2,
+                Value::Coll(Box::new(Collection::new(ValueType::List).unwrap())),
+            )
+        })
+        .wait(),
+    )
+    .unwrap();
+    assert!(!e.exists(0, b"k"));
+}

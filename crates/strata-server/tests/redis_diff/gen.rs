@@ -1,0 +1,703 @@
+//! The seeded random command mix of the differential test, and how each
+//! command's reply is compared.
+
+use super::oracle::{sorted_elements, sorted_pairs, Reply};
+use rand::rngs::StdRng;
+use rand::Rng;
+use strata_protocol::Frame;
+
+/// How the replies of a command are compared.
+pub enum Check {
+    /// Byte for byte.
+    Exact,
+    /// As multisets of elements (Redis promises no order).
+    Unordered,
+    /// As sets of field/value pairs (HGETALL and friends).
+    Pairs,
+    /// A random pick: same shape and count; then `key` is made the same on
+    /// both servers again.
+    Random { key: Vec<u8> },
+    /// A SCAN-family command: the whole iteration is compared afterwards.
+    ScanAll,
+}
+
+impl Check {
+    pub fn is_random(&self) -> bool {
+        matches!(self, Check::Random { .. } | Check::ScanAll)
+    }
+
+    pub fn compare(&self, a: &Reply, b: &Reply) -> Result<(), String> {
+        if a.bytes == b.bytes {
+            return Ok(());
+        }
+        let ok = match self {
+            Check::Exact => false,
+            Check::Unordered => {
+                sorted_elements(&a.frame).is_some()
+                    && sorted_elements(&a.frame) == sorted_elements(&b.frame)
+            }
+            Check::Pairs => {
+                sorted_pairs(&a.frame).is_some() && sorted_pairs(&a.frame) == sorted_pairs(&b.frame)
+            }
+            Check::Random { .. } => match (&a.frame, &b.frame) {
+                (Frame::Array(x), Frame::Array(y)) | (Frame::Set(x), Frame::Set(y)) => {
+                    x.len() == y.len()
+                }
+                (Frame::Bulk(_), Frame::Bulk(_)) => true,
+                _ => false,
+            },
+            Check::ScanAll => {
+                matches!((&a.frame, &b.frame), (Frame::Array(x), Frame::Array(y)) if x.len() == 2 && y.len() == 2)
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err("replies differ".into())
+        }
+    }
+}
+
+/// Shows a command for failure messages.
+pub fn show(args: &[Vec<u8>]) -> String {
+    args.iter()
+        .map(|a| {
+            let s = String::from_utf8_lossy(a);
+            if s.len() > 40 {
+                format!(
+                    "{}…({}B)",
+                    &s[..s.char_indices().nth(20).map(|c| c.0).unwrap_or(0)],
+                    a.len()
+                )
+            } else {
+                s.into_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const KEYS_PER_KIND: usize = 8;
+
+pub struct Gen {
+    rng: StdRng,
+}
+
+type Cmd = (Vec<Vec<u8>>, Check);
+
+fn b(s: &str) -> Vec<u8> {
+    s.as_bytes().to_vec()
+}
+
+impl Gen {
+    pub fn new(rng: StdRng) -> Gen {
+        Gen { rng }
+    }
+
+    /// Large strings that fill the RAM budget, so collections get demoted.
+    pub fn ballast(&mut self) -> Vec<Cmd> {
+        (0..120)
+            .map(|i| {
+                let v: Vec<u8> = (0..80_000).map(|j| b'a' + ((i + j) % 26) as u8).collect();
+                (vec![b("SET"), b(&format!("ballast:{i}")), v], Check::Exact)
+            })
+            .collect()
+    }
+
+    /// Every key the mix may have touched.
+    pub fn all_keys(&self) -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        for p in ["h", "l", "s", "z", "str"] {
+            for i in 0..KEYS_PER_KIND {
+                v.push(b(&format!("{p}:{i}")));
+            }
+        }
+        v
+    }
+
+    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
+        xs[self.rng.gen_range(0..xs.len())].clone()
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.rng.gen_bool(p)
+    }
+
+    /// A key of `prefix`'s pool, sometimes one of another type.
+    fn key(&mut self, prefix: &str) -> Vec<u8> {
+        let p = if self.chance(0.04) {
+            self.pick(&["h", "l", "s", "z", "str"])
+        } else {
+            prefix
+        };
+        b(&format!("{p}:{}", self.rng.gen_range(0..KEYS_PER_KIND)))
+    }
+
+    fn member(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..100) {
+            0..=59 => b(&format!("m{}", self.rng.gen_range(0..60))),
+            60..=89 => b(&format!("{}", self.rng.gen_range(-20..300))),
+            90..=97 => b(&format!("long-member-{:0>70}", self.rng.gen_range(0..30))),
+            _ => b(""),
+        }
+    }
+
+    fn value(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..100) {
+            0..=59 => b(&format!("v{}", self.rng.gen_range(0..1000))),
+            60..=74 => b(&format!("{}", self.rng.gen_range(-1000..1000))),
+            75..=97 => {
+                let n = self.rng.gen_range(65..700);
+                let c = self.rng.gen_range(b'a'..=b'z');
+                vec![c; n]
+            }
+            _ => b(""),
+        }
+    }
+
+    fn int(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..100) {
+            0..=84 => b(&format!("{}", self.rng.gen_range(-12i64..14))),
+            85..=89 => b("9223372036854775807"),
+            90..=93 => b("-9223372036854775808"),
+            94..=96 => b("1.5"),
+            _ => b("x"),
+        }
+    }
+
+    fn count(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..100) {
+            0..=79 => b(&format!("{}", self.rng.gen_range(0..12))),
+            80..=89 => b(&format!("{}", self.rng.gen_range(-8..0))),
+            90..=95 => b("1000"),
+            _ => b(self.pick(&["x", "-0", "1.0", ""])),
+        }
+    }
+
+    fn score(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..100) {
+            0..=54 => b(&format!("{}", self.rng.gen_range(-10..30))),
+            55..=74 => b(self.pick(&[
+                "1.5",
+                "-2.25",
+                "0.1",
+                "3.3333333333333335",
+                "1e3",
+                "-0",
+                "0.000001",
+            ])),
+            75..=84 => b(&format!("{}", self.rng.gen_range(-1e6f64..1e6))),
+            85..=92 => b(self.pick(&["inf", "-inf", "+inf", "-INF"])),
+            _ => b(self.pick(&["nan", "abc", "", "1x"])),
+        }
+    }
+
+    fn score_bound(&mut self) -> Vec<u8> {
+        let s = b(&format!("{}", self.rng.gen_range(-10..30)));
+        match self.rng.gen_range(0..10) {
+            0..=4 => s,
+            5..=6 => [b"(".to_vec(), s].concat(),
+            7 => b(self.pick(&["-inf", "+inf", "(-inf", "(+inf"])),
+            8 => b(self.pick(&["1.5", "(2.5", "-0.5"])),
+            _ => b(self.pick(&["x", "[1", "((1", ""])),
+        }
+    }
+
+    fn lex_bound(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..10) {
+            0..=3 => [b"[".to_vec(), self.member()].concat(),
+            4..=6 => [b"(".to_vec(), self.member()].concat(),
+            7 => b("-"),
+            8 => b("+"),
+            _ => b(self.pick(&["m1", "", "[", "(("])),
+        }
+    }
+
+    fn index(&mut self) -> Vec<u8> {
+        match self.rng.gen_range(0..20) {
+            0 => b("x"),
+            1 => b("1000"),
+            2 => b("-1000"),
+            _ => b(&format!("{}", self.rng.gen_range(-15..15))),
+        }
+    }
+
+    /// The next command.
+    pub fn next(&mut self) -> Cmd {
+        match self.rng.gen_range(0..100) {
+            0..=23 => self.hash(),
+            24..=45 => self.list(),
+            46..=67 => self.set(),
+            68..=93 => self.zset(),
+            _ => self.generic(),
+        }
+    }
+
+    fn generic(&mut self) -> Cmd {
+        let kind = self.pick(&["h", "l", "s", "z", "str"]);
+        let k = self.key(kind);
+        let k2 = self.key(kind);
+        let e = Check::Exact;
+        match self.rng.gen_range(0..14) {
+            0 => (vec![b("TYPE"), k], e),
+            1 => (vec![b("EXISTS"), k, k2], e),
+            2 => (vec![b("OBJECT"), b("ENCODING"), k], e),
+            3 if self.chance(0.3) => (vec![b("DEL"), k], e),
+            4 => (vec![b("EXPIRE"), k, b("1000")], e),
+            5 => (vec![b("PERSIST"), k], e),
+            6 if self.chance(0.3) => (vec![b("RENAME"), k, k2], e),
+            7 => (vec![b("COPY"), k, k2, b("REPLACE")], e),
+            8 => (
+                vec![
+                    b("SET"),
+                    b(&format!("str:{}", self.rng.gen_range(0..KEYS_PER_KIND))),
+                    self.value(),
+                ],
+                e,
+            ),
+            9 => (vec![b("GET"), k], e),
+            10 => (
+                vec![
+                    b("SCAN"),
+                    b("0"),
+                    b("TYPE"),
+                    b(self.pick(&["hash", "list", "set", "zset", "string"])),
+                ],
+                Check::ScanAll,
+            ),
+            11 => (vec![b("APPEND"), k, b("x")], e),
+            12 => (vec![b("STRLEN"), k], e),
+            _ => (vec![b("DBSIZE")], e),
+        }
+    }
+
+    fn hash(&mut self) -> Cmd {
+        let k = self.key("h");
+        let e = Check::Exact;
+        match self.rng.gen_range(0..30) {
+            0..=6 => {
+                let mut a = vec![b(self.pick(&["HSET", "HSET", "HMSET"])), k];
+                for _ in 0..self.rng.gen_range(1..5) {
+                    a.push(self.member());
+                    a.push(self.value());
+                }
+                if self.chance(0.02) {
+                    a.pop();
+                }
+                (a, e)
+            }
+            7 => (vec![b("HSETNX"), k, self.member(), self.value()], e),
+            8..=9 => (vec![b("HGET"), k, self.member()], e),
+            10 => (
+                vec![b("HMGET"), k, self.member(), self.member(), self.member()],
+                e,
+            ),
+            11..=12 => {
+                let mut a = vec![b("HDEL"), k];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.member());
+                }
+                (a, e)
+            }
+            13 => (vec![b("HEXISTS"), k, self.member()], e),
+            14 => (vec![b("HLEN"), k], e),
+            15 => (vec![b("HSTRLEN"), k, self.member()], e),
+            16 => (vec![b("HKEYS"), k], Check::Unordered),
+            17 => (vec![b("HVALS"), k], Check::Unordered),
+            18 => (vec![b("HGETALL"), k], Check::Pairs),
+            19..=20 => (
+                vec![
+                    b("HINCRBY"),
+                    k,
+                    b(&format!("n{}", self.rng.gen_range(0..4))),
+                    self.int(),
+                ],
+                e,
+            ),
+            21 => (
+                vec![
+                    b("HINCRBYFLOAT"),
+                    k,
+                    b(&format!("n{}", self.rng.gen_range(0..4))),
+                    self.score(),
+                ],
+                e,
+            ),
+            22 => {
+                let mut a = vec![b("HRANDFIELD"), k.clone()];
+                if self.chance(0.7) {
+                    a.push(self.count());
+                    if self.chance(0.5) {
+                        a.push(b("WITHVALUES"));
+                    }
+                }
+                (a, Check::Random { key: k })
+            }
+            23 => (
+                vec![b("HSCAN"), k, b("0"), b("COUNT"), b("3")],
+                Check::ScanAll,
+            ),
+            24 => (
+                vec![b("HSCAN"), k, b("0"), b("MATCH"), b("m1*")],
+                Check::ScanAll,
+            ),
+            25 => (vec![b("OBJECT"), b("ENCODING"), k], e),
+            _ => (vec![b("HGET"), k, self.member()], e),
+        }
+    }
+
+    fn list(&mut self) -> Cmd {
+        let k = self.key("l");
+        let e = Check::Exact;
+        match self.rng.gen_range(0..34) {
+            0..=7 => {
+                let mut a = vec![b(self.pick(&["LPUSH", "RPUSH", "LPUSHX", "RPUSHX"])), k];
+                for _ in 0..self.rng.gen_range(1..5) {
+                    a.push(self.value());
+                }
+                (a, e)
+            }
+            8..=9 => {
+                let mut a = vec![b(self.pick(&["LPOP", "RPOP"])), k];
+                if self.chance(0.5) {
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            10 => (vec![b("LLEN"), k], e),
+            11..=13 => (vec![b("LRANGE"), k, self.index(), self.index()], e),
+            14 => (vec![b("LINDEX"), k, self.index()], e),
+            15 => (vec![b("LSET"), k, self.index(), self.value()], e),
+            16 => (
+                vec![
+                    b("LINSERT"),
+                    k,
+                    b(self.pick(&["BEFORE", "AFTER", "after", "x"])),
+                    self.value(),
+                    self.value(),
+                ],
+                e,
+            ),
+            17 => (vec![b("LREM"), k, self.index(), self.value()], e),
+            18 if self.chance(0.4) => (vec![b("LTRIM"), k, self.index(), self.index()], e),
+            19..=20 => {
+                let mut a = vec![b("LPOS"), k, self.value()];
+                for _ in 0..self.rng.gen_range(0..3) {
+                    let opt = self.pick(&["RANK", "COUNT", "MAXLEN"]);
+                    a.push(b(opt));
+                    a.push(self.index());
+                }
+                (a, e)
+            }
+            21 => (
+                vec![
+                    b("LMOVE"),
+                    k,
+                    self.key("l"),
+                    b(self.pick(&["LEFT", "RIGHT"])),
+                    b(self.pick(&["LEFT", "RIGHT", "UP"])),
+                ],
+                e,
+            ),
+            22 => (vec![b("RPOPLPUSH"), k, self.key("l")], e),
+            23 => {
+                let n = self.rng.gen_range(1..4);
+                let mut a = vec![b("LMPOP"), b(&n.to_string())];
+                for _ in 0..n {
+                    a.push(self.key("l"));
+                }
+                a.push(b(self.pick(&["LEFT", "RIGHT", "MIDDLE"])));
+                if self.chance(0.5) {
+                    a.push(b("COUNT"));
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            24 => (vec![b("OBJECT"), b("ENCODING"), k], e),
+            _ => (vec![b("LRANGE"), k, b("0"), b("-1")], e),
+        }
+    }
+
+    fn set(&mut self) -> Cmd {
+        let k = self.key("s");
+        let e = Check::Exact;
+        let u = Check::Unordered;
+        match self.rng.gen_range(0..32) {
+            0..=8 => {
+                let mut a = vec![b("SADD"), k];
+                for _ in 0..self.rng.gen_range(1..6) {
+                    a.push(self.member());
+                }
+                (a, e)
+            }
+            9..=10 => {
+                let mut a = vec![b("SREM"), k];
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.member());
+                }
+                (a, e)
+            }
+            11 => (vec![b("SISMEMBER"), k, self.member()], e),
+            12 => (vec![b("SMISMEMBER"), k, self.member(), self.member()], e),
+            13 => (vec![b("SCARD"), k], e),
+            14 => (vec![b("SMEMBERS"), k], u),
+            15 => {
+                let mut a = vec![b("SRANDMEMBER"), k.clone()];
+                if self.chance(0.7) {
+                    a.push(self.count());
+                }
+                (a, Check::Random { key: k })
+            }
+            16 => {
+                let mut a = vec![b("SPOP"), k.clone()];
+                if self.chance(0.6) {
+                    a.push(self.count());
+                }
+                (a, Check::Random { key: k })
+            }
+            17 => (vec![b("SMOVE"), k, self.key("s"), self.member()], e),
+            18..=19 => (
+                vec![
+                    b(self.pick(&["SINTER", "SUNION", "SDIFF"])),
+                    k,
+                    self.key("s"),
+                    self.key("s"),
+                ],
+                u,
+            ),
+            20..=21 => (
+                vec![
+                    b(self.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"])),
+                    self.key("s"),
+                    k,
+                    self.key("s"),
+                ],
+                e,
+            ),
+            22 => {
+                let mut a = vec![b("SINTERCARD"), b("2"), k, self.key("s")];
+                if self.chance(0.5) {
+                    a.push(b("LIMIT"));
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            23 => (
+                vec![b("SSCAN"), k, b("0"), b("COUNT"), b("5")],
+                Check::ScanAll,
+            ),
+            24 => (vec![b("OBJECT"), b("ENCODING"), k], e),
+            _ => (vec![b("SISMEMBER"), k, self.member()], e),
+        }
+    }
+
+    fn zset(&mut self) -> Cmd {
+        let k = self.key("z");
+        let e = Check::Exact;
+        match self.rng.gen_range(0..44) {
+            0..=8 => {
+                let mut a = vec![b("ZADD"), k];
+                for opt in ["NX", "XX", "GT", "LT", "CH", "INCR"] {
+                    if self.chance(0.08) {
+                        a.push(b(opt));
+                    }
+                }
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.push(self.score());
+                    a.push(self.member());
+                }
+                (a, e)
+            }
+            9 => (vec![b("ZINCRBY"), k, self.score(), self.member()], e),
+            10..=11 => (vec![b("ZREM"), k, self.member(), self.member()], e),
+            12 => (vec![b("ZCARD"), k], e),
+            13 => (vec![b("ZSCORE"), k, self.member()], e),
+            14 => (vec![b("ZMSCORE"), k, self.member(), self.member()], e),
+            15 => (
+                vec![b(self.pick(&["ZRANK", "ZREVRANK"])), k, self.member()],
+                e,
+            ),
+            16 => (
+                vec![b("ZCOUNT"), k, self.score_bound(), self.score_bound()],
+                e,
+            ),
+            17 => (
+                vec![b("ZLEXCOUNT"), k, self.lex_bound(), self.lex_bound()],
+                e,
+            ),
+            18..=20 => {
+                let mut a = vec![b("ZRANGE"), k];
+                match self.rng.gen_range(0..3) {
+                    0 => {
+                        a.push(self.index());
+                        a.push(self.index());
+                    }
+                    1 => {
+                        a.push(self.score_bound());
+                        a.push(self.score_bound());
+                        a.push(b("BYSCORE"));
+                    }
+                    _ => {
+                        a.push(self.lex_bound());
+                        a.push(self.lex_bound());
+                        a.push(b("BYLEX"));
+                    }
+                }
+                if self.chance(0.3) {
+                    a.push(b("REV"));
+                }
+                if self.chance(0.3) {
+                    a.push(b("LIMIT"));
+                    a.push(self.index());
+                    a.push(self.count());
+                }
+                if self.chance(0.4) {
+                    a.push(b("WITHSCORES"));
+                }
+                (a, e)
+            }
+            21 => (
+                vec![
+                    b("ZREVRANGE"),
+                    k,
+                    self.index(),
+                    self.index(),
+                    b("WITHSCORES"),
+                ],
+                e,
+            ),
+            22 => {
+                let mut a = vec![
+                    b(self.pick(&["ZRANGEBYSCORE", "ZREVRANGEBYSCORE"])),
+                    k,
+                    self.score_bound(),
+                    self.score_bound(),
+                ];
+                if self.chance(0.4) {
+                    a.push(b("WITHSCORES"));
+                }
+                if self.chance(0.3) {
+                    a.push(b("LIMIT"));
+                    a.push(self.index());
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            23 => (
+                vec![
+                    b(self.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"])),
+                    k,
+                    self.lex_bound(),
+                    self.lex_bound(),
+                ],
+                e,
+            ),
+            24 => (
+                vec![
+                    b("ZRANGESTORE"),
+                    self.key("z"),
+                    k,
+                    self.index(),
+                    self.index(),
+                ],
+                e,
+            ),
+            25 if self.chance(0.5) => {
+                (vec![b("ZREMRANGEBYRANK"), k, self.index(), self.index()], e)
+            }
+            26 if self.chance(0.5) => (
+                vec![
+                    b("ZREMRANGEBYSCORE"),
+                    k,
+                    self.score_bound(),
+                    self.score_bound(),
+                ],
+                e,
+            ),
+            27 if self.chance(0.5) => (
+                vec![b("ZREMRANGEBYLEX"), k, self.lex_bound(), self.lex_bound()],
+                e,
+            ),
+            28..=29 => {
+                let mut a = vec![b(self.pick(&["ZPOPMIN", "ZPOPMAX"])), k];
+                if self.chance(0.5) {
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            30 => {
+                let mut a = vec![
+                    b("ZMPOP"),
+                    b("2"),
+                    k,
+                    self.key("z"),
+                    b(self.pick(&["MIN", "MAX", "MID"])),
+                ];
+                if self.chance(0.5) {
+                    a.push(b("COUNT"));
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            31 => {
+                let mut a = vec![b("ZRANDMEMBER"), k.clone()];
+                if self.chance(0.7) {
+                    a.push(self.count());
+                    if self.chance(0.5) {
+                        a.push(b("WITHSCORES"));
+                    }
+                }
+                (a, Check::Random { key: k })
+            }
+            32..=33 => {
+                let src = if self.chance(0.2) {
+                    self.key("s")
+                } else {
+                    self.key("z")
+                };
+                let mut a = vec![b(self.pick(&["ZUNION", "ZINTER", "ZDIFF"])), b("2"), k, src];
+                if self.chance(0.3) && a[0] != b"ZDIFF" {
+                    a.push(b("WEIGHTS"));
+                    a.push(self.score());
+                    a.push(b(&format!("{}", self.rng.gen_range(-3..4))));
+                }
+                if self.chance(0.3) && a[0] != b"ZDIFF" {
+                    a.push(b("AGGREGATE"));
+                    a.push(b(self.pick(&["SUM", "MIN", "MAX", "AVG"])));
+                }
+                if self.chance(0.5) {
+                    a.push(b("WITHSCORES"));
+                }
+                (a, e)
+            }
+            34..=35 => {
+                let cmd = self.pick(&["ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"]);
+                let src = if self.chance(0.2) {
+                    self.key("s")
+                } else {
+                    self.key("z")
+                };
+                let mut a = vec![b(cmd), self.key("z"), b("2"), k, src];
+                if self.chance(0.3) && cmd != "ZDIFFSTORE" {
+                    a.push(b("AGGREGATE"));
+                    a.push(b(self.pick(&["SUM", "MIN", "MAX"])));
+                }
+                (a, e)
+            }
+            36 => {
+                let mut a = vec![b("ZINTERCARD"), b("2"), k, self.key("z")];
+                if self.chance(0.5) {
+                    a.push(b("LIMIT"));
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            37 => (
+                vec![b("ZSCAN"), k, b("0"), b("COUNT"), b("4")],
+                Check::ScanAll,
+            ),
+            38 => (vec![b("OBJECT"), b("ENCODING"), k], e),
+            _ => (vec![b("ZRANGE"), k, b("0"), b("-1"), b("WITHSCORES")], e),
+        }
+    }
+}
