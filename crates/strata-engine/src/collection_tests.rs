@@ -150,6 +150,24 @@ fn churn(e: &Engine, model: &mut Model, seed: u64, steps: u32) {
 
 fn check(e: &Engine, model: &Model, what: &str) {
     assert_eq!(e.dbsize(0) as usize, model.len(), "{what}: key count");
+    // The counters INFO reports, against the model.
+    let t = e.tiered_info();
+    let mut by_type = [0u64; 5];
+    for (c, _) in model.values() {
+        by_type[c.vtype() as usize] += 1;
+    }
+    assert_eq!(t.keys_by_type, by_type, "{what}: keys per type");
+    assert_eq!(
+        t.collections_in_ram + t.collections_in_flash,
+        model.len() as u64,
+        "{what}"
+    );
+    let bytes: u64 = model.values().map(|(c, _)| c.encoded_len() as u64).sum();
+    assert_eq!(
+        t.collections_in_ram_bytes + t.collections_in_flash_bytes,
+        bytes,
+        "{what}: bytes"
+    );
     for (k, (c, ttl)) in model {
         let key = Bytes::from(k.clone());
         let got = block_on(

@@ -474,6 +474,13 @@ impl Inner {
             t.hot_bytes += s.acct.hot_bytes;
             t.cold_bytes += s.acct.cold_bytes;
             t.index_bytes += s.index_bytes();
+            for (a, b) in t.keys_by_type.iter_mut().zip(s.acct.keys_by_type) {
+                *a += b;
+            }
+            t.collections_in_ram += s.acct.coll_hot_count;
+            t.collections_in_flash += s.acct.coll_cold_count;
+            t.collections_in_ram_bytes += s.acct.coll_hot_bytes;
+            t.collections_in_flash_bytes += s.acct.coll_cold_bytes;
             t.keys += s.dbs.iter().map(|m| m.len() as u64).sum::<u64>();
         }
         let st = &self.stats;

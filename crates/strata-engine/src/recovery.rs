@@ -161,15 +161,16 @@ impl Replay<'_> {
                 Self::remove(sh, d, idx);
             } else {
                 let e = &mut sh.dbs[d][idx];
-                sh.acct.remove(&e.slot, e.value_len);
+                sh.acct.remove(&e.slot, e.value_len, e.vtype);
                 sh.acct.ttl_remove(d, e.expire_at_ms);
+                sh.acct.retype(e.vtype, meta.vtype as u8);
                 e.slot = Slot::Cold(loc);
                 e.value_len = value_len;
                 e.version = seq;
                 e.expire_at_ms = expire_at_ms;
                 e.client_flags = meta.client_flags;
                 e.vtype = meta.vtype as u8;
-                sh.acct.add(&e.slot, value_len);
+                sh.acct.add(&e.slot, value_len, e.vtype);
                 sh.acct.ttl_add(d, expire_at_ms);
                 sh.apply_item_meta(d, idx, &meta);
                 return;

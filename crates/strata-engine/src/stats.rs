@@ -89,6 +89,15 @@ pub struct TieredInfo {
     pub cold_bytes: u64,
     pub index_bytes: u64,
     pub keys: u64,
+    /// Keys per value type (`ValueType as usize`: string, hash, list, set,
+    /// zset).
+    pub keys_by_type: [u64; 5],
+    /// Collections in RAM / only on flash, and their packed bytes (each
+    /// collection is one chunk while collections are packed whole).
+    pub collections_in_ram: u64,
+    pub collections_in_flash: u64,
+    pub collections_in_ram_bytes: u64,
+    pub collections_in_flash_bytes: u64,
     pub ram_hits: u64,
     pub ram_misses: u64,
     pub ram_cool_hits: u64,

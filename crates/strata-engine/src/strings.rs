@@ -424,10 +424,11 @@ impl Inner {
         let slot = Slot::hot_value(value, None);
         let idx = match idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e))) {
             Some((i, e)) => {
-                sh.acct.remove(&e.slot, e.value_len);
+                sh.acct.remove(&e.slot, e.value_len, e.vtype);
+                sh.acct.retype(e.vtype, vtype);
                 let old = std::mem::replace(&mut e.slot, slot);
                 e.value_len = value_len;
-                sh.acct.add(&e.slot, value_len);
+                sh.acct.add(&e.slot, value_len, vtype);
                 if let Some(loc) = match old {
                     Slot::Hot(h) => h.backing,
                     Slot::Cold(loc) => Some(loc),

@@ -176,26 +176,45 @@ impl<'a> KeysView<'a> {
             c.update_encoding(&self.limits);
         }
         let aux = aux_of(&value);
+        self.settle(key);
         let idx = self.live(key);
         if let Some(sh) = self.shard(key) {
             if let Some(i) = inner.store_value(sh, db, key, idx, value, 0, aux) {
                 let _ = i;
             }
         }
-        self.touched.retain(|t| &*t.key != key);
     }
 
     /// Deletes `key`; returns whether it existed.
     pub fn delete(&mut self, key: &[u8]) -> bool {
         let (inner, db) = (self.inner, self.db);
+        self.settle(key);
         let Some(i) = self.live(key) else {
             return false;
         };
         if let Some(sh) = self.shard(key) {
             inner.remove_index(sh, db, i, false);
         }
-        self.touched.retain(|t| &*t.key != key);
         true
+    }
+
+    /// Brings the byte counters of a changed collection up to its current
+    /// length and forgets the change (before the entry is replaced or
+    /// removed, which count its current length out).
+    fn settle(&mut self, key: &[u8]) {
+        let Some(pos) = self.touched.iter().position(|t| &*t.key == key) else {
+            return;
+        };
+        let t = self.touched.swap_remove(pos);
+        let db = self.db;
+        let Some(sh) = self.shard(key) else {
+            return;
+        };
+        if let Some(e) = sh.dbs[db].get(key) {
+            let new_len = e.hot_bytes() as u64;
+            sh.acct.hot_bytes = sh.acct.hot_bytes + new_len - t.old_len as u64;
+            sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len - t.old_len as u64;
+        }
     }
 
     /// The key's TTL as an absolute Unix time in ms (0 = none), if it exists.
@@ -223,6 +242,10 @@ impl<'a> KeysView<'a> {
                 Slot::Cold(_) => false,
             };
             if empty {
+                // Count the shrunk length out, as removal counts it in.
+                let new_len = sh.dbs[db][idx].hot_bytes() as u64;
+                sh.acct.hot_bytes = sh.acct.hot_bytes + new_len - t.old_len as u64;
+                sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len - t.old_len as u64;
                 inner.remove_index(sh, db, idx, false);
                 continue;
             }
@@ -245,6 +268,7 @@ impl<'a> KeysView<'a> {
             e.flags = F_REFERENCED | inner.dirty_flag();
             e.lru_secs = now_secs();
             sh.acct.hot_bytes = sh.acct.hot_bytes + new_len as u64 - t.old_len as u64;
+            sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len as u64 - t.old_len as u64;
             if let Some(loc) = released {
                 inner.release_flash(loc);
             }

@@ -407,6 +407,22 @@ fn tiered(s: &Shared, out: &mut String) {
     field!(out, "flash_io_backend", t.io_backend);
     field!(out, "flash_direct_io", t.direct_io as u8);
     field!(out, "index_bytes", t.index_bytes);
+    // Keys per type over all databases, and collections by tier (each is
+    // one record while collections are packed whole).
+    for (name, n) in ["string", "hash", "list", "set", "zset"]
+        .iter()
+        .zip(t.keys_by_type)
+    {
+        field!(out, format!("keys_{name}"), n);
+    }
+    field!(out, "collections_in_ram", t.collections_in_ram);
+    field!(out, "collections_in_flash", t.collections_in_flash);
+    field!(out, "collections_in_ram_bytes", t.collections_in_ram_bytes);
+    field!(
+        out,
+        "collections_in_flash_bytes",
+        t.collections_in_flash_bytes
+    );
     field!(out, "ram_used_bytes", t.ram_used);
     field!(out, "maxmemory_ram", t.maxmemory_ram);
 }

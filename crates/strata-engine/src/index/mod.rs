@@ -200,8 +200,8 @@ impl Entry {
     /// Replaces the slot, keeping the shard's counters right; returns the
     /// old slot.
     pub fn replace_slot(&mut self, counters: &mut ShardCounters, slot: Slot) -> Slot {
-        counters.remove(&self.slot, self.value_len);
-        counters.add(&slot, self.value_len);
+        counters.remove(&self.slot, self.value_len, self.vtype);
+        counters.add(&slot, self.value_len, self.vtype);
         std::mem::replace(&mut self.slot, slot)
     }
 
@@ -259,33 +259,74 @@ pub struct ShardCounters {
     pub cold_count: u64,
     /// Bytes of values only on flash.
     pub cold_bytes: u64,
+    /// Keys per value type (`ValueType as usize`).
+    pub keys_by_type: [u64; 5],
+    /// Of `hot_bytes` / `cold_bytes`, the bytes of collections (packed
+    /// length).
+    pub coll_hot_bytes: u64,
+    pub coll_cold_bytes: u64,
+    /// Collections (packed: one record each) in RAM / only on flash.
+    pub coll_hot_count: u64,
+    pub coll_cold_count: u64,
     pub dbs: Vec<DbCounters>,
 }
 
 impl ShardCounters {
-    pub fn add(&mut self, slot: &Slot, value_len: u32) {
+    /// Accounts a value of type `vtype` entering a slot.
+    pub fn add(&mut self, slot: &Slot, value_len: u32, vtype: u8) {
+        let coll = vtype != ValueType::String as u8;
         match slot {
             Slot::Hot(h) => {
-                self.hot_bytes += h.value.len() as u64;
+                let n = h.value.len() as u64;
+                self.hot_bytes += n;
                 self.hot_count += 1;
+                if coll {
+                    self.coll_hot_bytes += n;
+                    self.coll_hot_count += 1;
+                }
             }
             Slot::Cold(_) => {
                 self.cold_bytes += value_len as u64;
                 self.cold_count += 1;
+                if coll {
+                    self.coll_cold_bytes += value_len as u64;
+                    self.coll_cold_count += 1;
+                }
             }
         }
     }
 
-    pub fn remove(&mut self, slot: &Slot, value_len: u32) {
+    /// Accounts a value of type `vtype` leaving a slot.
+    pub fn remove(&mut self, slot: &Slot, value_len: u32, vtype: u8) {
+        let coll = vtype != ValueType::String as u8;
         match slot {
             Slot::Hot(h) => {
-                self.hot_bytes -= h.value.len() as u64;
+                let n = h.value.len() as u64;
+                self.hot_bytes -= n;
                 self.hot_count -= 1;
+                if coll {
+                    self.coll_hot_bytes -= n;
+                    self.coll_hot_count -= 1;
+                }
             }
             Slot::Cold(_) => {
                 self.cold_bytes -= value_len as u64;
                 self.cold_count -= 1;
+                if coll {
+                    self.coll_cold_bytes -= value_len as u64;
+                    self.coll_cold_count -= 1;
+                }
             }
+        }
+    }
+
+    /// A key's value type changes from `from` to `to`.
+    pub fn retype(&mut self, from: u8, to: u8) {
+        if let Some(c) = self.keys_by_type.get_mut(from as usize) {
+            *c -= 1;
+        }
+        if let Some(c) = self.keys_by_type.get_mut(to as usize) {
+            *c += 1;
         }
     }
 
@@ -309,14 +350,20 @@ impl ShardCounters {
     /// bytes the key owns (0 for inline keys).
     pub fn entry_added(&mut self, db: usize, key_heap: usize, e: &Entry) {
         self.key_bytes += key_heap as u64;
-        self.add(&e.slot, e.value_len);
+        if let Some(c) = self.keys_by_type.get_mut(e.vtype as usize) {
+            *c += 1;
+        }
+        self.add(&e.slot, e.value_len, e.vtype);
         self.ttl_add(db, e.expire_at_ms);
     }
 
     /// Accounts a whole entry leaving the shard.
     pub fn entry_removed(&mut self, db: usize, key_heap: usize, e: &Entry) {
         self.key_bytes -= key_heap as u64;
-        self.remove(&e.slot, e.value_len);
+        if let Some(c) = self.keys_by_type.get_mut(e.vtype as usize) {
+            *c -= 1;
+        }
+        self.remove(&e.slot, e.value_len, e.vtype);
         self.ttl_remove(db, e.expire_at_ms);
     }
 }
