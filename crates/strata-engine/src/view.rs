@@ -50,11 +50,36 @@ pub struct KeysView<'a> {
     guards: Vec<MutexGuard<'a, Shard>>,
     touched: Vec<Touched>,
     limits: EncodingLimits,
+    /// Lists and sorted sets that got elements (for blocked clients), when
+    /// the caller asked (`track_ready`).
+    ready: Option<Vec<Bytes>>,
 }
 
 impl<'a> KeysView<'a> {
     pub fn db(&self) -> usize {
         self.db
+    }
+
+    /// From now on, remember the lists and sorted sets this view changes
+    /// or stores (`take_ready` returns them once the changes are applied),
+    /// so the caller can serve clients blocked on them.
+    pub fn track_ready(&mut self) {
+        self.ready.get_or_insert_with(Vec::new);
+    }
+
+    /// The lists and sorted sets changed so far (see `track_ready`);
+    /// changes made through `coll_mut` count once the closure returned,
+    /// so call this from the closure's caller or after `put`.
+    pub fn take_ready(&mut self) -> Vec<Bytes> {
+        self.ready.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn note_ready(&mut self, key: &[u8], t: ValueType) {
+        if let Some(r) = self.ready.as_mut() {
+            if matches!(t, ValueType::List | ValueType::ZSet) && !r.iter().any(|k| &k[..] == key) {
+                r.push(Bytes::copy_from_slice(key));
+            }
+        }
     }
 
     /// The shard of `key` if it was declared (invariant 3).
@@ -176,6 +201,8 @@ impl<'a> KeysView<'a> {
             c.update_encoding(&self.limits);
         }
         let aux = aux_of(&value);
+        let t = value.vtype();
+        self.note_ready(key, t);
         self.settle(key);
         let idx = self.live(key);
         if let Some(sh) = self.shard(key) {
@@ -225,7 +252,8 @@ impl<'a> KeysView<'a> {
         Some(sh.dbs[db][i].expire_at_ms)
     }
 
-    /// Applies invariant 2 to every changed collection.
+    /// Applies invariant 2 to every changed collection (noting the ready
+    /// keys when tracked).
     fn finish(&mut self) {
         let (inner, db) = (self.inner, self.db);
         let touched = std::mem::take(&mut self.touched);
@@ -249,6 +277,7 @@ impl<'a> KeysView<'a> {
                 inner.remove_index(sh, db, idx, false);
                 continue;
             }
+            let t_ready = sh.dbs[db][idx].value_type();
             let version = inner.next_seq();
             let e = &mut sh.dbs[db][idx];
             let mut released = None;
@@ -273,6 +302,7 @@ impl<'a> KeysView<'a> {
                 inner.release_flash(loc);
             }
             inner.note_key(db, &t.key);
+            self.note_ready(&t.key, t_ready);
         }
     }
 }
@@ -296,8 +326,25 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
     {
+        self.with_keys_tracked(db, keys, false, f)
+            .map(|r| r.map(|(r, _)| r))
+    }
+
+    /// As `with_keys`; with `track`, also returns the lists and sorted
+    /// sets that got elements or were stored (`KeysView::track_ready`).
+    pub fn with_keys_tracked<R, F>(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        track: bool,
+        f: F,
+    ) -> Read<Result<(R, Vec<Bytes>), EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
         let mut f = Some(f);
-        match self.inner.try_with_keys(db, &keys, &mut f) {
+        match self.inner.try_with_keys(db, &keys, track, &mut f) {
             Ok(r) => Read::Ready(Ok(r)),
             Err(targets) => {
                 let inner = self.inner.clone();
@@ -305,7 +352,7 @@ impl Engine {
                     let mut targets = targets;
                     loop {
                         promote_all(&inner, targets).await?;
-                        match inner.try_with_keys(db, &keys, &mut f) {
+                        match inner.try_with_keys(db, &keys, track, &mut f) {
                             Ok(r) => return Ok(r),
                             Err(t) => targets = t,
                         }
@@ -378,8 +425,9 @@ impl Inner {
         &self,
         db: usize,
         keys: &[Bytes],
+        track: bool,
         f: &mut Option<F>,
-    ) -> Result<R, Vec<(FetchTarget, ValueType)>>
+    ) -> Result<(R, Vec<Bytes>), Vec<(FetchTarget, ValueType)>>
     where
         F: FnOnce(&mut KeysView<'_>) -> R,
     {
@@ -394,6 +442,7 @@ impl Inner {
             guards,
             touched: Vec::new(),
             limits: self.tun.encoding_limits(),
+            ready: None,
         };
         let now = now_ms();
         let mut cold = Vec::new();
@@ -417,11 +466,15 @@ impl Inner {
         if !cold.is_empty() {
             return Err(cold);
         }
+        if track {
+            view.track_ready();
+        }
         let r = match f.take() {
             Some(f) => f(&mut view),
             None => return Err(Vec::new()),
         };
         view.finish();
-        Ok(r)
+        let ready = view.take_ready();
+        Ok((r, ready))
     }
 }

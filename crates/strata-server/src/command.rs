@@ -94,12 +94,24 @@ impl Ctx<'_> {
         F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
     {
         let version = self.version();
-        let read = self.engine().with_keys(self.db(), keys, move |view| {
-            let mut out = BytesMut::new();
-            f(view, &mut out, version);
-            out
-        });
-        self.reply_with(read, true, |out, _, reply| out.extend_from_slice(&reply))
+        let db = self.db();
+        // While clients are blocked, writes report the lists and sorted
+        // sets they filled, and serve those clients before replying.
+        let track = self.shared.blocking.any_waiting();
+        let read = self
+            .engine()
+            .with_keys_tracked(db, keys, track, move |view| {
+                let mut out = BytesMut::new();
+                f(view, &mut out, version);
+                out
+            });
+        let shared = self.shared.clone();
+        self.reply_with(read, true, move |out, _, (reply, ready)| {
+            out.extend_from_slice(&reply);
+            if !ready.is_empty() {
+                shared.blocking.serve(&shared.engine, db, ready);
+            }
+        })
     }
 }
 

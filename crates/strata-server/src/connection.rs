@@ -51,19 +51,22 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
     let mut inbuf = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);
     let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
+    let mut skip_read = false;
     loop {
         // Read more input (or stop when killed / idle / shut down).
         let timeout = shared.idle_timeout();
-        let read = tokio::select! {
-            r = stream.read_buf(&mut inbuf) => r,
-            _ = conn.handle.killed() => return,
-            _ = shared.shutdown_signal() => return,
-            _ = sleep_or_forever(timeout) => return,
-        };
-        match read {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+        if !std::mem::take(&mut skip_read) {
+            let read = tokio::select! {
+                r = stream.read_buf(&mut inbuf) => r,
+                _ = conn.handle.killed() => return,
+                _ = shared.shutdown_signal() => return,
+                _ = sleep_or_forever(timeout) => return,
+            };
+            match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+                }
             }
         }
         let mut close = false;
@@ -87,7 +90,18 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 continue;
             }
             if barrier {
-                drain(&mut pending, &mut out).await;
+                if !drain_watching(
+                    &shared,
+                    &mut pending,
+                    &mut out,
+                    &mut stream,
+                    &mut inbuf,
+                    &conn,
+                )
+                .await
+                {
+                    return;
+                }
                 barrier = false;
             }
             // Bound the reads in flight per connection (each holds a buffer).
@@ -149,7 +163,22 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 return;
             }
         }
-        drain(&mut pending, &mut out).await;
+        let before = inbuf.len();
+        if !drain_watching(
+            &shared,
+            &mut pending,
+            &mut out,
+            &mut stream,
+            &mut inbuf,
+            &conn,
+        )
+        .await
+        {
+            return;
+        }
+        // Input that arrived while replies waited is decoded before the
+        // next read.
+        skip_read = inbuf.len() > before;
         if !durable(&shared, &mut wrote).await
             || flush(&shared, &mut stream, &mut out).await.is_err()
             || close
@@ -198,6 +227,40 @@ async fn admit(
         Err(crate::Refusal::OutOfMemory) => Some(reply::OOM.to_string()),
         Err(crate::Refusal::Log(why)) => Some(reply::misconf(&why)),
     }
+}
+
+/// As `drain`, while watching the client: input that arrives meanwhile is
+/// buffered for later, and a client that hangs up (or is killed) while a
+/// reply waits — a blocked BLPOP, say — ends the connection at once, which
+/// drops its pending replies (and so its place among blocked clients).
+/// Returns false when the connection must end.
+async fn drain_watching(
+    shared: &Shared,
+    pending: &mut FuturesOrdered<ReplyFuture>,
+    out: &mut BytesMut,
+    stream: &mut TcpStream,
+    inbuf: &mut BytesMut,
+    conn: &ConnState,
+) -> bool {
+    /// Input buffered while replies wait, at most.
+    const MAX_BUFFERED: usize = 64 << 20;
+    while !pending.is_empty() {
+        tokio::select! {
+            r = pending.next() => {
+                if let Some(reply) = r {
+                    out.extend_from_slice(&reply);
+                }
+            }
+            r = stream.read_buf(inbuf), if inbuf.len() < MAX_BUFFERED => match r {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => {
+                    shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+                }
+            },
+            _ = conn.handle.killed() => return false,
+        }
+    }
+    true
 }
 
 async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {

@@ -133,7 +133,7 @@ fn clients(s: &Shared, out: &mut String) {
     out.push_str("# Clients\r\n");
     field!(out, "connected_clients", s.clients.count());
     field!(out, "maxclients", c.maxclients);
-    field!(out, "blocked_clients", 0);
+    field!(out, "blocked_clients", s.blocking.blocked_clients());
 }
 
 fn human(bytes: u64) -> String {

@@ -11,6 +11,7 @@
 //! are atomics.
 
 pub mod alloc;
+pub mod blocking;
 pub mod clients;
 pub mod command;
 pub mod commands;
@@ -74,6 +75,8 @@ pub struct Shared {
     /// The memcached listener's counters.
     pub mc: memcache::McStats,
     pub slowlog: SlowLog,
+    /// Clients blocked on lists and sorted sets (BLPOP ...).
+    pub blocking: Arc<blocking::Blocking>,
     pub started: Instant,
     pub run_id: String,
     pub tcp_port: AtomicU64,
@@ -320,6 +323,7 @@ pub async fn start(
     let shared = Arc::new(Shared {
         engine,
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
+        blocking: Arc::default(),
         max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
         idle_timeout_secs: AtomicU64::new(config.timeout),
         config: RwLock::new(config),

@@ -2,6 +2,7 @@
 //! argument parsers they share. Handlers turn arguments into engine calls
 //! and engine results into replies; they never block on I/O.
 
+pub mod blocking;
 pub mod client;
 pub mod config;
 pub mod hash;

@@ -3,7 +3,7 @@
 //! It is the single source for arity errors, write/denyoom handling and
 //! `COMMAND` output; `lookup` finds an entry by name.
 
-use super::{client, config, hash, keys, list, server, set, strings, zset};
+use super::{blocking, client, config, hash, keys, list, server, set, strings, zset};
 use crate::command::{CommandSpec, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -140,6 +140,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("lmove", 5, W, K2, "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", list::lmove),
     cmd("rpoplpush", 3, W, K2, "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", list::rpoplpush),
     cmd("lmpop", -4, &["write"], K0, "list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", list::lmpop),
+    cmd("blpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blocking::blpop),
+    cmd("brpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blocking::brpop),
+    cmd("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], K2, "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", blocking::brpoplpush),
+    cmd("blmove", 6, &["write", "denyoom", "noscript", "blocking"], K2, "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", blocking::blmove),
     // sorted_set
     cmd("zadd", -4, WF, K1, "sorted_set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zset::zadd),
     cmd("zincrby", 4, WF, K1, "sorted_set", "Increments the score of a member in a sorted set.", zset::zincrby),

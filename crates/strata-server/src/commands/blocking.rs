@@ -1,0 +1,264 @@
+//! The blocking pops: BLPOP BRPOP BRPOPLPUSH BLMOVE (and, with the sorted
+//! set family, BZPOPMIN BZPOPMAX). Each tries its pop at once; when every
+//! watched key is empty it waits in `crate::blocking` until a push serves
+//! it or the timeout passes (null array), as Redis does.
+
+use super::{is, parse_f64};
+use crate::blocking::PopOp;
+use crate::command::{Ctx, Outcome};
+use crate::reply;
+use bytes::{Bytes, BytesMut};
+use std::sync::Arc;
+use std::time::Duration;
+use strata_engine::{Collection, EngineError, KeysView, Read, ValueType};
+use strata_protocol::{write_array_len, write_bulk, write_null_array, Version};
+
+/// Parses a blocking timeout in seconds (0 = forever), with Redis's errors.
+pub fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, &'static str> {
+    let v = parse_f64(b)
+        .filter(|v| v.is_finite())
+        .ok_or("ERR timeout is not a float or out of range")?;
+    if v < 0.0 {
+        return Err("ERR timeout is negative");
+    }
+    if v * 1000.0 > i64::MAX as f64 / 2.0 {
+        return Err("ERR timeout is out of range");
+    }
+    Ok((v > 0.0).then(|| Duration::from_secs_f64(v)))
+}
+
+/// Runs `op` now; if it found nothing, blocks on `watch` (see the module
+/// doc of `crate::blocking`).
+pub fn block(
+    ctx: &mut Ctx<'_>,
+    watch: Vec<Bytes>,
+    keys: Vec<Bytes>,
+    timeout: Option<Duration>,
+    op: PopOp,
+) -> Outcome {
+    let shared = ctx.shared.clone();
+    let db = ctx.db();
+    let version = ctx.version();
+    let first = op.clone();
+    let read = ctx
+        .engine()
+        .with_keys_tracked(db, keys.clone(), true, move |view| {
+            let mut out = BytesMut::new();
+            let served = first(view, &mut out, version, false);
+            (served, out)
+        });
+    match read {
+        Read::Ready(Ok(((true, out), ready))) => {
+            ctx.out.extend_from_slice(&out);
+            shared.blocking.serve(&shared.engine, db, ready);
+            Outcome::Done
+        }
+        Read::Ready(Err(e)) => {
+            reply::engine(ctx.out, &e);
+            Outcome::Done
+        }
+        Read::Ready(Ok(((false, _), _))) => Outcome::Pending {
+            reply: Box::pin(wait(shared, db, watch, keys, op, version, timeout)),
+            write: true,
+        },
+        Read::Pending(fut) => Outcome::Pending {
+            reply: Box::pin(async move {
+                match fut.await {
+                    Ok(((true, out), ready)) => {
+                        shared.blocking.serve(&shared.engine, db, ready);
+                        out
+                    }
+                    Ok(((false, _), _)) => {
+                        wait(shared, db, watch, keys, op, version, timeout).await
+                    }
+                    Err(e) => {
+                        let mut out = BytesMut::new();
+                        reply::engine(&mut out, &e);
+                        out
+                    }
+                }
+            }),
+            write: true,
+        },
+    }
+}
+
+async fn wait(
+    shared: Arc<crate::Shared>,
+    db: usize,
+    watch: Vec<Bytes>,
+    keys: Vec<Bytes>,
+    op: PopOp,
+    version: Version,
+    timeout: Option<Duration>,
+) -> BytesMut {
+    let (registration, rx) = shared.blocking.block(db, watch.clone(), keys, op, version);
+    // A push between the first try and the registration serves it now.
+    shared.blocking.serve(&shared.engine, db, watch);
+    let got = match timeout {
+        Some(d) => tokio::time::timeout(d, rx).await.ok().and_then(Result::ok),
+        None => rx.await.ok(),
+    };
+    drop(registration);
+    match got {
+        Some(out) => out,
+        None => {
+            let mut out = BytesMut::new();
+            write_null_array(&mut out, version);
+            out
+        }
+    }
+}
+
+/// The list at `key`: Ok(None) if missing or empty; in a blocked client's
+/// pop a list of another type counts as missing.
+fn list_mut<'v>(
+    view: &'v mut KeysView<'_>,
+    key: &[u8],
+    blocked: bool,
+) -> Result<Option<&'v mut strata_engine::types::List>, EngineError> {
+    match view.coll(key, ValueType::List) {
+        Err(_) if blocked => return Ok(None),
+        Err(e) => return Err(e),
+        Ok(None) => return Ok(None),
+        Ok(Some(_)) => {}
+    }
+    match view.coll_mut(key, ValueType::List, false)? {
+        Some(Collection::List(l)) if !l.is_empty() => Ok(Some(l)),
+        _ => Ok(None),
+    }
+}
+
+fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> Outcome {
+    let Some((t, keys)) = args[1..].split_last() else {
+        reply::arity(ctx.out, if left { "blpop" } else { "brpop" });
+        return Outcome::Done;
+    };
+    let timeout = match parse_timeout(t) {
+        Ok(t) => t,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let keys: Vec<Bytes> = keys.to_vec();
+    let watch = keys.clone();
+    let op: PopOp = Arc::new(move |view, out, _v, blocked| {
+        for k in &watch {
+            match list_mut(view, k, blocked) {
+                Err(e) => {
+                    reply::engine(out, &e);
+                    return true;
+                }
+                Ok(Some(l)) => {
+                    let e = if left { l.pop_front() } else { l.pop_back() };
+                    if let Some(e) = e {
+                        write_array_len(out, 2);
+                        write_bulk(out, k);
+                        write_bulk(out, &e);
+                        return true;
+                    }
+                }
+                Ok(None) => {}
+            }
+        }
+        false
+    });
+    block(ctx, keys.clone(), keys, timeout, op)
+}
+
+pub fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    bpop(ctx, args, true)
+}
+
+pub fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    bpop(ctx, args, false)
+}
+
+/// BLMOVE / BRPOPLPUSH: pops from `src`, pushes onto `dst`, replies the
+/// element.
+fn bmove(
+    ctx: &mut Ctx<'_>,
+    src: Bytes,
+    dst: Bytes,
+    from_left: bool,
+    to_left: bool,
+    t: &[u8],
+) -> Outcome {
+    let timeout = match parse_timeout(t) {
+        Ok(t) => t,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let (s, d) = (src.clone(), dst.clone());
+    let op: PopOp = Arc::new(move |view, out, _v, blocked| {
+        // Redis checks the destination's type only once the source has an
+        // element.
+        let has = match list_mut(view, &s, blocked) {
+            Err(e) => {
+                reply::engine(out, &e);
+                return true;
+            }
+            Ok(l) => l.is_some(),
+        };
+        if !has {
+            return false;
+        }
+        if let Err(e) = view.coll(&d, ValueType::List) {
+            if blocked {
+                return false;
+            }
+            reply::engine(out, &e);
+            return true;
+        }
+        let elem = match list_mut(view, &s, blocked) {
+            Ok(Some(l)) => {
+                if from_left {
+                    l.pop_front()
+                } else {
+                    l.pop_back()
+                }
+            }
+            _ => None,
+        };
+        let Some(elem) = elem else { return false };
+        if let Ok(Some(Collection::List(l))) = view.coll_mut(&d, ValueType::List, true) {
+            if to_left {
+                l.push_front(elem.clone());
+            } else {
+                l.push_back(elem.clone());
+            }
+        }
+        write_bulk(out, &elem);
+        true
+    });
+    let keys = if src == dst {
+        vec![src.clone()]
+    } else {
+        vec![src.clone(), dst]
+    };
+    block(ctx, vec![src], keys, timeout, op)
+}
+
+pub fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    bmove(ctx, args[1].clone(), args[2].clone(), false, true, &args[3])
+}
+
+pub fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let side = |a: &[u8]| {
+        if is(a, "left") {
+            Some(true)
+        } else if is(a, "right") {
+            Some(false)
+        } else {
+            None
+        }
+    };
+    let (Some(from), Some(to)) = (side(&args[3]), side(&args[4])) else {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    };
+    bmove(ctx, args[1].clone(), args[2].clone(), from, to, &args[5])
+}
