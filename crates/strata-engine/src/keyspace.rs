@@ -301,6 +301,47 @@ impl Engine {
         }
     }
 
+    /// MOVE key db: moves `key` to database `dst_db` unless it exists
+    /// there. Ok(None) if the key is missing, Ok(Some(false)) if the target
+    /// database has it.
+    pub fn move_key(
+        &self,
+        db: usize,
+        key: &[u8],
+        dst_db: usize,
+    ) -> Read<Result<Option<bool>, EngineError>> {
+        match self
+            .inner
+            .try_rename(db, key, dst_db, key, true, false, None)
+        {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            Err(Retry::Fetch(t)) => {
+                let inner = self.inner.clone();
+                Read::Pending(Box::pin(async move {
+                    let mut t = t;
+                    loop {
+                        let v = fetch_value(inner.clone(), &t).await?;
+                        let key = t.key.clone();
+                        match inner.try_rename(
+                            t.db,
+                            &key,
+                            dst_db,
+                            &key,
+                            true,
+                            false,
+                            Some((t.version, v)),
+                        ) {
+                            Ok(r) => return Ok(r),
+                            Err(Retry::Fetch(next)) => t = next,
+                            Err(Retry::Fail(e)) => return Err(e),
+                        }
+                    }
+                }))
+            }
+        }
+    }
+
     /// COPY src dst \[DB n\] \[REPLACE\]: Ok(None) if the source is missing,
     /// Ok(Some(false)) if the target exists and !replace.
     pub fn copy(

@@ -134,19 +134,65 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
+/// After a key was renamed, copied or moved into `dst` of `db`: clients
+/// blocked on `dst` are served if it is now a list or sorted set.
+fn serve_blocked(shared: &std::sync::Arc<crate::Shared>, db: usize, dst: Bytes) {
+    if shared.blocking.any_waiting() {
+        shared.blocking.serve(&shared.engine, db, vec![dst]);
+    }
+}
+
 pub fn rename(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let read = ctx.engine().rename(ctx.db(), &args[1], &args[2], false);
-    ctx.reply_with(read, true, |out, _, r| match r {
+    let (shared, db, dst) = (ctx.shared.clone(), ctx.db(), args[2].clone());
+    ctx.reply_with(read, true, move |out, _, r| match r {
         None => reply::error(out, reply::NO_SUCH_KEY),
-        Some(_) => write_simple(out, b"OK"),
+        Some(_) => {
+            serve_blocked(&shared, db, dst);
+            write_simple(out, b"OK")
+        }
     })
 }
 
 pub fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let read = ctx.engine().rename(ctx.db(), &args[1], &args[2], true);
-    ctx.reply_with(read, true, |out, _, r| match r {
+    let (shared, db, dst) = (ctx.shared.clone(), ctx.db(), args[2].clone());
+    ctx.reply_with(read, true, move |out, _, r| match r {
         None => reply::error(out, reply::NO_SUCH_KEY),
-        Some(done) => write_integer(out, done as i64),
+        Some(done) => {
+            if done {
+                serve_blocked(&shared, db, dst);
+            }
+            write_integer(out, done as i64)
+        }
+    })
+}
+
+/// MOVE key db.
+pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let dst_db = match parse_i64(&args[2]) {
+        Some(d) if d >= 0 && (d as u64) < ctx.engine().databases() as u64 => d as usize,
+        Some(_) => {
+            reply::error(ctx.out, reply::DB_RANGE);
+            return Outcome::Done;
+        }
+        None => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            return Outcome::Done;
+        }
+    };
+    if dst_db == ctx.db() {
+        reply::error(ctx.out, "ERR source and destination objects are the same");
+        return Outcome::Done;
+    }
+    let read = ctx.engine().move_key(ctx.db(), &args[1], dst_db);
+    let (shared, key) = (ctx.shared.clone(), args[1].clone());
+    ctx.reply_with(read, true, move |out, _, r| {
+        let moved = matches!(r, Some(true));
+        if moved {
+            serve_blocked(&shared, dst_db, key);
+        }
+        write_integer(out, moved as i64)
     })
 }
 
@@ -186,8 +232,13 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let read = ctx
         .engine()
         .copy(ctx.db(), &args[1], dst_db, &args[2], replace);
-    ctx.reply_with(read, true, |out, _, r| {
-        write_integer(out, matches!(r, Some(true)) as i64)
+    let (shared, dst) = (ctx.shared.clone(), args[2].clone());
+    ctx.reply_with(read, true, move |out, _, r| {
+        let copied = matches!(r, Some(true));
+        if copied {
+            serve_blocked(&shared, dst_db, dst);
+        }
+        write_integer(out, copied as i64)
     })
 }
 

@@ -77,6 +77,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("randomkey", 1, &["readonly"], K0, "generic", "Returns a random key name from the database.", keys::randomkey),
     cmd("rename", 3, &["write"], K2, "generic", "Renames a key and overwrites the destination.", keys::rename),
     cmd("renamenx", 3, WD, K2, "generic", "Renames a key only when the target key name doesn't exist.", keys::renamenx),
+    cmd("move", 3, WD, K1, "generic", "Moves a key to another database.", keys::move_),
     cmd("copy", -3, W, K2, "generic", "Copies the value of a key to a new key.", keys::copy),
     cmd("expire", -3, WD, K1, "generic", "Sets the expiration time of a key in seconds.", keys::expire),
     cmd("pexpire", -3, WD, K1, "generic", "Sets the expiration time of a key in milliseconds.", keys::pexpire),
