@@ -86,7 +86,7 @@ pub struct EngineConfig {
     /// Default: true.
     pub appendonly: bool,
     /// When journaled writes are synced. Default: every second.
-    pub appendfsync: crate::journal::FsyncPolicy,
+    pub appendfsync: crate::log::journal::FsyncPolicy,
     /// Log bytes between automatic checkpoints (at least; 0 = only SAVE,
     /// BGSAVE and shutdown). Default: 1 GiB.
     pub checkpoint_interval: u64,
@@ -116,7 +116,7 @@ impl EngineConfig {
             ram_gauge: None,
             hz: 10,
             appendonly: true,
-            appendfsync: crate::journal::FsyncPolicy::EverySec,
+            appendfsync: crate::log::journal::FsyncPolicy::EverySec,
             checkpoint_interval: 1 << 30,
             encoding: crate::types::EncodingLimits::default(),
         }

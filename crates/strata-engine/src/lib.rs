@@ -4,10 +4,18 @@
 //! (bytes in RAM) or *cold* (one record in the flash log). Under memory
 //! pressure the background thread *demotes* the coldest hot values to flash
 //! (`tiering`); a read of a cold value costs one device read and may
-//! *promote* the value back to RAM ([`read`], policy [`PromotePolicy`]).
+//! *promote* the value back to RAM ([`tiering::fetch`], policy [`PromotePolicy`]).
 //! Overwrites, deletes and expiries of cold values only touch RAM: the old
 //! record becomes garbage, and the collector (`gc`) reclaims segments with
 //! few *live bytes* by moving their live records.
+//!
+//! Layout: [`index`] (the RAM index), [`types`] (what a value is: strings
+//! and the collections' RAM structures and packed encoding), `keyspace`
+//! (the operations commands call: strings, memcached items, generic key
+//! operations, and `KeysView` for collections), [`tiering`] (demotion,
+//! fetch and promotion, eviction), [`log`] (the flash log as the database:
+//! writer, journal, collector, checkpoint, recovery), [`flash`] (segment
+//! files, record format, I/O backends).
 //!
 //! Glossary: *segment* — one file of the log, appended to sequentially and
 //! freed whole; *live bytes* — bytes of a segment's records that index
@@ -34,56 +42,44 @@
 //!    `SegmentWriter` behind `Inner::writer`; lock order is writer, then
 //!    shard, then the journal queue.
 
-pub mod checkpoint;
 pub mod clock;
-#[cfg(test)]
-mod collection_tests;
 pub mod config;
-#[cfg(test)]
-mod durability_tests;
 pub mod error;
-mod evict;
 pub mod flash;
-mod gc;
 pub mod index;
-mod items;
-pub mod journal;
 mod keyspace;
-mod persistence;
-pub mod read;
-pub mod recovery;
+pub mod log;
 pub mod stats;
-mod strings;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(test)]
 mod tests;
-mod tiering;
+pub mod tiering;
 pub mod types;
-mod view;
 
 pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
 pub use error::EngineError;
-pub use evict::Admission;
 pub use flash::io::IoBackend;
 pub use index::Value;
-pub use items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
-pub use journal::{FsyncPolicy, LogStatus};
+pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
+pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
+pub use keyspace::view::{KeysView, ValueRef};
 pub use keyspace::{ExpireCond, KeyInfo, Location, TtlState};
-pub use persistence::{PersistInfo, ShutdownSave};
-pub use read::Read;
-pub use recovery::RecoveryReport;
+pub use log::journal::{FsyncPolicy, LogStatus};
+pub use log::persistence::{PersistInfo, ShutdownSave};
+pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
-pub use strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
+pub use tiering::evict::Admission;
+pub use tiering::fetch::Read;
 pub use types::{Collection, ValueType};
-pub use view::{KeysView, ValueRef};
 
 use config::Tunables;
 use flash::io::IoEngine;
 use flash::segment::SegmentTable;
-use flash::writer::SegmentWriter;
 use index::{Shard, ShardHasher};
-use journal::{Journal, Note};
+use log::journal::{Journal, Note};
+use log::writer::SegmentWriter;
+use log::{checkpoint, journal, recovery};
 use parking_lot::{Condvar, Mutex};
 use stats::Stats;
 use std::hash::BuildHasher;

@@ -6,4 +6,3 @@ pub mod buf;
 pub mod format;
 pub mod io;
 pub mod segment;
-pub mod writer;

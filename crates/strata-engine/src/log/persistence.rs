@@ -3,9 +3,9 @@
 //! figures of INFO persistence. The mechanisms live in `journal`,
 //! `checkpoint` and `recovery`.
 
-use crate::checkpoint;
-use crate::journal::{FsyncPolicy, LogStatus};
-use crate::recovery::{self, RecoveryReport, RunState};
+use crate::log::checkpoint;
+use crate::log::journal::{FsyncPolicy, LogStatus};
+use crate::log::recovery::{self, RecoveryReport, RunState};
 use crate::stats::Stats;
 use crate::{Engine, Inner};
 use std::sync::atomic::Ordering::Relaxed;

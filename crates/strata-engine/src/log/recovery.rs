@@ -19,14 +19,14 @@
 //!    logged, left as garbage: new writes go to a new segment).
 //! 5. Live bytes of every segment are recomputed from the index.
 
-use crate::checkpoint;
 use crate::clock::{now_ms, now_secs};
 use crate::flash::buf::{align_up, PAGE};
 use crate::flash::format::{
     self, DecodeError, ItemMeta, RecordKind, ALL_DATABASES, SEGMENT_DATA_START,
 };
-use crate::flash::writer::LogPosition;
 use crate::index::{CompactKey, Entry, FlashLoc, Shard, Slot};
+use crate::log::checkpoint;
+use crate::log::writer::LogPosition;
 use crate::Inner;
 use std::collections::HashMap;
 use std::path::Path;

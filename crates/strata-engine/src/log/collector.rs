@@ -33,8 +33,8 @@ use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
 use crate::flash::io;
 use crate::flash::segment::Segment;
-use crate::flash::writer::{AppendError, SegmentWriter};
 use crate::index::{FlashLoc, Slot};
+use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::Inner;
 use std::collections::HashSet;
@@ -126,7 +126,7 @@ impl Collector {
         inner.journal.request_sync();
         let synced = if matches!(
             inner.journal.status(),
-            crate::journal::LogStatus::Full | crate::journal::LogStatus::NoSpace
+            crate::log::journal::LogStatus::Full | crate::log::journal::LogStatus::NoSpace
         ) {
             u64::MAX
         } else {

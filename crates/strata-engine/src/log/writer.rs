@@ -20,10 +20,10 @@
 //!    (data of each segment written since the last sync, and the directory
 //!    entries of new segments).
 
-use super::buf::{align_up, AlignedBuf, PAGE};
-use super::format::{self, ItemMeta, RecordHeader, SEGMENT_DATA_START};
-use super::io::{self, IoEngine};
-use super::segment::{Segment, SegmentTable};
+use crate::flash::buf::{align_up, AlignedBuf, PAGE};
+use crate::flash::format::{self, ItemMeta, RecordHeader, SEGMENT_DATA_START};
+use crate::flash::io::{self, IoEngine};
+use crate::flash::segment::{Segment, SegmentTable};
 use crate::index::FlashLoc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -9,8 +9,8 @@
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Entry, Slot, F_REFERENCED};
-use crate::read::{fetch_and_promote, fetch_value, FetchTarget, Read};
 use crate::stats::Stats;
+use crate::tiering::fetch::{fetch_and_promote, fetch_value, FetchTarget, Read};
 use crate::types::ValueType;
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;

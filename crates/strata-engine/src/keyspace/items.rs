@@ -18,8 +18,8 @@
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Slot, F_FETCHED, F_REFERENCED, F_STALE, F_WIN_PENDING};
-use crate::read::{fetch_and_promote, FetchTarget, Read};
 use crate::stats::Stats;
+use crate::tiering::fetch::{fetch_and_promote, FetchTarget, Read};
 use crate::{Engine, EngineError};
 use bytes::Bytes;
 

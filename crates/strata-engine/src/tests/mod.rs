@@ -2,6 +2,9 @@
 //! without injected faults. Each test runs the real background thread with
 //! a tiny RAM budget so values really move to flash.
 
+mod collections;
+mod durability;
+
 use crate::testing::FaultyIo;
 use crate::{
     Admission, Engine, EngineConfig, EngineError, EvictionPolicy, IoBackend, Location,

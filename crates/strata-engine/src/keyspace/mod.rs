@@ -3,11 +3,15 @@
 //! and COPY of a cold value read it (one fetch), because a flash record
 //! names its key and the collector relies on that to find its owner.
 
+pub mod items;
+pub mod strings;
+pub mod view;
+
 use crate::clock::{now_ms, now_secs};
 use crate::index::{FlashLoc, Shard, Slot, Value, F_REFERENCED};
-use crate::read::{fetch_value, FetchTarget, Read};
+use crate::keyspace::strings::Retry;
 use crate::stats::Stats;
-use crate::strings::Retry;
+use crate::tiering::fetch::{fetch_value, FetchTarget, Read};
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 use rand::Rng;

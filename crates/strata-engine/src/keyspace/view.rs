@@ -22,8 +22,8 @@
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Shard, Slot, Value, F_REFERENCED};
-use crate::read::{fetch_value, FetchTarget, Read};
 use crate::stats::Stats;
+use crate::tiering::fetch::{fetch_value, FetchTarget, Read};
 use crate::types::{Collection, EncodingLimits, ValueType};
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;

@@ -14,11 +14,15 @@
 //! writers that find RAM above the budget wait on `Inner::room`, which is
 //! notified after every chunk, so nothing in between grows without bound.
 
+pub mod evict;
+pub mod fetch;
+
 use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
-use crate::flash::writer::{AppendError, SegmentWriter};
 use crate::index::{FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING};
+use crate::log::collector;
+use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
-use crate::{gc, EvictionPolicy, Inner};
+use crate::{EvictionPolicy, Inner};
 use bytes::Bytes;
 use std::sync::atomic::Ordering::{self, Relaxed};
 use std::time::{Duration, Instant};
@@ -47,7 +51,7 @@ pub(crate) fn run_background(inner: &Inner) {
         }
     }
     let _done = Done(inner);
-    let mut gc = gc::Collector::default();
+    let mut gc = collector::Collector::default();
     let tick = Duration::from_millis(1000 / inner.hz as u64);
     let mut last_sweep = Instant::now();
     let mut next_shard = 0usize;
@@ -131,7 +135,7 @@ pub(crate) fn run_background(inner: &Inner) {
         {
             inner.demotion_stuck.store(false, Relaxed);
         }
-        if inner.journal.status() == crate::journal::LogStatus::Full
+        if inner.journal.status() == crate::log::journal::LogStatus::Full
             && inner.reclaimable() < inner.segment_size
             && inner.tun.eviction() != EvictionPolicy::NoEviction
         {

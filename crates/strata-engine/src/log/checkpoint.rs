@@ -18,8 +18,8 @@
 
 use crate::clock::now_ms;
 use crate::flash::format::{ItemMeta, RecordHeader, RecordKind, RECORD_HEADER_LEN};
-use crate::flash::writer::{AppendError, LogPosition};
 use crate::index::{FlashLoc, Slot, F_STASHING};
+use crate::log::writer::{AppendError, LogPosition};
 use crate::stats::Stats;
 use crate::Inner;
 use bytes::Bytes;

@@ -47,8 +47,8 @@ impl Inner {
     fn admission(&self) -> Admission {
         if self.journal.enabled {
             match self.journal.status() {
-                crate::journal::LogStatus::Ok => {}
-                crate::journal::LogStatus::Full
+                crate::log::journal::LogStatus::Ok => {}
+                crate::log::journal::LogStatus::Full
                     if self.reclaimable() >= self.segment_size
                         || self.table.allocated_bytes() + self.segment_size <= self.capacity
                         || self.tun.eviction() != EvictionPolicy::NoEviction =>
@@ -61,10 +61,10 @@ impl Inner {
                     return Admission::Wait;
                 }
                 // Full of live data under noeviction: the memory limit.
-                crate::journal::LogStatus::Full => return Admission::OutOfMemory,
+                crate::log::journal::LogStatus::Full => return Admission::OutOfMemory,
                 _ => return Admission::LogUnavailable,
             }
-            if self.journal.queued() > crate::journal::MAX_QUEUED {
+            if self.journal.queued() > crate::log::journal::MAX_QUEUED {
                 self.journal.kick();
                 return Admission::Wait;
             }
