@@ -10,6 +10,7 @@ pub mod keys;
 pub mod list;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod zset;

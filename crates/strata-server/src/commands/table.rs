@@ -3,7 +3,7 @@
 //! It is the single source for arity errors, write/denyoom handling and
 //! `COMMAND` output; `lookup` finds an entry by name.
 
-use super::{blocking, client, config, hash, keys, list, server, set, strings, zset};
+use super::{blocking, client, config, hash, keys, list, server, set, sort, strings, zset};
 use crate::command::{CommandSpec, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -77,6 +77,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("randomkey", 1, &["readonly"], K0, "generic", "Returns a random key name from the database.", keys::randomkey),
     cmd("rename", 3, &["write"], K2, "generic", "Renames a key and overwrites the destination.", keys::rename),
     cmd("renamenx", 3, WD, K2, "generic", "Renames a key only when the target key name doesn't exist.", keys::renamenx),
+    cmd("sort", -2, &["write", "denyoom", "movablekeys"], K1, "generic", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", sort::sort),
+    cmd("sort_ro", -2, &["readonly", "movablekeys"], K1, "generic", "Returns the sorted elements of a list, a set, or a sorted set.", sort::sort_ro),
     cmd("move", 3, WD, K1, "generic", "Moves a key to another database.", keys::move_),
     cmd("copy", -3, W, K2, "generic", "Copies the value of a key to a new key.", keys::copy),
     cmd("expire", -3, WD, K1, "generic", "Sets the expiration time of a key in seconds.", keys::expire),
