@@ -21,6 +21,7 @@ pub mod dispatch;
 pub mod glob;
 pub mod info;
 pub mod memcache;
+pub mod rdb;
 pub mod reply;
 pub mod slowlog;
 

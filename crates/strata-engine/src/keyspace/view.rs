@@ -191,6 +191,12 @@ impl<'a> KeysView<'a> {
     /// Stores `value` at `key`, replacing whatever was there, with no TTL
     /// (the *STORE commands). An empty collection deletes the key instead.
     pub fn put(&mut self, key: &[u8], value: Value) {
+        self.put_expiring(key, value, 0);
+    }
+
+    /// As `put`, expiring at `expire_at_ms` (Unix ms; 0 = never; a time in
+    /// the past leaves the key deleted).
+    pub fn put_expiring(&mut self, key: &[u8], value: Value, expire_at_ms: u64) {
         let (inner, db) = (self.inner, self.db);
         if matches!(&value, Value::Coll(c) if c.is_empty()) {
             self.delete(key);
@@ -206,9 +212,7 @@ impl<'a> KeysView<'a> {
         self.settle(key);
         let idx = self.live(key);
         if let Some(sh) = self.shard(key) {
-            if let Some(i) = inner.store_value(sh, db, key, idx, value, 0, aux) {
-                let _ = i;
-            }
+            inner.store_value(sh, db, key, idx, value, expire_at_ms, aux);
         }
     }
 

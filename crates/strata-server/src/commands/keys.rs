@@ -363,3 +363,92 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     write_integer(ctx.out, done as i64);
     Outcome::Done
 }
+
+/// DUMP key: the value in Redis's serialization format (`crate::rdb`).
+pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        match view.get(&key) {
+            Some(val) => write_bulk(out, &crate::rdb::dump(val)),
+            None => write_null(out, v),
+        }
+    })
+}
+
+/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with
+/// Redis 7.0's order of checks (options, BUSYKEY, TTL, payload). IDLETIME
+/// and FREQ are checked and otherwise ignored (no LFU here).
+pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq) = (false, false);
+    let mut j = 4;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        if is(&args[j], "replace") {
+            replace = true;
+        } else if is(&args[j], "absttl") {
+            absttl = true;
+        } else if is(&args[j], "idletime") && more >= 1 && !freq {
+            match parse_i64(&args[j + 1]) {
+                None => {
+                    reply::error(ctx.out, reply::NOT_INTEGER);
+                    return Outcome::Done;
+                }
+                Some(n) if n < 0 => {
+                    reply::error(ctx.out, "ERR Invalid IDLETIME value, must be >= 0");
+                    return Outcome::Done;
+                }
+                Some(_) => idle = true,
+            }
+            j += 1;
+        } else if is(&args[j], "freq") && more >= 1 && !idle {
+            match parse_i64(&args[j + 1]) {
+                None => {
+                    reply::error(ctx.out, reply::NOT_INTEGER);
+                    return Outcome::Done;
+                }
+                Some(n) if !(0..=255).contains(&n) => {
+                    reply::error(ctx.out, "ERR Invalid FREQ value, must be >= 0 and <= 255");
+                    return Outcome::Done;
+                }
+                Some(_) => freq = true,
+            }
+            j += 1;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+        j += 1;
+    }
+    let (key, ttl, payload) = (args[1].clone(), args[2].clone(), args[3].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        if !replace && view.vtype(&key).is_some() {
+            reply::error(out, "BUSYKEY Target key name already exists.");
+            return;
+        }
+        let ttl = match parse_i64(&ttl) {
+            None => return reply::error(out, reply::NOT_INTEGER),
+            Some(t) if t < 0 => return reply::error(out, "ERR Invalid TTL value, must be >= 0"),
+            Some(t) => t as u64,
+        };
+        let value = match crate::rdb::restore(&payload) {
+            Ok(v) => v,
+            Err(crate::rdb::Refused::VersionOrChecksum) => {
+                return reply::error(out, "ERR DUMP payload version or checksum are wrong")
+            }
+            Err(crate::rdb::Refused::BadFormat) => return reply::error(out, "ERR Bad data format"),
+        };
+        let at = match ttl {
+            0 => 0,
+            t if absttl => t,
+            t => now_ms().saturating_add(t),
+        };
+        if at != 0 && at <= now_ms() {
+            // Already expired: the old value (REPLACE) is gone, nothing new.
+            view.delete(&key);
+        } else {
+            view.put_expiring(&key, value, at);
+        }
+        write_simple(out, b"OK");
+    })
+}

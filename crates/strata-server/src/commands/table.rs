@@ -79,6 +79,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("renamenx", 3, WD, K2, "generic", "Renames a key only when the target key name doesn't exist.", keys::renamenx),
     cmd("sort", -2, &["write", "denyoom", "movablekeys"], K1, "generic", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", sort::sort),
     cmd("sort_ro", -2, &["readonly", "movablekeys"], K1, "generic", "Returns the sorted elements of a list, a set, or a sorted set.", sort::sort_ro),
+    cmd("dump", 2, R, K1, "generic", "Returns a serialized representation of the value stored at a key.", keys::dump),
+    cmd("restore", -4, W, K1, "generic", "Creates a key from the serialized representation of a value.", keys::restore),
     cmd("move", 3, WD, K1, "generic", "Moves a key to another database.", keys::move_),
     cmd("copy", -3, W, K2, "generic", "Copies the value of a key to a new key.", keys::copy),
     cmd("expire", -3, WD, K1, "generic", "Sets the expiration time of a key in seconds.", keys::expire),
