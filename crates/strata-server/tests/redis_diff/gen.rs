@@ -19,11 +19,18 @@ pub enum Check {
     Random { key: Vec<u8> },
     /// A SCAN-family command: the whole iteration is compared afterwards.
     ScanAll,
+    /// DUMP: the payloads differ by design (Strata writes plain
+    /// encodings); each server's payload is RESTOREd into the other and
+    /// the restored values compared.
+    DumpCross { key: Vec<u8> },
 }
 
 impl Check {
     pub fn is_random(&self) -> bool {
-        matches!(self, Check::Random { .. } | Check::ScanAll)
+        matches!(
+            self,
+            Check::Random { .. } | Check::ScanAll | Check::DumpCross { .. }
+        )
     }
 
     pub fn compare(&self, a: &Reply, b: &Reply) -> Result<(), String> {
@@ -46,6 +53,9 @@ impl Check {
                 (Frame::Bulk(_), Frame::Bulk(_)) => true,
                 _ => false,
             },
+            Check::DumpCross { .. } => {
+                matches!((&a.frame, &b.frame), (Frame::Bulk(_), Frame::Bulk(_)))
+            }
             Check::ScanAll => {
                 matches!((&a.frame, &b.frame), (Frame::Array(x), Frame::Array(y)) if x.len() == 2 && y.len() == 2)
             }
@@ -238,7 +248,27 @@ impl Gen {
         let k = self.key(kind);
         let k2 = self.key(kind);
         let e = Check::Exact;
-        match self.rng.gen_range(0..14) {
+        match self.rng.gen_range(0..18) {
+            14 => (vec![b("DUMP"), k.clone()], Check::DumpCross { key: k }),
+            15 if kind != "h" => {
+                let mut a = vec![b(self.pick(&["SORT", "SORT_RO"])), k];
+                for opt in ["ALPHA", "DESC"] {
+                    if self.chance(0.4) {
+                        a.push(b(opt));
+                    }
+                }
+                if self.chance(0.3) {
+                    a.push(b("LIMIT"));
+                    a.push(self.index());
+                    a.push(self.count());
+                }
+                (a, e)
+            }
+            16 if self.chance(0.2) => (vec![b("MOVE"), k, b("1")], e),
+            17 => {
+                let p = self.pick(&["l", "s", "z"]);
+                (vec![b("SORT"), k, b("ALPHA"), b("STORE"), self.key(p)], e)
+            }
             0 => (vec![b("TYPE"), k], e),
             1 => (vec![b("EXISTS"), k, k2], e),
             2 => (vec![b("OBJECT"), b("ENCODING"), k], e),

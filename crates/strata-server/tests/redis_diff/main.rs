@@ -91,6 +91,14 @@ fn collections_match_redis_7() {
             if let Check::Random { key } = &check {
                 oracle::resync(&mut r, &mut s, key);
             }
+            if let Check::DumpCross { key } = &check {
+                if let Err(why) = oracle::cross_restore(&mut r, &mut s, key) {
+                    panic!(
+                        "redis_diff: seed {seed}, command #{done}: {}: {why}",
+                        gen::show(&args)
+                    );
+                }
+            }
             if let Check::ScanAll { .. } = &check {
                 if let Err(why) = oracle::compare_full_scan(&mut r, &mut s, &args) {
                     panic!(

@@ -311,6 +311,30 @@ pub fn compare_full_scan(r: &mut Conn, s: &mut Conn, args: &[Vec<u8>]) -> Result
     Ok(())
 }
 
+/// RESTOREs each server's DUMP of `key` into the other (as a scratch key)
+/// and compares the restored values.
+pub fn cross_restore(r: &mut Conn, s: &mut Conn, key: &[u8]) -> Result<(), String> {
+    let scratch: &[u8] = b"diff:restored";
+    let pr = bulk(&r.cmd(&[b"DUMP", key]).frame);
+    let ps = bulk(&s.cmd(&[b"DUMP", key]).frame);
+    let (Some(pr), Some(ps)) = (pr, ps) else {
+        return Ok(());
+    };
+    let a = s.cmd(&[b"RESTORE", scratch, b"0", &pr, b"REPLACE"]);
+    let b = r.cmd(&[b"RESTORE", scratch, b"0", &ps, b"REPLACE"]);
+    if a.bytes != b"+OK\r\n" || b.bytes != b"+OK\r\n" {
+        return Err(format!(
+            "RESTORE of redis's payload into strata: {:?}; of strata's into redis: {:?}",
+            String::from_utf8_lossy(&a.bytes),
+            String::from_utf8_lossy(&b.bytes)
+        ));
+    }
+    let same = compare_key(r, s, scratch);
+    r.cmd(&[b"DEL", scratch]);
+    s.cmd(&[b"DEL", scratch]);
+    same
+}
+
 /// Compares the whole value, type and encoding of `key`.
 pub fn compare_key(r: &mut Conn, s: &mut Conn, key: &[u8]) -> Result<(), String> {
     let mut cmds: Vec<Vec<&[u8]>> = vec![vec![b"TYPE", key], vec![b"OBJECT", b"ENCODING", key]];
