@@ -145,6 +145,13 @@ impl Slot {
     }
 }
 
+/// The bits of `Entry::vtype` that hold the `ValueType`.
+pub const VTYPE_MASK: u8 = 0x0f;
+/// `Entry::vtype` bit: a string changed in place (OBJECT ENCODING `raw`).
+/// Not persisted: after a restart the string reports by its length, as
+/// after Redis reloads its RDB.
+pub const VT_STR_RAW: u8 = 0x80;
+
 /// CLOCK reference bit: set on access, cleared by the demoter's hand.
 pub const F_REFERENCED: u8 = 1;
 /// Set by the first read of a cold value (second-touch promotion).
@@ -179,8 +186,11 @@ pub struct Entry {
     /// Memcached client flags (0 for values set over RESP). Lives in what
     /// would be padding: the entry stays 48 bytes.
     pub client_flags: u32,
-    /// The value's type (`ValueType as u8`), answered from RAM even when
-    /// the value is cold; equal to the hot value's type (invariant 5).
+    /// The value's type (`ValueType as u8`, low bits: read it with
+    /// `value_type`), answered from RAM even when the value is cold; equal
+    /// to the hot value's type (invariant 5). For strings, bit
+    /// [`VT_STR_RAW`] marks a value changed in place (APPEND, SETRANGE),
+    /// which Redis reports as `raw` whatever its length.
     pub vtype: u8,
 }
 
@@ -206,7 +216,7 @@ impl Entry {
     }
 
     pub fn value_type(&self) -> ValueType {
-        ValueType::from_u8(self.vtype).unwrap_or_default()
+        ValueType::from_u8(self.vtype & VTYPE_MASK).unwrap_or_default()
     }
 
     /// Bytes of value held in RAM by this entry.
@@ -274,7 +284,7 @@ pub struct ShardCounters {
 impl ShardCounters {
     /// Accounts a value of type `vtype` entering a slot.
     pub fn add(&mut self, slot: &Slot, value_len: u32, vtype: u8) {
-        let coll = vtype != ValueType::String as u8;
+        let coll = vtype & VTYPE_MASK != ValueType::String as u8;
         match slot {
             Slot::Hot(h) => {
                 let n = h.value.len() as u64;
@@ -298,7 +308,7 @@ impl ShardCounters {
 
     /// Accounts a value of type `vtype` leaving a slot.
     pub fn remove(&mut self, slot: &Slot, value_len: u32, vtype: u8) {
-        let coll = vtype != ValueType::String as u8;
+        let coll = vtype & VTYPE_MASK != ValueType::String as u8;
         match slot {
             Slot::Hot(h) => {
                 let n = h.value.len() as u64;
@@ -322,10 +332,10 @@ impl ShardCounters {
 
     /// A key's value type changes from `from` to `to`.
     pub fn retype(&mut self, from: u8, to: u8) {
-        if let Some(c) = self.keys_by_type.get_mut(from as usize) {
+        if let Some(c) = self.keys_by_type.get_mut((from & VTYPE_MASK) as usize) {
             *c -= 1;
         }
-        if let Some(c) = self.keys_by_type.get_mut(to as usize) {
+        if let Some(c) = self.keys_by_type.get_mut((to & VTYPE_MASK) as usize) {
             *c += 1;
         }
     }
@@ -350,7 +360,7 @@ impl ShardCounters {
     /// bytes the key owns (0 for inline keys).
     pub fn entry_added(&mut self, db: usize, key_heap: usize, e: &Entry) {
         self.key_bytes += key_heap as u64;
-        if let Some(c) = self.keys_by_type.get_mut(e.vtype as usize) {
+        if let Some(c) = self.keys_by_type.get_mut((e.vtype & VTYPE_MASK) as usize) {
             *c += 1;
         }
         self.add(&e.slot, e.value_len, e.vtype);
@@ -360,7 +370,7 @@ impl ShardCounters {
     /// Accounts a whole entry leaving the shard.
     pub fn entry_removed(&mut self, db: usize, key_heap: usize, e: &Entry) {
         self.key_bytes -= key_heap as u64;
-        if let Some(c) = self.keys_by_type.get_mut(e.vtype as usize) {
+        if let Some(c) = self.keys_by_type.get_mut((e.vtype & VTYPE_MASK) as usize) {
             *c -= 1;
         }
         self.remove(&e.slot, e.value_len, e.vtype);

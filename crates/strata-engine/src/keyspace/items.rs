@@ -146,7 +146,7 @@ impl Engine {
             Stats::inc(&inner.stats.get_expired);
             return Read::Ready(Ok(None));
         }
-        if sh.dbs[db][idx].vtype != crate::types::ValueType::String as u8 {
+        if sh.dbs[db][idx].value_type() != crate::types::ValueType::String {
             return Read::Ready(Err(EngineError::WrongType));
         }
         if let Some(at) = opts.touch {

@@ -57,6 +57,8 @@ pub struct KeyInfo {
     pub expire_at_ms: u64,
     /// The value if it is in RAM (for OBJECT ENCODING's int check).
     pub hot_value: Option<Bytes>,
+    /// A string changed in place (APPEND, SETRANGE): `raw`.
+    pub raw_string: bool,
     pub key_len: usize,
     /// RAM this key costs: its map bucket and slot, out-of-line key bytes,
     /// and the value if it is in RAM.
@@ -257,6 +259,7 @@ impl Engine {
             client_flags: e.client_flags,
             fetched: e.flags & crate::index::F_FETCHED != 0,
             vtype: e.value_type(),
+            raw_string: e.vtype & crate::index::VT_STR_RAW != 0,
             elements: match e.value_type() {
                 crate::types::ValueType::String => 0,
                 _ => crate::types::aux_count(e.client_flags) as u64,
@@ -588,6 +591,7 @@ impl Inner {
         let Some(si) = self.live_index(&mut ga, db, src) else {
             return Ok(None);
         };
+        let raw = ga.dbs[db][si].vtype & crate::index::VT_STR_RAW;
         let (value, expire, flags) = {
             let e = &ga.dbs[db][si];
             match &e.slot {
@@ -621,7 +625,10 @@ impl Inner {
             Value::Str(v) if v.len() * 2 < 4096 || copy => Value::Str(Bytes::copy_from_slice(&v)),
             v => v,
         };
-        self.store_value(dsh, dst_db, dst, di, value, expire, flags);
+        if let Some(i) = self.store_value(dsh, dst_db, dst, di, value, expire, flags) {
+            // The copy keeps Redis's `raw` mark.
+            dsh.dbs[dst_db][i].vtype |= raw;
+        }
         if !copy {
             // The destination insert may have moved entries of the same
             // map; look the source up again.

@@ -82,6 +82,18 @@ pub enum Mutation {
     },
     /// Change only the TTL (0 = persist).
     SetExpire(u64),
+    /// As `Set`, for a value changed in place (APPEND, SETRANGE): Redis
+    /// then reports the string as `raw` (OBJECT ENCODING) whatever its
+    /// length.
+    SetRaw {
+        value: Bytes,
+        expire: ExpireUpdate,
+    },
+}
+
+enum MutationKind {
+    Raw,
+    Other,
 }
 
 impl Engine {
@@ -103,7 +115,7 @@ impl Engine {
             Stats::inc(&inner.stats.keyspace_misses);
             return Read::Ready(Ok(None));
         }
-        if e.vtype != ValueType::String as u8 {
+        if e.value_type() != ValueType::String {
             return Read::Ready(Err(EngineError::WrongType));
         }
         Stats::inc(&inner.stats.keyspace_hits);
@@ -224,10 +236,10 @@ impl Engine {
     pub fn strlen(&self, db: usize, key: &[u8]) -> Result<u64, EngineError> {
         match self
             .inner
-            .with_live(db, key, |_, e| (e.vtype, e.value_len as u64))
+            .with_live(db, key, |_, e| (e.value_type(), e.value_len as u64))
         {
             None => Ok(0),
-            Some((t, _)) if t != ValueType::String as u8 => Err(EngineError::WrongType),
+            Some((t, _)) if t != ValueType::String => Err(EngineError::WrongType),
             Some((_, n)) => Ok(n),
         }
     }
@@ -297,7 +309,7 @@ impl Inner {
                 let e = &sh.dbs[db][i];
                 let expire_at_ms = e.expire_at_ms;
                 let (client_flags, cas) = (e.client_flags, sh.cas_of(db, key, e));
-                if e.vtype != ValueType::String as u8 {
+                if e.value_type() != ValueType::String {
                     return Err(Retry::Fail(EngineError::WrongType));
                 }
                 match &e.slot {
@@ -328,6 +340,10 @@ impl Inner {
                 }
             }
         };
+        let mutation_kind = match &mutation {
+            Mutation::SetRaw { .. } => MutationKind::Raw,
+            _ => MutationKind::Other,
+        };
         match mutation {
             Mutation::None => {}
             Mutation::Delete => {
@@ -335,14 +351,20 @@ impl Inner {
                     self.remove_index(sh, db, i, false);
                 }
             }
-            Mutation::Set { value, expire } => {
+            Mutation::Set { value, expire } | Mutation::SetRaw { value, expire } => {
+                let raw = matches!(&mutation_kind, MutationKind::Raw);
                 // A RESP write of an existing value (APPEND, INCR ...) keeps
                 // its memcached flags.
                 let (old, flags) = idx
                     .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
                     .unwrap_or((0, 0));
                 let value = Bytes::copy_from_slice(&value);
-                self.store(sh, db, key, idx, value, resolve_expire(expire, old), flags);
+                let at = resolve_expire(expire, old);
+                if let Some(i) = self.store(sh, db, key, idx, value, at, flags) {
+                    if raw {
+                        sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
+                    }
+                }
             }
             Mutation::SetItem {
                 value,

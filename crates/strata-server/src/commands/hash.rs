@@ -1,85 +1,452 @@
-//! hash commands (being written).
+//! Hash commands: HSET HSETNX HMSET HGET HMGET HDEL HEXISTS HLEN HSTRLEN
+//! HKEYS HVALS HGETALL HINCRBY HINCRBYFLOAT HRANDFIELD HSCAN, as Redis 7.0
+//! answers them. Each runs in a `KeysView` (the hash in RAM, fetched first
+//! if cold); arguments are checked before, in Redis's order.
 
+use super::{parse_f64, parse_i64};
 use crate::command::{Ctx, Outcome};
 use crate::reply;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use rand::Rng;
+use strata_engine::types::Hash;
+use strata_engine::{Collection, EngineError, KeysView, ValueType};
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_map_len, write_null, write_simple, Version,
+};
 
-pub fn hset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+/// The hash at `key` (None if missing).
+fn get<'v>(view: &'v mut KeysView<'_>, key: &[u8]) -> Result<Option<&'v Hash>, EngineError> {
+    match view.coll(key, ValueType::Hash)? {
+        Some(Collection::Hash(h)) => Ok(Some(h)),
+        _ => Ok(None),
+    }
 }
 
-pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+/// The hash at `key` to change, created if `create`.
+fn get_mut<'v>(
+    view: &'v mut KeysView<'_>,
+    key: &[u8],
+    create: bool,
+) -> Result<Option<&'v mut Hash>, EngineError> {
+    match view.coll_mut(key, ValueType::Hash, create)? {
+        Some(Collection::Hash(h)) => Ok(Some(h)),
+        _ => Ok(None),
+    }
+}
+
+/// Runs `f` on the hash at `args[1]` for reading; errors become replies.
+fn read(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    f: impl FnOnce(Option<&Hash>, &mut BytesMut, Version) + Send + 'static,
+) -> Outcome {
+    let key = key.clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        match get(view, &key) {
+            Ok(h) => f(h, out, v),
+            Err(e) => reply::engine(out, &e),
+        }
+    })
+}
+
+fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Outcome {
+    if args.len() % 2 != 0 {
+        reply::arity(ctx.out, name);
+        return Outcome::Done;
+    }
+    let hmset = name == "hmset";
+    let key = args[1].clone();
+    let pairs: Vec<Bytes> = args[2..].to_vec();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get_mut(view, &key, true) {
+            Err(e) => reply::engine(out, &e),
+            Ok(h) => {
+                let mut added = 0;
+                if let Some(h) = h {
+                    for p in pairs.chunks(2) {
+                        if let [f, v] = p {
+                            added += h.insert(f, v) as i64;
+                        }
+                    }
+                }
+                if hmset {
+                    write_simple(out, b"OK");
+                } else {
+                    write_integer(out, added);
+                }
+            }
+        }
+    })
+}
+
+pub fn hset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    hset_generic(ctx, args, "hset")
 }
 
 pub fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    hset_generic(ctx, args, "hmset")
+}
+
+pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let (key, field, value) = (args[1].clone(), args[2].clone(), args[3].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(Some(h)) if h.contains(&field) => return write_integer(out, 0),
+            Ok(_) => {}
+        }
+        if let Ok(Some(h)) = get_mut(view, &key, true) {
+            h.insert(&field, &value);
+        }
+        write_integer(out, 1);
+    })
 }
 
 pub fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let field = args[2].clone();
+    read(ctx, &args[1], move |h, out, v| {
+        match h.and_then(|h| h.get(&field)) {
+            Some(x) => write_bulk(out, x),
+            None => write_null(out, v),
+        }
+    })
 }
 
 pub fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let fields: Vec<Bytes> = args[2..].to_vec();
+    read(ctx, &args[1], move |h, out, v| {
+        write_array_len(out, fields.len());
+        for f in &fields {
+            match h.and_then(|h| h.get(f)) {
+                Some(x) => write_bulk(out, x),
+                None => write_null(out, v),
+            }
+        }
+    })
 }
 
 pub fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let key = args[1].clone();
+    let fields: Vec<Bytes> = args[2..].to_vec();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_integer(out, 0),
+            Ok(Some(h)) if !fields.iter().any(|f| h.contains(f)) => return write_integer(out, 0),
+            Ok(Some(_)) => {}
+        }
+        let mut n = 0;
+        if let Ok(Some(h)) = get_mut(view, &key, false) {
+            for f in &fields {
+                n += h.remove(f) as i64;
+            }
+        }
+        write_integer(out, n);
+    })
 }
 
 pub fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let field = args[2].clone();
+    read(ctx, &args[1], move |h, out, _| {
+        write_integer(out, h.is_some_and(|h| h.contains(&field)) as i64)
+    })
 }
 
 pub fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    read(ctx, &args[1], |h, out, _| {
+        write_integer(out, h.map_or(0, |h| h.len()) as i64)
+    })
 }
 
 pub fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let field = args[2].clone();
+    read(ctx, &args[1], move |h, out, _| {
+        write_integer(
+            out,
+            h.and_then(|h| h.get(&field)).map_or(0, |v| v.len()) as i64,
+        )
+    })
 }
 
 pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    read(ctx, &args[1], |h, out, _| {
+        write_array_len(out, h.map_or(0, |h| h.len()));
+        for (f, _) in h.iter().flat_map(|h| h.iter()) {
+            write_bulk(out, f);
+        }
+    })
 }
 
 pub fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    read(ctx, &args[1], |h, out, _| {
+        write_array_len(out, h.map_or(0, |h| h.len()));
+        for (_, v) in h.iter().flat_map(|h| h.iter()) {
+            write_bulk(out, v);
+        }
+    })
 }
 
 pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    read(ctx, &args[1], |h, out, v| {
+        write_map_len(out, v, h.map_or(0, |h| h.len()));
+        for (f, x) in h.iter().flat_map(|h| h.iter()) {
+            write_bulk(out, f);
+            write_bulk(out, x);
+        }
+    })
 }
 
 pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let Some(incr) = parse_i64(&args[3]) else {
+        reply::error(ctx.out, reply::NOT_INTEGER);
+        return Outcome::Done;
+    };
+    let (key, field) = (args[1].clone(), args[2].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let old = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(h) => match h.and_then(|h| h.get(&field)) {
+                None => 0,
+                Some(v) => match parse_i64(v) {
+                    Some(n) => n,
+                    None => return reply::error(out, "ERR hash value is not an integer"),
+                },
+            },
+        };
+        let Some(n) = old.checked_add(incr) else {
+            return reply::error(out, reply::OVERFLOW);
+        };
+        if let Ok(Some(h)) = get_mut(view, &key, true) {
+            h.insert(&field, n.to_string().as_bytes());
+        }
+        write_integer(out, n);
+    })
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let Some(incr) = parse_f64(&args[3]) else {
+        reply::error(ctx.out, reply::NOT_FLOAT);
+        return Outcome::Done;
+    };
+    if incr.is_infinite() {
+        reply::error(ctx.out, "ERR value is NaN or Infinity");
+        return Outcome::Done;
+    }
+    let (key, field, incr_text) = (args[1].clone(), args[2].clone(), args[3].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let old: Vec<u8> = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(h) => match h.and_then(|h| h.get(&field)) {
+                None => b"0".to_vec(),
+                Some(v) if parse_f64(v).is_some() => v.to_vec(),
+                Some(_) => return reply::error(out, "ERR hash value is not a float"),
+            },
+        };
+        let Some(text) = super::float_sum_text(&old, &incr_text) else {
+            return reply::error(out, reply::NAN_OR_INF);
+        };
+        if let Ok(Some(h)) = get_mut(view, &key, true) {
+            h.insert(&field, text.as_bytes());
+        }
+        write_bulk(out, text.as_bytes());
+    })
 }
 
 pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    if args.len() == 2 {
+        return read(ctx, &args[1], |h, out, v| {
+            match h.filter(|h| !h.is_empty()) {
+                Some(h) => {
+                    let i = rand::thread_rng().gen_range(0..h.len());
+                    match h.get_index(i) {
+                        Some((f, _)) => write_bulk(out, f),
+                        None => write_null(out, v),
+                    }
+                }
+                None => write_null(out, v),
+            }
+        });
+    }
+    let count = match parse_i64(&args[2]) {
+        None => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            return Outcome::Done;
+        }
+        Some(i64::MIN) => {
+            reply::error(
+                ctx.out,
+                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            );
+            return Outcome::Done;
+        }
+        Some(n) => n,
+    };
+    let withvalues = match args.get(3) {
+        None => false,
+        Some(a) if args.len() == 4 && super::is(a, "withvalues") => true,
+        Some(_) => {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    };
+    if withvalues && (count < -(i64::MAX / 2) || count > i64::MAX / 2) {
+        reply::error(ctx.out, "ERR value is out of range");
+        return Outcome::Done;
+    }
+    read(ctx, &args[1], move |h, out, v| {
+        let Some(h) = h.filter(|h| !h.is_empty() && count != 0) else {
+            return write_array_len(out, 0);
+        };
+        let picks = pick_indexes(h.len(), count);
+        let pair = |out: &mut BytesMut, f: &[u8], x: &[u8]| {
+            if v == Version::Resp3 {
+                write_array_len(out, 2);
+            }
+            write_bulk(out, f);
+            write_bulk(out, x);
+        };
+        let n = if withvalues && v == Version::Resp2 {
+            picks.len() * 2
+        } else {
+            picks.len()
+        };
+        write_array_len(out, n);
+        for i in picks {
+            if let Some((f, x)) = h.get_index(i) {
+                if withvalues {
+                    pair(out, f, x);
+                } else {
+                    write_bulk(out, f);
+                }
+            }
+        }
+    })
+}
+
+/// Positions for a random pick of `count` elements out of `len` (len > 0):
+/// distinct when positive (at most `len`), with repeats when negative.
+pub fn pick_indexes(len: usize, count: i64) -> Vec<usize> {
+    let mut rng = rand::thread_rng();
+    if count < 0 {
+        let n = count.unsigned_abs() as usize;
+        return (0..n).map(|_| rng.gen_range(0..len)).collect();
+    }
+    let n = (count as u64).min(len as u64) as usize;
+    if n == len {
+        return (0..len).collect();
+    }
+    // A partial Fisher-Yates shuffle over positions.
+    let mut idx: Vec<usize> = (0..len).collect();
+    for i in 0..n {
+        let j = rng.gen_range(i..len);
+        idx.swap(i, j);
+    }
+    idx.truncate(n);
+    idx
+}
+
+/// The options of a SCAN-family command after the cursor: MATCH and COUNT.
+pub struct ScanOpts {
+    pub pattern: Option<Bytes>,
+    pub count: usize,
+}
+
+/// Parses `MATCH p` / `COUNT n` with Redis's errors.
+pub fn parse_scan_opts(args: &[Bytes]) -> Result<ScanOpts, &'static str> {
+    let mut o = ScanOpts {
+        pattern: None,
+        count: 10,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if super::is(&args[i], "count") && more >= 1 {
+            match parse_i64(&args[i + 1]) {
+                None => return Err(reply::NOT_INTEGER),
+                Some(n) if n < 1 => return Err(reply::SYNTAX),
+                Some(n) => o.count = n as usize,
+            }
+            i += 2;
+        } else if super::is(&args[i], "match") && more >= 1 {
+            o.pattern = Some(args[i + 1].clone()).filter(|p| &p[..] != b"*");
+            i += 2;
+        } else {
+            return Err(reply::SYNTAX);
+        }
+    }
+    Ok(o)
+}
+
+/// Parses a SCAN cursor (an unsigned decimal).
+pub fn parse_cursor(b: &[u8]) -> Option<u64> {
+    std::str::from_utf8(b).ok()?.parse::<u64>().ok()
+}
+
+/// One SCAN step over positions `0..len` from `cursor`, walking down from
+/// the end (so an element present for the whole scan is returned even if
+/// others are removed meanwhile); `all` returns everything at once (the
+/// small encodings). Returns the next cursor and the positions visited.
+pub fn scan_positions(
+    len: usize,
+    cursor: u64,
+    count: usize,
+    all: bool,
+) -> (u64, std::ops::Range<usize>) {
+    if all {
+        return (0, 0..len);
+    }
+    let top = if cursor == 0 {
+        len
+    } else {
+        (cursor as usize).min(len)
+    };
+    let bottom = top.saturating_sub(count);
+    let next = if bottom == 0 { 0 } else { bottom as u64 };
+    (next, bottom..top)
 }
 
 pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let Some(cursor) = parse_cursor(&args[2]) else {
+        reply::error(ctx.out, "ERR invalid cursor");
+        return Outcome::Done;
+    };
+    let opts = parse_scan_opts(&args[3..]);
+    read(ctx, &args[1], move |h, out, _| {
+        let Some(h) = h else {
+            return write_empty_scan(out);
+        };
+        let o = match opts {
+            Ok(o) => o,
+            Err(e) => return reply::error(out, e),
+        };
+        let (next, range) = scan_positions(h.len(), cursor, o.count, !h.big);
+        let mut items = Vec::new();
+        for i in range.rev() {
+            if let Some((f, v)) = h.get_index(i) {
+                if o.pattern
+                    .as_ref()
+                    .is_none_or(|p| crate::glob::glob_match(p, f, false))
+                {
+                    items.push((f, v));
+                }
+            }
+        }
+        if !h.big {
+            items.reverse();
+        }
+        write_array_len(out, 2);
+        write_bulk(out, next.to_string().as_bytes());
+        write_array_len(out, items.len() * 2);
+        for (f, v) in items {
+            write_bulk(out, f);
+            write_bulk(out, v);
+        }
+    })
+}
+
+/// The reply of a SCAN-family command on a missing key.
+pub fn write_empty_scan(out: &mut BytesMut) {
+    write_array_len(out, 2);
+    write_bulk(out, b"0");
+    write_array_len(out, 0);
 }

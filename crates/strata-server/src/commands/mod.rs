@@ -67,6 +67,23 @@ pub fn format_f64(v: f64) -> String {
     }
 }
 
+/// INCRBYFLOAT's sum of the value `old` and the increment `incr` (both
+/// already valid floats), as text: exact when both are integers and the
+/// sum is below 2^64 in magnitude (where Redis's long double is exact
+/// too), else the f64 sum (Redis adds in long double: the last digits of
+/// a non-integer sum may differ). None if the sum is not finite.
+pub fn float_sum_text(old: &[u8], incr: &[u8]) -> Option<String> {
+    let int = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<i128>().ok();
+    if let (Some(a), Some(b)) = (int(old), int(incr)) {
+        let s = a + b;
+        if s.unsigned_abs() < 1u128 << 64 {
+            return Some(s.to_string());
+        }
+    }
+    let n = parse_f64(old)? + parse_f64(incr)?;
+    n.is_finite().then(|| format_f64(n))
+}
+
 /// Case-insensitive comparison of an argument with an ASCII word.
 pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

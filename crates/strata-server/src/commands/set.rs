@@ -1,90 +1,440 @@
-//! set commands (being written).
+//! Set commands: SADD SREM SISMEMBER SMISMEMBER SCARD SMEMBERS SRANDMEMBER
+//! SPOP SMOVE SINTER SINTERCARD SINTERSTORE SUNION SUNIONSTORE SDIFF
+//! SDIFFSTORE SSCAN, as Redis 7.0 answers them (RESP3: sets as `~`).
 
+use super::hash::{parse_cursor, parse_scan_opts, pick_indexes, scan_positions, write_empty_scan};
+use super::{is, parse_i64};
 use crate::command::{Ctx, Outcome};
 use crate::reply;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use rand::Rng;
+use strata_engine::types::Set;
+use strata_engine::{Collection, EngineError, KeysView, Value, ValueType};
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_null, write_set_len, Version,
+};
+
+fn get<'v>(view: &'v mut KeysView<'_>, key: &[u8]) -> Result<Option<&'v Set>, EngineError> {
+    match view.coll(key, ValueType::Set)? {
+        Some(Collection::Set(s)) => Ok(Some(s)),
+        _ => Ok(None),
+    }
+}
+
+fn get_mut<'v>(
+    view: &'v mut KeysView<'_>,
+    key: &[u8],
+    create: bool,
+) -> Result<Option<&'v mut Set>, EngineError> {
+    match view.coll_mut(key, ValueType::Set, create)? {
+        Some(Collection::Set(s)) => Ok(Some(s)),
+        _ => Ok(None),
+    }
+}
+
+fn read(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    f: impl FnOnce(Option<&Set>, &mut BytesMut, Version) + Send + 'static,
+) -> Outcome {
+    let key = key.clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        match get(view, &key) {
+            Ok(s) => f(s, out, v),
+            Err(e) => reply::engine(out, &e),
+        }
+    })
+}
 
 pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let key = args[1].clone();
+    let members: Vec<Bytes> = args[2..].to_vec();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(Some(s)) if members.iter().all(|m| s.contains(m)) => return write_integer(out, 0),
+            Ok(_) => {}
+        }
+        let mut n = 0;
+        if let Ok(Some(s)) = get_mut(view, &key, true) {
+            for m in &members {
+                n += s.insert(m) as i64;
+            }
+        }
+        write_integer(out, n);
+    })
 }
 
 pub fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let key = args[1].clone();
+    let members: Vec<Bytes> = args[2..].to_vec();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(Some(s)) if members.iter().any(|m| s.contains(m)) => {}
+            Ok(_) => return write_integer(out, 0),
+        }
+        let mut n = 0;
+        if let Ok(Some(s)) = get_mut(view, &key, false) {
+            for m in &members {
+                n += s.remove(m) as i64;
+            }
+        }
+        write_integer(out, n);
+    })
 }
 
 pub fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let m = args[2].clone();
+    read(ctx, &args[1], move |s, out, _| {
+        write_integer(out, s.is_some_and(|s| s.contains(&m)) as i64)
+    })
 }
 
 pub fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let ms: Vec<Bytes> = args[2..].to_vec();
+    read(ctx, &args[1], move |s, out, _| {
+        write_array_len(out, ms.len());
+        for m in &ms {
+            write_integer(out, s.is_some_and(|s| s.contains(m)) as i64);
+        }
+    })
 }
 
 pub fn scard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    read(ctx, &args[1], |s, out, _| {
+        write_integer(out, s.map_or(0, |s| s.len()) as i64)
+    })
+}
+
+fn write_members<'a>(out: &mut BytesMut, v: Version, n: usize, it: impl Iterator<Item = &'a [u8]>) {
+    write_set_len(out, v, n);
+    for m in it {
+        write_bulk(out, m);
+    }
 }
 
 pub fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    read(ctx, &args[1], |s, out, v| match s {
+        Some(s) => write_members(out, v, s.len(), s.iter()),
+        None => write_set_len(out, v, 0),
+    })
+}
+
+/// A count argument in -LONG_MAX..=LONG_MAX, with Redis's errors.
+fn parse_count(b: &[u8]) -> Result<i64, &'static str> {
+    match parse_i64(b) {
+        None => Err(reply::NOT_INTEGER),
+        Some(i64::MIN) => Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"),
+        Some(n) => Ok(n),
+    }
 }
 
 pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    if args.len() > 3 {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    }
+    if args.len() == 2 {
+        return read(ctx, &args[1], |s, out, v| {
+            match s.filter(|s| !s.is_empty()) {
+                Some(s) => {
+                    let i = rand::thread_rng().gen_range(0..s.len());
+                    match s.get_index(i) {
+                        Some(m) => write_bulk(out, m),
+                        None => write_null(out, v),
+                    }
+                }
+                None => write_null(out, v),
+            }
+        });
+    }
+    let count = match parse_count(&args[2]) {
+        Ok(n) => n,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    read(ctx, &args[1], move |s, out, _| {
+        let Some(s) = s.filter(|s| !s.is_empty() && count != 0) else {
+            return write_array_len(out, 0);
+        };
+        let picks = pick_indexes(s.len(), count);
+        write_array_len(out, picks.len());
+        for i in picks {
+            if let Some(m) = s.get_index(i) {
+                write_bulk(out, m);
+            }
+        }
+    })
 }
 
 pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    if args.len() > 3 {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    }
+    let count = match args.get(2).map(|c| parse_i64(c)) {
+        None => None,
+        // Redis gives the range message for a non-integer too.
+        Some(None) => {
+            reply::error(ctx.out, reply::NOT_POSITIVE_COUNT);
+            return Outcome::Done;
+        }
+        Some(Some(n)) if n < 0 => {
+            reply::error(ctx.out, reply::NOT_POSITIVE_COUNT);
+            return Outcome::Done;
+        }
+        Some(Some(n)) => Some(n as u64),
+    };
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        let len = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(s) => s.map_or(0, |s| s.len()),
+        };
+        if len == 0 || count == Some(0) {
+            return match count {
+                None => write_null(out, v),
+                Some(_) => write_set_len(out, v, 0),
+            };
+        }
+        let Ok(Some(s)) = get_mut(view, &key, false) else {
+            return write_null(out, v);
+        };
+        let mut rng = rand::thread_rng();
+        match count {
+            None => match s.remove_index(rng.gen_range(0..len)) {
+                Some(m) => write_bulk(out, &m),
+                None => write_null(out, v),
+            },
+            Some(n) => {
+                let n = (n.min(len as u64)) as usize;
+                write_set_len(out, v, n);
+                for _ in 0..n {
+                    let i = rng.gen_range(0..s.len());
+                    if let Some(m) = s.remove_index(i) {
+                        write_bulk(out, &m);
+                    }
+                }
+            }
+        }
+    })
 }
 
 pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let (src, dst, m) = (args[1].clone(), args[2].clone(), args[3].clone());
+    let keys = if src == dst {
+        vec![src.clone()]
+    } else {
+        vec![src.clone(), dst.clone()]
+    };
+    ctx.with_keys(keys, move |view, out, _| {
+        // Redis: a missing source is 0 before any type check; then both
+        // types are checked.
+        let has = match get(view, &src) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_integer(out, 0),
+            Ok(s) => s.map(|s| s.contains(&m)),
+        };
+        if let Err(e) = get(view, &dst) {
+            return reply::engine(out, &e);
+        }
+        match has {
+            None | Some(false) => return write_integer(out, 0),
+            Some(true) if src == dst => return write_integer(out, 1),
+            Some(true) => {}
+        }
+        if let Ok(Some(s)) = get_mut(view, &src, false) {
+            s.remove(&m);
+        }
+        if let Ok(Some(d)) = get_mut(view, &dst, true) {
+            d.insert(&m);
+        }
+        write_integer(out, 1);
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// The sets at `keys` (None = missing), or WRONGTYPE if any key holds
+/// another type (Redis checks every key).
+fn sets<'v>(view: &'v mut KeysView<'_>, keys: &[Bytes]) -> Result<Vec<Option<Set>>, EngineError> {
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys {
+        out.push(get(view, k)?.cloned());
+    }
+    Ok(out)
+}
+
+/// The result of SINTER / SUNION / SDIFF over `sets`.
+fn combine(op: Op, sets: &[Option<Set>]) -> Set {
+    let mut r = Set::default();
+    match op {
+        Op::Inter => {
+            if sets.iter().any(|s| s.as_ref().is_none_or(|s| s.is_empty())) {
+                return r;
+            }
+            let mut all: Vec<&Set> = sets.iter().flatten().collect();
+            all.sort_by_key(|s| s.len());
+            if let Some((first, rest)) = all.split_first() {
+                for m in first.iter() {
+                    if rest.iter().all(|s| s.contains(m)) {
+                        r.insert(m);
+                    }
+                }
+            }
+        }
+        Op::Union => {
+            for s in sets.iter().flatten() {
+                for m in s.iter() {
+                    r.insert(m);
+                }
+            }
+        }
+        Op::Diff => {
+            if let Some(Some(first)) = sets.first() {
+                for m in first.iter() {
+                    if !sets[1..].iter().flatten().any(|s| s.contains(m)) {
+                        r.insert(m);
+                    }
+                }
+            }
+        }
+    }
+    r
+}
+
+fn combine_cmd(ctx: &mut Ctx<'_>, keys: Vec<Bytes>, op: Op, store: Option<Bytes>) -> Outcome {
+    let mut all = keys.clone();
+    if let Some(d) = &store {
+        all.push(d.clone());
+    }
+    ctx.with_keys(all, move |view, out, v| {
+        let sets = match sets(view, &keys) {
+            Ok(s) => s,
+            Err(e) => return reply::engine(out, &e),
+        };
+        let r = combine(op, &sets);
+        match &store {
+            Some(d) => {
+                let n = r.len();
+                view.put(d, Value::Coll(Box::new(Collection::Set(r))));
+                write_integer(out, n as i64);
+            }
+            None => write_members(out, v, r.len(), r.iter()),
+        }
+    })
 }
 
 pub fn sinter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    combine_cmd(ctx, args[1..].to_vec(), Op::Inter, None)
+}
+pub fn sunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    combine_cmd(ctx, args[1..].to_vec(), Op::Union, None)
+}
+pub fn sdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    combine_cmd(ctx, args[1..].to_vec(), Op::Diff, None)
+}
+pub fn sinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    combine_cmd(ctx, args[2..].to_vec(), Op::Inter, Some(args[1].clone()))
+}
+pub fn sunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    combine_cmd(ctx, args[2..].to_vec(), Op::Union, Some(args[1].clone()))
+}
+pub fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    combine_cmd(ctx, args[2..].to_vec(), Op::Diff, Some(args[1].clone()))
 }
 
 pub fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
-}
-
-pub fn sinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
-}
-
-pub fn sunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
-}
-
-pub fn sunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
-}
-
-pub fn sdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
-}
-
-pub fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    // Redis gives the range message for a non-integer too.
+    let numkeys = match parse_i64(&args[1]) {
+        None => {
+            reply::error(ctx.out, "ERR numkeys should be greater than 0");
+            return Outcome::Done;
+        }
+        Some(n) if n < 1 => {
+            reply::error(ctx.out, "ERR numkeys should be greater than 0");
+            return Outcome::Done;
+        }
+        Some(n) => n as u64,
+    };
+    if numkeys > (args.len() - 2) as u64 {
+        reply::error(
+            ctx.out,
+            "ERR Number of keys can't be greater than number of args",
+        );
+        return Outcome::Done;
+    }
+    let n = numkeys as usize;
+    let mut limit = 0u64;
+    let mut j = 2 + n;
+    while j < args.len() {
+        if is(&args[j], "limit") && j + 1 < args.len() {
+            match parse_i64(&args[j + 1]) {
+                None => {
+                    reply::error(ctx.out, "ERR LIMIT can't be negative");
+                    return Outcome::Done;
+                }
+                Some(l) if l < 0 => {
+                    reply::error(ctx.out, "ERR LIMIT can't be negative");
+                    return Outcome::Done;
+                }
+                Some(l) => limit = l as u64,
+            }
+            j += 2;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    }
+    let keys: Vec<Bytes> = args[2..2 + n].to_vec();
+    ctx.with_keys(keys.clone(), move |view, out, _| {
+        let sets = match sets(view, &keys) {
+            Ok(s) => s,
+            Err(e) => return reply::engine(out, &e),
+        };
+        let r = combine(Op::Inter, &sets);
+        let c = r.len() as u64;
+        write_integer(out, if limit > 0 { c.min(limit) } else { c } as i64);
+    })
 }
 
 pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let Some(cursor) = parse_cursor(&args[2]) else {
+        reply::error(ctx.out, "ERR invalid cursor");
+        return Outcome::Done;
+    };
+    let opts = parse_scan_opts(&args[3..]);
+    read(ctx, &args[1], move |s, out, _| {
+        let Some(s) = s else {
+            return write_empty_scan(out);
+        };
+        let o = match opts {
+            Ok(o) => o,
+            Err(e) => return reply::error(out, e),
+        };
+        let (next, range) = scan_positions(s.len(), cursor, o.count, !s.big);
+        let items: Vec<&[u8]> = range
+            .rev()
+            .filter_map(|i| s.get_index(i))
+            .filter(|m| {
+                o.pattern
+                    .as_ref()
+                    .is_none_or(|p| crate::glob::glob_match(p, m, false))
+            })
+            .collect();
+        write_array_len(out, 2);
+        write_bulk(out, next.to_string().as_bytes());
+        write_array_len(out, items.len());
+        for m in items {
+            write_bulk(out, m);
+        }
+    })
 }

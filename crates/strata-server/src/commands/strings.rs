@@ -5,7 +5,7 @@
 //! Reads of cold values and read-modify-writes of cold values complete
 //! after one flash read (`Outcome::Pending`); everything else is RAM-only.
 
-use super::{format_f64, is, parse_f64, parse_i64};
+use super::{is, parse_f64, parse_i64};
 use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
@@ -314,12 +314,15 @@ fn rmw<T: Send + 'static>(
 }
 
 /// The mutation that stores `v` with the key's TTL kept, and its length as
-/// the reply (APPEND, SETRANGE).
-fn store_keeping_ttl(v: Vec<u8>) -> (Mutation, Result<i64, &'static str>) {
+/// the reply (APPEND, SETRANGE). `in_place`: Redis changed the string in
+/// place (APPEND to an existing key, SETRANGE), so it reports `raw`.
+fn store_keeping_ttl(v: Vec<u8>, in_place: bool) -> (Mutation, Result<i64, &'static str>) {
     let n = v.len() as i64;
-    let m = Mutation::Set {
-        value: v.into(),
-        expire: ExpireUpdate::Keep,
+    let (value, expire) = (v.into(), ExpireUpdate::Keep);
+    let m = if in_place {
+        Mutation::SetRaw { value, expire }
+    } else {
+        Mutation::Set { value, expire }
     };
     (m, Ok(n))
 }
@@ -338,7 +341,7 @@ pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             let mut v = Vec::with_capacity(old.len() + suffix.len());
             v.extend_from_slice(old);
             v.extend_from_slice(&suffix);
-            store_keeping_ttl(v)
+            store_keeping_ttl(v, cur.is_some())
         },
         |out, _, n| write_integer(out, n),
     )
@@ -417,7 +420,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 v.resize(offset + patch.len(), 0);
             }
             v[offset..offset + patch.len()].copy_from_slice(&patch);
-            store_keeping_ttl(v)
+            store_keeping_ttl(v, true)
         },
         |out, _, n| write_integer(out, n),
     )
@@ -480,24 +483,24 @@ pub fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let Some(delta) = parse_f64(&args[2]) else {
+    if parse_f64(&args[2]).is_none() {
         reply::error(ctx.out, reply::NOT_FLOAT);
         return Outcome::Done;
-    };
+    }
+    let delta = args[2].clone();
     rmw(
         ctx,
         &args[1],
         move |cur| {
-            let old = match cur.as_ref().map(|c| parse_f64(c.value)) {
-                None => 0.0,
-                Some(Some(n)) => n,
-                Some(None) => return (Mutation::None, Err(reply::NOT_FLOAT)),
+            let old: &[u8] = match &cur {
+                None => b"0",
+                Some(c) if parse_f64(c.value).is_some() => c.value,
+                Some(_) => return (Mutation::None, Err(reply::NOT_FLOAT)),
             };
-            let n = old + delta;
-            if !n.is_finite() {
+            let Some(text) = super::float_sum_text(old, &delta) else {
                 return (Mutation::None, Err(reply::NAN_OR_INF));
-            }
-            let text = Bytes::from(format_f64(n));
+            };
+            let text = Bytes::from(text);
             let m = Mutation::Set {
                 value: text.clone(),
                 expire: ExpireUpdate::Keep,

@@ -79,7 +79,12 @@ fn collections_match_redis_7() {
             let (a, b) = (r.reply(), s.reply());
             history.push(gen::show(&args));
             if let Err(why) = check.compare(&a, &b) {
-                let from = history.len().saturating_sub(25);
+                let from = history.len().saturating_sub(
+                    std::env::var("STRATA_DIFF_HISTORY")
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(25),
+                );
                 panic!(
                     "redis_diff: seed {seed}, command #{done}: {}\n  {why}\n  redis:  {:?}\n  strata: {:?}\nlast commands:\n  {}",
                     gen::show(&args),
@@ -88,7 +93,7 @@ fn collections_match_redis_7() {
                     history[from..].join("\n  ")
                 );
             }
-            if let Check::Random { key } = &check {
+            if let Check::Random { key } | Check::Float { key } = &check {
                 oracle::resync(&mut r, &mut s, key);
             }
             if let Check::DumpCross { key } = &check {

@@ -286,13 +286,26 @@ pub fn compare_full_scan(r: &mut Conn, s: &mut Conn, args: &[Vec<u8>]) -> Result
                 return Err(format!("malformed scan reply {:?}", rep.frame));
             };
             let items = list_of(items);
+            let show = |b: &[u8]| {
+                let t = String::from_utf8_lossy(b);
+                if t.len() > 24 {
+                    format!(
+                        "{}…({}B)",
+                        &t[..t.char_indices().nth(16).map_or(0, |c| c.0)],
+                        b.len()
+                    )
+                } else {
+                    t.into_owned()
+                }
+            };
             if pairs {
                 for p in items.chunks(2) {
-                    seen.insert(format!("{:?}", p));
+                    let v = p.get(1).map(|x| show(x)).unwrap_or_default();
+                    seen.insert(format!("{}={}", show(&p[0]), v));
                 }
             } else {
                 for i in items {
-                    seen.insert(format!("{:?}", i));
+                    seen.insert(show(&i));
                 }
             }
             cursor = next;
