@@ -1,90 +1,613 @@
-//! list commands (being written).
+//! List commands: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX
+//! LSET LINSERT LREM LTRIM LPOS LMOVE RPOPLPUSH LMPOP, as Redis 7.0 answers
+//! them (the blocking forms are in `blocking`).
 
+use super::{is, parse_i64};
 use crate::command::{Ctx, Outcome};
 use crate::reply;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use strata_engine::types::List;
+use strata_engine::{Collection, EngineError, KeysView, ValueType};
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple, Version,
+};
+
+pub fn get<'v>(view: &'v mut KeysView<'_>, key: &[u8]) -> Result<Option<&'v List>, EngineError> {
+    match view.coll(key, ValueType::List)? {
+        Some(Collection::List(l)) => Ok(Some(l)),
+        _ => Ok(None),
+    }
+}
+
+pub fn get_mut<'v>(
+    view: &'v mut KeysView<'_>,
+    key: &[u8],
+    create: bool,
+) -> Result<Option<&'v mut List>, EngineError> {
+    match view.coll_mut(key, ValueType::List, create)? {
+        Some(Collection::List(l)) => Ok(Some(l)),
+        _ => Ok(None),
+    }
+}
+
+fn read(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    f: impl FnOnce(Option<&List>, &mut BytesMut, Version) + Send + 'static,
+) -> Outcome {
+    let key = key.clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        match get(view, &key) {
+            Ok(l) => f(l, out, v),
+            Err(e) => reply::engine(out, &e),
+        }
+    })
+}
+
+fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> Outcome {
+    let key = args[1].clone();
+    let elems: Vec<Bytes> = args[2..].to_vec();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) if only_existing => return write_integer(out, 0),
+            Ok(_) => {}
+        }
+        let mut len = 0;
+        if let Ok(Some(l)) = get_mut(view, &key, true) {
+            for e in &elems {
+                if left {
+                    l.push_front(e[..].into());
+                } else {
+                    l.push_back(e[..].into());
+                }
+            }
+            len = l.len();
+        }
+        write_integer(out, len as i64);
+    })
+}
 
 pub fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    push(ctx, args, true, false)
 }
-
 pub fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    push(ctx, args, false, false)
 }
-
 pub fn lpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    push(ctx, args, true, true)
+}
+pub fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    push(ctx, args, false, true)
 }
 
-pub fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, name: &str) -> Outcome {
+    if args.len() > 3 {
+        reply::arity(ctx.out, name);
+        return Outcome::Done;
+    }
+    let count = match args.get(2).map(|c| parse_i64(c)) {
+        None => None,
+        Some(Some(n)) if n >= 0 => Some(n as u64),
+        Some(_) => {
+            reply::error(ctx.out, reply::NOT_POSITIVE_COUNT);
+            return Outcome::Done;
+        }
+    };
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => {
+                return match count {
+                    None => write_null(out, v),
+                    Some(_) => write_null_array(out, v),
+                }
+            }
+            Ok(Some(_)) if count == Some(0) => return write_array_len(out, 0),
+            Ok(Some(_)) => {}
+        }
+        let Ok(Some(l)) = get_mut(view, &key, false) else {
+            return write_null(out, v);
+        };
+        let mut take = || if left { l.pop_front() } else { l.pop_back() };
+        match count {
+            None => match take() {
+                Some(e) => write_bulk(out, &e),
+                None => write_null(out, v),
+            },
+            Some(n) => {
+                let mut got = Vec::new();
+                for _ in 0..n {
+                    match take() {
+                        Some(e) => got.push(e),
+                        None => break,
+                    }
+                }
+                write_array_len(out, got.len());
+                for e in got {
+                    write_bulk(out, &e);
+                }
+            }
+        }
+    })
 }
 
 pub fn lpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    pop(ctx, args, true, "lpop")
 }
-
 pub fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    pop(ctx, args, false, "rpop")
 }
 
 pub fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    read(ctx, &args[1], |l, out, _| {
+        write_integer(out, l.map_or(0, |l| l.len()) as i64)
+    })
+}
+
+/// Redis's clamping of a [start, end] range over `len` elements: None if
+/// empty.
+pub fn clamp_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let mut start = if start < 0 {
+        start.saturating_add(len)
+    } else {
+        start
+    };
+    let mut end = if end < 0 {
+        end.saturating_add(len)
+    } else {
+        end
+    };
+    if start < 0 {
+        start = 0;
+    }
+    if start > end || start >= len {
+        return None;
+    }
+    if end >= len {
+        end = len - 1;
+    }
+    Some((start as usize, end as usize))
+}
+
+fn two_ints(ctx: &mut Ctx<'_>, a: &[u8], b: &[u8]) -> Option<(i64, i64)> {
+    match (parse_i64(a), parse_i64(b)) {
+        (Some(x), Some(y)) => Some((x, y)),
+        _ => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            None
+        }
+    }
 }
 
 pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let Some((start, end)) = two_ints(ctx, &args[2], &args[3]) else {
+        return Outcome::Done;
+    };
+    read(ctx, &args[1], move |l, out, _| {
+        let Some(l) = l else {
+            return write_array_len(out, 0);
+        };
+        match clamp_range(start, end, l.len()) {
+            None => write_array_len(out, 0),
+            Some((s, e)) => {
+                write_array_len(out, e - s + 1);
+                for x in l.iter().skip(s).take(e - s + 1) {
+                    write_bulk(out, x);
+                }
+            }
+        }
+    })
+}
+
+/// A list index (negative counts from the end) as a position, if in range.
+fn position(index: i64, len: usize) -> Option<usize> {
+    let i = if index < 0 {
+        index.checked_add(len as i64)?
+    } else {
+        index
+    };
+    (i >= 0 && (i as u64) < len as u64).then_some(i as usize)
 }
 
 pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let index = args[2].clone();
+    // Redis checks the key's type before the index.
+    read(ctx, &args[1], move |l, out, v| {
+        let Some(l) = l else {
+            return write_null(out, v);
+        };
+        let Some(i) = parse_i64(&index) else {
+            return reply::error(out, reply::NOT_INTEGER);
+        };
+        match position(i, l.len()).and_then(|p| l.get(p)) {
+            Some(x) => write_bulk(out, x),
+            None => write_null(out, v),
+        }
+    })
 }
 
 pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let (key, index, elem) = (args[1].clone(), args[2].clone(), args[3].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let len = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return reply::error(out, reply::NO_SUCH_KEY),
+            Ok(Some(l)) => l.len(),
+        };
+        let Some(i) = parse_i64(&index) else {
+            return reply::error(out, reply::NOT_INTEGER);
+        };
+        let Some(p) = position(i, len) else {
+            return reply::error(out, "ERR index out of range");
+        };
+        if let Ok(Some(l)) = get_mut(view, &key, false) {
+            l.set(p, &elem);
+        }
+        write_simple(out, b"OK");
+    })
 }
 
 pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let after = if is(&args[2], "after") {
+        true
+    } else if is(&args[2], "before") {
+        false
+    } else {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    };
+    let (key, pivot, elem) = (args[1].clone(), args[3].clone(), args[4].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let at = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_integer(out, 0),
+            Ok(Some(l)) => l.iter().position(|x| x == &pivot[..]),
+        };
+        let Some(at) = at else {
+            return write_integer(out, -1);
+        };
+        let mut len = 0;
+        if let Ok(Some(l)) = get_mut(view, &key, false) {
+            l.insert(if after { at + 1 } else { at }, &elem);
+            len = l.len();
+        }
+        write_integer(out, len as i64);
+    })
 }
 
 pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let Some(count) = parse_i64(&args[2]) else {
+        reply::error(ctx.out, reply::NOT_INTEGER);
+        return Outcome::Done;
+    };
+    let (key, elem) = (args[1].clone(), args[3].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let total = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_integer(out, 0),
+            Ok(Some(l)) => l.iter().filter(|x| *x == &elem[..]).count(),
+        };
+        if total == 0 {
+            return write_integer(out, 0);
+        }
+        let limit = if count == 0 {
+            total
+        } else {
+            (count.unsigned_abs() as usize).min(total)
+        };
+        // From the tail: skip the first (total - limit) matches.
+        let mut skip = if count < 0 { total - limit } else { 0 };
+        let mut left = limit;
+        if let Ok(Some(l)) = get_mut(view, &key, false) {
+            l.retain(|x| {
+                if x != &elem[..] || left == 0 {
+                    return true;
+                }
+                if skip > 0 {
+                    skip -= 1;
+                    return true;
+                }
+                left -= 1;
+                false
+            });
+        }
+        write_integer(out, limit as i64);
+    })
 }
 
 pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let Some((start, end)) = two_ints(ctx, &args[2], &args[3]) else {
+        return Outcome::Done;
+    };
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let len = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_simple(out, b"OK"),
+            Ok(Some(l)) => l.len(),
+        };
+        let keep = clamp_range(start, end, len);
+        if keep != Some((0, len - 1)) {
+            if let Ok(Some(l)) = get_mut(view, &key, false) {
+                match keep {
+                    Some((s, e)) => l.keep_range(s, e),
+                    None => l.keep_range(1, 0),
+                }
+            }
+        }
+        write_simple(out, b"OK");
+    })
 }
 
 pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let (mut rank, mut count, mut maxlen) = (1i64, None::<u64>, 0u64);
+    let mut j = 3;
+    while j < args.len() {
+        let more = args.len() - j - 1;
+        let opt = &args[j];
+        if is(opt, "rank") && more >= 1 {
+            match parse_i64(&args[j + 1]) {
+                None => {
+                    reply::error(ctx.out, reply::NOT_INTEGER);
+                    return Outcome::Done;
+                }
+                Some(0) => {
+                    reply::error(ctx.out, "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list");
+                    return Outcome::Done;
+                }
+                Some(i64::MIN) => {
+                    reply::error(ctx.out, "ERR value is out of range");
+                    return Outcome::Done;
+                }
+                Some(r) => rank = r,
+            }
+        } else if is(opt, "count") && more >= 1 {
+            match parse_i64(&args[j + 1]) {
+                Some(n) if n >= 0 => count = Some(n as u64),
+                _ => {
+                    reply::error(ctx.out, "ERR COUNT can't be negative");
+                    return Outcome::Done;
+                }
+            }
+        } else if is(opt, "maxlen") && more >= 1 {
+            match parse_i64(&args[j + 1]) {
+                Some(n) if n >= 0 => maxlen = n as u64,
+                _ => {
+                    reply::error(ctx.out, "ERR MAXLEN can't be negative");
+                    return Outcome::Done;
+                }
+            }
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+        j += 2;
+    }
+    let elem = args[2].clone();
+    read(ctx, &args[1], move |l, out, v| {
+        let Some(l) = l else {
+            return match count {
+                Some(_) => write_array_len(out, 0),
+                None => write_null(out, v),
+            };
+        };
+        let len = l.len();
+        let want = match count {
+            None => 1,
+            Some(0) => usize::MAX,
+            Some(n) => n as usize,
+        };
+        let mut skip = rank.unsigned_abs() - 1;
+        let mut found = Vec::new();
+        let limit = if maxlen == 0 {
+            len
+        } else {
+            (maxlen as usize).min(len)
+        };
+        let mut visit = |i: usize, x: &[u8]| {
+            if x == &elem[..] {
+                if skip > 0 {
+                    skip -= 1;
+                } else {
+                    found.push(i);
+                }
+            }
+            found.len() < want
+        };
+        if rank > 0 {
+            for (i, x) in l.iter().enumerate().take(limit) {
+                if !visit(i, x) {
+                    break;
+                }
+            }
+        } else {
+            for (i, x) in l.iter().enumerate().rev().take(limit) {
+                if !visit(i, x) {
+                    break;
+                }
+            }
+        }
+        match count {
+            None => match found.first() {
+                Some(&i) => write_integer(out, i as i64),
+                None => write_null(out, v),
+            },
+            Some(_) => {
+                write_array_len(out, found.len());
+                for i in found {
+                    write_integer(out, i as i64);
+                }
+            }
+        }
+    })
+}
+
+fn side(a: &[u8]) -> Option<bool> {
+    if is(a, "left") {
+        Some(true)
+    } else if is(a, "right") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// LMOVE / RPOPLPUSH: pops from `src` and pushes onto `dst` (src == dst
+/// rotates); the destination's type is checked only once the source has an
+/// element, as in Redis.
+fn lmove_generic(
+    ctx: &mut Ctx<'_>,
+    src: Bytes,
+    dst: Bytes,
+    from_left: bool,
+    to_left: bool,
+) -> Outcome {
+    let keys = if src == dst {
+        vec![src.clone()]
+    } else {
+        vec![src.clone(), dst.clone()]
+    };
+    ctx.with_keys(keys, move |view, out, v| {
+        match get(view, &src) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_null(out, v),
+            Ok(Some(_)) => {}
+        }
+        if let Err(e) = get(view, &dst) {
+            return reply::engine(out, &e);
+        }
+        let elem = match get_mut(view, &src, false) {
+            Ok(Some(l)) => {
+                if from_left {
+                    l.pop_front()
+                } else {
+                    l.pop_back()
+                }
+            }
+            _ => None,
+        };
+        let Some(elem) = elem else {
+            return write_null(out, v);
+        };
+        if let Ok(Some(l)) = get_mut(view, &dst, true) {
+            if to_left {
+                l.push_front(elem.clone());
+            } else {
+                l.push_back(elem.clone());
+            }
+        }
+        write_bulk(out, &elem);
+    })
 }
 
 pub fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let (Some(from), Some(to)) = (side(&args[3]), side(&args[4])) else {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    };
+    lmove_generic(ctx, args[1].clone(), args[2].clone(), from, to)
 }
 
 pub fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    lmove_generic(ctx, args[1].clone(), args[2].clone(), false, true)
+}
+
+/// The parsed arguments of LMPOP / BLMPOP from `numkeys` on.
+pub struct MpopArgs {
+    pub keys: Vec<Bytes>,
+    pub left: bool,
+    pub count: usize,
+}
+
+/// Parses `numkeys key... LEFT|RIGHT [COUNT n]` with Redis's errors.
+pub fn parse_mpop(args: &[Bytes]) -> Result<MpopArgs, &'static str> {
+    let numkeys = match args.first().and_then(|a| parse_i64(a)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err("ERR numkeys should be greater than 0"),
+    };
+    let where_idx = numkeys.saturating_add(1);
+    if where_idx >= args.len() as u64 {
+        return Err(reply::SYNTAX);
+    }
+    let where_idx = where_idx as usize;
+    let left = side(&args[where_idx]).ok_or(reply::SYNTAX)?;
+    let mut count = None;
+    let mut j = where_idx + 1;
+    while j < args.len() {
+        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
+            match parse_i64(&args[j + 1]) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Err("ERR count should be greater than 0"),
+            }
+            j += 2;
+        } else {
+            return Err(reply::SYNTAX);
+        }
+    }
+    Ok(MpopArgs {
+        keys: args[1..where_idx].to_vec(),
+        left,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// Pops up to `count` elements from the first non-empty list of `keys` and
+/// writes `[key, [elements]]`; false (nothing written) if all are empty.
+/// With `blocked`, a key of another type is skipped instead of an error.
+pub fn mpop(
+    view: &mut KeysView<'_>,
+    keys: &[Bytes],
+    left: bool,
+    count: usize,
+    out: &mut BytesMut,
+    blocked: bool,
+) -> bool {
+    for k in keys {
+        match get(view, k) {
+            Err(_) if blocked => continue,
+            Err(e) => {
+                reply::engine(out, &e);
+                return true;
+            }
+            Ok(None) => continue,
+            Ok(Some(l)) if l.is_empty() => continue,
+            Ok(Some(_)) => {}
+        }
+        let Ok(Some(l)) = get_mut(view, k, false) else {
+            continue;
+        };
+        let mut got = Vec::new();
+        for _ in 0..count {
+            match if left { l.pop_front() } else { l.pop_back() } {
+                Some(e) => got.push(e),
+                None => break,
+            }
+        }
+        write_array_len(out, 2);
+        write_bulk(out, k);
+        write_array_len(out, got.len());
+        for e in got {
+            write_bulk(out, &e);
+        }
+        return true;
+    }
+    false
 }
 
 pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    reply::unknown_command(ctx.out, args);
-    Outcome::Done
+    let a = match parse_mpop(&args[1..]) {
+        Ok(a) => a,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    ctx.with_keys(a.keys.clone(), move |view, out, v| {
+        if !mpop(view, &a.keys, a.left, a.count, out, false) {
+            write_null_array(out, v);
+        }
+    })
 }
