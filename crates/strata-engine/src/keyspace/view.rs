@@ -60,6 +60,11 @@ impl<'a> KeysView<'a> {
         self.db
     }
 
+    /// The thresholds of Redis's small encodings in force.
+    pub fn encoding_limits(&self) -> EncodingLimits {
+        self.limits
+    }
+
     /// From now on, remember the lists and sorted sets this view changes
     /// or stores (`take_ready` returns them once the changes are applied),
     /// so the caller can serve clients blocked on them.

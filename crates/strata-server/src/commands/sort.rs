@@ -148,6 +148,13 @@ fn run(view: &mut KeysView<'_>, o: &Opts, have: &[Bytes], v: Version) -> Run {
         reply::error(&mut out, reply::WRONGTYPE);
         return Run::Done(out);
     };
+    // Redis's SORT converts a listpack sorted set to a skiplist (OBJECT
+    // ENCODING shows it).
+    if is_zset && matches!(view.coll(&o.key, ValueType::ZSet), Ok(Some(Collection::ZSet(z))) if !z.big) {
+        if let Ok(Some(Collection::ZSet(z))) = view.coll_mut(&o.key, ValueType::ZSet, false) {
+            z.big = true;
+        }
+    }
     let need = referenced(o, &elems);
     if need.iter().any(|k| have.binary_search(k).is_err()) {
         return Run::Need(need);

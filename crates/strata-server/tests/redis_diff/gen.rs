@@ -141,7 +141,7 @@ impl Gen {
     /// Every key the mix may have touched.
     pub fn all_keys(&self) -> Vec<Vec<u8>> {
         let mut v = Vec::new();
-        for p in ["h", "l", "s", "z", "str"] {
+        for p in ["h", "l", "s", "z", "zl", "str"] {
             for i in 0..KEYS_PER_KIND {
                 v.push(b(&format!("{p}:{i}")));
             }
@@ -553,7 +553,17 @@ impl Gen {
     }
 
     fn zset(&mut self) -> Cmd {
-        let k = self.key("z");
+        // Lex ranges are defined only when all scores are equal (with mixed
+        // scores Redis's skiplist walk depends on random node levels): the
+        // `zl` keys hold score-0 members, and lex commands use only them.
+        let lex = self.chance(0.3);
+        let k = if lex {
+            b(&format!("zl:{}", self.rng.gen_range(0..KEYS_PER_KIND)))
+        } else {
+            self.key("z")
+        };
+        // Never another kind's key: lex needs equal scores.
+        let lk = b(&format!("zl:{}", self.rng.gen_range(0..KEYS_PER_KIND)));
         let e = Check::Exact;
         match self.rng.gen_range(0..44) {
             0..=8 => {
@@ -564,12 +574,13 @@ impl Gen {
                     }
                 }
                 for _ in 0..self.rng.gen_range(1..4) {
-                    a.push(self.score());
+                    let sc = if lex { b("0") } else { self.score() };
+                    a.push(sc);
                     a.push(self.member());
                 }
                 (a, e)
             }
-            9 => (vec![b("ZINCRBY"), k, self.score(), self.member()], e),
+            9 if !lex => (vec![b("ZINCRBY"), k, self.score(), self.member()], e),
             10..=11 => (vec![b("ZREM"), k, self.member(), self.member()], e),
             12 => (vec![b("ZCARD"), k], e),
             13 => (vec![b("ZSCORE"), k, self.member()], e),
@@ -583,12 +594,12 @@ impl Gen {
                 e,
             ),
             17 => (
-                vec![b("ZLEXCOUNT"), k, self.lex_bound(), self.lex_bound()],
+                vec![b("ZLEXCOUNT"), lk, self.lex_bound(), self.lex_bound()],
                 e,
             ),
             18..=20 => {
                 let mut a = vec![b("ZRANGE"), k];
-                match self.rng.gen_range(0..3) {
+                match if lex { 2 } else { self.rng.gen_range(0..2) } {
                     0 => {
                         a.push(self.index());
                         a.push(self.index());
@@ -647,7 +658,7 @@ impl Gen {
             23 => (
                 vec![
                     b(self.pick(&["ZRANGEBYLEX", "ZREVRANGEBYLEX"])),
-                    k,
+                    lk,
                     self.lex_bound(),
                     self.lex_bound(),
                 ],
@@ -676,7 +687,7 @@ impl Gen {
                 e,
             ),
             27 if self.chance(0.5) => (
-                vec![b("ZREMRANGEBYLEX"), k, self.lex_bound(), self.lex_bound()],
+                vec![b("ZREMRANGEBYLEX"), lk, self.lex_bound(), self.lex_bound()],
                 e,
             ),
             28..=29 => {
