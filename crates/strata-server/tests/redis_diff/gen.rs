@@ -279,7 +279,16 @@ impl Gen {
         let k = self.key(kind);
         let k2 = self.key(kind);
         let e = Check::Exact;
-        match self.rng.gen_range(0..18) {
+        match self.rng.gen_range(0..20) {
+            // Ballast reads: fetched from flash, promoted on the second read,
+            // they push other values (collections too) out of RAM.
+            18..=19 => (
+                vec![
+                    b("GET"),
+                    b(&format!("ballast:{}", self.rng.gen_range(0..120))),
+                ],
+                e,
+            ),
             14 => (vec![b("DUMP"), k.clone()], Check::DumpCross { key: k }),
             15 if kind != "h" => {
                 let mut a = vec![b(self.pick(&["SORT", "SORT_RO"])), k];

@@ -37,7 +37,7 @@ fn collections_match_redis_7() {
     let redis = RedisServer::start();
     let strata = common::Server::start(&[
         "--maxmemory-ram",
-        "12mb",
+        "8mb",
         "--tiering-min-value-size",
         "16",
         "--flash-segment-size",
@@ -64,7 +64,16 @@ fn collections_match_redis_7() {
     }
 
     let mut done = 0;
+    let mut max_coll_in_flash = 0u64;
     while done < total {
+        if done % 2000 < 64 {
+            let info = oracle::info(&mut s, "tiered");
+            let n = info
+                .get("collections_in_flash")
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            max_coll_in_flash = max_coll_in_flash.max(n);
+        }
         // A batch of pipelined commands; random ones end a batch, since the
         // key they touch is made equal again before the next command.
         let mut batch = Vec::new();
@@ -142,7 +151,7 @@ fn collections_match_redis_7() {
     let info = oracle::info(&mut s, "tiered");
     let get = |f: &str| info.get(f).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     eprintln!(
-        "redis_diff: stashes {} fetches {} uploads {} gc_bytes_relocated {} segments_freed {}",
+        "redis_diff: collections on flash at most {max_coll_in_flash} (sampled); stashes {} fetches {} uploads {} gc_bytes_relocated {} segments_freed {}",
         get("tiered_total_stashes"),
         get("tiered_total_fetches"),
         get("tiered_total_uploads"),
