@@ -58,23 +58,28 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Outcome {
     let key = args[1].clone();
     let pairs: Vec<Bytes> = args[2..].to_vec();
     ctx.with_keys(vec![key.clone()], move |view, out, _| {
-        match get_mut(view, &key, true) {
-            Err(e) => reply::engine(out, &e),
-            Ok(h) => {
-                let mut added = 0;
-                if let Some(h) = h {
-                    for p in pairs.chunks(2) {
-                        if let [f, v] = p {
-                            added += h.insert(f, v) as i64;
-                        }
-                    }
-                }
-                if hmset {
-                    write_simple(out, b"OK");
-                } else {
-                    write_integer(out, added);
+        let lim = view.encoding_limits();
+        let h = match get_mut(view, &key, true) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(h) => h,
+        };
+        let mut added = 0;
+        if let Some(h) = h {
+            // Redis converts to a hashtable when any argument is longer than
+            // the listpack limit, before it sets anything.
+            if pairs.iter().any(|a| a.len() > lim.hash_value) {
+                h.big = true;
+            }
+            for p in pairs.chunks(2) {
+                if let [f, v] = p {
+                    added += h.insert(f, v) as i64;
                 }
             }
+        }
+        if hmset {
+            write_simple(out, b"OK");
+        } else {
+            write_integer(out, added);
         }
     })
 }
@@ -90,12 +95,27 @@ pub fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (key, field, value) = (args[1].clone(), args[2].clone(), args[3].clone());
     ctx.with_keys(vec![key.clone()], move |view, out, _| {
-        match get(view, &key) {
+        let lim = view.encoding_limits();
+        let long = field.len() > lim.hash_value || value.len() > lim.hash_value;
+        let present = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
-            Ok(Some(h)) if h.contains(&field) => return write_integer(out, 0),
-            Ok(_) => {}
+            Ok(Some(h)) => Some((h.contains(&field), h.big)),
+            Ok(None) => None,
+        };
+        if let Some((true, big)) = present {
+            // Redis converts on the arguments' length even when the field is
+            // there and nothing is set.
+            if long && !big {
+                if let Ok(Some(h)) = get_mut(view, &key, false) {
+                    h.big = true;
+                }
+            }
+            return write_integer(out, 0);
         }
         if let Ok(Some(h)) = get_mut(view, &key, true) {
+            if long {
+                h.big = true;
+            }
             h.insert(&field, &value);
         }
         write_integer(out, 1);
