@@ -262,3 +262,77 @@ pub fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     };
     bmove(ctx, args[1].clone(), args[2].clone(), from, to, &args[5])
 }
+
+/// BLMPOP timeout numkeys key... LEFT|RIGHT [COUNT n].
+pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let timeout = match parse_timeout(&args[1]) {
+        Ok(t) => t,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let a = match super::list::parse_mpop(&args[2..]) {
+        Ok(a) => a,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let keys = a.keys.clone();
+    let op: PopOp = Arc::new(move |view, out, _v, blocked| {
+        super::list::mpop(view, &a.keys, a.left, a.count, out, blocked)
+    });
+    block(ctx, keys.clone(), keys, timeout, op)
+}
+
+fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
+    let Some((t, keys)) = args[1..].split_last() else {
+        reply::arity(ctx.out, if max { "bzpopmax" } else { "bzpopmin" });
+        return Outcome::Done;
+    };
+    let timeout = match parse_timeout(t) {
+        Ok(t) => t,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let keys: Vec<Bytes> = keys.to_vec();
+    let watch = keys.clone();
+    let op: PopOp = Arc::new(move |view, out, v, blocked| {
+        super::zset::bzpop_on(view, &watch, max, out, v, blocked)
+    });
+    block(ctx, keys.clone(), keys, timeout, op)
+}
+
+pub fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    bzpop(ctx, args, false)
+}
+
+pub fn bzpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    bzpop(ctx, args, true)
+}
+
+/// BZMPOP timeout numkeys key... MIN|MAX [COUNT n].
+pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let timeout = match parse_timeout(&args[1]) {
+        Ok(t) => t,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let a = match super::zset::parse_zmpop(&args[2..]) {
+        Ok(a) => a,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let keys = a.keys.clone();
+    let op: PopOp = Arc::new(move |view, out, v, blocked| {
+        super::zset::zmpop_on(view, &a.keys, a.max, a.count, out, v, blocked)
+    });
+    block(ctx, keys.clone(), keys, timeout, op)
+}

@@ -150,7 +150,9 @@ fn run(view: &mut KeysView<'_>, o: &Opts, have: &[Bytes], v: Version) -> Run {
     };
     // Redis's SORT converts a listpack sorted set to a skiplist (OBJECT
     // ENCODING shows it).
-    if is_zset && matches!(view.coll(&o.key, ValueType::ZSet), Ok(Some(Collection::ZSet(z))) if !z.big) {
+    if is_zset
+        && matches!(view.coll(&o.key, ValueType::ZSet), Ok(Some(Collection::ZSet(z))) if !z.big)
+    {
         if let Ok(Some(Collection::ZSet(z))) = view.coll_mut(&o.key, ValueType::ZSet, false) {
             z.big = true;
         }

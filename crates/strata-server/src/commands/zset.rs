@@ -1346,7 +1346,10 @@ pub fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     };
     if numkeys > (args.len() - 2) as u64 {
-        reply::error(ctx.out, "ERR Number of keys can't be greater than number of args");
+        reply::error(
+            ctx.out,
+            "ERR Number of keys can't be greater than number of args",
+        );
         return Outcome::Done;
     }
     let n = numkeys as usize;
