@@ -59,9 +59,12 @@ impl Waiter {
     }
 }
 
+/// Waiters per (db, key), in arrival order.
+type Queues = HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>;
+
 #[derive(Default)]
 pub struct Blocking {
-    queues: Mutex<HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>>,
+    queues: Mutex<Queues>,
     /// Waiters registered now (a quick test for writers).
     waiting: AtomicUsize,
     next_id: AtomicUsize,

@@ -427,6 +427,9 @@ async fn futures_join_all<T, Fut: std::future::Future<Output = T>>(
     out.into_iter().flatten().collect()
 }
 
+/// The cold values a `with_keys` attempt must fetch first.
+type ColdKeys = Vec<(FetchTarget, ValueType)>;
+
 impl Inner {
     /// One attempt of `with_keys`: runs `f` if no declared key is cold,
     /// else returns what to fetch.
@@ -436,7 +439,7 @@ impl Inner {
         keys: &[Bytes],
         track: bool,
         f: &mut Option<F>,
-    ) -> Result<(R, Vec<Bytes>), Vec<(FetchTarget, ValueType)>>
+    ) -> Result<(R, Vec<Bytes>), ColdKeys>
     where
         F: FnOnce(&mut KeysView<'_>) -> R,
     {
@@ -460,9 +463,7 @@ impl Inner {
             if let Some(e) = sh.dbs[db].get(&k[..]) {
                 if let Slot::Cold(loc) = e.slot {
                     if !e.is_expired(now)
-                        && !cold
-                            .iter()
-                            .any(|(t, _): &(FetchTarget, _)| &*t.key == &k[..])
+                        && !cold.iter().any(|(t, _): &(FetchTarget, _)| *t.key == k[..])
                     {
                         cold.push((
                             FetchTarget::new(self, db, k, loc, e.version),

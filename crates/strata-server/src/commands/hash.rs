@@ -50,7 +50,7 @@ fn read(
 }
 
 fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Outcome {
-    if args.len() % 2 != 0 {
+    if args.len() & 1 != 0 {
         reply::arity(ctx.out, name);
         return Outcome::Done;
     }
@@ -309,7 +309,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     };
-    if withvalues && (count < -(i64::MAX / 2) || count > i64::MAX / 2) {
+    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         reply::error(ctx.out, "ERR value is out of range");
         return Outcome::Done;
     }

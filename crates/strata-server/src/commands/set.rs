@@ -265,7 +265,7 @@ enum Op {
 
 /// The sets at `keys` (None = missing), or WRONGTYPE if any key holds
 /// another type (Redis checks every key).
-fn sets<'v>(view: &'v mut KeysView<'_>, keys: &[Bytes]) -> Result<Vec<Option<Set>>, EngineError> {
+fn sets(view: &mut KeysView<'_>, keys: &[Bytes]) -> Result<Vec<Option<Set>>, EngineError> {
     let mut out = Vec::with_capacity(keys.len());
     for k in keys {
         out.push(get(view, k)?.cloned());

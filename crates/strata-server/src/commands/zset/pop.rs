@@ -1,0 +1,255 @@
+//! Pops: ZPOPMIN, ZPOPMAX, ZMPOP, the bodies of BZPOPMIN/BZPOPMAX/BZMPOP
+//! (see `commands::blocking`), and ZRANDMEMBER.
+
+use super::range::write_members;
+use super::*;
+
+/// Pops up to `count` members from the low (or high, `max`) end.
+fn pop_n(z: &mut ZSet, max: bool, count: usize) -> Vec<(Box<[u8]>, f64)> {
+    let mut got = Vec::new();
+    for _ in 0..count {
+        match z.pop(max) {
+            Some(p) => got.push(p),
+            None => break,
+        }
+    }
+    got
+}
+
+fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool, name: &str) -> Outcome {
+    if args.len() > 3 {
+        reply::arity(ctx.out, name);
+        return Outcome::Done;
+    }
+    // Redis gives the range message for a non-integer too.
+    let count = match args.get(2).map(|c| parse_i64(c)) {
+        None => None,
+        Some(Some(n)) if n >= 0 => Some(n as u64),
+        Some(_) => {
+            reply::error(ctx.out, reply::NOT_POSITIVE_COUNT);
+            return Outcome::Done;
+        }
+    };
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_array_len(out, 0),
+            Ok(Some(_)) if count == Some(0) => return write_array_len(out, 0),
+            Ok(Some(_)) => {}
+        }
+        let Ok(Some(z)) = get_mut(view, &key, false) else {
+            return write_array_len(out, 0);
+        };
+        let got = pop_n(
+            z,
+            max,
+            count.map_or(1, |c| c.min(usize::MAX as u64) as usize),
+        );
+        let nested = count.is_some() && v == Version::Resp3;
+        write_array_len(out, if nested { got.len() } else { got.len() * 2 });
+        for (m, s) in got {
+            if nested {
+                write_array_len(out, 2);
+            }
+            write_bulk(out, &m);
+            write_score(out, v, s);
+        }
+    })
+}
+
+pub fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    zpop(ctx, args, false, "zpopmin")
+}
+pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    zpop(ctx, args, true, "zpopmax")
+}
+
+/// The parsed arguments of ZMPOP / BZMPOP from `numkeys` on.
+pub struct ZmpopArgs {
+    pub keys: Vec<Bytes>,
+    pub max: bool,
+    pub count: usize,
+}
+
+/// Parses `numkeys key... MIN|MAX [COUNT n]` with Redis's errors.
+pub fn parse_zmpop(args: &[Bytes]) -> Result<ZmpopArgs, &'static str> {
+    let numkeys = match args.first().and_then(|a| parse_i64(a)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err("ERR numkeys should be greater than 0"),
+    };
+    let where_idx = numkeys.saturating_add(1);
+    if where_idx >= args.len() as u64 {
+        return Err(reply::SYNTAX);
+    }
+    let w = where_idx as usize;
+    let max = if is(&args[w], "min") {
+        false
+    } else if is(&args[w], "max") {
+        true
+    } else {
+        return Err(reply::SYNTAX);
+    };
+    let mut count = None;
+    let mut j = w + 1;
+    while j < args.len() {
+        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
+            match parse_i64(&args[j + 1]) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Err("ERR count should be greater than 0"),
+            }
+            j += 2;
+        } else {
+            return Err(reply::SYNTAX);
+        }
+    }
+    Ok(ZmpopArgs {
+        keys: args[1..w].to_vec(),
+        max,
+        count: count.unwrap_or(1),
+    })
+}
+
+/// Pops from the first non-empty sorted set of `keys` and writes
+/// `[key, [[member, score] ...]]`; false (nothing written) if all are empty.
+/// With `blocked`, a key of another type is skipped instead of an error.
+pub fn zmpop_on(
+    view: &mut KeysView<'_>,
+    keys: &[Bytes],
+    max: bool,
+    count: usize,
+    out: &mut BytesMut,
+    v: Version,
+    blocked: bool,
+) -> bool {
+    for k in keys {
+        match get(view, k) {
+            Err(_) if blocked => continue,
+            Err(e) => {
+                reply::engine(out, &e);
+                return true;
+            }
+            Ok(None) => continue,
+            Ok(Some(z)) if z.is_empty() => continue,
+            Ok(Some(_)) => {}
+        }
+        let Ok(Some(z)) = get_mut(view, k, false) else {
+            continue;
+        };
+        let got = pop_n(z, max, count);
+        write_array_len(out, 2);
+        write_bulk(out, k);
+        write_array_len(out, got.len());
+        for (m, s) in got {
+            write_array_len(out, 2);
+            write_bulk(out, &m);
+            write_score(out, v, s);
+        }
+        return true;
+    }
+    false
+}
+
+/// BZPOPMIN / BZPOPMAX's pop: `[key, member, score]` from the first
+/// non-empty sorted set; false if all are empty.
+pub fn bzpop_on(
+    view: &mut KeysView<'_>,
+    keys: &[Bytes],
+    max: bool,
+    out: &mut BytesMut,
+    v: Version,
+    blocked: bool,
+) -> bool {
+    for k in keys {
+        match get(view, k) {
+            Err(_) if blocked => continue,
+            Err(e) => {
+                reply::engine(out, &e);
+                return true;
+            }
+            Ok(None) => continue,
+            Ok(Some(z)) if z.is_empty() => continue,
+            Ok(Some(_)) => {}
+        }
+        let Ok(Some(z)) = get_mut(view, k, false) else {
+            continue;
+        };
+        if let Some((m, s)) = z.pop(max) {
+            write_array_len(out, 3);
+            write_bulk(out, k);
+            write_bulk(out, &m);
+            write_score(out, v, s);
+            return true;
+        }
+    }
+    false
+}
+
+pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let a = match parse_zmpop(&args[1..]) {
+        Ok(a) => a,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    ctx.with_keys(a.keys.clone(), move |view, out, v| {
+        if !zmpop_on(view, &a.keys, a.max, a.count, out, v, false) {
+            write_null_array(out, v);
+        }
+    })
+}
+
+pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if args.len() == 2 {
+        return read(ctx, &args[1], |z, out, v| {
+            match z.filter(|z| !z.is_empty()) {
+                Some(z) => {
+                    let i = rand::thread_rng().gen_range(0..z.len());
+                    match z.get_rank(i) {
+                        Some((m, _)) => write_bulk(out, m),
+                        None => write_null(out, v),
+                    }
+                }
+                None => write_null(out, v),
+            }
+        });
+    }
+    let count = match parse_i64(&args[2]) {
+        None => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            return Outcome::Done;
+        }
+        Some(i64::MIN) => {
+            reply::error(
+                ctx.out,
+                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            );
+            return Outcome::Done;
+        }
+        Some(n) => n,
+    };
+    let withscores = match args.get(3) {
+        None => false,
+        Some(a) if args.len() == 4 && is(a, "withscores") => true,
+        Some(_) => {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    };
+    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        reply::error(ctx.out, "ERR value is out of range");
+        return Outcome::Done;
+    }
+    read(ctx, &args[1], move |z, out, v| {
+        let Some(z) = z.filter(|z| !z.is_empty() && count != 0) else {
+            return write_array_len(out, 0);
+        };
+        let all: Vec<(&[u8], f64)> = z.iter().collect();
+        let picked: Vec<(&[u8], f64)> = pick_indexes(all.len(), count)
+            .into_iter()
+            .filter_map(|i| all.get(i).copied())
+            .collect();
+        write_members(out, v, withscores, &picked);
+    })
+}
