@@ -1625,7 +1625,8 @@ mod tests {
         let before = names.len();
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
-        assert_eq!(before, 30, "one option per Config field");
+        // One option per Config field, and the four ziplist aliases.
+        assert_eq!(before, 42, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)
@@ -1649,6 +1650,18 @@ mod tests {
                 "loglevel",
                 "requirepass",
                 "appendfsync",
+                "hash-max-listpack-entries",
+                "hash-max-ziplist-entries",
+                "hash-max-listpack-value",
+                "hash-max-ziplist-value",
+                "set-max-intset-entries",
+                "zset-max-listpack-entries",
+                "zset-max-ziplist-entries",
+                "zset-max-listpack-value",
+                "zset-max-ziplist-value",
+                "list-compress-depth",
+                "list-max-listpack-size",
+                "list-max-ziplist-size",
                 "save",
             ]
         );
