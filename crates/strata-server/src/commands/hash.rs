@@ -309,7 +309,9 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     };
-    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)
+        || count < 0 && count.unsigned_abs() > MAX_PICKS
+    {
         reply::error(ctx.out, "ERR value is out of range");
         return Outcome::Done;
     }
@@ -343,12 +345,18 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     })
 }
 
+/// Most elements a negative-count random pick returns (HRANDFIELD,
+/// SRANDMEMBER, ZRANDMEMBER with repeats). Redis has no bound and builds
+/// the whole reply; past this many (a reply of gigabytes) Strata answers
+/// `ERR value is out of range` instead of running out of memory.
+pub const MAX_PICKS: u64 = 100_000_000;
+
 /// Positions for a random pick of `count` elements out of `len` (len > 0):
 /// distinct when positive (at most `len`), with repeats when negative.
 pub fn pick_indexes(len: usize, count: i64) -> Vec<usize> {
     let mut rng = rand::thread_rng();
     if count < 0 {
-        let n = count.unsigned_abs() as usize;
+        let n = count.unsigned_abs().min(MAX_PICKS) as usize;
         return (0..n).map(|_| rng.gen_range(0..len)).collect();
     }
     let n = (count as u64).min(len as u64) as usize;

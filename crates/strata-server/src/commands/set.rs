@@ -150,6 +150,10 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         });
     }
     let count = match parse_count(&args[2]) {
+        Ok(n) if n < 0 && n.unsigned_abs() > super::hash::MAX_PICKS => {
+            reply::error(ctx.out, "ERR value is out of range");
+            return Outcome::Done;
+        }
         Ok(n) => n,
         Err(e) => {
             reply::error(ctx.out, e);

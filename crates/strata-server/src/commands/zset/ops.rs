@@ -227,18 +227,23 @@ pub fn zdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    // Redis 7.0 runs ZINTERCARD through ZINTER's parser, with its errors.
     let numkeys = match parse_i64(&args[1]) {
-        Some(n) if n >= 1 => n as u64,
-        _ => {
-            reply::error(ctx.out, "ERR numkeys should be greater than 0");
+        None => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
             return Outcome::Done;
         }
+        Some(n) if n < 1 => {
+            reply::error(
+                ctx.out,
+                "ERR at least 1 input key is needed for 'zintercard' command",
+            );
+            return Outcome::Done;
+        }
+        Some(n) => n as u64,
     };
     if numkeys > (args.len() - 2) as u64 {
-        reply::error(
-            ctx.out,
-            "ERR Number of keys can't be greater than number of args",
-        );
+        reply::error(ctx.out, reply::SYNTAX);
         return Outcome::Done;
     }
     let n = numkeys as usize;

@@ -16,9 +16,9 @@ fn pop_n(z: &mut ZSet, max: bool, count: usize) -> Vec<(Box<[u8]>, f64)> {
     got
 }
 
-fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool, name: &str) -> Outcome {
+fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
     if args.len() > 3 {
-        reply::arity(ctx.out, name);
+        reply::error(ctx.out, reply::SYNTAX);
         return Outcome::Done;
     }
     // Redis gives the range message for a non-integer too.
@@ -59,10 +59,10 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool, name: &str) -> Outcome {
 }
 
 pub fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    zpop(ctx, args, false, "zpopmin")
+    zpop(ctx, args, false)
 }
 pub fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    zpop(ctx, args, true, "zpopmax")
+    zpop(ctx, args, true)
 }
 
 /// The parsed arguments of ZMPOP / BZMPOP from `numkeys` on.
@@ -237,7 +237,9 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     };
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)
+        || count < 0 && count.unsigned_abs() > super::super::hash::MAX_PICKS
+    {
         reply::error(ctx.out, "ERR value is out of range");
         return Outcome::Done;
     }
@@ -246,6 +248,38 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return write_array_len(out, 0);
         };
         let all: Vec<(&[u8], f64)> = z.iter().collect();
+        if count < 0 {
+            // Picks with repeats, written as they are drawn (no list of
+            // |count| positions: the count is the client's).
+            let n = count.unsigned_abs() as usize;
+            let pairs = withscores && v == Version::Resp3;
+            write_array_len(
+                out,
+                if withscores && !pairs {
+                    n.saturating_mul(2)
+                } else {
+                    n
+                },
+            );
+            let mut rng = rand::thread_rng();
+            for _ in 0..n {
+                if let Some((m, s)) = all.get(rng.gen_range(0..all.len())) {
+                    if pairs {
+                        write_array_len(out, 2);
+                    }
+                    write_bulk(out, m);
+                    if withscores {
+                        write_score(out, v, *s);
+                    }
+                }
+            }
+            return;
+        }
+        if count as u64 >= all.len() as u64 {
+            // Redis 7.0 replies the whole set, walking it from the top.
+            let rev: Vec<(&[u8], f64)> = all.iter().rev().copied().collect();
+            return write_members(out, v, withscores, &rev);
+        }
         let picked: Vec<(&[u8], f64)> = pick_indexes(all.len(), count)
             .into_iter()
             .filter_map(|i| all.get(i).copied())

@@ -10,20 +10,17 @@ struct ScoreEnd {
     ex: bool,
 }
 
-/// Parses a score range end as Redis's `zslParseRangeItem` (strtod, so an
-/// empty text is 0 and leading spaces are allowed; `(` = exclusive).
+/// Parses a score range end as Redis's `zslParseRangeItem`: C's `strtod`
+/// up to the end of the text or a NUL, so leading spaces pass, an empty
+/// text is 0 and overflow is infinity; `(` = exclusive; NaN is refused.
 fn parse_score_end(b: &[u8]) -> Option<ScoreEnd> {
-    let (ex, rest) = match b.first() {
-        Some(b'(') => (true, &b[1..]),
+    let (ex, rest) = match b.split_first() {
+        Some((b'(', rest)) => (true, rest),
         _ => (false, b),
     };
-    let s = std::str::from_utf8(rest).ok()?.trim_start();
-    let v = if s.is_empty() {
-        0.0
-    } else {
-        s.parse::<f64>().ok()?
-    };
-    (!v.is_nan()).then_some(ScoreEnd { v, ex })
+    let r = score::strtod(rest);
+    let whole = matches!(rest.get(r.len), None | Some(0));
+    (whole && !r.v.is_nan()).then_some(ScoreEnd { v: r.v, ex })
 }
 
 fn score_bounds(min: ScoreEnd, max: ScoreEnd) -> (Bound<f64>, Bound<f64>) {
