@@ -432,6 +432,15 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Some(t) => t as u64,
         };
         let value = match crate::rdb::restore(&payload) {
+            // Loaded as Redis loads it: a small sorted set becomes a
+            // listpack, which keeps no -0 score.
+            Ok(strata_engine::Value::Coll(c)) => match *c {
+                strata_engine::Collection::ZSet(z) => {
+                    let z = super::zset::normalize_for_store(z, &view.encoding_limits());
+                    strata_engine::Value::Coll(Box::new(strata_engine::Collection::ZSet(z)))
+                }
+                c => strata_engine::Value::Coll(Box::new(c)),
+            },
             Ok(v) => v,
             Err(crate::rdb::Refused::VersionOrChecksum) => {
                 return reply::error(out, "ERR DUMP payload version or checksum are wrong")

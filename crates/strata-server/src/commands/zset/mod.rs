@@ -17,8 +17,8 @@ mod score;
 pub use ops::{zdiff, zdiffstore, zinter, zintercard, zinterstore, zscan, zunion, zunionstore};
 pub use pop::{bzpop_on, parse_zmpop, zmpop, zmpop_on, zpopmax, zpopmin, zrandmember};
 pub use range::{
-    zcount, zlexcount, zrange, zrangebylex, zrangebyscore, zrangestore, zremrangebylex,
-    zremrangebyrank, zremrangebyscore, zrevrange, zrevrangebylex, zrevrangebyscore,
+    normalize_for_store, zcount, zlexcount, zrange, zrangebylex, zrangebyscore, zrangestore,
+    zremrangebylex, zremrangebyrank, zremrangebyscore, zrevrange, zrevrangebylex, zrevrangebyscore,
 };
 pub use score::{fmt_score, parse_score, write_score};
 

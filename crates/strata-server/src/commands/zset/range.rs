@@ -337,7 +337,7 @@ pub fn zrevrangebylex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// A result about to be stored: as a listpack (small), Redis stores a score
 /// of -0 as 0.
-pub(super) fn normalize_for_store(z: ZSet, lim: &EncodingLimits) -> ZSet {
+pub fn normalize_for_store(z: ZSet, lim: &EncodingLimits) -> ZSet {
     let small = z.len() <= lim.zset_entries && z.iter().all(|(m, _)| m.len() <= lim.zset_value);
     if !small || !z.iter().any(|(_, s)| s == 0.0 && s.is_sign_negative()) {
         return z;
