@@ -375,7 +375,7 @@ pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     })
 }
 
-/// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], with
+/// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`, with
 /// Redis 7.0's order of checks (options, BUSYKEY, TTL, payload). IDLETIME
 /// and FREQ are checked and otherwise ignored (no LFU here).
 pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
