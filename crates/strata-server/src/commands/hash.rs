@@ -287,34 +287,13 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }
         });
     }
-    let count = match parse_i64(&args[2]) {
-        None => {
-            reply::error(ctx.out, reply::NOT_INTEGER);
-            return Outcome::Done;
-        }
-        Some(i64::MIN) => {
-            reply::error(
-                ctx.out,
-                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            );
-            return Outcome::Done;
-        }
-        Some(n) => n,
-    };
-    let withvalues = match args.get(3) {
-        None => false,
-        Some(a) if args.len() == 4 && super::is(a, "withvalues") => true,
-        Some(_) => {
-            reply::error(ctx.out, reply::SYNTAX);
+    let (count, withvalues) = match super::parse_rand_count(&args[2..], "withvalues") {
+        Ok(c) => c,
+        Err(e) => {
+            reply::error(ctx.out, e);
             return Outcome::Done;
         }
     };
-    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)
-        || count < 0 && count.unsigned_abs() > MAX_PICKS
-    {
-        reply::error(ctx.out, "ERR value is out of range");
-        return Outcome::Done;
-    }
     read(ctx, &args[1], move |h, out, v| {
         let Some(h) = h.filter(|h| !h.is_empty() && count != 0) else {
             return write_array_len(out, 0);

@@ -524,33 +524,11 @@ pub struct MpopArgs {
 
 /// Parses `numkeys key... LEFT|RIGHT [COUNT n]` with Redis's errors.
 pub fn parse_mpop(args: &[Bytes]) -> Result<MpopArgs, &'static str> {
-    let numkeys = match args.first().and_then(|a| parse_i64(a)) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return Err("ERR numkeys should be greater than 0"),
-    };
-    let where_idx = numkeys.saturating_add(1);
-    if where_idx >= args.len() as u64 {
-        return Err(reply::SYNTAX);
-    }
-    let where_idx = where_idx as usize;
-    let left = side(&args[where_idx]).ok_or(reply::SYNTAX)?;
-    let mut count = None;
-    let mut j = where_idx + 1;
-    while j < args.len() {
-        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
-            match parse_i64(&args[j + 1]) {
-                Some(n) if n >= 1 => count = Some(n as usize),
-                _ => return Err("ERR count should be greater than 0"),
-            }
-            j += 2;
-        } else {
-            return Err(reply::SYNTAX);
-        }
-    }
+    let (keys, right, count) = super::parse_mpop(args, "left", "right")?;
     Ok(MpopArgs {
-        keys: args[1..where_idx].to_vec(),
-        left,
-        count: count.unwrap_or(1),
+        keys,
+        left: !right,
+        count,
     })
 }
 

@@ -84,6 +84,70 @@ pub fn float_sum_text(old: &[u8], incr: &[u8]) -> Option<String> {
     n.is_finite().then(|| format_f64(n))
 }
 
+/// The arguments of LMPOP / ZMPOP (and their blocking forms) from
+/// `numkeys` on: `numkeys key... FIRST|SECOND [COUNT n]`, with Redis's
+/// errors. Returns the keys, whether the side word was `second` (RIGHT,
+/// MAX), and the count (default 1).
+pub fn parse_mpop(
+    args: &[bytes::Bytes],
+    first: &str,
+    second: &str,
+) -> Result<(Vec<bytes::Bytes>, bool, usize), &'static str> {
+    let numkeys = match args.first().and_then(|a| parse_i64(a)) {
+        Some(n) if n >= 1 => n as u64,
+        _ => return Err("ERR numkeys should be greater than 0"),
+    };
+    let where_idx = numkeys.saturating_add(1);
+    if where_idx >= args.len() as u64 {
+        return Err(crate::reply::SYNTAX);
+    }
+    let w = where_idx as usize;
+    let is_second = if is(&args[w], first) {
+        false
+    } else if is(&args[w], second) {
+        true
+    } else {
+        return Err(crate::reply::SYNTAX);
+    };
+    let mut count = None;
+    let mut j = w + 1;
+    while j < args.len() {
+        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
+            match parse_i64(&args[j + 1]) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return Err("ERR count should be greater than 0"),
+            }
+            j += 2;
+        } else {
+            return Err(crate::reply::SYNTAX);
+        }
+    }
+    Ok((args[1..w].to_vec(), is_second, count.unwrap_or(1)))
+}
+
+/// HRANDFIELD / ZRANDMEMBER's `count [WITH...]` (`args` from the count
+/// on), with Redis's errors: the count, and whether `with` was given.
+pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool), &'static str> {
+    let count = match args.first().and_then(|a| parse_i64(a)) {
+        None => return Err(crate::reply::NOT_INTEGER),
+        Some(i64::MIN) => {
+            return Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+        }
+        Some(n) => n,
+    };
+    let with_values = match args.get(1) {
+        None => false,
+        Some(a) if args.len() == 2 && is(a, with) => true,
+        Some(_) => return Err(crate::reply::SYNTAX),
+    };
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)
+        || count < 0 && count.unsigned_abs() > hash::MAX_PICKS
+    {
+        return Err("ERR value is out of range");
+    }
+    Ok((count, with_values))
+}
+
 /// Case-insensitive comparison of an argument with an ASCII word.
 pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

@@ -74,40 +74,8 @@ pub struct ZmpopArgs {
 
 /// Parses `numkeys key... MIN|MAX [COUNT n]` with Redis's errors.
 pub fn parse_zmpop(args: &[Bytes]) -> Result<ZmpopArgs, &'static str> {
-    let numkeys = match args.first().and_then(|a| parse_i64(a)) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return Err("ERR numkeys should be greater than 0"),
-    };
-    let where_idx = numkeys.saturating_add(1);
-    if where_idx >= args.len() as u64 {
-        return Err(reply::SYNTAX);
-    }
-    let w = where_idx as usize;
-    let max = if is(&args[w], "min") {
-        false
-    } else if is(&args[w], "max") {
-        true
-    } else {
-        return Err(reply::SYNTAX);
-    };
-    let mut count = None;
-    let mut j = w + 1;
-    while j < args.len() {
-        if count.is_none() && is(&args[j], "count") && j + 1 < args.len() {
-            match parse_i64(&args[j + 1]) {
-                Some(n) if n >= 1 => count = Some(n as usize),
-                _ => return Err("ERR count should be greater than 0"),
-            }
-            j += 2;
-        } else {
-            return Err(reply::SYNTAX);
-        }
-    }
-    Ok(ZmpopArgs {
-        keys: args[1..w].to_vec(),
-        max,
-        count: count.unwrap_or(1),
-    })
+    let (keys, max, count) = super::super::parse_mpop(args, "min", "max")?;
+    Ok(ZmpopArgs { keys, max, count })
 }
 
 /// Pops from the first non-empty sorted set of `keys` and writes
@@ -215,34 +183,13 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }
         });
     }
-    let count = match parse_i64(&args[2]) {
-        None => {
-            reply::error(ctx.out, reply::NOT_INTEGER);
-            return Outcome::Done;
-        }
-        Some(i64::MIN) => {
-            reply::error(
-                ctx.out,
-                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
-            );
-            return Outcome::Done;
-        }
-        Some(n) => n,
-    };
-    let withscores = match args.get(3) {
-        None => false,
-        Some(a) if args.len() == 4 && is(a, "withscores") => true,
-        Some(_) => {
-            reply::error(ctx.out, reply::SYNTAX);
+    let (count, withscores) = match super::super::parse_rand_count(&args[2..], "withscores") {
+        Ok(c) => c,
+        Err(e) => {
+            reply::error(ctx.out, e);
             return Outcome::Done;
         }
     };
-    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)
-        || count < 0 && count.unsigned_abs() > super::super::hash::MAX_PICKS
-    {
-        reply::error(ctx.out, "ERR value is out of range");
-        return Outcome::Done;
-    }
     read(ctx, &args[1], move |z, out, v| {
         let Some(z) = z.filter(|z| !z.is_empty() && count != 0) else {
             return write_array_len(out, 0);
