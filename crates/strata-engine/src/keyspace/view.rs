@@ -28,6 +28,7 @@ use crate::types::{Collection, EncodingLimits, ValueType};
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 use parking_lot::MutexGuard;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// A value seen through a [`KeysView`].
@@ -38,7 +39,7 @@ pub enum ValueRef<'a> {
 
 /// A changed collection: the hot length it had before the change.
 struct Touched {
-    key: Box<[u8]>,
+    key: Bytes,
     old_len: usize,
 }
 
@@ -46,9 +47,12 @@ struct Touched {
 pub struct KeysView<'a> {
     inner: &'a Inner,
     db: usize,
-    ids: Vec<usize>,
-    guards: Vec<MutexGuard<'a, Shard>>,
-    touched: Vec<Touched>,
+    /// The declared keys (so a changed key is remembered without a copy).
+    keys: &'a [Bytes],
+    /// Small vectors: most commands name one or two keys.
+    ids: SmallVec<[usize; 2]>,
+    guards: SmallVec<[MutexGuard<'a, Shard>; 2]>,
+    touched: SmallVec<[Touched; 1]>,
     limits: EncodingLimits,
     /// Lists and sorted sets that got elements (for blocked clients), when
     /// the caller asked (`track_ready`).
@@ -177,11 +181,12 @@ impl<'a> KeysView<'a> {
         };
         let sh = self.shard(key).ok_or(EngineError::WrongType)?;
         let old_len = sh.dbs[db][idx].hot_bytes();
-        if !self.touched.iter().any(|t| &*t.key == key) {
-            self.touched.push(Touched {
-                key: key.into(),
-                old_len,
-            });
+        if !self.touched.iter().any(|t| &t.key[..] == key) {
+            let key = match self.keys.iter().find(|k| &k[..] == key) {
+                Some(k) => k.clone(),
+                None => Bytes::copy_from_slice(key),
+            };
+            self.touched.push(Touched { key, old_len });
         }
         let sh = self.shard(key).ok_or(EngineError::WrongType)?;
         match &mut sh.dbs[db][idx].slot {
@@ -238,7 +243,7 @@ impl<'a> KeysView<'a> {
     /// length and forgets the change (before the entry is replaced or
     /// removed, which count its current length out).
     fn settle(&mut self, key: &[u8]) {
-        let Some(pos) = self.touched.iter().position(|t| &*t.key == key) else {
+        let Some(pos) = self.touched.iter().position(|t| &t.key[..] == key) else {
             return;
         };
         let t = self.touched.swap_remove(pos);
@@ -271,7 +276,7 @@ impl<'a> KeysView<'a> {
             let Some(sh) = self.shard(&t.key) else {
                 continue;
             };
-            let Some(idx) = sh.dbs[db].get_index_of(&*t.key) else {
+            let Some(idx) = sh.dbs[db].get_index_of(&t.key[..]) else {
                 continue;
             };
             let empty = match &sh.dbs[db][idx].slot {
@@ -443,16 +448,17 @@ impl Inner {
     where
         F: FnOnce(&mut KeysView<'_>) -> R,
     {
-        let mut ids: Vec<usize> = keys.iter().map(|k| self.shard_index(k)).collect();
+        let mut ids: SmallVec<[usize; 2]> = keys.iter().map(|k| self.shard_index(k)).collect();
         ids.sort_unstable();
         ids.dedup();
-        let guards: Vec<_> = ids.iter().map(|&i| self.shards[i].lock()).collect();
+        let guards = ids.iter().map(|&i| self.shards[i].lock()).collect();
         let mut view = KeysView {
             inner: self,
             db,
+            keys,
             ids,
             guards,
-            touched: Vec::new(),
+            touched: SmallVec::new(),
             limits: self.tun.encoding_limits(),
             ready: None,
         };
