@@ -1,0 +1,210 @@
+//! RENAME, RENAMENX, COPY and MOVE: a key's value (of any type) moved or
+//! copied under another name or into another database, with its TTL, in
+//! one step over both keys' shards. A cold value is read once first (its
+//! record names its key, and the collector relies on that).
+
+use crate::index::{Shard, Slot, Value};
+use crate::keyspace::strings::Retry;
+use crate::tiering::fetch::{fetch_value, FetchTarget, Read};
+use crate::{Engine, EngineError, Inner};
+use bytes::Bytes;
+use std::sync::Arc;
+
+impl Engine {
+    /// RENAME / RENAMENX. Ok(false) when `nx` and the target exists;
+    /// Ok(true) when renamed; Err(None-like) via `Ok(None)` when the source
+    /// is missing. A cold value is fetched first (see the module doc).
+    pub fn rename(
+        &self,
+        db: usize,
+        src: &[u8],
+        dst: &[u8],
+        nx: bool,
+    ) -> Read<Result<Option<bool>, EngineError>> {
+        match self.inner.try_rename(db, src, db, dst, nx, false, None) {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            Err(Retry::Fetch(t)) => {
+                let inner = self.inner.clone();
+                let dst: Box<[u8]> = dst.into();
+                Read::Pending(Box::pin(async move {
+                    let mut t = t;
+                    loop {
+                        let v = fetch_value(inner.clone(), &t).await?;
+                        match inner.try_rename(
+                            t.db,
+                            &t.key,
+                            t.db,
+                            &dst,
+                            nx,
+                            false,
+                            Some((t.version, v)),
+                        ) {
+                            Ok(r) => return Ok(r),
+                            Err(Retry::Fetch(next)) => t = next,
+                            Err(Retry::Fail(e)) => return Err(e),
+                        }
+                    }
+                }))
+            }
+        }
+    }
+
+    /// MOVE key db: moves `key` to database `dst_db` unless it exists
+    /// there. Ok(None) if the key is missing, Ok(Some(false)) if the target
+    /// database has it.
+    pub fn move_key(
+        &self,
+        db: usize,
+        key: &[u8],
+        dst_db: usize,
+    ) -> Read<Result<Option<bool>, EngineError>> {
+        match self
+            .inner
+            .try_rename(db, key, dst_db, key, true, false, None)
+        {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            Err(Retry::Fetch(t)) => {
+                let inner = self.inner.clone();
+                Read::Pending(Box::pin(async move {
+                    let mut t = t;
+                    loop {
+                        let v = fetch_value(inner.clone(), &t).await?;
+                        let key = t.key.clone();
+                        match inner.try_rename(
+                            t.db,
+                            &key,
+                            dst_db,
+                            &key,
+                            true,
+                            false,
+                            Some((t.version, v)),
+                        ) {
+                            Ok(r) => return Ok(r),
+                            Err(Retry::Fetch(next)) => t = next,
+                            Err(Retry::Fail(e)) => return Err(e),
+                        }
+                    }
+                }))
+            }
+        }
+    }
+
+    /// COPY src dst \[DB n\] \[REPLACE\]: Ok(None) if the source is missing,
+    /// Ok(Some(false)) if the target exists and !replace.
+    pub fn copy(
+        &self,
+        db: usize,
+        src: &[u8],
+        dst_db: usize,
+        dst: &[u8],
+        replace: bool,
+    ) -> Read<Result<Option<bool>, EngineError>> {
+        match self
+            .inner
+            .try_rename(db, src, dst_db, dst, !replace, true, None)
+        {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            Err(Retry::Fetch(t)) => {
+                let inner = self.inner.clone();
+                let dst: Box<[u8]> = dst.into();
+                Read::Pending(Box::pin(async move {
+                    let mut t = t;
+                    loop {
+                        let v = fetch_value(inner.clone(), &t).await?;
+                        let fetched = Some((t.version, v));
+                        match inner.try_rename(t.db, &t.key, dst_db, &dst, !replace, true, fetched)
+                        {
+                            Ok(r) => return Ok(r),
+                            Err(Retry::Fetch(next)) => t = next,
+                            Err(Retry::Fail(e)) => return Err(e),
+                        }
+                    }
+                }))
+            }
+        }
+    }
+}
+
+impl Inner {
+    /// Moves (or copies) `src` to `dst`. Err(target) when the source is cold
+    /// and its value must be fetched first (or was fetched at an older
+    /// version). Ok(None): source missing; Ok(Some(false)): `nx` and the
+    /// target exists.
+    #[allow(clippy::too_many_arguments)]
+    fn try_rename(
+        self: &Arc<Self>,
+        db: usize,
+        src: &[u8],
+        dst_db: usize,
+        dst: &[u8],
+        nx: bool,
+        copy: bool,
+        fetched: Option<(u64, Bytes)>,
+    ) -> Result<Option<bool>, Retry> {
+        let a = self.shard_index(src);
+        let b = self.shard_index(dst);
+        // Lock both shards in index order (no deadlock).
+        let (mut ga, mut gb) = if a == b {
+            (self.shards[a].lock(), None)
+        } else if a < b {
+            let ga = self.shards[a].lock();
+            (ga, Some(self.shards[b].lock()))
+        } else {
+            let gb = self.shards[b].lock();
+            (self.shards[a].lock(), Some(gb))
+        };
+        let Some(si) = self.live_index(&mut ga, db, src) else {
+            return Ok(None);
+        };
+        let raw = ga.dbs[db][si].vtype & crate::index::VT_STR_RAW;
+        let (value, expire, flags) = {
+            let e = &ga.dbs[db][si];
+            match &e.slot {
+                Slot::Hot(h) => (h.value.clone(), e.expire_at_ms, e.client_flags),
+                Slot::Cold(loc) => match &fetched {
+                    Some((v, value)) if *v == e.version => {
+                        let value = Value::from_record(e.value_type(), value.clone())
+                            .map_err(|_| Retry::Fail(EngineError::Malformed))?;
+                        (value, e.expire_at_ms, e.client_flags)
+                    }
+                    _ => {
+                        return Err(Retry::Fetch(FetchTarget::new(
+                            self, db, src, *loc, e.version,
+                        )))
+                    }
+                },
+            }
+        };
+        if src == dst && db == dst_db {
+            return Ok(Some(!nx && !copy));
+        }
+        let dsh: &mut Shard = match gb.as_mut() {
+            Some(g) => g,
+            None => &mut ga,
+        };
+        let di = self.live_index(dsh, dst_db, dst);
+        if nx && di.is_some() {
+            return Ok(Some(false));
+        }
+        let value = match value {
+            Value::Str(v) if v.len() * 2 < 4096 || copy => Value::Str(Bytes::copy_from_slice(&v)),
+            v => v,
+        };
+        if let Some(i) = self.store_value(dsh, dst_db, dst, di, value, expire, flags) {
+            // The copy keeps Redis's `raw` mark.
+            dsh.dbs[dst_db][i].vtype |= raw;
+        }
+        if !copy {
+            // The destination insert may have moved entries of the same
+            // map; look the source up again.
+            let sh: &mut Shard = &mut ga;
+            if let Some(si) = sh.dbs[db].get_index_of(src) {
+                self.remove_index(sh, db, si, false);
+            }
+        }
+        Ok(Some(true))
+    }
+}
