@@ -155,8 +155,10 @@ impl TieredInfo {
     }
 }
 
+/// `PersistStats::checkpoint_segment` when no checkpoint is in force.
+pub const NO_CHECKPOINT: u32 = u32::MAX;
+
 /// Checkpoint counters and state (INFO persistence).
-#[derive(Default)]
 pub struct PersistStats {
     /// Unix ms of the last completed checkpoint (0 = none this run).
     pub last_checkpoint_ms: AtomicU64,
@@ -164,6 +166,11 @@ pub struct PersistStats {
     pub checkpoint_log_bytes: AtomicU64,
     /// The journal's last ticket at that moment.
     pub checkpoint_ticket: AtomicU64,
+    /// Log segment of the position of the checkpoint file in force (the
+    /// one a restart would load), `NO_CHECKPOINT` if there is none. Its
+    /// entries may name records older than any tombstone from this segment
+    /// on, so the collector keeps those tombstones (collector rule 5).
+    pub checkpoint_segment: std::sync::atomic::AtomicU32,
     pub last_checkpoint_bytes: AtomicU64,
     pub last_checkpoint_entries: AtomicU64,
     pub last_checkpoint_duration_ms: AtomicU64,
@@ -173,4 +180,21 @@ pub struct PersistStats {
     pub running: std::sync::atomic::AtomicBool,
     /// Why the last checkpoint failed (None = it succeeded, or none ran).
     pub last_error: parking_lot::Mutex<Option<String>>,
+}
+
+impl Default for PersistStats {
+    fn default() -> Self {
+        PersistStats {
+            last_checkpoint_ms: AtomicU64::new(0),
+            checkpoint_log_bytes: AtomicU64::new(0),
+            checkpoint_ticket: AtomicU64::new(0),
+            checkpoint_segment: std::sync::atomic::AtomicU32::new(NO_CHECKPOINT),
+            last_checkpoint_bytes: AtomicU64::new(0),
+            last_checkpoint_entries: AtomicU64::new(0),
+            last_checkpoint_duration_ms: AtomicU64::new(0),
+            checkpoints: AtomicU64::new(0),
+            running: std::sync::atomic::AtomicBool::new(false),
+            last_error: parking_lot::Mutex::new(None),
+        }
+    }
 }

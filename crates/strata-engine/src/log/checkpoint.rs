@@ -469,6 +469,11 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     drop(file);
     std::fs::rename(&tmp, path(dir)).map_err(io)?;
     inner.table.sync_dir().map_err(io)?;
+    // Only now is this the checkpoint a restart loads (collector rule 5).
+    inner
+        .persist
+        .checkpoint_segment
+        .store(position.segment, Relaxed);
     done.duration_ms = t0.elapsed().as_millis() as u64;
     let p = &inner.persist;
     p.last_checkpoint_ms.store(now_ms(), Relaxed);

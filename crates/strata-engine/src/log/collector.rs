@@ -17,8 +17,11 @@
 //! 5. Tombstone and flush records are not live bytes (no entry points at
 //!    them). One is kept (moved, naming its origin segment) while any other
 //!    segment with an id not above its origin exists: only those can hold
-//!    the older records it cancels. A segment that may hold such records
-//!    (`tomb_bytes` > 0) is read before it is freed.
+//!    the older records it cancels. It is also kept while its origin is not
+//!    below the segment of the checkpoint in force, whose entries may name
+//!    records it cancels: dropping it would leave that entry pointing at a
+//!    freed segment, which recovery must count as damage. A segment that
+//!    may hold such records (`tomb_bytes` > 0) is read before it is freed.
 //! 6. With the journal on, a segment is freed only once the notes that
 //!    killed its records are durable and the moved copies are synced, so a
 //!    crash never finds an entry of the checkpoint pointing at nothing.
@@ -261,6 +264,7 @@ impl Collector {
         let mut live = Vec::new();
         let mut pos = job.pos;
         let min_other = inner.table.min_id_except(job.seg.id);
+        let checkpoint_segment = inner.persist.checkpoint_segment.load(Acquire);
         loop {
             let off = (pos - start) as usize;
             if pos >= job.end || off >= n {
@@ -281,7 +285,14 @@ impl Collector {
                     if rec.header.kind.is_value() {
                         self.check_live(inner, job.mode, &rec, loc, &mut live);
                     } else if job.mode == Mode::Relocate {
-                        keep_tombstone(min_other, &job.seg, &rec, loc, &mut live);
+                        keep_tombstone(
+                            min_other,
+                            checkpoint_segment,
+                            &job.seg,
+                            &rec,
+                            loc,
+                            &mut live,
+                        );
                     }
                     pos += loc.len as u64;
                 }
@@ -384,17 +395,20 @@ impl Collector {
     }
 }
 
-/// Keeps a tombstone or flush record if an older segment may still hold
-/// what it cancels (rule 5); the copy names its origin segment.
+/// Keeps a tombstone or flush record if an older segment or the checkpoint
+/// in force may still name what it cancels (rule 5); the copy names its
+/// origin segment.
 fn keep_tombstone(
     min_other: Option<u32>,
+    checkpoint_segment: u32,
     seg: &Segment,
     rec: &format::RecordRef<'_>,
     loc: FlashLoc,
     live: &mut Vec<Live>,
 ) {
     let origin = format::record_origin(rec.value, seg.id);
-    if min_other.is_some_and(|m| m <= origin) {
+    // (`NO_CHECKPOINT` is above every origin.)
+    if min_other.is_some_and(|m| m <= origin) || origin >= checkpoint_segment {
         live.push(Live {
             db: rec.header.db as usize,
             key: rec.key.into(),

@@ -393,6 +393,10 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
             replay.report.from_checkpoint = true;
             start = cp.header.position;
             replay.max_seq = cp.header.next_seq.saturating_sub(1);
+            inner
+                .persist
+                .checkpoint_segment
+                .store(start.segment, Relaxed);
             load_entries(inner, &cp, &mut replay);
         }
         Ok(Some(cp)) => {
