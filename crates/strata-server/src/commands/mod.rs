@@ -5,6 +5,7 @@
 pub mod blocking;
 pub mod client;
 pub mod config;
+pub mod geo;
 pub mod hash;
 pub mod keys;
 pub mod list;

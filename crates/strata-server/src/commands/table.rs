@@ -3,7 +3,7 @@
 //! It is the single source for arity errors, write/denyoom handling and
 //! `COMMAND` output; `lookup` finds an entry by name.
 
-use super::{blocking, client, config, hash, keys, list, server, set, sort, strings, zset};
+use super::{blocking, client, config, geo, hash, keys, list, server, set, sort, strings, zset};
 use crate::command::{CommandSpec, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -182,6 +182,17 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zinter", -3, R, K0, "sorted_set", "Returns the intersect of multiple sorted sets.", zset::zinter),
     cmd("zdiff", -3, R, K0, "sorted_set", "Returns the difference between multiple sorted sets.", zset::zdiff),
     cmd("zunionstore", -4, W, K1, "sorted_set", "Stores the union of multiple sorted sets in a key.", zset::zunionstore),
+    // geo (positions in sorted sets)
+    cmd("geoadd", -5, W, K1, "geo", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.", geo::geoadd),
+    cmd("geodist", -4, R, K1, "geo", "Returns the distance between two members of a geospatial index.", geo::geodist),
+    cmd("geohash", -2, R, K1, "geo", "Returns members from a geospatial index as geohash strings.", geo::geohash),
+    cmd("geopos", -2, R, K1, "geo", "Returns the longitude and latitude of members from a geospatial index.", geo::geopos),
+    cmd("georadius", -6, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.", geo::georadius),
+    cmd("georadius_ro", -6, R, K1, "geo", "Returns members from a geospatial index that are within a distance from a coordinate.", geo::georadius_ro),
+    cmd("georadiusbymember", -5, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a member, optionally stores the result.", geo::georadiusbymember),
+    cmd("georadiusbymember_ro", -5, R, K1, "geo", "Returns members from a geospatial index that are within a distance from a member.", geo::georadiusbymember_ro),
+    cmd("geosearch", -7, R, K1, "geo", "Queries a geospatial index for members inside an area of a box or a circle.", geo::geosearch),
+    cmd("geosearchstore", -8, W, K2, "geo", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geo::geosearchstore),
     cmd("zinterstore", -4, W, K1, "sorted_set", "Stores the intersect of multiple sorted sets in a key.", zset::zinterstore),
     cmd("zdiffstore", -4, W, K1, "sorted_set", "Stores the difference of multiple sorted sets in a key.", zset::zdiffstore),
     cmd("zintercard", -3, R, K0, "sorted_set", "Returns the number of members of the intersect of multiple sorted sets.", zset::zintercard),

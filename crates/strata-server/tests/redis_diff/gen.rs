@@ -141,7 +141,7 @@ impl Gen {
     /// Every key the mix may have touched.
     pub fn all_keys(&self) -> Vec<Vec<u8>> {
         let mut v = Vec::new();
-        for p in ["h", "l", "s", "z", "zl", "str"] {
+        for p in ["h", "l", "s", "z", "zl", "g", "str"] {
             for i in 0..KEYS_PER_KIND {
                 v.push(b(&format!("{p}:{i}")));
             }
@@ -263,10 +263,11 @@ impl Gen {
         let on = |f: &str| only.is_empty() || only.split(',').any(|x| x == f);
         loop {
             let c = match self.rng.gen_range(0..100) {
-                0..=23 if on("hash") => self.hash(),
-                24..=45 if on("list") => self.list(),
-                46..=67 if on("set") => self.set(),
-                68..=93 if on("zset") => self.zset(),
+                0..=21 if on("hash") => self.hash(),
+                22..=42 if on("list") => self.list(),
+                43..=63 if on("set") => self.set(),
+                64..=86 if on("zset") => self.zset(),
+                87..=93 if on("geo") => self.geo(),
                 94.. if on("generic") => self.generic(),
                 _ => continue,
             };
@@ -558,6 +559,160 @@ impl Gen {
             ),
             24 => (vec![b("OBJECT"), b("ENCODING"), k], e),
             _ => (vec![b("SISMEMBER"), k, self.member()], e),
+        }
+    }
+
+    /// A position near one of a few centres (some at the edges of the
+    /// valid ranges), sometimes out of range or not a number.
+    fn lon_lat(&mut self) -> [Vec<u8>; 2] {
+        if self.chance(0.03) {
+            return [
+                b(self.pick(&["200", "x", "-180.5", "0"])),
+                b(self.pick(&["0", "85.1", "y"])),
+            ];
+        }
+        let (x, y) = self.pick(&[
+            (13.36, 38.11),
+            (15.08, 37.50),
+            (2.35, 48.85),
+            (-122.4, 37.7),
+            (0.0, 0.0),
+            (179.5, -10.0),
+            (-179.5, 70.0),
+            (10.0, 84.5),
+        ]);
+        let x = (x + self.rng.gen_range(-2.0..2.0f64)).clamp(-180.0, 180.0);
+        let y = (y + self.rng.gen_range(-2.0..2.0f64)).clamp(-85.05, 85.05);
+        [b(&format!("{x:.6}")), b(&format!("{y:.6}"))]
+    }
+
+    fn unit(&mut self) -> Vec<u8> {
+        b(self.pick(&["m", "km", "km", "KM", "mi", "ft", "furlong"]))
+    }
+
+    fn radius(&mut self) -> [Vec<u8>; 2] {
+        let r = match self.rng.gen_range(0..20) {
+            0 => b("-1"),
+            1 => b("x"),
+            2 => b("0"),
+            _ => b(self.pick(&["1", "30", "100", "250", "800", "5000", "20000", "150000"])),
+        };
+        [r, self.unit()]
+    }
+
+    fn geo_member(&mut self) -> Vec<u8> {
+        b(&format!("p{}", self.rng.gen_range(0..40)))
+    }
+
+    /// Search options: the reply shape, order and count.
+    fn geo_opts(&mut self, a: &mut Vec<Vec<u8>>, store: bool) {
+        if !store {
+            for o in ["WITHCOORD", "WITHDIST", "WITHHASH"] {
+                if self.chance(0.3) {
+                    a.push(b(o));
+                }
+            }
+        }
+        if self.chance(0.4) {
+            a.push(b(self.pick(&["ASC", "DESC"])));
+        }
+        if self.chance(0.3) {
+            a.push(b("COUNT"));
+            a.push(self.count());
+            if self.chance(0.3) {
+                a.push(b("ANY"));
+            }
+        } else if self.chance(0.02) {
+            a.push(b("ANY"));
+        }
+    }
+
+    fn geo(&mut self) -> Cmd {
+        let k = self.key("g");
+        let e = Check::Exact;
+        match self.rng.gen_range(0..20) {
+            0..=5 => {
+                let mut a = vec![b("GEOADD"), k];
+                for opt in ["NX", "XX", "CH"] {
+                    if self.chance(0.08) {
+                        a.push(b(opt));
+                    }
+                }
+                for _ in 0..self.rng.gen_range(1..4) {
+                    a.extend(self.lon_lat());
+                    a.push(self.geo_member());
+                }
+                (a, e)
+            }
+            6 => {
+                let mut a = vec![b("GEODIST"), k, self.geo_member(), self.geo_member()];
+                if self.chance(0.6) {
+                    a.push(self.unit());
+                }
+                (a, e)
+            }
+            7 => (
+                vec![b("GEOPOS"), k, self.geo_member(), self.geo_member()],
+                e,
+            ),
+            8 => (
+                vec![b("GEOHASH"), k, self.geo_member(), self.geo_member()],
+                e,
+            ),
+            9 => (vec![b("ZREM"), k, self.geo_member()], e),
+            10 => (vec![b("ZRANGE"), k, b("0"), b("-1"), b("WITHSCORES")], e),
+            11..=14 => {
+                let store = self.chance(0.25);
+                let mut a = if store {
+                    vec![b("GEOSEARCHSTORE"), self.key("g"), k]
+                } else {
+                    vec![b("GEOSEARCH"), k]
+                };
+                if self.chance(0.5) {
+                    a.push(b("FROMMEMBER"));
+                    a.push(self.geo_member());
+                } else {
+                    a.push(b("FROMLONLAT"));
+                    a.extend(self.lon_lat());
+                }
+                if self.chance(0.5) {
+                    a.push(b("BYRADIUS"));
+                    a.extend(self.radius());
+                } else {
+                    let [w, u] = self.radius();
+                    let [h, _] = self.radius();
+                    a.extend([b("BYBOX"), w, h, u]);
+                }
+                self.geo_opts(&mut a, store);
+                if store && self.chance(0.4) {
+                    a.push(b("STOREDIST"));
+                }
+                (a, e)
+            }
+            _ => {
+                let by_member = self.chance(0.5);
+                let ro = self.chance(0.3);
+                let name = match (by_member, ro) {
+                    (false, false) => "GEORADIUS",
+                    (false, true) => "GEORADIUS_RO",
+                    (true, false) => "GEORADIUSBYMEMBER",
+                    (true, true) => "GEORADIUSBYMEMBER_RO",
+                };
+                let mut a = vec![b(name), k];
+                if by_member {
+                    a.push(self.geo_member());
+                } else {
+                    a.extend(self.lon_lat());
+                }
+                a.extend(self.radius());
+                let store = !ro && self.chance(0.3);
+                self.geo_opts(&mut a, store);
+                if store {
+                    a.push(b(self.pick(&["STORE", "STOREDIST"])));
+                    a.push(self.key("g"));
+                }
+                (a, e)
+            }
         }
     }
 

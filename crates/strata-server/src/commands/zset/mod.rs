@@ -257,6 +257,12 @@ fn no_flags() -> AddFlags {
     }
 }
 
+/// ZADD with its arguments after the key (`[options] score member ...`);
+/// GEOADD adds through it.
+pub fn zadd_args(ctx: &mut Ctx<'_>, key: Bytes, rest: &[Bytes]) -> Outcome {
+    zadd_generic(ctx, key, rest, no_flags())
+}
+
 pub fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     zadd_generic(ctx, args[1].clone(), &args[2..], no_flags())
 }
