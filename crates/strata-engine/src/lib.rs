@@ -105,6 +105,8 @@ pub(crate) struct Inner {
     /// The seed of `hasher` (written into checkpoints).
     pub shard_seed: u64,
     pub databases: usize,
+    /// Logical databases over the ids records carry (SWAPDB).
+    pub dbmap: keyspace::swapdb::DbMapping,
     pub table: Arc<SegmentTable>,
     pub io: Arc<dyn IoEngine>,
     /// Settings CONFIG SET may change (atomics).
@@ -201,6 +203,7 @@ impl Engine {
             hasher: ShardHasher::with_seed(shard_seed),
             shard_seed,
             databases: cfg.databases.max(1),
+            dbmap: keyspace::swapdb::DbMapping::identity(cfg.databases.max(1)),
             tun: Tunables::new(&cfg),
             stats: Stats::default(),
             seq: AtomicU64::new(1),
@@ -360,16 +363,22 @@ impl Inner {
     pub(crate) fn note_key(&self, db: usize, key: &[u8]) {
         if self.journal.enabled {
             self.journal.push(Note::Key {
-                db: db as u16,
+                db: self.dbmap.id(db),
                 key: index::CompactKey::from(key),
             });
         }
     }
 
-    /// Notes a FLUSHDB / FLUSHALL; caller holds every shard lock.
+    /// Notes a FLUSHDB (of logical database `db`) / FLUSHALL
+    /// (`ALL_DATABASES`); caller holds every shard lock.
     pub(crate) fn note_flush(&self, db: u16) {
         if self.journal.enabled {
             let seq = self.next_seq();
+            let db = if db == flash::format::ALL_DATABASES {
+                db
+            } else {
+                self.dbmap.id(db as usize)
+            };
             self.journal.push(Note::Flush { db, seq });
         }
     }

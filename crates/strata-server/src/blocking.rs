@@ -88,6 +88,17 @@ impl Blocking {
         self.waiting.load(Relaxed) > 0
     }
 
+    /// The keys clients wait on in database `db` (after SWAPDB brought
+    /// other contents there, they are served from them).
+    pub fn keys_waited_in(&self, db: usize) -> Vec<Bytes> {
+        self.queues
+            .lock()
+            .keys()
+            .filter(|(d, _)| *d == db)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
     /// Number of clients blocked now (INFO `blocked_clients`).
     pub fn blocked_clients(&self) -> usize {
         self.waiting.load(Relaxed)

@@ -124,6 +124,26 @@ fn rename_into_a_watched_key_serves_the_blocked_client() {
 }
 
 #[test]
+fn swapdb_that_brings_a_list_serves_the_client_blocked_on_it() {
+    let srv = start();
+    let mut con = srv.client();
+    let mut a = Raw::new(&srv);
+    a.send(&[b"BLPOP", b"q", b"5"]);
+    wait_until("blocked", || blocked(&srv, &mut con) == 1);
+    let _: () = q(&mut con, "SELECT 1");
+    let _: i64 = q(&mut con, "RPUSH q x y");
+    let _: () = q(&mut con, "SWAPDB 0 1");
+    assert_eq!(
+        format!("{:?}", a.frame()),
+        format!("{:?}", b_frame(&["q", "x"]))
+    );
+    // The client was blocked in db 0, which now holds the list.
+    let _: () = q(&mut con, "SELECT 0");
+    let left: Vec<String> = q(&mut con, "LRANGE q 0 -1");
+    assert_eq!(left, vec!["y".to_string()]);
+}
+
+#[test]
 fn bad_input_gets_redis_errors_and_blocks_nothing() {
     let srv = start();
     let mut con = srv.client();

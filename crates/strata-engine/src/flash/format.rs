@@ -20,8 +20,8 @@ use crate::types::ValueType;
 
 /// Version of the segment and record layout written by this build
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4
-/// kind 6).
-pub const FORMAT_VERSION: u32 = 4;
+/// kind 6, version 5 kind 7).
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -63,6 +63,11 @@ pub enum RecordKind {
     /// field is the type byte (`types::ValueType`) followed by the packed
     /// encoding (`types` module doc, docs/format.md).
     Collection = 6,
+    /// The mapping of logical databases (what SELECT names) to the database
+    /// ids records carry, after a SWAPDB (`keyspace::swapdb`): empty key,
+    /// `db` 0; the value is one u16 LE per logical database, its id. The
+    /// one with the largest sequence number is in force.
+    DbMap = 7,
 }
 
 impl RecordKind {
@@ -309,6 +314,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         4 => RecordKind::ValueFlags,
         5 => RecordKind::ValueMeta,
         6 => RecordKind::Collection,
+        7 => RecordKind::DbMap,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {

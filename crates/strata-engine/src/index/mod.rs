@@ -415,6 +415,41 @@ impl Shard {
         }
     }
 
+    /// SWAPDB: databases `a` and `b` trade their maps and per-database
+    /// state (counters, CLOCK hand, expiry cursor, explicit CASes).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b);
+        self.acct.dbs.swap(a, b);
+        self.hand.swap(a, b);
+        self.expire_cursor.swap(a, b);
+        if self.explicit_cas.len() > a.min(b) {
+            self.explicit_cas
+                .resize_with(self.explicit_cas.len().max(a.max(b) + 1), HashMap::default);
+            self.explicit_cas.swap(a, b);
+        }
+    }
+
+    /// Recovery: the maps were filled by database id; put id `ids[d]`'s
+    /// state at logical database `d` (`ids` is a permutation).
+    pub fn arrange(&mut self, ids: &[u16]) {
+        fn permute<T: Default>(v: &mut Vec<T>, ids: &[u16]) {
+            if v.len() < ids.len() {
+                v.resize_with(ids.len(), T::default);
+            }
+            let mut old: Vec<T> = v.iter_mut().map(std::mem::take).collect();
+            for (d, &id) in ids.iter().enumerate() {
+                v[d] = std::mem::take(&mut old[id as usize]);
+            }
+        }
+        permute(&mut self.dbs, ids);
+        permute(&mut self.acct.dbs, ids);
+        permute(&mut self.hand, ids);
+        permute(&mut self.expire_cursor, ids);
+        if !self.explicit_cas.is_empty() {
+            permute(&mut self.explicit_cas, ids);
+        }
+    }
+
     /// The CAS memcached clients see for `e`, the entry of `key` in `db`
     /// (invariant 4).
     pub fn cas_of(&self, db: usize, key: &[u8], e: &Entry) -> u64 {

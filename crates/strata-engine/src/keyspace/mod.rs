@@ -6,6 +6,7 @@
 pub mod items;
 mod rename;
 pub mod strings;
+pub mod swapdb;
 pub mod view;
 
 use crate::clock::{now_ms, now_secs};

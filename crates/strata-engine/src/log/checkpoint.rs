@@ -337,7 +337,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                     if let Slot::Hot(h) = &e.slot {
                         if h.backing.is_none() && e.flags & F_STASHING == 0 {
                             pending.push(Pending {
-                                db,
+                                db: inner.dbmap.id(db) as usize,
                                 key: Box::from(&k[..]),
                                 value: h.value.to_bytes(),
                                 version: e.version,
@@ -368,7 +368,8 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         let mut sh = inner.shards[si].lock();
         let sh = &mut *sh;
         for (p, loc) in pending.iter().zip(locs) {
-            let Some(e) = sh.dbs[p.db].get_mut(&*p.key) else {
+            let d = inner.dbmap.logical(p.db as u16);
+            let Some(e) = sh.dbs[d].get_mut(&*p.key) else {
                 continue;
             };
             if e.version != p.version {
@@ -401,9 +402,20 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     let (position, next_seq, log_bytes, ticket) = {
         let mut w = inner.writer.lock();
         w.flush().map_err(|e| format!("flash write failed: {e}"))?;
+        let position = w.position();
+        // After a SWAPDB, the tail starts with the mapping in force, so a
+        // restart from this checkpoint knows it (`keyspace::swapdb`).
+        if inner.dbmap.logged() {
+            let before = w.bytes_written;
+            let loc = crate::log::journal::append_db_map(inner, &mut w, inner.next_seq())
+                .map_err(|e| format!("flash write failed: {e:?}"))?;
+            w.flush().map_err(|e| format!("flash write failed: {e}"))?;
+            Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+            crate::keyspace::swapdb::publish_record(inner, loc);
+        }
         w.sync().map_err(|e| format!("fsync failed: {e}"))?;
         (
-            w.position(),
+            position,
             inner.seq.load(Relaxed),
             Stats::get(&inner.stats.flash_bytes_written),
             inner.journal.last_ticket(),
@@ -442,7 +454,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                     encode_entry(
                         &mut buf,
                         &CpEntry {
-                            db: db as u16,
+                            db: inner.dbmap.id(db),
                             seq: e.version,
                             expire_at_ms: e.expire_at_ms,
                             loc,

@@ -80,6 +80,7 @@ pub(crate) struct Collector {
 
 /// A live record found in a slice.
 struct Live {
+    /// The database's id (what the record names; `keyspace::swapdb`).
     db: usize,
     key: Box<[u8]>,
     value: Vec<u8>,
@@ -284,6 +285,18 @@ impl Collector {
                     };
                     if rec.header.kind.is_value() {
                         self.check_live(inner, job.mode, &rec, loc, &mut live);
+                    } else if rec.header.kind == format::RecordKind::DbMap {
+                        // Live while it holds the mapping in force.
+                        if *inner.dbmap.record.lock() == Some(loc) {
+                            live.push(Live {
+                                db: 0,
+                                key: Box::default(),
+                                value: rec.value.to_vec(),
+                                meta: format::ItemMeta::default(),
+                                header: rec.header,
+                                old: loc,
+                            });
+                        }
                     } else if job.mode == Mode::Relocate {
                         keep_tombstone(
                             min_other,
@@ -353,12 +366,12 @@ impl Collector {
         loc: FlashLoc,
         live: &mut Vec<Live>,
     ) {
-        let db = rec.header.db as usize;
-        if db >= inner.databases {
+        if rec.header.db as usize >= inner.databases {
             return;
         }
         let mut guard = inner.shard(rec.key).lock();
         let sh = &mut *guard;
+        let db = inner.dbmap.logical(rec.header.db);
         let Some(idx) = sh.dbs[db].get_index_of(rec.key) else {
             return;
         };
@@ -383,7 +396,7 @@ impl Collector {
                     ..rec.header
                 };
                 live.push(Live {
-                    db,
+                    db: rec.header.db as usize,
                     key: rec.key.into(),
                     value: rec.value.to_vec(),
                     meta: sh.item_meta(db, rec.key, e),
@@ -478,15 +491,25 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
     }
     for (l, new) in live.iter().zip(placed) {
         let Some(new) = new else { continue };
+        if l.header.kind == format::RecordKind::DbMap {
+            let mut rec = inner.dbmap.record.lock();
+            if *rec == Some(l.old) {
+                *rec = Some(new);
+                inner.release_flash_quiet(l.old);
+                inner.retain_flash(new);
+            }
+            continue;
+        }
         if !l.header.kind.is_value() {
             continue; // tombstones are not index locations
         }
         let mut guard = inner.shard(&l.key).lock();
         let sh = &mut *guard;
-        let Some(idx) = sh.dbs[l.db].get_index_of(&*l.key) else {
+        let d = inner.dbmap.logical(l.db as u16);
+        let Some(idx) = sh.dbs[d].get_index_of(&*l.key) else {
             continue;
         };
-        let e = &mut sh.dbs[l.db][idx];
+        let e = &mut sh.dbs[d][idx];
         // Only the record moved: the value (hot or cold) and the counters
         // stay as they are.
         match &mut e.slot {
@@ -497,7 +520,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
                     // Rule 7: the entry got a newer record of the same write
                     // (a new TTL or item state) before this copy: log its
                     // state again, after the copy.
-                    inner.metadata_changed(sh, l.db, idx);
+                    inner.metadata_changed(sh, d, idx);
                 }
                 continue;
             }

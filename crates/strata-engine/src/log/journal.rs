@@ -99,10 +99,13 @@ const MAX_BATCH: usize = 8192;
 
 /// One note.
 pub(crate) enum Note {
-    /// The state of this key changed.
+    /// The state of this key changed (`db`: the database's id, see
+    /// `keyspace::swapdb`).
     Key { db: u16, key: CompactKey },
     /// FLUSHDB (or FLUSHALL: `db` = ALL_DATABASES) at sequence number `seq`.
     Flush { db: u16, seq: u64 },
+    /// SWAPDB changed the mapping of databases to ids.
+    DbMap { seq: u64 },
 }
 
 #[derive(Default)]
@@ -279,6 +282,7 @@ impl Journal {
 
 /// A state captured for writing.
 struct Captured {
+    /// The database's id (what the record names).
     db: u16,
     key: CompactKey,
     /// Memcached item metadata of the value (default for a tombstone).
@@ -482,9 +486,11 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
     let mut seen: HashSet<(u16, &[u8])> = HashSet::with_capacity(notes.len());
     let mut states = Vec::with_capacity(notes.len());
     let mut flushes = Vec::new();
+    let mut db_map = None;
     for (i, n) in notes.iter().enumerate() {
         match n {
             Note::Flush { db, seq } => flushes.push((i, *db, *seq)),
+            Note::DbMap { seq } => db_map = db_map.max(Some(*seq)),
             Note::Key { db, key } => {
                 if !seen.insert((*db, &key[..])) {
                     continue;
@@ -530,6 +536,17 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
             }
         }
     }
+    // The mapping in force now (a later swap's note writes it again).
+    let mut db_map_loc = None;
+    if let (Some(seq), true) = (db_map, result.is_ok()) {
+        match append_db_map(inner, w, seq) {
+            Ok(loc) => {
+                count(&mut tally, loc);
+                db_map_loc = Some(loc);
+            }
+            Err(e) => result = Err(e),
+        }
+    }
     let flushed = w.flush();
     Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
     if let Err(e) = flushed {
@@ -544,7 +561,33 @@ fn write_notes(inner: &Inner, w: &mut SegmentWriter, notes: &[Note]) -> Result<(
     for (c, loc) in &placed {
         publish(inner, c, *loc);
     }
+    if let Some(loc) = db_map_loc {
+        crate::keyspace::swapdb::publish_record(inner, loc);
+    }
     Ok(())
+}
+
+/// Appends the current database mapping (kind 7) with sequence number `seq`.
+pub(crate) fn append_db_map(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    seq: u64,
+) -> Result<FlashLoc, AppendError> {
+    // Read under a shard lock (swapdb invariant 1).
+    let ids = {
+        let _g = inner.shards[0].lock();
+        inner.dbmap.snapshot()
+    };
+    let value = crate::keyspace::swapdb::encode(&ids);
+    let h = RecordHeader {
+        kind: RecordKind::DbMap,
+        db: 0,
+        key_len: 0,
+        value_len: value.len() as u32,
+        seq,
+        expire_at_ms: 0,
+    };
+    w.append(&h, &[], &value, inner.capacity)
 }
 
 fn append_flush(
@@ -583,9 +626,10 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 /// The state to log for a noted key, or None if its log copy is current.
 fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
     let guard = inner.shard(key).lock();
-    let entry = guard.dbs.get(db as usize)?.get(&key[..]);
+    let d = inner.dbmap.logical(db);
+    let entry = guard.dbs.get(d)?.get(&key[..]);
     let meta = entry
-        .map(|e| guard.item_meta(db as usize, key, e))
+        .map(|e| guard.item_meta(d, key, e))
         .unwrap_or_default();
     let what = match entry {
         None => State::Gone {
@@ -722,7 +766,7 @@ fn read_value(inner: &Inner, c: &Captured, loc: FlashLoc, version: u64) -> Optio
 fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     let mut guard = inner.shard(&c.key).lock();
     let sh = &mut *guard;
-    let db = c.db as usize;
+    let db = inner.dbmap.logical(c.db);
     let Some(idx) = sh.dbs[db].get_index_of(&c.key[..]) else {
         return;
     };

@@ -111,6 +111,8 @@ struct Replay<'a> {
     /// Keys of a database with a smaller sequence number were flushed.
     flushed: Vec<u64>,
     max_seq: u64,
+    /// The latest database mapping record (SWAPDB): seq, mapping, where.
+    db_map: Option<(u64, Vec<u16>, FlashLoc)>,
     report: RecoveryReport,
 }
 
@@ -216,6 +218,19 @@ impl Replay<'_> {
         *t = (*t).max(seq);
     }
 
+    /// A database mapping (SWAPDB): the latest by seq is in force.
+    fn db_map(&mut self, seq: u64, value: &[u8], loc: FlashLoc) {
+        self.max_seq = self.max_seq.max(seq);
+        let Some(ids) = crate::keyspace::swapdb::decode(value, self.inner.databases) else {
+            tracing::error!("recovery: a database mapping record does not decode; ignored");
+            self.report.corrupt_records += 1;
+            return;
+        };
+        if self.db_map.as_ref().is_none_or(|(s, _, _)| seq >= *s) {
+            self.db_map = Some((seq, ids, loc));
+        }
+    }
+
     fn flush(&mut self, db: u16, seq: u64) {
         self.max_seq = self.max_seq.max(seq);
         let dbs: Vec<usize> = if db == ALL_DATABASES {
@@ -290,6 +305,7 @@ impl Replay<'_> {
                             tomb_bytes += len as u64;
                             self.flush(h.db, h.seq)
                         }
+                        RecordKind::DbMap => self.db_map(h.seq, rec.value, loc),
                     }
                     pos += len;
                 }
@@ -365,6 +381,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         deleted: HashMap::new(),
         flushed: vec![0; inner.databases],
         max_seq: 0,
+        db_map: None,
         report: RecoveryReport::default(),
     };
     let unclean_cache = match state {
@@ -531,6 +548,7 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
         .map(|s| (s.id, s.written.load(Relaxed)))
         .collect();
     let threads = recovery_threads();
+    let db_map = &replay.db_map;
     // Per thread: live bytes by segment, keys, entries dropped.
     let results: Vec<(HashMap<u32, u64>, u64, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
@@ -542,6 +560,11 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
                     for si in (t..inner.shards.len()).step_by(threads) {
                         let mut guard = inner.shards[si].lock();
                         let sh = &mut *guard;
+                        // Maps were filled by database id: arrange them by
+                        // the mapping in force (`keyspace::swapdb`).
+                        if let Some((_, ids, _)) = db_map {
+                            sh.arrange(ids);
+                        }
                         for d in 0..sh.dbs.len() {
                             let mut i = 0;
                             while i < sh.dbs[d].len() {
@@ -583,6 +606,10 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
             }
             inner.flash_live_bytes.fetch_add(bytes, Relaxed);
         }
+    }
+    if let Some((_, ids, loc)) = &replay.db_map {
+        inner.dbmap.set(ids);
+        crate::keyspace::swapdb::publish_record(inner, *loc);
     }
     if replay.report.missing_segment_entries > 0 {
         tracing::error!(

@@ -4,6 +4,7 @@
 
 mod collections;
 mod durability;
+mod swapdb;
 
 use crate::testing::FaultyIo;
 use crate::{

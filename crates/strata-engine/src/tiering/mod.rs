@@ -32,6 +32,7 @@ const HAND_STEP: usize = 256;
 
 /// One value picked for demotion.
 struct Victim {
+    /// The database's id (what the record names; `keyspace::swapdb`).
     db: usize,
     key: Box<[u8]>,
     value: Bytes,
@@ -230,7 +231,7 @@ fn demote_chunk(
                     with_cas.push(victims.len());
                 }
                 victims.push(Victim {
-                    db,
+                    db: inner.dbmap.id(db) as usize,
                     key: Box::from(&k[..]),
                     value: h.value.to_bytes(),
                     version: e.version,
@@ -332,11 +333,12 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
     for v in victims {
         let mut guard = inner.shard(&v.key).lock();
         let sh = &mut *guard;
-        let Some(idx) = sh.dbs[v.db].get_index_of(&*v.key) else {
+        let d = inner.dbmap.logical(v.db as u16);
+        let Some(idx) = sh.dbs[d].get_index_of(&*v.key) else {
             continue;
         };
-        let meta = sh.item_meta(v.db, &v.key, &sh.dbs[v.db][idx]);
-        let e = &mut sh.dbs[v.db][idx];
+        let meta = sh.item_meta(d, &v.key, &sh.dbs[d][idx]);
+        let e = &mut sh.dbs[d][idx];
         if e.version != v.version {
             continue;
         }
@@ -347,9 +349,9 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
             // journal may already have logged the new state, *before* this
             // record of the same write, and recovery takes the later one
             // (journal invariant 6): log the current state again.
-            inner.metadata_changed(sh, v.db, idx);
+            inner.metadata_changed(sh, d, idx);
         }
-        let e = &mut sh.dbs[v.db][idx];
+        let e = &mut sh.dbs[d][idx];
         if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));
             if e.expire_at_ms == v.expire_at_ms && meta == v.meta {

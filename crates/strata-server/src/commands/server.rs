@@ -341,6 +341,39 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
+/// SWAPDB: the two databases trade contents for every client at once;
+/// clients blocked on a key of either are served if it now has elements.
+pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let index = |b: &[u8]| parse_i64(b).filter(|n| i32::try_from(*n).is_ok());
+    let Some(a) = index(&args[1]) else {
+        reply::error(ctx.out, "ERR invalid first DB index");
+        return Outcome::Done;
+    };
+    let Some(b) = index(&args[2]) else {
+        reply::error(ctx.out, "ERR invalid second DB index");
+        return Outcome::Done;
+    };
+    let n = ctx.engine().databases() as i64;
+    if !(0..n).contains(&a) || !(0..n).contains(&b) {
+        reply::error(ctx.out, reply::DB_RANGE);
+        return Outcome::Done;
+    }
+    let (a, b) = (a as usize, b as usize);
+    match ctx.engine().swap_db(a, b) {
+        Ok(()) => {
+            let blocking = &ctx.shared.blocking;
+            if a != b && blocking.any_waiting() {
+                for d in [a, b] {
+                    blocking.serve(&ctx.shared.engine, d, blocking.keys_waited_in(d));
+                }
+            }
+            write_simple(ctx.out, b"OK");
+        }
+        Err(e) => reply::engine(ctx.out, &e),
+    }
+    Outcome::Done
+}
+
 pub fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -212,6 +212,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("dbsize", 1, RF, K0, "server", "Returns the number of keys in the database.", server::dbsize),
     cmd("flushdb", -1, &["write"], K0, "server", "Removes all keys from the current database.", server::flushdb),
     cmd("flushall", -1, &["write"], K0, "server", "Removes all keys from all databases.", server::flushall),
+    cmd("swapdb", 3, WD, K0, "server", "Swaps two Redis databases.", server::swapdb),
     cmd("time", 1, FAST, K0, "server", "Returns the server time.", server::time),
     cmd("memory", -2, R, K0, "server", "A container for memory diagnostics commands.", server::memory),
     cmd("object", -2, R, K0, "generic", "A container for object introspection commands.", server::object),

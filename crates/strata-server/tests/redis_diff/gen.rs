@@ -306,6 +306,7 @@ impl Gen {
                 (a, e)
             }
             16 if self.chance(0.2) => (vec![b("MOVE"), k, b("1")], e),
+            16 if self.chance(0.1) => (vec![b("SWAPDB"), b("0"), b("1")], e),
             17 => {
                 let p = self.pick(&["l", "s", "z"]);
                 (vec![b("SORT"), k, b("ALPHA"), b("STORE"), self.key(p)], e)
