@@ -1,17 +1,77 @@
 //! Wall-clock helpers. Expiry times are absolute Unix milliseconds, as Redis
 //! stores them, so they keep their meaning across restarts.
+//!
+//! A command reads the clock once: the server takes a [`snapshot`] when a
+//! command starts, and every `now_ms` of that thread answers it until the
+//! command returns (Redis's command time snapshot: a command sees one
+//! instant, and a key cannot expire half-way through it). Elsewhere
+//! (background threads, completions of cold reads) `now_ms` reads the
+//! clock.
 
+use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
+thread_local! {
+    /// The running command's time (0: none).
+    static SNAPSHOT: Cell<u64> = const { Cell::new(0) };
+}
+
+fn read_clock() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
 
+/// Milliseconds since the Unix epoch (the command's snapshot, if one is
+/// taken on this thread).
+pub fn now_ms() -> u64 {
+    match SNAPSHOT.with(Cell::get) {
+        0 => read_clock(),
+        t => t,
+    }
+}
+
 /// Seconds since the Unix epoch, truncated to 32 bits (an LRU clock).
 pub fn now_secs() -> u32 {
     (now_ms() / 1000) as u32
+}
+
+/// The clock as one command sees it; dropping it ends the snapshot.
+pub struct Snapshot {
+    prev: u64,
+}
+
+/// Reads the clock once for the command about to run on this thread.
+pub fn snapshot() -> Snapshot {
+    let prev = SNAPSHOT.with(|c| c.replace(read_clock()));
+    Snapshot { prev }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        SNAPSHOT.with(|c| c.set(self.prev));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snapshot_holds_the_time_until_dropped_and_nests() {
+        let s = snapshot();
+        let t = now_ms();
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        assert_eq!(now_ms(), t);
+        {
+            let _inner = snapshot();
+            assert!(now_ms() >= t);
+        }
+        assert_eq!(now_ms(), t);
+        drop(s);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert!(now_ms() > t);
+        assert!(std::thread::spawn(now_ms).join().unwrap() > t);
+    }
 }

@@ -55,10 +55,12 @@ impl ClientHandle {
         }
     }
 
-    /// Records that a command runs now.
-    pub fn touch(&self, cmd: &'static str) {
-        self.last_ms
-            .store(self.created.elapsed().as_millis() as u64, Relaxed);
+    /// Records that a command runs from `now`.
+    pub fn touch(&self, cmd: &'static str, now: Instant) {
+        self.last_ms.store(
+            now.saturating_duration_since(self.created).as_millis() as u64,
+            Relaxed,
+        );
         self.commands.fetch_add(1, Relaxed);
         self.info.lock().last_cmd = cmd;
     }

@@ -32,14 +32,17 @@ pub fn execute(
         reply::arity(target, spec.name);
         return Outcome::Done;
     }
-    conn.handle.touch(spec.name);
     let started = Instant::now();
+    conn.handle.touch(spec.name, started);
     let mut ctx = Ctx {
         shared,
         conn,
         out: target,
     };
-    let outcome = (spec.handler)(&mut ctx, args);
+    let outcome = {
+        let _clock = strata_engine::clock::snapshot();
+        (spec.handler)(&mut ctx, args)
+    };
     shared
         .slowlog
         .record(started.elapsed(), args, &ctx.conn.handle);
