@@ -15,6 +15,9 @@
 #   VALUE_SIZE  (default 100)
 #   MAXMEM_RAM  (default 1200mb; QUICK: 64mb): the index alone is ~94 B/key
 #   TAIL_KEYS   overwrites after the checkpoint for "crash" (default KEYS/10)
+#   MIX_HASHES  also this many hashes of 10 fields x 10 B (bench/
+#               collections_memory.py), for a restart with mixed types
+#               (default 0)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/scenarios/common.sh"
@@ -24,6 +27,8 @@ KEYS=${KEYS:-$d_keys}
 VALUE_SIZE=${VALUE_SIZE:-100}
 MAXMEM_RAM=${MAXMEM_RAM:-$d_ram}
 TAIL_KEYS=${TAIL_KEYS:-$((KEYS / 10))}
+MIX_HASHES=${MIX_HASHES:-0}
+TOTAL_KEYS=$((KEYS + MIX_HASHES))
 
 need_common
 need_strata
@@ -45,6 +50,13 @@ record_sb STRATA_PORT
 timed "$SCEN_TMP/fill.out" "${SB_CMD[@]}"
 [ "$(redis-cli -p "$port" dbsize)" = "$KEYS" ] || die "fill: DBSIZE is not $KEYS"
 log "fill: $(sb_json "$SB_JSON" | cut -d' ' -f1) SET/s in ${CLIENT_WALL}s"
+if [ "$MIX_HASHES" -gt 0 ]; then
+    log "filling $MIX_HASHES hashes of 10 fields x 10 B"
+    record "python3 bench/collections_memory.py hash $MIX_HASHES 10 10 | redis-cli -p STRATA_PORT --pipe"
+    python3 "$BENCH_ROOT/collections_memory.py" hash "$MIX_HASHES" 10 10 | redis-cli -p "$port" --pipe \
+        | grep -q "errors: 0, replies: $MIX_HASHES" || die "hash fill failed"
+    [ "$(redis-cli -p "$port" dbsize)" = "$TOTAL_KEYS" ] || die "fill: DBSIZE is not $TOTAL_KEYS"
+fi
 wait_settled "$port" 600
 after_fill=$(strata_state "$port")
 jbytes=$(info "$port" journal_bytes persistence)
@@ -61,7 +73,14 @@ restart() {
     read -r ACC[$name] SERVED[$name] LEN[$name] <<<"$r"
     [ "${LEN[$name]}" = "$VALUE_SIZE" ] || die "$name: GET $KEY returned $r"
     local keys; keys=$(redis-cli -p "$port" dbsize)
-    [ "$keys" = "$KEYS" ] || die "$name: DBSIZE is $keys after restart, expected $KEYS"
+    [ "$keys" = "$TOTAL_KEYS" ] || die "$name: DBSIZE is $keys after restart, expected $TOTAL_KEYS"
+    if [ "$MIX_HASHES" -gt 0 ]; then
+        local h=$((MIX_HASHES / 3)) want
+        want=$(python3 -c "print(chr(97 + $h % 26) * 10)")
+        [ "$(redis-cli -p "$port" hget "$(printf 'hash:%08d' "$h")" f7)" = "$want" ] \
+            || die "$name: HGET of hash $h is wrong after restart"
+        [ "$(redis-cli -p "$port" hlen "$(printf 'hash:%08d' "$h")")" = 10 ] || die "$name: HLEN of hash $h"
+    fi
     sb_cmd "$port" -d "$VALUE_SIZE" --ratio 0:1 --key-pattern R:R --key-minimum 1 --key-maximum "$KEYS" -n 2000 --verify
     "${SB_CMD[@]}" >"$dir/verify.out" 2>&1 || die "$name: verify run failed: $(tail -3 "$dir/verify.out")"
     local bad; bad=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1]))["aggregate"]; print(a.get("verify_errors", a.get("errors", 0)))' "$SB_JSON")
@@ -94,7 +113,7 @@ stop_server "$spid"
 elapsed=$(($(date +%s) - T0))
 
 {
-    header "Restart with $KEYS keys mostly on flash"
+    header "Restart with $TOTAL_KEYS keys mostly on flash"
     cat <<EOF2
 
 Issue 4's bar: a restart with 10,000,000 keys mostly on flash serves its
@@ -109,7 +128,8 @@ the page cache is dropped before each restart.
 - after the fill: $after_fill
 - flash directory at the clean shutdown: $log_bytes bytes, of which checkpoint $cp_bytes bytes
 - crash case: $TAIL_KEYS overwrites after the checkpoint ($tail_bytes log bytes since it), then kill -9
-- every restart: DBSIZE must be $KEYS and 2,000 random GETs verified byte-exact (\`strata-bench --verify\`)
+- mixed types: $MIX_HASHES hashes of 10 fields x 10 B besides the strings (one field read back with HGET and HLEN checked after each restart)
+- every restart: DBSIZE must be $TOTAL_KEYS and 2,000 random GETs verified byte-exact (\`strata-bench --verify\`)
 - total time of the script: ${elapsed} s
 
 ## Result
