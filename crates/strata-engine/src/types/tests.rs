@@ -121,3 +121,84 @@ fn zset_orders_by_score_then_member_and_ranks() {
     assert_eq!(r, vec![b"b".to_vec(), b"a".to_vec()]);
     assert_eq!(z.pop(false).map(|(m, _)| m.to_vec()), Some(b"c".to_vec()));
 }
+
+/// The packed small form and the tree form answer alike: random changes
+/// and reads against a model, through the conversion at 128 members.
+#[test]
+fn zset_forms_agree_with_a_model_through_conversion() {
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+    for seed in 0..40u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut z = ZSet::default();
+        // member -> score
+        let mut m: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+        let span = if seed % 2 == 0 { 100 } else { 400 };
+        for _ in 0..1500 {
+            let k = format!("m{}", rng.gen_range(0..span)).into_bytes();
+            let s = [-0.0, 0.0, 1.5, -3.0, 7.0][rng.gen_range(0..5)] + rng.gen_range(0..3) as f64;
+            match rng.gen_range(0..10) {
+                0..=5 => assert_eq!(z.insert(&k, s), m.insert(k.clone(), s)),
+                6..=7 => assert_eq!(z.remove(&k), m.remove(&k).is_some()),
+                8 => {
+                    let max = rng.gen_bool(0.5);
+                    let popped = z.pop(max);
+                    let want = {
+                        let mut v: Vec<_> =
+                            m.iter().map(|(k, s)| (ScoreKey(*s), k.clone())).collect();
+                        v.sort();
+                        if max {
+                            v.pop()
+                        } else if v.is_empty() {
+                            None
+                        } else {
+                            Some(v.remove(0))
+                        }
+                    };
+                    assert_eq!(
+                        popped.as_ref().map(|(k, _)| k.to_vec()),
+                        want.as_ref().map(|w| w.1.clone())
+                    );
+                    if let Some((k, _)) = popped {
+                        m.remove(&*k);
+                    }
+                }
+                _ => {}
+            }
+            assert_eq!(z.len(), m.len());
+            let mut want: Vec<_> = m.iter().map(|(k, s)| (ScoreKey(*s), k.clone())).collect();
+            want.sort();
+            let got: Vec<_> = z.iter().map(|(k, s)| (ScoreKey(s), k.to_vec())).collect();
+            assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(
+                    (g.0 .0.to_bits(), &g.1),
+                    (w.0 .0.to_bits(), &w.1),
+                    "seed {seed}"
+                );
+            }
+            assert_eq!(z.score(&k), m.get(&k).copied());
+            let rank = want.iter().position(|(_, w)| *w == k);
+            assert_eq!(z.rank(&k), rank);
+            if let Some(r) = rank {
+                assert_eq!(z.get_rank(r).map(|(k, _)| k.to_vec()), Some(k.clone()));
+            }
+            let (lo, hi) = (Bound::Excluded(0.0), Bound::Included(3.0));
+            let in_range: Vec<_> = z
+                .range_by_score(lo, hi)
+                .rev()
+                .map(|(k, _)| k.to_vec())
+                .collect();
+            let want_range: Vec<_> = want
+                .iter()
+                .rev()
+                .filter(|(s, _)| s.0 > 0.0 && s.0 <= 3.0)
+                .map(|(_, k)| k.clone())
+                .collect();
+            assert_eq!(in_range, want_range, "seed {seed}");
+        }
+        let body: usize = m.keys().map(|k| 8 + packed_len(k.len())).sum();
+        assert_eq!(z.body_len(), body);
+    }
+}

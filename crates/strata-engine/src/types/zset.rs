@@ -1,5 +1,8 @@
-//! A sorted set in RAM: member → score, and (score, member) in Redis's
-//! order (score, then member bytes; -0 and 0 are the same score).
+//! A sorted set in RAM, in Redis's order (score, then member bytes; -0 and
+//! 0 are the same score). A small one (up to 128 members and 8 KiB) is
+//! packed in one buffer and scanned, as Redis's listpack; a larger one is a
+//! member → score map beside an ordered tree, and stays so. OBJECT ENCODING
+//! follows Redis's own thresholds (`big`), not the form used here.
 //!
 //! Ranks walk the ordered set (O(rank)); the chunked layout will give
 //! ranks by prefix sums over chunk counts.
@@ -33,10 +36,86 @@ impl Ord for ScoreKey {
 
 type Members = HashMap<Box<[u8]>, f64, foldhash::fast::RandomState>;
 
+/// A small sorted set packed in one buffer, as Redis's listpack: entries
+/// `score (f64 LE) | length (u32 LE) | member`, in Redis's order. Lookups
+/// scan it (it holds at most `PACKED_MAX_ENTRIES`, like a listpack).
+#[derive(Clone, Debug, Default)]
+struct Packed {
+    buf: Vec<u8>,
+    n: usize,
+}
+
+/// A packed set converts to the tree form past either limit (one way).
+const PACKED_MAX_ENTRIES: usize = 128;
+const PACKED_MAX_BYTES: usize = 8 << 10;
+
+/// Bytes before a packed member.
+const ENTRY_HEAD: usize = 12;
+
+impl Packed {
+    /// (offset, member, score) of each entry, in order.
+    fn entries(&self) -> impl Iterator<Item = (usize, &[u8], f64)> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let b = self.buf.get(at..at + ENTRY_HEAD)?;
+            let score = f64::from_le_bytes(b[0..8].try_into().ok()?);
+            let len = u32::from_le_bytes(b[8..12].try_into().ok()?) as usize;
+            let off = at;
+            let m = &self.buf[at + ENTRY_HEAD..at + ENTRY_HEAD + len];
+            at += ENTRY_HEAD + len;
+            Some((off, m, score))
+        })
+    }
+
+    fn find(&self, m: &[u8]) -> Option<(usize, usize, f64)> {
+        self.entries()
+            .enumerate()
+            .find(|(_, (_, e, _))| *e == m)
+            .map(|(i, (off, _, s))| (i, off, s))
+    }
+
+    fn remove_at(&mut self, off: usize, len: usize) {
+        self.buf.drain(off..off + ENTRY_HEAD + len);
+        self.n -= 1;
+    }
+
+    /// Inserts a member that is not in the set at its place in the order.
+    fn insert_new(&mut self, m: &[u8], score: f64) {
+        let key = (ScoreKey(score), m);
+        let at = self
+            .entries()
+            .find(|(_, e, s)| (ScoreKey(*s), *e) > key)
+            .map_or(self.buf.len(), |(off, _, _)| off);
+        let mut entry = Vec::with_capacity(ENTRY_HEAD + m.len());
+        entry.extend_from_slice(&score.to_le_bytes());
+        entry.extend_from_slice(&(m.len() as u32).to_le_bytes());
+        entry.extend_from_slice(m);
+        self.buf.splice(at..at, entry);
+        self.n += 1;
+    }
+}
+
+/// How a sorted set is held in RAM (invisible to callers; OBJECT ENCODING
+/// follows `big`, Redis's rules, not this).
+#[derive(Clone, Debug)]
+enum Repr {
+    Packed(Packed),
+    /// Member → score, and (score, member) in order.
+    Tree {
+        scores: Members,
+        order: BTreeSet<(ScoreKey, Box<[u8]>)>,
+    },
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Packed(Packed::default())
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
-    scores: Members,
-    order: BTreeSet<(ScoreKey, Box<[u8]>)>,
+    repr: Repr,
     body: usize,
     /// Redis would report `skiplist` (one-way).
     pub big: bool,
@@ -45,11 +124,10 @@ pub struct ZSet {
 impl PartialEq for ZSet {
     fn eq(&self, o: &Self) -> bool {
         self.big == o.big
-            && self.scores.len() == o.scores.len()
+            && self.len() == o.len()
             && self
-                .scores
                 .iter()
-                .all(|(m, s)| o.scores.get(m).is_some_and(|t| t.to_bits() == s.to_bits()))
+                .all(|(m, s)| o.score(m).is_some_and(|t| t.to_bits() == s.to_bits()))
     }
 }
 
@@ -58,38 +136,123 @@ const fn member_len(n: usize) -> usize {
     8 + packed_len(n)
 }
 
+/// Iterates a sorted set's members: a collected run of a packed set, or a
+/// walk of the tree.
+pub struct Iter<'a>(IterInner<'a>);
+
+enum IterInner<'a> {
+    Packed(std::vec::IntoIter<(&'a [u8], f64)>),
+    Tree(Box<dyn DoubleEndedIterator<Item = (&'a [u8], f64)> + 'a>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], f64);
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            IterInner::Packed(i) => i.next(),
+            IterInner::Tree(i) => i.next(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            IterInner::Packed(i) => i.next_back(),
+            IterInner::Tree(i) => i.next_back(),
+        }
+    }
+}
+
+/// Whether `s` is inside the bounds.
+fn in_bounds(s: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
+    let lo = match min {
+        Bound::Unbounded => true,
+        Bound::Included(x) => s >= x,
+        Bound::Excluded(x) => s > x,
+    };
+    let hi = match max {
+        Bound::Unbounded => true,
+        Bound::Included(x) => s <= x,
+        Bound::Excluded(x) => s < x,
+    };
+    lo && hi
+}
+
 impl ZSet {
     pub fn len(&self) -> usize {
-        self.scores.len()
+        match &self.repr {
+            Repr::Packed(p) => p.n,
+            Repr::Tree { scores, .. } => scores.len(),
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.scores.is_empty()
+        self.len() == 0
     }
     pub(crate) fn body_len(&self) -> usize {
         self.body
     }
     pub fn score(&self, m: &[u8]) -> Option<f64> {
-        self.scores.get(m).copied()
+        match &self.repr {
+            Repr::Packed(p) => p.find(m).map(|(_, _, s)| s),
+            Repr::Tree { scores, .. } => scores.get(m).copied(),
+        }
     }
+
+    /// Moves a packed set to the tree form.
+    fn convert_to_tree(&mut self) {
+        if let Repr::Packed(p) = &self.repr {
+            let mut scores = Members::with_capacity_and_hasher(p.n, Default::default());
+            let mut order = BTreeSet::new();
+            for (_, m, s) in p.entries() {
+                scores.insert(m.into(), s);
+                order.insert((ScoreKey(s), m.into()));
+            }
+            self.repr = Repr::Tree { scores, order };
+        }
+    }
+
     /// Sets the score of `m`; returns the previous score (None if new).
     /// Caller guarantees `score` is not NaN.
     pub fn insert(&mut self, m: &[u8], score: f64) -> Option<f64> {
         debug_assert!(!score.is_nan());
-        match self.scores.get_mut(m) {
+        if let Repr::Packed(p) = &mut self.repr {
+            match p.find(m) {
+                Some((_, off, prev)) => {
+                    if prev.to_bits() != score.to_bits() {
+                        p.remove_at(off, m.len());
+                        p.insert_new(m, score);
+                    }
+                    return Some(prev);
+                }
+                None if p.n < PACKED_MAX_ENTRIES
+                    && p.buf.len() + ENTRY_HEAD + m.len() <= PACKED_MAX_BYTES =>
+                {
+                    p.insert_new(m, score);
+                    self.body += member_len(m.len());
+                    return None;
+                }
+                None => self.convert_to_tree(),
+            }
+        }
+        let Repr::Tree { scores, order } = &mut self.repr else {
+            unreachable!("converted above");
+        };
+        match scores.get_mut(m) {
             Some(old) => {
                 let prev = *old;
                 if prev.to_bits() != score.to_bits() {
                     *old = score;
                     let member: Box<[u8]> = m.into();
-                    self.order.remove(&(ScoreKey(prev), member.clone()));
-                    self.order.insert((ScoreKey(score), member));
+                    order.remove(&(ScoreKey(prev), member.clone()));
+                    order.insert((ScoreKey(score), member));
                 }
                 Some(prev)
             }
             None => {
                 self.body += member_len(m.len());
-                self.scores.insert(m.into(), score);
-                self.order.insert((ScoreKey(score), m.into()));
+                scores.insert(m.into(), score);
+                order.insert((ScoreKey(score), m.into()));
                 None
             }
         }
@@ -99,32 +262,67 @@ impl ZSet {
     }
     /// Removes `m`; returns whether it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
-        match self.scores.remove(m) {
-            Some(s) => {
-                self.order.remove(&(ScoreKey(s), Box::<[u8]>::from(m)));
-                self.body -= member_len(m.len());
-                true
-            }
-            None => false,
+        let found = match &mut self.repr {
+            Repr::Packed(p) => match p.find(m) {
+                Some((_, off, _)) => {
+                    p.remove_at(off, m.len());
+                    true
+                }
+                None => false,
+            },
+            Repr::Tree { scores, order } => match scores.remove(m) {
+                Some(s) => {
+                    order.remove(&(ScoreKey(s), Box::<[u8]>::from(m)));
+                    true
+                }
+                None => false,
+            },
+        };
+        if found {
+            self.body -= member_len(m.len());
         }
+        found
     }
     /// 0-based rank of `m` in ascending order.
     pub fn rank(&self, m: &[u8]) -> Option<usize> {
-        let s = self.score(m)?;
-        let key = (ScoreKey(s), Box::<[u8]>::from(m));
-        Some(self.order.range(..&key).count())
+        match &self.repr {
+            Repr::Packed(p) => p.find(m).map(|(i, _, _)| i),
+            Repr::Tree { order, .. } => {
+                let s = self.score(m)?;
+                let key = (ScoreKey(s), Box::<[u8]>::from(m));
+                Some(order.range(..&key).count())
+            }
+        }
     }
     /// Members in ascending order with their scores.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
-        self.order.iter().map(|(s, m)| (&**m, s.0))
+    pub fn iter(&self) -> Iter<'_> {
+        Iter(match &self.repr {
+            Repr::Packed(p) => IterInner::Packed(
+                p.entries()
+                    .map(|(_, m, s)| (m, s))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            ),
+            Repr::Tree { order, .. } => {
+                IterInner::Tree(Box::new(order.iter().map(|(s, m)| (&**m, s.0))))
+            }
+        })
     }
     /// Members with a score in the given bounds, ascending (reverse the
     /// iterator for descending). Only the members in range are visited.
-    pub fn range_by_score(
-        &self,
-        min: Bound<f64>,
-        max: Bound<f64>,
-    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+    pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> Iter<'_> {
+        let order = match &self.repr {
+            Repr::Packed(p) => {
+                return Iter(IterInner::Packed(
+                    p.entries()
+                        .filter(|(_, _, s)| in_bounds(*s, min, max))
+                        .map(|(_, m, s)| (m, s))
+                        .collect::<Vec<_>>()
+                        .into_iter(),
+                ))
+            }
+            Repr::Tree { order, .. } => order,
+        };
         // (score, b"") sorts before every member of that score.
         let at = |s: f64| (ScoreKey(s), Box::<[u8]>::from(&b""[..]));
         let lo = match min {
@@ -141,32 +339,39 @@ impl ZSet {
             Bound::Excluded(s) => Some(Bound::Excluded(at(s))),
         };
         let range = match (lo, hi) {
-            (Some(lo), Some(hi)) if bounds_ordered(&lo, &hi) => Some(self.order.range((lo, hi))),
+            (Some(lo), Some(hi)) if bounds_ordered(&lo, &hi) => Some(order.range((lo, hi))),
             _ => None,
         };
-        range.into_iter().flatten().map(|(s, m)| (&**m, s.0))
+        Iter(IterInner::Tree(Box::new(
+            range.into_iter().flatten().map(|(s, m)| (&**m, s.0)),
+        )))
     }
     /// Removes and returns the lowest (or, with `max`, the highest) member.
     pub fn pop(&mut self, max: bool) -> Option<(Box<[u8]>, f64)> {
-        let first = if max {
-            self.order.iter().next_back()
-        } else {
-            self.order.iter().next()
-        }?;
-        let (s, m) = (first.0, first.1.clone());
+        let (m, s) = {
+            let mut it = self.iter();
+            let (m, s) = if max { it.next_back() } else { it.next() }?;
+            (Box::<[u8]>::from(m), s)
+        };
         self.remove(&m);
-        Some((m, s.0))
+        Some((m, s))
     }
     /// The member at rank `i` (ascending).
     pub fn get_rank(&self, i: usize) -> Option<(&[u8], f64)> {
-        self.order.iter().nth(i).map(|(s, m)| (&**m, s.0))
+        match &self.repr {
+            Repr::Packed(p) => p.entries().nth(i).map(|(_, m, s)| (m, s)),
+            Repr::Tree { order, .. } => order.iter().nth(i).map(|(s, m)| (&**m, s.0)),
+        }
     }
     pub(crate) fn update_encoding(&mut self, lim: &EncodingLimits) {
-        if !self.big
-            && (self.scores.len() > lim.zset_entries
-                || self.scores.keys().any(|m| m.len() > lim.zset_value))
-        {
+        if !self.big && (self.len() > lim.zset_entries || self.has_member_over(lim.zset_value)) {
             self.big = true;
+        }
+    }
+    fn has_member_over(&self, n: usize) -> bool {
+        match &self.repr {
+            Repr::Packed(p) => p.entries().any(|(_, m, _)| m.len() > n),
+            Repr::Tree { scores, .. } => scores.keys().any(|m| m.len() > n),
         }
     }
 }
