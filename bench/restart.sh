@@ -15,6 +15,7 @@
 #   VALUE_SIZE  (default 100)
 #   MAXMEM_RAM  (default 1200mb; QUICK: 64mb): the index alone is ~94 B/key
 #   TAIL_KEYS   overwrites after the checkpoint for "crash" (default KEYS/10)
+#   RESULT_NAME results file name (default restart)
 #   MIX_HASHES  also this many hashes of 10 fields x 10 B (bench/
 #               collections_memory.py), for a restart with mixed types
 #               (default 0)
@@ -33,7 +34,7 @@ TOTAL_KEYS=$((KEYS + MIX_HASHES))
 need_common
 need_strata
 need_sb
-OUT=$(result_file restart)
+OUT=$(result_file "${RESULT_NAME:-restart}")
 T0=$(date +%s)
 
 port=$(free_port); dir=$(bench_tmpdir strata)

@@ -203,44 +203,35 @@ pub fn align52(h: Bits) -> u64 {
     h.bits << (52 - h.step as u32 * 2)
 }
 
-fn move_x(h: &mut Bits, d: i8) {
-    let s = 64 - h.step as u32 * 2;
-    let mut x = h.bits & 0xaaaaaaaaaaaaaaaa;
-    let y = h.bits & 0x5555555555555555;
-    let zz = 0x5555555555555555u64.checked_shr(s).unwrap_or(0);
-    if d > 0 {
-        x = x.wrapping_add(zz + 1);
-    } else {
-        x |= zz;
-        x = x.wrapping_sub(zz + 1);
-    }
-    x &= 0xaaaaaaaaaaaaaaaau64.checked_shr(s).unwrap_or(0);
-    h.bits = x | y;
-}
+const ODD: u64 = 0xaaaaaaaaaaaaaaaa; // longitude bits
+const EVEN: u64 = 0x5555555555555555; // latitude bits
 
-fn move_y(h: &mut Bits, d: i8) {
+/// Redis's `geohash_move_x` (`axis` = ODD) and `geohash_move_y` (EVEN):
+/// adds `d` (±1) to one coordinate of the interleaved cell, carrying
+/// through the other coordinate's bits.
+fn step_axis(h: &mut Bits, axis: u64, d: i8) {
     let s = 64 - h.step as u32 * 2;
-    let x = h.bits & 0xaaaaaaaaaaaaaaaa;
-    let mut y = h.bits & 0x5555555555555555;
-    let zz = 0xaaaaaaaaaaaaaaaau64.checked_shr(s).unwrap_or(0);
+    let mut a = h.bits & axis;
+    let other = h.bits & !axis;
+    let zz = (!axis).checked_shr(s).unwrap_or(0);
     if d > 0 {
-        y = y.wrapping_add(zz + 1);
+        a = a.wrapping_add(zz + 1);
     } else {
-        y |= zz;
-        y = y.wrapping_sub(zz + 1);
+        a |= zz;
+        a = a.wrapping_sub(zz + 1);
     }
-    y &= 0x5555555555555555u64.checked_shr(s).unwrap_or(0);
-    h.bits = x | y;
+    a &= axis.checked_shr(s).unwrap_or(0);
+    h.bits = a | other;
 }
 
 /// A cell moved by (dx, dy) cells (east and north are positive).
 fn neighbour(h: Bits, dx: i8, dy: i8) -> Bits {
     let mut n = h;
     if dx != 0 {
-        move_x(&mut n, dx);
+        step_axis(&mut n, ODD, dx);
     }
     if dy != 0 {
-        move_y(&mut n, dy);
+        step_axis(&mut n, EVEN, dy);
     }
     n
 }

@@ -122,7 +122,7 @@ pub fn geodist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     };
     let (a, b) = (args[2].clone(), args[3].clone());
-    read(ctx, &args[1], move |z, out, v| {
+    zs::read(ctx, &args[1], move |z, out, v| {
         match z.and_then(|z| Some((z.score(&a)?, z.score(&b)?))) {
             Some((s1, s2)) => {
                 let (p, q) = (geohash::decode_score(s1), geohash::decode_score(s2));
@@ -135,7 +135,7 @@ pub fn geodist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn geohash(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let ms = args[2..].to_vec();
-    read(ctx, &args[1], move |z, out, v| {
+    zs::read(ctx, &args[1], move |z, out, v| {
         write_array_len(out, ms.len());
         for m in &ms {
             match z.and_then(|z| z.score(m)) {
@@ -148,7 +148,7 @@ pub fn geohash(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn geopos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let ms = args[2..].to_vec();
-    read(ctx, &args[1], move |z, out, v| {
+    zs::read(ctx, &args[1], move |z, out, v| {
         write_array_len(out, ms.len());
         for m in &ms {
             match z.and_then(|z| z.score(m)) {
@@ -160,20 +160,6 @@ pub fn geopos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 }
                 None => write_null_array(out, v),
             }
-        }
-    })
-}
-
-fn read(
-    ctx: &mut Ctx<'_>,
-    key: &Bytes,
-    f: impl FnOnce(Option<&ZSet>, &mut BytesMut, Version) + Send + 'static,
-) -> Outcome {
-    let key = key.clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
-        match zs::get(view, &key) {
-            Ok(z) => f(z, out, v),
-            Err(e) => reply::engine(out, &e),
         }
     })
 }
@@ -194,14 +180,7 @@ fn write_human(out: &mut BytesMut, v: Version, d: f64) {
     if s == "-0" {
         s = "0".into();
     }
-    match v {
-        Version::Resp2 => write_bulk(out, s.as_bytes()),
-        Version::Resp3 => {
-            out.extend_from_slice(b",");
-            out.extend_from_slice(s.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-    }
+    zs::write_double_text(out, v, &s);
 }
 
 // ------------------------------------------------------------- searches

@@ -20,7 +20,7 @@ pub use range::{
     normalize_for_store, zcount, zlexcount, zrange, zrangebylex, zrangebyscore, zrangestore,
     zremrangebylex, zremrangebyrank, zremrangebyscore, zrevrange, zrevrangebylex, zrevrangebyscore,
 };
-pub use score::{fmt_score, parse_score, write_score};
+pub use score::{fmt_score, parse_score, write_double_text, write_score};
 
 use super::hash::{parse_cursor, parse_scan_opts, pick_indexes, scan_positions, write_empty_scan};
 use super::list::clamp_range;
@@ -58,7 +58,9 @@ pub fn get_mut<'v>(
     }
 }
 
-fn read(
+/// Runs `f` on the sorted set at `key` (None if missing), or replies
+/// WRONGTYPE.
+pub(crate) fn read(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
     f: impl FnOnce(Option<&ZSet>, &mut BytesMut, Version) + Send + 'static,

@@ -52,7 +52,12 @@ pub fn fmt_score(d: f64) -> String {
 
 /// Writes a score: a bulk string in RESP2, a double in RESP3.
 pub fn write_score(out: &mut BytesMut, v: Version, d: f64) {
-    let s = fmt_score(d);
+    write_double_text(out, v, &fmt_score(d));
+}
+
+/// Writes a double already printed as `s`: a bulk string in RESP2, a
+/// double in RESP3.
+pub fn write_double_text(out: &mut BytesMut, v: Version, s: &str) {
     match v {
         Version::Resp2 => write_bulk(out, s.as_bytes()),
         Version::Resp3 => {
