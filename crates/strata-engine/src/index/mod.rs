@@ -151,6 +151,9 @@ pub const VTYPE_MASK: u8 = 0x0f;
 /// Not persisted: after a restart the string reports by its length, as
 /// after Redis reloads its RDB.
 pub const VT_STR_RAW: u8 = 0x80;
+/// `Entry::vtype` bit: a string Redis stores as text even if it reads as
+/// an integer (INCRBYFLOAT's result: `embstr`, never `int`). Not persisted.
+pub const VT_STR_NOINT: u8 = 0x40;
 
 /// CLOCK reference bit: set on access, cleared by the demoter's hand.
 pub const F_REFERENCED: u8 = 1;

@@ -58,6 +58,9 @@ pub struct KeyInfo {
     pub hot_value: Option<Bytes>,
     /// A string changed in place (APPEND, SETRANGE): `raw`.
     pub raw_string: bool,
+    /// A string Redis keeps as text though it may read as an integer
+    /// (INCRBYFLOAT's result).
+    pub float_string: bool,
     pub key_len: usize,
     /// RAM this key costs: its map bucket and slot, out-of-line key bytes,
     /// and the value if it is in RAM.
@@ -259,6 +262,7 @@ impl Engine {
             fetched: e.flags & crate::index::F_FETCHED != 0,
             vtype: e.value_type(),
             raw_string: e.vtype & crate::index::VT_STR_RAW != 0,
+            float_string: e.vtype & crate::index::VT_STR_NOINT != 0,
             elements: match e.value_type() {
                 crate::types::ValueType::String => 0,
                 _ => crate::types::aux_count(e.client_flags) as u64,

@@ -159,7 +159,7 @@ impl Inner {
         let Some(si) = self.live_index(&mut ga, db, src) else {
             return Ok(None);
         };
-        let raw = ga.dbs[db][si].vtype & crate::index::VT_STR_RAW;
+        let raw = ga.dbs[db][si].vtype & (crate::index::VT_STR_RAW | crate::index::VT_STR_NOINT);
         let (value, expire, flags) = {
             let e = &ga.dbs[db][si];
             match &e.slot {
@@ -194,7 +194,7 @@ impl Inner {
             v => v,
         };
         if let Some(i) = self.store_value(dsh, dst_db, dst, di, value, expire, flags) {
-            // The copy keeps Redis's `raw` mark.
+            // The copy keeps Redis's `raw` (and not-`int`) marks.
             dsh.dbs[dst_db][i].vtype |= raw;
         }
         if !copy {

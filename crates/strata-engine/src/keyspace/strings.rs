@@ -89,10 +89,17 @@ pub enum Mutation {
         value: Bytes,
         expire: ExpireUpdate,
     },
+    /// As `Set`, for INCRBYFLOAT's result: Redis stores it as text
+    /// (`embstr` / `raw`), never `int`, whatever it reads as.
+    SetFloat {
+        value: Bytes,
+        expire: ExpireUpdate,
+    },
 }
 
 enum MutationKind {
     Raw,
+    Float,
     Other,
 }
 
@@ -342,6 +349,7 @@ impl Inner {
         };
         let mutation_kind = match &mutation {
             Mutation::SetRaw { .. } => MutationKind::Raw,
+            Mutation::SetFloat { .. } => MutationKind::Float,
             _ => MutationKind::Other,
         };
         match mutation {
@@ -351,8 +359,14 @@ impl Inner {
                     self.remove_index(sh, db, i, false);
                 }
             }
-            Mutation::Set { value, expire } | Mutation::SetRaw { value, expire } => {
-                let raw = matches!(&mutation_kind, MutationKind::Raw);
+            Mutation::Set { value, expire }
+            | Mutation::SetRaw { value, expire }
+            | Mutation::SetFloat { value, expire } => {
+                let mark = match mutation_kind {
+                    MutationKind::Raw => crate::index::VT_STR_RAW,
+                    MutationKind::Float => crate::index::VT_STR_NOINT,
+                    MutationKind::Other => 0,
+                };
                 // A RESP write of an existing value (APPEND, INCR ...) keeps
                 // its memcached flags.
                 let (old, flags) = idx
@@ -361,9 +375,7 @@ impl Inner {
                 let value = Bytes::copy_from_slice(&value);
                 let at = resolve_expire(expire, old);
                 if let Some(i) = self.store(sh, db, key, idx, value, at, flags) {
-                    if raw {
-                        sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
-                    }
+                    sh.dbs[db][i].vtype |= mark;
                 }
             }
             Mutation::SetItem {

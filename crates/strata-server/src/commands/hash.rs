@@ -3,7 +3,7 @@
 //! answers them. Each runs in a `KeysView` (the hash in RAM, fetched first
 //! if cold); arguments are checked before, in Redis's order.
 
-use super::{parse_f64, parse_i64};
+use super::parse_i64;
 use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
@@ -244,11 +244,11 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let Some(incr) = parse_f64(&args[3]) else {
+    let Some(incr) = super::float::parse(&args[3]) else {
         reply::error(ctx.out, reply::NOT_FLOAT);
         return Outcome::Done;
     };
-    if incr.is_infinite() {
+    if incr == super::float::Ld::Inf {
         reply::error(ctx.out, "ERR value is NaN or Infinity");
         return Outcome::Done;
     }
@@ -258,11 +258,11 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Err(e) => return reply::engine(out, &e),
             Ok(h) => match h.and_then(|h| h.get(&field)) {
                 None => b"0".to_vec(),
-                Some(v) if parse_f64(v).is_some() => v.to_vec(),
+                Some(v) if super::float::parse(v).is_some() => v.to_vec(),
                 Some(_) => return reply::error(out, "ERR hash value is not a float"),
             },
         };
-        let Some(text) = super::float_sum_text(&old, &incr_text) else {
+        let Some(text) = super::float::sum_text(&old, &incr_text) else {
             return reply::error(out, reply::NAN_OR_INF);
         };
         if let Ok(Some(h)) = get_mut(view, &key, true) {

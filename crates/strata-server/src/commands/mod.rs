@@ -5,6 +5,7 @@
 pub mod blocking;
 pub mod client;
 pub mod config;
+pub mod float;
 pub mod geo;
 pub mod hash;
 pub mod keys;
@@ -47,42 +48,6 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
         _ => s.parse().ok()?,
     };
     (!v.is_nan()).then_some(v)
-}
-
-/// Formats a float as Redis's INCRBYFLOAT does (`%.17Lg`, trailing zeros
-/// removed): the shortest text that round-trips, without an exponent for
-/// ordinary magnitudes.
-pub fn format_f64(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e17 {
-        format!("{}", v as i64)
-    } else {
-        let s = format!("{v}");
-        if s.contains('e') {
-            format!("{v:.17}")
-                .trim_end_matches('0')
-                .trim_end_matches('.')
-                .to_string()
-        } else {
-            s
-        }
-    }
-}
-
-/// INCRBYFLOAT's sum of the value `old` and the increment `incr` (both
-/// already valid floats), as text: exact when both are integers and the
-/// sum is below 2^64 in magnitude (where Redis's long double is exact
-/// too), else the f64 sum (Redis adds in long double: the last digits of
-/// a non-integer sum may differ). None if the sum is not finite.
-pub fn float_sum_text(old: &[u8], incr: &[u8]) -> Option<String> {
-    let int = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<i128>().ok();
-    if let (Some(a), Some(b)) = (int(old), int(incr)) {
-        let s = a + b;
-        if s.unsigned_abs() < 1u128 << 64 {
-            return Some(s.to_string());
-        }
-    }
-    let n = parse_f64(old)? + parse_f64(incr)?;
-    n.is_finite().then(|| format_f64(n))
 }
 
 /// The arguments of LMPOP / ZMPOP (and their blocking forms) from
@@ -185,8 +150,5 @@ mod tests {
         assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_f64(b"nan"), None);
         assert_eq!(parse_f64(b" 1"), None);
-        assert_eq!(format_f64(10.5), "10.5");
-        assert_eq!(format_f64(3.0), "3");
-        assert_eq!(format_f64(5.0e3), "5000");
     }
 }

@@ -516,7 +516,7 @@ fn encoding_name(info: &strata_engine::KeyInfo) -> &'static str {
     match info.vtype {
         ValueType::String => match &info.hot_value {
             _ if info.raw_string => "raw",
-            Some(v) if super::parse_i64(v).is_some() => "int",
+            Some(v) if !info.float_string && super::parse_i64(v).is_some() => "int",
             _ if info.value_len <= 44 => "embstr",
             _ => "raw",
         },

@@ -5,7 +5,7 @@
 //! Reads of cold values and read-modify-writes of cold values complete
 //! after one flash read (`Outcome::Pending`); everything else is RAM-only.
 
-use super::{is, parse_f64, parse_i64};
+use super::{is, parse_i64};
 use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
@@ -483,10 +483,7 @@ pub fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if parse_f64(&args[2]).is_none() {
-        reply::error(ctx.out, reply::NOT_FLOAT);
-        return Outcome::Done;
-    }
+    // Redis checks the key's type first, then both numbers.
     let delta = args[2].clone();
     rmw(
         ctx,
@@ -494,14 +491,17 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         move |cur| {
             let old: &[u8] = match &cur {
                 None => b"0",
-                Some(c) if parse_f64(c.value).is_some() => c.value,
+                Some(c) if super::float::parse(c.value).is_some() => c.value,
                 Some(_) => return (Mutation::None, Err(reply::NOT_FLOAT)),
             };
-            let Some(text) = super::float_sum_text(old, &delta) else {
+            if super::float::parse(&delta).is_none() {
+                return (Mutation::None, Err(reply::NOT_FLOAT));
+            }
+            let Some(text) = super::float::sum_text(old, &delta) else {
                 return (Mutation::None, Err(reply::NAN_OR_INF));
             };
             let text = Bytes::from(text);
-            let m = Mutation::Set {
+            let m = Mutation::SetFloat {
                 value: text.clone(),
                 expire: ExpireUpdate::Keep,
             };

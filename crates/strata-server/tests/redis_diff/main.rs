@@ -116,7 +116,7 @@ fn collections_match_redis_7() {
                     history[from..].join("\n  ")
                 );
             }
-            if let Check::Random { key } | Check::Float { key } = &check {
+            if let Check::Random { key } = &check {
                 oracle::resync(&mut r, &mut s, key);
             }
             if let Some(w) = &watch {
