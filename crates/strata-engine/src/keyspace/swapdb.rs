@@ -32,8 +32,10 @@ pub struct DbMapping {
     ids: Box<[AtomicU16]>,
     /// Id -> logical database.
     logical: Box<[AtomicU16]>,
-    /// The log record of the mapping in force (None: identity, unlogged).
+    /// The log record of the mapping in force (None: not logged yet).
     pub record: Mutex<Option<FlashLoc>>,
+    /// Some SWAPDB ran (this run), or a mapping was recovered.
+    swapped: std::sync::atomic::AtomicBool,
 }
 
 impl DbMapping {
@@ -43,6 +45,7 @@ impl DbMapping {
             ids: n(),
             logical: n(),
             record: Mutex::new(None),
+            swapped: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -63,13 +66,15 @@ impl DbMapping {
         self.ids.iter().map(|a| a.load(Relaxed)).collect()
     }
 
-    /// Whether some SWAPDB ever changed the mapping (a record exists).
-    pub fn logged(&self) -> bool {
-        self.record.lock().is_some()
+    /// Whether a checkpoint must log the mapping: some SWAPDB changed it
+    /// (with `appendonly no` nothing else logs it), or a record of it exists.
+    pub fn needs_record(&self) -> bool {
+        self.swapped.load(Relaxed) || self.record.lock().is_some()
     }
 
     /// Installs `ids` (logical -> id; a permutation) at recovery.
     pub(crate) fn set(&self, ids: &[u16]) {
+        self.swapped.store(true, Relaxed);
         for (d, &id) in ids.iter().enumerate() {
             self.ids[d].store(id, Relaxed);
             self.logical[id as usize].store(d as u16, Relaxed);
@@ -77,6 +82,7 @@ impl DbMapping {
     }
 
     fn swap(&self, a: usize, b: usize) {
+        self.swapped.store(true, Relaxed);
         let (ia, ib) = (self.id(a), self.id(b));
         self.ids[a].store(ib, Relaxed);
         self.ids[b].store(ia, Relaxed);

@@ -405,7 +405,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         let position = w.position();
         // After a SWAPDB, the tail starts with the mapping in force, so a
         // restart from this checkpoint knows it (`keyspace::swapdb`).
-        if inner.dbmap.logged() {
+        if inner.dbmap.needs_record() {
             let before = w.bytes_written;
             let loc = crate::log::journal::append_db_map(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;

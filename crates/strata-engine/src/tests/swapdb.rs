@@ -116,3 +116,26 @@ fn swapped_databases_survive_demotion_collection_and_restarts() {
         check(&e, &m, &format!("{name}, second restart"));
     }
 }
+
+/// With `appendonly no` nothing is journaled: the mapping reaches the log
+/// with the checkpoint of a clean shutdown, as the values do.
+#[test]
+fn swapped_databases_survive_a_clean_shutdown_without_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = || {
+        let mut c = config(dir.path());
+        c.appendonly = false;
+        c
+    };
+    let mut m: Model = vec![HashMap::new(); DBS];
+    {
+        let e = Engine::open(cfg()).unwrap();
+        churn(&e, &mut m, 7, 1500);
+        e.swap_db(0, 3).unwrap();
+        m.swap(0, 3);
+        check(&e, &m, "before shutdown");
+        e.shutdown(ShutdownSave::Save).unwrap();
+    }
+    let e = Engine::open(cfg()).unwrap();
+    check(&e, &m, "after a clean restart without the journal");
+}
