@@ -188,9 +188,9 @@ fn write_human(out: &mut BytesMut, v: Version, d: f64) {
 /// Which command a search is (Redis's `georadiusGeneric` flags).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// GEORADIUS[_RO]: `key lon lat radius unit ...`
+    /// GEORADIUS and GEORADIUS_RO: `key lon lat radius unit ...`
     Coords { store: bool },
-    /// GEORADIUSBYMEMBER[_RO]: `key member radius unit ...`
+    /// GEORADIUSBYMEMBER and its `_RO` form: `key member radius unit ...`
     Member { store: bool },
     /// GEOSEARCH `key ...`
     Search,
