@@ -3,8 +3,6 @@
 //! and engine results into replies; they never block on I/O.
 
 pub mod blocking;
-pub mod client;
-pub mod config;
 pub mod float;
 pub mod geo;
 pub mod hash;

@@ -3,7 +3,8 @@
 //! It is the single source for arity errors, write/denyoom handling and
 //! `COMMAND` output; `lookup` finds an entry by name.
 
-use super::{blocking, client, config, geo, hash, keys, list, server, set, sort, strings, zset};
+use super::server::{client, config};
+use super::{blocking, geo, hash, keys, list, server, set, sort, strings, zset};
 use crate::command::{CommandSpec, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;

@@ -1,8 +1,8 @@
 //! CONFIG GET | SET | RESETSTAT | HELP (REWRITE is refused: the server
 //! never edits its configuration file).
 
-use super::is;
 use crate::command::{Ctx, Outcome};
+use crate::commands::is;
 use crate::reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering::Relaxed;
@@ -76,7 +76,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             "ERR CONFIG REWRITE is not supported: Strata never edits its configuration file",
         );
     } else if is(sub, "help") {
-        super::server::help(
+        super::help(
             ctx.out,
             "CONFIG",
             &[

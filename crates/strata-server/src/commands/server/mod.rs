@@ -1,171 +1,26 @@
-//! Connection and server commands: PING ECHO HELLO AUTH SELECT QUIT RESET
-//! COMMAND INFO DBSIZE FLUSHDB FLUSHALL TIME MEMORY OBJECT SLOWLOG DEBUG
-//! LASTSAVE.
+//! Server commands, in rooms: `connection` (PING ECHO HELLO AUTH SELECT
+//! QUIT RESET), `databases` (DBSIZE FLUSHDB FLUSHALL SWAPDB LASTSAVE SAVE
+//! BGSAVE SHUTDOWN), `client` (CLIENT), `config` (CONFIG); here: COMMAND
+//! INFO TIME MEMORY OBJECT SLOWLOG DEBUG.
 
-use super::table::COMMANDS;
-use super::{is, parse_i64};
+pub mod client;
+pub mod config;
+mod connection;
+mod databases;
+
+pub use connection::*;
+pub use databases::*;
+
 use crate::command::{Ctx, Outcome};
+use crate::commands::table::COMMANDS;
+use crate::commands::{is, parse_i64};
 use crate::reply;
-use bytes::{Bytes, BytesMut};
-use std::sync::atomic::Ordering::Relaxed;
+use bytes::Bytes;
 use strata_engine::Location;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_map_len, write_null, write_set_len,
     write_simple, write_verbatim, Version,
 };
-
-pub fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    match args.len() {
-        1 => write_simple(ctx.out, b"PONG"),
-        2 => write_bulk(ctx.out, &args[1]),
-        _ => reply::arity(ctx.out, "ping"),
-    }
-    Outcome::Done
-}
-
-pub fn echo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    write_bulk(ctx.out, &args[1]);
-    Outcome::Done
-}
-
-pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let mut version = ctx.version();
-    let mut i = 1;
-    if let Some(v) = args.get(1) {
-        version = match parse_i64(v) {
-            Some(2) => Version::Resp2,
-            Some(3) => Version::Resp3,
-            Some(_) => {
-                reply::error(ctx.out, "NOPROTO unsupported protocol version");
-                return Outcome::Done;
-            }
-            None => {
-                reply::error(
-                    ctx.out,
-                    "ERR Protocol version is not an integer or out of range",
-                );
-                return Outcome::Done;
-            }
-        };
-        i = 2;
-    }
-    let mut name = None;
-    while i < args.len() {
-        if is(&args[i], "auth") && i + 2 < args.len() {
-            if let Some(msg) = auth_error(ctx, Some(&args[i + 1]), &args[i + 2]) {
-                reply::error(ctx.out, msg);
-                return Outcome::Done;
-            }
-            ctx.conn.authenticated = true;
-            i += 3;
-        } else if is(&args[i], "setname") && i + 1 < args.len() {
-            name = Some(args[i + 1].clone());
-            i += 2;
-        } else {
-            reply::error(
-                ctx.out,
-                &format!(
-                    "ERR Syntax error in HELLO option '{}'",
-                    reply::lossy(&args[i], 64)
-                ),
-            );
-            return Outcome::Done;
-        }
-    }
-    if !ctx.conn.authenticated {
-        reply::error(ctx.out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
-        return Outcome::Done;
-    }
-    if let Some(n) = name {
-        if let Err(e) = super::client::set_name(ctx, &n) {
-            reply::error(ctx.out, e);
-            return Outcome::Done;
-        }
-    }
-    ctx.conn.version = version;
-    ctx.conn
-        .handle
-        .resp
-        .store(if version == Version::Resp3 { 3 } else { 2 }, Relaxed);
-    let out = &mut *ctx.out;
-    write_map_len(out, version, 7);
-    write_bulk(out, b"server");
-    write_bulk(out, b"redis");
-    write_bulk(out, b"version");
-    write_bulk(out, crate::info::REDIS_VERSION.as_bytes());
-    write_bulk(out, b"proto");
-    write_integer(out, if version == Version::Resp3 { 3 } else { 2 });
-    write_bulk(out, b"id");
-    write_integer(out, ctx.conn.handle.id as i64);
-    write_bulk(out, b"mode");
-    write_bulk(out, b"standalone");
-    write_bulk(out, b"role");
-    write_bulk(out, b"master");
-    write_bulk(out, b"modules");
-    write_array_len(out, 0);
-    Outcome::Done
-}
-
-/// The error for an AUTH attempt, if it fails. Only the `default` user
-/// exists; without `requirepass` it has no password (Redis `nopass`), so
-/// `AUTH default <anything>` succeeds while the legacy one-argument form
-/// is refused.
-fn auth_error(ctx: &Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> Option<&'static str> {
-    const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-    if user.is_some_and(|u| u != b"default") {
-        return Some(WRONGPASS);
-    }
-    match &ctx.shared.config.read().requirepass {
-        None if user.is_some() => None,
-        None => Some("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
-        Some(p) if p.as_bytes() == password => None,
-        Some(_) => Some(WRONGPASS),
-    }
-}
-
-pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if args.len() > 3 {
-        reply::error(ctx.out, reply::SYNTAX);
-        return Outcome::Done;
-    }
-    let user = (args.len() == 3).then(|| &args[1][..]);
-    match auth_error(ctx, user, &args[args.len() - 1]) {
-        None => {
-            ctx.conn.authenticated = true;
-            write_simple(ctx.out, b"OK");
-        }
-        Some(e) => reply::error(ctx.out, e),
-    }
-    Outcome::Done
-}
-
-pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    match parse_i64(&args[1]) {
-        Some(n) if n >= 0 && (n as usize) < ctx.engine().databases() => {
-            ctx.conn.db = n as usize;
-            ctx.conn.handle.db.store(n as u64, Relaxed);
-            write_simple(ctx.out, b"OK");
-        }
-        Some(_) => reply::error(ctx.out, reply::DB_RANGE),
-        None => reply::error(ctx.out, reply::NOT_INTEGER),
-    }
-    Outcome::Done
-}
-
-pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
-    write_simple(ctx.out, b"OK");
-    Outcome::Close
-}
-
-pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
-    ctx.conn.db = 0;
-    ctx.conn.version = Version::Resp2;
-    ctx.conn.handle.db.store(0, Relaxed);
-    ctx.conn.handle.resp.store(2, Relaxed);
-    ctx.conn.handle.info.lock().name.clear();
-    write_simple(ctx.out, b"RESET");
-    Outcome::Done
-}
 
 fn write_command_info(out: &mut bytes::BytesMut, v: Version, c: &crate::command::CommandSpec) {
     write_array_len(out, 10);
@@ -306,74 +161,6 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
-    let n = ctx.engine().dbsize(ctx.db());
-    write_integer(ctx.out, n as i64);
-    Outcome::Done
-}
-
-/// FLUSHDB / FLUSHALL [ASYNC|SYNC]: both run synchronously (only RAM is
-/// touched; records on flash become garbage for the collector).
-fn flush_mode_ok(ctx: &mut Ctx<'_>, args: &[Bytes]) -> bool {
-    match args.get(1) {
-        None => true,
-        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => true,
-        Some(_) => {
-            reply::error(ctx.out, reply::SYNTAX);
-            false
-        }
-    }
-}
-
-pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if flush_mode_ok(ctx, args) {
-        ctx.engine().flush_db(ctx.db());
-        write_simple(ctx.out, b"OK");
-    }
-    Outcome::Done
-}
-
-pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if flush_mode_ok(ctx, args) {
-        ctx.engine().flush_all();
-        write_simple(ctx.out, b"OK");
-    }
-    Outcome::Done
-}
-
-/// SWAPDB: the two databases trade contents for every client at once;
-/// clients blocked on a key of either are served if it now has elements.
-pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let index = |b: &[u8]| parse_i64(b).filter(|n| i32::try_from(*n).is_ok());
-    let Some(a) = index(&args[1]) else {
-        reply::error(ctx.out, "ERR invalid first DB index");
-        return Outcome::Done;
-    };
-    let Some(b) = index(&args[2]) else {
-        reply::error(ctx.out, "ERR invalid second DB index");
-        return Outcome::Done;
-    };
-    let n = ctx.engine().databases() as i64;
-    if !(0..n).contains(&a) || !(0..n).contains(&b) {
-        reply::error(ctx.out, reply::DB_RANGE);
-        return Outcome::Done;
-    }
-    let (a, b) = (a as usize, b as usize);
-    match ctx.engine().swap_db(a, b) {
-        Ok(()) => {
-            let blocking = &ctx.shared.blocking;
-            if a != b && blocking.any_waiting() {
-                for d in [a, b] {
-                    blocking.serve(&ctx.shared.engine, d, blocking.keys_waited_in(d));
-                }
-            }
-            write_simple(ctx.out, b"OK");
-        }
-        Err(e) => reply::engine(ctx.out, &e),
-    }
-    Outcome::Done
-}
-
 pub fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -382,75 +169,6 @@ pub fn time(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     write_bulk(ctx.out, d.as_secs().to_string().as_bytes());
     write_bulk(ctx.out, d.subsec_micros().to_string().as_bytes());
     Outcome::Done
-}
-
-/// LASTSAVE: the last completed checkpoint, or the start of the server.
-pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
-    let last = ctx.engine().persist_info().last_checkpoint_ms / 1000;
-    let started = strata_engine::clock::now_ms() / 1000 - ctx.shared.started.elapsed().as_secs();
-    write_integer(ctx.out, last.max(started) as i64);
-    Outcome::Done
-}
-
-/// SAVE: a checkpoint now; the reply waits for it (other clients go on).
-pub fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
-    let engine = ctx.engine().clone();
-    Outcome::Pending {
-        reply: Box::pin(async move {
-            let mut out = BytesMut::new();
-            match tokio::task::spawn_blocking(move || engine.save()).await {
-                Ok(Ok(_)) => write_simple(&mut out, b"OK"),
-                Ok(Err(e)) if e.contains("in progress") => {
-                    reply::error(&mut out, reply::BGSAVE_RUNNING)
-                }
-                Ok(Err(e)) => reply::error(&mut out, &format!("ERR {e}")),
-                Err(e) => reply::error(&mut out, &format!("ERR {e}")),
-            }
-            out
-        }),
-        write: true,
-    }
-}
-
-/// `BGSAVE [SCHEDULE]`
-pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if args.len() > 2 || (args.len() == 2 && !is(&args[1], "schedule")) {
-        reply::error(ctx.out, reply::SYNTAX);
-        return Outcome::Done;
-    }
-    match ctx.engine().bgsave() {
-        Ok(()) => write_simple(ctx.out, b"Background saving started"),
-        Err(e) if e.contains("in progress") => {
-            if args.len() == 2 {
-                write_simple(ctx.out, b"Background saving scheduled")
-            } else {
-                reply::error(ctx.out, reply::BGSAVE_RUNNING)
-            }
-        }
-        Err(e) => reply::error(ctx.out, &format!("ERR {e}")),
-    }
-    Outcome::Done
-}
-
-/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: stop accepting, let
-/// in-flight commands finish, drain and sync the log, checkpoint (unless
-/// NOSAVE) and exit. No reply on success, as Redis.
-pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let mut save = strata_engine::ShutdownSave::Save;
-    for a in &args[1..] {
-        if is(a, "nosave") {
-            save = strata_engine::ShutdownSave::NoSave;
-        } else if is(a, "save") || is(a, "now") || is(a, "force") {
-        } else if is(a, "abort") {
-            reply::error(ctx.out, "ERR No shutdown in progress.");
-            return Outcome::Done;
-        } else {
-            reply::error(ctx.out, reply::SYNTAX);
-            return Outcome::Done;
-        }
-    }
-    ctx.shared.request_shutdown(save);
-    Outcome::Close
 }
 
 pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {

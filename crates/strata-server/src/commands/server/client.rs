@@ -1,7 +1,7 @@
 //! CLIENT ID | SETNAME | GETNAME | SETINFO | LIST | INFO | KILL | HELP.
 
-use super::{is, parse_i64};
 use crate::command::{Ctx, Outcome};
+use crate::commands::{is, parse_i64};
 use crate::reply;
 use bytes::Bytes;
 use strata_protocol::{write_bulk, write_integer, write_null, write_simple, write_verbatim};
@@ -70,7 +70,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "kill") && args.len() >= 3 {
         kill(ctx, args);
     } else if is(sub, "help") {
-        super::server::help(ctx.out, "CLIENT", &[
+        super::help(ctx.out, "CLIENT", &[
             "ID", "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
             "INFO", "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [SKIPME yes|no]",
         ]);

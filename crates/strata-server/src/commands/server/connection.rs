@@ -1,0 +1,163 @@
+//! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET.
+
+use crate::command::{Ctx, Outcome};
+use crate::commands::{is, parse_i64};
+use crate::reply;
+use bytes::Bytes;
+use std::sync::atomic::Ordering::Relaxed;
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_map_len, write_simple, Version,
+};
+
+pub fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    match args.len() {
+        1 => write_simple(ctx.out, b"PONG"),
+        2 => write_bulk(ctx.out, &args[1]),
+        _ => reply::arity(ctx.out, "ping"),
+    }
+    Outcome::Done
+}
+
+pub fn echo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    write_bulk(ctx.out, &args[1]);
+    Outcome::Done
+}
+
+pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mut version = ctx.version();
+    let mut i = 1;
+    if let Some(v) = args.get(1) {
+        version = match parse_i64(v) {
+            Some(2) => Version::Resp2,
+            Some(3) => Version::Resp3,
+            Some(_) => {
+                reply::error(ctx.out, "NOPROTO unsupported protocol version");
+                return Outcome::Done;
+            }
+            None => {
+                reply::error(
+                    ctx.out,
+                    "ERR Protocol version is not an integer or out of range",
+                );
+                return Outcome::Done;
+            }
+        };
+        i = 2;
+    }
+    let mut name = None;
+    while i < args.len() {
+        if is(&args[i], "auth") && i + 2 < args.len() {
+            if let Some(msg) = auth_error(ctx, Some(&args[i + 1]), &args[i + 2]) {
+                reply::error(ctx.out, msg);
+                return Outcome::Done;
+            }
+            ctx.conn.authenticated = true;
+            i += 3;
+        } else if is(&args[i], "setname") && i + 1 < args.len() {
+            name = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            reply::error(
+                ctx.out,
+                &format!(
+                    "ERR Syntax error in HELLO option '{}'",
+                    reply::lossy(&args[i], 64)
+                ),
+            );
+            return Outcome::Done;
+        }
+    }
+    if !ctx.conn.authenticated {
+        reply::error(ctx.out, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return Outcome::Done;
+    }
+    if let Some(n) = name {
+        if let Err(e) = super::client::set_name(ctx, &n) {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    }
+    ctx.conn.version = version;
+    ctx.conn
+        .handle
+        .resp
+        .store(if version == Version::Resp3 { 3 } else { 2 }, Relaxed);
+    let out = &mut *ctx.out;
+    write_map_len(out, version, 7);
+    write_bulk(out, b"server");
+    write_bulk(out, b"redis");
+    write_bulk(out, b"version");
+    write_bulk(out, crate::info::REDIS_VERSION.as_bytes());
+    write_bulk(out, b"proto");
+    write_integer(out, if version == Version::Resp3 { 3 } else { 2 });
+    write_bulk(out, b"id");
+    write_integer(out, ctx.conn.handle.id as i64);
+    write_bulk(out, b"mode");
+    write_bulk(out, b"standalone");
+    write_bulk(out, b"role");
+    write_bulk(out, b"master");
+    write_bulk(out, b"modules");
+    write_array_len(out, 0);
+    Outcome::Done
+}
+
+/// The error for an AUTH attempt, if it fails. Only the `default` user
+/// exists; without `requirepass` it has no password (Redis `nopass`), so
+/// `AUTH default <anything>` succeeds while the legacy one-argument form
+/// is refused.
+fn auth_error(ctx: &Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> Option<&'static str> {
+    const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+    if user.is_some_and(|u| u != b"default") {
+        return Some(WRONGPASS);
+    }
+    match &ctx.shared.config.read().requirepass {
+        None if user.is_some() => None,
+        None => Some("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
+        Some(p) if p.as_bytes() == password => None,
+        Some(_) => Some(WRONGPASS),
+    }
+}
+
+pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if args.len() > 3 {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    }
+    let user = (args.len() == 3).then(|| &args[1][..]);
+    match auth_error(ctx, user, &args[args.len() - 1]) {
+        None => {
+            ctx.conn.authenticated = true;
+            write_simple(ctx.out, b"OK");
+        }
+        Some(e) => reply::error(ctx.out, e),
+    }
+    Outcome::Done
+}
+
+pub fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    match parse_i64(&args[1]) {
+        Some(n) if n >= 0 && (n as usize) < ctx.engine().databases() => {
+            ctx.conn.db = n as usize;
+            ctx.conn.handle.db.store(n as u64, Relaxed);
+            write_simple(ctx.out, b"OK");
+        }
+        Some(_) => reply::error(ctx.out, reply::DB_RANGE),
+        None => reply::error(ctx.out, reply::NOT_INTEGER),
+    }
+    Outcome::Done
+}
+
+pub fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    write_simple(ctx.out, b"OK");
+    Outcome::Close
+}
+
+pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    ctx.conn.db = 0;
+    ctx.conn.version = Version::Resp2;
+    ctx.conn.handle.db.store(0, Relaxed);
+    ctx.conn.handle.resp.store(2, Relaxed);
+    ctx.conn.handle.info.lock().name.clear();
+    write_simple(ctx.out, b"RESET");
+    Outcome::Done
+}

@@ -1,0 +1,145 @@
+//! Whole databases and their persistence: DBSIZE FLUSHDB FLUSHALL SWAPDB
+//! LASTSAVE SAVE BGSAVE SHUTDOWN.
+
+use crate::command::{Ctx, Outcome};
+use crate::commands::{is, parse_i64};
+use crate::reply;
+use bytes::{Bytes, BytesMut};
+use strata_protocol::{write_integer, write_simple};
+
+pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    let n = ctx.engine().dbsize(ctx.db());
+    write_integer(ctx.out, n as i64);
+    Outcome::Done
+}
+
+/// FLUSHDB / FLUSHALL [ASYNC|SYNC]: both run synchronously (only RAM is
+/// touched; records on flash become garbage for the collector).
+fn flush_mode_ok(ctx: &mut Ctx<'_>, args: &[Bytes]) -> bool {
+    match args.get(1) {
+        None => true,
+        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => true,
+        Some(_) => {
+            reply::error(ctx.out, reply::SYNTAX);
+            false
+        }
+    }
+}
+
+pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if flush_mode_ok(ctx, args) {
+        ctx.engine().flush_db(ctx.db());
+        write_simple(ctx.out, b"OK");
+    }
+    Outcome::Done
+}
+
+pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if flush_mode_ok(ctx, args) {
+        ctx.engine().flush_all();
+        write_simple(ctx.out, b"OK");
+    }
+    Outcome::Done
+}
+
+/// SWAPDB: the two databases trade contents for every client at once;
+/// clients blocked on a key of either are served if it now has elements.
+pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let index = |b: &[u8]| parse_i64(b).filter(|n| i32::try_from(*n).is_ok());
+    let Some(a) = index(&args[1]) else {
+        reply::error(ctx.out, "ERR invalid first DB index");
+        return Outcome::Done;
+    };
+    let Some(b) = index(&args[2]) else {
+        reply::error(ctx.out, "ERR invalid second DB index");
+        return Outcome::Done;
+    };
+    let n = ctx.engine().databases() as i64;
+    if !(0..n).contains(&a) || !(0..n).contains(&b) {
+        reply::error(ctx.out, reply::DB_RANGE);
+        return Outcome::Done;
+    }
+    let (a, b) = (a as usize, b as usize);
+    match ctx.engine().swap_db(a, b) {
+        Ok(()) => {
+            let blocking = &ctx.shared.blocking;
+            if a != b && blocking.any_waiting() {
+                for d in [a, b] {
+                    blocking.serve(&ctx.shared.engine, d, blocking.keys_waited_in(d));
+                }
+            }
+            write_simple(ctx.out, b"OK");
+        }
+        Err(e) => reply::engine(ctx.out, &e),
+    }
+    Outcome::Done
+}
+
+/// LASTSAVE: the last completed checkpoint, or the start of the server.
+pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    let last = ctx.engine().persist_info().last_checkpoint_ms / 1000;
+    let started = strata_engine::clock::now_ms() / 1000 - ctx.shared.started.elapsed().as_secs();
+    write_integer(ctx.out, last.max(started) as i64);
+    Outcome::Done
+}
+
+/// SAVE: a checkpoint now; the reply waits for it (other clients go on).
+pub fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    let engine = ctx.engine().clone();
+    Outcome::Pending {
+        reply: Box::pin(async move {
+            let mut out = BytesMut::new();
+            match tokio::task::spawn_blocking(move || engine.save()).await {
+                Ok(Ok(_)) => write_simple(&mut out, b"OK"),
+                Ok(Err(e)) if e.contains("in progress") => {
+                    reply::error(&mut out, reply::BGSAVE_RUNNING)
+                }
+                Ok(Err(e)) => reply::error(&mut out, &format!("ERR {e}")),
+                Err(e) => reply::error(&mut out, &format!("ERR {e}")),
+            }
+            out
+        }),
+        write: true,
+    }
+}
+
+/// `BGSAVE [SCHEDULE]`
+pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if args.len() > 2 || (args.len() == 2 && !is(&args[1], "schedule")) {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    }
+    match ctx.engine().bgsave() {
+        Ok(()) => write_simple(ctx.out, b"Background saving started"),
+        Err(e) if e.contains("in progress") => {
+            if args.len() == 2 {
+                write_simple(ctx.out, b"Background saving scheduled")
+            } else {
+                reply::error(ctx.out, reply::BGSAVE_RUNNING)
+            }
+        }
+        Err(e) => reply::error(ctx.out, &format!("ERR {e}")),
+    }
+    Outcome::Done
+}
+
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: stop accepting, let
+/// in-flight commands finish, drain and sync the log, checkpoint (unless
+/// NOSAVE) and exit. No reply on success, as Redis.
+pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let mut save = strata_engine::ShutdownSave::Save;
+    for a in &args[1..] {
+        if is(a, "nosave") {
+            save = strata_engine::ShutdownSave::NoSave;
+        } else if is(a, "save") || is(a, "now") || is(a, "force") {
+        } else if is(a, "abort") {
+            reply::error(ctx.out, "ERR No shutdown in progress.");
+            return Outcome::Done;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    }
+    ctx.shared.request_shutdown(save);
+    Outcome::Close
+}
