@@ -64,7 +64,7 @@ pub use index::Value;
 pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
 pub use keyspace::view::{KeysView, ValueRef};
-pub use keyspace::{ExpireCond, KeyInfo, Location, TtlState};
+pub use keyspace::{ExpireCond, KeyInfo, LargestCollection, Location, TtlState};
 pub use log::journal::{FsyncPolicy, LogStatus};
 pub use log::persistence::{PersistInfo, ShutdownSave};
 pub use log::recovery::RecoveryReport;

@@ -290,3 +290,47 @@ fn pipelined_cold_reads_complete_in_order() {
         .unwrap();
     assert!(tier.starts_with("tier:flash"), "{tier}");
 }
+
+/// INFO tiered, asked for by name, names the collection with the most
+/// elements (over all databases, on flash or in RAM) and what finding it
+/// cost; the default INFO does not scan for it.
+#[test]
+fn info_tiered_names_the_largest_collection() {
+    let srv = Server::start(&["--maxmemory-ram", "4mb", "--tiering-min-value-size", "16"]);
+    let mut con = srv.client();
+    let t = srv.info(&mut con, "tiered");
+    assert_eq!(t["largest_collection_elements"], "0", "{t:?}");
+    for i in 0..40 {
+        let fields: Vec<(String, String)> = (0..10)
+            .map(|f| (format!("f{f}"), format!("{i}-{f}")))
+            .collect();
+        let _: () = con.hset_multiple(format!("h:{i}"), &fields).unwrap();
+    }
+    let _: () = q(&mut con, "SELECT 2");
+    let members: Vec<String> = (0..300).map(|m| format!("m{m}")).collect();
+    let _: i64 = con.sadd("big set:é", &members).unwrap();
+    let _: () = q(&mut con, "SELECT 0");
+    let _: i64 = con.rpush("l", &members[..50]).unwrap();
+    // Ballast pushes the collections to flash: the count is kept in RAM.
+    for i in 0..200 {
+        let _: () = con.set(format!("ballast:{i}"), vec![b'x'; 40_000]).unwrap();
+    }
+    let t = srv.info(&mut con, "tiered");
+    assert_eq!(
+        t["largest_collection_key"], "big\\x20set\\x3a\\xc3\\xa9",
+        "{t:?}"
+    );
+    assert_eq!(t["largest_collection_db"], "2");
+    assert_eq!(t["largest_collection_type"], "set");
+    assert_eq!(t["largest_collection_elements"], "300");
+    assert!(t["largest_collection_bytes"].parse::<u64>().unwrap() > 300 * 4);
+    assert!(t.contains_key("largest_collection_scan_us"));
+    let _: i64 = con.del("l").unwrap();
+    let _: () = q(&mut con, "SELECT 2");
+    let _: i64 = con.srem("big set:é", &members[..290]).unwrap();
+    let t = srv.info(&mut con, "tiered");
+    assert_eq!(t["largest_collection_elements"], "10", "{t:?}");
+    assert_eq!(t["largest_collection_type"], "hash");
+    let all = srv.info(&mut con, "everything");
+    assert!(!all.contains_key("largest_collection_elements"));
+}

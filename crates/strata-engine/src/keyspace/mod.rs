@@ -47,6 +47,18 @@ pub enum Location {
     Flash(FlashLoc),
 }
 
+/// The largest collection (`Engine::largest_collection`).
+#[derive(Clone, Debug)]
+pub struct LargestCollection {
+    pub db: usize,
+    pub key: bytes::Bytes,
+    pub vtype: crate::types::ValueType,
+    /// Its element count (saturates at 2^31 - 1).
+    pub elements: u64,
+    /// Its packed length in bytes.
+    pub bytes: u64,
+}
+
 /// Metadata of one key, answered from RAM.
 #[derive(Clone, Debug)]
 pub struct KeyInfo {
@@ -270,6 +282,35 @@ impl Engine {
             big_encoding: e.value_type() != crate::types::ValueType::String
                 && e.client_flags & crate::types::AUX_BIG != 0,
         })
+    }
+
+    /// The collection with the most elements, over all databases, by a
+    /// scan of the index (each shard locked in turn while its entries are
+    /// read; no value is read). Ties go to the first one found.
+    pub fn largest_collection(&self) -> Option<LargestCollection> {
+        let mut best: Option<LargestCollection> = None;
+        for s in self.inner.shards.iter() {
+            let sh = s.lock();
+            for (db, map) in sh.dbs.iter().enumerate() {
+                for (k, e) in map.iter() {
+                    let t = e.value_type();
+                    if t == crate::types::ValueType::String {
+                        continue;
+                    }
+                    let n = crate::types::aux_count(e.client_flags) as u64;
+                    if best.as_ref().is_none_or(|b| n > b.elements) {
+                        best = Some(LargestCollection {
+                            db,
+                            key: bytes::Bytes::copy_from_slice(k),
+                            vtype: t,
+                            elements: n,
+                            bytes: e.value_len as u64,
+                        });
+                    }
+                }
+            }
+        }
+        best
     }
 
     /// DBSIZE (expired keys not yet swept are counted, as in Redis).
