@@ -7,6 +7,7 @@
 # today: a cold HGET reads the whole hash's record.
 #   HASHES  (default 20000; QUICK: 5000)   FIELDS (100)   VALUE (100)
 #   MAXMEM_RAM (64mb)   REQUESTS (100000; QUICK: 20000)   CLIENTS (32)
+#   RESULT_NAME results file name (default collections_flash)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -19,7 +20,7 @@ CLIENTS=${CLIENTS:-32}
 
 need_common
 need_strata
-OUT=$(result_file collections_flash)
+OUT=$(result_file "${RESULT_NAME:-collections_flash}")
 port=$(free_port)
 start_strata "$port" "$(bench_tmpdir strata)" --maxmemory-ram "$MAXMEM_RAM" --appendonly yes
 pid=$LAST_PID
