@@ -94,36 +94,14 @@ pub fn parse(b: &[u8]) -> Option<Ld> {
     if let Some(hex) = lower.strip_prefix("0x") {
         return parse_hex(neg, hex).map(Ld::Finite);
     }
-    let (mant, exp) = match body.find(['e', 'E']) {
-        Some(i) => {
-            let x = &body[i + 1..];
-            let digits = x.strip_prefix(['+', '-']).unwrap_or(x);
-            if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-                return None;
-            }
-            // Huge exponents saturate (the value then over- or underflows).
-            let v: i64 = digits.parse().unwrap_or(i64::MAX / 4).min(1 << 40);
-            (&body[..i], if x.starts_with('-') { -v } else { v })
-        }
-        None => (body, 0),
-    };
-    let (int, frac) = match mant.find('.') {
-        Some(i) => (&mant[..i], &mant[i + 1..]),
-        None => (mant, ""),
-    };
-    if int.is_empty() && frac.is_empty()
-        || !int.bytes().chain(frac.bytes()).all(|c| c.is_ascii_digit())
-    {
-        return None;
-    }
-    let digits = format!("{int}{frac}");
-    let digits = digits.trim_start_matches('0');
+    let (digits, frac_len, exp) = split_number(body, 'e', 10)?;
     if digits.is_empty() {
         return Some(Ld::Finite(Ext { neg, m: 0, e: 0 }));
     }
+    let digits = digits.as_str();
     let d: BigUint = digits.parse().ok()?;
     // value = d × 10^k
-    let k = exp - frac.len() as i64;
+    let k = exp - frac_len as i64;
     // Magnitude check before any big power: 10^k with |k| past ~5000 is
     // out of range whatever the digits are.
     let mag = digits.len() as i64 + k;
@@ -149,10 +127,12 @@ pub fn parse(b: &[u8]) -> Option<Ld> {
     Some(Ld::Finite(ext))
 }
 
-/// A hexadecimal float after its `0x`: hex digits with an optional point,
-/// then an optional binary exponent `p[+-]digits`.
-fn parse_hex(neg: bool, s: &str) -> Option<Ext> {
-    let (mant, exp) = match s.find('p') {
+/// Splits `digits[.digits][<exp_char>[+-]decimal]` (exponent letter in
+/// either case) into its significant digits without leading zeros, the
+/// number of digits after the point, and the exponent (huge ones saturate:
+/// the value then over- or underflows). None if it is not that shape.
+fn split_number(s: &str, exp_char: char, radix: u32) -> Option<(String, usize, i64)> {
+    let (mant, exp) = match s.find([exp_char, exp_char.to_ascii_uppercase()]) {
         Some(i) => {
             let x = &s[i + 1..];
             let digits = x.strip_prefix(['+', '-']).unwrap_or(x);
@@ -164,25 +144,24 @@ fn parse_hex(neg: bool, s: &str) -> Option<Ext> {
         }
         None => (s, 0),
     };
-    let (int, frac) = match mant.find('.') {
-        Some(i) => (&mant[..i], &mant[i + 1..]),
-        None => (mant, ""),
-    };
-    if int.is_empty() && frac.is_empty()
-        || !int
-            .bytes()
-            .chain(frac.bytes())
-            .all(|c| c.is_ascii_hexdigit())
-    {
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    let ok = |c: char| c.is_digit(radix);
+    if int.is_empty() && frac.is_empty() || !int.chars().chain(frac.chars()).all(ok) {
         return None;
     }
-    let digits = format!("{int}{frac}");
-    let digits = digits.trim_start_matches('0');
+    let digits = format!("{int}{frac}").trim_start_matches('0').to_string();
+    Some((digits, frac.len(), exp))
+}
+
+/// A hexadecimal float after its `0x`: hex digits with an optional point,
+/// then an optional binary exponent `p[+-]digits`.
+fn parse_hex(neg: bool, s: &str) -> Option<Ext> {
+    let (digits, frac_len, exp) = split_number(s, 'p', 16)?;
     if digits.is_empty() {
         return Some(Ext { neg, m: 0, e: 0 });
     }
     let n = BigUint::parse_bytes(digits.as_bytes(), 16)?;
-    let e = exp.checked_sub(4 * frac.len() as i64)?;
+    let e = exp.checked_sub(4 * frac_len as i64)?;
     if !(-40_000..=40_000).contains(&e) {
         return None;
     }
