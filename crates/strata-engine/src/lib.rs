@@ -41,6 +41,10 @@
 //!    checkpoint (`recovery`). Every append goes through the one
 //!    `SegmentWriter` behind `Inner::writer`; lock order is writer, then
 //!    shard, then the journal queue.
+//! 9. Records, checkpoint entries and journal notes name a key's database
+//!    by its stable *id*; the index is arranged by logical database (what
+//!    SELECT names), and SWAPDB changes only the mapping between the two
+//!    (`keyspace::swapdb`), converted under a shard lock.
 
 pub mod clock;
 pub mod config;
