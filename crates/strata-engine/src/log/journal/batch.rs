@@ -1,0 +1,383 @@
+//! One journal batch: capture each noted key's current state under its
+//! shard lock, append the records (and flush and mapping records) through
+//! the writer, then publish each record to its entry if the entry still
+//! has the captured state (the journal invariants in `mod.rs`).
+
+use super::Note;
+use crate::clock::now_ms;
+use crate::flash::buf::{align_down, align_up, AlignedBuf};
+use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
+use crate::flash::io;
+use crate::index::{CompactKey, FlashLoc, Slot, F_DIRTY};
+use crate::log::writer::{AppendError, SegmentWriter};
+use crate::stats::Stats;
+use crate::Inner;
+use bytes::Bytes;
+use std::collections::HashSet;
+
+/// A state captured for writing.
+struct Captured {
+    /// The database's id (what the record names).
+    db: u16,
+    key: CompactKey,
+    /// Memcached item metadata of the value (default for a tombstone).
+    meta: ItemMeta,
+    what: State,
+}
+
+enum State {
+    /// The key is gone (or expired): a tombstone with this sequence
+    /// number, taken under the shard lock so that any later write of the
+    /// key has a larger one.
+    Gone { seq: u64 },
+    /// A value in RAM, at this version and expiry.
+    Hot {
+        value: Bytes,
+        version: u64,
+        expire_at_ms: u64,
+    },
+    /// A cold value whose metadata changed: rewrite its record.
+    Cold {
+        loc: FlashLoc,
+        version: u64,
+        expire_at_ms: u64,
+    },
+}
+
+/// Writes the current state of every noted key (once per key per batch)
+/// and publishes the records (invariants 2 and 5).
+pub(super) fn write_notes(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    notes: &[Note],
+) -> Result<(), AppendError> {
+    let now = now_ms();
+    let mut seen: HashSet<(u16, &[u8])> = HashSet::with_capacity(notes.len());
+    let mut states = Vec::with_capacity(notes.len());
+    let mut flushes = Vec::new();
+    let mut db_map = None;
+    for (i, n) in notes.iter().enumerate() {
+        match n {
+            Note::Flush { db, seq } => flushes.push((i, *db, *seq)),
+            Note::DbMap { seq } => db_map = db_map.max(Some(*seq)),
+            Note::Key { db, key } => {
+                if !seen.insert((*db, &key[..])) {
+                    continue;
+                }
+                if let Some(c) = capture(inner, *db, key, now) {
+                    states.push((i, c));
+                }
+            }
+        }
+    }
+    let before = w.bytes_written;
+    let mut tally = Tally::default();
+    let mut placed: Vec<(Captured, FlashLoc)> = Vec::with_capacity(states.len());
+    let mut result = Ok(());
+    let mut fi = 0;
+    for (i, c) in states {
+        // Flush records keep their place among the key records.
+        while fi < flushes.len() && flushes[fi].0 < i {
+            let (_, db, seq) = flushes[fi];
+            if let Err(e) = append_flush(inner, w, &mut tally, db, seq) {
+                result = Err(e);
+                break;
+            }
+            fi += 1;
+        }
+        if result.is_err() {
+            break;
+        }
+        match append_state(inner, w, &mut tally, &c) {
+            Ok(Some(loc)) => placed.push((c, loc)),
+            Ok(None) => {}
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    if result.is_ok() {
+        for &(_, db, seq) in &flushes[fi..] {
+            if let Err(e) = append_flush(inner, w, &mut tally, db, seq) {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    // The mapping in force now (a later swap's note writes it again).
+    let mut db_map_loc = None;
+    if let (Some(seq), true) = (db_map, result.is_ok()) {
+        match append_db_map(inner, w, seq) {
+            Ok(loc) => {
+                count(&mut tally, loc);
+                db_map_loc = Some(loc);
+            }
+            Err(e) => result = Err(e),
+        }
+    }
+    let flushed = w.flush();
+    Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+    if let Err(e) = flushed {
+        return Err(AppendError::Io(e));
+    }
+    // A failed append may have dropped records buffered before it (a chunk
+    // write that failed inside it): publish nothing, the batch is retried
+    // whole (records that did reach the device are garbage from birth).
+    result?;
+    Stats::add(&inner.journal.records, tally.records);
+    Stats::add(&inner.journal.record_bytes, tally.bytes);
+    for (c, loc) in &placed {
+        publish(inner, c, *loc);
+    }
+    if let Some(loc) = db_map_loc {
+        crate::keyspace::swapdb::publish_record(inner, loc);
+    }
+    Ok(())
+}
+
+/// Appends the current database mapping (kind 7) with sequence number `seq`.
+pub(crate) fn append_db_map(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    seq: u64,
+) -> Result<FlashLoc, AppendError> {
+    // Read under a shard lock (swapdb invariant 1).
+    let ids = {
+        let _g = inner.shards[0].lock();
+        inner.dbmap.snapshot()
+    };
+    let value = crate::keyspace::swapdb::encode(&ids);
+    let h = RecordHeader {
+        kind: RecordKind::DbMap,
+        db: 0,
+        key_len: 0,
+        value_len: value.len() as u32,
+        seq,
+        expire_at_ms: 0,
+    };
+    w.append(&h, &[], &value, inner.capacity)
+}
+
+fn append_flush(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    tally: &mut Tally,
+    db: u16,
+    seq: u64,
+) -> Result<(), AppendError> {
+    let origin = format::origin_value(TOMBSTONE_ORIGIN_HERE);
+    let h = RecordHeader {
+        kind: RecordKind::Flush,
+        db,
+        key_len: 0,
+        value_len: origin.len() as u32,
+        seq,
+        expire_at_ms: 0,
+    };
+    let loc = w.append(&h, &[], &origin, inner.capacity)?;
+    count(tally, loc);
+    Ok(())
+}
+
+/// Records appended by one batch, counted once the batch is on the device.
+#[derive(Default)]
+struct Tally {
+    records: u64,
+    bytes: u64,
+}
+
+fn count(tally: &mut Tally, loc: FlashLoc) {
+    tally.records += 1;
+    tally.bytes += loc.len as u64;
+}
+
+/// The state to log for a noted key, or None if its log copy is current.
+fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
+    let guard = inner.shard(key).lock();
+    let d = inner.dbmap.logical(db);
+    let entry = guard.dbs.get(d)?.get(&key[..]);
+    let meta = entry
+        .map(|e| guard.item_meta(d, key, e))
+        .unwrap_or_default();
+    let what = match entry {
+        None => State::Gone {
+            seq: inner.next_seq(),
+        },
+        Some(e) if e.is_expired(now) => State::Gone {
+            seq: inner.next_seq(),
+        },
+        Some(e) if e.flags & F_DIRTY == 0 => return None,
+        Some(e) => match &e.slot {
+            Slot::Hot(h) => State::Hot {
+                value: h.value.to_bytes(),
+                version: e.version,
+                expire_at_ms: e.expire_at_ms,
+            },
+            Slot::Cold(loc) => State::Cold {
+                loc: *loc,
+                version: e.version,
+                expire_at_ms: e.expire_at_ms,
+            },
+        },
+    };
+    Some(Captured {
+        db,
+        key: key.clone(),
+        meta,
+        what,
+    })
+}
+
+/// Appends one captured state; returns the location to publish (None for
+/// a tombstone, or a cold record that could not be read).
+fn append_state(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    tally: &mut Tally,
+    c: &Captured,
+) -> Result<Option<FlashLoc>, AppendError> {
+    match &c.what {
+        State::Gone { seq } => {
+            let origin = format::origin_value(TOMBSTONE_ORIGIN_HERE);
+            let h = RecordHeader {
+                kind: RecordKind::Tombstone,
+                db: c.db,
+                key_len: c.key.len() as u32,
+                value_len: origin.len() as u32,
+                seq: *seq,
+                expire_at_ms: 0,
+            };
+            let loc = w.append(&h, &c.key, &origin, inner.capacity)?;
+            count(tally, loc);
+            Ok(None)
+        }
+        State::Hot {
+            value,
+            version,
+            expire_at_ms,
+        } => {
+            let loc = w.append_item(
+                &value_header(c, value.len(), *version, *expire_at_ms),
+                &c.key,
+                &c.meta,
+                value,
+                inner.capacity,
+            )?;
+            count(tally, loc);
+            Ok(Some(loc))
+        }
+        State::Cold {
+            loc,
+            version,
+            expire_at_ms,
+        } => {
+            // Only the TTL changed: the record is rewritten with the new one
+            // (same sequence number; the later copy wins at recovery).
+            let Some(value) = read_value(inner, c, *loc, *version) else {
+                return Ok(None);
+            };
+            let new = w.append_item(
+                &value_header(c, value.len(), *version, *expire_at_ms),
+                &c.key,
+                &c.meta,
+                &value,
+                inner.capacity,
+            )?;
+            count(tally, new);
+            Ok(Some(new))
+        }
+    }
+}
+
+fn value_header(c: &Captured, len: usize, seq: u64, expire_at_ms: u64) -> RecordHeader {
+    RecordHeader {
+        kind: RecordKind::Value,
+        db: c.db,
+        key_len: c.key.len() as u32,
+        value_len: len as u32,
+        seq,
+        expire_at_ms,
+    }
+}
+
+/// Reads and verifies a cold record's value (blocking; journal thread).
+fn read_value(inner: &Inner, c: &Captured, loc: FlashLoc, version: u64) -> Option<Vec<u8>> {
+    let seg = inner.table.get(loc.segment)?;
+    let start = align_down(loc.offset as u64);
+    let end = align_up(loc.offset as usize + loc.len as usize) as u64;
+    let (buf, r) = io::read_blocking(
+        &*inner.io,
+        seg.file.clone(),
+        start,
+        AlignedBuf::zeroed((end - start) as usize),
+    );
+    let off = (loc.offset as u64 - start) as usize;
+    let rec_end = off + loc.len as usize;
+    match r {
+        Ok(n) if n >= rec_end => match format::decode_record(&buf[off..rec_end]) {
+            Ok(rec) if rec.key == &c.key[..] && rec.header.seq == version => {
+                return Some(rec.value.to_vec())
+            }
+            _ => {}
+        },
+        _ => {}
+    }
+    Stats::inc(&inner.stats.read_errors);
+    tracing::error!(
+        "journal: the flash record of a key in db {} is unreadable; its new TTL is not logged",
+        c.db
+    );
+    None
+}
+
+/// Points the entry at its new record if it still has the captured state.
+fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
+    let mut guard = inner.shard(&c.key).lock();
+    let sh = &mut *guard;
+    let db = inner.dbmap.logical(c.db);
+    let Some(idx) = sh.dbs[db].get_index_of(&c.key[..]) else {
+        return;
+    };
+    if sh.item_meta(db, &c.key, &sh.dbs[db][idx]) != c.meta {
+        // Changed since the capture: a later batch logs it (still dirty).
+        return;
+    }
+    let e = &mut sh.dbs[db][idx];
+    let (version, expire_at_ms) = match &c.what {
+        State::Hot {
+            version,
+            expire_at_ms,
+            ..
+        }
+        | State::Cold {
+            version,
+            expire_at_ms,
+            ..
+        } => (*version, *expire_at_ms),
+        State::Gone { .. } => return,
+    };
+    if e.version != version || e.expire_at_ms != expire_at_ms {
+        return;
+    }
+    // Same version, TTL and item state: the new record is the entry's whole
+    // current state, wherever the value went meanwhile (demoted, promoted,
+    // moved by the collector), so it becomes the entry's record. (Leaving
+    // it unpublished would leave the entry dirty with no note queued, and
+    // an older record of the same write could later be copied after it.)
+    let old = match &mut e.slot {
+        // The hot value's bytes are unchanged (same version): only its
+        // flash copy moves, so the shard's byte counters stay as they are.
+        Slot::Hot(h) => h.backing.replace(loc),
+        Slot::Cold(cur) => {
+            let old = Some(*cur);
+            e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+            old
+        }
+    };
+    e.flags &= !F_DIRTY;
+    if let Some(old) = old {
+        inner.release_flash_quiet(old);
+    }
+    inner.retain_flash(loc);
+}
