@@ -5,7 +5,7 @@
 //! critical section and marks the entry `F_DIRTY` ("its current state is
 //! not yet in the log"); the journal thread drains the notes in batches,
 //! writes each key's *current* state (a value record, or a tombstone if the
-//! key is gone) through the shared [`SegmentWriter`], makes the batch
+//! key is gone) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
 //! durable per `appendfsync`, points the entries at their records (the
 //! record is the hot value's `backing`, so demoting it later costs no I/O)
 //! and advances the durable *ticket*.
