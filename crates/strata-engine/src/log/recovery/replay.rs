@@ -1,0 +1,277 @@
+//! Replaying the log: what each record does to the index (values win by
+//! sequence number, tombstones and flush records delete older states, the
+//! latest database mapping is kept), and resynchronising after damage.
+
+use super::RecoveryReport;
+use crate::clock::now_secs;
+use crate::flash::buf::{align_up, PAGE};
+use crate::flash::format::{self, DecodeError, ItemMeta, RecordKind, ALL_DATABASES};
+use crate::index::{CompactKey, Entry, FlashLoc, Shard, Slot};
+use crate::Inner;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Replay state: what the scan learned about deletions.
+pub(super) struct Replay<'a> {
+    pub(super) inner: &'a Inner,
+    pub(super) now: u64,
+    /// Highest tombstone (or expired-record) sequence number per key.
+    pub(super) deleted: HashMap<(u16, Box<[u8]>), u64>,
+    /// Keys of a database with a smaller sequence number were flushed.
+    pub(super) flushed: Vec<u64>,
+    pub(super) max_seq: u64,
+    /// The latest database mapping record (SWAPDB): seq, mapping, where.
+    pub(super) db_map: Option<(u64, Vec<u16>, FlashLoc)>,
+    pub(super) report: RecoveryReport,
+}
+
+impl Replay<'_> {
+    fn floor(&self, db: usize) -> u64 {
+        self.flushed[db]
+    }
+
+    pub(super) fn remove(sh: &mut Shard, db: usize, idx: usize) {
+        if let Some((k, e)) = sh.dbs[db].swap_remove_index(idx) {
+            sh.acct.entry_removed(db, k.heap_bytes(), &e);
+        }
+    }
+
+    /// A value at `loc` for (db, key) with this sequence number and expiry.
+    fn value(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        seq: u64,
+        expire_at_ms: u64,
+        loc: FlashLoc,
+        meta: ItemMeta,
+    ) {
+        let d = db as usize;
+        if d >= self.inner.databases {
+            return;
+        }
+        self.max_seq = self.max_seq.max(seq);
+        if seq < self.floor(d) {
+            return;
+        }
+        if let Some(&t) = self.deleted.get(&(db, Box::from(key))) {
+            if t > seq {
+                return;
+            }
+        }
+        let value_len =
+            loc.len - (format::RECORD_HEADER_LEN + key.len() + meta.prefix_len()) as u32;
+        let expired = expire_at_ms != 0 && expire_at_ms <= self.now;
+        let mut guard = self.inner.shard(key).lock();
+        let sh = &mut *guard;
+        if let Some(idx) = sh.dbs[d].get_index_of(key) {
+            if sh.dbs[d][idx].version > seq {
+                return;
+            }
+            if expired {
+                Self::remove(sh, d, idx);
+            } else {
+                let e = &mut sh.dbs[d][idx];
+                sh.acct.remove(&e.slot, e.value_len, e.vtype);
+                sh.acct.ttl_remove(d, e.expire_at_ms);
+                sh.acct.retype(e.vtype, meta.vtype as u8);
+                e.slot = Slot::Cold(loc);
+                e.value_len = value_len;
+                e.version = seq;
+                e.expire_at_ms = expire_at_ms;
+                e.client_flags = meta.client_flags;
+                e.vtype = meta.vtype as u8;
+                sh.acct.add(&e.slot, value_len, e.vtype);
+                sh.acct.ttl_add(d, expire_at_ms);
+                sh.apply_item_meta(d, idx, &meta);
+                return;
+            }
+        } else if !expired {
+            let e = Entry {
+                slot: Slot::Cold(loc),
+                expire_at_ms,
+                version: seq,
+                lru_secs: now_secs(),
+                flags: 0,
+                value_len,
+                client_flags: meta.client_flags,
+                vtype: meta.vtype as u8,
+            };
+            let k = CompactKey::from(key);
+            sh.acct.entry_added(d, k.heap_bytes(), &e);
+            crate::index::reserve_one(&mut sh.dbs[d]);
+            let (idx, _) = sh.dbs[d].insert_full(k, e);
+            sh.apply_item_meta(d, idx, &meta);
+            return;
+        }
+        drop(guard);
+        self.tombstone(db, key, seq);
+    }
+
+    fn tombstone(&mut self, db: u16, key: &[u8], seq: u64) {
+        let d = db as usize;
+        if d >= self.inner.databases {
+            return;
+        }
+        self.max_seq = self.max_seq.max(seq);
+        {
+            let mut guard = self.inner.shard(key).lock();
+            let sh = &mut *guard;
+            if let Some(idx) = sh.dbs[d].get_index_of(key) {
+                if sh.dbs[d][idx].version < seq {
+                    Self::remove(sh, d, idx);
+                }
+            }
+        }
+        let t = self.deleted.entry((db, Box::from(key))).or_insert(0);
+        *t = (*t).max(seq);
+    }
+
+    /// A database mapping (SWAPDB): the latest by seq is in force.
+    fn db_map(&mut self, seq: u64, value: &[u8], loc: FlashLoc) {
+        self.max_seq = self.max_seq.max(seq);
+        let Some(ids) = crate::keyspace::swapdb::decode(value, self.inner.databases) else {
+            tracing::error!("recovery: a database mapping record does not decode; ignored");
+            self.report.corrupt_records += 1;
+            return;
+        };
+        if self.db_map.as_ref().is_none_or(|(s, _, _)| seq >= *s) {
+            self.db_map = Some((seq, ids, loc));
+        }
+    }
+
+    fn flush(&mut self, db: u16, seq: u64) {
+        self.max_seq = self.max_seq.max(seq);
+        let dbs: Vec<usize> = if db == ALL_DATABASES {
+            (0..self.inner.databases).collect()
+        } else if (db as usize) < self.inner.databases {
+            vec![db as usize]
+        } else {
+            return;
+        };
+        for &d in &dbs {
+            self.flushed[d] = self.flushed[d].max(seq);
+        }
+        for s in self.inner.shards.iter() {
+            let mut guard = s.lock();
+            let sh = &mut *guard;
+            for &d in &dbs {
+                let mut i = 0;
+                while i < sh.dbs[d].len() {
+                    if sh.dbs[d][i].version < seq {
+                        Self::remove(sh, d, i);
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+        }
+        self.deleted
+            .retain(|(d, _), t| !(dbs.contains(&(*d as usize)) && *t < seq));
+    }
+
+    /// Replays one segment from `start` (whole file in memory).
+    pub(super) fn segment(&mut self, id: u32, path: &Path, start: u64, newest: bool) -> u64 {
+        let buf = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!("recovery: cannot read {}: {e}; skipped", path.display());
+                return 0;
+            }
+        };
+        self.report.segments_scanned += 1;
+        self.report.bytes_scanned += (buf.len() as u64).saturating_sub(start);
+        let mut tomb_bytes = 0u64;
+        let mut pos = start as usize;
+        while pos < buf.len() {
+            let in_page = pos % PAGE;
+            if in_page != 0 && PAGE - in_page < format::MIN_BYTES_IN_PAGE {
+                pos = align_up(pos);
+                continue;
+            }
+            match format::decode_record(&buf[pos..]) {
+                Ok(rec) => {
+                    let len = rec.header.record_len();
+                    let loc = FlashLoc {
+                        segment: id,
+                        offset: pos as u32,
+                        len: len as u32,
+                    };
+                    self.report.records_replayed += 1;
+                    let h = rec.header;
+                    match h.kind {
+                        RecordKind::Value
+                        | RecordKind::ValueFlags
+                        | RecordKind::ValueMeta
+                        | RecordKind::Collection => {
+                            self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.meta)
+                        }
+                        RecordKind::Tombstone => {
+                            tomb_bytes += len as u64;
+                            self.tombstone(h.db, rec.key, h.seq)
+                        }
+                        RecordKind::Flush => {
+                            tomb_bytes += len as u64;
+                            self.flush(h.db, h.seq)
+                        }
+                        RecordKind::DbMap => self.db_map(h.seq, rec.value, loc),
+                    }
+                    pos += len;
+                }
+                Err(DecodeError::Padding) => pos = align_up(pos + 1),
+                Err(e) => {
+                    let rest_zero = buf[pos..].iter().all(|&b| b == 0);
+                    if rest_zero {
+                        break;
+                    }
+                    match resync(&buf, pos) {
+                        Some(next) => {
+                            self.report.corrupt_records += 1;
+                            tracing::error!(
+                                "recovery: damaged record ({e:?}) in segment {id} at offset {pos}; \
+                                 skipped {} bytes to the next valid record",
+                                next - pos
+                            );
+                            pos = next;
+                        }
+                        None if newest => {
+                            let dropped = (buf.len() - pos) as u64;
+                            self.report.torn_tail_bytes += dropped;
+                            tracing::warn!(
+                                "recovery: torn tail of segment {id}: dropped {dropped} bytes \
+                                 after offset {pos} (an incomplete last write)"
+                            );
+                            break;
+                        }
+                        None => {
+                            self.report.corrupt_records += 1;
+                            tracing::error!(
+                                "recovery: damaged data ({e:?}) in segment {id} from offset {pos} \
+                                 to its end ({} bytes) skipped",
+                                buf.len() - pos
+                            );
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        tomb_bytes
+    }
+}
+
+/// The next offset after `pos` where a valid record or a padded page starts.
+fn resync(buf: &[u8], pos: usize) -> Option<usize> {
+    let mut p = pos + 1;
+    while p + format::RECORD_HEADER_LEN <= buf.len() {
+        if p.is_multiple_of(PAGE) && buf[p..buf.len().min(p + PAGE)].iter().all(|&b| b == 0) {
+            // A whole page of padding: the scan can go on from here.
+            return Some(p);
+        }
+        if buf[p + 4] == format::RECORD_MAGIC && format::decode_record(&buf[p..]).is_ok() {
+            return Some(p);
+        }
+        p += 1;
+    }
+    None
+}
