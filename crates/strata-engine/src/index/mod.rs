@@ -421,15 +421,9 @@ impl Shard {
     /// SWAPDB: databases `a` and `b` trade their maps and per-database
     /// state (counters, CLOCK hand, expiry cursor, explicit CASes).
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
-        self.dbs.swap(a, b);
-        self.acct.dbs.swap(a, b);
-        self.hand.swap(a, b);
-        self.expire_cursor.swap(a, b);
-        if self.explicit_cas.len() > a.min(b) {
-            self.explicit_cas
-                .resize_with(self.explicit_cas.len().max(a.max(b) + 1), HashMap::default);
-            self.explicit_cas.swap(a, b);
-        }
+        let mut ids: Vec<u16> = (0..self.dbs.len() as u16).collect();
+        ids.swap(a, b);
+        self.arrange(&ids);
     }
 
     /// Recovery: the maps were filled by database id; put id `ids[d]`'s

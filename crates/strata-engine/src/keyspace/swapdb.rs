@@ -11,7 +11,7 @@
 //!
 //! Invariants:
 //! 1. Entry `(logical d, key)` lives in `shard.dbs[d]` and its records name
-//!    id `phys(d)`. Conversions happen under a shard lock; SWAPDB changes
+//!    id `id(d)`. Conversions happen under a shard lock; SWAPDB changes
 //!    the mapping only while holding every shard lock (in index order), so
 //!    a command, the journal, demotion, the collector and checkpoints each
 //!    see one mapping for the whole of a critical section.
@@ -67,9 +67,10 @@ impl DbMapping {
     }
 
     /// Whether a checkpoint must log the mapping: some SWAPDB changed it
-    /// (with `appendonly no` nothing else logs it), or a record of it exists.
+    /// or one was recovered (with `appendonly no` nothing else logs it; a
+    /// record exists only then).
     pub fn needs_record(&self) -> bool {
-        self.swapped.load(Relaxed) || self.record.lock().is_some()
+        self.swapped.load(Relaxed)
     }
 
     /// Installs `ids` (logical -> id; a permutation) at recovery.
@@ -125,6 +126,17 @@ pub(crate) fn publish_record(inner: &Inner, loc: FlashLoc) {
     inner.retain_flash(loc);
     if let Some(old) = old {
         inner.release_flash_quiet(old);
+    }
+}
+
+/// The collector moved the mapping's record from `old` to `new`: `new` is
+/// the record in force if `old` still was (caller holds the writer lock).
+pub(crate) fn record_moved(inner: &Inner, old: FlashLoc, new: FlashLoc) {
+    let mut rec = inner.dbmap.record.lock();
+    if *rec == Some(old) {
+        *rec = Some(new);
+        inner.release_flash_quiet(old);
+        inner.retain_flash(new);
     }
 }
 

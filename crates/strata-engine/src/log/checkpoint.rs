@@ -319,7 +319,8 @@ pub struct Done {
 /// (appendonly no). Values changed meanwhile stay as they are.
 pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
     struct Pending {
-        db: usize,
+        /// The database's id (what the record names).
+        db: u16,
         key: Box<[u8]>,
         value: Bytes,
         version: u64,
@@ -337,7 +338,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                     if let Slot::Hot(h) = &e.slot {
                         if h.backing.is_none() && e.flags & F_STASHING == 0 {
                             pending.push(Pending {
-                                db: inner.dbmap.id(db) as usize,
+                                db: inner.dbmap.id(db),
                                 key: Box::from(&k[..]),
                                 value: h.value.to_bytes(),
                                 version: e.version,
@@ -354,7 +355,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         for p in &pending {
             let h = RecordHeader {
                 kind: RecordKind::Value,
-                db: p.db as u16,
+                db: p.db,
                 key_len: p.key.len() as u32,
                 value_len: p.value.len() as u32,
                 seq: p.version,
@@ -368,7 +369,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         let mut sh = inner.shards[si].lock();
         let sh = &mut *sh;
         for (p, loc) in pending.iter().zip(locs) {
-            let d = inner.dbmap.logical(p.db as u16);
+            let d = inner.dbmap.logical(p.db);
             let Some(e) = sh.dbs[d].get_mut(&*p.key) else {
                 continue;
             };

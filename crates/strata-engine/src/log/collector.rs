@@ -81,7 +81,7 @@ pub(crate) struct Collector {
 /// A live record found in a slice.
 struct Live {
     /// The database's id (what the record names; `keyspace::swapdb`).
-    db: usize,
+    db: u16,
     key: Box<[u8]>,
     value: Vec<u8>,
     meta: format::ItemMeta,
@@ -396,7 +396,7 @@ impl Collector {
                     ..rec.header
                 };
                 live.push(Live {
-                    db: rec.header.db as usize,
+                    db: rec.header.db,
                     key: rec.key.into(),
                     value: rec.value.to_vec(),
                     meta: sh.item_meta(db, rec.key, e),
@@ -423,7 +423,7 @@ fn keep_tombstone(
     // (`NO_CHECKPOINT` is above every origin.)
     if min_other.is_some_and(|m| m <= origin) || origin >= checkpoint_segment {
         live.push(Live {
-            db: rec.header.db as usize,
+            db: rec.header.db,
             key: rec.key.into(),
             value: format::origin_value(origin).to_vec(),
             meta: format::ItemMeta::default(),
@@ -492,12 +492,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
     for (l, new) in live.iter().zip(placed) {
         let Some(new) = new else { continue };
         if l.header.kind == format::RecordKind::DbMap {
-            let mut rec = inner.dbmap.record.lock();
-            if *rec == Some(l.old) {
-                *rec = Some(new);
-                inner.release_flash_quiet(l.old);
-                inner.retain_flash(new);
-            }
+            crate::keyspace::swapdb::record_moved(inner, l.old, new);
             continue;
         }
         if !l.header.kind.is_value() {
@@ -505,7 +500,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         }
         let mut guard = inner.shard(&l.key).lock();
         let sh = &mut *guard;
-        let d = inner.dbmap.logical(l.db as u16);
+        let d = inner.dbmap.logical(l.db);
         let Some(idx) = sh.dbs[d].get_index_of(&*l.key) else {
             continue;
         };

@@ -33,7 +33,7 @@ const HAND_STEP: usize = 256;
 /// One value picked for demotion.
 struct Victim {
     /// The database's id (what the record names; `keyspace::swapdb`).
-    db: usize,
+    db: u16,
     key: Box<[u8]>,
     value: Bytes,
     version: u64,
@@ -231,7 +231,7 @@ fn demote_chunk(
                     with_cas.push(victims.len());
                 }
                 victims.push(Victim {
-                    db: inner.dbmap.id(db) as usize,
+                    db: inner.dbmap.id(db),
                     key: Box::from(&k[..]),
                     value: h.value.to_bytes(),
                     version: e.version,
@@ -288,7 +288,7 @@ fn write_victims(
     for v in victims.iter_mut() {
         let h = RecordHeader {
             kind: RecordKind::Value,
-            db: v.db as u16,
+            db: v.db,
             key_len: v.key.len() as u32,
             value_len: v.value.len() as u32,
             seq: v.version,
@@ -333,7 +333,7 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
     for v in victims {
         let mut guard = inner.shard(&v.key).lock();
         let sh = &mut *guard;
-        let d = inner.dbmap.logical(v.db as u16);
+        let d = inner.dbmap.logical(v.db);
         let Some(idx) = sh.dbs[d].get_index_of(&*v.key) else {
             continue;
         };
