@@ -5,11 +5,14 @@
 //!   its encoding, and that encoding decodes to the same collection (and
 //!   is the input itself when the input was canonical: same length);
 //! - `decode_record` of any bytes never panics, and a record that decodes
-//!   as kind 6 has a collection type.
+//!   as kind 6 has a collection type;
+//! - a chunk body (kind 9) decodes to distinct elements or an error, and
+//!   the elements a range filter keeps are a subset of the whole.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata_engine::flash::format::{decode_record, RecordKind};
+use strata_engine::flash::format::{decode_chunk, decode_head, decode_record, RecordKind};
+use strata_engine::types::chunked::{decode_elems, elem_hash, range_high};
 use strata_engine::types::{Collection, ValueType};
 
 fuzz_target!(|data: &[u8]| {
@@ -31,5 +34,21 @@ fuzz_target!(|data: &[u8]| {
         if rec.header.kind == RecordKind::Collection {
             assert_ne!(rec.meta.vtype, ValueType::String);
         }
+        if rec.header.kind == RecordKind::CollHead {
+            let _ = decode_head(rec.value);
+        }
+    }
+    if let Some((name, chunk)) = decode_chunk(body) {
+        let high = range_high(name.low, name.depth);
+        let all = decode_elems::<Box<[u8]>>(chunk, |_| true);
+        let some = decode_elems::<Box<[u8]>>(chunk, |k| {
+            let h = elem_hash(k);
+            h >= name.low && h <= high
+        });
+        if let (Ok(all), Ok(some)) = (all, some) {
+            assert!(some.len() <= all.len());
+            assert!(some.keys().all(|k| all.contains_key(k)));
+        }
+        let _ = decode_elems::<()>(chunk, |_| true);
     }
 });

@@ -65,6 +65,7 @@ pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
 pub use error::EngineError;
 pub use flash::io::IoBackend;
 pub use index::Value;
+pub use keyspace::chunks::Need;
 pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
 pub use keyspace::view::{KeysView, ValueRef};
@@ -488,6 +489,8 @@ impl Inner {
             }
             t.collections_in_ram += s.acct.coll_hot_count;
             t.collections_in_flash += s.acct.coll_cold_count;
+            t.chunks_in_ram += s.acct.chunks_hot;
+            t.chunks_in_flash += s.acct.chunks_cold;
             t.collections_in_ram_bytes += s.acct.coll_hot_bytes;
             t.collections_in_flash_bytes += s.acct.coll_cold_bytes;
             t.keys += s.dbs.iter().map(|m| m.len() as u64).sum::<u64>();
@@ -500,6 +503,8 @@ impl Inner {
         t.stash_bytes = Stats::get(&st.stash_bytes);
         t.journal_bytes = Stats::get(&self.journal.record_bytes);
         t.fetches = Stats::get(&st.fetches);
+        t.chunk_loads = Stats::get(&st.chunk_loads);
+        t.chunks_written = Stats::get(&st.chunks_written);
         t.flash_deletes = Stats::get(&st.flash_deletes);
         t.uploads = Stats::get(&st.uploads);
         t.read_errors = Stats::get(&st.read_errors);

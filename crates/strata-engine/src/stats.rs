@@ -48,6 +48,10 @@ pub struct Stats {
     pub write_errors: AtomicU64,
     /// Memcached gets that found their item expired (memcached's get_expired).
     pub get_expired: AtomicU64,
+    /// Parts of chunked collections read from flash into RAM.
+    pub chunk_loads: AtomicU64,
+    /// Chunk records written (journal, demotion, checkpoint saves).
+    pub chunks_written: AtomicU64,
 }
 
 impl Stats {
@@ -68,6 +72,7 @@ impl Stats {
             &self.ram_misses,
             &self.ram_cool_hits,
             &self.fetches,
+            &self.chunk_loads,
             &self.uploads,
             &self.read_errors,
             &self.evicted_keys,
@@ -96,6 +101,11 @@ pub struct TieredInfo {
     /// collection is one chunk while collections are packed whole).
     pub collections_in_ram: u64,
     pub collections_in_flash: u64,
+    /// Parts of chunked collections in RAM / only on flash.
+    pub chunks_in_ram: u64,
+    pub chunks_in_flash: u64,
+    pub chunk_loads: u64,
+    pub chunks_written: u64,
     pub collections_in_ram_bytes: u64,
     pub collections_in_flash_bytes: u64,
     pub ram_hits: u64,

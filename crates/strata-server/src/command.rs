@@ -115,6 +115,33 @@ impl Ctx<'_> {
     }
 }
 
+impl Ctx<'_> {
+    /// As `with_keys` for one hash or set of which the command touches
+    /// only the elements `elems` names (fields, members; none for a count):
+    /// of a chunked one only the parts holding them are read from flash.
+    /// The closure must not look at any other element of the key.
+    pub fn with_key_elems<F>(&mut self, key: Bytes, elems: Vec<Bytes>, f: F) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
+        let version = self.version();
+        let db = self.db();
+        let read = self.engine().with_keys_need(
+            db,
+            vec![key],
+            strata_engine::Need::Elems(elems),
+            move |view| {
+                let mut out = BytesMut::new();
+                f(view, &mut out, version);
+                out
+            },
+        );
+        self.reply_with(read, true, move |out, _, reply| {
+            out.extend_from_slice(&reply)
+        })
+    }
+}
+
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Outcome;
 
 /// One command of the table.

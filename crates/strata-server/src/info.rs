@@ -409,8 +409,9 @@ fn tiered(s: &Shared, out: &mut String, largest: bool) {
     field!(out, "flash_io_backend", t.io_backend);
     field!(out, "flash_direct_io", t.direct_io as u8);
     field!(out, "index_bytes", t.index_bytes);
-    // Keys per type over all databases, and collections by tier (each is
-    // one record while collections are packed whole).
+    // Keys per type over all databases, and collections by tier: a packed
+    // collection is one record, in RAM or on flash; a chunked one counts in
+    // RAM (its directory is) and its bytes count where each part is.
     for (name, n) in ["string", "hash", "list", "set", "zset"]
         .iter()
         .zip(t.keys_by_type)
@@ -425,6 +426,10 @@ fn tiered(s: &Shared, out: &mut String, largest: bool) {
         "collections_in_flash_bytes",
         t.collections_in_flash_bytes
     );
+    field!(out, "chunks_in_ram", t.chunks_in_ram);
+    field!(out, "chunks_in_flash", t.chunks_in_flash);
+    field!(out, "chunk_loads", t.chunk_loads);
+    field!(out, "chunks_written", t.chunks_written);
     field!(out, "ram_used_bytes", t.ram_used);
     field!(out, "maxmemory_ram", t.maxmemory_ram);
     if largest {

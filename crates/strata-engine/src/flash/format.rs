@@ -20,8 +20,8 @@ use crate::types::ValueType;
 
 /// Version of the segment and record layout written by this build
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4
-/// kind 6, version 5 kind 7).
-pub const FORMAT_VERSION: u32 = 5;
+/// kind 6, version 5 kind 7, version 6 kinds 8 and 9).
+pub const FORMAT_VERSION: u32 = 6;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -68,6 +68,83 @@ pub enum RecordKind {
     /// `db` 0; the value is one u16 LE per logical database, its id. The
     /// one with the largest sequence number is in force.
     DbMap = 7,
+    /// The head of a chunked collection (`types::chunked`): the key, its
+    /// TTL, and a value of type byte, bits byte (`types::BIG_ENCODING`) and
+    /// collection id (u64 LE). Written when the collection becomes
+    /// chunked and when its TTL changes; the latest whole-key record of a
+    /// key (value, tombstone, flush or head) decides what the key is.
+    CollHead = 8,
+    /// One chunk of a chunked collection: the key; a value of type byte,
+    /// collection id (u64 LE), depth (u8), range start (u64 LE), then the
+    /// chunk body (element count u32 LE and the elements, packed as in a
+    /// packed collection). Applies only under a head with the same
+    /// collection id; of two chunks covering one hash, the one with the
+    /// larger sequence number holds it.
+    Chunk = 9,
+}
+
+/// Bytes of a kind-8 value.
+pub const HEAD_VALUE_LEN: usize = 10;
+/// Bytes before the chunk body in a kind-9 value.
+pub const CHUNK_PREFIX_LEN: usize = 18;
+
+/// What a kind-9 record names before its body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkName {
+    pub vtype: ValueType,
+    pub cid: u64,
+    pub depth: u8,
+    pub low: u64,
+}
+
+/// The value prefix of a kind-9 record.
+pub fn chunk_prefix(n: &ChunkName) -> [u8; CHUNK_PREFIX_LEN] {
+    let mut b = [0u8; CHUNK_PREFIX_LEN];
+    b[0] = n.vtype as u8;
+    b[1..9].copy_from_slice(&n.cid.to_le_bytes());
+    b[9] = n.depth;
+    b[10..18].copy_from_slice(&n.low.to_le_bytes());
+    b
+}
+
+/// A kind-9 value's name and body; None if malformed (a depth over 64, a
+/// range start not aligned to its depth, or not a hash or set).
+pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
+    if value.len() < CHUNK_PREFIX_LEN {
+        return None;
+    }
+    let vtype = ValueType::from_u8(value[0])?;
+    let depth = value[9];
+    let low = le_u64(&value[10..18]);
+    let aligned = depth == 0 || (depth <= 64 && low & (u64::MAX >> depth) == 0);
+    if !matches!(vtype, ValueType::Hash | ValueType::Set) || depth > 64 || !aligned {
+        return None;
+    }
+    let n = ChunkName {
+        vtype,
+        cid: le_u64(&value[1..9]),
+        depth,
+        low,
+    };
+    Some((n, &value[CHUNK_PREFIX_LEN..]))
+}
+
+/// The value of a kind-8 record.
+pub fn head_value(vtype: ValueType, bits: u8, cid: u64) -> [u8; HEAD_VALUE_LEN] {
+    let mut b = [0u8; HEAD_VALUE_LEN];
+    b[0] = vtype as u8;
+    b[1] = bits;
+    b[2..10].copy_from_slice(&cid.to_le_bytes());
+    b
+}
+
+/// A kind-8 value's type, bits and collection id.
+pub fn decode_head(value: &[u8]) -> Option<(ValueType, u8, u64)> {
+    if value.len() != HEAD_VALUE_LEN {
+        return None;
+    }
+    let t = ValueType::from_u8(value[0])?;
+    matches!(t, ValueType::Hash | ValueType::Set).then(|| (t, value[1], le_u64(&value[2..10])))
 }
 
 impl RecordKind {
@@ -315,6 +392,8 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         5 => RecordKind::ValueMeta,
         6 => RecordKind::Collection,
         7 => RecordKind::DbMap,
+        8 => RecordKind::CollHead,
+        9 => RecordKind::Chunk,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {

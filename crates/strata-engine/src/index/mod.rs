@@ -128,6 +128,10 @@ pub enum Slot {
     Hot(Box<Hot>),
     /// Only on flash.
     Cold(FlashLoc),
+    /// A chunked collection (`types::chunked`): its directory in RAM,
+    /// each part in RAM, on flash or both. Its records are its head and
+    /// chunks, never one packed record.
+    Chunked(Box<Collection>),
 }
 
 impl Slot {
@@ -142,6 +146,17 @@ impl Slot {
     /// A hot slot holding `value`.
     pub fn hot_value(value: Value, backing: Option<FlashLoc>) -> Slot {
         Slot::Hot(Box::new(Hot { value, backing }))
+    }
+
+    /// Every flash record this slot refers to, once per reference (a
+    /// chunked collection's head and chunks; engine invariant 3 releases
+    /// each when the slot goes).
+    pub fn locs(&self) -> Vec<FlashLoc> {
+        match self {
+            Slot::Hot(h) => h.backing.into_iter().collect(),
+            Slot::Cold(loc) => vec![*loc],
+            Slot::Chunked(c) => c.dir().map(|d| d.locs()).unwrap_or_default(),
+        }
     }
 }
 
@@ -202,12 +217,38 @@ impl Entry {
         self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
     }
 
-    /// The flash record this entry points at, if any.
+    /// The flash record this entry points at, if any (a chunked
+    /// collection's head).
     pub fn flash_loc(&self) -> Option<FlashLoc> {
         match &self.slot {
             Slot::Hot(h) => h.backing,
             Slot::Cold(loc) => Some(*loc),
+            Slot::Chunked(c) => c.dir().and_then(|d| d.head_loc()),
         }
+    }
+
+    /// Every flash record this entry refers to, once per reference.
+    pub fn flash_locs(&self) -> Vec<FlashLoc> {
+        self.slot.locs()
+    }
+
+    /// Runs `f` on a chunked collection's directory, keeping the shard's
+    /// counters right across the change (None if the entry is not one).
+    pub fn with_dir<R>(
+        &mut self,
+        counters: &mut ShardCounters,
+        f: impl FnOnce(&mut dyn crate::types::chunked::Dir) -> R,
+    ) -> Option<R> {
+        if !matches!(&self.slot, Slot::Chunked(_)) {
+            return None;
+        }
+        counters.remove(&self.slot, self.value_len, self.vtype);
+        let r = match &mut self.slot {
+            Slot::Chunked(c) => c.dir_mut().map(f),
+            _ => None,
+        };
+        counters.add(&self.slot, self.value_len, self.vtype);
+        r
     }
 
     /// Replaces the slot, keeping the shard's counters right; returns the
@@ -227,6 +268,7 @@ impl Entry {
         match &self.slot {
             Slot::Hot(h) => h.value.len(),
             Slot::Cold(_) => 0,
+            Slot::Chunked(c) => c.dir().map_or(0, |d| d.resident_bytes()),
         }
     }
 }
@@ -279,8 +321,13 @@ pub struct ShardCounters {
     pub coll_hot_bytes: u64,
     pub coll_cold_bytes: u64,
     /// Collections (packed: one record each) in RAM / only on flash.
+    /// A chunked collection counts as in RAM (its directory is); its bytes
+    /// count in RAM or on flash by part.
     pub coll_hot_count: u64,
     pub coll_cold_count: u64,
+    /// Parts of chunked collections in RAM / only on flash.
+    pub chunks_hot: u64,
+    pub chunks_cold: u64,
     pub dbs: Vec<DbCounters>,
 }
 
@@ -306,6 +353,19 @@ impl ShardCounters {
                     self.coll_cold_count += 1;
                 }
             }
+            Slot::Chunked(c) => {
+                let Some(d) = c.dir() else { return };
+                let (hot, total) = (d.resident_bytes() as u64, c.encoded_len() as u64);
+                self.hot_bytes += hot;
+                self.hot_count += 1;
+                self.coll_hot_bytes += hot;
+                self.coll_hot_count += 1;
+                self.cold_bytes += total - hot;
+                self.coll_cold_bytes += total - hot;
+                let parts = d.part_count() as u64;
+                self.chunks_hot += d.resident_parts() as u64;
+                self.chunks_cold += parts - d.resident_parts() as u64;
+            }
         }
     }
 
@@ -329,6 +389,19 @@ impl ShardCounters {
                     self.coll_cold_bytes -= value_len as u64;
                     self.coll_cold_count -= 1;
                 }
+            }
+            Slot::Chunked(c) => {
+                let Some(d) = c.dir() else { return };
+                let (hot, total) = (d.resident_bytes() as u64, c.encoded_len() as u64);
+                self.hot_bytes -= hot;
+                self.hot_count -= 1;
+                self.coll_hot_bytes -= hot;
+                self.coll_hot_count -= 1;
+                self.cold_bytes -= total - hot;
+                self.coll_cold_bytes -= total - hot;
+                let parts = d.part_count() as u64;
+                self.chunks_hot -= d.resident_parts() as u64;
+                self.chunks_cold -= parts - d.resident_parts() as u64;
             }
         }
     }

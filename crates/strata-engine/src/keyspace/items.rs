@@ -194,6 +194,7 @@ impl Engine {
             won,
         };
         match &e.slot {
+            Slot::Chunked(_) => Read::Ready(Ok(None)),
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
                 if h.backing.is_some() {

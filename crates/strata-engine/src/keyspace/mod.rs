@@ -1,8 +1,11 @@
 //! Keyspace operations: existence, deletion, TTLs, iteration and flushing,
 //! all answered from RAM (engine invariant 1); renames in `rename`. The
 //! rooms: `strings` (GET/SET/read-modify-write), `items` (memcached item
-//! state), `view` (`KeysView`: atomic access to collections), `rename`.
+//! state), `view` (`KeysView`: atomic access to collections), `chunks`
+//! (which parts of a chunked collection a command needs, and loading
+//! them), `rename`.
 
+pub mod chunks;
 pub mod items;
 mod rename;
 pub mod strings;
@@ -45,6 +48,11 @@ pub enum Location {
     /// In RAM with a valid flash copy.
     RamAndFlash(FlashLoc),
     Flash(FlashLoc),
+    /// A chunked collection: its parts, and how many are in RAM.
+    Chunked {
+        parts: u64,
+        in_ram: u64,
+    },
 }
 
 /// The largest collection (`Engine::largest_collection`).
@@ -95,7 +103,7 @@ impl Inner {
     pub(crate) fn remove_index(&self, sh: &mut Shard, db: usize, idx: usize, expired: bool) {
         if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
             sh.acct.entry_removed(db, key.heap_bytes(), &e);
-            if let Some(loc) = e.flash_loc() {
+            for loc in e.flash_locs() {
                 self.release_flash(loc);
             }
             if expired {
@@ -112,7 +120,7 @@ impl Inner {
     pub(crate) fn remove_index_quiet(&self, sh: &mut Shard, db: usize, idx: usize) {
         if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
             sh.acct.entry_removed(db, key.heap_bytes(), &e);
-            if let Some(loc) = e.flash_loc() {
+            for loc in e.flash_locs() {
                 self.release_flash(loc);
             }
         }
@@ -137,6 +145,10 @@ impl Inner {
     /// state): with the journal on, it is marked dirty and noted, so its
     /// record is rewritten. Caller holds the shard lock.
     pub(crate) fn metadata_changed(&self, sh: &mut Shard, db: usize, idx: usize) {
+        if let Some((_, e)) = sh.dbs[db].get_index_mut(idx) {
+            // A chunked collection's TTL is in its head record.
+            e.with_dir(&mut sh.acct, |d| d.set_head_dirty(true));
+        }
         let dirty = self.dirty_flag();
         if dirty == 0 {
             return;
@@ -253,6 +265,11 @@ impl Engine {
                         (std::mem::size_of::<crate::index::Hot>() + h.value.len()) as u64
                     }
                     Slot::Cold(_) => 0,
+                    Slot::Chunked(c) => c.dir().map_or(0, |d| {
+                        (std::mem::size_of::<crate::types::Collection>()
+                            + d.part_count() * crate::types::chunked::PART_RAM_BYTES
+                            + d.resident_bytes()) as u64
+                    }),
                 },
             value_len: e.value_len as u64,
             location: match &e.slot {
@@ -261,6 +278,10 @@ impl Engine {
                     Some(l) => Location::RamAndFlash(l),
                 },
                 Slot::Cold(l) => Location::Flash(*l),
+                Slot::Chunked(c) => c.dir().map_or(Location::Ram, |d| Location::Chunked {
+                    parts: d.part_count() as u64,
+                    in_ram: d.resident_parts() as u64,
+                }),
             },
             idle_secs: now.saturating_sub(e.lru_secs) as u64,
             expire_at_ms: e.expire_at_ms,
@@ -384,7 +405,7 @@ impl Engine {
         // and free the maps without holding any lock.
         for map in taken {
             for (_, e) in map {
-                if let Some(loc) = e.flash_loc() {
+                for loc in e.flash_locs() {
                     inner.release_flash(loc);
                 }
             }

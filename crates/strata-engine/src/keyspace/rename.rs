@@ -4,6 +4,7 @@
 //! record names its key, and the collector relies on that).
 
 use crate::index::{Shard, Slot, Value};
+use crate::keyspace::chunks::{load_parts, Need};
 use crate::keyspace::strings::Retry;
 use crate::tiering::fetch::{fetch_value, FetchTarget, Read};
 use crate::{Engine, EngineError, Inner};
@@ -21,33 +22,7 @@ impl Engine {
         dst: &[u8],
         nx: bool,
     ) -> Read<Result<Option<bool>, EngineError>> {
-        match self.inner.try_rename(db, src, db, dst, nx, false, None) {
-            Ok(r) => Read::Ready(Ok(r)),
-            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
-            Err(Retry::Fetch(t)) => {
-                let inner = self.inner.clone();
-                let dst: Box<[u8]> = dst.into();
-                Read::Pending(Box::pin(async move {
-                    let mut t = t;
-                    loop {
-                        let v = fetch_value(inner.clone(), &t).await?;
-                        match inner.try_rename(
-                            t.db,
-                            &t.key,
-                            t.db,
-                            &dst,
-                            nx,
-                            false,
-                            Some((t.version, v)),
-                        ) {
-                            Ok(r) => return Ok(r),
-                            Err(Retry::Fetch(next)) => t = next,
-                            Err(Retry::Fail(e)) => return Err(e),
-                        }
-                    }
-                }))
-            }
-        }
+        self.rename_op(db, src, db, dst, nx, false)
     }
 
     /// MOVE key db: moves `key` to database `dst_db` unless it exists
@@ -59,36 +34,7 @@ impl Engine {
         key: &[u8],
         dst_db: usize,
     ) -> Read<Result<Option<bool>, EngineError>> {
-        match self
-            .inner
-            .try_rename(db, key, dst_db, key, true, false, None)
-        {
-            Ok(r) => Read::Ready(Ok(r)),
-            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
-            Err(Retry::Fetch(t)) => {
-                let inner = self.inner.clone();
-                Read::Pending(Box::pin(async move {
-                    let mut t = t;
-                    loop {
-                        let v = fetch_value(inner.clone(), &t).await?;
-                        let key = t.key.clone();
-                        match inner.try_rename(
-                            t.db,
-                            &key,
-                            dst_db,
-                            &key,
-                            true,
-                            false,
-                            Some((t.version, v)),
-                        ) {
-                            Ok(r) => return Ok(r),
-                            Err(Retry::Fetch(next)) => t = next,
-                            Err(Retry::Fail(e)) => return Err(e),
-                        }
-                    }
-                }))
-            }
-        }
+        self.rename_op(db, key, dst_db, key, true, false)
     }
 
     /// COPY src dst \[DB n\] \[REPLACE\]: Ok(None) if the source is missing,
@@ -101,30 +47,44 @@ impl Engine {
         dst: &[u8],
         replace: bool,
     ) -> Read<Result<Option<bool>, EngineError>> {
-        match self
-            .inner
-            .try_rename(db, src, dst_db, dst, !replace, true, None)
-        {
-            Ok(r) => Read::Ready(Ok(r)),
-            Err(Retry::Fail(e)) => Read::Ready(Err(e)),
-            Err(Retry::Fetch(t)) => {
-                let inner = self.inner.clone();
-                let dst: Box<[u8]> = dst.into();
-                Read::Pending(Box::pin(async move {
-                    let mut t = t;
-                    loop {
-                        let v = fetch_value(inner.clone(), &t).await?;
-                        let fetched = Some((t.version, v));
-                        match inner.try_rename(t.db, &t.key, dst_db, &dst, !replace, true, fetched)
-                        {
-                            Ok(r) => return Ok(r),
-                            Err(Retry::Fetch(next)) => t = next,
-                            Err(Retry::Fail(e)) => return Err(e),
-                        }
+        self.rename_op(db, src, dst_db, dst, !replace, true)
+    }
+
+    /// Runs `try_rename`, fetching the source's value (or loading its
+    /// parts) first when it is on flash.
+    fn rename_op(
+        &self,
+        db: usize,
+        src: &[u8],
+        dst_db: usize,
+        dst: &[u8],
+        nx: bool,
+        copy: bool,
+    ) -> Read<Result<Option<bool>, EngineError>> {
+        let first = match self.inner.try_rename(db, src, dst_db, dst, nx, copy, None) {
+            Ok(r) => return Read::Ready(Ok(r)),
+            Err(Retry::Fail(e)) => return Read::Ready(Err(e)),
+            Err(r) => r,
+        };
+        let inner = self.inner.clone();
+        let (src, dst): (Box<[u8]>, Box<[u8]>) = (src.into(), dst.into());
+        Read::Pending(Box::pin(async move {
+            let mut retry = first;
+            loop {
+                let fetched = match retry {
+                    Retry::Fetch(t) => Some((t.version, fetch_value(inner.clone(), &t).await?)),
+                    Retry::Parts(parts) => {
+                        load_parts(&inner, parts).await?;
+                        None
                     }
-                }))
+                    Retry::Fail(e) => return Err(e),
+                };
+                match inner.try_rename(db, &src, dst_db, &dst, nx, copy, fetched) {
+                    Ok(r) => return Ok(r),
+                    Err(r) => retry = r,
+                }
             }
-        }
+        }))
     }
 }
 
@@ -164,6 +124,19 @@ impl Inner {
             let e = &ga.dbs[db][si];
             match &e.slot {
                 Slot::Hot(h) => (h.value.clone(), e.expire_at_ms, e.client_flags),
+                // The copy is a new collection (its records name their key):
+                // every part must be in RAM.
+                Slot::Chunked(c) => {
+                    let cold = self.cold_parts(db, src, e, &Need::Whole);
+                    if !cold.is_empty() {
+                        return Err(Retry::Parts(cold));
+                    }
+                    (
+                        Value::Coll(Box::new(c.detached())),
+                        e.expire_at_ms,
+                        e.client_flags,
+                    )
+                }
                 Slot::Cold(loc) => match &fetched {
                     Some((v, value)) if *v == e.version => {
                         let value = Value::from_record(e.value_type(), value.clone())

@@ -129,6 +129,7 @@ impl Engine {
         e.flags |= F_REFERENCED;
         e.lru_secs = now_secs();
         match &e.slot {
+            Slot::Chunked(_) => Read::Ready(Err(EngineError::WrongType)),
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
                 if h.backing.is_some() {
@@ -207,6 +208,8 @@ impl Engine {
                 Read::Pending(Box::pin(async move { update_cold(inner, t, f).await }))
             }
             Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            // Only collections are chunked, and strings refuse them first.
+            Err(Retry::Parts(_)) => Read::Ready(Err(EngineError::WrongType)),
         }
     }
 
@@ -266,6 +269,7 @@ where
             Ok(r) => return Ok(r),
             Err(Retry::Fetch(next)) => t = next,
             Err(Retry::Fail(e)) => return Err(e),
+            Err(Retry::Parts(_)) => return Err(EngineError::WrongType),
         }
     }
 }
@@ -283,6 +287,8 @@ fn resolve_expire(u: ExpireUpdate, old: u64) -> u64 {
 pub(crate) enum Retry {
     /// The value is cold: fetch it and try again.
     Fetch(FetchTarget),
+    /// A chunked collection has parts on flash: load them and try again.
+    Parts(Vec<crate::keyspace::chunks::PartTarget>),
     Fail(EngineError),
 }
 
@@ -320,6 +326,7 @@ impl Inner {
                     return Err(Retry::Fail(EngineError::WrongType));
                 }
                 match &e.slot {
+                    Slot::Chunked(_) => return Err(Retry::Fail(EngineError::WrongType)),
                     Slot::Hot(h) => f(Some(Current {
                         value: match &h.value {
                             crate::index::Value::Str(b) => b,
@@ -455,7 +462,14 @@ impl Inner {
         let version = self.next_seq();
         let value_len = value.len() as u32;
         let vtype = value.vtype() as u8;
-        let slot = Slot::hot_value(value, None);
+        let slot = match value {
+            // A big hash or set past one chunk is stored chunked.
+            crate::index::Value::Coll(mut c) if c.wants_chunks() => {
+                c.make_chunked(self.next_seq());
+                Slot::Chunked(c)
+            }
+            v => Slot::hot_value(v, None),
+        };
         let idx = match idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e))) {
             Some((i, e)) => {
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);
@@ -463,10 +477,7 @@ impl Inner {
                 let old = std::mem::replace(&mut e.slot, slot);
                 e.value_len = value_len;
                 sh.acct.add(&e.slot, value_len, vtype);
-                if let Some(loc) = match old {
-                    Slot::Hot(h) => h.backing,
-                    Slot::Cold(loc) => Some(loc),
-                } {
+                for loc in old.locs() {
                     self.release_flash(loc);
                 }
                 sh.acct.ttl_remove(db, e.expire_at_ms);

@@ -20,6 +20,7 @@
 //!    empty collection is deleted (types invariant 1).
 //! 3. Only declared keys are reachable; any other key reads as missing.
 
+use super::chunks::{load_parts, Need, PartTarget};
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Shard, Slot, Value, F_REFERENCED};
 use crate::stats::Stats;
@@ -37,10 +38,13 @@ pub enum ValueRef<'a> {
     Coll(&'a Collection),
 }
 
-/// A changed collection: the hot length it had before the change.
+/// A changed collection: the hot length it had before the change; a
+/// chunked one is taken out of the shard's counters while it changes
+/// (`out`) and counted in again when settled.
 struct Touched {
     key: Bytes,
     old_len: usize,
+    out: bool,
 }
 
 /// The keys of one `with_keys` call, locked (module doc).
@@ -131,6 +135,7 @@ impl<'a> KeysView<'a> {
                 Value::Str(b) => ValueRef::Str(b),
                 Value::Coll(c) => ValueRef::Coll(c),
             }),
+            Slot::Chunked(c) => Some(ValueRef::Coll(c)),
             // Not reachable: with_keys made every declared key hot.
             Slot::Cold(_) => None,
         }
@@ -179,14 +184,19 @@ impl<'a> KeysView<'a> {
             }
             None => return Ok(None),
         };
-        let sh = self.shard(key).ok_or(EngineError::WrongType)?;
-        let old_len = sh.dbs[db][idx].hot_bytes();
         if !self.touched.iter().any(|t| &t.key[..] == key) {
+            let sh = self.shard(key).ok_or(EngineError::WrongType)?;
+            let e = &sh.dbs[db][idx];
+            let old_len = e.hot_bytes();
+            let out = matches!(e.slot, Slot::Chunked(_));
+            if out {
+                sh.acct.remove(&e.slot, e.value_len, e.vtype);
+            }
             let key = match self.keys.iter().find(|k| &k[..] == key) {
                 Some(k) => k.clone(),
                 None => Bytes::copy_from_slice(key),
             };
-            self.touched.push(Touched { key, old_len });
+            self.touched.push(Touched { key, old_len, out });
         }
         let sh = self.shard(key).ok_or(EngineError::WrongType)?;
         match &mut sh.dbs[db][idx].slot {
@@ -194,6 +204,7 @@ impl<'a> KeysView<'a> {
                 Value::Coll(c) => Ok(Some(c)),
                 Value::Str(_) => Err(EngineError::WrongType),
             },
+            Slot::Chunked(c) => Ok(Some(c)),
             Slot::Cold(_) => Ok(None),
         }
     }
@@ -252,6 +263,10 @@ impl<'a> KeysView<'a> {
             return;
         };
         if let Some(e) = sh.dbs[db].get(key) {
+            if t.out {
+                sh.acct.add(&e.slot, e.value_len, e.vtype);
+                return;
+            }
             let new_len = e.hot_bytes() as u64;
             sh.acct.hot_bytes = sh.acct.hot_bytes + new_len - t.old_len as u64;
             sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len - t.old_len as u64;
@@ -279,15 +294,23 @@ impl<'a> KeysView<'a> {
             let Some(idx) = sh.dbs[db].get_index_of(&t.key[..]) else {
                 continue;
             };
+            let mut old_len = t.old_len as u64;
+            if t.out {
+                // Counted in again as it is now; from here on a plain delta.
+                let e = &sh.dbs[db][idx];
+                sh.acct.add(&e.slot, e.value_len, e.vtype);
+                old_len = e.hot_bytes() as u64;
+            }
             let empty = match &sh.dbs[db][idx].slot {
                 Slot::Hot(h) => matches!(&h.value, Value::Coll(c) if c.is_empty()),
+                Slot::Chunked(c) => c.is_empty(),
                 Slot::Cold(_) => false,
             };
             if empty {
                 // Count the shrunk length out, as removal counts it in.
                 let new_len = sh.dbs[db][idx].hot_bytes() as u64;
-                sh.acct.hot_bytes = sh.acct.hot_bytes + new_len - t.old_len as u64;
-                sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len - t.old_len as u64;
+                sh.acct.hot_bytes = sh.acct.hot_bytes + new_len - old_len;
+                sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len - old_len;
                 inner.remove_index(sh, db, idx, false);
                 continue;
             }
@@ -295,30 +318,81 @@ impl<'a> KeysView<'a> {
             let version = inner.next_seq();
             let e = &mut sh.dbs[db][idx];
             let mut released = None;
-            if let Slot::Hot(h) = &mut e.slot {
-                if let Value::Coll(c) = &mut h.value {
-                    c.update_encoding(&limits);
+            let mut new_refs = Vec::new();
+            match &mut e.slot {
+                Slot::Hot(h) => {
+                    if let Value::Coll(c) = &mut h.value {
+                        c.update_encoding(&limits);
+                    }
+                    released = h.backing.take();
                 }
-                released = h.backing.take();
+                Slot::Chunked(c) => {
+                    if let Some(d) = c.dir_mut() {
+                        new_refs = d.take_new_refs();
+                    }
+                }
+                Slot::Cold(_) => {}
             }
             let new_len = e.hot_bytes();
-            e.value_len = new_len as u32;
+            if !matches!(e.slot, Slot::Cold(_)) {
+                e.value_len = value_len_of(&e.slot);
+            }
             e.client_flags = match &e.slot {
                 Slot::Hot(h) => aux_of(&h.value),
+                Slot::Chunked(c) => crate::types::aux(c.len(), c.encoding_is_big()),
                 Slot::Cold(_) => e.client_flags,
             };
             e.version = version;
             e.flags = F_REFERENCED | inner.dirty_flag();
             e.lru_secs = now_secs();
-            sh.acct.hot_bytes = sh.acct.hot_bytes + new_len as u64 - t.old_len as u64;
-            sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len as u64 - t.old_len as u64;
+            sh.acct.hot_bytes = sh.acct.hot_bytes + new_len as u64 - old_len;
+            sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len as u64 - old_len;
             if let Some(loc) = released {
                 inner.release_flash(loc);
+            }
+            for loc in new_refs {
+                inner.retain_flash(loc);
+            }
+            // A big hash or set past one chunk becomes chunked (one way):
+            // from now on a change writes only the parts it touched.
+            let e = &mut sh.dbs[db][idx];
+            if matches!(&e.slot, Slot::Hot(h) if matches!(&h.value, Value::Coll(c) if c.wants_chunks()))
+            {
+                let cid = inner.next_seq();
+                sh.acct.remove(&e.slot, e.value_len, e.vtype);
+                if let Slot::Hot(h) = std::mem::replace(&mut e.slot, Slot::Cold(NO_LOC)) {
+                    e.slot = match h.value {
+                        Value::Coll(mut c) => {
+                            c.make_chunked(cid);
+                            Slot::Chunked(c)
+                        }
+                        v => Slot::hot_value(v, None),
+                    };
+                }
+                sh.acct.add(&e.slot, e.value_len, e.vtype);
             }
             inner.note_key(db, &t.key);
             self.note_ready(&t.key, t_ready);
         }
     }
+}
+
+/// A placeholder location while a slot is rebuilt (never stored).
+const NO_LOC: crate::index::FlashLoc = crate::index::FlashLoc {
+    segment: 0,
+    offset: 0,
+    len: 0,
+};
+
+/// The value length an entry records for its slot: the string's or the
+/// packed collection's length (saturating), whatever is in RAM.
+pub(crate) fn value_len_of(slot: &Slot) -> u32 {
+    let n = match slot {
+        Slot::Hot(h) => h.value.len(),
+        Slot::Chunked(c) => c.encoded_len(),
+        Slot::Cold(_) => return 0,
+    };
+    n.min(u32::MAX as usize) as u32
 }
 
 /// What a collection entry keeps in `client_flags` (which only strings use
@@ -357,8 +431,45 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
     {
+        self.with_keys_needing(db, keys, None, track, f)
+    }
+
+    /// As `with_keys`, for a command that touches only the elements `need`
+    /// names of the first key (HGET, SISMEMBER, HSET, SADD ...): of a
+    /// chunked collection only the parts holding them are loaded; the
+    /// closure must not look at other elements of that key.
+    pub fn with_keys_need<R, F>(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        need: Need,
+        f: F,
+    ) -> Read<Result<R, EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
+        self.with_keys_needing(db, keys, Some(need), false, f)
+            .map(|r| r.map(|(r, _)| r))
+    }
+
+    fn with_keys_needing<R, F>(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        need: Option<Need>,
+        track: bool,
+        f: F,
+    ) -> Read<Result<(R, Vec<Bytes>), EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
         let mut f = Some(f);
-        match self.inner.try_with_keys(db, &keys, track, &mut f) {
+        match self
+            .inner
+            .try_with_keys(db, &keys, need.as_ref(), track, &mut f)
+        {
             Ok(r) => Read::Ready(Ok(r)),
             Err(targets) => {
                 let inner = self.inner.clone();
@@ -366,7 +477,7 @@ impl Engine {
                     let mut targets = targets;
                     loop {
                         promote_all(&inner, targets).await?;
-                        match inner.try_with_keys(db, &keys, track, &mut f) {
+                        match inner.try_with_keys(db, &keys, need.as_ref(), track, &mut f) {
                             Ok(r) => return Ok(r),
                             Err(t) => targets = t,
                         }
@@ -379,12 +490,16 @@ impl Engine {
 
 /// Fetches the cold values and installs each in RAM (with its flash copy
 /// as backing) if its entry did not change meanwhile.
-async fn promote_all(
-    inner: &Arc<Inner>,
-    targets: Vec<(FetchTarget, ValueType)>,
-) -> Result<(), EngineError> {
+async fn promote_all(inner: &Arc<Inner>, targets: ColdKeys) -> Result<(), EngineError> {
+    let ColdKeys {
+        values: targets,
+        parts,
+    } = targets;
+    if !parts.is_empty() {
+        load_parts(inner, parts).await?;
+    }
     let fetches = targets.iter().map(|(t, _)| fetch_value(inner.clone(), t));
-    let values = futures_join_all(fetches).await;
+    let values = join_all(fetches).await;
     for ((t, vtype), v) in targets.iter().zip(values) {
         let bytes = v?;
         let value = Value::from_record(*vtype, bytes).map_err(|_| {
@@ -407,7 +522,7 @@ async fn promote_all(
 /// Awaits every future, in order (the reads are all submitted before the
 /// first is awaited: each `fetch_value` submits when first polled, so poll
 /// them together).
-async fn futures_join_all<T, Fut: std::future::Future<Output = T>>(
+pub(crate) async fn join_all<T, Fut: std::future::Future<Output = T>>(
     futs: impl Iterator<Item = Fut>,
 ) -> Vec<T> {
     let mut futs: Vec<_> = futs.map(Box::pin).collect();
@@ -432,8 +547,12 @@ async fn futures_join_all<T, Fut: std::future::Future<Output = T>>(
     out.into_iter().flatten().collect()
 }
 
-/// The cold values a `with_keys` attempt must fetch first.
-type ColdKeys = Vec<(FetchTarget, ValueType)>;
+/// The cold values and parts a `with_keys` attempt must fetch first.
+#[derive(Default)]
+struct ColdKeys {
+    values: Vec<(FetchTarget, ValueType)>,
+    parts: Vec<PartTarget>,
+}
 
 impl Inner {
     /// One attempt of `with_keys`: runs `f` if no declared key is cold,
@@ -442,6 +561,7 @@ impl Inner {
         &self,
         db: usize,
         keys: &[Bytes],
+        need: Option<&Need>,
         track: bool,
         f: &mut Option<F>,
     ) -> Result<(R, Vec<Bytes>), ColdKeys>
@@ -463,31 +583,57 @@ impl Inner {
             ready: None,
         };
         let now = now_ms();
-        let mut cold = Vec::new();
-        for k in keys {
+        let mut cold = ColdKeys::default();
+        for (i, k) in keys.iter().enumerate() {
             let Some(sh) = view.shard(k) else { continue };
-            if let Some(e) = sh.dbs[db].get(&k[..]) {
-                if let Slot::Cold(loc) = e.slot {
-                    if !e.is_expired(now)
-                        && !cold.iter().any(|(t, _): &(FetchTarget, _)| *t.key == k[..])
-                    {
-                        cold.push((
+            let Some(e) = sh.dbs[db].get(&k[..]) else {
+                continue;
+            };
+            if e.is_expired(now) {
+                continue;
+            }
+            match e.slot {
+                Slot::Cold(loc) => {
+                    if !cold.values.iter().any(|(t, _)| *t.key == k[..]) {
+                        cold.values.push((
                             FetchTarget::new(self, db, k, loc, e.version),
                             e.value_type(),
                         ));
                     }
                 }
+                Slot::Chunked(_) => {
+                    // The first key may name only some elements; a key
+                    // repeated later is needed whole.
+                    let whole = Need::Whole;
+                    let n = match need {
+                        Some(n) if i == 0 && !keys[1..].contains(k) => n,
+                        _ => &whole,
+                    };
+                    if i == 0 || !keys[..i].contains(k) {
+                        cold.parts.extend(self.cold_parts(db, k, e, n));
+                    }
+                }
+                Slot::Hot(_) => {}
             }
         }
-        if !cold.is_empty() {
+        if !cold.values.is_empty() || !cold.parts.is_empty() {
             return Err(cold);
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let Some(sh) = view.shard(k) else { continue };
+            if let Some(e) = sh.dbs[db].get_mut(&k[..]) {
+                match need {
+                    Some(n) if i == 0 => super::chunks::touch_parts(e, n),
+                    _ => super::chunks::touch_parts(e, &Need::Whole),
+                }
+            }
         }
         if track {
             view.track_ready();
         }
         let r = match f.take() {
             Some(f) => f(&mut view),
-            None => return Err(Vec::new()),
+            None => return Err(ColdKeys::default()),
         };
         view.finish();
         let ready = view.take_ready();

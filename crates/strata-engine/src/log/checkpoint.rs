@@ -34,8 +34,9 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// so a restart loads each shard's section directly and in parallel;
 /// version 3 the memcached client flags of each entry; version 4 the
 /// stale mark and explicit CAS of memcached items that have them; version 5
-/// the value type of collections (high nibble of the extension's bits byte).
-pub const CHECKPOINT_VERSION: u32 = 5;
+/// the value type of collections (high nibble of the extension's bits byte);
+/// version 6 the directories of chunked collections.
+pub const CHECKPOINT_VERSION: u32 = 6;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;
@@ -48,6 +49,12 @@ pub const ENTRY_FIXED_LEN: usize = 38;
 const KEY_LEN_META: u32 = 1 << 31;
 /// Bytes of that extension.
 const ENTRY_META_LEN: usize = 9;
+/// Bit of an entry's `key_len` field: a chunked collection; its directory
+/// follows the key (collection id, head seq, part count, parts).
+const KEY_LEN_CHUNKED: u32 = 1 << 30;
+/// Bytes of one part of a directory: depth, range start, record location,
+/// record seq, element count, packed bytes.
+const CP_PART_LEN: usize = 1 + 8 + 12 + 8 + 4 + 4;
 
 pub fn path(dir: &Path) -> PathBuf {
     dir.join("checkpoint")
@@ -141,15 +148,78 @@ pub struct CpEntry<'a> {
     /// Memcached item metadata (the record's kind follows from it).
     pub meta: ItemMeta,
     pub key: &'a [u8],
+    /// A chunked collection's directory (`loc` is its head record).
+    pub chunks: Option<CpChunks<'a>>,
 }
 
-pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
+/// The directory of a chunked collection in a checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpChunks<'a> {
+    pub cid: u64,
+    pub head_seq: u64,
+    /// `CP_PART_LEN` bytes per part.
+    parts: &'a [u8],
+}
+
+/// `CpPart::count` of a part whose record must be read to know it.
+pub const UNKNOWN_COUNT: u32 = u32::MAX;
+
+/// One part of a checkpointed directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpPart {
+    pub depth: u8,
+    pub low: u64,
+    pub loc: FlashLoc,
+    pub seq: u64,
+    pub count: u32,
+    pub body: u32,
+}
+
+impl CpChunks<'_> {
+    pub fn parts(&self) -> impl Iterator<Item = CpPart> + '_ {
+        self.parts.chunks_exact(CP_PART_LEN).map(|b| CpPart {
+            depth: b[0],
+            low: u64_at(b, 1),
+            loc: FlashLoc {
+                segment: u32_at(b, 9),
+                offset: u32_at(b, 13),
+                len: u32_at(b, 17),
+            },
+            seq: u64_at(b, 21),
+            count: u32_at(b, 29),
+            body: u32_at(b, 33),
+        })
+    }
+}
+
+/// Appends a directory (the part of a chunked entry after its key).
+pub fn encode_chunks(out: &mut Vec<u8>, cid: u64, head_seq: u64, parts: &[CpPart]) {
+    out.extend_from_slice(&cid.to_le_bytes());
+    out.extend_from_slice(&head_seq.to_le_bytes());
+    out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
+    for p in parts {
+        out.push(p.depth);
+        out.extend_from_slice(&p.low.to_le_bytes());
+        out.extend_from_slice(&p.loc.segment.to_le_bytes());
+        out.extend_from_slice(&p.loc.offset.to_le_bytes());
+        out.extend_from_slice(&p.loc.len.to_le_bytes());
+        out.extend_from_slice(&p.seq.to_le_bytes());
+        out.extend_from_slice(&p.count.to_le_bytes());
+        out.extend_from_slice(&p.body.to_le_bytes());
+    }
+}
+
+/// Encodes an entry; a chunked one's directory follows (`encode_chunks`,
+/// with `chunked`).
+pub fn encode_entry_head(out: &mut Vec<u8>, e: &CpEntry<'_>, chunked: bool) {
     let extended = matches!(
         e.meta.kind(),
         RecordKind::ValueMeta | RecordKind::Collection
     );
     out.extend_from_slice(&e.db.to_le_bytes());
-    let key_len = e.key.len() as u32 | if extended { KEY_LEN_META } else { 0 };
+    let key_len = e.key.len() as u32
+        | if extended { KEY_LEN_META } else { 0 }
+        | if chunked { KEY_LEN_CHUNKED } else { 0 };
     out.extend_from_slice(&key_len.to_le_bytes());
     out.extend_from_slice(&e.seq.to_le_bytes());
     out.extend_from_slice(&e.expire_at_ms.to_le_bytes());
@@ -164,13 +234,23 @@ pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
     out.extend_from_slice(e.key);
 }
 
+pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
+    encode_entry_head(out, e, e.chunks.is_some());
+    if let Some(c) = &e.chunks {
+        out.extend_from_slice(&c.cid.to_le_bytes());
+        out.extend_from_slice(&c.head_seq.to_le_bytes());
+        out.extend_from_slice(&((c.parts.len() / CP_PART_LEN) as u32).to_le_bytes());
+        out.extend_from_slice(c.parts);
+    }
+}
+
 /// Decodes the entry at the start of `b`; returns it and its length.
 pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
     if b.len() < ENTRY_FIXED_LEN {
         return None;
     }
     let key_field = u32_at(b, 2);
-    let key_len = (key_field & !KEY_LEN_META) as usize;
+    let key_len = (key_field & !(KEY_LEN_META | KEY_LEN_CHUNKED)) as usize;
     let client_flags = u32_at(b, 34);
     let (meta, key_start) = if key_field & KEY_LEN_META != 0 {
         let x = b.get(ENTRY_FIXED_LEN..ENTRY_FIXED_LEN + ENTRY_META_LEN)?;
@@ -181,10 +261,26 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
     } else {
         (ItemMeta::flags(client_flags), ENTRY_FIXED_LEN)
     };
-    let end = key_start.checked_add(key_len)?;
-    if b.len() < end {
+    let key_end = key_start.checked_add(key_len)?;
+    if b.len() < key_end {
         return None;
     }
+    let (chunks, end) = if key_field & KEY_LEN_CHUNKED != 0 {
+        let d = b.get(key_end..key_end + 20)?;
+        let n = u32_at(d, 16) as usize;
+        let parts_end = (key_end + 20).checked_add(n.checked_mul(CP_PART_LEN)?)?;
+        let parts = b.get(key_end + 20..parts_end)?;
+        (
+            Some(CpChunks {
+                cid: u64_at(d, 0),
+                head_seq: u64_at(d, 8),
+                parts,
+            }),
+            parts_end,
+        )
+    } else {
+        (None, key_end)
+    };
     Some((
         CpEntry {
             db: u16::from_le_bytes([b[0], b[1]]),
@@ -196,7 +292,8 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
                 len: u32_at(b, 30),
             },
             meta,
-            key: &b[key_start..end],
+            key: &b[key_start..key_end],
+            chunks,
         },
         end,
     ))
@@ -350,6 +447,8 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                 }
             }
         }
+        let chunked = save_chunked(inner, &mut w, si)?;
+        saved += chunked;
         let before = w.bytes_written;
         let mut locs = Vec::with_capacity(pending.len());
         for p in &pending {
@@ -386,6 +485,44 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         }
     }
     Ok(saved)
+}
+
+/// Writes the changed parts (and due heads) of shard `si`'s chunked
+/// collections and publishes them; returns how many collections had any.
+fn save_chunked(
+    inner: &Inner,
+    w: &mut crate::log::writer::SegmentWriter,
+    si: usize,
+) -> Result<u64, AppendError> {
+    use crate::log::journal::batch::{append_chunked, capture_chunked, publish_chunked};
+    let mut states = Vec::new();
+    {
+        let sh = inner.shards[si].lock();
+        for (db, map) in sh.dbs.iter().enumerate() {
+            for (k, e) in map.iter() {
+                if let Slot::Chunked(c) = &e.slot {
+                    if let Some(st) = capture_chunked(c, e.version, e.expire_at_ms) {
+                        states.push((inner.dbmap.id(db), Box::<[u8]>::from(&k[..]), st));
+                    }
+                }
+            }
+        }
+    }
+    if states.is_empty() {
+        return Ok(0);
+    }
+    let before = w.bytes_written;
+    let mut placed = Vec::with_capacity(states.len());
+    for (db, key, st) in &states {
+        placed.push(append_chunked(inner, w, *db, key, st)?);
+    }
+    let r = w.flush();
+    Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+    r.map_err(AppendError::Io)?;
+    for ((db, key, st), (parts, head)) in states.iter().zip(placed) {
+        publish_chunked(inner, *db, key, st, &parts, head, false);
+    }
+    Ok(states.len() as u64)
 }
 
 /// Takes a checkpoint (see the module doc). With `save`, values only in
@@ -452,17 +589,23 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                         continue;
                     }
                     let Some(loc) = e.flash_loc() else { continue };
-                    encode_entry(
-                        &mut buf,
-                        &CpEntry {
-                            db: inner.dbmap.id(db),
-                            seq: e.version,
-                            expire_at_ms: e.expire_at_ms,
-                            loc,
-                            meta: sh.item_meta(db, k, e),
-                            key: k,
-                        },
-                    );
+                    let entry = CpEntry {
+                        db: inner.dbmap.id(db),
+                        seq: e.version,
+                        expire_at_ms: e.expire_at_ms,
+                        loc,
+                        meta: sh.item_meta(db, k, e),
+                        key: k,
+                        chunks: None,
+                    };
+                    match &e.slot {
+                        Slot::Chunked(c) => {
+                            let Some(d) = c.dir() else { continue };
+                            encode_entry_head(&mut buf, &entry, true);
+                            encode_chunks(&mut buf, d.cid(), d.head_seq(), &cp_parts(d));
+                        }
+                        _ => encode_entry(&mut buf, &entry),
+                    }
                     done.entries += 1;
                 }
             }
@@ -504,6 +647,32 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         done.duration_ms
     );
     Ok(done)
+}
+
+/// The parts of a directory that have a record (a part without one is
+/// new: its records follow the checkpoint's position, or recovery finds
+/// its range empty).
+fn cp_parts(d: &dyn crate::types::chunked::Dir) -> Vec<CpPart> {
+    (0..d.part_count())
+        .filter_map(|i| {
+            let p = d.part(i);
+            // A changed part's record holds other elements than the part
+            // now: recovery measures it (`UNKNOWN_COUNT`).
+            let (count, body) = if p.dirty {
+                (UNKNOWN_COUNT, 0)
+            } else {
+                (p.count, p.body)
+            };
+            Some(CpPart {
+                depth: p.depth,
+                low: p.low,
+                loc: p.loc?,
+                seq: p.seq,
+                count,
+                body,
+            })
+        })
+        .collect()
 }
 
 /// Bytes of the record a checkpoint entry points at hold this key and a
@@ -550,6 +719,7 @@ mod tests {
             },
             meta: ItemMeta::default(),
             key: b"key",
+            chunks: None,
         };
         encode_entry(&mut out, &e);
         assert_eq!(decode_entry(&out).unwrap(), (e.clone(), out.len()));

@@ -36,7 +36,7 @@ use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
 use crate::flash::io;
 use crate::flash::segment::Segment;
-use crate::index::{FlashLoc, Slot};
+use crate::index::{Entry, FlashLoc, Slot};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::Inner;
@@ -283,7 +283,12 @@ impl Collector {
                         offset: pos as u32,
                         len: rec.header.record_len() as u32,
                     };
-                    if rec.header.kind.is_value() {
+                    if rec.header.kind.is_value()
+                        || matches!(
+                            rec.header.kind,
+                            format::RecordKind::CollHead | format::RecordKind::Chunk
+                        )
+                    {
                         self.check_live(inner, job.mode, &rec, loc, &mut live);
                     } else if rec.header.kind == format::RecordKind::DbMap {
                         // Live while it holds the mapping in force.
@@ -375,7 +380,7 @@ impl Collector {
         let Some(idx) = sh.dbs[db].get_index_of(rec.key) else {
             return;
         };
-        if sh.dbs[db][idx].flash_loc() != Some(loc) {
+        if !refers_to(&sh.dbs[db][idx], rec, loc) {
             return;
         }
         match mode {
@@ -406,6 +411,56 @@ impl Collector {
             }
         }
     }
+}
+
+/// Whether entry `e` refers to the record at `loc` (rule 2): its value's
+/// record, or its chunked collection's head or one of its parts'.
+fn refers_to(e: &Entry, rec: &format::RecordRef<'_>, loc: FlashLoc) -> bool {
+    match rec.header.kind {
+        format::RecordKind::CollHead => {
+            matches!(&e.slot, Slot::Chunked(c) if c.dir().is_some_and(|d| d.head_loc() == Some(loc)))
+        }
+        format::RecordKind::Chunk => {
+            let Some((name, _)) = format::decode_chunk(rec.value) else {
+                return false;
+            };
+            matches!(&e.slot, Slot::Chunked(c) if c.dir().is_some_and(|d| {
+                d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth).is_empty()
+            }))
+        }
+        _ => e.flash_loc() == Some(loc),
+    }
+}
+
+/// Points a chunked collection's head or parts that referred to `l.old`
+/// at its copy `new`; returns how many references moved.
+fn move_chunk_record(
+    e: &mut Entry,
+    acct: &mut crate::index::ShardCounters,
+    l: &Live,
+    new: FlashLoc,
+) -> usize {
+    e.with_dir(acct, |d| {
+        if l.header.kind == format::RecordKind::CollHead {
+            if d.head_loc() == Some(l.old) {
+                d.set_head_loc(Some(new));
+                return 1;
+            }
+            return 0;
+        }
+        let Some((name, _)) = format::decode_chunk(&l.value) else {
+            return 0;
+        };
+        if d.cid() != name.cid {
+            return 0;
+        }
+        let parts = d.parts_at(l.old, name.low, name.depth);
+        for &i in &parts {
+            d.set_part_loc(i, new);
+        }
+        parts.len()
+    })
+    .unwrap_or(0)
 }
 
 /// Keeps a tombstone or flush record if an older segment or the checkpoint
@@ -505,6 +560,20 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             continue;
         };
         let e = &mut sh.dbs[d][idx];
+        if matches!(
+            l.header.kind,
+            format::RecordKind::CollHead | format::RecordKind::Chunk
+        ) {
+            let moved = move_chunk_record(e, &mut sh.acct, l, new);
+            for _ in 0..moved {
+                inner.release_flash_quiet(l.old);
+                inner.retain_flash(new);
+            }
+            if moved > 0 {
+                Stats::add(&inner.stats.gc_bytes_relocated, new.len as u64);
+            }
+            continue;
+        }
         // Only the record moved: the value (hot or cold) and the counters
         // stay as they are.
         match &mut e.slot {

@@ -42,8 +42,8 @@ fn type_of(key: &[u8]) -> ValueType {
 
 /// One random change of a collection (the same on the engine's and the
 /// model's copy, since both run this with the same random numbers).
-fn change(c: &mut Collection, r: &mut StdRng, step: u32) {
-    let n = r.gen_range(0..40u32);
+fn change(c: &mut Collection, r: &mut StdRng, step: u32, span: u32) {
+    let n = r.gen_range(0..span);
     let member = format!("m{n}").into_bytes();
     let value = vec![b'a' + (step % 26) as u8; r.gen_range(0..200)];
     let add = r.gen_bool(0.7);
@@ -83,14 +83,42 @@ fn change(c: &mut Collection, r: &mut StdRng, step: u32) {
     }
 }
 
-fn churn(e: &Engine, model: &mut Model, seed: u64, steps: u32) {
+/// What a churn run changes: key prefixes (types), keys per prefix and
+/// members per collection.
+#[derive(Clone, Copy)]
+struct Shape {
+    prefixes: &'static [&'static str],
+    keys: u32,
+    span: u32,
+    /// One step in `ops` deletes a key, one sets a TTL.
+    ops: u32,
+}
+
+/// Many small collections of every type.
+const SMALL: Shape = Shape {
+    prefixes: &["h", "l", "s", "z"],
+    keys: 60,
+    span: 40,
+    ops: 20,
+};
+
+/// Few big hashes and sets: chunked, their parts demoted and loaded.
+const CHUNKED: Shape = Shape {
+    prefixes: &["h", "s"],
+    keys: 6,
+    span: 1500,
+    ops: 500,
+};
+
+fn churn_shaped(e: &Engine, model: &mut Model, seed: u64, steps: u32, shape: Shape) {
+    let span = shape.span;
     let mut rng = StdRng::seed_from_u64(seed);
     let far = now_ms() + 3_600_000;
     for step in 0..steps {
-        let p = ["h", "l", "s", "z"][rng.gen_range(0..4)];
-        let key = format!("{p}{}", rng.gen_range(0..60)).into_bytes();
+        let p = shape.prefixes[rng.gen_range(0..shape.prefixes.len())];
+        let key = format!("{p}{}", rng.gen_range(0..shape.keys)).into_bytes();
         let t = type_of(&key);
-        match rng.gen_range(0..20) {
+        match rng.gen_range(0..shape.ops) {
             0 => {
                 let existed = model.remove(&key).is_some();
                 let k = Bytes::from(key.clone());
@@ -121,7 +149,7 @@ fn churn(e: &Engine, model: &mut Model, seed: u64, steps: u32) {
                     .or_insert_with(|| (Collection::new(t).unwrap(), 0));
                 let mut r = StdRng::seed_from_u64(seed);
                 for i in 0..times {
-                    change(&mut entry.0, &mut r, step + i);
+                    change(&mut entry.0, &mut r, step + i, span);
                 }
                 entry
                     .0
@@ -137,7 +165,7 @@ fn churn(e: &Engine, model: &mut Model, seed: u64, steps: u32) {
                         };
                         let mut r = StdRng::seed_from_u64(seed);
                         for i in 0..times {
-                            change(c, &mut r, step + i);
+                            change(c, &mut r, step + i, span);
                         }
                     })
                     .wait(),
@@ -216,7 +244,30 @@ fn collections_survive_a_checkpoint_and_its_tail() {
     }
 }
 
+/// Big hashes and sets are chunked: a change writes only the parts it
+/// touched, parts are demoted and loaded one by one, the collector moves
+/// chunk records, and every restart mode rebuilds their directories.
+#[test]
+fn chunked_collections_survive_demotion_collection_and_restarts() {
+    survive_shaped(
+        &[
+            ("chunked, full log scan", false, false),
+            ("chunked, clean shutdown", true, true),
+            ("chunked, checkpoint + tail", true, false),
+        ],
+        CHUNKED,
+        4000,
+    );
+}
+
 fn survive(modes: &[(&str, bool, bool)]) {
+    survive_shaped(modes, SMALL, 4000)
+}
+
+fn survive_shaped(modes: &[(&str, bool, bool)], shape: Shape, steps: u32) {
+    let churn = |e: &Engine, model: &mut Model, seed: u64, n: u32| {
+        churn_shaped(e, model, seed, n * steps / 4000, shape)
+    };
     for &(name, checkpoint_midway, clean) in modes {
         let dir = tempfile::tempdir().unwrap();
         let mut model = Model::new();
@@ -227,7 +278,10 @@ fn survive(modes: &[(&str, bool, bool)]) {
                 e.save().unwrap();
             }
             churn(&e, &mut model, 2, 4000);
-            wait_until("demotion", || e.tiered_info().values_in_flash > 0);
+            wait_until("demotion", || {
+                let t = e.tiered_info();
+                t.values_in_flash + t.chunks_in_flash > 0
+            });
             // Reads of cold collections fetch them (and changes after that
             // go on from the fetched state).
             check(&e, &model, &format!("{name}: before restart"));
@@ -237,6 +291,12 @@ fn survive(modes: &[(&str, bool, bool)]) {
                 info.fetches > 0,
                 "{name}: no collection was read from flash"
             );
+            if shape.span > 1000 {
+                assert!(
+                    info.chunks_written > 0 && info.chunk_loads > 0,
+                    "{name}: parts did not go to flash and back: {info:?}"
+                );
+            }
             if clean {
                 e.shutdown(ShutdownSave::Save).unwrap();
             }

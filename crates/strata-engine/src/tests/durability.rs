@@ -193,7 +193,7 @@ fn wait_for_flash_copies(e: &Engine, keys: impl Iterator<Item = String> + Clone)
 fn flash_loc(e: &Engine, key: &[u8]) -> crate::index::FlashLoc {
     match e.key_info(0, key).unwrap().location {
         Location::Flash(l) | Location::RamAndFlash(l) => l,
-        Location::Ram => panic!("no flash copy"),
+        Location::Ram | Location::Chunked { .. } => panic!("no flash copy"),
     }
 }
 

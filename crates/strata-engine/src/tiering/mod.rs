@@ -20,6 +20,7 @@ pub mod fetch;
 use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
 use crate::index::{FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING};
 use crate::log::collector;
+use crate::log::journal::batch::{append_chunked, capture_part, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::{EvictionPolicy, Inner};
@@ -176,6 +177,7 @@ fn demote_chunk(
     let min = inner.tun.min_value_size.load(Relaxed) as usize;
     let nshards = inner.shards.len();
     let mut victims: Vec<Victim> = Vec::new();
+    let mut chunk_victims: Vec<(u16, Box<[u8]>, ChunkedState)> = Vec::new();
     let mut bytes = 0usize;
     let mut freed = 0usize;
     // Eligible values that got a second chance this time: not "stuck".
@@ -207,6 +209,24 @@ fn demote_chunk(
                 let Some((k, e)) = sh.dbs[db].get_index_mut(i) else {
                     break;
                 };
+                if matches!(e.slot, Slot::Chunked(_)) {
+                    let step = demote_parts(e, &mut sh.acct);
+                    spared += step.spared;
+                    freed += step.freed;
+                    if let Some(st) = step.write {
+                        e.flags |= F_STASHING;
+                        bytes += st
+                            .parts
+                            .iter()
+                            .map(|p| p.value.len() + k.len() + 32)
+                            .sum::<usize>();
+                        chunk_victims.push((inner.dbmap.id(db), Box::<[u8]>::from(&k[..]), st));
+                    }
+                    if bytes >= inner.write_chunk {
+                        break;
+                    }
+                    continue;
+                }
                 let Slot::Hot(h) = &e.slot else {
                     continue;
                 };
@@ -257,13 +277,19 @@ fn demote_chunk(
             }
         }
     }
+    let chunks_moved = if chunk_victims.is_empty() {
+        Ok(0)
+    } else {
+        write_chunk_victims(inner, writer, &chunk_victims)
+    };
     if victims.is_empty() {
-        return Ok(Progress {
-            moved: freed,
+        return chunks_moved.map(|n| Progress {
+            moved: freed + n,
             spared,
             scanned,
         });
     }
+    let freed = freed + chunks_moved?;
     inner
         .stats
         .pending_stashes
@@ -276,6 +302,107 @@ fn demote_chunk(
         spared,
         scanned,
     })
+}
+
+/// What the hand did to one chunked collection.
+struct PartsStep {
+    spared: usize,
+    freed: usize,
+    /// Changed parts to write (and the head, if it was never written).
+    write: Option<ChunkedState>,
+}
+
+/// The hand passes a chunked collection: each part in RAM that was used
+/// since gets a second chance; a clean one is dropped from RAM (its record
+/// is its copy); a changed one is picked to be written.
+fn demote_parts(e: &mut crate::index::Entry, acct: &mut crate::index::ShardCounters) -> PartsStep {
+    let mut step = PartsStep {
+        spared: 0,
+        freed: 0,
+        write: None,
+    };
+    if e.flags & F_STASHING != 0 {
+        return step;
+    }
+    let (vtype, version, expire_at_ms) = (e.value_type(), e.version, e.expire_at_ms);
+    let bits = match &e.slot {
+        Slot::Chunked(c) if c.encoding_is_big() => crate::types::BIG_ENCODING,
+        _ => 0,
+    };
+    let write = e.with_dir(acct, |d| {
+        let mut parts = Vec::new();
+        for i in 0..d.part_count() {
+            let p = d.part(i);
+            if !p.resident {
+                continue;
+            }
+            if d.clock(i) {
+                step.spared += 1;
+            } else if !p.dirty && p.loc.is_some() {
+                d.evict(i);
+                step.freed += 1;
+            } else if p.dirty {
+                parts.push(capture_part(vtype, d, i));
+            }
+        }
+        (!parts.is_empty()).then(|| ChunkedState {
+            cid: d.cid(),
+            vtype,
+            bits,
+            version,
+            expire_at_ms,
+            parts,
+            // Parts count only under a head (docs/format.md).
+            head: d.head_loc().is_none(),
+        })
+    });
+    step.write = write.flatten();
+    step
+}
+
+/// Writes the picked parts, publishes them and drops them from RAM;
+/// returns how many parts left RAM.
+fn write_chunk_victims(
+    inner: &Inner,
+    writer: &mut SegmentWriter,
+    victims: &[(u16, Box<[u8]>, ChunkedState)],
+) -> Result<usize, AppendError> {
+    let before = writer.bytes_written;
+    let mut placed = Vec::with_capacity(victims.len());
+    let mut r = Ok(());
+    for (db, key, st) in victims {
+        match append_chunked(inner, writer, *db, key, st) {
+            Ok(p) => placed.push(p),
+            Err(e) => {
+                r = Err(e);
+                break;
+            }
+        }
+    }
+    let flushed = writer.flush();
+    Stats::add(
+        &inner.stats.flash_bytes_written,
+        writer.bytes_written - before,
+    );
+    let ok = flushed.is_ok() && !matches!(r, Err(AppendError::Io(_)));
+    let mut moved = 0;
+    for (i, (db, key, st)) in victims.iter().enumerate() {
+        if ok {
+            if let Some((parts, head)) = placed.get(i) {
+                moved += publish_chunked(inner, *db, key, st, parts, *head, true);
+            }
+        }
+        let mut guard = inner.shard(key).lock();
+        let d = inner.dbmap.logical(*db);
+        if let Some(e) = guard.dbs[d].get_mut(&key[..]) {
+            e.flags &= !F_STASHING;
+        }
+    }
+    Stats::add(&inner.stats.stashes, moved as u64);
+    if let Err(e) = flushed {
+        return Err(AppendError::Io(e));
+    }
+    r.map(|()| moved)
 }
 
 fn write_victims(

@@ -1,6 +1,9 @@
 //! A hash in RAM: fields in insertion order (as Redis's listpack keeps
-//! them while the hash is small), with O(1) lookup.
+//! them while the hash is small), with O(1) lookup; or, once big and
+//! larger than a chunk, partitioned into parts that may be on flash
+//! (`chunked`).
 
+use super::chunked::Chunked;
 use super::{packed_len, EncodingLimits};
 use indexmap::IndexMap;
 
@@ -13,13 +16,13 @@ pub struct Hash {
     body: usize,
     /// Redis would report `hashtable` (one-way).
     pub big: bool,
+    /// The parts, when chunked (then `map` is empty and unused).
+    pub(crate) chunks: Option<Box<Chunked<Box<[u8]>>>>,
 }
 
 impl PartialEq for Hash {
     fn eq(&self, o: &Self) -> bool {
-        self.big == o.big
-            && self.map.len() == o.map.len()
-            && self.map.iter().all(|(k, v)| o.map.get(k) == Some(v))
+        self.big == o.big && self.len() == o.len() && self.iter().all(|(k, v)| o.get(k) == Some(v))
     }
 }
 
@@ -31,22 +34,34 @@ impl Hash {
         }
     }
     pub fn len(&self) -> usize {
-        self.map.len()
+        match &self.chunks {
+            Some(c) => c.len(),
+            None => self.map.len(),
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
     pub(crate) fn body_len(&self) -> usize {
-        self.body
+        match &self.chunks {
+            Some(c) => c.body_len(),
+            None => self.body,
+        }
     }
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.map.get(field).map(|v| &**v)
+        match &self.chunks {
+            Some(c) => c.get(field).map(|v| &**v),
+            None => self.map.get(field).map(|v| &**v),
+        }
     }
     pub fn contains(&self, field: &[u8]) -> bool {
-        self.map.contains_key(field)
+        self.get(field).is_some()
     }
     /// Sets `field`; returns whether it is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let Some(c) = &mut self.chunks {
+            return c.insert(field, value.into());
+        }
         match self.map.get_mut(field) {
             Some(v) => {
                 self.body = self.body - v.len() + value.len();
@@ -66,6 +81,9 @@ impl Hash {
     }
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
+        if let Some(c) = &mut self.chunks {
+            return c.remove(field).is_some();
+        }
         let removed = if self.big {
             self.map.swap_remove(field)
         } else {
@@ -80,11 +98,37 @@ impl Hash {
         }
     }
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        self.map.iter().map(|(k, v)| (&**k, &**v))
+        let parts = self
+            .chunks
+            .iter()
+            .flat_map(|c| c.iter().map(|(k, v)| (k, &**v)));
+        self.map.iter().map(|(k, v)| (&**k, &**v)).chain(parts)
     }
     /// The field and value at position `i` (for random picks and scans).
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.map.get_index(i).map(|(k, v)| (&**k, &**v))
+        match &self.chunks {
+            Some(c) => c.get_index(i).map(|(k, v)| (k, &**v)),
+            None => self.map.get_index(i).map(|(k, v)| (&**k, &**v)),
+        }
+    }
+    /// Whether the hash is chunked.
+    pub fn is_chunked(&self) -> bool {
+        self.chunks.is_some()
+    }
+    /// A chunked one of these parts.
+    pub(crate) fn from_chunks(big: bool, c: Chunked<Box<[u8]>>) -> Self {
+        Self {
+            big,
+            chunks: Some(Box::new(c)),
+            ..Self::default()
+        }
+    }
+    /// Makes the hash chunked (a big one past a chunk's size), with
+    /// collection id `cid`.
+    pub(crate) fn make_chunked(&mut self, cid: u64) {
+        let map = std::mem::take(&mut self.map);
+        self.body = 0;
+        self.chunks = Some(Box::new(Chunked::build(cid, map)));
     }
     pub(crate) fn update_encoding(&mut self, lim: &EncodingLimits) {
         if !self.big

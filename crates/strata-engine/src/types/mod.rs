@@ -23,6 +23,7 @@
 //! a u32 LE length and the bytes: hash = field, value; set and list =
 //! member; sorted set = score (f64 LE bits) then member.
 
+pub mod chunked;
 pub mod hash;
 pub mod list;
 pub mod set;
@@ -317,6 +318,96 @@ impl Collection {
         }
     }
 
+    /// The directory of a chunked collection.
+    pub fn dir(&self) -> Option<&dyn chunked::Dir> {
+        match self {
+            Collection::Hash(h) => h.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
+            Collection::Set(s) => s.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
+            _ => None,
+        }
+    }
+
+    pub fn dir_mut(&mut self) -> Option<&mut dyn chunked::Dir> {
+        match self {
+            Collection::Hash(h) => h.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::Set(s) => s.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
+            _ => None,
+        }
+    }
+
+    pub fn is_chunked(&self) -> bool {
+        self.dir().is_some()
+    }
+
+    /// Whether this collection should be chunked: a hash or set with the
+    /// big encoding (whose element order Redis leaves unspecified) whose
+    /// packed form passes one chunk.
+    pub fn wants_chunks(&self) -> bool {
+        let candidate = match self {
+            Collection::Hash(h) => h.big && !h.is_chunked(),
+            Collection::Set(s) => s.big && !s.is_chunked(),
+            _ => false,
+        };
+        candidate && self.encoded_len() > chunked::CHUNK_MAX
+    }
+
+    /// Makes a collection that `wants_chunks` chunked, as incarnation `cid`.
+    pub fn make_chunked(&mut self, cid: u64) {
+        match self {
+            Collection::Hash(h) => h.make_chunked(cid),
+            Collection::Set(s) => s.make_chunked(cid),
+            _ => {}
+        }
+    }
+
+    /// A chunked collection of type `t` rebuilt from its directory
+    /// (recovery); None for types that are never chunked.
+    pub fn from_directory(
+        t: ValueType,
+        big: bool,
+        cid: u64,
+        parts: &[chunked::PartInfo],
+        head_loc: Option<crate::index::FlashLoc>,
+        head_seq: u64,
+    ) -> Option<Collection> {
+        match t {
+            ValueType::Hash => Some(Collection::Hash(Hash::from_chunks(
+                big,
+                chunked::Chunked::from_infos(cid, parts, head_loc, head_seq),
+            ))),
+            ValueType::Set => Some(Collection::Set(Set::from_chunks(
+                big,
+                chunked::Chunked::from_infos(cid, parts, head_loc, head_seq),
+            ))),
+            _ => None,
+        }
+    }
+
+    /// A copy with no chunk records: the same elements in one RAM map
+    /// (every part must be in RAM), for a value going to another key (COPY,
+    /// RENAME, MOVE), whose records name their key.
+    pub fn detached(&self) -> Collection {
+        match self {
+            Collection::Hash(h) if h.is_chunked() => {
+                let mut n = Hash::with_capacity(h.len());
+                for (k, v) in h.iter() {
+                    n.insert(k, v);
+                }
+                n.big = h.big;
+                Collection::Hash(n)
+            }
+            Collection::Set(s) if s.is_chunked() => {
+                let mut n = Set::with_capacity(s.len());
+                for m in s.iter() {
+                    n.insert(m);
+                }
+                n.big = s.big;
+                Collection::Set(n)
+            }
+            c => c.clone(),
+        }
+    }
+
     /// Applies Redis's one-way conversion to the big encoding after a write.
     pub fn update_encoding(&mut self, lim: &EncodingLimits) {
         match self {
@@ -338,7 +429,8 @@ pub const fn packed_len(n: usize) -> usize {
     4 + n
 }
 
-struct Reader<'a> {
+/// Reads a packed encoding's fields (chunk bodies use it too).
+pub struct Reader<'a> {
     b: &'a [u8],
 }
 

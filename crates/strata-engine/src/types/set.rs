@@ -3,6 +3,7 @@
 //! few, Redis would report `intset` and list them in numeric order; the
 //! differential tests compare set replies as sets.
 
+use super::chunked::Chunked;
 use super::{is_int_member, packed_len, EncodingLimits};
 use indexmap::IndexSet;
 
@@ -14,13 +15,13 @@ pub struct Set {
     body: usize,
     /// Redis would report `hashtable` (one-way).
     pub big: bool,
+    /// The parts, when chunked (then `members` is empty and unused).
+    pub(crate) chunks: Option<Box<Chunked<()>>>,
 }
 
 impl PartialEq for Set {
     fn eq(&self, o: &Self) -> bool {
-        self.big == o.big
-            && self.members.len() == o.members.len()
-            && self.members.iter().all(|m| o.members.contains(m))
+        self.big == o.big && self.len() == o.len() && self.iter().all(|m| o.contains(m))
     }
 }
 
@@ -32,19 +33,31 @@ impl Set {
         }
     }
     pub fn len(&self) -> usize {
-        self.members.len()
+        match &self.chunks {
+            Some(c) => c.len(),
+            None => self.members.len(),
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
+        self.len() == 0
     }
     pub(crate) fn body_len(&self) -> usize {
-        self.body
+        match &self.chunks {
+            Some(c) => c.body_len(),
+            None => self.body,
+        }
     }
     pub fn contains(&self, m: &[u8]) -> bool {
-        self.members.contains(m)
+        match &self.chunks {
+            Some(c) => c.contains(m),
+            None => self.members.contains(m),
+        }
     }
     /// Adds `m`; returns whether it is new.
     pub fn insert(&mut self, m: &[u8]) -> bool {
+        if let Some(c) = &mut self.chunks {
+            return c.insert(m, ());
+        }
         if self.members.contains(m) {
             return false;
         }
@@ -57,6 +70,9 @@ impl Set {
     }
     /// Removes `m`; returns whether it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
+        if let Some(c) = &mut self.chunks {
+            return c.remove(m).is_some();
+        }
         if self.members.swap_remove(m) {
             self.body -= packed_len(m.len());
             true
@@ -66,15 +82,44 @@ impl Set {
     }
     /// Removes and returns the member at position `i`.
     pub fn remove_index(&mut self, i: usize) -> Option<Box<[u8]>> {
+        if let Some(c) = &mut self.chunks {
+            return c.remove_index(i).map(|(k, ())| k);
+        }
         let m = self.members.swap_remove_index(i)?;
         self.body -= packed_len(m.len());
         Some(m)
     }
     pub fn get_index(&self, i: usize) -> Option<&[u8]> {
-        self.members.get_index(i).map(|m| &**m)
+        match &self.chunks {
+            Some(c) => c.get_index(i).map(|(k, _)| k),
+            None => self.members.get_index(i).map(|m| &**m),
+        }
     }
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.members.iter().map(|m| &**m)
+        let parts = self.chunks.iter().flat_map(|c| c.iter().map(|(k, _)| k));
+        self.members.iter().map(|m| &**m).chain(parts)
+    }
+    /// Whether the set is chunked.
+    pub fn is_chunked(&self) -> bool {
+        self.chunks.is_some()
+    }
+    /// A chunked one of these parts.
+    pub(crate) fn from_chunks(big: bool, c: Chunked<()>) -> Self {
+        Self {
+            big,
+            chunks: Some(Box::new(c)),
+            ..Self::default()
+        }
+    }
+    /// Makes the set chunked (a big one past a chunk's size), with
+    /// collection id `cid`.
+    pub(crate) fn make_chunked(&mut self, cid: u64) {
+        let members = std::mem::take(&mut self.members);
+        self.body = 0;
+        self.chunks = Some(Box::new(Chunked::build(
+            cid,
+            members.into_iter().map(|m| (m, ())),
+        )));
     }
     pub(crate) fn update_encoding(&mut self, lim: &EncodingLimits) {
         if !self.big

@@ -34,6 +34,23 @@ fn get_mut<'v>(
     }
 }
 
+/// Runs `f` on the hash at `key` for reading only the fields `fields`
+/// (see `Ctx::with_key_elems`); errors become replies.
+fn read_fields(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    fields: Vec<Bytes>,
+    f: impl FnOnce(Option<&Hash>, &mut BytesMut, Version) + Send + 'static,
+) -> Outcome {
+    let key = key.clone();
+    ctx.with_key_elems(key.clone(), fields, move |view, out, v| {
+        match get(view, &key) {
+            Ok(h) => f(h, out, v),
+            Err(e) => reply::engine(out, &e),
+        }
+    })
+}
+
 /// Runs `f` on the hash at `args[1]` for reading; errors become replies.
 fn read(
     ctx: &mut Ctx<'_>,
@@ -57,7 +74,8 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Outcome {
     let hmset = name == "hmset";
     let key = args[1].clone();
     let pairs: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    let fields = pairs.iter().step_by(2).cloned().collect();
+    ctx.with_key_elems(key.clone(), fields, move |view, out, _| {
         let lim = view.encoding_limits();
         let h = match get_mut(view, &key, true) {
             Err(e) => return reply::engine(out, &e),
@@ -94,7 +112,7 @@ pub fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (key, field, value) = (args[1].clone(), args[2].clone(), args[3].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_elems(key.clone(), vec![field.clone()], move |view, out, _| {
         let lim = view.encoding_limits();
         let long = field.len() > lim.hash_value || value.len() > lim.hash_value;
         let present = match get(view, &key) {
@@ -124,17 +142,17 @@ pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn hget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let field = args[2].clone();
-    read(ctx, &args[1], move |h, out, v| {
-        match h.and_then(|h| h.get(&field)) {
-            Some(x) => write_bulk(out, x),
-            None => write_null(out, v),
-        }
+    read_fields(ctx, &args[1], vec![field.clone()], move |h, out, v| match h
+        .and_then(|h| h.get(&field))
+    {
+        Some(x) => write_bulk(out, x),
+        None => write_null(out, v),
     })
 }
 
 pub fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let fields: Vec<Bytes> = args[2..].to_vec();
-    read(ctx, &args[1], move |h, out, v| {
+    read_fields(ctx, &args[1], fields.clone(), move |h, out, v| {
         write_array_len(out, fields.len());
         for f in &fields {
             match h.and_then(|h| h.get(f)) {
@@ -148,7 +166,7 @@ pub fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     let fields: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_elems(key.clone(), fields.clone(), move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_integer(out, 0),
@@ -167,20 +185,20 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn hexists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let field = args[2].clone();
-    read(ctx, &args[1], move |h, out, _| {
+    read_fields(ctx, &args[1], vec![field.clone()], move |h, out, _| {
         write_integer(out, h.is_some_and(|h| h.contains(&field)) as i64)
     })
 }
 
 pub fn hlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |h, out, _| {
+    read_fields(ctx, &args[1], Vec::new(), |h, out, _| {
         write_integer(out, h.map_or(0, |h| h.len()) as i64)
     })
 }
 
 pub fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let field = args[2].clone();
-    read(ctx, &args[1], move |h, out, _| {
+    read_fields(ctx, &args[1], vec![field.clone()], move |h, out, _| {
         write_integer(
             out,
             h.and_then(|h| h.get(&field)).map_or(0, |v| v.len()) as i64,
@@ -222,7 +240,7 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     let (key, field) = (args[1].clone(), args[2].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_elems(key.clone(), vec![field.clone()], move |view, out, _| {
         let old = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(h) => match h.and_then(|h| h.get(&field)) {
@@ -253,7 +271,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     }
     let (key, field, incr_text) = (args[1].clone(), args[2].clone(), args[3].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_elems(key.clone(), vec![field.clone()], move |view, out, _| {
         let old: Vec<u8> = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(h) => match h.and_then(|h| h.get(&field)) {

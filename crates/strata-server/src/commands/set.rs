@@ -32,6 +32,23 @@ fn get_mut<'v>(
     }
 }
 
+/// Runs `f` on the set at `key` for reading only the members `members`
+/// (see `Ctx::with_key_elems`).
+fn read_members(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    members: Vec<Bytes>,
+    f: impl FnOnce(Option<&Set>, &mut BytesMut, Version) + Send + 'static,
+) -> Outcome {
+    let key = key.clone();
+    ctx.with_key_elems(key.clone(), members, move |view, out, v| {
+        match get(view, &key) {
+            Ok(s) => f(s, out, v),
+            Err(e) => reply::engine(out, &e),
+        }
+    })
+}
+
 fn read(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
@@ -49,7 +66,7 @@ fn read(
 pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     let members: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_elems(key.clone(), members.clone(), move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(Some(s)) if members.iter().all(|m| s.contains(m)) => return write_integer(out, 0),
@@ -68,7 +85,7 @@ pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     let members: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_elems(key.clone(), members.clone(), move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(Some(s)) if members.iter().any(|m| s.contains(m)) => {}
@@ -86,14 +103,14 @@ pub fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let m = args[2].clone();
-    read(ctx, &args[1], move |s, out, _| {
+    read_members(ctx, &args[1], vec![m.clone()], move |s, out, _| {
         write_integer(out, s.is_some_and(|s| s.contains(&m)) as i64)
     })
 }
 
 pub fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let ms: Vec<Bytes> = args[2..].to_vec();
-    read(ctx, &args[1], move |s, out, _| {
+    read_members(ctx, &args[1], ms.clone(), move |s, out, _| {
         write_array_len(out, ms.len());
         for m in &ms {
             write_integer(out, s.is_some_and(|s| s.contains(m)) as i64);
@@ -102,7 +119,7 @@ pub fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn scard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |s, out, _| {
+    read_members(ctx, &args[1], Vec::new(), |s, out, _| {
         write_integer(out, s.map_or(0, |s| s.len()) as i64)
     })
 }

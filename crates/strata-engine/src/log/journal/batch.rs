@@ -42,6 +42,38 @@ enum State {
         version: u64,
         expire_at_ms: u64,
     },
+    /// A chunked collection: its dirty parts, then its head if it must be
+    /// written (chunked invariant 4: dirty parts are in RAM).
+    Chunked(ChunkedState),
+}
+
+/// The records a chunked collection's change needs.
+pub(crate) struct ChunkedState {
+    pub cid: u64,
+    pub vtype: crate::types::ValueType,
+    pub bits: u8,
+    pub version: u64,
+    pub expire_at_ms: u64,
+    pub parts: Vec<CapturedPart>,
+    pub head: bool,
+}
+
+/// One dirty part, encoded under the shard lock.
+pub(crate) struct CapturedPart {
+    pub low: u64,
+    pub depth: u8,
+    pub ver: u32,
+    /// The kind-9 value: prefix and body.
+    pub value: Vec<u8>,
+}
+
+/// Where a captured state's records went.
+enum Placed {
+    One(FlashLoc),
+    Chunked {
+        parts: Vec<FlashLoc>,
+        head: Option<FlashLoc>,
+    },
 }
 
 /// Writes the current state of every noted key (once per key per batch)
@@ -72,7 +104,7 @@ pub(super) fn write_notes(
     }
     let before = w.bytes_written;
     let mut tally = Tally::default();
-    let mut placed: Vec<(Captured, FlashLoc)> = Vec::with_capacity(states.len());
+    let mut placed: Vec<(Captured, Placed)> = Vec::with_capacity(states.len());
     let mut result = Ok(());
     let mut fi = 0;
     for (i, c) in states {
@@ -127,8 +159,15 @@ pub(super) fn write_notes(
     result?;
     Stats::add(&inner.journal.records, tally.records);
     Stats::add(&inner.journal.record_bytes, tally.bytes);
-    for (c, loc) in &placed {
-        publish(inner, c, *loc);
+    for (c, p) in &placed {
+        match p {
+            Placed::One(loc) => publish(inner, c, *loc),
+            Placed::Chunked { parts, head } => {
+                if let State::Chunked(st) = &c.what {
+                    publish_chunked(inner, c.db, &c.key, st, parts, *head, false);
+                }
+            }
+        }
     }
     if let Some(loc) = db_map_loc {
         crate::keyspace::swapdb::publish_record(inner, loc);
@@ -209,6 +248,9 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
         },
         Some(e) if e.flags & F_DIRTY == 0 => return None,
         Some(e) => match &e.slot {
+            Slot::Chunked(coll) => {
+                State::Chunked(capture_chunked(coll, e.version, e.expire_at_ms)?)
+            }
             Slot::Hot(h) => State::Hot {
                 value: h.value.to_bytes(),
                 version: e.version,
@@ -229,15 +271,32 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
     })
 }
 
-/// Appends one captured state; returns the location to publish (None for
+/// Appends one captured state; returns the locations to publish (None for
 /// a tombstone, or a cold record that could not be read).
 fn append_state(
     inner: &Inner,
     w: &mut SegmentWriter,
     tally: &mut Tally,
     c: &Captured,
+) -> Result<Option<Placed>, AppendError> {
+    if let State::Chunked(st) = &c.what {
+        let (parts, head) = append_chunked(inner, w, c.db, &c.key, st)?;
+        for &loc in parts.iter().chain(head.iter()) {
+            count(tally, loc);
+        }
+        return Ok(Some(Placed::Chunked { parts, head }));
+    }
+    Ok(append_one(inner, w, tally, c)?.map(Placed::One))
+}
+
+fn append_one(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    tally: &mut Tally,
+    c: &Captured,
 ) -> Result<Option<FlashLoc>, AppendError> {
     match &c.what {
+        State::Chunked(_) => Ok(None),
         State::Gone { seq } => {
             let origin = format::origin_value(TOMBSTONE_ORIGIN_HERE);
             let h = RecordHeader {
@@ -355,7 +414,7 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
             expire_at_ms,
             ..
         } => (*version, *expire_at_ms),
-        State::Gone { .. } => return,
+        State::Gone { .. } | State::Chunked(_) => return,
     };
     if e.version != version || e.expire_at_ms != expire_at_ms {
         return;
@@ -374,10 +433,171 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));
             old
         }
+        // Another incarnation now (a chunked state publishes its own way).
+        Slot::Chunked(_) => return,
     };
     e.flags &= !F_DIRTY;
     if let Some(old) = old {
         inner.release_flash_quiet(old);
     }
     inner.retain_flash(loc);
+}
+
+/// The dirty parts (and the head, if due) of a chunked collection; None
+/// if nothing is due (the log copy is current).
+pub(crate) fn capture_chunked(
+    coll: &crate::types::Collection,
+    version: u64,
+    expire_at_ms: u64,
+) -> Option<ChunkedState> {
+    let d = coll.dir()?;
+    let parts: Vec<CapturedPart> = (0..d.part_count())
+        .filter(|&i| d.part(i).dirty)
+        .map(|i| capture_part(coll.vtype(), d, i))
+        .collect();
+    let head = d.head_dirty() || d.head_loc().is_none();
+    if parts.is_empty() && !head {
+        return None;
+    }
+    Some(ChunkedState {
+        cid: d.cid(),
+        vtype: coll.vtype(),
+        bits: if coll.encoding_is_big() {
+            crate::types::BIG_ENCODING
+        } else {
+            0
+        },
+        version,
+        expire_at_ms,
+        parts,
+        head,
+    })
+}
+
+/// Part `i` of `d` as a kind-9 value (the part is in RAM).
+pub(crate) fn capture_part(
+    vtype: crate::types::ValueType,
+    d: &dyn crate::types::chunked::Dir,
+    i: usize,
+) -> CapturedPart {
+    let p = d.part(i);
+    let mut value = format::chunk_prefix(&format::ChunkName {
+        vtype,
+        cid: d.cid(),
+        depth: p.depth,
+        low: p.low,
+    })
+    .to_vec();
+    d.encode_part(i, &mut value);
+    CapturedPart {
+        low: p.low,
+        depth: p.depth,
+        ver: p.ver,
+        value,
+    }
+}
+
+/// Appends a chunked collection's parts, then its head if due (chunk
+/// records before the head that makes them count, docs/format.md).
+pub(crate) fn append_chunked(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    db: u16,
+    key: &[u8],
+    st: &ChunkedState,
+) -> Result<(Vec<FlashLoc>, Option<FlashLoc>), AppendError> {
+    let mut parts = Vec::with_capacity(st.parts.len());
+    for p in &st.parts {
+        let h = RecordHeader {
+            kind: RecordKind::Chunk,
+            db,
+            key_len: key.len() as u32,
+            value_len: p.value.len() as u32,
+            seq: st.version,
+            expire_at_ms: 0,
+        };
+        parts.push(w.append(&h, key, &p.value, inner.capacity)?);
+    }
+    Stats::add(&inner.stats.chunks_written, parts.len() as u64);
+    let head = if st.head {
+        let value = format::head_value(st.vtype, st.bits, st.cid);
+        let h = RecordHeader {
+            kind: RecordKind::CollHead,
+            db,
+            key_len: key.len() as u32,
+            value_len: value.len() as u32,
+            seq: st.version,
+            expire_at_ms: st.expire_at_ms,
+        };
+        Some(w.append(&h, key, &value, inner.capacity)?)
+    } else {
+        None
+    };
+    Ok((parts, head))
+}
+
+/// Points a chunked collection's parts (and head) at their new records,
+/// each part only if it did not change since it was captured (and, with
+/// `evict`, drops it from RAM); clears the entry's dirty mark if nothing
+/// changed at all (journal invariant 3). Returns how many parts were
+/// published.
+pub(crate) fn publish_chunked(
+    inner: &Inner,
+    db: u16,
+    key: &[u8],
+    st: &ChunkedState,
+    parts: &[FlashLoc],
+    head: Option<FlashLoc>,
+    evict: bool,
+) -> usize {
+    let mut guard = inner.shard(key).lock();
+    let sh = &mut *guard;
+    let d = inner.dbmap.logical(db);
+    let Some(e) = sh.dbs[d].get_mut(key) else {
+        return 0;
+    };
+    let (version, expire_at_ms) = (e.version, e.expire_at_ms);
+    let mut retain = Vec::new();
+    let mut release = Vec::new();
+    let mut published = 0;
+    let clean = e.with_dir(&mut sh.acct, |dir| {
+        if dir.cid() != st.cid {
+            return false;
+        }
+        for (p, &loc) in st.parts.iter().zip(parts) {
+            let i = crate::keyspace::chunks::part_of(dir, p.low);
+            let info = dir.part(i);
+            if info.low != p.low || info.depth != p.depth {
+                continue;
+            }
+            if let Some(old) = dir.published(i, p.ver, loc, st.version) {
+                retain.push(loc);
+                release.extend(old);
+                published += 1;
+                if evict {
+                    dir.evict(i);
+                }
+            }
+        }
+        if let Some(loc) = head {
+            if expire_at_ms == st.expire_at_ms {
+                retain.push(loc);
+                release.extend(dir.head_loc());
+                dir.set_head_loc(Some(loc));
+                dir.set_head_seq(st.version);
+                dir.set_head_dirty(false);
+            }
+        }
+        version == st.version && expire_at_ms == st.expire_at_ms && !dir.head_dirty()
+    });
+    if clean == Some(true) {
+        e.flags &= !F_DIRTY;
+    }
+    for loc in retain {
+        inner.retain_flash(loc);
+    }
+    for loc in release {
+        inner.release_flash_quiet(loc);
+    }
+    published
 }

@@ -19,6 +19,7 @@
 //!    logged, left as garbage: new writes go to a new segment).
 //! 5. Live bytes of every segment are recomputed from the index.
 
+mod chunks;
 mod replay;
 
 use crate::clock::{now_ms, now_secs};
@@ -26,6 +27,8 @@ use crate::flash::format::{self, SEGMENT_DATA_START};
 use crate::index::{CompactKey, Entry, Shard, Slot};
 use crate::log::checkpoint;
 use crate::log::writer::LogPosition;
+use crate::types::chunked::PartInfo;
+use crate::types::Collection;
 use crate::Inner;
 use replay::Replay;
 use std::collections::HashMap;
@@ -117,6 +120,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         flushed: vec![0; inner.databases],
         max_seq: 0,
         db_map: None,
+        chunks: HashMap::new(),
         report: RecoveryReport::default(),
     };
     let unclean_cache = match state {
@@ -179,6 +183,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         seg.tomb_bytes
             .store(if known { tomb } else { tomb.max(1) }, Relaxed);
     }
+    chunks::resolve_all(inner, &mut replay);
     finish(inner, &mut replay, appendonly, t0);
     replay.report
 }
@@ -212,11 +217,46 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
     if d >= inner.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
         return;
     }
-    let Some(value_len) = checkpoint::value_len(e) else {
-        return;
+    let (slot, value_len) = match &e.chunks {
+        // A chunked collection: its directory, every part on flash (a
+        // part with an unknown count or a gap is settled by
+        // `chunks::resolve`).
+        Some(c) => {
+            let parts: Vec<PartInfo> = c
+                .parts()
+                .map(|p| PartInfo {
+                    low: p.low,
+                    depth: p.depth,
+                    dirty: false,
+                    resident: false,
+                    count: p.count,
+                    body: p.body,
+                    ver: 0,
+                    loc: Some(p.loc),
+                    seq: p.seq,
+                })
+                .collect();
+            let big = e.meta.client_flags & crate::types::AUX_BIG != 0;
+            let Some(coll) = Collection::from_directory(
+                e.meta.vtype,
+                big,
+                c.cid,
+                &parts,
+                Some(e.loc),
+                c.head_seq,
+            ) else {
+                return;
+            };
+            let len = coll.encoded_len().min(u32::MAX as usize) as u32;
+            (Slot::Chunked(Box::new(coll)), len)
+        }
+        None => match checkpoint::value_len(e) {
+            Some(n) => (Slot::Cold(e.loc), n),
+            None => return,
+        },
     };
     let entry = Entry {
-        slot: Slot::Cold(e.loc),
+        slot,
         expire_at_ms: e.expire_at_ms,
         version: e.seq,
         lru_secs: now_secs(),
@@ -238,7 +278,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
 }
 
 /// Threads recovery splits the shards among: one per core (at most 8).
-fn recovery_threads() -> usize {
+pub(super) fn recovery_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -303,8 +343,8 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
                         for d in 0..sh.dbs.len() {
                             let mut i = 0;
                             while i < sh.dbs[d].len() {
-                                let loc = sh.dbs[d][i].flash_loc();
-                                let ok = loc.is_none_or(|l| {
+                                let locs = sh.dbs[d][i].flash_locs();
+                                let ok = locs.iter().all(|l| {
                                     segs.get(&l.segment).is_some_and(|&written| {
                                         l.offset as u64 + l.len as u64 <= written
                                     })
@@ -314,7 +354,7 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
                                     Replay::remove(sh, d, i);
                                     continue;
                                 }
-                                if let Some(l) = loc {
+                                for l in locs {
                                     *live.entry(l.segment).or_insert(0) += l.len as u64;
                                 }
                                 i += 1;

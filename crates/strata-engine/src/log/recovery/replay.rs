@@ -22,6 +22,8 @@ pub(super) struct Replay<'a> {
     pub(super) max_seq: u64,
     /// The latest database mapping record (SWAPDB): seq, mapping, where.
     pub(super) db_map: Option<(u64, Vec<u16>, FlashLoc)>,
+    /// Chunk records seen, per (db id, key): applied by `chunks::resolve`.
+    pub(super) chunks: HashMap<(u16, Box<[u8]>), Vec<super::chunks::Cand>>,
     pub(super) report: RecoveryReport,
 }
 
@@ -106,6 +108,132 @@ impl Replay<'_> {
         }
         drop(guard);
         self.tombstone(db, key, seq);
+    }
+
+    /// A chunked collection's head: the latest whole-key record decides
+    /// what the key is; a head of the incarnation the key already has only
+    /// moves the head (a new TTL, or a moved copy).
+    fn head(
+        &mut self,
+        db: u16,
+        key: &[u8],
+        seq: u64,
+        expire_at_ms: u64,
+        loc: FlashLoc,
+        value: &[u8],
+    ) {
+        let d = db as usize;
+        if d >= self.inner.databases {
+            return;
+        }
+        let Some((vtype, bits, cid)) = format::decode_head(value) else {
+            self.report.corrupt_records += 1;
+            return;
+        };
+        self.max_seq = self.max_seq.max(seq);
+        if seq < self.floor(d) {
+            return;
+        }
+        if let Some(&t) = self.deleted.get(&(db, Box::from(key))) {
+            if t > seq {
+                return;
+            }
+        }
+        let expired = expire_at_ms != 0 && expire_at_ms <= self.now;
+        let mut guard = self.inner.shard(key).lock();
+        let sh = &mut *guard;
+        let idx = sh.dbs[d].get_index_of(key);
+        if let Some(i) = idx {
+            let e = &mut sh.dbs[d][i];
+            let same =
+                matches!(&e.slot, Slot::Chunked(c) if c.dir().is_some_and(|x| x.cid() == cid));
+            if same {
+                let newer = e.version <= seq;
+                let moved = e
+                    .with_dir(&mut sh.acct, |x| {
+                        if seq >= x.head_seq() {
+                            x.set_head_loc(Some(loc));
+                            x.set_head_seq(seq);
+                            true
+                        } else {
+                            false
+                        }
+                    })
+                    .unwrap_or(false);
+                if moved && newer {
+                    if expired {
+                        Self::remove(sh, d, i);
+                        drop(guard);
+                        self.tombstone(db, key, seq);
+                        return;
+                    }
+                    let e = &mut sh.dbs[d][i];
+                    sh.acct.ttl_remove(d, e.expire_at_ms);
+                    e.expire_at_ms = expire_at_ms;
+                    e.version = seq;
+                    sh.acct.ttl_add(d, expire_at_ms);
+                }
+                return;
+            }
+            if e.version > seq {
+                return;
+            }
+            if expired {
+                Self::remove(sh, d, i);
+                drop(guard);
+                self.tombstone(db, key, seq);
+                return;
+            }
+        } else if expired {
+            drop(guard);
+            self.tombstone(db, key, seq);
+            return;
+        }
+        let big = bits & crate::types::BIG_ENCODING != 0;
+        let Some(c) =
+            crate::types::Collection::from_directory(vtype, big, cid, &[], Some(loc), seq)
+        else {
+            return;
+        };
+        let e = Entry {
+            slot: Slot::Chunked(Box::new(c)),
+            expire_at_ms,
+            version: seq,
+            lru_secs: now_secs(),
+            flags: 0,
+            value_len: 0,
+            client_flags: crate::types::aux(0, big),
+            vtype: vtype as u8,
+        };
+        match idx {
+            Some(i) => {
+                if let Some((_, old)) = sh.dbs[d].get_index_mut(i) {
+                    let old = std::mem::replace(old, e);
+                    sh.acct.entry_removed(d, 0, &old);
+                    let new = &sh.dbs[d][i];
+                    sh.acct.entry_added(d, 0, new);
+                }
+            }
+            None => {
+                let k = CompactKey::from(key);
+                sh.acct.entry_added(d, k.heap_bytes(), &e);
+                crate::index::reserve_one(&mut sh.dbs[d]);
+                sh.dbs[d].insert_full(k, e);
+            }
+        }
+    }
+
+    /// A chunk record: kept as a candidate for its key's directory.
+    fn chunk(&mut self, db: u16, key: &[u8], seq: u64, loc: FlashLoc, value: &[u8]) {
+        if db as usize >= self.inner.databases {
+            return;
+        }
+        self.max_seq = self.max_seq.max(seq);
+        let Some(c) = super::chunks::Cand::of_record(seq, loc, value) else {
+            self.report.corrupt_records += 1;
+            return;
+        };
+        self.chunks.entry((db, Box::from(key))).or_default().push(c);
     }
 
     fn tombstone(&mut self, db: u16, key: &[u8], seq: u64) {
@@ -215,6 +343,10 @@ impl Replay<'_> {
                             self.flush(h.db, h.seq)
                         }
                         RecordKind::DbMap => self.db_map(h.seq, rec.value, loc),
+                        RecordKind::CollHead => {
+                            self.head(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.value)
+                        }
+                        RecordKind::Chunk => self.chunk(h.db, rec.key, h.seq, loc, rec.value),
                     }
                     pos += len;
                 }

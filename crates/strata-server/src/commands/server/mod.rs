@@ -310,6 +310,10 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 "tier:flash value_len:{} segment:{} offset:{} record_len:{}",
                 info.value_len, l.segment, l.offset, l.len
             ),
+            Location::Chunked { parts, in_ram } => format!(
+                "tier:chunked value_len:{} chunks:{parts} chunks_in_ram:{in_ram}",
+                info.value_len
+            ),
         };
         // The memcached view of the item (database 0 is shared with the
         // memcached port).

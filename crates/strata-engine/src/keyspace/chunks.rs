@@ -1,0 +1,159 @@
+//! The parts of chunked collections (`types::chunked`, docs/collections.md)
+//! as the keyspace handles them: which parts a command needs in RAM, and
+//! loading them (one device read per part, all in flight together).
+//!
+//! Invariants:
+//! 1. A part is installed only if its entry still holds the same
+//!    incarnation (`cid`) and the part still points at the record that was
+//!    read (`loc`); otherwise the read is dropped and the caller plans
+//!    again (no lock is held across I/O, engine invariant 5).
+//! 2. Installing a part changes no state a client sees (the part was
+//!    clean), only where its bytes are.
+
+use crate::flash::format;
+use crate::index::{Entry, FlashLoc, Slot};
+use crate::stats::Stats;
+use crate::tiering::fetch::{fetch_value, FetchTarget};
+use crate::types::chunked::elem_hash;
+use crate::{EngineError, Inner};
+use bytes::Bytes;
+use std::sync::Arc;
+
+/// Which elements of a collection a command touches.
+#[derive(Clone, Debug)]
+pub enum Need {
+    /// All of them (iteration, counts by content, whole reads).
+    Whole,
+    /// Only these (fields, members): their parts are loaded, no others.
+    Elems(Vec<Bytes>),
+}
+
+/// A cold part to load.
+pub(crate) struct PartTarget {
+    fetch: FetchTarget,
+    cid: u64,
+    /// Start of the part's range (its index may shift with splits).
+    low: u64,
+}
+
+impl Inner {
+    /// The parts of `e` (the entry of `key` in `db`) that `need` names and
+    /// that are not in RAM. Caller holds the shard lock.
+    pub(crate) fn cold_parts(
+        &self,
+        db: usize,
+        key: &[u8],
+        e: &Entry,
+        need: &Need,
+    ) -> Vec<PartTarget> {
+        let Slot::Chunked(c) = &e.slot else {
+            return Vec::new();
+        };
+        let Some(d) = c.dir() else {
+            return Vec::new();
+        };
+        let idx: Vec<usize> = match need {
+            Need::Whole => (0..d.part_count()).collect(),
+            Need::Elems(elems) => {
+                let mut v: Vec<usize> = elems.iter().map(|m| part_of(d, elem_hash(m))).collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            }
+        };
+        idx.into_iter()
+            .filter_map(|i| {
+                let p = d.part(i);
+                if p.resident {
+                    return None;
+                }
+                let loc = p.loc?;
+                Some(PartTarget {
+                    fetch: FetchTarget::new(self, db, key, loc, p.seq),
+                    cid: d.cid(),
+                    low: p.low,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Marks the parts `need` names of a chunked entry as used (the
+/// demoter's CLOCK, per part).
+pub(crate) fn touch_parts(e: &mut Entry, need: &Need) {
+    let Slot::Chunked(c) = &mut e.slot else {
+        return;
+    };
+    let Some(d) = c.dir_mut() else {
+        return;
+    };
+    match need {
+        Need::Whole => (0..d.part_count()).for_each(|i| d.touch(i)),
+        Need::Elems(elems) => {
+            for m in elems {
+                let i = part_of(d, elem_hash(m));
+                d.touch(i);
+            }
+        }
+    }
+}
+
+/// Index of the part holding hash `h` (binary search over the directory).
+pub(crate) fn part_of(d: &dyn crate::types::chunked::Dir, h: u64) -> usize {
+    let (mut lo, mut hi) = (0usize, d.part_count());
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if d.part(mid).low <= h {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Reads the parts and installs each that is still wanted (invariant 1).
+pub(crate) async fn load_parts(
+    inner: &Arc<Inner>,
+    targets: Vec<PartTarget>,
+) -> Result<(), EngineError> {
+    let reads = targets.iter().map(|t| fetch_value(inner.clone(), &t.fetch));
+    let values = super::view::join_all(reads).await;
+    for (t, v) in targets.iter().zip(values) {
+        let value = v?;
+        let Some((name, body)) = format::decode_chunk(&value) else {
+            Stats::inc(&inner.stats.read_errors);
+            return Err(EngineError::Malformed);
+        };
+        if name.cid != t.cid {
+            Stats::inc(&inner.stats.read_errors);
+            return Err(EngineError::Corrupt("chunk of another collection"));
+        }
+        install(inner, t, t.fetch.loc, body)?;
+        Stats::inc(&inner.stats.chunk_loads);
+    }
+    inner.wake_if_pressured();
+    Ok(())
+}
+
+fn install(inner: &Inner, t: &PartTarget, loc: FlashLoc, body: &[u8]) -> Result<(), EngineError> {
+    let mut guard = inner.shard(&t.fetch.key).lock();
+    let sh = &mut *guard;
+    let Some(e) = sh.dbs[t.fetch.db].get_mut(&*t.fetch.key) else {
+        return Ok(());
+    };
+    let r = e.with_dir(&mut sh.acct, |d| {
+        if d.cid() != t.cid {
+            return Ok(());
+        }
+        let i = part_of(d, t.low);
+        d.install(i, loc, body).map(|_| ())
+    });
+    match r {
+        Some(Err(_)) => {
+            Stats::inc(&inner.stats.read_errors);
+            Err(EngineError::Malformed)
+        }
+        _ => Ok(()),
+    }
+}

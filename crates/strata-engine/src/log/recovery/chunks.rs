@@ -1,0 +1,327 @@
+//! Rebuilding the directories of chunked collections after the replay.
+//!
+//! The replay leaves each chunked key with its head (the incarnation `cid`)
+//! and the parts the checkpoint listed; the chunk records of the log tail
+//! are candidates. A directory is then resolved per hash: of the records of
+//! the key's `cid` covering a hash, the one with the largest sequence
+//! number holds it (ties: the later copy). Ranges are dyadic, so the result
+//! is a set of parts again:
+//! - a record whose range is not covered by a newer one becomes a part;
+//! - a record partly covered by newer ones (a split whose second half was
+//!   never written before a crash) lends each uncovered sub-range a part
+//!   that points at it and is filtered by range when loaded; its element
+//!   count is measured by reading the record here;
+//! - a range no record covers (records lost to damage) becomes an empty
+//!   part, and a collection left with no element is dropped (counted).
+
+use super::replay::Replay;
+use crate::flash::buf::{align_down, align_up, AlignedBuf};
+use crate::flash::format;
+use crate::flash::io;
+use crate::index::{FlashLoc, Shard, Slot};
+use crate::log::checkpoint::UNKNOWN_COUNT;
+use crate::types::chunked::{elem_hash, measure_elems, range_high, PartInfo};
+use crate::types::{Collection, ValueType};
+use crate::Inner;
+use std::collections::BTreeMap;
+
+/// A record that may hold part of a directory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cand {
+    pub cid: u64,
+    pub depth: u8,
+    pub low: u64,
+    pub seq: u64,
+    pub loc: FlashLoc,
+    /// Elements and packed bytes (`UNKNOWN_COUNT`: measure by reading).
+    pub count: u32,
+    pub body: u32,
+}
+
+impl Cand {
+    /// The candidate a kind-9 record's value describes (None if malformed).
+    pub(crate) fn of_record(seq: u64, loc: FlashLoc, value: &[u8]) -> Option<Cand> {
+        let (name, body) = format::decode_chunk(value)?;
+        let (count, bytes) = measure(name.vtype, name.low, name.depth, body)?;
+        Some(Cand {
+            cid: name.cid,
+            depth: name.depth,
+            low: name.low,
+            seq,
+            loc,
+            count,
+            body: bytes,
+        })
+    }
+}
+
+/// Count and packed bytes of the elements of `body` in the range.
+fn measure(t: ValueType, low: u64, depth: u8, body: &[u8]) -> Option<(u32, u32)> {
+    let high = range_high(low, depth);
+    let keep = |k: &[u8]| {
+        let h = elem_hash(k);
+        h >= low && h <= high
+    };
+    match t {
+        ValueType::Hash => measure_elems::<Box<[u8]>>(body, keep).ok(),
+        ValueType::Set => measure_elems::<()>(body, keep).ok(),
+        _ => None,
+    }
+}
+
+/// One part of a resolved directory.
+struct Chosen {
+    depth: u8,
+    cand: usize,
+    /// The record's range is exactly this part's (else: wider, filtered).
+    exact: bool,
+}
+
+/// Resolves every chunked entry (module doc), on as many threads as
+/// recovery uses. Before the maps are arranged by the database mapping:
+/// maps and candidates are both by database id.
+pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
+    let chunks = &replay.chunks;
+    let threads = super::recovery_threads();
+    let results: Vec<(u64, u64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    let (mut dropped, mut damaged) = (0u64, 0u64);
+                    for si in (t..inner.shards.len()).step_by(threads) {
+                        let mut guard = inner.shards[si].lock();
+                        let sh = &mut *guard;
+                        for d in 0..sh.dbs.len() {
+                            let mut i = 0;
+                            while i < sh.dbs[d].len() {
+                                if !matches!(sh.dbs[d][i].slot, Slot::Chunked(_)) {
+                                    i += 1;
+                                    continue;
+                                }
+                                let key: Box<[u8]> =
+                                    Box::from(&sh.dbs[d].get_index(i).map(|(k, _)| k).unwrap()[..]);
+                                let tail = chunks.get(&(d as u16, key.clone()));
+                                let (keep, bad) = resolve(
+                                    inner,
+                                    sh,
+                                    d,
+                                    i,
+                                    &key,
+                                    tail.map(|v| &v[..]).unwrap_or(&[]),
+                                );
+                                damaged += bad;
+                                if keep {
+                                    i += 1;
+                                } else {
+                                    Replay::remove(sh, d, i);
+                                    dropped += 1;
+                                }
+                            }
+                        }
+                    }
+                    (dropped, damaged)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (dropped, damaged) in results {
+        replay.report.missing_segment_entries += dropped;
+        replay.report.corrupt_records += damaged;
+    }
+    replay.chunks.clear();
+}
+
+/// Rebuilds the directory of the chunked entry at `i`. Returns whether
+/// the entry keeps at least one element, and the records that could not
+/// be read.
+fn resolve(
+    inner: &Inner,
+    sh: &mut Shard,
+    d: usize,
+    i: usize,
+    key: &[u8],
+    tail: &[Cand],
+) -> (bool, u64) {
+    let e = &sh.dbs[d][i];
+    let Slot::Chunked(c) = &e.slot else {
+        return (true, 0);
+    };
+    let (vtype, big) = (c.vtype(), c.encoding_is_big());
+    let Some(dir) = c.dir() else {
+        return (true, 0);
+    };
+    let cid = dir.cid();
+    let (head_loc, head_seq) = (dir.head_loc(), dir.head_seq());
+    // The checkpoint's parts first (older copies lose ties), then the tail.
+    let mut cands: Vec<Cand> = (0..dir.part_count())
+        .filter_map(|j| {
+            let p = dir.part(j);
+            Some(Cand {
+                cid,
+                depth: p.depth,
+                low: p.low,
+                seq: p.seq,
+                loc: p.loc?,
+                count: p.count,
+                body: p.body,
+            })
+        })
+        .collect();
+    let clean_checkpoint = tail.iter().all(|c| c.cid != cid)
+        && cands.iter().all(|c| c.count != UNKNOWN_COUNT)
+        && dir.part_count() > 0
+        && dir.check().is_ok();
+    if clean_checkpoint {
+        let len = dir.len();
+        return (len > 0, 0);
+    }
+    cands.extend(tail.iter().filter(|c| c.cid == cid).copied());
+    let mut order: Vec<usize> = (0..cands.len()).collect();
+    order.sort_by(|&a, &b| (cands[b].seq, b).cmp(&(cands[a].seq, a)));
+    let mut chosen: BTreeMap<u64, Chosen> = BTreeMap::new();
+    for &ci in &order {
+        let c = cands[ci];
+        if let Some((&l, ch)) = chosen.range(..=c.low).next_back() {
+            if range_high(l, ch.depth) >= c.low {
+                continue; // inside a newer record's range
+            }
+        }
+        fill(&mut chosen, c.low, c.depth, ci, true);
+    }
+    // Build the parts, measuring where needed; gaps become empty parts.
+    let mut parts: Vec<PartInfo> = Vec::with_capacity(chosen.len());
+    let mut damaged = 0;
+    let mut next: Option<u64> = Some(0);
+    for (&low, ch) in &chosen {
+        if let Some(n) = next {
+            if n < low {
+                gap(&mut parts, n, low - 1);
+            }
+        }
+        let c = cands[ch.cand];
+        let (count, body) = if ch.exact && c.count != UNKNOWN_COUNT {
+            (Some(c.count), c.body)
+        } else {
+            match read_value(inner, key, c.loc, c.seq).and_then(|v| {
+                format::decode_chunk(&v).and_then(|(_, b)| measure(vtype, low, ch.depth, b))
+            }) {
+                Some((n, b)) => (Some(n), b),
+                None => {
+                    damaged += 1;
+                    (None, 0)
+                }
+            }
+        };
+        parts.push(PartInfo {
+            low,
+            depth: ch.depth,
+            dirty: count.is_none(),
+            resident: count.is_none(),
+            count: count.unwrap_or(0),
+            body,
+            ver: 0,
+            loc: count.map(|_| c.loc),
+            seq: c.seq,
+        });
+        let high = range_high(low, ch.depth);
+        next = high.checked_add(1);
+    }
+    if let Some(n) = next {
+        gap(&mut parts, n, u64::MAX);
+    }
+    let Some(new) = Collection::from_directory(vtype, big, cid, &parts, head_loc, head_seq) else {
+        return (false, damaged);
+    };
+    let len = new.len();
+    let e = &mut sh.dbs[d][i];
+    let value_len = new.encoded_len().min(u32::MAX as usize) as u32;
+    sh.acct.remove(&e.slot, e.value_len, e.vtype);
+    e.slot = Slot::Chunked(Box::new(new));
+    e.value_len = value_len;
+    e.client_flags = crate::types::aux(len, big);
+    sh.acct.add(&e.slot, e.value_len, e.vtype);
+    (len > 0, damaged)
+}
+
+/// Adds the sub-ranges of `[low, depth]` that no chosen part covers, as
+/// parts of candidate `cand` (`exact` if the whole range is free).
+fn fill(chosen: &mut BTreeMap<u64, Chosen>, low: u64, depth: u8, cand: usize, exact: bool) {
+    let high = range_high(low, depth);
+    let mut inside = chosen.range(low..=high);
+    match inside.next() {
+        None => {
+            chosen.insert(low, Chosen { depth, cand, exact });
+        }
+        Some((&l, ch)) if l == low && ch.depth == depth => {}
+        Some(_) if depth < 64 => {
+            let half = depth + 1;
+            fill(chosen, low, half, cand, false);
+            fill(
+                chosen,
+                low | (1u64 << (64 - half as u32)),
+                half,
+                cand,
+                false,
+            );
+        }
+        Some(_) => {}
+    }
+}
+
+/// Empty parts covering `[from, to]` (maximal dyadic ranges).
+fn gap(parts: &mut Vec<PartInfo>, from: u64, to: u64) {
+    let mut a = from;
+    loop {
+        // The largest range aligned at `a` that ends by `to`.
+        let mut depth = if a == 0 {
+            0
+        } else {
+            (64 - a.trailing_zeros()) as u8
+        };
+        while range_high(a, depth) > to {
+            depth += 1;
+        }
+        parts.push(PartInfo {
+            low: a,
+            depth,
+            dirty: true,
+            resident: true,
+            count: 0,
+            body: 0,
+            ver: 0,
+            loc: None,
+            seq: 0,
+        });
+        let high = range_high(a, depth);
+        if high >= to {
+            return;
+        }
+        a = high + 1;
+    }
+}
+
+/// Reads and verifies a record's value (blocking; recovery).
+fn read_value(inner: &Inner, key: &[u8], loc: FlashLoc, seq: u64) -> Option<Vec<u8>> {
+    let seg = inner.table.get(loc.segment)?;
+    let start = align_down(loc.offset as u64);
+    let end = align_up(loc.offset as usize + loc.len as usize) as u64;
+    let (buf, r) = io::read_blocking(
+        &*inner.io,
+        seg.file.clone(),
+        start,
+        AlignedBuf::zeroed((end - start) as usize),
+    );
+    let off = (loc.offset as u64 - start) as usize;
+    let rec_end = off + loc.len as usize;
+    match r {
+        Ok(n) if n >= rec_end => match format::decode_record(&buf[off..rec_end]) {
+            Ok(rec) if rec.key == key && rec.header.seq == seq => Some(rec.value.to_vec()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
