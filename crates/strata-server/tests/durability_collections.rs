@@ -1,5 +1,6 @@
 //! kill -9 under load with collections: with `appendfsync always`, every
-//! acknowledged change of a hash, list, set or sorted set survives a crash,
+//! acknowledged change of a hash (chunked once past 32 KiB), list, set or
+//! sorted set survives a crash,
 //! while the collections move to flash (a small RAM budget), the collector
 //! moves their records (small segments), and BGSAVE checkpoints them.
 //!
@@ -69,7 +70,8 @@ fn op(rng: &mut StdRng, key: &str, st: &St, n: u64) -> (Vec<Vec<u8>>, St) {
         St::Hash(h) => {
             let f = format!("f{}", rng.gen_range(0..60)).into_bytes();
             if rng.gen_bool(0.75) {
-                let v = big(n);
+                // 1 KB values: a hash passes 32 KiB and is chunked.
+                let v = format!("{n:0>1000}").into_bytes();
                 h.insert(f.clone(), v.clone());
                 vec![b("HSET"), b(key), f, v]
             } else {
@@ -275,5 +277,24 @@ fn kill_9_loses_no_acknowledged_collection_change_with_always() {
     assert!(
         total >= 500,
         "only {total} changes acknowledged: the test proves little"
+    );
+    // Some hashes were big enough to be chunked (the part that test covers).
+    let mut con = srv.client();
+    let chunked = writers
+        .iter()
+        .flat_map(|w| w.keys.iter())
+        .filter(|k| k.starts_with('h'))
+        .filter(|k| {
+            let tier: String = redis::cmd("DEBUG")
+                .arg("TIER")
+                .arg(*k)
+                .query(&mut con)
+                .unwrap_or_default();
+            tier.starts_with("tier:chunked")
+        })
+        .count();
+    assert!(
+        chunked > 0,
+        "no hash was chunked: the test proves less than it says"
     );
 }

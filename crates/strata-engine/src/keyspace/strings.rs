@@ -463,7 +463,7 @@ impl Inner {
         let value_len = value.len() as u32;
         let vtype = value.vtype() as u8;
         let slot = match value {
-            // A big hash or set past one chunk is stored chunked.
+            // A big hash or set past `CHUNKED_AT` is stored chunked.
             crate::index::Value::Coll(mut c) if c.wants_chunks() => {
                 c.make_chunked(self.next_seq());
                 Slot::Chunked(c)

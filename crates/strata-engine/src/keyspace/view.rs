@@ -353,7 +353,7 @@ impl<'a> KeysView<'a> {
             for loc in new_refs {
                 inner.retain_flash(loc);
             }
-            // A big hash or set past one chunk becomes chunked (one way):
+            // A big hash or set past `CHUNKED_AT` becomes chunked (one way):
             // from now on a change writes only the parts it touched.
             let e = &mut sh.dbs[db][idx];
             if matches!(&e.slot, Slot::Hot(h) if matches!(&h.value, Value::Coll(c) if c.wants_chunks()))

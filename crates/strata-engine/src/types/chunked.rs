@@ -31,6 +31,10 @@ use indexmap::IndexMap;
 
 /// A part splits when its packed body passes this many bytes.
 pub const CHUNK_MAX: usize = 8 * 1024;
+/// A big hash or set becomes chunked when its packed form passes this many
+/// bytes: below it, one packed record costs less RAM (a directory is ~220
+/// bytes plus 56 per part) and one read of it is as fast as one of a part.
+pub const CHUNKED_AT: usize = 32 * 1024;
 /// Parts stop splitting at this depth (only a flood of hash collisions gets
 /// there; such a part just grows).
 pub const MAX_DEPTH: u8 = 48;
@@ -370,6 +374,11 @@ impl<V: Elem> Chunked<V> {
         **m = keep;
         if let Some(loc) = p.loc {
             self.new_refs.push(loc);
+        }
+        // Grow the directory by an eighth, not double (it is the RAM a cold
+        // collection costs).
+        if self.parts.len() == self.parts.capacity() {
+            self.parts.reserve_exact(self.parts.len() / 8 + 4);
         }
         self.parts.insert(i + 1, half);
         self.resident_parts += 1;

@@ -123,7 +123,7 @@ impl Hash {
             ..Self::default()
         }
     }
-    /// Makes the hash chunked (a big one past a chunk's size), with
+    /// Makes the hash chunked (a big one past `CHUNKED_AT`), with
     /// collection id `cid`.
     pub(crate) fn make_chunked(&mut self, cid: u64) {
         let map = std::mem::take(&mut self.map);

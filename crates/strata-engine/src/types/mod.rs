@@ -341,14 +341,14 @@ impl Collection {
 
     /// Whether this collection should be chunked: a hash or set with the
     /// big encoding (whose element order Redis leaves unspecified) whose
-    /// packed form passes one chunk.
+    /// packed form passes `chunked::CHUNKED_AT`.
     pub fn wants_chunks(&self) -> bool {
         let candidate = match self {
             Collection::Hash(h) => h.big && !h.is_chunked(),
             Collection::Set(s) => s.big && !s.is_chunked(),
             _ => false,
         };
-        candidate && self.encoded_len() > chunked::CHUNK_MAX
+        candidate && self.encoded_len() > chunked::CHUNKED_AT
     }
 
     /// Makes a collection that `wants_chunks` chunked, as incarnation `cid`.

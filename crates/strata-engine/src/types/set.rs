@@ -111,7 +111,7 @@ impl Set {
             ..Self::default()
         }
     }
-    /// Makes the set chunked (a big one past a chunk's size), with
+    /// Makes the set chunked (a big one past `CHUNKED_AT`), with
     /// collection id `cid`.
     pub(crate) fn make_chunked(&mut self, cid: u64) {
         let members = std::mem::take(&mut self.members);
