@@ -213,6 +213,8 @@ fn demote_chunk(
                     let step = demote_parts(e, &mut sh.acct);
                     spared += step.spared;
                     freed += step.freed;
+                    // Each part in RAM counts as an entry examined.
+                    scanned += step.examined;
                     if let Some(st) = step.write {
                         e.flags |= F_STASHING;
                         bytes += st
@@ -280,7 +282,13 @@ fn demote_chunk(
     let chunks_moved = if chunk_victims.is_empty() {
         Ok(0)
     } else {
-        write_chunk_victims(inner, writer, &chunk_victims)
+        // Parts written but changed before they could be published stay in
+        // RAM (dirty): the next pass writes them again, so they count as
+        // spared, not as a reason to call demotion stuck.
+        let picked: usize = chunk_victims.iter().map(|(_, _, st)| st.parts.len()).sum();
+        write_chunk_victims(inner, writer, &chunk_victims).inspect(|&n| {
+            spared += picked.saturating_sub(n);
+        })
     };
     if victims.is_empty() {
         return chunks_moved.map(|n| Progress {
@@ -308,6 +316,8 @@ fn demote_chunk(
 struct PartsStep {
     spared: usize,
     freed: usize,
+    /// Parts in RAM the hand looked at.
+    examined: usize,
     /// Changed parts to write (and the head, if it was never written).
     write: Option<ChunkedState>,
 }
@@ -319,6 +329,7 @@ fn demote_parts(e: &mut crate::index::Entry, acct: &mut crate::index::ShardCount
     let mut step = PartsStep {
         spared: 0,
         freed: 0,
+        examined: 0,
         write: None,
     };
     if e.flags & F_STASHING != 0 {
@@ -336,6 +347,7 @@ fn demote_parts(e: &mut crate::index::Entry, acct: &mut crate::index::ShardCount
             if !p.resident {
                 continue;
             }
+            step.examined += 1;
             if d.clock(i) {
                 step.spared += 1;
             } else if !p.dirty && p.loc.is_some() {

@@ -104,14 +104,28 @@ impl Gen {
         Gen { rng }
     }
 
-    /// Large strings that fill the RAM budget, so collections get demoted.
+    /// Large strings that fill the RAM budget, so collections get demoted;
+    /// and one big hash and one big set in the mix's key pools (chunked on
+    /// Strata: past 32 KiB packed), which the random commands then use.
     pub fn ballast(&mut self) -> Vec<Cmd> {
-        (0..120)
+        let mut v: Vec<Cmd> = (0..120)
             .map(|i| {
                 let v: Vec<u8> = (0..80_000).map(|j| b'a' + ((i + j) % 26) as u8).collect();
                 (vec![b("SET"), b(&format!("ballast:{i}")), v], Check::Exact)
             })
-            .collect()
+            .collect();
+        for part in 0..4 {
+            let mut h = vec![b("HSET"), b("h:0")];
+            let mut s = vec![b("SADD"), b("s:0")];
+            for i in part * 1000..(part + 1) * 1000 {
+                h.push(b(&format!("fill:{i}")));
+                h.push(b(&format!("{i:0>40}")));
+                s.push(b(&format!("fill:{i}")));
+            }
+            v.push((h, Check::Exact));
+            v.push((s, Check::Exact));
+        }
+        v
     }
 
     /// Every key the mix may have touched.
