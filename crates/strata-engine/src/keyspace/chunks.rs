@@ -129,14 +129,21 @@ pub(crate) async fn load_parts(
             Stats::inc(&inner.stats.read_errors);
             return Err(EngineError::Corrupt("chunk of another collection"));
         }
-        install(inner, t, t.fetch.loc, body)?;
+        install(inner, t, t.fetch.loc, body, (name.low, name.depth))?;
         Stats::inc(&inner.stats.chunk_loads);
     }
     inner.wake_if_pressured();
     Ok(())
 }
 
-fn install(inner: &Inner, t: &PartTarget, loc: FlashLoc, body: &[u8]) -> Result<(), EngineError> {
+/// Installs a part read from the record at `loc`, named `(low, depth)`.
+fn install(
+    inner: &Inner,
+    t: &PartTarget,
+    loc: FlashLoc,
+    body: &[u8],
+    named: (u64, u8),
+) -> Result<(), EngineError> {
     let mut guard = inner.shard(&t.fetch.key).lock();
     let sh = &mut *guard;
     let Some(e) = sh.dbs[t.fetch.db].get_mut(&*t.fetch.key) else {
@@ -147,7 +154,9 @@ fn install(inner: &Inner, t: &PartTarget, loc: FlashLoc, body: &[u8]) -> Result<
             return Ok(());
         }
         let i = part_of(d, t.low);
-        d.install(i, loc, body).map(|_| ())
+        let p = d.part(i);
+        d.install(i, loc, body, (p.low, p.depth) != named)
+            .map(|_| ())
     });
     match r {
         Some(Err(_)) => {

@@ -48,13 +48,20 @@ pub fn elem_hash(b: &[u8]) -> u64 {
 /// What a chunked collection maps an element to: a hash field's value, or
 /// nothing for a set member.
 pub trait Elem: Clone + std::fmt::Debug + PartialEq + Default {
+    /// Whether elements have values (a hash) or not (a set).
+    const VALUED: bool;
     /// Bytes the value takes when packed after its element.
     fn packed(&self) -> usize;
     fn put(&self, out: &mut Vec<u8>);
     fn take(r: &mut Reader<'_>) -> Result<Self, Malformed>;
+    /// The packed value's bytes, read in place (empty for a set).
+    fn take_slice<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Malformed>;
+    /// The value's bytes (empty for a set).
+    fn as_slice(&self) -> &[u8];
 }
 
 impl Elem for Box<[u8]> {
+    const VALUED: bool = true;
     fn packed(&self) -> usize {
         packed_len(self.len())
     }
@@ -64,15 +71,97 @@ impl Elem for Box<[u8]> {
     fn take(r: &mut Reader<'_>) -> Result<Self, Malformed> {
         Ok(r.bytes()?.into())
     }
+    fn take_slice<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Malformed> {
+        r.bytes()
+    }
+    fn as_slice(&self) -> &[u8] {
+        self
+    }
 }
 
 impl Elem for () {
+    const VALUED: bool = false;
     fn packed(&self) -> usize {
         0
     }
     fn put(&self, _: &mut Vec<u8>) {}
     fn take(_: &mut Reader<'_>) -> Result<Self, Malformed> {
         Ok(())
+    }
+    fn take_slice<'a>(_: &mut Reader<'a>) -> Result<&'a [u8], Malformed> {
+        Ok(&[])
+    }
+    fn as_slice(&self) -> &[u8] {
+        &[]
+    }
+}
+
+/// A part's elements in RAM: as read from its record (the chunk body,
+/// searched in place: one allocation, not two per element), or as a map
+/// once the part changes.
+#[derive(Clone, Debug)]
+pub enum Data<V> {
+    Packed(bytes::Bytes),
+    Map(Box<PartMap<V>>),
+}
+
+/// The (element, value bytes) pairs of a chunk body, in order.
+fn packed_iter<V: Elem>(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut r = Reader {
+        b: b.get(4..).unwrap_or(&[]),
+    };
+    std::iter::from_fn(move || {
+        if r.b.is_empty() {
+            return None;
+        }
+        let k = r.bytes().ok()?;
+        let v = V::take_slice(&mut r).ok()?;
+        Some((k, v))
+    })
+}
+
+impl<V: Elem> Data<V> {
+    fn get(&self, elem: &[u8]) -> Option<&[u8]> {
+        match self {
+            Data::Packed(b) => packed_iter::<V>(b)
+                .find(|(k, _)| *k == elem)
+                .map(|(_, v)| v),
+            Data::Map(m) => m.get(elem).map(|v| v.as_slice()),
+        }
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
+        match self {
+            Data::Packed(b) => Box::new(packed_iter::<V>(b)),
+            Data::Map(m) => Box::new(m.iter().map(|(k, v)| (&**k, v.as_slice()))),
+        }
+    }
+
+    fn get_index(&self, j: usize) -> Option<(&[u8], &[u8])> {
+        match self {
+            Data::Packed(b) => packed_iter::<V>(b).nth(j),
+            Data::Map(m) => m.get_index(j).map(|(k, v)| (&**k, v.as_slice())),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Data::Packed(b) => packed_iter::<V>(b).count(),
+            Data::Map(m) => m.len(),
+        }
+    }
+
+    /// The elements as a map, to change (a packed body is decoded once).
+    fn map_mut(&mut self) -> &mut PartMap<V> {
+        if let Data::Packed(b) = self {
+            // The body was checked when it was installed.
+            let m = decode_elems::<V>(b, |_| true).unwrap_or_default();
+            *self = Data::Map(Box::new(m));
+        }
+        match self {
+            Data::Map(m) => m,
+            Data::Packed(_) => unreachable!("decoded above"),
+        }
     }
 }
 
@@ -99,7 +188,7 @@ pub struct Part<V> {
     pub loc: Option<FlashLoc>,
     pub seq: u64,
     /// The elements, when in RAM.
-    pub data: Option<Box<PartMap<V>>>,
+    pub data: Option<Data<V>>,
 }
 
 impl<V> Part<V> {
@@ -161,7 +250,7 @@ impl<V: Elem> Chunked<V> {
                 ver: 0,
                 loc: None,
                 seq: 0,
-                data: Some(Box::default()),
+                data: Some(Data::Map(Box::default())),
             }],
             len: 0,
             body: 0,
@@ -201,7 +290,7 @@ impl<V: Elem> Chunked<V> {
                     ver: 0,
                     loc: p.loc,
                     seq: p.seq,
-                    data: (!cold).then(Box::default),
+                    data: (!cold).then(|| Data::Map(Box::default())),
                 }
             })
             .collect();
@@ -260,17 +349,13 @@ impl<V: Elem> Chunked<V> {
         self.parts.partition_point(|p| p.low <= h) - 1
     }
 
-    /// The part that holds `elem`, if it is in RAM.
-    fn map_of(&self, elem: &[u8]) -> Option<&PartMap<V>> {
-        self.parts[self.part_of(elem_hash(elem))].data.as_deref()
-    }
-
-    /// The value of `elem`; None if absent (or, a caller's error, if its
-    /// part is not in RAM: the engine loads the parts a command names).
-    pub fn get(&self, elem: &[u8]) -> Option<&V> {
-        let m = self.map_of(elem);
-        debug_assert!(m.is_some(), "part of an element not loaded");
-        m?.get(elem)
+    /// The value bytes of `elem` (empty for a set member); None if absent
+    /// (or, a caller's error, if its part is not in RAM: the engine loads
+    /// the parts a command names).
+    pub fn get(&self, elem: &[u8]) -> Option<&[u8]> {
+        let d = self.parts[self.part_of(elem_hash(elem))].data.as_ref();
+        debug_assert!(d.is_some(), "part of an element not loaded");
+        d?.get(elem)
     }
 
     pub fn contains(&self, elem: &[u8]) -> bool {
@@ -282,7 +367,7 @@ impl<V: Elem> Chunked<V> {
     pub fn insert(&mut self, elem: &[u8], v: V) -> bool {
         let i = self.part_of(elem_hash(elem));
         let p = &mut self.parts[i];
-        let Some(m) = p.data.as_mut() else {
+        let Some(m) = p.data.as_mut().map(Data::map_mut) else {
             debug_assert!(false, "part of an element not loaded");
             return false;
         };
@@ -319,7 +404,7 @@ impl<V: Elem> Chunked<V> {
     pub fn remove(&mut self, elem: &[u8]) -> Option<V> {
         let i = self.part_of(elem_hash(elem));
         let p = &mut self.parts[i];
-        let m = p.data.as_mut()?;
+        let m = p.data.as_mut()?.map_mut();
         let v = m.swap_remove(elem)?;
         let n = packed_len(elem.len()) + v.packed();
         p.body -= n as u32;
@@ -336,12 +421,14 @@ impl<V: Elem> Chunked<V> {
     /// half is still too big.
     fn split(&mut self, i: usize) {
         let p = &mut self.parts[i];
-        let Some(m) = p.data.as_mut() else { return };
+        let Some(m) = p.data.as_mut().map(Data::map_mut) else {
+            return;
+        };
         let depth = p.depth + 1;
         let mid = p.low | (1u64 << (64 - depth as u32));
         let mut hi: PartMap<V> = PartMap::default();
         let mut keep: PartMap<V> = PartMap::default();
-        for (k, v) in std::mem::take(&mut **m) {
+        for (k, v) in std::mem::take(m) {
             if elem_hash(&k) >= mid {
                 hi.insert(k, v);
             } else {
@@ -364,14 +451,14 @@ impl<V: Elem> Chunked<V> {
             ver: 0,
             loc: p.loc,
             seq: p.seq,
-            data: Some(Box::new(hi)),
+            data: Some(Data::Map(Box::new(hi))),
         };
         p.depth = depth;
         p.count = keep.len() as u32;
         p.body = lo_body;
         p.dirty = true;
         p.ver = p.ver.wrapping_add(1);
-        **m = keep;
+        *m = keep;
         if let Some(loc) = p.loc {
             self.new_refs.push(loc);
         }
@@ -397,12 +484,12 @@ impl<V: Elem> Chunked<V> {
     }
 
     /// Every element, in part order (all parts must be in RAM).
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         debug_assert!(self.all_resident());
         self.parts
             .iter()
-            .filter_map(|p| p.data.as_deref())
-            .flat_map(|m| m.iter().map(|(k, v)| (&**k, v)))
+            .filter_map(|p| p.data.as_ref())
+            .flat_map(|d| d.iter())
     }
 
     /// The part and position within it of the element at position `i`.
@@ -417,17 +504,16 @@ impl<V: Elem> Chunked<V> {
     }
 
     /// The element at position `i` of `iter`'s order.
-    pub fn get_index(&self, i: usize) -> Option<(&[u8], &V)> {
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let (pi, j) = self.locate(i)?;
-        let (k, v) = self.parts[pi].data.as_ref()?.get_index(j)?;
-        Some((&**k, v))
+        self.parts[pi].data.as_ref()?.get_index(j)
     }
 
     /// Removes the element at position `i`.
     pub fn remove_index(&mut self, i: usize) -> Option<(Box<[u8]>, V)> {
         let (pi, j) = self.locate(i)?;
         let p = &mut self.parts[pi];
-        let (k, v) = p.data.as_mut()?.swap_remove_index(j)?;
+        let (k, v) = p.data.as_mut()?.map_mut().swap_remove_index(j)?;
         let n = packed_len(k.len()) + v.packed();
         p.body -= n as u32;
         p.count -= 1;
@@ -443,7 +529,11 @@ impl<V: Elem> Chunked<V> {
     /// (u32 LE) and the elements.
     pub fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
         let p = &self.parts[i];
-        let Some(m) = p.data.as_deref() else { return };
+        let m = match p.data.as_ref() {
+            Some(Data::Map(m)) => m,
+            Some(Data::Packed(b)) => return out.extend_from_slice(b),
+            None => return,
+        };
         out.reserve(4 + p.body as usize);
         out.extend_from_slice(&(m.len() as u32).to_le_bytes());
         for (k, v) in m.iter() {
@@ -485,24 +575,36 @@ impl<V: Elem> Chunked<V> {
     }
 
     /// Installs the elements of part `i`'s record (`body` as
-    /// `encode_part` wrote it, possibly of a wider range: invariant 5),
-    /// if the part is still cold at `loc`. Returns whether it was
-    /// installed.
-    pub fn install(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed> {
+    /// `encode_part` wrote it; `wider`: a record of a wider range,
+    /// invariant 5), if the part is still cold at `loc`. Returns whether
+    /// it was installed. A record of the part's own range is kept packed.
+    pub fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        wider: bool,
+    ) -> Result<bool, Malformed> {
         let p = &self.parts[i];
         if p.is_resident() || p.loc != Some(loc) {
             return Ok(false);
         }
         let (low, high) = (p.low, p.high());
-        let m = decode_elems::<V>(body, |k| {
-            let h = elem_hash(k);
-            h >= low && h <= high
-        })?;
+        let data = if wider {
+            let m = decode_elems::<V>(body, |k| {
+                let h = elem_hash(k);
+                h >= low && h <= high
+            })?;
+            Data::Map(Box::new(m))
+        } else {
+            check_packed::<V>(body)?;
+            Data::Packed(bytes::Bytes::copy_from_slice(body))
+        };
         let p = &mut self.parts[i];
-        if m.len() != p.count as usize {
+        if data.len() != p.count as usize {
             return Err(Malformed);
         }
-        p.data = Some(Box::new(m));
+        p.data = Some(data);
         p.referenced = true;
         self.resident += p.body as usize;
         self.resident_parts += 1;
@@ -548,12 +650,14 @@ impl<V: Elem> Chunked<V> {
                 }
                 let b: usize = m
                     .iter()
-                    .map(|(k, v)| packed_len(k.len()) + v.packed())
+                    .map(|(k, v)| {
+                        packed_len(k.len()) + if V::VALUED { packed_len(v.len()) } else { 0 }
+                    })
                     .sum();
                 if b != p.body as usize {
                     return Err("body".into());
                 }
-                if m.keys().any(|k| !p.holds(elem_hash(k))) {
+                if m.iter().any(|(k, _)| !p.holds(elem_hash(k))) {
                     return Err("element out of range".into());
                 }
             } else if p.dirty || p.loc.is_none() {
@@ -619,7 +723,13 @@ pub trait Dir {
     /// The demoter's hand passes part `i`: returns whether it was used
     /// since, clearing the mark.
     fn clock(&mut self, i: usize) -> bool;
-    fn install(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed>;
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        wider: bool,
+    ) -> Result<bool, Malformed>;
     fn take_new_refs(&mut self) -> Vec<FlashLoc>;
     fn resident_bytes(&self) -> usize;
     fn resident_parts(&self) -> usize;
@@ -717,8 +827,14 @@ impl<V: Elem> Dir for Chunked<V> {
             None => false,
         }
     }
-    fn install(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed> {
-        Chunked::install(self, i, loc, body)
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        wider: bool,
+    ) -> Result<bool, Malformed> {
+        Chunked::install(self, i, loc, body, wider)
     }
     fn take_new_refs(&mut self) -> Vec<FlashLoc> {
         Chunked::take_new_refs(self)
@@ -771,6 +887,22 @@ pub fn decode_elems<V: Elem>(
         return Err(Malformed);
     }
     Ok(m)
+}
+
+/// Checks that a chunk body is well formed (count, lengths, nothing left
+/// over) without building anything.
+fn check_packed<V: Elem>(b: &[u8]) -> Result<(), Malformed> {
+    let mut r = Reader { b };
+    let n = r.u32()? as usize;
+    for _ in 0..n {
+        r.bytes()?;
+        V::take_slice(&mut r)?;
+    }
+    if r.b.is_empty() {
+        Ok(())
+    } else {
+        Err(Malformed)
+    }
 }
 
 /// Count and packed bytes of a chunk body (recovery), restricted to the
@@ -852,7 +984,9 @@ mod tests {
         // Load back only the part of one member.
         let p = c.parts_for([&b"1234"[..]]);
         assert_eq!(p.len(), 1);
-        assert!(c.install(p[0], loc(p[0] as u32), &bodies[p[0]]).unwrap());
+        assert!(c
+            .install(p[0], loc(p[0] as u32), &bodies[p[0]], false)
+            .unwrap());
         assert!(c.contains(b"1234"));
         c.check().unwrap();
         // A stale version does not publish; a split halves refer to the
@@ -863,7 +997,7 @@ mod tests {
         for i in 0..c.parts().len() {
             if !c.parts()[i].is_resident() {
                 let l = c.parts()[i].loc.unwrap();
-                c.install(i, l, &bodies[l.offset as usize]).unwrap();
+                c.install(i, l, &bodies[l.offset as usize], false).unwrap();
             }
         }
         let parts = c.parts().len();
@@ -901,7 +1035,7 @@ mod tests {
             c.evict(i);
         }
         for i in 0..c.parts().len() {
-            assert!(c.install(i, loc(0), &whole).unwrap());
+            assert!(c.install(i, loc(0), &whole, true).unwrap());
         }
         c.check().unwrap();
         assert_eq!(c.iter().count(), 3_000);

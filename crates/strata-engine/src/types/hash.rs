@@ -50,7 +50,7 @@ impl Hash {
     }
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.chunks {
-            Some(c) => c.get(field).map(|v| &**v),
+            Some(c) => c.get(field),
             None => self.map.get(field).map(|v| &**v),
         }
     }
@@ -98,16 +98,13 @@ impl Hash {
         }
     }
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        let parts = self
-            .chunks
-            .iter()
-            .flat_map(|c| c.iter().map(|(k, v)| (k, &**v)));
+        let parts = self.chunks.iter().flat_map(|c| c.iter());
         self.map.iter().map(|(k, v)| (&**k, &**v)).chain(parts)
     }
     /// The field and value at position `i` (for random picks and scans).
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.chunks {
-            Some(c) => c.get_index(i).map(|(k, v)| (k, &**v)),
+            Some(c) => c.get_index(i),
             None => self.map.get_index(i).map(|(k, v)| (&**k, &**v)),
         }
     }
