@@ -55,7 +55,7 @@ impl Inner {
         let idx: Vec<usize> = match need {
             Need::Whole => (0..d.part_count()).collect(),
             Need::Elems(elems) => {
-                let mut v: Vec<usize> = elems.iter().map(|m| part_of(d, elem_hash(m))).collect();
+                let mut v: Vec<usize> = elems.iter().map(|m| d.part_of(elem_hash(m))).collect();
                 v.sort_unstable();
                 v.dedup();
                 v
@@ -91,25 +91,11 @@ pub(crate) fn touch_parts(e: &mut Entry, need: &Need) {
         Need::Whole => (0..d.part_count()).for_each(|i| d.touch(i)),
         Need::Elems(elems) => {
             for m in elems {
-                let i = part_of(d, elem_hash(m));
+                let i = d.part_of(elem_hash(m));
                 d.touch(i);
             }
         }
     }
-}
-
-/// Index of the part holding hash `h` (binary search over the directory).
-pub(crate) fn part_of(d: &dyn crate::types::chunked::Dir, h: u64) -> usize {
-    let (mut lo, mut hi) = (0usize, d.part_count());
-    while hi - lo > 1 {
-        let mid = (lo + hi) / 2;
-        if d.part(mid).low <= h {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 /// Reads the parts and installs each that is still wanted (invariant 1).
@@ -153,7 +139,7 @@ fn install(
         if d.cid() != t.cid {
             return Ok(());
         }
-        let i = part_of(d, t.low);
+        let i = d.part_of(t.low);
         let p = d.part(i);
         d.install(i, loc, body, (p.low, p.depth) != named)
             .map(|_| ())

@@ -341,22 +341,14 @@ fn demote_parts(e: &mut crate::index::Entry, acct: &mut crate::index::ShardCount
         _ => 0,
     };
     let write = e.with_dir(acct, |d| {
-        let mut parts = Vec::new();
-        for i in 0..d.part_count() {
-            let p = d.part(i);
-            if !p.resident {
-                continue;
-            }
-            step.examined += 1;
-            if d.clock(i) {
-                step.spared += 1;
-            } else if !p.dirty && p.loc.is_some() {
-                d.evict(i);
-                step.freed += 1;
-            } else if p.dirty {
-                parts.push(capture_part(vtype, d, i));
-            }
-        }
+        let (spared, freed, examined, changed) = d.clock_pass();
+        step.spared = spared;
+        step.freed = freed;
+        step.examined = examined;
+        let parts: Vec<_> = changed
+            .into_iter()
+            .map(|i| capture_part(vtype, d, i))
+            .collect();
         (!parts.is_empty()).then(|| ChunkedState {
             cid: d.cid(),
             vtype,

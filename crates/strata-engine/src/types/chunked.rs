@@ -704,6 +704,13 @@ pub trait Dir {
     fn set_head_dirty(&mut self, dirty: bool);
     fn part_count(&self) -> usize;
     fn part(&self, i: usize) -> PartInfo;
+    /// Index of the part holding hash `h`.
+    fn part_of(&self, h: u64) -> usize;
+    /// The demoter's hand over the parts in RAM: a used one loses its
+    /// mark (spared), a clean one with a record leaves RAM (freed), a
+    /// changed one is listed to be written. Returns (spared, freed,
+    /// examined, changed parts).
+    fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>);
     /// Points part `i` at `loc` (a moved copy of its record).
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc);
     /// The parts whose record is `loc`, a record of the range at `low`,
@@ -788,6 +795,29 @@ impl<V: Elem> Dir for Chunked<V> {
             loc: p.loc,
             seq: p.seq,
         }
+    }
+    fn part_of(&self, h: u64) -> usize {
+        Chunked::part_of(self, h)
+    }
+    fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>) {
+        let (mut spared, mut freed, mut examined) = (0, 0, 0);
+        let mut changed = Vec::new();
+        for i in 0..self.parts.len() {
+            let p = &mut self.parts[i];
+            if !p.is_resident() {
+                continue;
+            }
+            examined += 1;
+            if std::mem::replace(&mut p.referenced, false) {
+                spared += 1;
+            } else if p.dirty {
+                changed.push(i);
+            } else if p.loc.is_some() {
+                Chunked::evict(self, i);
+                freed += 1;
+            }
+        }
+        (spared, freed, examined, changed)
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {

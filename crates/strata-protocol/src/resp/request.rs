@@ -14,7 +14,7 @@
 //! - line-length limits are judged on the first `max_inline_len + 1` bytes,
 //!   so the outcome never depends on how input was split across reads.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use super::inline::split_args;
 use super::num::parse_i64;
@@ -49,6 +49,10 @@ pub fn decode_request(
         Some(_) => decode_inline(buf, limits),
     }
 }
+
+/// Requests longer than this are copied out of the input buffer
+/// (`decode_multibulk`).
+const COPY_FRAME_OVER: usize = 64 * 1024;
 
 fn decode_multibulk(
     buf: &mut BytesMut,
@@ -108,7 +112,17 @@ fn decode_multibulk(
         spans.push((pos, len));
         pos = end + 2;
     }
-    let frozen = buf.split_to(pos).freeze();
+    let frozen = if pos > COPY_FRAME_OVER {
+        // A large request gets its own allocation: its arguments then pin
+        // only it, not the connection's input buffer (which, shared, could
+        // not be reused, and each later read would copy what it holds into
+        // a new one: a pipeline of big commands would pin one buffer each).
+        let f = Bytes::copy_from_slice(buf.get(..pos).unwrap_or_default());
+        buf.advance(pos);
+        f
+    } else {
+        buf.split_to(pos).freeze()
+    };
     Ok(Some(
         spans
             .into_iter()
@@ -310,5 +324,30 @@ mod tests {
         // both args live in one allocation, 8 bytes apart ("foo\r\n$3\r\n")
         let gap = args[1].as_ptr() as usize - args[0].as_ptr() as usize;
         assert_eq!(gap, 3 + 2 + 4);
+    }
+
+    #[test]
+    fn a_large_request_does_not_share_the_input_buffer() {
+        let big = vec![b'x'; 100 * 1024];
+        let mut frame = format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n", big.len()).into_bytes();
+        frame.extend_from_slice(&big);
+        frame.extend_from_slice(b"\r\n*1\r\n$4\r\nPING\r\n");
+        let mut buf = BytesMut::from(&frame[..]);
+        let args = decode_request(&mut buf, &Limits::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(args.len(), 3);
+        assert_eq!(&args[2][..], &big[..]);
+        // The rest of the input is the next request, and the arguments do
+        // not live in the input buffer (shared, they would be right before
+        // the rest of it).
+        assert_eq!(&buf[..], b"*1\r\n$4\r\nPING\r\n");
+        let after_arg = args[2].as_ptr().wrapping_add(big.len() + 2);
+        assert_ne!(after_arg, buf.as_ptr());
+        drop(args);
+        let args = decode_request(&mut buf, &Limits::default())
+            .unwrap()
+            .unwrap();
+        assert_eq!(args, vec![Bytes::from_static(b"PING")]);
     }
 }

@@ -565,7 +565,7 @@ pub(crate) fn publish_chunked(
             return false;
         }
         for (p, &loc) in st.parts.iter().zip(parts) {
-            let i = crate::keyspace::chunks::part_of(dir, p.low);
+            let i = dir.part_of(p.low);
             let info = dir.part(i);
             if info.low != p.low || info.depth != p.depth {
                 continue;
