@@ -5,7 +5,9 @@
 //! Ordering rules:
 //! 1. Only sealed segments are collected (never the one being written).
 //! 2. A record is live iff the index entry for its (db, key) points at
-//!    exactly its (segment, offset, len). Liveness is checked under the
+//!    exactly its (segment, offset, len): as its value's record, or, for a
+//!    chunked collection of the record's collection id, as its head or as
+//!    the record of one or more of its parts (all of which move with it). Liveness is checked under the
 //!    shard lock when the record is read, and again when its new location
 //!    is published: if the entry moved on meanwhile, the copy is dead.
 //! 3. A segment is freed only when its live bytes reach zero (all live
@@ -385,9 +387,18 @@ impl Collector {
         }
         match mode {
             Mode::Evict => {
-                // No tombstone: the oldest segment holds every record of
-                // these keys (newer records would be in newer segments).
-                inner.remove_index_quiet(sh, db, idx);
+                if matches!(
+                    rec.header.kind,
+                    format::RecordKind::CollHead | format::RecordKind::Chunk
+                ) {
+                    // A chunked collection's other records may be in newer
+                    // segments: a tombstone keeps them from coming back.
+                    inner.remove_index(sh, db, idx, false);
+                } else {
+                    // No tombstone: the oldest segment holds every record
+                    // of this key (newer records would be in newer segments).
+                    inner.remove_index_quiet(sh, db, idx);
+                }
                 Stats::inc(&inner.stats.evicted_keys);
             }
             // The copy carries the entry's current TTL and item state, which

@@ -22,3 +22,35 @@ pub mod journal;
 pub mod persistence;
 pub mod recovery;
 pub mod writer;
+
+/// Reads the record at `loc` and returns its value if it is the record of
+/// `key` with sequence number `seq` and its checksum verifies (blocking:
+/// background threads and recovery only).
+pub(crate) fn read_value_blocking(
+    inner: &crate::Inner,
+    key: &[u8],
+    loc: crate::index::FlashLoc,
+    seq: u64,
+) -> Option<Vec<u8>> {
+    use crate::flash::buf::{align_down, align_up, AlignedBuf};
+    let seg = inner.table.get(loc.segment)?;
+    let start = align_down(loc.offset as u64);
+    let end = align_up(loc.offset as usize + loc.len as usize) as u64;
+    let (buf, r) = crate::flash::io::read_blocking(
+        &*inner.io,
+        seg.file.clone(),
+        start,
+        AlignedBuf::zeroed((end - start) as usize),
+    );
+    let off = (loc.offset as u64 - start) as usize;
+    let rec_end = off + loc.len as usize;
+    match r {
+        Ok(n) if n >= rec_end => {
+            match crate::flash::format::decode_record(buf.get(off..rec_end)?) {
+                Ok(rec) if rec.key == key && rec.header.seq == seq => Some(rec.value.to_vec()),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}

@@ -406,7 +406,13 @@ impl<V: Elem> Chunked<V> {
         let p = &mut self.parts[i];
         let m = p.data.as_mut()?.map_mut();
         let v = m.swap_remove(elem)?;
-        let n = packed_len(elem.len()) + v.packed();
+        self.removed(i, packed_len(elem.len()) + v.packed());
+        Some(v)
+    }
+
+    /// Accounts one element of `n` packed bytes removed from part `i`.
+    fn removed(&mut self, i: usize, n: usize) {
+        let p = &mut self.parts[i];
         p.body -= n as u32;
         p.count -= 1;
         p.dirty = true;
@@ -414,7 +420,6 @@ impl<V: Elem> Chunked<V> {
         self.body -= n;
         self.resident -= n;
         self.len -= 1;
-        Some(v)
     }
 
     /// Splits part `i` in two halves of its range, recursively while a
@@ -514,14 +519,7 @@ impl<V: Elem> Chunked<V> {
         let (pi, j) = self.locate(i)?;
         let p = &mut self.parts[pi];
         let (k, v) = p.data.as_mut()?.map_mut().swap_remove_index(j)?;
-        let n = packed_len(k.len()) + v.packed();
-        p.body -= n as u32;
-        p.count -= 1;
-        p.dirty = true;
-        p.ver = p.ver.wrapping_add(1);
-        self.body -= n;
-        self.resident -= n;
-        self.len -= 1;
+        self.removed(pi, packed_len(k.len()) + v.packed());
         Some((k, v))
     }
 

@@ -5,9 +5,7 @@
 
 use super::Note;
 use crate::clock::now_ms;
-use crate::flash::buf::{align_down, align_up, AlignedBuf};
 use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
-use crate::flash::io;
 use crate::index::{CompactKey, FlashLoc, Slot, F_DIRTY};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
@@ -362,32 +360,15 @@ fn value_header(c: &Captured, len: usize, seq: u64, expire_at_ms: u64) -> Record
 
 /// Reads and verifies a cold record's value (blocking; journal thread).
 fn read_value(inner: &Inner, c: &Captured, loc: FlashLoc, version: u64) -> Option<Vec<u8>> {
-    let seg = inner.table.get(loc.segment)?;
-    let start = align_down(loc.offset as u64);
-    let end = align_up(loc.offset as usize + loc.len as usize) as u64;
-    let (buf, r) = io::read_blocking(
-        &*inner.io,
-        seg.file.clone(),
-        start,
-        AlignedBuf::zeroed((end - start) as usize),
-    );
-    let off = (loc.offset as u64 - start) as usize;
-    let rec_end = off + loc.len as usize;
-    match r {
-        Ok(n) if n >= rec_end => match format::decode_record(&buf[off..rec_end]) {
-            Ok(rec) if rec.key == &c.key[..] && rec.header.seq == version => {
-                return Some(rec.value.to_vec())
-            }
-            _ => {}
-        },
-        _ => {}
+    let v = crate::log::read_value_blocking(inner, &c.key, loc, version);
+    if v.is_none() {
+        Stats::inc(&inner.stats.read_errors);
+        tracing::error!(
+            "journal: the flash record of a key in db {} is unreadable; its new TTL is not logged",
+            c.db
+        );
     }
-    Stats::inc(&inner.stats.read_errors);
-    tracing::error!(
-        "journal: the flash record of a key in db {} is unreadable; its new TTL is not logged",
-        c.db
-    );
-    None
+    v
 }
 
 /// Points the entry at its new record if it still has the captured state.

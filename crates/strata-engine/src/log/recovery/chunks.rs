@@ -15,9 +15,7 @@
 //!   part, and a collection left with no element is dropped (counted).
 
 use super::replay::Replay;
-use crate::flash::buf::{align_down, align_up, AlignedBuf};
 use crate::flash::format;
-use crate::flash::io;
 use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::chunked::{elem_hash, measure_elems, range_high, PartInfo};
@@ -206,7 +204,7 @@ fn resolve(
         let (count, body) = if ch.exact && c.count != UNKNOWN_COUNT {
             (Some(c.count), c.body)
         } else {
-            match read_value(inner, key, c.loc, c.seq).and_then(|v| {
+            match crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
                 format::decode_chunk(&v).and_then(|(_, b)| measure(vtype, low, ch.depth, b))
             }) {
                 Some((n, b)) => (Some(n), b),
@@ -301,27 +299,5 @@ fn gap(parts: &mut Vec<PartInfo>, from: u64, to: u64) {
             return;
         }
         a = high + 1;
-    }
-}
-
-/// Reads and verifies a record's value (blocking; recovery).
-fn read_value(inner: &Inner, key: &[u8], loc: FlashLoc, seq: u64) -> Option<Vec<u8>> {
-    let seg = inner.table.get(loc.segment)?;
-    let start = align_down(loc.offset as u64);
-    let end = align_up(loc.offset as usize + loc.len as usize) as u64;
-    let (buf, r) = io::read_blocking(
-        &*inner.io,
-        seg.file.clone(),
-        start,
-        AlignedBuf::zeroed((end - start) as usize),
-    );
-    let off = (loc.offset as u64 - start) as usize;
-    let rec_end = off + loc.len as usize;
-    match r {
-        Ok(n) if n >= rec_end => match format::decode_record(&buf[off..rec_end]) {
-            Ok(rec) if rec.key == key && rec.header.seq == seq => Some(rec.value.to_vec()),
-            _ => None,
-        },
-        _ => None,
     }
 }

@@ -38,6 +38,21 @@ impl Replay<'_> {
         }
     }
 
+    /// Whether a whole-key record of (db, key) with this sequence number
+    /// may still count: its database exists, and no flush or tombstone
+    /// seen so far is newer. Notes the sequence number.
+    fn admits(&mut self, db: u16, key: &[u8], seq: u64) -> bool {
+        let d = db as usize;
+        if d >= self.inner.databases {
+            return false;
+        }
+        self.max_seq = self.max_seq.max(seq);
+        if seq < self.floor(d) {
+            return false;
+        }
+        !matches!(self.deleted.get(&(db, Box::from(key))), Some(&t) if t > seq)
+    }
+
     /// A value at `loc` for (db, key) with this sequence number and expiry.
     fn value(
         &mut self,
@@ -48,19 +63,10 @@ impl Replay<'_> {
         loc: FlashLoc,
         meta: ItemMeta,
     ) {
+        if !self.admits(db, key, seq) {
+            return;
+        }
         let d = db as usize;
-        if d >= self.inner.databases {
-            return;
-        }
-        self.max_seq = self.max_seq.max(seq);
-        if seq < self.floor(d) {
-            return;
-        }
-        if let Some(&t) = self.deleted.get(&(db, Box::from(key))) {
-            if t > seq {
-                return;
-            }
-        }
         let value_len =
             loc.len - (format::RECORD_HEADER_LEN + key.len() + meta.prefix_len()) as u32;
         let expired = expire_at_ms != 0 && expire_at_ms <= self.now;
@@ -122,23 +128,14 @@ impl Replay<'_> {
         loc: FlashLoc,
         value: &[u8],
     ) {
-        let d = db as usize;
-        if d >= self.inner.databases {
-            return;
-        }
         let Some((vtype, bits, cid)) = format::decode_head(value) else {
             self.report.corrupt_records += 1;
             return;
         };
-        self.max_seq = self.max_seq.max(seq);
-        if seq < self.floor(d) {
+        if !self.admits(db, key, seq) {
             return;
         }
-        if let Some(&t) = self.deleted.get(&(db, Box::from(key))) {
-            if t > seq {
-                return;
-            }
-        }
+        let d = db as usize;
         let expired = expire_at_ms != 0 && expire_at_ms <= self.now;
         let mut guard = self.inner.shard(key).lock();
         let sh = &mut *guard;
