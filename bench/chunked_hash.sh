@@ -9,7 +9,7 @@
 # journal bytes per HSET, RAM, and fio's 4 KiB random-read IOPS at CLIENTS
 # reads in flight for the device's ceiling.
 #   FIELDS (default 1000000; QUICK: 100000)  VALUE (100)  MAXMEM_RAM (64mb)
-#   REQUESTS (200000; QUICK: 20000)  CLIENTS (32)
+#   REQUESTS (200000; QUICK: 20000)  CLIENTS (32)  RESULT_NAME (chunked_hash)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -22,7 +22,7 @@ CLIENTS=${CLIENTS:-32}
 need_common
 need_strata
 need fio fio
-OUT=$(result_file "chunked_hash")
+OUT=$(result_file "${RESULT_NAME:-chunked_hash}")
 
 fill() {  # fill PORT: HSET h and SADD s, 1000 elements per command
     python3 - "$1" "$FIELDS" "$VALUE" <<'PY'
