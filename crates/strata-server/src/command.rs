@@ -124,18 +124,23 @@ impl Ctx<'_> {
     where
         F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
     {
+        self.with_key_need(key, strata_engine::Need::Elems(elems), f)
+    }
+
+    /// As `with_key_elems`, for the parts of one key `need` names.
+    pub fn with_key_need<F>(&mut self, key: Bytes, need: strata_engine::Need, f: F) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
         let version = self.version();
         let db = self.db();
-        let read = self.engine().with_keys_need(
-            db,
-            vec![key],
-            strata_engine::Need::Elems(elems),
-            move |view| {
+        let read = self
+            .engine()
+            .with_keys_need(db, vec![key], need, move |view| {
                 let mut out = BytesMut::new();
                 f(view, &mut out, version);
                 out
-            },
-        );
+            });
         self.reply_with(read, true, move |out, _, reply| {
             out.extend_from_slice(&reply)
         })

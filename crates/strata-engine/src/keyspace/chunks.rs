@@ -26,6 +26,9 @@ pub enum Need {
     Whole,
     /// Only these (fields, members): their parts are loaded, no others.
     Elems(Vec<Bytes>),
+    /// One HSCAN / SSCAN step: the parts from hash `from` holding about
+    /// `count` elements (`Chunked::scan_parts`).
+    Scan { from: u64, count: usize },
 }
 
 /// A cold part to load.
@@ -54,6 +57,7 @@ impl Inner {
         };
         let idx: Vec<usize> = match need {
             Need::Whole => (0..d.part_count()).collect(),
+            Need::Scan { from, count } => d.scan_parts(*from, *count).collect(),
             Need::Elems(elems) => {
                 let mut v: Vec<usize> = elems.iter().map(|m| d.part_of(elem_hash(m))).collect();
                 v.sort_unstable();
@@ -89,6 +93,7 @@ pub(crate) fn touch_parts(e: &mut Entry, need: &Need) {
     };
     match need {
         Need::Whole => (0..d.part_count()).for_each(|i| d.touch(i)),
+        Need::Scan { from, count } => d.scan_parts(*from, *count).for_each(|i| d.touch(i)),
         Need::Elems(elems) => {
             for m in elems {
                 let i = d.part_of(elem_hash(m));

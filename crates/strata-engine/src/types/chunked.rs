@@ -482,6 +482,34 @@ impl<V: Elem> Chunked<V> {
         }
     }
 
+    /// The parts an HSCAN / SSCAN step from hash `from` for about `count`
+    /// elements covers: the part holding `from` and the following ones,
+    /// as many as hold `count` elements on average (at least one).
+    pub fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
+        let first = self.part_of(from);
+        let per_part = (self.len / self.parts.len().max(1)).max(1);
+        let n = count.div_ceil(per_part).max(1);
+        first..(first + n).min(self.parts.len())
+    }
+
+    /// One HSCAN / SSCAN step (the `scan_parts` must be in RAM): the
+    /// elements of those parts whose hash is at least `from`, and the next
+    /// cursor (the hash after the last part; 0 at the end). An element
+    /// present for a whole scan is returned exactly once: the cursor only
+    /// moves forward over the hash space, whatever splits meanwhile.
+    pub fn scan(&self, from: u64, count: usize) -> ScanStep<'_> {
+        let range = self.scan_parts(from, count);
+        let mut items = Vec::new();
+        let mut next = 0;
+        for p in &self.parts[range] {
+            if let Some(d) = &p.data {
+                items.extend(d.iter().filter(|(k, _)| elem_hash(k) >= from));
+            }
+            next = p.high().wrapping_add(1);
+        }
+        (items, next)
+    }
+
     /// Records that a split made one more part refer to (invariant 6); the
     /// engine retains each once.
     pub fn take_new_refs(&mut self) -> Vec<FlashLoc> {
@@ -676,6 +704,9 @@ impl<V: Elem> Chunked<V> {
 /// RAM one part's directory entry takes (beside its elements).
 pub const PART_RAM_BYTES: usize = std::mem::size_of::<Part<()>>();
 
+/// One scan step: (element, value bytes) pairs and the next cursor.
+pub type ScanStep<'a> = (Vec<(&'a [u8], &'a [u8])>, u64);
+
 /// What the engine sees of one part, whatever the collection's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PartInfo {
@@ -704,6 +735,8 @@ pub trait Dir {
     fn part(&self, i: usize) -> PartInfo;
     /// Index of the part holding hash `h`.
     fn part_of(&self, h: u64) -> usize;
+    /// The parts a scan step covers (`Chunked::scan_parts`).
+    fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize>;
     /// The demoter's hand over the parts in RAM: a used one loses its
     /// mark (spared), a clean one with a record leaves RAM (freed), a
     /// changed one is listed to be written. Returns (spared, freed,
@@ -796,6 +829,9 @@ impl<V: Elem> Dir for Chunked<V> {
     }
     fn part_of(&self, h: u64) -> usize {
         Chunked::part_of(self, h)
+    }
+    fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
+        Chunked::scan_parts(self, from, count)
     }
     fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>) {
         let (mut spared, mut freed, mut examined) = (0, 0, 0);

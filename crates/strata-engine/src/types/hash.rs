@@ -108,6 +108,12 @@ impl Hash {
             None => self.map.get_index(i).map(|(k, v)| (&**k, &**v)),
         }
     }
+    /// One HSCAN step over a chunked hash (`Chunked::scan`): fields and
+    /// values with hash at least `from`, and the next cursor; None if the
+    /// hash is not chunked (its cursors are positions).
+    pub fn chunk_scan(&self, from: u64, count: usize) -> Option<super::chunked::ScanStep<'_>> {
+        self.chunks.as_ref().map(|c| c.scan(from, count))
+    }
     /// Whether the hash is chunked.
     pub fn is_chunked(&self) -> bool {
         self.chunks.is_some()

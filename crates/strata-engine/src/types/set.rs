@@ -99,6 +99,14 @@ impl Set {
         let parts = self.chunks.iter().flat_map(|c| c.iter().map(|(k, _)| k));
         self.members.iter().map(|m| &**m).chain(parts)
     }
+    /// One SSCAN step over a chunked set (`Chunked::scan`); None if the
+    /// set is not chunked (its cursors are positions).
+    pub fn chunk_scan(&self, from: u64, count: usize) -> Option<(Vec<&[u8]>, u64)> {
+        self.chunks.as_ref().map(|c| {
+            let (items, next) = c.scan(from, count);
+            (items.into_iter().map(|(m, _)| m).collect(), next)
+        })
+    }
     /// Whether the set is chunked.
     pub fn is_chunked(&self) -> bool {
         self.chunks.is_some()

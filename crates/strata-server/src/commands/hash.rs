@@ -436,14 +436,40 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     let opts = parse_scan_opts(&args[3..]);
-    read(ctx, &args[1], move |h, out, _| {
-        let Some(h) = h else {
-            return write_empty_scan(out);
+    // A chunked hash's cursor is a hash position: only the parts from it
+    // are read (`Need::Scan`); a packed one's is a position.
+    let count = opts.as_ref().map_or(10, |o| o.count);
+    let need = strata_engine::Need::Scan {
+        from: cursor,
+        count,
+    };
+    let key = args[1].clone();
+    ctx.with_key_need(key.clone(), need, move |view, out, _| {
+        let h = match get(view, &key) {
+            Ok(Some(h)) => h,
+            Ok(None) => return write_empty_scan(out),
+            Err(e) => return reply::engine(out, &e),
         };
         let o = match opts {
             Ok(o) => o,
             Err(e) => return reply::error(out, e),
         };
+        let matches = |f: &[u8]| {
+            o.pattern
+                .as_ref()
+                .is_none_or(|p| crate::glob::glob_match(p, f, false))
+        };
+        if let Some((items, next)) = h.chunk_scan(cursor, o.count) {
+            let items: Vec<_> = items.into_iter().filter(|(f, _)| matches(f)).collect();
+            write_array_len(out, 2);
+            write_bulk(out, next.to_string().as_bytes());
+            write_array_len(out, items.len() * 2);
+            for (f, v) in items {
+                write_bulk(out, f);
+                write_bulk(out, v);
+            }
+            return;
+        }
         let (next, range) = scan_positions(h.len(), cursor, o.count, !h.big);
         let mut items = Vec::new();
         for i in range.rev() {

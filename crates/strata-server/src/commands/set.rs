@@ -433,14 +433,40 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     let opts = parse_scan_opts(&args[3..]);
-    read(ctx, &args[1], move |s, out, _| {
-        let Some(s) = s else {
-            return write_empty_scan(out);
+    // A chunked set's cursor is a hash position (see HSCAN).
+    let count = opts.as_ref().map_or(10, |o| o.count);
+    let need = strata_engine::Need::Scan {
+        from: cursor,
+        count,
+    };
+    let key = args[1].clone();
+    ctx.with_key_need(key.clone(), need, move |view, out, _| {
+        let s = match get(view, &key) {
+            Ok(Some(s)) => s,
+            Ok(None) => return write_empty_scan(out),
+            Err(e) => return reply::engine(out, &e),
         };
         let o = match opts {
             Ok(o) => o,
             Err(e) => return reply::error(out, e),
         };
+        if let Some((items, next)) = s.chunk_scan(cursor, o.count) {
+            let items: Vec<&[u8]> = items
+                .into_iter()
+                .filter(|m| {
+                    o.pattern
+                        .as_ref()
+                        .is_none_or(|p| crate::glob::glob_match(p, m, false))
+                })
+                .collect();
+            write_array_len(out, 2);
+            write_bulk(out, next.to_string().as_bytes());
+            write_array_len(out, items.len());
+            for m in items {
+                write_bulk(out, m);
+            }
+            return;
+        }
         let (next, range) = scan_positions(s.len(), cursor, o.count, !s.big);
         let items: Vec<&[u8]> = range
             .rev()
