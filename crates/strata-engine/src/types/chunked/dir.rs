@@ -1,0 +1,226 @@
+//! `Dir`: a chunked collection's directory as the engine's journal,
+//! demotion, collector, checkpoint and recovery see it, whatever the
+//! element type.
+
+use super::{range_high, Chunked, Elem, Part};
+use crate::index::FlashLoc;
+use crate::types::Malformed;
+
+/// RAM one part's directory entry takes (beside its elements).
+pub const PART_RAM_BYTES: usize = std::mem::size_of::<Part<()>>();
+
+/// One scan step: (element, value bytes) pairs and the next cursor.
+pub type ScanStep<'a> = (Vec<(&'a [u8], &'a [u8])>, u64);
+
+/// What the engine sees of one part, whatever the collection's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartInfo {
+    pub low: u64,
+    pub depth: u8,
+    pub dirty: bool,
+    pub resident: bool,
+    pub count: u32,
+    pub body: u32,
+    pub ver: u32,
+    pub loc: Option<FlashLoc>,
+    pub seq: u64,
+}
+
+/// A chunked collection's directory, as the engine's journal, demotion,
+/// collector and checkpoint use it (object-safe over the element type).
+pub trait Dir {
+    fn cid(&self) -> u64;
+    fn head_loc(&self) -> Option<FlashLoc>;
+    fn set_head_loc(&mut self, loc: Option<FlashLoc>);
+    fn head_seq(&self) -> u64;
+    fn set_head_seq(&mut self, seq: u64);
+    fn head_dirty(&self) -> bool;
+    fn set_head_dirty(&mut self, dirty: bool);
+    fn part_count(&self) -> usize;
+    fn part(&self, i: usize) -> PartInfo;
+    /// Index of the part holding hash `h`.
+    fn part_of(&self, h: u64) -> usize;
+    /// The parts a scan step covers (`Chunked::scan_parts`).
+    fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize>;
+    /// The demoter's hand over the parts in RAM: a used one loses its
+    /// mark (spared), a clean one with a record leaves RAM (freed), a
+    /// changed one is listed to be written. Returns (spared, freed,
+    /// examined, changed parts).
+    fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>);
+    /// Points part `i` at `loc` (a moved copy of its record).
+    fn set_part_loc(&mut self, i: usize, loc: FlashLoc);
+    /// The parts whose record is `loc`, a record of the range at `low`,
+    /// `depth` (they lie in that range: invariant 5).
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8) -> Vec<usize>;
+    fn encode_part(&self, i: usize, out: &mut Vec<u8>);
+    fn published(
+        &mut self,
+        i: usize,
+        ver: u32,
+        loc: FlashLoc,
+        seq: u64,
+    ) -> Option<Option<FlashLoc>>;
+    fn evict(&mut self, i: usize) -> usize;
+    /// Marks part `i` used (CLOCK).
+    fn touch(&mut self, i: usize);
+    /// The demoter's hand passes part `i`: returns whether it was used
+    /// since, clearing the mark.
+    fn clock(&mut self, i: usize) -> bool;
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        wider: bool,
+    ) -> Result<bool, Malformed>;
+    fn take_new_refs(&mut self) -> Vec<FlashLoc>;
+    fn resident_bytes(&self) -> usize;
+    fn resident_parts(&self) -> usize;
+    fn body_len(&self) -> usize;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Checks the directory's invariants (tests).
+    fn check(&self) -> Result<(), String>;
+    /// Every record the directory refers to, once per reference.
+    fn locs(&self) -> Vec<FlashLoc> {
+        let mut v: Vec<FlashLoc> = (0..self.part_count())
+            .filter_map(|i| self.part(i).loc)
+            .collect();
+        v.extend(self.head_loc());
+        v
+    }
+}
+
+impl<V: Elem> Dir for Chunked<V> {
+    fn cid(&self) -> u64 {
+        self.cid
+    }
+    fn head_loc(&self) -> Option<FlashLoc> {
+        self.head_loc
+    }
+    fn set_head_loc(&mut self, loc: Option<FlashLoc>) {
+        self.head_loc = loc;
+    }
+    fn head_seq(&self) -> u64 {
+        self.head_seq
+    }
+    fn set_head_seq(&mut self, seq: u64) {
+        self.head_seq = seq;
+    }
+    fn head_dirty(&self) -> bool {
+        self.head_dirty
+    }
+    fn set_head_dirty(&mut self, dirty: bool) {
+        self.head_dirty = dirty;
+    }
+    fn part_count(&self) -> usize {
+        self.parts.len()
+    }
+    fn part(&self, i: usize) -> PartInfo {
+        let p = &self.parts[i];
+        PartInfo {
+            low: p.low,
+            depth: p.depth,
+            dirty: p.dirty,
+            resident: p.is_resident(),
+            count: p.count,
+            body: p.body,
+            ver: p.ver,
+            loc: p.loc,
+            seq: p.seq,
+        }
+    }
+    fn part_of(&self, h: u64) -> usize {
+        Chunked::part_of(self, h)
+    }
+    fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
+        Chunked::scan_parts(self, from, count)
+    }
+    fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>) {
+        let (mut spared, mut freed, mut examined) = (0, 0, 0);
+        let mut changed = Vec::new();
+        for i in 0..self.parts.len() {
+            let p = &mut self.parts[i];
+            if !p.is_resident() {
+                continue;
+            }
+            examined += 1;
+            if std::mem::replace(&mut p.referenced, false) {
+                spared += 1;
+            } else if p.dirty {
+                changed.push(i);
+            } else if p.loc.is_some() {
+                Chunked::evict(self, i);
+                freed += 1;
+            }
+        }
+        (spared, freed, examined, changed)
+    }
+    fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
+        if let Some(p) = self.parts.get_mut(i) {
+            p.loc = Some(loc);
+        }
+    }
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8) -> Vec<usize> {
+        let high = range_high(low, depth);
+        (self.part_of(low)..self.parts.len())
+            .take_while(|&i| self.parts[i].low <= high)
+            .filter(|&i| self.parts[i].loc == Some(loc))
+            .collect()
+    }
+    fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
+        Chunked::encode_part(self, i, out)
+    }
+    fn published(
+        &mut self,
+        i: usize,
+        ver: u32,
+        loc: FlashLoc,
+        seq: u64,
+    ) -> Option<Option<FlashLoc>> {
+        Chunked::published(self, i, ver, loc, seq)
+    }
+    fn evict(&mut self, i: usize) -> usize {
+        Chunked::evict(self, i)
+    }
+    fn touch(&mut self, i: usize) {
+        if let Some(p) = self.parts.get_mut(i) {
+            p.referenced = true;
+        }
+    }
+    fn clock(&mut self, i: usize) -> bool {
+        match self.parts.get_mut(i) {
+            Some(p) => std::mem::replace(&mut p.referenced, false),
+            None => false,
+        }
+    }
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        wider: bool,
+    ) -> Result<bool, Malformed> {
+        Chunked::install(self, i, loc, body, wider)
+    }
+    fn take_new_refs(&mut self) -> Vec<FlashLoc> {
+        Chunked::take_new_refs(self)
+    }
+    fn resident_bytes(&self) -> usize {
+        self.resident
+    }
+    fn resident_parts(&self) -> usize {
+        self.resident_parts
+    }
+    fn body_len(&self) -> usize {
+        self.body
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn check(&self) -> Result<(), String> {
+        Chunked::check(self)
+    }
+}

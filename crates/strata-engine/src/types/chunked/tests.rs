@@ -1,0 +1,120 @@
+use super::*;
+
+fn loc(n: u32) -> FlashLoc {
+    FlashLoc {
+        segment: 1,
+        offset: n,
+        len: 10,
+    }
+}
+
+#[test]
+fn grows_by_splitting_and_keeps_every_element() {
+    let mut c: Chunked<Box<[u8]>> = Chunked::build(7, std::iter::empty());
+    for i in 0..20_000u32 {
+        let k = format!("field:{i}");
+        assert!(c.insert(k.as_bytes(), vec![b'v'; 40].into()));
+    }
+    c.check().unwrap();
+    assert_eq!(c.len(), 20_000);
+    assert!(c.parts().len() > 50, "{}", c.parts().len());
+    assert!(c.parts().iter().all(|p| p.body as usize <= CHUNK_MAX));
+    for i in (0..20_000u32).step_by(7) {
+        let k = format!("field:{i}");
+        assert_eq!(c.get(k.as_bytes()).map(|v| v.len()), Some(40));
+    }
+    // Overwrite and remove keep the totals exact.
+    assert!(!c.insert(b"field:3", vec![b'x'; 3].into()));
+    assert_eq!(c.remove(b"field:4").map(|v| v.len()), Some(40));
+    assert_eq!(c.remove(b"field:4"), None);
+    c.check().unwrap();
+    assert_eq!(c.iter().count(), 19_999);
+    let mut seen = 0;
+    while let Some((k, _)) = c.get_index(seen) {
+        assert!(c.contains(k));
+        seen += 1;
+    }
+    assert_eq!(seen, 19_999);
+}
+
+#[test]
+fn parts_round_trip_through_records_and_eviction() {
+    let mut c: Chunked<()> = Chunked::build(
+        1,
+        (0..5_000u32).map(|i| (i.to_string().into_bytes().into(), ())),
+    );
+    c.check().unwrap();
+    // Write every part, then evict them all.
+    let mut bodies = Vec::new();
+    for i in 0..c.parts().len() {
+        let mut b = Vec::new();
+        c.encode_part(i, &mut b);
+        let ver = c.parts()[i].ver;
+        assert_eq!(c.published(i, ver, loc(i as u32), 9), Some(None));
+        bodies.push(b);
+    }
+    let before = c.resident_bytes();
+    let freed: usize = (0..c.parts().len()).map(|i| c.evict(i)).sum();
+    assert_eq!(freed, before);
+    assert_eq!(c.resident_bytes(), 0);
+    c.check().unwrap();
+    // Load back only the part of one member.
+    let p = c.parts_for([&b"1234"[..]]);
+    assert_eq!(p.len(), 1);
+    assert!(c
+        .install(p[0], loc(p[0] as u32), &bodies[p[0]], false)
+        .unwrap());
+    assert!(c.contains(b"1234"));
+    c.check().unwrap();
+    // A stale version does not publish; a split halves refer to the
+    // parent record (one new reference).
+    let ver = c.parts()[p[0]].ver;
+    c.insert(b"1234", ());
+    assert_eq!(c.published(p[0], ver, loc(99), 10), None);
+    for i in 0..c.parts().len() {
+        if !c.parts()[i].is_resident() {
+            let l = c.parts()[i].loc.unwrap();
+            c.install(i, l, &bodies[l.offset as usize], false).unwrap();
+        }
+    }
+    let parts = c.parts().len();
+    for i in 5_000..8_000u32 {
+        c.insert(i.to_string().as_bytes(), ());
+    }
+    c.check().unwrap();
+    assert!(c.parts().len() > parts);
+    assert!(!c.take_new_refs().is_empty());
+}
+
+#[test]
+fn a_wider_record_is_filtered_to_the_part() {
+    // A part whose record is its parent's (a split that was not
+    // written before a crash) loads only its own range's elements.
+    let mut c: Chunked<()> = Chunked::build(
+        1,
+        (0..3_000u32).map(|i| (i.to_string().into_bytes().into(), ())),
+    );
+    let mut whole = Vec::new();
+    {
+        let all: Chunked<()> = Chunked::build(
+            1,
+            (0..3_000u32).map(|i| (i.to_string().into_bytes().into(), ())),
+        );
+        // One record holding every element.
+        whole.extend_from_slice(&(all.len() as u32).to_le_bytes());
+        for (k, _) in all.iter() {
+            super::super::put(&mut whole, k);
+        }
+    }
+    for i in 0..c.parts().len() {
+        let ver = c.parts()[i].ver;
+        c.published(i, ver, loc(0), 1);
+        c.evict(i);
+    }
+    for i in 0..c.parts().len() {
+        assert!(c.install(i, loc(0), &whole, true).unwrap());
+    }
+    c.check().unwrap();
+    assert_eq!(c.iter().count(), 3_000);
+    assert!(decode_elems::<()>(&whole[..whole.len() - 1], |_| true).is_err());
+}
