@@ -494,7 +494,7 @@ fn save_chunked(
     w: &mut crate::log::writer::SegmentWriter,
     si: usize,
 ) -> Result<u64, AppendError> {
-    use crate::log::journal::batch::{append_chunked, capture_chunked, publish_chunked};
+    use crate::log::chunks::{append_chunked, capture_chunked, publish_chunked};
     let mut states = Vec::new();
     {
         let sh = inner.shards[si].lock();

@@ -39,6 +39,7 @@ use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
 use crate::flash::io;
 use crate::flash::segment::Segment;
 use crate::index::{Entry, FlashLoc, Slot};
+use crate::log::chunks;
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::Inner;
@@ -428,50 +429,11 @@ impl Collector {
 /// record, or its chunked collection's head or one of its parts'.
 fn refers_to(e: &Entry, rec: &format::RecordRef<'_>, loc: FlashLoc) -> bool {
     match rec.header.kind {
-        format::RecordKind::CollHead => {
-            matches!(&e.slot, Slot::Chunked(c) if c.dir().is_some_and(|d| d.head_loc() == Some(loc)))
-        }
-        format::RecordKind::Chunk => {
-            let Some((name, _)) = format::decode_chunk(rec.value) else {
-                return false;
-            };
-            matches!(&e.slot, Slot::Chunked(c) if c.dir().is_some_and(|d| {
-                d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth).is_empty()
-            }))
+        format::RecordKind::CollHead | format::RecordKind::Chunk => {
+            chunks::refers_to(e, rec.header.kind, rec.value, loc)
         }
         _ => e.flash_loc() == Some(loc),
     }
-}
-
-/// Points a chunked collection's head or parts that referred to `l.old`
-/// at its copy `new`; returns how many references moved.
-fn move_chunk_record(
-    e: &mut Entry,
-    acct: &mut crate::index::ShardCounters,
-    l: &Live,
-    new: FlashLoc,
-) -> usize {
-    e.with_dir(acct, |d| {
-        if l.header.kind == format::RecordKind::CollHead {
-            if d.head_loc() == Some(l.old) {
-                d.set_head_loc(Some(new));
-                return 1;
-            }
-            return 0;
-        }
-        let Some((name, _)) = format::decode_chunk(&l.value) else {
-            return 0;
-        };
-        if d.cid() != name.cid {
-            return 0;
-        }
-        let parts = d.parts_at(l.old, name.low, name.depth);
-        for &i in &parts {
-            d.set_part_loc(i, new);
-        }
-        parts.len()
-    })
-    .unwrap_or(0)
 }
 
 /// Keeps a tombstone or flush record if an older segment or the checkpoint
@@ -575,7 +537,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             l.header.kind,
             format::RecordKind::CollHead | format::RecordKind::Chunk
         ) {
-            let moved = move_chunk_record(e, &mut sh.acct, l, new);
+            let moved = chunks::move_record(e, &mut sh.acct, l.header.kind, &l.value, l.old, new);
             for _ in 0..moved {
                 inner.release_flash_quiet(l.old);
                 inner.retain_flash(new);

@@ -5,7 +5,11 @@
 //!   segment in large sequential writes (journal, demotion and collector
 //!   all go through it);
 //! - [`journal`]: with `appendonly yes`, every change of a key reaches the
-//!   log as one record, synced per `appendfsync`;
+//!   log as one record (a chunked collection's: the parts it changed),
+//!   synced per `appendfsync`;
+//! - `chunks`: writing a chunked collection's changed parts (journal,
+//!   demotion and checkpoint saves share it), and the collector's liveness
+//!   check and moves of chunk and head records;
 //! - [`collector`]: frees mostly-dead segments by moving their live records;
 //! - [`checkpoint`]: the index written to a file, so a restart replays only
 //!   the log after it;
@@ -17,6 +21,7 @@
 //! docs/format.md; each part's invariants are in its module doc.
 
 pub mod checkpoint;
+pub(crate) mod chunks;
 pub mod collector;
 pub mod journal;
 pub mod persistence;

@@ -19,8 +19,8 @@ pub mod fetch;
 
 use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
 use crate::index::{FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING};
+use crate::log::chunks::{append_chunked, capture_part, publish_chunked, ChunkedState};
 use crate::log::collector;
-use crate::log::journal::batch::{append_chunked, capture_part, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::{EvictionPolicy, Inner};

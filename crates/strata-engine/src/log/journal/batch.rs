@@ -7,6 +7,7 @@ use super::Note;
 use crate::clock::now_ms;
 use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
 use crate::index::{CompactKey, FlashLoc, Slot, F_DIRTY};
+use crate::log::chunks::{append_chunked, capture_chunked, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::Inner;
@@ -43,26 +44,6 @@ enum State {
     /// A chunked collection: its dirty parts, then its head if it must be
     /// written (chunked invariant 4: dirty parts are in RAM).
     Chunked(ChunkedState),
-}
-
-/// The records a chunked collection's change needs.
-pub(crate) struct ChunkedState {
-    pub cid: u64,
-    pub vtype: crate::types::ValueType,
-    pub bits: u8,
-    pub version: u64,
-    pub expire_at_ms: u64,
-    pub parts: Vec<CapturedPart>,
-    pub head: bool,
-}
-
-/// One dirty part, encoded under the shard lock.
-pub(crate) struct CapturedPart {
-    pub low: u64,
-    pub depth: u8,
-    pub ver: u32,
-    /// The kind-9 value: prefix and body.
-    pub value: Vec<u8>,
 }
 
 /// Where a captured state's records went.
@@ -422,163 +403,4 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
         inner.release_flash_quiet(old);
     }
     inner.retain_flash(loc);
-}
-
-/// The dirty parts (and the head, if due) of a chunked collection; None
-/// if nothing is due (the log copy is current).
-pub(crate) fn capture_chunked(
-    coll: &crate::types::Collection,
-    version: u64,
-    expire_at_ms: u64,
-) -> Option<ChunkedState> {
-    let d = coll.dir()?;
-    let parts: Vec<CapturedPart> = (0..d.part_count())
-        .filter(|&i| d.part(i).dirty)
-        .map(|i| capture_part(coll.vtype(), d, i))
-        .collect();
-    let head = d.head_dirty() || d.head_loc().is_none();
-    if parts.is_empty() && !head {
-        return None;
-    }
-    Some(ChunkedState {
-        cid: d.cid(),
-        vtype: coll.vtype(),
-        bits: if coll.encoding_is_big() {
-            crate::types::BIG_ENCODING
-        } else {
-            0
-        },
-        version,
-        expire_at_ms,
-        parts,
-        head,
-    })
-}
-
-/// Part `i` of `d` as a kind-9 value (the part is in RAM).
-pub(crate) fn capture_part(
-    vtype: crate::types::ValueType,
-    d: &dyn crate::types::chunked::Dir,
-    i: usize,
-) -> CapturedPart {
-    let p = d.part(i);
-    let mut value = format::chunk_prefix(&format::ChunkName {
-        vtype,
-        cid: d.cid(),
-        depth: p.depth,
-        low: p.low,
-    })
-    .to_vec();
-    d.encode_part(i, &mut value);
-    CapturedPart {
-        low: p.low,
-        depth: p.depth,
-        ver: p.ver,
-        value,
-    }
-}
-
-/// Appends a chunked collection's parts, then its head if due (chunk
-/// records before the head that makes them count, docs/format.md).
-pub(crate) fn append_chunked(
-    inner: &Inner,
-    w: &mut SegmentWriter,
-    db: u16,
-    key: &[u8],
-    st: &ChunkedState,
-) -> Result<(Vec<FlashLoc>, Option<FlashLoc>), AppendError> {
-    let mut parts = Vec::with_capacity(st.parts.len());
-    for p in &st.parts {
-        let h = RecordHeader {
-            kind: RecordKind::Chunk,
-            db,
-            key_len: key.len() as u32,
-            value_len: p.value.len() as u32,
-            seq: st.version,
-            expire_at_ms: 0,
-        };
-        parts.push(w.append(&h, key, &p.value, inner.capacity)?);
-    }
-    Stats::add(&inner.stats.chunks_written, parts.len() as u64);
-    let head = if st.head {
-        let value = format::head_value(st.vtype, st.bits, st.cid);
-        let h = RecordHeader {
-            kind: RecordKind::CollHead,
-            db,
-            key_len: key.len() as u32,
-            value_len: value.len() as u32,
-            seq: st.version,
-            expire_at_ms: st.expire_at_ms,
-        };
-        Some(w.append(&h, key, &value, inner.capacity)?)
-    } else {
-        None
-    };
-    Ok((parts, head))
-}
-
-/// Points a chunked collection's parts (and head) at their new records,
-/// each part only if it did not change since it was captured (and, with
-/// `evict`, drops it from RAM); clears the entry's dirty mark if nothing
-/// changed at all (journal invariant 3). Returns how many parts were
-/// published.
-pub(crate) fn publish_chunked(
-    inner: &Inner,
-    db: u16,
-    key: &[u8],
-    st: &ChunkedState,
-    parts: &[FlashLoc],
-    head: Option<FlashLoc>,
-    evict: bool,
-) -> usize {
-    let mut guard = inner.shard(key).lock();
-    let sh = &mut *guard;
-    let d = inner.dbmap.logical(db);
-    let Some(e) = sh.dbs[d].get_mut(key) else {
-        return 0;
-    };
-    let (version, expire_at_ms) = (e.version, e.expire_at_ms);
-    let mut retain = Vec::new();
-    let mut release = Vec::new();
-    let mut published = 0;
-    let clean = e.with_dir(&mut sh.acct, |dir| {
-        if dir.cid() != st.cid {
-            return false;
-        }
-        for (p, &loc) in st.parts.iter().zip(parts) {
-            let i = dir.part_of(p.low);
-            let info = dir.part(i);
-            if info.low != p.low || info.depth != p.depth {
-                continue;
-            }
-            if let Some(old) = dir.published(i, p.ver, loc, st.version) {
-                retain.push(loc);
-                release.extend(old);
-                published += 1;
-                if evict {
-                    dir.evict(i);
-                }
-            }
-        }
-        if let Some(loc) = head {
-            if expire_at_ms == st.expire_at_ms {
-                retain.push(loc);
-                release.extend(dir.head_loc());
-                dir.set_head_loc(Some(loc));
-                dir.set_head_seq(st.version);
-                dir.set_head_dirty(false);
-            }
-        }
-        version == st.version && expire_at_ms == st.expire_at_ms && !dir.head_dirty()
-    });
-    if clean == Some(true) {
-        e.flags &= !F_DIRTY;
-    }
-    for loc in retain {
-        inner.retain_flash(loc);
-    }
-    for loc in release {
-        inner.release_flash_quiet(loc);
-    }
-    published
 }

@@ -36,7 +36,7 @@
 //!    time, and if the TTL or item state moved on, has the current state
 //!    logged again after its record (`Inner::metadata_changed`).
 
-pub(crate) mod batch;
+mod batch;
 
 use crate::clock::now_ms;
 use crate::index::CompactKey;
