@@ -1,0 +1,310 @@
+//! Index checkpoints: the RAM index written to one file, so a restart
+//! loads it and scans only the log written after it (docs/format.md,
+//! "Checkpoint file").
+//!
+//! A checkpoint is taken at a *log position* P (under the writer lock, after
+//! a flush): every record before P whose entry still points at it is in the
+//! checkpoint or superseded by a record after P; everything after P is
+//! replayed at recovery. Entries whose value is only in RAM (not yet
+//! journaled) are left out: their records come after P (appendonly yes), or
+//! `save_unbacked` wrote them first (appendonly no, clean shutdown).
+//!
+//! Invariants:
+//! 1. The file is written to `checkpoint.tmp`, fsynced, renamed over
+//!    `checkpoint` and the directory fsynced: a crash leaves the old or the
+//!    new checkpoint, never a mix.
+//! 2. A checkpoint is trusted only if its header, version and both CRCs
+//!    check; otherwise recovery falls back to a full scan of the log.
+//!
+//! Rooms: this file takes checkpoints (and, with `appendonly no`, first
+//! saves what is only in RAM); `file` is the file's layout (header,
+//! entries, directories of chunked collections, trailer) and loading it.
+
+mod file;
+
+pub use file::*;
+
+use crate::clock::now_ms;
+use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
+use crate::index::{Slot, F_STASHING};
+use crate::log::writer::AppendError;
+use crate::stats::Stats;
+use crate::Inner;
+use bytes::Bytes;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Instant;
+
+/// What a checkpoint run did.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Done {
+    pub entries: u64,
+    pub bytes: u64,
+    pub duration_ms: u64,
+    /// Values written to the log first (appendonly no).
+    pub saved_values: u64,
+}
+
+/// Writes every hot value that has no flash copy to the log and makes the
+/// records its backing, so the index can be checkpointed whole
+/// (appendonly no). Values changed meanwhile stay as they are.
+pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
+    struct Pending {
+        /// The database's id (what the record names).
+        db: u16,
+        key: Box<[u8]>,
+        value: Bytes,
+        version: u64,
+        expire_at_ms: u64,
+        meta: ItemMeta,
+    }
+    let mut saved = 0;
+    let mut w = inner.writer.lock();
+    for si in 0..inner.shards.len() {
+        let mut pending = Vec::new();
+        {
+            let sh = inner.shards[si].lock();
+            for (db, map) in sh.dbs.iter().enumerate() {
+                for (k, e) in map.iter() {
+                    if let Slot::Hot(h) = &e.slot {
+                        if h.backing.is_none() && e.flags & F_STASHING == 0 {
+                            pending.push(Pending {
+                                db: inner.dbmap.id(db),
+                                key: Box::from(&k[..]),
+                                value: h.value.to_bytes(),
+                                version: e.version,
+                                expire_at_ms: e.expire_at_ms,
+                                meta: sh.item_meta(db, k, e),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let chunked = save_chunked(inner, &mut w, si)?;
+        saved += chunked;
+        let before = w.bytes_written;
+        let mut locs = Vec::with_capacity(pending.len());
+        for p in &pending {
+            let h = RecordHeader {
+                kind: RecordKind::Value,
+                db: p.db,
+                key_len: p.key.len() as u32,
+                value_len: p.value.len() as u32,
+                seq: p.version,
+                expire_at_ms: p.expire_at_ms,
+            };
+            locs.push(w.append_item(&h, &p.key, &p.meta, &p.value, inner.capacity)?);
+        }
+        let r = w.flush();
+        Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+        r.map_err(AppendError::Io)?;
+        let mut sh = inner.shards[si].lock();
+        let sh = &mut *sh;
+        for (p, loc) in pending.iter().zip(locs) {
+            let d = inner.dbmap.logical(p.db);
+            let Some(e) = sh.dbs[d].get_mut(&*p.key) else {
+                continue;
+            };
+            if e.version != p.version {
+                continue;
+            }
+            if let Slot::Hot(h) = &mut e.slot {
+                if h.backing.is_none() {
+                    h.backing = Some(loc);
+                    inner.retain_flash(loc);
+                    saved += 1;
+                }
+            }
+        }
+    }
+    Ok(saved)
+}
+
+/// Writes the changed parts (and due heads) of shard `si`'s chunked
+/// collections and publishes them; returns how many collections had any.
+fn save_chunked(
+    inner: &Inner,
+    w: &mut crate::log::writer::SegmentWriter,
+    si: usize,
+) -> Result<u64, AppendError> {
+    use crate::log::chunks::{append_chunked, capture_chunked, publish_chunked};
+    let mut states = Vec::new();
+    {
+        let sh = inner.shards[si].lock();
+        for (db, map) in sh.dbs.iter().enumerate() {
+            for (k, e) in map.iter() {
+                if let Slot::Chunked(c) = &e.slot {
+                    if let Some(st) = capture_chunked(c, e.version, e.expire_at_ms) {
+                        states.push((inner.dbmap.id(db), Box::<[u8]>::from(&k[..]), st));
+                    }
+                }
+            }
+        }
+    }
+    if states.is_empty() {
+        return Ok(0);
+    }
+    let before = w.bytes_written;
+    let mut placed = Vec::with_capacity(states.len());
+    for (db, key, st) in &states {
+        placed.push(append_chunked(inner, w, *db, key, st)?);
+    }
+    let r = w.flush();
+    Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+    r.map_err(AppendError::Io)?;
+    for ((db, key, st), (parts, head)) in states.iter().zip(placed) {
+        publish_chunked(inner, *db, key, st, &parts, head, false);
+    }
+    Ok(states.len() as u64)
+}
+
+/// Takes a checkpoint (see the module doc). With `save`, values only in
+/// RAM are written to the log first (appendonly no needs that; with the
+/// journal on they are in the log already or about to be).
+pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
+    let t0 = Instant::now();
+    let mut done = Done::default();
+    if save {
+        done.saved_values = save_unbacked(inner).map_err(|e| match e {
+            AppendError::Full => "the flash log is full".to_string(),
+            AppendError::Io(e) => format!("flash write failed: {e}"),
+        })?;
+    }
+    let (position, next_seq, log_bytes, ticket) = {
+        let mut w = inner.writer.lock();
+        w.flush().map_err(|e| format!("flash write failed: {e}"))?;
+        let position = w.position();
+        // After a SWAPDB, the tail starts with the mapping in force, so a
+        // restart from this checkpoint knows it (`keyspace::swapdb`).
+        if inner.dbmap.needs_record() {
+            let before = w.bytes_written;
+            let loc = crate::log::journal::append_db_map(inner, &mut w, inner.next_seq())
+                .map_err(|e| format!("flash write failed: {e:?}"))?;
+            w.flush().map_err(|e| format!("flash write failed: {e}"))?;
+            Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+            crate::keyspace::swapdb::publish_record(inner, loc);
+        }
+        w.sync().map_err(|e| format!("fsync failed: {e}"))?;
+        (
+            position,
+            inner.seq.load(Relaxed),
+            Stats::get(&inner.stats.flash_bytes_written),
+            inner.journal.last_ticket(),
+        )
+    };
+    let dir = inner.table.dir();
+    let tmp = dir.join("checkpoint.tmp");
+    let file = std::fs::File::create(&tmp).map_err(|e| format!("cannot create: {e}"))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let io = |e: std::io::Error| format!("checkpoint write failed: {e}");
+    let header = Header {
+        version: CHECKPOINT_VERSION,
+        databases: inner.databases as u32,
+        created_ms: now_ms(),
+        position,
+        next_seq,
+        shards: inner.shards.len() as u32,
+        shard_seed: inner.shard_seed,
+    };
+    out.write_all(&encode_header(&header)).map_err(io)?;
+    let mut crc = 0u32;
+    let mut buf = Vec::with_capacity(1 << 20);
+    let mut table = Vec::with_capacity(table_len(header.shards));
+    let now = now_ms();
+    for s in inner.shards.iter() {
+        buf.clear();
+        let before = done.entries;
+        {
+            let sh = s.lock();
+            for (db, map) in sh.dbs.iter().enumerate() {
+                for (k, e) in map.iter() {
+                    if e.is_expired(now) {
+                        continue;
+                    }
+                    let Some(loc) = e.flash_loc() else { continue };
+                    let entry = CpEntry {
+                        db: inner.dbmap.id(db),
+                        seq: e.version,
+                        expire_at_ms: e.expire_at_ms,
+                        loc,
+                        meta: sh.item_meta(db, k, e),
+                        key: k,
+                        chunks: None,
+                    };
+                    match &e.slot {
+                        Slot::Chunked(c) => {
+                            let Some(d) = c.dir() else { continue };
+                            encode_entry_head(&mut buf, &entry, true);
+                            encode_chunks(&mut buf, d.cid(), d.head_seq(), &cp_parts(d));
+                        }
+                        _ => encode_entry(&mut buf, &entry),
+                    }
+                    done.entries += 1;
+                }
+            }
+        }
+        crc = crc32c::crc32c_append(crc, &buf);
+        out.write_all(&buf).map_err(io)?;
+        table.extend_from_slice(&(buf.len() as u64).to_le_bytes());
+        table.extend_from_slice(&(done.entries - before).to_le_bytes());
+    }
+    crc = crc32c::crc32c_append(crc, &table);
+    out.write_all(&table).map_err(io)?;
+    out.write_all(&encode_trailer(done.entries, crc))
+        .map_err(io)?;
+    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(io)?;
+    done.bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    drop(file);
+    std::fs::rename(&tmp, path(dir)).map_err(io)?;
+    inner.table.sync_dir().map_err(io)?;
+    // Only now is this the checkpoint a restart loads (collector rule 5).
+    inner
+        .persist
+        .checkpoint_segment
+        .store(position.segment, Relaxed);
+    done.duration_ms = t0.elapsed().as_millis() as u64;
+    let p = &inner.persist;
+    p.last_checkpoint_ms.store(now_ms(), Relaxed);
+    p.checkpoint_log_bytes.store(log_bytes, Relaxed);
+    p.checkpoint_ticket.store(ticket, Relaxed);
+    p.last_checkpoint_bytes.store(done.bytes, Relaxed);
+    p.last_checkpoint_entries.store(done.entries, Relaxed);
+    p.last_checkpoint_duration_ms
+        .store(done.duration_ms, Relaxed);
+    Stats::inc(&p.checkpoints);
+    tracing::info!(
+        "checkpoint: {} keys, {} bytes, {} ms",
+        done.entries,
+        done.bytes,
+        done.duration_ms
+    );
+    Ok(done)
+}
+
+/// The parts of a directory that have a record (a part without one is
+/// new: its records follow the checkpoint's position, or recovery finds
+/// its range empty).
+fn cp_parts(d: &dyn crate::types::chunked::Dir) -> Vec<CpPart> {
+    (0..d.part_count())
+        .filter_map(|i| {
+            let p = d.part(i);
+            // A changed part's record holds other elements than the part
+            // now: recovery measures it (`UNKNOWN_COUNT`).
+            let (count, body) = if p.dirty {
+                (UNKNOWN_COUNT, 0)
+            } else {
+                (p.count, p.body)
+            };
+            Some(CpPart {
+                depth: p.depth,
+                low: p.low,
+                loc: p.loc?,
+                seq: p.seq,
+                count,
+                body,
+            })
+        })
+        .collect()
+}
