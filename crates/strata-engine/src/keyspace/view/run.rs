@@ -1,0 +1,251 @@
+//! `Engine::with_keys` and its variants: make the declared keys' values
+//! (or the parts of chunked collections a command needs) hot, lock the
+//! keys' shards in index order, run the closure once (`KeysView` module
+//! doc, invariant 1), and retry if something went cold in between.
+
+use super::KeysView;
+use crate::clock::now_ms;
+use crate::index::{Slot, Value};
+use crate::keyspace::chunks::{load_parts, Need, PartTarget};
+use crate::stats::Stats;
+use crate::tiering::fetch::{fetch_value, FetchTarget, Read};
+use crate::types::ValueType;
+use crate::{Engine, EngineError, Inner};
+use bytes::Bytes;
+use smallvec::SmallVec;
+use std::sync::Arc;
+
+impl Engine {
+    /// Runs `f` on the keys `keys` of `db` atomically, with their values in
+    /// RAM (module doc). Keys may repeat.
+    pub fn with_keys<R, F>(&self, db: usize, keys: Vec<Bytes>, f: F) -> Read<Result<R, EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
+        self.with_keys_tracked(db, keys, false, f)
+            .map(|r| r.map(|(r, _)| r))
+    }
+
+    /// As `with_keys`; with `track`, also returns the lists and sorted
+    /// sets that got elements or were stored (`KeysView::track_ready`).
+    pub fn with_keys_tracked<R, F>(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        track: bool,
+        f: F,
+    ) -> Read<Result<(R, Vec<Bytes>), EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
+        self.with_keys_needing(db, keys, None, track, f)
+    }
+
+    /// As `with_keys`, for a command that touches only the elements `need`
+    /// names of the first key (HGET, SISMEMBER, HSET, SADD ...): of a
+    /// chunked collection only the parts holding them are loaded; the
+    /// closure must not look at other elements of that key.
+    pub fn with_keys_need<R, F>(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        need: Need,
+        f: F,
+    ) -> Read<Result<R, EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
+        self.with_keys_needing(db, keys, Some(need), false, f)
+            .map(|r| r.map(|(r, _)| r))
+    }
+
+    fn with_keys_needing<R, F>(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        need: Option<Need>,
+        track: bool,
+        f: F,
+    ) -> Read<Result<(R, Vec<Bytes>), EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
+        let mut f = Some(f);
+        match self
+            .inner
+            .try_with_keys(db, &keys, need.as_ref(), track, &mut f)
+        {
+            Ok(r) => Read::Ready(Ok(r)),
+            Err(targets) => {
+                let inner = self.inner.clone();
+                Read::Pending(Box::pin(async move {
+                    let mut targets = targets;
+                    loop {
+                        promote_all(&inner, targets).await?;
+                        match inner.try_with_keys(db, &keys, need.as_ref(), track, &mut f) {
+                            Ok(r) => return Ok(r),
+                            Err(t) => targets = t,
+                        }
+                    }
+                }))
+            }
+        }
+    }
+}
+
+/// Fetches the cold values and installs each in RAM (with its flash copy
+/// as backing) if its entry did not change meanwhile.
+async fn promote_all(inner: &Arc<Inner>, targets: ColdKeys) -> Result<(), EngineError> {
+    let ColdKeys {
+        values: targets,
+        parts,
+    } = targets;
+    if !parts.is_empty() {
+        load_parts(inner, parts).await?;
+    }
+    let fetches = targets.iter().map(|(t, _)| fetch_value(inner.clone(), t));
+    let values = join_all(fetches).await;
+    for ((t, vtype), v) in targets.iter().zip(values) {
+        let bytes = v?;
+        let value = Value::from_record(*vtype, bytes).map_err(|_| {
+            Stats::inc(&inner.stats.read_errors);
+            EngineError::Malformed
+        })?;
+        let mut guard = inner.shard(&t.key).lock();
+        let sh = &mut *guard;
+        if let Some(e) = sh.dbs[t.db].get_mut(&*t.key) {
+            if e.version == t.version && matches!(e.slot, Slot::Cold(l) if l == t.loc) {
+                e.replace_slot(&mut sh.acct, Slot::hot_value(value, Some(t.loc)));
+                Stats::inc(&inner.stats.uploads);
+            }
+        }
+    }
+    inner.wake_if_pressured();
+    Ok(())
+}
+
+/// Awaits every future, in order (the reads are all submitted before the
+/// first is awaited: each `fetch_value` submits when first polled, so poll
+/// them together).
+pub(crate) async fn join_all<T, Fut: std::future::Future<Output = T>>(
+    futs: impl Iterator<Item = Fut>,
+) -> Vec<T> {
+    let mut futs: Vec<_> = futs.map(Box::pin).collect();
+    let mut out: Vec<Option<T>> = (0..futs.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in futs.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+/// The cold values and parts a `with_keys` attempt must fetch first.
+#[derive(Default)]
+struct ColdKeys {
+    values: Vec<(FetchTarget, ValueType)>,
+    parts: Vec<PartTarget>,
+}
+
+impl Inner {
+    /// One attempt of `with_keys`: runs `f` if no declared key is cold,
+    /// else returns what to fetch.
+    fn try_with_keys<R, F>(
+        &self,
+        db: usize,
+        keys: &[Bytes],
+        need: Option<&Need>,
+        track: bool,
+        f: &mut Option<F>,
+    ) -> Result<(R, Vec<Bytes>), ColdKeys>
+    where
+        F: FnOnce(&mut KeysView<'_>) -> R,
+    {
+        let mut ids: SmallVec<[usize; 2]> = keys.iter().map(|k| self.shard_index(k)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let guards = ids.iter().map(|&i| self.shards[i].lock()).collect();
+        let mut view = KeysView {
+            inner: self,
+            db,
+            keys,
+            ids,
+            guards,
+            touched: SmallVec::new(),
+            limits: self.tun.encoding_limits(),
+            ready: None,
+        };
+        let now = now_ms();
+        let mut cold = ColdKeys::default();
+        for (i, k) in keys.iter().enumerate() {
+            let Some(sh) = view.shard(k) else { continue };
+            let Some(e) = sh.dbs[db].get(&k[..]) else {
+                continue;
+            };
+            if e.is_expired(now) {
+                continue;
+            }
+            match e.slot {
+                Slot::Cold(loc) => {
+                    if !cold.values.iter().any(|(t, _)| *t.key == k[..]) {
+                        cold.values.push((
+                            FetchTarget::new(self, db, k, loc, e.version),
+                            e.value_type(),
+                        ));
+                    }
+                }
+                Slot::Chunked(_) => {
+                    // The first key may name only some elements; a key
+                    // repeated later is needed whole.
+                    let whole = Need::Whole;
+                    let n = match need {
+                        Some(n) if i == 0 && !keys[1..].contains(k) => n,
+                        _ => &whole,
+                    };
+                    if i == 0 || !keys[..i].contains(k) {
+                        cold.parts.extend(self.cold_parts(db, k, e, n));
+                    }
+                }
+                Slot::Hot(_) => {}
+            }
+        }
+        if !cold.values.is_empty() || !cold.parts.is_empty() {
+            return Err(cold);
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let Some(sh) = view.shard(k) else { continue };
+            if let Some(e) = sh.dbs[db].get_mut(&k[..]) {
+                match need {
+                    Some(n) if i == 0 => crate::keyspace::chunks::touch_parts(e, n),
+                    _ => crate::keyspace::chunks::touch_parts(e, &Need::Whole),
+                }
+            }
+        }
+        if track {
+            view.track_ready();
+        }
+        let r = match f.take() {
+            Some(f) => f(&mut view),
+            None => return Err(ColdKeys::default()),
+        };
+        view.finish();
+        let ready = view.take_ready();
+        Ok((r, ready))
+    }
+}
