@@ -222,6 +222,24 @@ fn a_big_hash_is_chunked_journaled_by_part_read_by_part_and_survives_kill_9() {
         members == want,
         "SSCAN MATCH did not return the set's matches"
     );
+
+    // A random pick (SRANDMEMBER, HRANDFIELD, SPOP without a count) reads
+    // the one part that holds it, not the collection.
+    let loads0 = tiered(&srv, &mut con, "chunk_loads");
+    for _ in 0..50 {
+        let m: String = q(&mut con, "SRANDMEMBER s");
+        assert!(set.contains(&m), "SRANDMEMBER gave {m}");
+        let f: String = q(&mut con, "HRANDFIELD h");
+        assert!(model.contains_key(&f), "HRANDFIELD gave {f}");
+    }
+    for _ in 0..20 {
+        let m: String = q(&mut con, "SPOP s");
+        assert!(set.remove(&m), "SPOP gave {m}");
+    }
+    let loads = tiered(&srv, &mut con, "chunk_loads") - loads0;
+    eprintln!("{loads} part loads for 120 random picks");
+    assert!(loads <= 120, "{loads} part loads for 120 random picks");
+    assert_eq!(q::<usize>(&mut con, "SCARD s"), set.len());
     // A checkpoint, more changes, a clean restart.
     let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
     for i in (1..FIELDS).step_by(89) {

@@ -29,6 +29,10 @@ pub enum Need {
     /// One HSCAN / SSCAN step: the parts from hash `from` holding about
     /// `count` elements (`Chunked::scan_parts`).
     Scan { from: u64, count: usize },
+    /// The element at position `seed % len` (a random pick: SRANDMEMBER,
+    /// SPOP, HRANDFIELD without a count). Planned and run under the same
+    /// locks, so the closure computes the same position.
+    Pick(u64),
 }
 
 /// A cold part to load.
@@ -58,6 +62,7 @@ impl Inner {
         let idx: Vec<usize> = match need {
             Need::Whole => (0..d.part_count()).collect(),
             Need::Scan { from, count } => d.scan_parts(*from, *count).collect(),
+            Need::Pick(seed) => d.part_at(pick_index(*seed, d.len())).into_iter().collect(),
             Need::Elems(elems) => {
                 let mut v: Vec<usize> = elems.iter().map(|m| d.part_of(elem_hash(m))).collect();
                 v.sort_unstable();
@@ -94,12 +99,27 @@ pub(crate) fn touch_parts(e: &mut Entry, need: &Need) {
     match need {
         Need::Whole => (0..d.part_count()).for_each(|i| d.touch(i)),
         Need::Scan { from, count } => d.scan_parts(*from, *count).for_each(|i| d.touch(i)),
+        Need::Pick(seed) => {
+            if let Some(i) = d.part_at(pick_index(*seed, d.len())) {
+                d.touch(i);
+            }
+        }
         Need::Elems(elems) => {
             for m in elems {
                 let i = d.part_of(elem_hash(m));
                 d.touch(i);
             }
         }
+    }
+}
+
+/// The position a `Need::Pick(seed)` names in a collection of `len`
+/// elements (0 when empty).
+pub fn pick_index(seed: u64, len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        (seed % len as u64) as usize
     }
 }
 

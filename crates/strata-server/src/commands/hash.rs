@@ -292,15 +292,20 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn hrandfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if args.len() == 2 {
-        return read(ctx, &args[1], |h, out, v| {
+        // One pick reads one part of a chunked hash.
+        let seed: u64 = rand::thread_rng().gen();
+        let key = args[1].clone();
+        let need = strata_engine::Need::Pick(seed);
+        return ctx.with_key_need(key.clone(), need, move |view, out, v| {
+            let h = match get(view, &key) {
+                Ok(h) => h,
+                Err(e) => return reply::engine(out, &e),
+            };
             match h.filter(|h| !h.is_empty()) {
-                Some(h) => {
-                    let i = rand::thread_rng().gen_range(0..h.len());
-                    match h.get_index(i) {
-                        Some((f, _)) => write_bulk(out, f),
-                        None => write_null(out, v),
-                    }
-                }
+                Some(h) => match h.get_index(strata_engine::pick_index(seed, h.len())) {
+                    Some((f, _)) => write_bulk(out, f),
+                    None => write_null(out, v),
+                },
                 None => write_null(out, v),
             }
         });

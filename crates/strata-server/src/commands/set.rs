@@ -153,15 +153,20 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     }
     if args.len() == 2 {
-        return read(ctx, &args[1], |s, out, v| {
+        // One pick reads one part of a chunked set.
+        let seed: u64 = rand::thread_rng().gen();
+        let key = args[1].clone();
+        let need = strata_engine::Need::Pick(seed);
+        return ctx.with_key_need(key.clone(), need, move |view, out, v| {
+            let s = match get(view, &key) {
+                Ok(s) => s,
+                Err(e) => return reply::engine(out, &e),
+            };
             match s.filter(|s| !s.is_empty()) {
-                Some(s) => {
-                    let i = rand::thread_rng().gen_range(0..s.len());
-                    match s.get_index(i) {
-                        Some(m) => write_bulk(out, m),
-                        None => write_null(out, v),
-                    }
-                }
+                Some(s) => match s.get_index(strata_engine::pick_index(seed, s.len())) {
+                    Some(m) => write_bulk(out, m),
+                    None => write_null(out, v),
+                },
                 None => write_null(out, v),
             }
         });
@@ -210,7 +215,13 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Some(Some(n)) => Some(n as u64),
     };
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    // One pop reads one part of a chunked set; a count reads them all.
+    let seed: u64 = rand::thread_rng().gen();
+    let need = match count {
+        None => strata_engine::Need::Pick(seed),
+        Some(_) => strata_engine::Need::Whole,
+    };
+    ctx.with_key_need(key.clone(), need, move |view, out, v| {
         let len = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(s) => s.map_or(0, |s| s.len()),
@@ -226,7 +237,7 @@ pub fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         let mut rng = rand::thread_rng();
         match count {
-            None => match s.remove_index(rng.gen_range(0..len)) {
+            None => match s.remove_index(strata_engine::pick_index(seed, len)) {
                 Some(m) => write_bulk(out, &m),
                 None => write_null(out, v),
             },

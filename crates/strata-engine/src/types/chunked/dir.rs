@@ -40,6 +40,8 @@ pub trait Dir {
     fn part(&self, i: usize) -> PartInfo;
     /// Index of the part holding hash `h`.
     fn part_of(&self, h: u64) -> usize;
+    /// The part holding the element at position `i` of the iteration order.
+    fn part_at(&self, i: usize) -> Option<usize>;
     /// The parts a scan step covers (`Chunked::scan_parts`).
     fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize>;
     /// The demoter's hand over the parts in RAM: a used one loses its
@@ -134,6 +136,9 @@ impl<V: Elem> Dir for Chunked<V> {
     }
     fn part_of(&self, h: u64) -> usize {
         Chunked::part_of(self, h)
+    }
+    fn part_at(&self, i: usize) -> Option<usize> {
+        self.locate(i).map(|(p, _)| p)
     }
     fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
         Chunked::scan_parts(self, from, count)
