@@ -11,7 +11,7 @@
 //!    clean), only where its bytes are.
 
 use crate::flash::format;
-use crate::index::{Entry, FlashLoc, Slot};
+use crate::index::{Entry, FlashLoc, Slot, Value};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget};
 use crate::types::chunked::elem_hash;
@@ -44,6 +44,19 @@ pub(crate) struct PartTarget {
 }
 
 impl Inner {
+    /// The slot a new value of a key takes: a big hash or set past
+    /// `CHUNKED_AT` is stored chunked (a new incarnation, `cid`), anything
+    /// else hot and unbacked.
+    pub(crate) fn new_slot(&self, value: Value) -> Slot {
+        match value {
+            Value::Coll(mut c) if c.wants_chunks() => {
+                c.make_chunked(self.next_seq());
+                Slot::Chunked(c)
+            }
+            v => Slot::hot_value(v, None),
+        }
+    }
+
     /// The parts of `e` (the entry of `key` in `db`) that `need` names and
     /// that are not in RAM. Caller holds the shard lock.
     pub(crate) fn cold_parts(

@@ -462,14 +462,7 @@ impl Inner {
         let version = self.next_seq();
         let value_len = value.len() as u32;
         let vtype = value.vtype() as u8;
-        let slot = match value {
-            // A big hash or set past `CHUNKED_AT` is stored chunked.
-            crate::index::Value::Coll(mut c) if c.wants_chunks() => {
-                c.make_chunked(self.next_seq());
-                Slot::Chunked(c)
-            }
-            v => Slot::hot_value(v, None),
-        };
+        let slot = self.new_slot(value);
         let idx = match idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e))) {
             Some((i, e)) => {
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);

@@ -459,37 +459,25 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Ok(o) => o,
             Err(e) => return reply::error(out, e),
         };
-        let matches = |f: &[u8]| {
-            o.pattern
-                .as_ref()
-                .is_none_or(|p| crate::glob::glob_match(p, f, false))
-        };
-        if let Some((items, next)) = h.chunk_scan(cursor, o.count) {
-            let items: Vec<_> = items.into_iter().filter(|(f, _)| matches(f)).collect();
-            write_array_len(out, 2);
-            write_bulk(out, next.to_string().as_bytes());
-            write_array_len(out, items.len() * 2);
-            for (f, v) in items {
-                write_bulk(out, f);
-                write_bulk(out, v);
+        let (items, next) = match h.chunk_scan(cursor, o.count) {
+            Some(step) => step,
+            None => {
+                let (next, range) = scan_positions(h.len(), cursor, o.count, !h.big);
+                let mut items: Vec<_> = range.rev().filter_map(|i| h.get_index(i)).collect();
+                if !h.big {
+                    items.reverse();
+                }
+                (items, next)
             }
-            return;
-        }
-        let (next, range) = scan_positions(h.len(), cursor, o.count, !h.big);
-        let mut items = Vec::new();
-        for i in range.rev() {
-            if let Some((f, v)) = h.get_index(i) {
-                if o.pattern
+        };
+        let items: Vec<_> = items
+            .into_iter()
+            .filter(|(f, _)| {
+                o.pattern
                     .as_ref()
                     .is_none_or(|p| crate::glob::glob_match(p, f, false))
-                {
-                    items.push((f, v));
-                }
-            }
-        }
-        if !h.big {
-            items.reverse();
-        }
+            })
+            .collect();
         write_array_len(out, 2);
         write_bulk(out, next.to_string().as_bytes());
         write_array_len(out, items.len() * 2);

@@ -461,27 +461,15 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Ok(o) => o,
             Err(e) => return reply::error(out, e),
         };
-        if let Some((items, next)) = s.chunk_scan(cursor, o.count) {
-            let items: Vec<&[u8]> = items
-                .into_iter()
-                .filter(|m| {
-                    o.pattern
-                        .as_ref()
-                        .is_none_or(|p| crate::glob::glob_match(p, m, false))
-                })
-                .collect();
-            write_array_len(out, 2);
-            write_bulk(out, next.to_string().as_bytes());
-            write_array_len(out, items.len());
-            for m in items {
-                write_bulk(out, m);
+        let (items, next) = match s.chunk_scan(cursor, o.count) {
+            Some(step) => step,
+            None => {
+                let (next, range) = scan_positions(s.len(), cursor, o.count, !s.big);
+                (range.rev().filter_map(|i| s.get_index(i)).collect(), next)
             }
-            return;
-        }
-        let (next, range) = scan_positions(s.len(), cursor, o.count, !s.big);
-        let items: Vec<&[u8]> = range
-            .rev()
-            .filter_map(|i| s.get_index(i))
+        };
+        let items: Vec<&[u8]> = items
+            .into_iter()
             .filter(|m| {
                 o.pattern
                     .as_ref()

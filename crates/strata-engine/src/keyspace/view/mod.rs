@@ -363,16 +363,9 @@ impl<'a> KeysView<'a> {
             let e = &mut sh.dbs[db][idx];
             if matches!(&e.slot, Slot::Hot(h) if matches!(&h.value, Value::Coll(c) if c.wants_chunks()))
             {
-                let cid = inner.next_seq();
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);
                 if let Slot::Hot(h) = std::mem::replace(&mut e.slot, Slot::Cold(NO_LOC)) {
-                    e.slot = match h.value {
-                        Value::Coll(mut c) => {
-                            c.make_chunked(cid);
-                            Slot::Chunked(c)
-                        }
-                        v => Slot::hot_value(v, None),
-                    };
+                    e.slot = inner.new_slot(h.value);
                 }
                 sh.acct.add(&e.slot, e.value_len, e.vtype);
             }

@@ -490,22 +490,6 @@ impl<V: Elem> Chunked<V> {
         Ok(true)
     }
 
-    /// The parts (indexes) that hold `elems`, deduplicated, in order.
-    pub fn parts_for<'a>(&self, elems: impl IntoIterator<Item = &'a [u8]>) -> Vec<usize> {
-        let mut v: Vec<usize> = elems
-            .into_iter()
-            .map(|e| self.part_of(elem_hash(e)))
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-
-    /// Part `i`, to change its record location (collector moves).
-    pub fn part_mut(&mut self, i: usize) -> Option<&mut Part<V>> {
-        self.parts.get_mut(i)
-    }
-
     /// Checks invariants 1, 3 and 4 (tests).
     pub fn check(&self) -> Result<(), String> {
         let mut next = 0u64;
