@@ -483,7 +483,6 @@ fn read_at(
 /// if they still point at the old copies (rule 2).
 /// Returns false if nothing could be moved (no room, or a failed write).
 fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool {
-    let before = writer.bytes_written;
     let mut placed = Vec::with_capacity(live.len());
     let mut failed = None;
     for l in &live {
@@ -501,11 +500,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             }
         }
     }
-    let flushed = writer.flush();
-    Stats::add(
-        &inner.stats.flash_bytes_written,
-        writer.bytes_written - before,
-    );
+    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
     let error = match (flushed, failed) {
         (Err(e), _) | (Ok(()), Some(AppendError::Io(e))) => Some(e.to_string()),
         // Full: no room to move records now; not an error.

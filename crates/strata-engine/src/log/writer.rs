@@ -41,6 +41,8 @@ pub struct SegmentWriter {
     fill: usize,
     /// Bytes written to flash by this writer (including padding).
     pub bytes_written: u64,
+    /// Of `bytes_written`, what `flush_counted` has added to a counter.
+    reported: u64,
     /// Segments written since the last `sync`.
     unsynced: Vec<Arc<Segment>>,
     /// A segment file was created since the last `sync`.
@@ -87,6 +89,7 @@ impl SegmentWriter {
             buf: AlignedBuf::zeroed(chunk_size),
             fill: 0,
             bytes_written: 0,
+            reported: 0,
             unsynced: Vec::new(),
             dir_dirty: false,
         }
@@ -217,6 +220,19 @@ impl SegmentWriter {
         buf.set_len(padded);
         let r = self.write_out(buf);
         self.fill = 0;
+        r
+    }
+
+    /// As `flush`, then adds to `counter` (INFO's flash_bytes_written) every
+    /// byte this writer wrote since the last such call, padding and the
+    /// writes of segment rolls included, whether or not the flush failed.
+    pub fn flush_counted(&mut self, counter: &std::sync::atomic::AtomicU64) -> std::io::Result<()> {
+        let r = self.flush();
+        counter.fetch_add(
+            self.bytes_written - self.reported,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        self.reported = self.bytes_written;
         r
     }
 

@@ -371,7 +371,6 @@ fn write_chunk_victims(
     writer: &mut SegmentWriter,
     victims: &[(u16, Box<[u8]>, ChunkedState)],
 ) -> Result<usize, AppendError> {
-    let before = writer.bytes_written;
     let mut placed = Vec::with_capacity(victims.len());
     let mut r = Ok(());
     for (db, key, st) in victims {
@@ -383,11 +382,7 @@ fn write_chunk_victims(
             }
         }
     }
-    let flushed = writer.flush();
-    Stats::add(
-        &inner.stats.flash_bytes_written,
-        writer.bytes_written - before,
-    );
+    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
     let ok = flushed.is_ok() && !matches!(r, Err(AppendError::Io(_)));
     let mut moved = 0;
     for (i, (db, key, st)) in victims.iter().enumerate() {
@@ -414,7 +409,6 @@ fn write_victims(
     writer: &mut SegmentWriter,
     victims: &mut [Victim],
 ) -> Result<(), AppendError> {
-    let before = writer.bytes_written;
     let mut r = Ok(());
     for v in victims.iter_mut() {
         let h = RecordHeader {
@@ -436,11 +430,7 @@ fn write_victims(
     // Flush even after an error: after `Full` (whose roll flushed first)
     // the records appended so far are valid; after an I/O error they are not
     // published (below).
-    let flushed = writer.flush();
-    Stats::add(
-        &inner.stats.flash_bytes_written,
-        writer.bytes_written - before,
-    );
+    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
     if let Err(e) = flushed {
         for v in victims.iter_mut() {
             v.loc = None;

@@ -83,7 +83,6 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         }
         let chunked = save_chunked(inner, &mut w, si)?;
         saved += chunked;
-        let before = w.bytes_written;
         let mut locs = Vec::with_capacity(pending.len());
         for p in &pending {
             let h = RecordHeader {
@@ -96,8 +95,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
             };
             locs.push(w.append_item(&h, &p.key, &p.meta, &p.value, inner.capacity)?);
         }
-        let r = w.flush();
-        Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+        let r = w.flush_counted(&inner.stats.flash_bytes_written);
         r.map_err(AppendError::Io)?;
         let mut sh = inner.shards[si].lock();
         let sh = &mut *sh;
@@ -145,13 +143,11 @@ fn save_chunked(
     if states.is_empty() {
         return Ok(0);
     }
-    let before = w.bytes_written;
     let mut placed = Vec::with_capacity(states.len());
     for (db, key, st) in &states {
         placed.push(append_chunked(inner, w, *db, key, st)?);
     }
-    let r = w.flush();
-    Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+    let r = w.flush_counted(&inner.stats.flash_bytes_written);
     r.map_err(AppendError::Io)?;
     for ((db, key, st), (parts, head)) in states.iter().zip(placed) {
         publish_chunked(inner, *db, key, st, &parts, head, false);
@@ -173,16 +169,16 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     }
     let (position, next_seq, log_bytes, ticket) = {
         let mut w = inner.writer.lock();
-        w.flush().map_err(|e| format!("flash write failed: {e}"))?;
+        w.flush_counted(&inner.stats.flash_bytes_written)
+            .map_err(|e| format!("flash write failed: {e}"))?;
         let position = w.position();
         // After a SWAPDB, the tail starts with the mapping in force, so a
         // restart from this checkpoint knows it (`keyspace::swapdb`).
         if inner.dbmap.needs_record() {
-            let before = w.bytes_written;
             let loc = crate::log::journal::append_db_map(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
-            w.flush().map_err(|e| format!("flash write failed: {e}"))?;
-            Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+            w.flush_counted(&inner.stats.flash_bytes_written)
+                .map_err(|e| format!("flash write failed: {e}"))?;
             crate::keyspace::swapdb::publish_record(inner, loc);
         }
         w.sync().map_err(|e| format!("fsync failed: {e}"))?;

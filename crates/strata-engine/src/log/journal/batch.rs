@@ -81,7 +81,6 @@ pub(super) fn write_notes(
             }
         }
     }
-    let before = w.bytes_written;
     let mut tally = Tally::default();
     let mut placed: Vec<(Captured, Placed)> = Vec::with_capacity(states.len());
     let mut result = Ok(());
@@ -127,8 +126,7 @@ pub(super) fn write_notes(
             Err(e) => result = Err(e),
         }
     }
-    let flushed = w.flush();
-    Stats::add(&inner.stats.flash_bytes_written, w.bytes_written - before);
+    let flushed = w.flush_counted(&inner.stats.flash_bytes_written);
     if let Err(e) = flushed {
         return Err(AppendError::Io(e));
     }
