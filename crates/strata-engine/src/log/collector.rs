@@ -518,7 +518,11 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             crate::keyspace::swapdb::record_moved(inner, l.old, new);
             continue;
         }
-        if !l.header.kind.is_value() {
+        let chunked = matches!(
+            l.header.kind,
+            format::RecordKind::CollHead | format::RecordKind::Chunk
+        );
+        if !l.header.kind.is_value() && !chunked {
             continue; // tombstones are not index locations
         }
         let mut guard = inner.shard(&l.key).lock();
@@ -528,10 +532,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             continue;
         };
         let e = &mut sh.dbs[d][idx];
-        if matches!(
-            l.header.kind,
-            format::RecordKind::CollHead | format::RecordKind::Chunk
-        ) {
+        if chunked {
             let moved = chunks::move_record(e, &mut sh.acct, l.header.kind, &l.value, l.old, new);
             for _ in 0..moved {
                 inner.release_flash_quiet(l.old);
