@@ -11,8 +11,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata_engine::flash::format::{decode_chunk, decode_head, decode_record, RecordKind};
-use strata_engine::types::chunked::{decode_elems, elem_hash, range_high};
+use strata_engine::flash::format::{
+    decode_chunk, decode_head, decode_record, head_value, RecordKind,
+};
+use strata_engine::types::chunked::{
+    decode_elems, elem_hash, measure_list, measure_list_range, range_high,
+};
 use strata_engine::types::{Collection, ValueType};
 
 fuzz_target!(|data: &[u8]| {
@@ -35,8 +39,17 @@ fuzz_target!(|data: &[u8]| {
             assert_ne!(rec.meta.vtype, ValueType::String);
         }
         if rec.header.kind == RecordKind::CollHead {
-            let _ = decode_head(rec.value);
+            if let Some(h) = decode_head(rec.value) {
+                assert_eq!(head_value(&h), rec.value);
+            }
         }
+    }
+    // A list chunk body: counting never panics, and a range's bytes are at
+    // most the whole body's.
+    if let Ok((n, bytes)) = measure_list(body) {
+        let skip = n as usize / 3;
+        let part = measure_list_range(body, skip, n as usize / 2).expect("parsed once");
+        assert!(part <= bytes);
     }
     if let Some((name, chunk)) = decode_chunk(body) {
         let high = range_high(name.low, name.depth);

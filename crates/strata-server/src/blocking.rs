@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use strata_engine::{Engine, KeysView, Read};
+use strata_engine::{Engine, KeysView, Need, Read};
 use strata_protocol::Version;
 use tokio::sync::oneshot;
 
@@ -42,8 +42,10 @@ pub type PopOp = Arc<dyn Fn(&mut KeysView<'_>, &mut BytesMut, Version, bool) -> 
 pub struct Waiter {
     id: u64,
     db: usize,
-    /// The keys the pop needs (watched keys and a destination).
+    /// The keys the pop needs (watched keys and a destination), and which
+    /// of their elements (a pop touches one end of a list).
     keys: Vec<Bytes>,
+    needs: Vec<Need>,
     /// The keys whose pushes wake it.
     watch: Vec<Bytes>,
     op: PopOp,
@@ -109,7 +111,7 @@ impl Blocking {
         self: &Arc<Self>,
         db: usize,
         watch: Vec<Bytes>,
-        keys: Vec<Bytes>,
+        (keys, needs): (Vec<Bytes>, Vec<Need>),
         op: PopOp,
         version: Version,
     ) -> (Registration, oneshot::Receiver<BytesMut>) {
@@ -118,6 +120,7 @@ impl Blocking {
             id: self.next_id.fetch_add(1, Relaxed) as u64,
             db,
             keys,
+            needs,
             watch,
             op,
             version,
@@ -191,7 +194,8 @@ impl Blocking {
             while let Some(w) = self.first(db, &key) {
                 let op = w.op.clone();
                 let version = w.version;
-                let read = engine.with_keys_tracked(db, w.keys.clone(), true, move |view| {
+                let (keys, needs) = (w.keys.clone(), w.needs.clone());
+                let read = engine.with_keys_needs(db, keys, needs, true, move |view| {
                     let mut out = BytesMut::new();
                     let served = op(view, &mut out, version, true);
                     (served, out)

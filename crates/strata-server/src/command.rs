@@ -93,6 +93,21 @@ impl Ctx<'_> {
     where
         F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
     {
+        self.with_keys_needs(keys, Vec::new(), f)
+    }
+
+    /// As `with_keys`, where `needs[i]` names the elements the closure
+    /// touches of `keys[i]` (`Engine::with_keys_needs`): of a chunked
+    /// collection only the parts holding them are loaded.
+    pub fn with_keys_needs<F>(
+        &mut self,
+        keys: Vec<Bytes>,
+        needs: Vec<strata_engine::Need>,
+        f: F,
+    ) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
         let version = self.version();
         let db = self.db();
         // While clients are blocked, writes report the lists and sorted
@@ -100,7 +115,7 @@ impl Ctx<'_> {
         let track = self.shared.blocking.any_waiting();
         let read = self
             .engine()
-            .with_keys_tracked(db, keys, track, move |view| {
+            .with_keys_needs(db, keys, needs, track, move |view| {
                 let mut out = BytesMut::new();
                 f(view, &mut out, version);
                 out

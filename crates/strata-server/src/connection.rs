@@ -185,7 +185,10 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         {
             return;
         }
-        if inbuf.capacity() > 1 << 20 && inbuf.is_empty() {
+        // A big buffer left by one big request or reply is given back:
+        // it counts in the allocator-measured RAM the budget covers (as
+        // Redis shrinks an idle client's query and reply buffers).
+        if inbuf.capacity() > BUFFER_KEEP && inbuf.is_empty() {
             inbuf = BytesMut::with_capacity(16 * 1024);
         }
     }
@@ -269,6 +272,9 @@ async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {
     }
 }
 
+/// The largest input or output buffer a connection keeps between turns.
+const BUFFER_KEEP: usize = 256 << 10;
+
 async fn flush(shared: &Shared, stream: &mut TcpStream, out: &mut BytesMut) -> std::io::Result<()> {
     if out.is_empty() {
         return Ok(());
@@ -279,7 +285,7 @@ async fn flush(shared: &Shared, stream: &mut TcpStream, out: &mut BytesMut) -> s
         .net_output_bytes
         .fetch_add(out.len() as u64, Relaxed);
     out.clear();
-    if out.capacity() > 4 << 20 {
+    if out.capacity() > BUFFER_KEEP {
         *out = BytesMut::with_capacity(16 * 1024);
     }
     Ok(())

@@ -33,6 +33,38 @@ pub enum Need {
     /// SPOP, HRANDFIELD without a count). Planned and run under the same
     /// locks, so the closure computes the same position.
     Pick(u64),
+    /// Only the elements at these list indexes, each range inclusive,
+    /// negative from the end, clamped as LRANGE clamps (pushes and pops at
+    /// either end, LINDEX, LSET, LRANGE, LTRIM's two ends).
+    Indexes(Vec<(i64, i64)>),
+}
+
+/// An LRANGE-style inclusive index range over `len` elements, clamped;
+/// None if empty.
+pub fn clamp_indexes(first: i64, last: i64, len: usize) -> Option<(usize, usize)> {
+    let n = len as i64;
+    let a = if first < 0 { (first + n).max(0) } else { first };
+    let b = if last < 0 { last + n } else { last.min(n - 1) };
+    (a <= b && a < n && b >= 0).then_some((a as usize, b as usize))
+}
+
+/// The parts of `d` that `need` names, in order, each once.
+fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> Vec<usize> {
+    let mut v: Vec<usize> = match need {
+        Need::Whole => return (0..d.part_count()).collect(),
+        Need::Scan { from, count } => return d.scan_parts(*from, *count).collect(),
+        Need::Pick(seed) => return d.part_at(pick_index(*seed, d.len())).into_iter().collect(),
+        Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
+        Need::Indexes(ranges) => ranges
+            .iter()
+            .filter_map(|&(a, b)| clamp_indexes(a, b, d.len()))
+            .filter_map(|(a, b)| Some(d.part_at(a)?..=d.part_at(b)?))
+            .flatten()
+            .collect(),
+    };
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// A cold part to load.
@@ -72,17 +104,7 @@ impl Inner {
         let Some(d) = c.dir() else {
             return Vec::new();
         };
-        let idx: Vec<usize> = match need {
-            Need::Whole => (0..d.part_count()).collect(),
-            Need::Scan { from, count } => d.scan_parts(*from, *count).collect(),
-            Need::Pick(seed) => d.part_at(pick_index(*seed, d.len())).into_iter().collect(),
-            Need::Elems(elems) => {
-                let mut v: Vec<usize> = elems.iter().map(|m| d.part_of(elem_hash(m))).collect();
-                v.sort_unstable();
-                v.dedup();
-                v
-            }
-        };
+        let idx = need_parts(d, need);
         idx.into_iter()
             .filter_map(|i| {
                 let p = d.part(i);
@@ -109,20 +131,8 @@ pub(crate) fn touch_parts(e: &mut Entry, need: &Need) {
     let Some(d) = c.dir_mut() else {
         return;
     };
-    match need {
-        Need::Whole => (0..d.part_count()).for_each(|i| d.touch(i)),
-        Need::Scan { from, count } => d.scan_parts(*from, *count).for_each(|i| d.touch(i)),
-        Need::Pick(seed) => {
-            if let Some(i) = d.part_at(pick_index(*seed, d.len())) {
-                d.touch(i);
-            }
-        }
-        Need::Elems(elems) => {
-            for m in elems {
-                let i = d.part_of(elem_hash(m));
-                d.touch(i);
-            }
-        }
+    for i in need_parts(d, need) {
+        d.touch(i);
     }
 }
 
@@ -178,9 +188,7 @@ fn install(
             return Ok(());
         }
         let i = d.part_of(t.low);
-        let p = d.part(i);
-        d.install(i, loc, body, (p.low, p.depth) != named)
-            .map(|_| ())
+        d.install(i, loc, body, named).map(|_| ())
     });
     match r {
         Some(Err(_)) => {

@@ -20,6 +20,8 @@ pub(crate) struct ChunkedState {
     pub expire_at_ms: u64,
     pub parts: Vec<CapturedPart>,
     pub head: bool,
+    /// A list's positions, for its head.
+    pub span: Option<(u64, u64)>,
 }
 
 /// One dirty part, encoded under the shard lock.
@@ -59,6 +61,7 @@ pub(crate) fn capture_chunked(
         expire_at_ms,
         parts,
         head,
+        span: d.head_span(),
     })
 }
 
@@ -108,7 +111,12 @@ pub(crate) fn append_chunked(
     }
     Stats::add(&inner.stats.chunks_written, parts.len() as u64);
     let head = if st.head {
-        let value = format::head_value(st.vtype, st.bits, st.cid);
+        let value = format::head_value(&format::Head {
+            vtype: st.vtype,
+            bits: st.bits,
+            cid: st.cid,
+            span: st.span,
+        });
         let h = RecordHeader {
             kind: RecordKind::CollHead,
             db,
@@ -173,7 +181,10 @@ pub(crate) fn publish_chunked(
                 release.extend(dir.head_loc());
                 dir.set_head_loc(Some(loc));
                 dir.set_head_seq(st.version);
-                dir.set_head_dirty(false);
+                // A list's positions may have moved since the capture.
+                if dir.head_span() == st.span {
+                    dir.set_head_dirty(false);
+                }
             }
         }
         version == st.version && expire_at_ms == st.expire_at_ms && !dir.head_dirty()

@@ -8,7 +8,9 @@
 use crate::clock::now_ms;
 use crate::tests::{block_on, wait_until};
 use crate::types::{Collection, ValueType};
-use crate::{Engine, EngineConfig, ExpireCond, IoBackend, ShutdownSave, TtlState, Value, ValueRef};
+use crate::{
+    Engine, EngineConfig, ExpireCond, IoBackend, Location, ShutdownSave, TtlState, Value, ValueRef,
+};
 use bytes::Bytes;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::HashMap;
@@ -65,7 +67,7 @@ fn change(c: &mut Collection, r: &mut StdRng, step: u32, span: u32) {
             let m = if r.gen_bool(0.5) {
                 n.to_string().into_bytes()
             } else {
-                member
+                format!("set-member-{n:0>40}").into_bytes()
             };
             if add {
                 s.insert(&m);
@@ -102,9 +104,10 @@ const SMALL: Shape = Shape {
     ops: 20,
 };
 
-/// Few big hashes and sets: chunked, their parts demoted and loaded.
+/// Few big hashes, sets and lists: chunked, their parts demoted and
+/// loaded.
 const CHUNKED: Shape = Shape {
-    prefixes: &["h", "s"],
+    prefixes: &["h", "s", "l"],
     keys: 6,
     span: 1500,
     ops: 500,
@@ -176,6 +179,30 @@ fn churn_shaped(e: &Engine, model: &mut Model, seed: u64, steps: u32, shape: Sha
     }
 }
 
+/// Where a collection read differs from the model's (a short message:
+/// the values themselves can be megabytes).
+fn describe_diff(got: Option<&Collection>, want: &Collection) -> String {
+    let Some(got) = got else {
+        return "missing".into();
+    };
+    if got.vtype() != want.vtype() || got.len() != want.len() {
+        return format!(
+            "{:?} of {} elements, want {:?} of {}",
+            got.vtype(),
+            got.len(),
+            want.vtype(),
+            want.len()
+        );
+    }
+    match (got, want) {
+        (Collection::List(a), Collection::List(b)) => {
+            let i = a.iter().zip(b.iter()).position(|(x, y)| x != y);
+            format!("lists of {} differ first at {i:?}", a.len())
+        }
+        _ => "same length, other elements".into(),
+    }
+}
+
 fn check(e: &Engine, model: &Model, what: &str) {
     assert_eq!(e.dbsize(0) as usize, model.len(), "{what}: key count");
     // The counters INFO reports, against the model.
@@ -190,12 +217,6 @@ fn check(e: &Engine, model: &Model, what: &str) {
         model.len() as u64,
         "{what}"
     );
-    let bytes: u64 = model.values().map(|(c, _)| c.encoded_len() as u64).sum();
-    assert_eq!(
-        t.collections_in_ram_bytes + t.collections_in_flash_bytes,
-        bytes,
-        "{what}: bytes"
-    );
     for (k, (c, ttl)) in model {
         let key = Bytes::from(k.clone());
         let got = block_on(
@@ -207,7 +228,12 @@ fn check(e: &Engine, model: &Model, what: &str) {
         )
         .unwrap();
         let name = String::from_utf8_lossy(k);
-        assert_eq!(got.as_ref(), Some(c), "{what}: value of {name}");
+        if got.as_ref() != Some(c) {
+            panic!(
+                "{what}: value of {name}: {}",
+                describe_diff(got.as_ref(), c)
+            );
+        }
         let info = e.key_info(0, k).unwrap();
         assert_eq!(info.vtype, c.vtype(), "{what}: type of {name}");
         assert_eq!(info.elements, c.len() as u64, "{what}: length of {name}");
@@ -222,6 +248,27 @@ fn check(e: &Engine, model: &Model, what: &str) {
             at => assert_eq!(t, TtlState::At(at), "{what}: ttl of {name}"),
         }
     }
+    // Each segment's live bytes are the records the index points at (a
+    // mismatch that lasts is a leaked or lost reference).
+    let mut bad = e.audit_live_bytes();
+    for _ in 0..50 {
+        if bad.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        bad = e.audit_live_bytes();
+    }
+    assert!(
+        bad.is_empty(),
+        "{what}: live bytes (segment, counted, pointed at): {bad:?}"
+    );
+    let bytes: u64 = model.values().map(|(c, _)| c.encoded_len() as u64).sum();
+    let t = e.tiered_info();
+    assert_eq!(
+        t.collections_in_ram_bytes + t.collections_in_flash_bytes,
+        bytes,
+        "{what}: bytes"
+    );
 }
 
 #[test]
@@ -296,6 +343,15 @@ fn survive_shaped(modes: &[(&str, bool, bool)], shape: Shape, steps: u32) {
                     info.chunks_written > 0 && info.chunk_loads > 0,
                     "{name}: parts did not go to flash and back: {info:?}"
                 );
+                // Every type of the shape has chunked keys.
+                for p in shape.prefixes {
+                    let chunked = (0..shape.keys).any(|i| {
+                        let k = format!("{p}{i}");
+                        e.key_info(0, k.as_bytes())
+                            .is_some_and(|i| matches!(i.location, Location::Chunked { .. }))
+                    });
+                    assert!(chunked, "{name}: no {p} key is chunked");
+                }
             }
             if clean {
                 e.shutdown(ShutdownSave::Save).unwrap();

@@ -356,8 +356,10 @@ fn demote_parts(e: &mut crate::index::Entry, acct: &mut crate::index::ShardCount
             version,
             expire_at_ms,
             parts,
-            // Parts count only under a head (docs/format.md).
-            head: d.head_loc().is_none(),
+            // Parts count only under a head (docs/format.md); a list's
+            // head also names the positions its parts may have moved to.
+            head: d.head_loc().is_none() || (d.head_dirty() && d.head_span().is_some()),
+            span: d.head_span(),
         })
     });
     step.write = write.flatten();

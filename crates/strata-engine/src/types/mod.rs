@@ -323,7 +323,8 @@ impl Collection {
         match self {
             Collection::Hash(h) => h.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::Set(s) => s.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
-            _ => None,
+            Collection::List(l) => l.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
+            Collection::ZSet(_) => None,
         }
     }
 
@@ -331,7 +332,8 @@ impl Collection {
         match self {
             Collection::Hash(h) => h.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::Set(s) => s.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
-            _ => None,
+            Collection::List(l) => l.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::ZSet(_) => None,
         }
     }
 
@@ -339,14 +341,15 @@ impl Collection {
         self.dir().is_some()
     }
 
-    /// Whether this collection should be chunked: a hash or set with the
-    /// big encoding (whose element order Redis leaves unspecified) whose
-    /// packed form passes `chunked::CHUNKED_AT`.
+    /// Whether this collection should be chunked: a list, or a hash or set
+    /// with the big encoding (whose element order Redis leaves
+    /// unspecified), whose packed form passes `chunked::CHUNKED_AT`.
     pub fn wants_chunks(&self) -> bool {
         let candidate = match self {
             Collection::Hash(h) => h.big && !h.is_chunked(),
             Collection::Set(s) => s.big && !s.is_chunked(),
-            _ => false,
+            Collection::List(l) => !l.is_chunked(),
+            Collection::ZSet(_) => false,
         };
         candidate && self.encoded_len() > chunked::CHUNKED_AT
     }
@@ -356,12 +359,14 @@ impl Collection {
         match self {
             Collection::Hash(h) => h.make_chunked(cid),
             Collection::Set(s) => s.make_chunked(cid),
-            _ => {}
+            Collection::List(l) => l.make_chunked(cid),
+            Collection::ZSet(_) => {}
         }
     }
 
     /// A chunked collection of type `t` rebuilt from its directory
-    /// (recovery); None for types that are never chunked.
+    /// (recovery; `span`: a list's head's positions, if known); None for
+    /// types that are never chunked.
     pub fn from_directory(
         t: ValueType,
         big: bool,
@@ -369,8 +374,12 @@ impl Collection {
         parts: &[chunked::PartInfo],
         head_loc: Option<crate::index::FlashLoc>,
         head_seq: u64,
+        span: Option<(u64, u64)>,
     ) -> Option<Collection> {
         match t {
+            ValueType::List => Some(Collection::List(List::from_chunks(
+                chunked::ChunkedList::from_infos(cid, parts, head_loc, head_seq, span),
+            ))),
             ValueType::Hash => Some(Collection::Hash(Hash::from_chunks(
                 big,
                 chunked::Chunked::from_infos(cid, parts, head_loc, head_seq),
@@ -395,6 +404,13 @@ impl Collection {
                 }
                 n.big = h.big;
                 Collection::Hash(n)
+            }
+            Collection::List(l) if l.is_chunked() => {
+                let mut n = List::default();
+                for e in l.iter() {
+                    n.push_back(e.into());
+                }
+                Collection::List(n)
             }
             Collection::Set(s) if s.is_chunked() => {
                 let mut n = Set::with_capacity(s.len());

@@ -10,7 +10,7 @@ use crate::reply;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::Duration;
-use strata_engine::{Collection, EngineError, KeysView, Read, ValueType};
+use strata_engine::{Collection, EngineError, KeysView, Need, Read, ValueType};
 use strata_protocol::{write_array_len, write_bulk, write_null_array, Version};
 
 /// Parses a blocking timeout in seconds (0 = forever), with Redis's errors.
@@ -32,7 +32,7 @@ pub fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, &'static str> {
 pub fn block(
     ctx: &mut Ctx<'_>,
     watch: Vec<Bytes>,
-    keys: Vec<Bytes>,
+    keys: (Vec<Bytes>, Vec<Need>),
     timeout: Option<Duration>,
     op: PopOp,
 ) -> Outcome {
@@ -40,13 +40,13 @@ pub fn block(
     let db = ctx.db();
     let version = ctx.version();
     let first = op.clone();
-    let read = ctx
-        .engine()
-        .with_keys_tracked(db, keys.clone(), true, move |view| {
-            let mut out = BytesMut::new();
-            let served = first(view, &mut out, version, false);
-            (served, out)
-        });
+    let read =
+        ctx.engine()
+            .with_keys_needs(db, keys.0.clone(), keys.1.clone(), true, move |view| {
+                let mut out = BytesMut::new();
+                let served = first(view, &mut out, version, false);
+                (served, out)
+            });
     match read {
         Read::Ready(Ok(((true, out), ready))) => {
             ctx.out.extend_from_slice(&out);
@@ -87,7 +87,7 @@ async fn wait(
     shared: Arc<crate::Shared>,
     db: usize,
     watch: Vec<Bytes>,
-    keys: Vec<Bytes>,
+    keys: (Vec<Bytes>, Vec<Need>),
     op: PopOp,
     version: Version,
     timeout: Option<Duration>,
@@ -164,7 +164,8 @@ fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> Outcome {
         }
         false
     });
-    block(ctx, keys.clone(), keys, timeout, op)
+    let needs = keys.iter().map(|_| super::list::end(left, 1)).collect();
+    block(ctx, keys.clone(), (keys, needs), timeout, op)
 }
 
 pub fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -235,9 +236,10 @@ fn bmove(
         true
     });
     let keys = if src == dst {
-        vec![src.clone()]
+        (vec![src.clone()], Vec::new())
     } else {
-        vec![src.clone(), dst]
+        let needs = vec![super::list::end(from_left, 1), super::list::end(to_left, 1)];
+        (vec![src.clone(), dst], needs)
     };
     block(ctx, vec![src], keys, timeout, op)
 }
@@ -280,10 +282,14 @@ pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     };
     let keys = a.keys.clone();
+    let needs = keys
+        .iter()
+        .map(|_| super::list::end(a.left, a.count as u64))
+        .collect();
     let op: PopOp = Arc::new(move |view, out, _v, blocked| {
         super::list::mpop(view, &a.keys, a.left, a.count, out, blocked)
     });
-    block(ctx, keys.clone(), keys, timeout, op)
+    block(ctx, keys.clone(), (keys, needs), timeout, op)
 }
 
 fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
@@ -303,7 +309,7 @@ fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
     let op: PopOp = Arc::new(move |view, out, v, blocked| {
         super::zset::bzpop_on(view, &watch, max, out, v, blocked)
     });
-    block(ctx, keys.clone(), keys, timeout, op)
+    block(ctx, keys.clone(), (keys, Vec::new()), timeout, op)
 }
 
 pub fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -334,5 +340,5 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let op: PopOp = Arc::new(move |view, out, v, blocked| {
         super::zset::zmpop_on(view, &a.keys, a.max, a.count, out, v, blocked)
     });
-    block(ctx, keys.clone(), keys, timeout, op)
+    block(ctx, keys.clone(), (keys, Vec::new()), timeout, op)
 }

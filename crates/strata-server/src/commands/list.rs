@@ -7,7 +7,7 @@ use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::types::List;
-use strata_engine::{Collection, EngineError, KeysView, ValueType};
+use strata_engine::{Collection, EngineError, KeysView, Need, ValueType};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple, Version,
 };
@@ -30,42 +30,65 @@ pub fn get_mut<'v>(
     }
 }
 
+/// The elements at these indexes (inclusive ranges, negative from the
+/// end): of a chunked list only their parts are loaded.
+fn at(ranges: Vec<(i64, i64)>) -> Need {
+    Need::Indexes(ranges)
+}
+
+/// The end a push or a pop of `n` elements touches.
+pub fn end(left: bool, n: u64) -> Need {
+    let n = n.clamp(1, i64::MAX as u64) as i64;
+    if left {
+        at(vec![(0, n - 1)])
+    } else {
+        at(vec![(-n, -1)])
+    }
+}
+
 fn read(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
+    need: Need,
     f: impl FnOnce(Option<&List>, &mut BytesMut, Version) + Send + 'static,
 ) -> Outcome {
     let key = key.clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
-        match get(view, &key) {
+    ctx.with_keys_needs(
+        vec![key.clone()],
+        vec![need],
+        move |view, out, v| match get(view, &key) {
             Ok(l) => f(l, out, v),
             Err(e) => reply::engine(out, &e),
-        }
-    })
+        },
+    )
 }
 
 fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> Outcome {
     let key = args[1].clone();
     let elems: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
-        match get(view, &key) {
-            Err(e) => return reply::engine(out, &e),
-            Ok(None) if only_existing => return write_integer(out, 0),
-            Ok(_) => {}
-        }
-        let mut len = 0;
-        if let Ok(Some(l)) = get_mut(view, &key, true) {
-            for e in &elems {
-                if left {
-                    l.push_front(e[..].into());
-                } else {
-                    l.push_back(e[..].into());
-                }
+    ctx.with_keys_needs(
+        vec![key.clone()],
+        vec![end(left, 1)],
+        move |view, out, _| {
+            match get(view, &key) {
+                Err(e) => return reply::engine(out, &e),
+                Ok(None) if only_existing => return write_integer(out, 0),
+                Ok(_) => {}
             }
-            len = l.len();
-        }
-        write_integer(out, len as i64);
-    })
+            let mut len = 0;
+            if let Ok(Some(l)) = get_mut(view, &key, true) {
+                for e in &elems {
+                    if left {
+                        l.push_front(e[..].into());
+                    } else {
+                        l.push_back(e[..].into());
+                    }
+                }
+                len = l.len();
+            }
+            write_integer(out, len as i64);
+        },
+    )
 }
 
 pub fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -95,7 +118,8 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, name: &str) -> Outcome {
         }
     };
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    let need = end(left, count.unwrap_or(1));
+    ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, v| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => {
@@ -141,7 +165,7 @@ pub fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |l, out, _| {
+    read(ctx, &args[1], at(Vec::new()), |l, out, _| {
         write_integer(out, l.map_or(0, |l| l.len()) as i64)
     })
 }
@@ -186,7 +210,7 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let Some((start, end)) = two_ints(ctx, &args[2], &args[3]) else {
         return Outcome::Done;
     };
-    read(ctx, &args[1], move |l, out, _| {
+    read(ctx, &args[1], at(vec![(start, end)]), move |l, out, _| {
         let Some(l) = l else {
             return write_array_len(out, 0);
         };
@@ -194,7 +218,7 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             None => write_array_len(out, 0),
             Some((s, e)) => {
                 write_array_len(out, e - s + 1);
-                for x in l.iter().skip(s).take(e - s + 1) {
+                for x in l.iter_from(s).take(e - s + 1) {
                     write_bulk(out, x);
                 }
             }
@@ -214,8 +238,9 @@ fn position(index: i64, len: usize) -> Option<usize> {
 
 pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let index = args[2].clone();
+    let need = at(parse_i64(&index).map(|i| (i, i)).into_iter().collect());
     // Redis checks the key's type before the index.
-    read(ctx, &args[1], move |l, out, v| {
+    read(ctx, &args[1], need, move |l, out, v| {
         let Some(l) = l else {
             return write_null(out, v);
         };
@@ -231,7 +256,8 @@ pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (key, index, elem) = (args[1].clone(), args[2].clone(), args[3].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    let need = at(parse_i64(&index).map(|i| (i, i)).into_iter().collect());
+    ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, _| {
         let len = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return reply::error(out, reply::NO_SUCH_KEY),
@@ -323,7 +349,9 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    // Only the parts where the kept range begins and ends change.
+    let need = at(vec![(start, start), (end, end)]);
+    ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, _| {
         let len = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_simple(out, b"OK"),
@@ -387,7 +415,7 @@ pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         j += 2;
     }
     let elem = args[2].clone();
-    read(ctx, &args[1], move |l, out, v| {
+    read(ctx, &args[1], Need::Whole, move |l, out, v| {
         let Some(l) = l else {
             return match count {
                 Some(_) => write_array_len(out, 0),
@@ -465,12 +493,15 @@ fn lmove_generic(
     from_left: bool,
     to_left: bool,
 ) -> Outcome {
-    let keys = if src == dst {
-        vec![src.clone()]
+    let (keys, needs) = if src == dst {
+        (vec![src.clone()], Vec::new())
     } else {
-        vec![src.clone(), dst.clone()]
+        (
+            vec![src.clone(), dst.clone()],
+            vec![end(from_left, 1), end(to_left, 1)],
+        )
     };
-    ctx.with_keys(keys, move |view, out, v| {
+    ctx.with_keys_needs(keys, needs, move |view, out, v| {
         match get(view, &src) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_null(out, v),
@@ -583,7 +614,8 @@ pub fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     };
-    ctx.with_keys(a.keys.clone(), move |view, out, v| {
+    let needs = a.keys.iter().map(|_| end(a.left, a.count as u64)).collect();
+    ctx.with_keys_needs(a.keys.clone(), needs, move |view, out, v| {
         if !mpop(view, &a.keys, a.left, a.count, out, false) {
             write_null_array(out, v);
         }

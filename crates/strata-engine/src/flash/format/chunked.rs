@@ -4,8 +4,10 @@
 use super::le_u64;
 use crate::types::ValueType;
 
-/// Bytes of a kind-8 value.
+/// Bytes of a kind-8 value of a hash or set.
 pub const HEAD_VALUE_LEN: usize = 10;
+/// Bytes of a kind-8 value of a list: the span `[start, end)` follows.
+pub const LIST_HEAD_VALUE_LEN: usize = HEAD_VALUE_LEN + 16;
 /// Bytes before the chunk body in a kind-9 value.
 pub const CHUNK_PREFIX_LEN: usize = 18;
 
@@ -29,7 +31,8 @@ pub fn chunk_prefix(n: &ChunkName) -> [u8; CHUNK_PREFIX_LEN] {
 }
 
 /// A kind-9 value's name and body; None if malformed (a depth over 64, a
-/// range start not aligned to its depth, or not a hash or set).
+/// range start not aligned to its depth, a list chunk with a depth, or not
+/// a hash, set or list). A list chunk's `low` is its first position.
 pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     if value.len() < CHUNK_PREFIX_LEN {
         return None;
@@ -37,8 +40,14 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     let vtype = ValueType::from_u8(value[0])?;
     let depth = value[9];
     let low = le_u64(&value[10..18]);
-    let aligned = depth == 0 || (depth <= 64 && low & (u64::MAX >> depth) == 0);
-    if !matches!(vtype, ValueType::Hash | ValueType::Set) || depth > 64 || !aligned {
+    let ok = match vtype {
+        ValueType::Hash | ValueType::Set => {
+            depth == 0 || (depth <= 64 && low & (u64::MAX >> depth) == 0)
+        }
+        ValueType::List => depth == 0,
+        _ => false,
+    };
+    if !ok {
         return None;
     }
     let n = ChunkName {
@@ -50,20 +59,49 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     Some((n, &value[CHUNK_PREFIX_LEN..]))
 }
 
-/// The value of a kind-8 record.
-pub fn head_value(vtype: ValueType, bits: u8, cid: u64) -> [u8; HEAD_VALUE_LEN] {
-    let mut b = [0u8; HEAD_VALUE_LEN];
-    b[0] = vtype as u8;
-    b[1] = bits;
-    b[2..10].copy_from_slice(&cid.to_le_bytes());
+/// What a kind-8 record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub vtype: ValueType,
+    pub bits: u8,
+    pub cid: u64,
+    /// A list's positions `[start, end)`.
+    pub span: Option<(u64, u64)>,
+}
+
+/// The value of a kind-8 record (`span` for a list, None otherwise).
+pub fn head_value(h: &Head) -> Vec<u8> {
+    let mut b = Vec::with_capacity(LIST_HEAD_VALUE_LEN);
+    b.push(h.vtype as u8);
+    b.push(h.bits);
+    b.extend_from_slice(&h.cid.to_le_bytes());
+    if let Some((start, end)) = h.span {
+        b.extend_from_slice(&start.to_le_bytes());
+        b.extend_from_slice(&end.to_le_bytes());
+    }
     b
 }
 
-/// A kind-8 value's type, bits and collection id.
-pub fn decode_head(value: &[u8]) -> Option<(ValueType, u8, u64)> {
-    if value.len() != HEAD_VALUE_LEN {
+/// A kind-8 value (None if malformed: a list without its span, a hash or
+/// set with one, or another type).
+pub fn decode_head(value: &[u8]) -> Option<Head> {
+    let vtype = ValueType::from_u8(*value.first()?)?;
+    let want = match vtype {
+        ValueType::Hash | ValueType::Set => HEAD_VALUE_LEN,
+        ValueType::List => LIST_HEAD_VALUE_LEN,
+        _ => return None,
+    };
+    if value.len() != want {
         return None;
     }
-    let t = ValueType::from_u8(value[0])?;
-    matches!(t, ValueType::Hash | ValueType::Set).then(|| (t, value[1], le_u64(&value[2..10])))
+    let span = (vtype == ValueType::List).then(|| (le_u64(&value[10..18]), le_u64(&value[18..26])));
+    if span.is_some_and(|(s, e)| s > e) {
+        return None;
+    }
+    Some(Head {
+        vtype,
+        bits: value[1],
+        cid: le_u64(&value[2..10]),
+        span,
+    })
 }

@@ -18,8 +18,8 @@
 mod chunked;
 
 pub use chunked::{
-    chunk_prefix, decode_chunk, decode_head, head_value, ChunkName, CHUNK_PREFIX_LEN,
-    HEAD_VALUE_LEN,
+    chunk_prefix, decode_chunk, decode_head, head_value, ChunkName, Head, CHUNK_PREFIX_LEN,
+    HEAD_VALUE_LEN, LIST_HEAD_VALUE_LEN,
 };
 
 use super::buf::PAGE;
@@ -27,8 +27,9 @@ use crate::types::ValueType;
 
 /// Version of the segment and record layout written by this build
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4
-/// kind 6, version 5 kind 7, version 6 kinds 8 and 9).
-pub const FORMAT_VERSION: u32 = 6;
+/// kind 6, version 5 kind 7, version 6 kinds 8 and 9, version 7 kinds 8
+/// and 9 of lists).
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;

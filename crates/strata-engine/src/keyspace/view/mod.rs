@@ -306,6 +306,14 @@ impl<'a> KeysView<'a> {
                 sh.acct.add(&e.slot, e.value_len, e.vtype);
                 old_len = e.hot_bytes() as u64;
             }
+            // Records a list's popped or trimmed parts gave up.
+            if let Slot::Chunked(c) = &mut sh.dbs[db][idx].slot {
+                if let Some(d) = c.dir_mut() {
+                    for loc in d.take_dropped_refs() {
+                        inner.release_flash(loc);
+                    }
+                }
+            }
             let empty = match &sh.dbs[db][idx].slot {
                 Slot::Hot(h) => matches!(&h.value, Value::Coll(c) if c.is_empty()),
                 Slot::Chunked(c) => c.is_empty(),

@@ -40,7 +40,7 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
     {
-        self.with_keys_needing(db, keys, None, track, f)
+        self.with_keys_needs(db, keys, Vec::new(), track, f)
     }
 
     /// As `with_keys`, for a command that touches only the elements `need`
@@ -58,15 +58,19 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
     {
-        self.with_keys_needing(db, keys, Some(need), false, f)
+        self.with_keys_needs(db, keys, vec![need], false, f)
             .map(|r| r.map(|(r, _)| r))
     }
 
-    fn with_keys_needing<R, F>(
+    /// As `with_keys_tracked`, where `needs[i]` names the elements the
+    /// closure touches of `keys[i]` (a key without one, or repeated, is
+    /// needed whole): LMOVE pops one end of its source and pushes one end
+    /// of its destination.
+    pub fn with_keys_needs<R, F>(
         &self,
         db: usize,
         keys: Vec<Bytes>,
-        need: Option<Need>,
+        needs: Vec<Need>,
         track: bool,
         f: F,
     ) -> Read<Result<(R, Vec<Bytes>), EngineError>>
@@ -75,10 +79,7 @@ impl Engine {
         F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
     {
         let mut f = Some(f);
-        match self
-            .inner
-            .try_with_keys(db, &keys, need.as_ref(), track, &mut f)
-        {
+        match self.inner.try_with_keys(db, &keys, &needs, track, &mut f) {
             Ok(r) => Read::Ready(Ok(r)),
             Err(targets) => {
                 let inner = self.inner.clone();
@@ -86,7 +87,7 @@ impl Engine {
                     let mut targets = targets;
                     loop {
                         promote_all(&inner, targets).await?;
-                        match inner.try_with_keys(db, &keys, need.as_ref(), track, &mut f) {
+                        match inner.try_with_keys(db, &keys, &needs, track, &mut f) {
                             Ok(r) => return Ok(r),
                             Err(t) => targets = t,
                         }
@@ -170,7 +171,7 @@ impl Inner {
         &self,
         db: usize,
         keys: &[Bytes],
-        need: Option<&Need>,
+        needs: &[Need],
         track: bool,
         f: &mut Option<F>,
     ) -> Result<(R, Vec<Bytes>), ColdKeys>
@@ -211,14 +212,8 @@ impl Inner {
                     }
                 }
                 Slot::Chunked(_) => {
-                    // The first key may name only some elements; a key
-                    // repeated later is needed whole.
-                    let whole = Need::Whole;
-                    let n = match need {
-                        Some(n) if i == 0 && !keys[1..].contains(k) => n,
-                        _ => &whole,
-                    };
-                    if i == 0 || !keys[..i].contains(k) {
+                    if !keys[..i].contains(k) {
+                        let n = need_of(keys, needs, i);
                         cold.parts.extend(self.cold_parts(db, k, e, n));
                     }
                 }
@@ -231,10 +226,7 @@ impl Inner {
         for (i, k) in keys.iter().enumerate() {
             let Some(sh) = view.shard(k) else { continue };
             if let Some(e) = sh.dbs[db].get_mut(&k[..]) {
-                match need {
-                    Some(n) if i == 0 => crate::keyspace::chunks::touch_parts(e, n),
-                    _ => crate::keyspace::chunks::touch_parts(e, &Need::Whole),
-                }
+                crate::keyspace::chunks::touch_parts(e, need_of(keys, needs, i));
             }
         }
         if track {
@@ -247,5 +239,17 @@ impl Inner {
         view.finish();
         let ready = view.take_ready();
         Ok((r, ready))
+    }
+}
+
+/// What the closure touches of `keys[i]`: its need, or the whole value if
+/// it has none or the key appears twice.
+fn need_of<'a>(keys: &[Bytes], needs: &'a [Need], i: usize) -> &'a Need {
+    const WHOLE: &Need = &Need::Whole;
+    let k = &keys[i];
+    let repeated = keys.iter().filter(|x| *x == k).count() > 1;
+    match needs.get(i) {
+        Some(n) if !repeated => n,
+        _ => WHOLE,
     }
 }

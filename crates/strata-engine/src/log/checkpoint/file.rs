@@ -16,8 +16,9 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// version 3 the memcached client flags of each entry; version 4 the
 /// stale mark and explicit CAS of memcached items that have them; version 5
 /// the value type of collections (high nibble of the extension's bits byte);
-/// version 6 the directories of chunked collections.
-pub const CHECKPOINT_VERSION: u32 = 6;
+/// version 6 the directories of chunked collections; version 7 those of
+/// chunked lists (a part's `low` is its first position, depth 0).
+pub const CHECKPOINT_VERSION: u32 = 7;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;

@@ -18,7 +18,9 @@ use super::replay::Replay;
 use crate::flash::format;
 use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
-use crate::types::chunked::{elem_hash, measure_elems, range_high, PartInfo};
+use crate::types::chunked::{
+    elem_hash, measure_elems, measure_list, measure_list_range, range_high, PartInfo,
+};
 use crate::types::{Collection, ValueType};
 use crate::Inner;
 use std::collections::BTreeMap;
@@ -53,8 +55,12 @@ impl Cand {
     }
 }
 
-/// Count and packed bytes of the elements of `body` in the range.
+/// Count and packed bytes of the elements of `body` in the range (all of
+/// a list chunk's).
 fn measure(t: ValueType, low: u64, depth: u8, body: &[u8]) -> Option<(u32, u32)> {
+    if t == ValueType::List {
+        return measure_list(body).ok();
+    }
     let high = range_high(low, depth);
     let keep = |k: &[u8]| {
         let h = elem_hash(k);
@@ -172,12 +178,19 @@ fn resolve(
     let clean_checkpoint = tail.iter().all(|c| c.cid != cid)
         && cands.iter().all(|c| c.count != UNKNOWN_COUNT)
         && dir.part_count() > 0
-        && dir.check().is_ok();
+        && dir.check().is_ok()
+        && dir
+            .recovered_span()
+            .is_none_or(|s| Some(s) == dir.head_span());
     if clean_checkpoint {
         let len = dir.len();
         return (len > 0, 0);
     }
     cands.extend(tail.iter().filter(|c| c.cid == cid).copied());
+    if vtype == ValueType::List {
+        let span = dir.recovered_span();
+        return resolve_list(inner, sh, d, i, key, cands, span);
+    }
     let mut order: Vec<usize> = (0..cands.len()).collect();
     order.sort_by(|&a, &b| (cands[b].seq, b).cmp(&(cands[a].seq, a)));
     let mut chosen: BTreeMap<u64, Chosen> = BTreeMap::new();
@@ -231,9 +244,23 @@ fn resolve(
     if let Some(n) = next {
         gap(&mut parts, n, u64::MAX);
     }
-    let Some(new) = Collection::from_directory(vtype, big, cid, &parts, head_loc, head_seq) else {
+    let Some(new) = Collection::from_directory(vtype, big, cid, &parts, head_loc, head_seq, None)
+    else {
         return (false, damaged);
     };
+    install_resolved(sh, d, i, new, big, damaged)
+}
+
+/// Puts a resolved collection in the entry at `i`. Returns whether it
+/// keeps at least one element, and `damaged`.
+fn install_resolved(
+    sh: &mut Shard,
+    d: usize,
+    i: usize,
+    new: Collection,
+    big: bool,
+    damaged: u64,
+) -> (bool, u64) {
     let len = new.len();
     let e = &mut sh.dbs[d][i];
     let value_len = new.encoded_len().min(u32::MAX as usize) as u32;
@@ -243,6 +270,135 @@ fn resolve(
     e.client_flags = crate::types::aux(len, big);
     sh.acct.add(&e.slot, e.value_len, e.vtype);
     (len > 0, damaged)
+}
+
+/// Resolves a chunked list (module doc, by position): each position of
+/// the head's span `[start, end)` takes the element of the newest record
+/// covering it. A record whose count the checkpoint did not know (a part
+/// that changed) is read for its first position and count; a position no
+/// record covers is lost (damage), and the parts after it keep their
+/// positions (`gapped`).
+fn resolve_list(
+    inner: &Inner,
+    sh: &mut Shard,
+    d: usize,
+    i: usize,
+    key: &[u8],
+    mut cands: Vec<Cand>,
+    span: Option<(u64, u64)>,
+) -> (bool, u64) {
+    let Slot::Chunked(c) = &sh.dbs[d][i].slot else {
+        return (true, 0);
+    };
+    let Some(dir) = c.dir() else {
+        return (true, 0);
+    };
+    let (cid, head_loc, head_seq) = (dir.cid(), dir.head_loc(), dir.head_seq());
+    let mut damaged = 0;
+    let read = |loc: FlashLoc, seq: u64| -> Option<(u64, Vec<u8>)> {
+        let v = crate::log::read_value_blocking(inner, key, loc, seq)?;
+        let (name, body) = format::decode_chunk(&v)?;
+        Some((name.low, body.to_vec()))
+    };
+    // Learn the first position and count of records the checkpoint named
+    // as changed.
+    cands.retain_mut(|c| {
+        if c.count != UNKNOWN_COUNT {
+            return true;
+        }
+        match read(c.loc, c.seq).and_then(|(low, b)| Some((low, measure_list(&b).ok()?))) {
+            Some((low, (n, body))) => {
+                (c.low, c.count, c.body) = (low, n, body);
+                true
+            }
+            None => {
+                damaged += 1;
+                false
+            }
+        }
+    });
+    let span = span.or_else(|| {
+        let v = crate::log::read_value_blocking(inner, key, head_loc?, head_seq)?;
+        format::decode_head(&v)?.span
+    });
+    let (start, end) = match span {
+        Some(s) => s,
+        None => {
+            // No head to say which positions live: every record's.
+            damaged += 1;
+            let lo = cands.iter().map(|c| c.low).min().unwrap_or(0);
+            let hi = cands
+                .iter()
+                .map(|c| c.low.saturating_add(c.count as u64))
+                .max();
+            (lo, hi.unwrap_or(0))
+        }
+    };
+    let mut order: Vec<usize> = (0..cands.len()).collect();
+    order.sort_by(|&a, &b| (cands[b].seq, b).cmp(&(cands[a].seq, a)));
+    // Chosen intervals: first position -> (end, candidate).
+    let mut chosen: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
+    for &ci in &order {
+        let c = cands[ci];
+        let (a, b) = (
+            c.low.max(start),
+            c.low.saturating_add(c.count as u64).min(end),
+        );
+        let mut at = a;
+        while at < b {
+            // The chosen interval holding `at`, or the next one after it.
+            if let Some((_, &(e, _))) = chosen.range(..=at).next_back().filter(|(_, v)| v.0 > at) {
+                at = e;
+                continue;
+            }
+            let stop = chosen.range(at..b).next().map(|(&s, _)| s).unwrap_or(b);
+            chosen.insert(at, (stop, ci));
+            at = stop;
+        }
+    }
+    let mut parts: Vec<PartInfo> = Vec::with_capacity(chosen.len());
+    for (&a, &(b, ci)) in &chosen {
+        let c = cands[ci];
+        let count = (b - a) as u32;
+        let body = if a == c.low && count == c.count {
+            Some(c.body)
+        } else {
+            read(c.loc, c.seq).and_then(|(_, v)| {
+                measure_list_range(&v, (a - c.low) as usize, count as usize).ok()
+            })
+        };
+        let Some(body) = body else {
+            damaged += 1;
+            continue;
+        };
+        parts.push(PartInfo {
+            low: a,
+            depth: 0,
+            dirty: false,
+            resident: false,
+            count,
+            body,
+            ver: 0,
+            loc: Some(c.loc),
+            seq: c.seq,
+        });
+    }
+    let covered: u64 = parts.iter().map(|p| p.count as u64).sum();
+    if covered != end - start {
+        damaged += 1;
+    }
+    let Some(new) = Collection::from_directory(
+        ValueType::List,
+        false,
+        cid,
+        &parts,
+        head_loc,
+        head_seq,
+        None,
+    ) else {
+        return (false, damaged);
+    };
+    install_resolved(sh, d, i, new, false, damaged)
 }
 
 /// Adds the sub-ranges of `[low, depth]` that no chosen part covers, as

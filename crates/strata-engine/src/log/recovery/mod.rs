@@ -244,6 +244,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
                 &parts,
                 Some(e.loc),
                 c.head_seq,
+                None,
             ) else {
                 return;
             };

@@ -128,7 +128,13 @@ impl Replay<'_> {
         loc: FlashLoc,
         value: &[u8],
     ) {
-        let Some((vtype, bits, cid)) = format::decode_head(value) else {
+        let Some(format::Head {
+            vtype,
+            bits,
+            cid,
+            span,
+        }) = format::decode_head(value)
+        else {
             self.report.corrupt_records += 1;
             return;
         };
@@ -151,6 +157,9 @@ impl Replay<'_> {
                         if seq >= x.head_seq() {
                             x.set_head_loc(Some(loc));
                             x.set_head_seq(seq);
+                            if let Some(s) = span {
+                                x.set_recovered_span(s);
+                            }
                             true
                         } else {
                             false
@@ -188,7 +197,7 @@ impl Replay<'_> {
         }
         let big = bits & crate::types::BIG_ENCODING != 0;
         let Some(c) =
-            crate::types::Collection::from_directory(vtype, big, cid, &[], Some(loc), seq)
+            crate::types::Collection::from_directory(vtype, big, cid, &[], Some(loc), seq, span)
         else {
             return;
         };

@@ -36,6 +36,16 @@ pub trait Dir {
     fn set_head_seq(&mut self, seq: u64);
     fn head_dirty(&self) -> bool;
     fn set_head_dirty(&mut self, dirty: bool);
+    /// The positions `[start, end)` a list's head record carries (None for
+    /// hashes and sets).
+    fn head_span(&self) -> Option<(u64, u64)> {
+        None
+    }
+    /// The span the newest head record found by recovery names (lists).
+    fn recovered_span(&self) -> Option<(u64, u64)> {
+        None
+    }
+    fn set_recovered_span(&mut self, _span: (u64, u64)) {}
     fn part_count(&self) -> usize;
     fn part(&self, i: usize) -> PartInfo;
     /// Index of the part holding hash `h`.
@@ -68,14 +78,22 @@ pub trait Dir {
     /// The demoter's hand passes part `i`: returns whether it was used
     /// since, clearing the mark.
     fn clock(&mut self, i: usize) -> bool;
+    /// Installs part `i`'s elements from the record at `loc`, whose chunk
+    /// is `named` (low, depth) and has this body, if the part is still cold
+    /// there; returns whether it was installed.
     fn install(
         &mut self,
         i: usize,
         loc: FlashLoc,
         body: &[u8],
-        wider: bool,
+        named: (u64, u8),
     ) -> Result<bool, Malformed>;
     fn take_new_refs(&mut self) -> Vec<FlashLoc>;
+    /// Records no part refers to any more since the last call (a list's
+    /// parts popped or trimmed away); the engine releases each once.
+    fn take_dropped_refs(&mut self) -> Vec<FlashLoc> {
+        Vec::new()
+    }
     fn resident_bytes(&self) -> usize;
     fn resident_parts(&self) -> usize;
     fn body_len(&self) -> usize;
@@ -206,8 +224,10 @@ impl<V: Elem> Dir for Chunked<V> {
         i: usize,
         loc: FlashLoc,
         body: &[u8],
-        wider: bool,
+        named: (u64, u8),
     ) -> Result<bool, Malformed> {
+        let p = &self.parts[i];
+        let wider = (p.low, p.depth) != named;
         Chunked::install(self, i, loc, body, wider)
     }
     fn take_new_refs(&mut self) -> Vec<FlashLoc> {

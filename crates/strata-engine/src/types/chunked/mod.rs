@@ -32,9 +32,11 @@
 //! object-safe view the engine's log and tiering code use (`Dir`).
 
 mod dir;
+mod list;
 mod part;
 
 pub use dir::{Dir, PartInfo, ScanStep, PART_RAM_BYTES};
+pub use list::{measure_list, measure_list_range, ChunkedList, FIRST_POSITION};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
 
 use super::{packed_len, Malformed};

@@ -117,3 +117,119 @@ fn a_wider_record_is_filtered_to_the_part() {
     assert_eq!(c.iter().count(), 3_000);
     assert!(decode_elems::<()>(&whole[..whole.len() - 1], |_| true).is_err());
 }
+
+/// A chunked list against a deque model: random pushes, pops, sets,
+/// inserts, removals and trims, with parts written, dropped from RAM and
+/// read back (by their record bodies) between steps.
+#[test]
+fn chunked_list_matches_a_deque_through_writes_and_evictions() {
+    use std::collections::{HashMap, VecDeque};
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n.max(1)
+    };
+    let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+    let mut c = ChunkedList::build(9, (0..3000u32).map(|i| format!("e{i}").into_bytes().into()));
+    model.extend((0..3000u32).map(|i| format!("e{i}").into_bytes()));
+    // Records "on flash": loc offset -> (first position, body).
+    let mut flash: HashMap<u32, (u64, Vec<u8>)> = HashMap::new();
+    let mut n = 0u32;
+    for step in 0..3000 {
+        let e: Vec<u8> = vec![b'a' + (step % 26) as u8; next(300) as usize];
+        match next(10) {
+            0 => {
+                c.push_back(e.clone().into());
+                model.push_back(e);
+            }
+            1 => {
+                c.push_front(e.clone().into());
+                model.push_front(e);
+            }
+            2 => assert_eq!(c.pop_front().map(Vec::from), model.pop_front()),
+            3 => assert_eq!(c.pop_back().map(Vec::from), model.pop_back()),
+            4 if !model.is_empty() => {
+                let i = next(model.len() as u64) as usize;
+                let pi = c.part_index(i).unwrap();
+                load(&mut c, &flash, pi);
+                assert!(c.set(i, &e));
+                model[i] = e;
+            }
+            5 | 6 if step % 5 == 0 => {
+                // Middle changes need the whole list in RAM.
+                load_all(&mut c, &flash);
+                if next(2) == 0 {
+                    let i = next(model.len() as u64 + 1) as usize;
+                    c.insert(i, &e);
+                    model.insert(i, e);
+                } else {
+                    let victim = model.get(next(model.len() as u64 + 1) as usize).cloned();
+                    c.retain(|x| Some(x) != victim.as_deref());
+                    model.retain(|x| Some(x) != victim.as_ref());
+                }
+            }
+            7 if step % 50 == 0 && !model.is_empty() => {
+                let a = next(10) as usize;
+                let b = model.len().saturating_sub(next(10) as usize + 1);
+                c.keep_range(a, b);
+                let kept: VecDeque<_> = model
+                    .iter()
+                    .skip(a)
+                    .take((b + 1).saturating_sub(a))
+                    .cloned()
+                    .collect();
+                model = kept;
+            }
+            _ => {}
+        }
+        c.take_dropped_refs();
+        c.take_new_refs();
+        c.check().unwrap();
+        assert_eq!(c.len(), model.len());
+        // Write every dirty part, then drop some parts from RAM.
+        for i in 0..c.part_count() {
+            let p = Dir::part(&c, i);
+            if p.dirty && p.resident {
+                let mut body = Vec::new();
+                c.encode_part(i, &mut body);
+                n += 1;
+                flash.insert(n, (p.low, body));
+                Dir::published(&mut c, i, p.ver, loc(n), 0).unwrap();
+            }
+        }
+        for i in 0..c.part_count() {
+            if next(3) == 0 {
+                Dir::evict(&mut c, i);
+            }
+        }
+        // Reads touch only the parts they name.
+        if !model.is_empty() {
+            let i = next(model.len() as u64) as usize;
+            let pi = c.part_index(i).unwrap();
+            load(&mut c, &flash, pi);
+            assert_eq!(c.get(i), Some(&model[i][..]));
+            load(&mut c, &flash, 0);
+            let last = c.part_count() - 1;
+            load(&mut c, &flash, last);
+        }
+        c.check().unwrap();
+    }
+    load_all(&mut c, &flash);
+    assert!(c.iter().eq(model.iter().map(|e| &e[..])));
+    assert_eq!(c.span().1 - c.span().0, model.len() as u64);
+
+    fn load(c: &mut ChunkedList, flash: &HashMap<u32, (u64, Vec<u8>)>, i: usize) {
+        let p = Dir::part(c, i);
+        if let (false, Some(l)) = (p.resident, p.loc) {
+            let (low, body) = &flash[&l.offset];
+            assert!(Dir::install(c, i, l, body, (*low, 0)).unwrap());
+        }
+    }
+    fn load_all(c: &mut ChunkedList, flash: &HashMap<u32, (u64, Vec<u8>)>) {
+        for i in 0..c.part_count() {
+            load(c, flash, i);
+        }
+    }
+}
