@@ -17,6 +17,7 @@ use crate::tiering::fetch::{fetch_value, FetchTarget};
 use crate::types::chunked::elem_hash;
 use crate::{EngineError, Inner};
 use bytes::Bytes;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// Which elements of a collection a command touches.
@@ -36,7 +37,14 @@ pub enum Need {
     /// Only the elements at these list indexes, each range inclusive,
     /// negative from the end, clamped as LRANGE clamps (pushes and pops at
     /// either end, LINDEX, LSET, LRANGE, LTRIM's two ends).
-    Indexes(Vec<(i64, i64)>),
+    Indexes(SmallVec<[(i64, i64); 2]>),
+}
+
+impl Need {
+    /// `Need::Indexes` of these ranges.
+    pub fn indexes(ranges: &[(i64, i64)]) -> Need {
+        Need::Indexes(SmallVec::from_slice(ranges))
+    }
 }
 
 /// An LRANGE-style inclusive index range over `len` elements, clamped;
@@ -49,8 +57,8 @@ pub fn clamp_indexes(first: i64, last: i64, len: usize) -> Option<(usize, usize)
 }
 
 /// The parts of `d` that `need` names, in order, each once.
-fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> Vec<usize> {
-    let mut v: Vec<usize> = match need {
+fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usize; 4]> {
+    let mut v: SmallVec<[usize; 4]> = match need {
         Need::Whole => return (0..d.part_count()).collect(),
         Need::Scan { from, count } => return d.scan_parts(*from, *count).collect(),
         Need::Pick(seed) => return d.part_at(pick_index(*seed, d.len())).into_iter().collect(),

@@ -236,7 +236,9 @@ fn bmove(
         true
     });
     let keys = if src == dst {
-        (vec![src.clone()], Vec::new())
+        // A rotation touches both ends.
+        let both = Need::indexes(&[(0, 0), (-1, -1)]);
+        (vec![src.clone()], vec![both])
     } else {
         let needs = vec![super::list::end(from_left, 1), super::list::end(to_left, 1)];
         (vec![src.clone(), dst], needs)

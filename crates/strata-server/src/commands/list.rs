@@ -32,17 +32,26 @@ pub fn get_mut<'v>(
 
 /// The elements at these indexes (inclusive ranges, negative from the
 /// end): of a chunked list only their parts are loaded.
-fn at(ranges: Vec<(i64, i64)>) -> Need {
-    Need::Indexes(ranges)
+fn at(ranges: &[(i64, i64)]) -> Need {
+    Need::indexes(ranges)
+}
+
+/// The element at a list index argument (nothing if it is not a number:
+/// the command answers an error).
+fn index_need(index: &[u8]) -> Need {
+    match parse_i64(index) {
+        Some(i) => at(&[(i, i)]),
+        None => at(&[]),
+    }
 }
 
 /// The end a push or a pop of `n` elements touches.
 pub fn end(left: bool, n: u64) -> Need {
     let n = n.clamp(1, i64::MAX as u64) as i64;
     if left {
-        at(vec![(0, n - 1)])
+        at(&[(0, n - 1)])
     } else {
-        at(vec![(-n, -1)])
+        at(&[(-n, -1)])
     }
 }
 
@@ -165,7 +174,7 @@ pub fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], at(Vec::new()), |l, out, _| {
+    read(ctx, &args[1], at(&[]), |l, out, _| {
         write_integer(out, l.map_or(0, |l| l.len()) as i64)
     })
 }
@@ -210,7 +219,7 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let Some((start, end)) = two_ints(ctx, &args[2], &args[3]) else {
         return Outcome::Done;
     };
-    read(ctx, &args[1], at(vec![(start, end)]), move |l, out, _| {
+    read(ctx, &args[1], at(&[(start, end)]), move |l, out, _| {
         let Some(l) = l else {
             return write_array_len(out, 0);
         };
@@ -238,7 +247,7 @@ fn position(index: i64, len: usize) -> Option<usize> {
 
 pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let index = args[2].clone();
-    let need = at(parse_i64(&index).map(|i| (i, i)).into_iter().collect());
+    let need = index_need(&index);
     // Redis checks the key's type before the index.
     read(ctx, &args[1], need, move |l, out, v| {
         let Some(l) = l else {
@@ -256,7 +265,7 @@ pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (key, index, elem) = (args[1].clone(), args[2].clone(), args[3].clone());
-    let need = at(parse_i64(&index).map(|i| (i, i)).into_iter().collect());
+    let need = index_need(&index);
     ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, _| {
         let len = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
@@ -350,7 +359,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     };
     let key = args[1].clone();
     // Only the parts where the kept range begins and ends change.
-    let need = at(vec![(start, start), (end, end)]);
+    let need = at(&[(start, start), (end, end)]);
     ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, _| {
         let len = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
@@ -494,7 +503,8 @@ fn lmove_generic(
     to_left: bool,
 ) -> Outcome {
     let (keys, needs) = if src == dst {
-        (vec![src.clone()], Vec::new())
+        // A rotation touches both ends.
+        (vec![src.clone()], vec![at(&[(0, 0), (-1, -1)])])
     } else {
         (
             vec![src.clone(), dst.clone()],

@@ -239,6 +239,15 @@ impl ChunkedList {
         if i >= self.len {
             return None;
         }
+        // The ends (pushes and pops) without a search.
+        if i < self.parts[0].count as usize {
+            return Some((0, i));
+        }
+        let last = self.parts.len() - 1;
+        let from_end = self.len - 1 - i;
+        if from_end < self.parts[last].count as usize {
+            return Some((last, self.parts[last].count as usize - 1 - from_end));
+        }
         if !self.gapped {
             let pos = self.parts[0].start.wrapping_add(i as u64);
             let pi = self.part_of_pos(pos);

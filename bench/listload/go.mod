@@ -1,0 +1,3 @@
+module strata/bench/listload
+
+go 1.21
