@@ -187,7 +187,12 @@ pub(crate) fn publish_chunked(
                 }
             }
         }
-        version == st.version && expire_at_ms == st.expire_at_ms && !dir.head_dirty()
+        // The journal and saves capture every changed part; demotion only
+        // those its hand picked (others it spared may be changed too).
+        version == st.version
+            && expire_at_ms == st.expire_at_ms
+            && !dir.head_dirty()
+            && !(evict && dir.any_dirty())
     });
     if clean == Some(true) {
         e.flags &= !F_DIRTY;

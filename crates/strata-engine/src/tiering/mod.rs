@@ -183,6 +183,9 @@ fn demote_chunk(
     // Eligible values that got a second chance this time: not "stuck".
     let mut spared = 0usize;
     let mut scanned = 0usize;
+    // RAM to free (to the low watermark): a chunked collection's hand
+    // stops once its freed and picked parts cover what is left of it.
+    let mut to_free = inner.ram_used().saturating_sub(inner.tun.low_watermark()) as usize;
     for _ in 0..nshards * 2 {
         if bytes >= inner.write_chunk {
             break;
@@ -210,7 +213,11 @@ fn demote_chunk(
                     break;
                 };
                 if matches!(e.slot, Slot::Chunked(_)) {
-                    let step = demote_parts(e, &mut sh.acct);
+                    let want = to_free
+                        .saturating_sub(bytes)
+                        .max(crate::types::chunked::CHUNK_MAX);
+                    let step = demote_parts(e, &mut sh.acct, want);
+                    to_free = to_free.saturating_sub(step.freed_bytes);
                     spared += step.spared;
                     freed += step.freed;
                     // Each part in RAM counts as an entry examined.
@@ -316,19 +323,27 @@ fn demote_chunk(
 struct PartsStep {
     spared: usize,
     freed: usize,
+    /// Bytes of the parts that left RAM.
+    freed_bytes: usize,
     /// Parts in RAM the hand looked at.
     examined: usize,
     /// Changed parts to write (and the head, if it was never written).
     write: Option<ChunkedState>,
 }
 
-/// The hand passes a chunked collection: each part in RAM that was used
-/// since gets a second chance; a clean one is dropped from RAM (its record
-/// is its copy); a changed one is picked to be written.
-fn demote_parts(e: &mut crate::index::Entry, acct: &mut crate::index::ShardCounters) -> PartsStep {
+/// The hand passes a chunked collection, until its freed and picked parts
+/// hold `want` bytes: each part in RAM that was used since gets a second
+/// chance; a clean one is dropped from RAM (its record is its copy); a
+/// changed one is picked to be written.
+fn demote_parts(
+    e: &mut crate::index::Entry,
+    acct: &mut crate::index::ShardCounters,
+    want: usize,
+) -> PartsStep {
     let mut step = PartsStep {
         spared: 0,
         freed: 0,
+        freed_bytes: 0,
         examined: 0,
         write: None,
     };
@@ -341,7 +356,9 @@ fn demote_parts(e: &mut crate::index::Entry, acct: &mut crate::index::ShardCount
         _ => 0,
     };
     let write = e.with_dir(acct, |d| {
-        let (spared, freed, examined, changed) = d.clock_pass();
+        let before = d.resident_bytes();
+        let (spared, freed, examined, changed) = d.clock_pass(want);
+        step.freed_bytes = before.saturating_sub(d.resident_bytes());
         step.spared = spared;
         step.freed = freed;
         step.examined = examined;

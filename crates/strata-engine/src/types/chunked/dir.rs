@@ -54,11 +54,13 @@ pub trait Dir {
     fn part_at(&self, i: usize) -> Option<usize>;
     /// The parts a scan step covers (`Chunked::scan_parts`).
     fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize>;
-    /// The demoter's hand over the parts in RAM: a used one loses its
-    /// mark (spared), a clean one with a record leaves RAM (freed), a
-    /// changed one is listed to be written. Returns (spared, freed,
-    /// examined, changed parts).
-    fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>);
+    /// The demoter's hand over the parts in RAM, from where it stopped
+    /// last: a used one loses its mark (spared), a clean one with a record
+    /// leaves RAM (freed), a changed one is listed to be written; it stops
+    /// once the freed and listed parts hold `want` bytes (or after one
+    /// turn), so one huge collection is not emptied to free a little.
+    /// Returns (spared, freed, examined, changed parts).
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>);
     /// Points part `i` at `loc` (a moved copy of its record).
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc);
     /// The parts whose record is `loc`, a record of the range at `low`,
@@ -103,6 +105,10 @@ pub trait Dir {
     }
     /// Checks the directory's invariants (tests).
     fn check(&self) -> Result<(), String>;
+    /// Whether any part changed since its record (O(parts)).
+    fn any_dirty(&self) -> bool {
+        (0..self.part_count()).any(|i| self.part(i).dirty)
+    }
     /// Every record the directory refers to, once per reference.
     fn locs(&self) -> Vec<FlashLoc> {
         let mut v: Vec<FlashLoc> = (0..self.part_count())
@@ -161,10 +167,12 @@ impl<V: Elem> Dir for Chunked<V> {
     fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
         Chunked::scan_parts(self, from, count)
     }
-    fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>) {
-        let (mut spared, mut freed, mut examined) = (0, 0, 0);
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+        let n = self.parts.len();
+        let (mut spared, mut freed, mut examined, mut got) = (0, 0, 0, 0);
         let mut changed = Vec::new();
-        for i in 0..self.parts.len() {
+        for step in 0..n {
+            let i = (self.hand + step) % n;
             let p = &mut self.parts[i];
             if !p.is_resident() {
                 continue;
@@ -173,10 +181,15 @@ impl<V: Elem> Dir for Chunked<V> {
             if std::mem::replace(&mut p.referenced, false) {
                 spared += 1;
             } else if p.dirty {
+                got += p.body as usize;
                 changed.push(i);
             } else if p.loc.is_some() {
-                Chunked::evict(self, i);
+                got += Chunked::evict(self, i);
                 freed += 1;
+            }
+            if got >= want {
+                self.hand = i + 1;
+                return (spared, freed, examined, changed);
             }
         }
         (spared, freed, examined, changed)

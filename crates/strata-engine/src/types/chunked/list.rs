@@ -145,6 +145,8 @@ pub struct ChunkedList {
     dropped: Vec<FlashLoc>,
     /// The last part version handed out (`LPart::changed`).
     vers: u32,
+    /// Where the demoter's hand stopped (`Dir::clock_pass`; a hint).
+    hand: usize,
 }
 
 impl ChunkedList {
@@ -173,6 +175,7 @@ impl ChunkedList {
             new_refs: Vec::new(),
             dropped: Vec::new(),
             vers: 0,
+            hand: 0,
         }
     }
 
@@ -761,10 +764,12 @@ impl Dir for ChunkedList {
     fn scan_parts(&self, _: u64, _: usize) -> std::ops::Range<usize> {
         0..0
     }
-    fn clock_pass(&mut self) -> (usize, usize, usize, Vec<usize>) {
-        let (mut spared, mut freed, mut examined) = (0, 0, 0);
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+        let n = self.parts.len();
+        let (mut spared, mut freed, mut examined, mut got) = (0, 0, 0, 0);
         let mut changed = Vec::new();
-        for i in 0..self.parts.len() {
+        for step in 0..n {
+            let i = (self.hand + step) % n;
             let p = &mut self.parts[i];
             if p.items.is_none() {
                 continue;
@@ -773,10 +778,15 @@ impl Dir for ChunkedList {
             if std::mem::replace(&mut p.referenced, false) {
                 spared += 1;
             } else if p.dirty {
+                got += p.body as usize;
                 changed.push(i);
             } else if p.loc.is_some() {
-                Dir::evict(self, i);
+                got += Dir::evict(self, i);
                 freed += 1;
+            }
+            if got >= want {
+                self.hand = i + 1;
+                return (spared, freed, examined, changed);
             }
         }
         (spared, freed, examined, changed)

@@ -88,6 +88,8 @@ pub struct Chunked<V> {
     pub head_seq: u64,
     /// Records that got one more reference by a split (invariant 6).
     new_refs: Vec<FlashLoc>,
+    /// Where the demoter's hand stopped (`Dir::clock_pass`; a hint).
+    pub(super) hand: usize,
 }
 
 impl<V: Elem> Chunked<V> {
@@ -115,6 +117,7 @@ impl<V: Elem> Chunked<V> {
             head_dirty: true,
             head_seq: 0,
             new_refs: Vec::new(),
+            hand: 0,
         };
         for (k, v) in elems {
             c.insert(&k, v);
@@ -175,6 +178,7 @@ impl<V: Elem> Chunked<V> {
             head_dirty: false,
             head_seq: 0,
             new_refs: Vec::new(),
+            hand: 0,
         }
     }
 
