@@ -144,7 +144,21 @@ pub(crate) fn run_background(inner: &Inner) {
             // The journal cannot write and there is no garbage: evict.
             busy |= gc.evict_oldest_segment(inner, &inner.writer.lock());
         }
-        busy |= gc.step(inner, &mut inner.writer.lock());
+        // While the log holds more garbage than live data (a write rate
+        // the collector's one slice per turn does not keep up with), it
+        // gets several slices per turn.
+        let slices = if inner.reclaimable() > inner.flash_live_bytes.load(Relaxed) {
+            GC_SLICES_BEHIND
+        } else {
+            1
+        };
+        for _ in 0..slices {
+            let did = gc.step(inner, &mut inner.writer.lock());
+            busy |= did;
+            if !did {
+                break;
+            }
+        }
         if !busy {
             inner.room.notify_waiters();
             let (lock, cv) = &inner.wake;
@@ -157,6 +171,9 @@ pub(crate) fn run_background(inner: &Inner) {
     }
     let _ = inner.writer.lock().flush();
 }
+
+/// Collector slices per background turn while garbage outweighs live data.
+const GC_SLICES_BEHIND: usize = 8;
 
 /// What one demotion step did.
 struct Progress {
