@@ -96,13 +96,21 @@ impl Collector {
     /// Runs one slice of work; returns whether there was any.
     pub fn step(&mut self, inner: &Inner, writer: &mut SegmentWriter) -> bool {
         self.free_ready(inner, writer);
+        // Dead segments go at once, even while a relocation job runs (under
+        // a high write rate most segments die whole).
+        self.release_dead(inner, writer);
         if self.job.is_none() {
             self.job = self.pick(inner, writer);
         }
         let Some(mut job) = self.job.take() else {
             return false;
         };
-        if self.slice(inner, writer, &mut job) {
+        // A segment whose records all died meanwhile (rewritten by newer
+        // writes) needs no more reading.
+        let dead = job.mode == Mode::Relocate
+            && job.seg.live_bytes.load(Acquire) == 0
+            && job.seg.tomb_bytes.load(Acquire) == 0;
+        if !dead && self.slice(inner, writer, &mut job) {
             self.job = Some(job);
         } else {
             self.finish(inner, &job);
@@ -158,6 +166,25 @@ impl Collector {
                 true
             }
         });
+    }
+
+    /// Releases every sealed segment nothing points at and no tombstone
+    /// in it may still be needed for (rule 6 then frees it).
+    fn release_dead(&mut self, inner: &Inner, writer: &SegmentWriter) {
+        let current = writer.current_segment();
+        let job = self.job.as_ref().map(|j| j.seg.id);
+        for seg in inner.table.snapshot() {
+            if Some(seg.id) == current
+                || Some(seg.id) == job
+                || self.skip.contains(&seg.id)
+                || self.is_pending(seg.id)
+            {
+                continue;
+            }
+            if seg.live_bytes.load(Acquire) == 0 && seg.tomb_bytes.load(Acquire) == 0 {
+                self.release(inner, seg.id);
+            }
+        }
     }
 
     fn is_pending(&self, id: u32) -> bool {
