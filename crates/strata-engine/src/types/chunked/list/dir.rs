@@ -1,0 +1,275 @@
+//! `Dir` for chunked lists: what the engine's journal, demotion,
+//! collector, checkpoint and recovery see of one.
+
+use super::part::{packed_iter, Items};
+use super::ChunkedList;
+use crate::index::FlashLoc;
+use crate::types::chunked::{Dir, PartInfo};
+use crate::types::{packed_len, put, Malformed};
+use std::collections::VecDeque;
+
+/// A part's chunk body, and installing one read from flash.
+impl ChunkedList {
+    fn encode(&self, i: usize, out: &mut Vec<u8>) {
+        let p = &self.parts[i];
+        match &p.items {
+            Some(Items::Packed(b)) => out.extend_from_slice(b),
+            Some(Items::Deque(d)) => {
+                out.reserve(4 + p.body as usize);
+                out.extend_from_slice(&(d.len() as u32).to_le_bytes());
+                for e in d {
+                    put(out, e);
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn do_install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        low: u64,
+    ) -> Result<bool, Malformed> {
+        let p = &self.parts[i];
+        if p.items.is_some() || p.loc != Some(loc) {
+            return Ok(false);
+        }
+        let (n, _) = super::measure_list(body)?;
+        let skip = p.start.wrapping_sub(low);
+        if skip > n as u64 || skip + p.count as u64 > n as u64 {
+            return Err(Malformed);
+        }
+        let items = if skip == 0 && n == p.count {
+            Items::Packed(bytes::Bytes::copy_from_slice(body))
+        } else {
+            let d: VecDeque<Box<[u8]>> = packed_iter(body)
+                .skip(skip as usize)
+                .take(p.count as usize)
+                .map(Box::from)
+                .collect();
+            Items::Deque(d)
+        };
+        let b: usize = items.iter().map(|e| packed_len(e.len())).sum();
+        let p = &mut self.parts[i];
+        if b != p.body as usize {
+            return Err(Malformed);
+        }
+        p.items = Some(items);
+        p.referenced = true;
+        self.resident += b;
+        self.resident_parts += 1;
+        Ok(true)
+    }
+}
+
+impl Dir for ChunkedList {
+    fn cid(&self) -> u64 {
+        self.cid
+    }
+    fn head_loc(&self) -> Option<FlashLoc> {
+        self.head_loc
+    }
+    fn set_head_loc(&mut self, loc: Option<FlashLoc>) {
+        self.head_loc = loc;
+    }
+    fn head_seq(&self) -> u64 {
+        self.head_seq
+    }
+    fn set_head_seq(&mut self, seq: u64) {
+        self.head_seq = seq;
+    }
+    fn head_dirty(&self) -> bool {
+        self.head_dirty
+    }
+    fn set_head_dirty(&mut self, dirty: bool) {
+        self.head_dirty = dirty;
+    }
+    fn head_span(&self) -> Option<(u64, u64)> {
+        Some(self.span())
+    }
+    fn recovered_span(&self) -> Option<(u64, u64)> {
+        self.span
+    }
+    fn set_recovered_span(&mut self, span: (u64, u64)) {
+        self.span = Some(span);
+    }
+    fn part_count(&self) -> usize {
+        self.parts.len()
+    }
+    fn part(&self, i: usize) -> PartInfo {
+        let p = &self.parts[i];
+        PartInfo {
+            low: p.start,
+            depth: 0,
+            dirty: p.dirty,
+            resident: p.items.is_some(),
+            count: p.count,
+            body: p.body,
+            ver: p.ver,
+            loc: p.loc,
+            seq: p.seq,
+        }
+    }
+    fn part_of(&self, pos: u64) -> usize {
+        self.part_of_pos(pos)
+    }
+    fn part_at(&self, i: usize) -> Option<usize> {
+        self.part_index(i)
+    }
+    fn scan_parts(&self, _: u64, _: usize) -> std::ops::Range<usize> {
+        0..0
+    }
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+        let n = self.parts.len();
+        let (mut spared, mut freed, mut examined, mut got) = (0, 0, 0, 0);
+        let mut changed = Vec::new();
+        for step in 0..n {
+            let i = (self.hand + step) % n;
+            let p = &mut self.parts[i];
+            if p.items.is_none() {
+                continue;
+            }
+            examined += 1;
+            if std::mem::replace(&mut p.referenced, false) {
+                spared += 1;
+            } else if p.dirty {
+                got += p.body as usize;
+                changed.push(i);
+            } else if p.loc.is_some() {
+                got += Dir::evict(self, i);
+                freed += 1;
+            }
+            if got >= want {
+                self.hand = i + 1;
+                return (spared, freed, examined, changed);
+            }
+        }
+        (spared, freed, examined, changed)
+    }
+    fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
+        if let Some(p) = self.parts.get_mut(i) {
+            p.loc = Some(loc);
+        }
+    }
+    fn parts_at(&self, loc: FlashLoc, low: u64, _: u8) -> Vec<usize> {
+        // The parts of one record are adjacent, usually from about its
+        // first position on (pops may have moved the first part past it).
+        let i0 = self.part_of_pos(low);
+        let near: Vec<usize> = (i0..self.parts.len())
+            .take_while(|&i| i == i0 || self.parts[i].loc == Some(loc))
+            .filter(|&i| self.parts[i].loc == Some(loc))
+            .collect();
+        if !near.is_empty() {
+            return near;
+        }
+        // Renumbered parts that were not written yet keep a record of
+        // their old positions: look everywhere (the collector asks this of
+        // each chunk record it meets; O(parts) for a dead one).
+        (0..self.parts.len())
+            .filter(|&i| self.parts[i].loc == Some(loc))
+            .collect()
+    }
+    fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
+        self.encode(i, out)
+    }
+    fn published(
+        &mut self,
+        i: usize,
+        ver: u32,
+        loc: FlashLoc,
+        seq: u64,
+    ) -> Option<Option<FlashLoc>> {
+        let p = self.parts.get_mut(i)?;
+        if p.ver != ver || !p.dirty {
+            return None;
+        }
+        p.dirty = false;
+        p.seq = seq;
+        Some(p.loc.replace(loc))
+    }
+    fn evict(&mut self, i: usize) -> usize {
+        let p = &mut self.parts[i];
+        if p.dirty || p.loc.is_none() || p.items.is_none() {
+            return 0;
+        }
+        p.items = None;
+        self.resident -= p.body as usize;
+        self.resident_parts -= 1;
+        p.body as usize
+    }
+    fn touch(&mut self, i: usize) {
+        if let Some(p) = self.parts.get_mut(i) {
+            p.referenced = true;
+        }
+    }
+    fn clock(&mut self, i: usize) -> bool {
+        match self.parts.get_mut(i) {
+            Some(p) => std::mem::replace(&mut p.referenced, false),
+            None => false,
+        }
+    }
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        named: (u64, u8),
+    ) -> Result<bool, Malformed> {
+        self.do_install(i, loc, body, named.0)
+    }
+    fn take_new_refs(&mut self) -> Vec<FlashLoc> {
+        std::mem::take(&mut self.new_refs)
+    }
+    fn take_dropped_refs(&mut self) -> Vec<FlashLoc> {
+        ChunkedList::take_dropped_refs(self)
+    }
+    fn resident_bytes(&self) -> usize {
+        self.resident
+    }
+    fn resident_parts(&self) -> usize {
+        self.resident_parts
+    }
+    fn body_len(&self) -> usize {
+        self.body
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn check(&self) -> Result<(), String> {
+        let mut next: Option<u64> = None;
+        let (mut len, mut body, mut resident) = (0, 0, 0);
+        for p in &self.parts {
+            if p.count == 0 {
+                return Err("empty part".into());
+            }
+            if !self.gapped && next.is_some_and(|n| n != p.start) {
+                return Err(format!("positions not consecutive at {:#x}", p.start));
+            }
+            next = Some(p.start.wrapping_add(p.count as u64));
+            len += p.count as usize;
+            body += p.body as usize;
+            match &p.items {
+                Some(it) => {
+                    resident += p.body as usize;
+                    let (n, b) = it.iter().fold((0usize, 0usize), |(n, b), e| {
+                        (n + 1, b + packed_len(e.len()))
+                    });
+                    if (n, b) != (p.count as usize, p.body as usize) {
+                        return Err("count or body".into());
+                    }
+                }
+                None if p.dirty || p.loc.is_none() => {
+                    return Err("cold part without a clean record".into())
+                }
+                None => {}
+            }
+        }
+        let rp = self.parts.iter().filter(|p| p.items.is_some()).count();
+        if (len, body, resident, rp) != (self.len, self.body, self.resident, self.resident_parts) {
+            return Err("totals".into());
+        }
+        Ok(())
+    }
+}
