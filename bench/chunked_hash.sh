@@ -78,38 +78,12 @@ tier_s=$(redis-cli -p "$sport" debug tier s)
 mem_s=$(info "$sport" used_memory memory)
 mem_r=$(info "$rport" used_memory memory)
 
-# run NAME PORT PID ARGS...: redis-benchmark; sets RPS P99 CPU_US READS LOADS JBYTES
-run() {
-    local name=$1 port=$2 pid=$3; shift 3
-    local out f0 l0 j0 c0 c1
-    out=$(bench_tmpdir rb)/out.csv
-    f0=$(info "$port" tiered_total_fetches tiered); l0=$(info "$port" chunk_loads tiered)
-    j0=$(info "$port" journal_bytes persistence)
-    local bench=(-n "$REQUESTS" -r "$FIELDS" -c "$CLIENTS" --threads 1 --csv "$@")
-    record "redis-benchmark -h 127.0.0.1 -p PORT ${bench[*]}"
-    c0=$(cpu_s "$pid")
-    timed "$out" redis-benchmark -h 127.0.0.1 -p "$port" "${bench[@]}"
-    c1=$(cpu_s "$pid")
-    alive "$pid"
-    RPS=$(tail -1 "$out" | cut -d, -f2 | tr -d '"')
-    P99=$(tail -1 "$out" | cut -d, -f7 | tr -d '"')
-    CPU_US=$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
-    if [ -n "$f0" ]; then
-        READS=$(div $(( $(info "$port" tiered_total_fetches tiered) - f0 )) "$REQUESTS" %.3f)
-        LOADS=$(( $(info "$port" chunk_loads tiered) - l0 ))
-        JBYTES=$(div $(( $(info "$port" journal_bytes persistence) - j0 )) "$REQUESTS" %.0f)
-    else
-        READS="-"; LOADS="-"; JBYTES="-"
-    fi
-    log "$name: $RPS ops/s"
-}
-
 rows=()
 for t in "HGET h f:__rand_int__" "SISMEMBER s m:__rand_int__" "HSET h f:__rand_int__ $(printf 'w%.0s' $(seq "$VALUE"))"; do
     read -ra cmd <<<"$t"
-    run "strata ${cmd[0]}" "$sport" "$spid" "${cmd[@]}"
+    rb_run "strata ${cmd[0]}" "$sport" "$spid" "$FIELDS" "${cmd[@]}"
     s_rps=$RPS; s_p99=$P99; s_cpu=$CPU_US; s_reads=$READS; s_loads=$LOADS; s_j=$JBYTES
-    run "redis ${cmd[0]}" "$rport" "$rpid" "${cmd[@]}"
+    rb_run "redis ${cmd[0]}" "$rport" "$rpid" "$FIELDS" "${cmd[@]}"
     rows+=("| ${cmd[0]} | $s_rps | $RPS | $(div "$s_rps" "$RPS") | $s_p99 | $P99 | $s_cpu | $CPU_US | $s_reads | $s_loads | $s_j |")
 done
 chunks_ram=$(info "$sport" chunks_in_ram tiered)

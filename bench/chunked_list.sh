@@ -72,40 +72,13 @@ wait_settled "$sport" 2>/dev/null || sleep 5
 tier_l=$(redis-cli -p "$sport" debug tier l)
 mem_s=$(info "$sport" used_memory memory)
 mem_r=$(info "$rport" used_memory memory)
-# run NAME PORT PID ARGS...: redis-benchmark; sets RPS P99 CPU_US READS LOADS JBYTES
-run() {
-    local name=$1 port=$2 pid=$3; shift 3
-    local out f0 l0 j0 c0 c1
-    out=$(bench_tmpdir rb)/out.csv
-    f0=$(info "$port" tiered_total_fetches tiered); l0=$(info "$port" chunk_loads tiered)
-    j0=$(info "$port" journal_bytes persistence)
-    local bench=(-n "$REQUESTS" -r "$ITEMS" -c "$CLIENTS" --threads 1 --csv "$@")
-    record "redis-benchmark -h 127.0.0.1 -p PORT ${bench[*]}"
-    c0=$(cpu_s "$pid")
-    timed "$out" redis-benchmark -h 127.0.0.1 -p "$port" "${bench[@]}"
-    c1=$(cpu_s "$pid")
-    alive "$pid"
-    RPS=$(tail -1 "$out" | cut -d, -f2 | tr -d '"')
-    P99=$(tail -1 "$out" | cut -d, -f7 | tr -d '"')
-    CPU_US=$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
-    if [ -n "$f0" ]; then
-        READS=$(div $(( $(info "$port" tiered_total_fetches tiered) - f0 )) "$REQUESTS" %.3f)
-        LOADS=$(( $(info "$port" chunk_loads tiered) - l0 ))
-        JBYTES=$(div $(( $(info "$port" journal_bytes persistence) - j0 )) "$REQUESTS" %.0f)
-    else
-        READS="-"; LOADS="-"; JBYTES="-"
-    fi
-    log "$name: $RPS ops/s"
-}
-
 # run_go NAME PORT PID CMD: bench/listload (random unpadded indexes, which
-# redis-benchmark cannot send); sets the same figures as `run`
+# redis-benchmark cannot send); sets the same figures as `rb_run`
 listload="$RUN_DIR/listload"
 (cd "$(dirname "$0")/listload" && go build -o "$listload" .) || die "go build of bench/listload failed"
 run_go() {
-    local name=$1 port=$2 pid=$3 cmd=$4 out f0 l0 j0 c0 c1
-    f0=$(info "$port" tiered_total_fetches tiered); l0=$(info "$port" chunk_loads tiered)
-    j0=$(info "$port" journal_bytes persistence)
+    local name=$1 port=$2 pid=$3 cmd=$4 out c0 c1
+    tier_mark "$port"
     record "bench/listload -p PORT -cmd $cmd -n $REQUESTS -c $CLIENTS -len $ITEMS -d $VALUE"
     c0=$(cpu_s "$pid")
     out=$("$listload" -p "$port" -cmd "$cmd" -n "$REQUESTS" -c "$CLIENTS" -len "$ITEMS" -d "$VALUE")
@@ -113,13 +86,7 @@ run_go() {
     alive "$pid"
     read -r RPS _ P99 <<<"$out"
     CPU_US=$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
-    if [ -n "$f0" ]; then
-        READS=$(div $(( $(info "$port" tiered_total_fetches tiered) - f0 )) "$REQUESTS" %.3f)
-        LOADS=$(( $(info "$port" chunk_loads tiered) - l0 ))
-        JBYTES=$(div $(( $(info "$port" journal_bytes persistence) - j0 )) "$REQUESTS" %.0f)
-    else
-        READS="-"; LOADS="-"; JBYTES="-"
-    fi
+    tier_since "$port" "$REQUESTS"
     log "$name: $RPS ops/s"
 }
 
@@ -136,9 +103,9 @@ done
 val=$(printf 'w%.0s' $(seq "$VALUE"))
 for t in "LPUSH l $val" "RPOP l"; do
     read -ra cmd <<<"$t"
-    run "strata ${cmd[0]}" "$sport" "$spid" "${cmd[@]}"
+    rb_run "strata ${cmd[0]}" "$sport" "$spid" "$ITEMS" "${cmd[@]}"
     s_rps=$RPS; s_p99=$P99; s_cpu=$CPU_US; s_reads=$READS; s_loads=$LOADS; s_j=$JBYTES
-    run "redis ${cmd[0]}" "$rport" "$rpid" "${cmd[@]}"
+    rb_run "redis ${cmd[0]}" "$rport" "$rpid" "$ITEMS" "${cmd[@]}"
     row "${cmd[0]}"
 done
 [ "$(redis-cli -p "$sport" lrange l 0 -1 | md5sum)" = "$(redis-cli -p "$rport" lrange l 0 -1 | md5sum)" ] \

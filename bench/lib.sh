@@ -250,6 +250,44 @@ bench_csv() {
     awk -F, -v t="$2" -v c="$3" '{ gsub(/"/, "") } index($1, t) == 1 { v = $c } END { print v }' "$1"
 }
 
+# tier_mark PORT: remembers the device reads, chunk loads and journal
+# bytes of a server so far; tier_since PORT N then sets READS (device reads
+# per command), LOADS (chunk loads) and JBYTES (journal bytes per command)
+# for the N commands since ("-" when the server has no INFO tiered).
+tier_mark() {
+    TM_F=$(info "$1" tiered_total_fetches tiered); TM_L=$(info "$1" chunk_loads tiered)
+    TM_J=$(info "$1" journal_bytes persistence)
+}
+tier_since() {
+    if [ -n "$TM_F" ]; then
+        READS=$(div $(( $(info "$1" tiered_total_fetches tiered) - TM_F )) "$2" %.3f)
+        LOADS=$(( $(info "$1" chunk_loads tiered) - TM_L ))
+        JBYTES=$(div $(( $(info "$1" journal_bytes persistence) - TM_J )) "$2" %.0f)
+    else
+        READS="-"; LOADS="-"; JBYTES="-"
+    fi
+}
+
+# rb_run NAME PORT PID RANGE ARGS...: redis-benchmark -n REQUESTS -r RANGE
+# -c CLIENTS of the command ARGS; sets RPS P99 CPU_US (server CPU per
+# command) and tier_since's READS LOADS JBYTES
+rb_run() {
+    local name=$1 port=$2 pid=$3 range=$4 out c0 c1; shift 4
+    out=$(bench_tmpdir rb)/out.csv
+    tier_mark "$port"
+    local bench=(-n "$REQUESTS" -r "$range" -c "$CLIENTS" --threads 1 --csv "$@")
+    record "redis-benchmark -h 127.0.0.1 -p PORT ${bench[*]}"
+    c0=$(cpu_s "$pid")
+    timed "$out" redis-benchmark -h 127.0.0.1 -p "$port" "${bench[@]}"
+    c1=$(cpu_s "$pid")
+    alive "$pid"
+    RPS=$(tail -1 "$out" | cut -d, -f2 | tr -d '"')
+    P99=$(tail -1 "$out" | cut -d, -f7 | tr -d '"')
+    CPU_US=$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+    tier_since "$port" "$REQUESTS"
+    log "$name: $RPS ops/s"
+}
+
 # ------------------------------------------------------------- fio
 fio_engine() {  # fio_engine FILE: the best engine that works here
     local e

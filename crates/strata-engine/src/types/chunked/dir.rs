@@ -26,6 +26,76 @@ pub struct PartInfo {
     pub seq: u64,
 }
 
+/// What the demoter's hand sees of one part (`clock_walk`). Reading it
+/// clears the part's used mark.
+pub(crate) struct PartClock {
+    pub resident: bool,
+    /// Used since the hand last passed (the mark is cleared by reading).
+    pub referenced: bool,
+    pub dirty: bool,
+    pub has_record: bool,
+    pub body: usize,
+}
+
+/// One pass of the demoter's hand over `n` parts (`Dir::clock_pass`).
+pub(crate) struct ClockStep {
+    spared: usize,
+    examined: usize,
+    /// Clean parts with a record, to drop from RAM.
+    pub free: Vec<usize>,
+    /// Changed parts, to write.
+    changed: Vec<usize>,
+}
+
+impl ClockStep {
+    /// (spared, freed, examined, changed), as `Dir::clock_pass` returns.
+    pub fn into_counts(self) -> (usize, usize, usize, Vec<usize>) {
+        (self.spared, self.free.len(), self.examined, self.changed)
+    }
+}
+
+/// The hand's walk from `*hand` over `n` parts (`look(i)` reads part `i`
+/// and clears its mark): a used part is spared, a changed one picked to
+/// be written, a clean one with a record picked to leave RAM; it stops
+/// once the picked parts hold `want` bytes, leaving `*hand` after the last
+/// part it looked at, or after one turn.
+pub(crate) fn clock_walk(
+    n: usize,
+    hand: &mut usize,
+    want: usize,
+    mut look: impl FnMut(usize) -> PartClock,
+) -> ClockStep {
+    let mut st = ClockStep {
+        spared: 0,
+        examined: 0,
+        free: Vec::new(),
+        changed: Vec::new(),
+    };
+    let mut got = 0;
+    for step in 0..n {
+        let i = (*hand + step) % n;
+        let p = look(i);
+        if !p.resident {
+            continue;
+        }
+        st.examined += 1;
+        if p.referenced {
+            st.spared += 1;
+        } else if p.dirty {
+            got += p.body;
+            st.changed.push(i);
+        } else if p.has_record {
+            got += p.body;
+            st.free.push(i);
+        }
+        if got >= want {
+            *hand = i + 1;
+            break;
+        }
+    }
+    st
+}
+
 /// A chunked collection's directory, as the engine's journal, demotion,
 /// collector and checkpoint use it (object-safe over the element type).
 pub trait Dir {
@@ -168,31 +238,21 @@ impl<V: Elem> Dir for Chunked<V> {
         Chunked::scan_parts(self, from, count)
     }
     fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
-        let n = self.parts.len();
-        let (mut spared, mut freed, mut examined, mut got) = (0, 0, 0, 0);
-        let mut changed = Vec::new();
-        for step in 0..n {
-            let i = (self.hand + step) % n;
-            let p = &mut self.parts[i];
-            if !p.is_resident() {
-                continue;
+        let parts = &mut self.parts;
+        let step = clock_walk(parts.len(), &mut self.hand, want, |i| {
+            let p = &mut parts[i];
+            PartClock {
+                resident: p.is_resident(),
+                referenced: std::mem::replace(&mut p.referenced, false),
+                dirty: p.dirty,
+                has_record: p.loc.is_some(),
+                body: p.body as usize,
             }
-            examined += 1;
-            if std::mem::replace(&mut p.referenced, false) {
-                spared += 1;
-            } else if p.dirty {
-                got += p.body as usize;
-                changed.push(i);
-            } else if p.loc.is_some() {
-                got += Chunked::evict(self, i);
-                freed += 1;
-            }
-            if got >= want {
-                self.hand = i + 1;
-                return (spared, freed, examined, changed);
-            }
+        });
+        for &i in &step.free {
+            Chunked::evict(self, i);
         }
-        (spared, freed, examined, changed)
+        step.into_counts()
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {

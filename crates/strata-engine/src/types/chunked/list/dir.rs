@@ -4,6 +4,7 @@
 use super::part::{packed_iter, Items};
 use super::ChunkedList;
 use crate::index::FlashLoc;
+use crate::types::chunked::dir::{clock_walk, PartClock};
 use crate::types::chunked::{Dir, PartInfo};
 use crate::types::{packed_len, put, Malformed};
 use std::collections::VecDeque;
@@ -122,31 +123,21 @@ impl Dir for ChunkedList {
         0..0
     }
     fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
-        let n = self.parts.len();
-        let (mut spared, mut freed, mut examined, mut got) = (0, 0, 0, 0);
-        let mut changed = Vec::new();
-        for step in 0..n {
-            let i = (self.hand + step) % n;
-            let p = &mut self.parts[i];
-            if p.items.is_none() {
-                continue;
+        let parts = &mut self.parts;
+        let step = clock_walk(parts.len(), &mut self.hand, want, |i| {
+            let p = &mut parts[i];
+            PartClock {
+                resident: p.items.is_some(),
+                referenced: std::mem::replace(&mut p.referenced, false),
+                dirty: p.dirty,
+                has_record: p.loc.is_some(),
+                body: p.body as usize,
             }
-            examined += 1;
-            if std::mem::replace(&mut p.referenced, false) {
-                spared += 1;
-            } else if p.dirty {
-                got += p.body as usize;
-                changed.push(i);
-            } else if p.loc.is_some() {
-                got += Dir::evict(self, i);
-                freed += 1;
-            }
-            if got >= want {
-                self.hand = i + 1;
-                return (spared, freed, examined, changed);
-            }
+        });
+        for &i in &step.free {
+            Dir::evict(self, i);
         }
-        (spared, freed, examined, changed)
+        step.into_counts()
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
