@@ -137,6 +137,10 @@ pub(crate) struct Inner {
     /// Set by the background thread when a full pass found nothing to demote
     /// or the flash is full: waiting for room would not help.
     pub demotion_stuck: AtomicBool,
+    /// Part records being read, and how to wait for each: a part many
+    /// commands want at once (a queue's cold tail) is read once
+    /// (`keyspace::chunks::load_parts`).
+    pub part_loads: Mutex<std::collections::HashMap<index::FlashLoc, Arc<tokio::sync::Notify>>>,
     /// Set when demotion found the flash full; the collector then takes any
     /// segment with garbage. Cleared when demotion succeeds again.
     pub flash_full: AtomicBool,
@@ -227,6 +231,7 @@ impl Engine {
             background_done: AtomicBool::new(false),
             room: tokio::sync::Notify::new(),
             demotion_stuck: AtomicBool::new(false),
+            part_loads: Mutex::new(Default::default()),
             flash_full: AtomicBool::new(false),
             flash_live_bytes: AtomicU64::new(0),
             direct_io: direct,

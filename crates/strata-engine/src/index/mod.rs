@@ -50,7 +50,7 @@ pub type ShardHasher = foldhash::fast::FixedState;
 pub type DbMap = IndexMap<Key, Entry, Hasher>;
 
 /// Where a cold value lives: one record of one segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlashLoc {
     pub segment: u32,
     /// Byte offset of the record within the segment file.

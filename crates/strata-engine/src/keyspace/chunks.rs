@@ -155,27 +155,73 @@ pub fn pick_index(seed: u64, len: usize) -> usize {
 }
 
 /// Reads the parts and installs each that is still wanted (invariant 1).
+/// A part another command is reading already is not read again: this one
+/// waits for that read, and its caller plans again.
 pub(crate) async fn load_parts(
     inner: &Arc<Inner>,
     targets: Vec<PartTarget>,
 ) -> Result<(), EngineError> {
-    let reads = targets.iter().map(|t| fetch_value(inner.clone(), &t.fetch));
-    let values = super::view::join_all(reads).await;
-    for (t, v) in targets.iter().zip(values) {
-        let value = v?;
-        let Some((name, body)) = format::decode_chunk(&value) else {
-            Stats::inc(&inner.stats.read_errors);
-            return Err(EngineError::Malformed);
-        };
-        if name.cid != t.cid {
-            Stats::inc(&inner.stats.read_errors);
-            return Err(EngineError::Corrupt("chunk of another collection"));
+    let mut mine = Vec::with_capacity(targets.len());
+    let mut waits = Vec::new();
+    {
+        let mut loads = inner.part_loads.lock();
+        for t in targets {
+            match loads.get(&t.fetch.loc) {
+                Some(n) => {
+                    // Registered under the lock, so the wake-up that ends
+                    // the other read cannot be missed.
+                    let mut w = Box::pin(n.clone().notified_owned());
+                    w.as_mut().enable();
+                    waits.push(w);
+                }
+                None => {
+                    loads.insert(t.fetch.loc, Arc::new(tokio::sync::Notify::new()));
+                    mine.push(t);
+                }
+            }
         }
-        install(inner, t, t.fetch.loc, body, (name.low, name.depth))?;
-        Stats::inc(&inner.stats.chunk_loads);
+    }
+    // Ends this command's reads for the waiters, even if the command is
+    // dropped before they complete (a client that hangs up).
+    struct Done<'a>(&'a Inner, Vec<FlashLoc>);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            let mut loads = self.0.part_loads.lock();
+            for loc in &self.1 {
+                if let Some(n) = loads.remove(loc) {
+                    n.notify_waiters();
+                }
+            }
+        }
+    }
+    let _done = Done(inner, mine.iter().map(|t| t.fetch.loc).collect());
+    let reads = mine.iter().map(|t| fetch_value(inner.clone(), &t.fetch));
+    let values = super::view::join_all(reads).await;
+    let mut result = Ok(());
+    for (t, v) in mine.iter().zip(values) {
+        let r = v.and_then(|value| {
+            let Some((name, body)) = format::decode_chunk(&value) else {
+                Stats::inc(&inner.stats.read_errors);
+                return Err(EngineError::Malformed);
+            };
+            if name.cid != t.cid {
+                Stats::inc(&inner.stats.read_errors);
+                return Err(EngineError::Corrupt("chunk of another collection"));
+            }
+            install(inner, t, t.fetch.loc, body, (name.low, name.depth))?;
+            Stats::inc(&inner.stats.chunk_loads);
+            Ok(())
+        });
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    drop(_done);
+    for w in waits {
+        w.await;
     }
     inner.wake_if_pressured();
-    Ok(())
+    result
 }
 
 /// Installs a part read from the record at `loc`, named `(low, depth)`.
