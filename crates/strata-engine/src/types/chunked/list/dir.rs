@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 impl ChunkedList {
     fn encode(&self, i: usize, out: &mut Vec<u8>) {
         let p = &self.parts[i];
-        match &p.items {
+        match p.items.as_deref() {
             Some(Items::Packed(b)) => out.extend_from_slice(b),
             Some(Items::Deque(d)) => {
                 out.reserve(4 + p.body as usize);
@@ -57,7 +57,7 @@ impl ChunkedList {
         if b != p.body as usize {
             return Err(Malformed);
         }
-        p.items = Some(items);
+        p.items = Some(Box::new(items));
         p.referenced = true;
         self.resident += b;
         self.resident_parts += 1;
@@ -241,7 +241,7 @@ impl Dir for ChunkedList {
             next = Some(p.start.wrapping_add(p.count as u64));
             len += p.count as usize;
             body += p.body as usize;
-            match &p.items {
+            match p.items.as_deref() {
                 Some(it) => {
                     resident += p.body as usize;
                     let (n, b) = it.iter().fold((0usize, 0usize), |(n, b), e| {

@@ -448,7 +448,7 @@ impl ChunkedList {
         }
         for pi in [0, lp] {
             let p = &mut self.parts[pi];
-            if let Some(Items::Deque(d)) = &p.items {
+            if let Some(Items::Deque(d)) = p.items.as_deref() {
                 let body: usize = d.iter().map(|e| packed_len(e.len())).sum();
                 if (d.len() as u32, body as u32) != (p.count, p.body) {
                     p.count = d.len() as u32;
@@ -519,7 +519,7 @@ impl ChunkedList {
             ver: 0,
             loc: p.loc,
             seq: p.seq,
-            items: Some(Items::Deque(hi)),
+            items: Some(Box::new(Items::Deque(hi))),
         };
         p.count = half as u32;
         p.body -= hi_body as u32;
