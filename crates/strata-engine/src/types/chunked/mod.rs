@@ -107,7 +107,7 @@ impl<V: Elem> Chunked<V> {
                 ver: 0,
                 loc: None,
                 seq: 0,
-                data: Some(Data::Map(Box::default())),
+                data: Some(Box::new(Data::Map(Box::default()))),
             }],
             len: 0,
             body: 0,
@@ -148,7 +148,7 @@ impl<V: Elem> Chunked<V> {
                     ver: 0,
                     loc: p.loc,
                     seq: p.seq,
-                    data: (!cold).then(|| Data::Map(Box::default())),
+                    data: (!cold).then(|| Box::new(Data::Map(Box::default()))),
                 }
             })
             .collect();
@@ -226,7 +226,7 @@ impl<V: Elem> Chunked<V> {
     pub fn insert(&mut self, elem: &[u8], v: V) -> bool {
         let i = self.part_of(elem_hash(elem));
         let p = &mut self.parts[i];
-        let Some(m) = p.data.as_mut().map(Data::map_mut) else {
+        let Some(m) = p.data.as_mut().map(|d| d.map_mut()) else {
             debug_assert!(false, "part of an element not loaded");
             return false;
         };
@@ -285,7 +285,7 @@ impl<V: Elem> Chunked<V> {
     /// half is still too big.
     fn split(&mut self, i: usize) {
         let p = &mut self.parts[i];
-        let Some(m) = p.data.as_mut().map(Data::map_mut) else {
+        let Some(m) = p.data.as_mut().map(|d| d.map_mut()) else {
             return;
         };
         let depth = p.depth + 1;
@@ -315,7 +315,7 @@ impl<V: Elem> Chunked<V> {
             ver: 0,
             loc: p.loc,
             seq: p.seq,
-            data: Some(Data::Map(Box::new(hi))),
+            data: Some(Box::new(Data::Map(Box::new(hi)))),
         };
         p.depth = depth;
         p.count = keep.len() as u32;
@@ -414,7 +414,7 @@ impl<V: Elem> Chunked<V> {
     /// (u32 LE) and the elements.
     pub fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
         let p = &self.parts[i];
-        let m = match p.data.as_ref() {
+        let m = match p.data.as_deref() {
             Some(Data::Map(m)) => m,
             Some(Data::Packed(b)) => return out.extend_from_slice(b),
             None => return,
@@ -489,7 +489,7 @@ impl<V: Elem> Chunked<V> {
         if data.len() != p.count as usize {
             return Err(Malformed);
         }
-        p.data = Some(data);
+        p.data = Some(Box::new(data));
         p.referenced = true;
         self.resident += p.body as usize;
         self.resident_parts += 1;

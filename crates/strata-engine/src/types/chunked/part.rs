@@ -150,7 +150,7 @@ pub struct Part<V> {
     pub loc: Option<FlashLoc>,
     pub seq: u64,
     /// The elements, when in RAM.
-    pub data: Option<Data<V>>,
+    pub data: Option<Box<Data<V>>>,
 }
 
 impl<V> Part<V> {

@@ -233,3 +233,14 @@ fn chunked_list_matches_a_deque_through_writes_and_evictions() {
         }
     }
 }
+
+/// A part's directory entry is RAM every cold part costs
+/// (docs/collections.md: goal 32 B); its elements are boxed, so a part on
+/// flash pays 8 bytes for them.
+const _: () = assert!(PART_RAM_BYTES <= 56);
+
+#[test]
+fn part_ram_bytes_is_a_parts_size() {
+    eprintln!("a part's entry: {PART_RAM_BYTES} bytes");
+    assert_eq!(PART_RAM_BYTES, std::mem::size_of::<Part<Box<[u8]>>>());
+}
