@@ -171,6 +171,10 @@ impl Collector {
     /// Releases every sealed segment nothing points at and no tombstone
     /// in it may still be needed for (rule 6 then frees it).
     fn release_dead(&mut self, inner: &Inner, writer: &SegmentWriter) {
+        // While recovery runs, live bytes are still being counted.
+        if inner.loading.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let current = writer.current_segment();
         let job = self.job.as_ref().map(|j| j.seg.id);
         for seg in inner.table.snapshot() {
