@@ -98,49 +98,34 @@ impl Inner {
     }
 
     /// The parts of `e` (the entry of `key` in `db`) that `need` names and
-    /// that are not in RAM. Caller holds the shard lock.
+    /// that are not in RAM; each part named is marked used (the demoter's
+    /// CLOCK, per part). Caller holds the shard lock.
     pub(crate) fn cold_parts(
         &self,
         db: usize,
         key: &[u8],
-        e: &Entry,
+        e: &mut Entry,
         need: &Need,
     ) -> Vec<PartTarget> {
-        let Slot::Chunked(c) = &e.slot else {
+        let Slot::Chunked(c) = &mut e.slot else {
             return Vec::new();
         };
-        let Some(d) = c.dir() else {
+        let Some(d) = c.dir_mut() else {
             return Vec::new();
         };
-        let idx = need_parts(d, need);
-        idx.into_iter()
-            .filter_map(|i| {
-                let p = d.part(i);
-                if p.resident {
-                    return None;
-                }
-                let loc = p.loc?;
-                Some(PartTarget {
+        let mut cold = Vec::new();
+        for i in need_parts(d, need) {
+            d.touch(i);
+            let p = d.part(i);
+            if let (false, Some(loc)) = (p.resident, p.loc) {
+                cold.push(PartTarget {
                     fetch: FetchTarget::new(self, db, key, loc, p.seq),
                     cid: d.cid(),
                     low: p.low,
-                })
-            })
-            .collect()
-    }
-}
-
-/// Marks the parts `need` names of a chunked entry as used (the
-/// demoter's CLOCK, per part).
-pub(crate) fn touch_parts(e: &mut Entry, need: &Need) {
-    let Slot::Chunked(c) = &mut e.slot else {
-        return;
-    };
-    let Some(d) = c.dir_mut() else {
-        return;
-    };
-    for i in need_parts(d, need) {
-        d.touch(i);
+                });
+            }
+        }
+        cold
     }
 }
 

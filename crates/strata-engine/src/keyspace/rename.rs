@@ -120,23 +120,23 @@ impl Inner {
             return Ok(None);
         };
         let raw = ga.dbs[db][si].vtype & (crate::index::VT_STR_RAW | crate::index::VT_STR_NOINT);
+        if matches!(ga.dbs[db][si].slot, Slot::Chunked(_)) {
+            // The copy is a new collection (its records name their key):
+            // every part must be in RAM.
+            let cold = self.cold_parts(db, src, &mut ga.dbs[db][si], &Need::Whole);
+            if !cold.is_empty() {
+                return Err(Retry::Parts(cold));
+            }
+        }
         let (value, expire, flags) = {
             let e = &ga.dbs[db][si];
             match &e.slot {
                 Slot::Hot(h) => (h.value.clone(), e.expire_at_ms, e.client_flags),
-                // The copy is a new collection (its records name their key):
-                // every part must be in RAM.
-                Slot::Chunked(c) => {
-                    let cold = self.cold_parts(db, src, e, &Need::Whole);
-                    if !cold.is_empty() {
-                        return Err(Retry::Parts(cold));
-                    }
-                    (
-                        Value::Coll(Box::new(c.detached())),
-                        e.expire_at_ms,
-                        e.client_flags,
-                    )
-                }
+                Slot::Chunked(c) => (
+                    Value::Coll(Box::new(c.detached())),
+                    e.expire_at_ms,
+                    e.client_flags,
+                ),
                 Slot::Cold(loc) => match &fetched {
                     Some((v, value)) if *v == e.version => {
                         let value = Value::from_record(e.value_type(), value.clone())

@@ -196,7 +196,7 @@ impl Inner {
         let mut cold = ColdKeys::default();
         for (i, k) in keys.iter().enumerate() {
             let Some(sh) = view.shard(k) else { continue };
-            let Some(e) = sh.dbs[db].get(&k[..]) else {
+            let Some(e) = sh.dbs[db].get_mut(&k[..]) else {
                 continue;
             };
             if e.is_expired(now) {
@@ -222,12 +222,6 @@ impl Inner {
         }
         if !cold.values.is_empty() || !cold.parts.is_empty() {
             return Err(cold);
-        }
-        for (i, k) in keys.iter().enumerate() {
-            let Some(sh) = view.shard(k) else { continue };
-            if let Some(e) = sh.dbs[db].get_mut(&k[..]) {
-                crate::keyspace::chunks::touch_parts(e, need_of(keys, needs, i));
-            }
         }
         if track {
             view.track_ready();

@@ -96,16 +96,68 @@ pub(crate) fn clock_walk(
     st
 }
 
+/// A chunked collection's incarnation and head record (kind 8), the same
+/// for every element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirHead {
+    /// Collection id: names this incarnation's records (docs/format.md,
+    /// kinds 8 and 9), so records of an older one are never taken for it.
+    pub cid: u64,
+    /// The head record, once written, and its sequence number.
+    pub loc: Option<FlashLoc>,
+    pub seq: u64,
+    /// The head must be written (again): a new collection, a new TTL, or
+    /// (lists) a new span.
+    pub dirty: bool,
+}
+
+impl DirHead {
+    /// The head of a new incarnation (not written yet).
+    pub fn new(cid: u64) -> DirHead {
+        DirHead {
+            cid,
+            loc: None,
+            seq: 0,
+            dirty: true,
+        }
+    }
+    /// The head of a collection recovered from its record at `loc`.
+    pub fn written(cid: u64, loc: Option<FlashLoc>, seq: u64) -> DirHead {
+        DirHead {
+            cid,
+            loc,
+            seq,
+            dirty: false,
+        }
+    }
+}
+
 /// A chunked collection's directory, as the engine's journal, demotion,
 /// collector and checkpoint use it (object-safe over the element type).
 pub trait Dir {
-    fn cid(&self) -> u64;
-    fn head_loc(&self) -> Option<FlashLoc>;
-    fn set_head_loc(&mut self, loc: Option<FlashLoc>);
-    fn head_seq(&self) -> u64;
-    fn set_head_seq(&mut self, seq: u64);
-    fn head_dirty(&self) -> bool;
-    fn set_head_dirty(&mut self, dirty: bool);
+    fn head(&self) -> &DirHead;
+    fn head_mut(&mut self) -> &mut DirHead;
+    fn cid(&self) -> u64 {
+        self.head().cid
+    }
+    fn head_loc(&self) -> Option<FlashLoc> {
+        self.head().loc
+    }
+    fn set_head_loc(&mut self, loc: Option<FlashLoc>) {
+        self.head_mut().loc = loc;
+    }
+    fn head_seq(&self) -> u64 {
+        self.head().seq
+    }
+    fn set_head_seq(&mut self, seq: u64) {
+        self.head_mut().seq = seq;
+    }
+    fn head_dirty(&self) -> bool {
+        self.head().dirty
+    }
+    fn set_head_dirty(&mut self, dirty: bool) {
+        self.head_mut().dirty = dirty;
+    }
     /// The positions `[start, end)` a list's head record carries (None for
     /// hashes and sets).
     fn head_span(&self) -> Option<(u64, u64)> {
@@ -190,26 +242,11 @@ pub trait Dir {
 }
 
 impl<V: Elem> Dir for Chunked<V> {
-    fn cid(&self) -> u64 {
-        self.cid
+    fn head(&self) -> &DirHead {
+        &self.head
     }
-    fn head_loc(&self) -> Option<FlashLoc> {
-        self.head_loc
-    }
-    fn set_head_loc(&mut self, loc: Option<FlashLoc>) {
-        self.head_loc = loc;
-    }
-    fn head_seq(&self) -> u64 {
-        self.head_seq
-    }
-    fn set_head_seq(&mut self, seq: u64) {
-        self.head_seq = seq;
-    }
-    fn head_dirty(&self) -> bool {
-        self.head_dirty
-    }
-    fn set_head_dirty(&mut self, dirty: bool) {
-        self.head_dirty = dirty;
+    fn head_mut(&mut self) -> &mut DirHead {
+        &mut self.head
     }
     fn part_count(&self) -> usize {
         self.parts.len()

@@ -35,7 +35,7 @@ mod dir;
 mod list;
 mod part;
 
-pub use dir::{Dir, PartInfo, ScanStep, PART_RAM_BYTES};
+pub use dir::{Dir, DirHead, PartInfo, ScanStep, PART_RAM_BYTES};
 pub use list::{measure_list, measure_list_range, ChunkedList, FIRST_POSITION};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
 
@@ -71,21 +71,14 @@ pub fn range_high(low: u64, depth: u8) -> u64 {
 /// A chunked hash (`V` = value) or set (`V` = ()).
 #[derive(Clone, Debug)]
 pub struct Chunked<V> {
-    /// Collection id: names this incarnation's records (docs/format.md,
-    /// kinds 8 and 9), so records of an older one are never taken for it.
-    pub cid: u64,
+    /// The incarnation and its head record.
+    pub head: DirHead,
     parts: Vec<Part<V>>,
     len: usize,
     body: usize,
     resident: usize,
     /// Parts in RAM.
     resident_parts: usize,
-    /// The head record (kind 8), once written, and whether the head must
-    /// be written (again): a new collection, or a new TTL.
-    pub head_loc: Option<FlashLoc>,
-    pub head_dirty: bool,
-    /// Sequence number of the head record at `head_loc`.
-    pub head_seq: u64,
     /// Records that got one more reference by a split (invariant 6).
     new_refs: Vec<FlashLoc>,
     /// Where the demoter's hand stopped (`Dir::clock_pass`; a hint).
@@ -96,7 +89,7 @@ impl<V: Elem> Chunked<V> {
     /// A chunked collection of `elems` (all parts in RAM and dirty).
     pub fn build(cid: u64, elems: impl IntoIterator<Item = (Box<[u8]>, V)>) -> Chunked<V> {
         let mut c = Chunked {
-            cid,
+            head: DirHead::new(cid),
             parts: vec![Part {
                 low: 0,
                 depth: 0,
@@ -113,9 +106,6 @@ impl<V: Elem> Chunked<V> {
             body: 0,
             resident: 0,
             resident_parts: 1,
-            head_loc: None,
-            head_dirty: true,
-            head_seq: 0,
             new_refs: Vec::new(),
             hand: 0,
         };
@@ -152,13 +142,11 @@ impl<V: Elem> Chunked<V> {
                 }
             })
             .collect();
-        let mut c = Chunked::from_parts(cid, parts, head_loc);
-        c.head_seq = head_seq;
-        c
+        Chunked::from_parts(DirHead::written(cid, head_loc, head_seq), parts)
     }
 
     /// A collection of these parts. `parts` must satisfy invariant 1.
-    pub fn from_parts(cid: u64, parts: Vec<Part<V>>, head_loc: Option<FlashLoc>) -> Chunked<V> {
+    fn from_parts(head: DirHead, parts: Vec<Part<V>>) -> Chunked<V> {
         let len = parts.iter().map(|p| p.count as usize).sum();
         let body = parts.iter().map(|p| p.body as usize).sum();
         let resident = parts
@@ -168,15 +156,12 @@ impl<V: Elem> Chunked<V> {
             .sum();
         let resident_parts = parts.iter().filter(|p| p.is_resident()).count();
         Chunked {
-            cid,
+            head,
             parts,
             len,
             body,
             resident,
             resident_parts,
-            head_loc,
-            head_dirty: false,
-            head_seq: 0,
             new_refs: Vec::new(),
             hand: 0,
         }

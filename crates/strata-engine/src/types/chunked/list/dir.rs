@@ -5,7 +5,7 @@ use super::part::{packed_iter, Items};
 use super::ChunkedList;
 use crate::index::FlashLoc;
 use crate::types::chunked::dir::{clock_walk, PartClock};
-use crate::types::chunked::{Dir, PartInfo};
+use crate::types::chunked::{Dir, DirHead, PartInfo};
 use crate::types::{packed_len, put, Malformed};
 use std::collections::VecDeque;
 
@@ -66,26 +66,11 @@ impl ChunkedList {
 }
 
 impl Dir for ChunkedList {
-    fn cid(&self) -> u64 {
-        self.cid
+    fn head(&self) -> &DirHead {
+        &self.head
     }
-    fn head_loc(&self) -> Option<FlashLoc> {
-        self.head_loc
-    }
-    fn set_head_loc(&mut self, loc: Option<FlashLoc>) {
-        self.head_loc = loc;
-    }
-    fn head_seq(&self) -> u64 {
-        self.head_seq
-    }
-    fn set_head_seq(&mut self, seq: u64) {
-        self.head_seq = seq;
-    }
-    fn head_dirty(&self) -> bool {
-        self.head_dirty
-    }
-    fn set_head_dirty(&mut self, dirty: bool) {
-        self.head_dirty = dirty;
+    fn head_mut(&mut self) -> &mut DirHead {
+        &mut self.head
     }
     fn head_span(&self) -> Option<(u64, u64)> {
         Some(self.span())

@@ -40,7 +40,7 @@ mod part;
 
 pub use part::{measure_list, measure_list_range};
 
-use super::{PartInfo, CHUNK_MAX};
+use super::{DirHead, PartInfo, CHUNK_MAX};
 use crate::index::FlashLoc;
 use crate::types::packed_len;
 use part::{Items, LPart};
@@ -53,7 +53,8 @@ pub const FIRST_POSITION: u64 = 1 << 63;
 /// A chunked list (module doc).
 #[derive(Clone, Debug)]
 pub struct ChunkedList {
-    pub cid: u64,
+    /// The incarnation and its head record (which carries the span).
+    pub head: DirHead,
     parts: Vec<LPart>,
     len: usize,
     body: usize,
@@ -62,9 +63,6 @@ pub struct ChunkedList {
     /// Recovery found positions without a record: parts are located by
     /// counting, not by position (invariant 1).
     gapped: bool,
-    pub head_loc: Option<FlashLoc>,
-    pub head_dirty: bool,
-    pub head_seq: u64,
     /// The span a recovered head named, until the directory is resolved.
     span: Option<(u64, u64)>,
     new_refs: Vec<FlashLoc>,
@@ -87,16 +85,13 @@ impl ChunkedList {
 
     fn empty(cid: u64) -> ChunkedList {
         ChunkedList {
-            cid,
+            head: DirHead::new(cid),
             parts: Vec::new(),
             len: 0,
             body: 0,
             resident: 0,
             resident_parts: 0,
             gapped: false,
-            head_loc: None,
-            head_dirty: true,
-            head_seq: 0,
             span: None,
             new_refs: Vec::new(),
             dropped: Vec::new(),
@@ -115,9 +110,7 @@ impl ChunkedList {
         span: Option<(u64, u64)>,
     ) -> ChunkedList {
         let mut c = ChunkedList::empty(cid);
-        c.head_loc = head_loc;
-        c.head_seq = head_seq;
-        c.head_dirty = false;
+        c.head = DirHead::written(cid, head_loc, head_seq);
         c.span = span;
         let mut next = None;
         for p in parts.iter().filter(|p| p.count > 0) {
@@ -251,7 +244,7 @@ impl ChunkedList {
         self.len += 1;
         self.body += n;
         self.resident += n;
-        self.head_dirty = true;
+        self.head.dirty = true;
     }
 
     pub fn push_back(&mut self, e: Box<[u8]>) {
@@ -304,7 +297,7 @@ impl ChunkedList {
         self.len -= 1;
         self.body -= n;
         self.resident -= n;
-        self.head_dirty = true;
+        self.head.dirty = true;
         if p.count == 0 {
             let p = self.parts.remove(pi);
             self.resident_parts -= 1;
@@ -396,7 +389,7 @@ impl ChunkedList {
                 self.len -= removed;
                 self.body -= gone;
                 self.resident -= gone;
-                self.head_dirty = true;
+                self.head.dirty = true;
                 first.get_or_insert(pi);
             }
         }
@@ -413,7 +406,7 @@ impl ChunkedList {
             for p in self.parts.drain(..) {
                 self.dropped.extend(p.loc);
             }
-            self.head_dirty = true;
+            self.head.dirty = true;
             self.recount();
             return;
         }
@@ -457,7 +450,7 @@ impl ChunkedList {
                 }
             }
         }
-        self.head_dirty = true;
+        self.head.dirty = true;
         self.recount();
     }
 
