@@ -36,7 +36,7 @@ mod list;
 mod part;
 
 pub use dir::{Dir, DirHead, PartInfo, ScanStep, PART_RAM_BYTES};
-pub use list::{measure_list, measure_list_range, ChunkedList, FIRST_POSITION};
+pub use list::{measure_list, measure_list_range, ChunkedList};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
 
 use super::{packed_len, Malformed};

@@ -198,16 +198,6 @@ impl ChunkedList {
         self.locate(i).map(|(p, _)| p)
     }
 
-    /// The parts holding elements `first..=last` (indexes, clamped).
-    pub fn parts_for(&self, first: usize, last: usize) -> std::ops::Range<usize> {
-        if self.len == 0 || first > last || first >= self.len {
-            return 0..0;
-        }
-        let a = self.part_index(first).unwrap_or(0);
-        let b = self.part_index(last.min(self.len - 1)).unwrap_or(a);
-        a..b + 1
-    }
-
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         let (pi, j) = self.locate(i)?;
         let it = self.parts[pi].items.as_ref();
