@@ -1,8 +1,13 @@
-// listload: a closed-loop RESP load of one list command with random
-// (unpadded) indexes, which redis-benchmark cannot send (its __rand_int__
-// is zero-padded, and LINDEX refuses "000042").
+// listload: a closed-loop RESP load of one list or sorted-set command
+// with random (unpadded) indexes, which redis-benchmark cannot send (its
+// __rand_int__ is zero-padded, and LINDEX refuses "000042").
 //
-//	go run ./bench/listload -p PORT -cmd lindex|lset|lrange10 -n REQUESTS -c CONNS -len LISTLEN [-d VALUE]
+//	go run ./bench/listload -p PORT -cmd CMD -n REQUESTS -c CONNS -len LEN [-d VALUE]
+//
+// CMD: lindex, lset, lrange10 on list `l`; on sorted set `z`, whose member
+// i is "%012d:" padded with 'v' to VALUE bytes with score i: zscore,
+// zrank, zadd (member i to score i.5), zrange10 (ranks i..i+9),
+// zrangebyscore10 (scores i..i+9).
 //
 // Prints "ops_per_sec p50_ms p99_ms" (one request in flight per connection).
 package main
@@ -16,6 +21,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -55,9 +61,18 @@ func reply(r *bufio.Reader) {
 	}
 }
 
+// member is sorted-set member i: "%012d:" padded with 'v' to size bytes.
+func member(i, size int) string {
+	m := fmt.Sprintf("%012d:", i)
+	if len(m) < size {
+		m += strings.Repeat("v", size-len(m))
+	}
+	return m
+}
+
 func main() {
 	port := flag.Int("p", 6379, "port")
-	cmd := flag.String("cmd", "lindex", "lindex, lset or lrange10")
+	cmd := flag.String("cmd", "lindex", "lindex, lset, lrange10, zscore, zrank, zadd, zrange10 or zrangebyscore10")
 	n := flag.Int("n", 100000, "requests")
 	conns := flag.Int("c", 32, "connections")
 	length := flag.Int("len", 1000000, "list length (indexes are drawn from [0, len))")
@@ -89,6 +104,19 @@ func main() {
 					req = resp("LSET", "l", strconv.Itoa(idx), value)
 				case "lrange10":
 					req = resp("LRANGE", "l", strconv.Itoa(idx), strconv.Itoa(idx+9))
+				case "zscore":
+					req = resp("ZSCORE", "z", member(idx, *size))
+				case "zrank":
+					req = resp("ZRANK", "z", member(idx, *size))
+				case "zadd":
+					req = resp("ZADD", "z", strconv.Itoa(idx)+".5", member(idx, *size))
+				case "zrange10":
+					req = resp("ZRANGE", "z", strconv.Itoa(idx), strconv.Itoa(idx+9))
+				case "zrangebyscore10":
+					req = resp("ZRANGEBYSCORE", "z", strconv.Itoa(idx), strconv.Itoa(idx+9))
+				default:
+					fmt.Fprintln(os.Stderr, "unknown -cmd", *cmd)
+					os.Exit(2)
 				}
 				t := time.Now()
 				if _, err := conn.Write(req); err != nil {

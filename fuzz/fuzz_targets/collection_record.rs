@@ -7,7 +7,9 @@
 //! - `decode_record` of any bytes never panics, and a record that decodes
 //!   as kind 6 has a collection type;
 //! - a chunk body (kind 9) decodes to distinct elements or an error, and
-//!   the elements a range filter keeps are a subset of the whole.
+//!   the elements a range filter keeps are a subset of the whole;
+//! - a sorted set's order chunk decodes to sorted zkeys inside its bounds
+//!   or an error, and measuring a narrower range counts a subset.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -15,7 +17,8 @@ use strata_engine::flash::format::{
     decode_chunk, decode_head, decode_record, head_value, RecordKind,
 };
 use strata_engine::types::chunked::{
-    decode_elems, elem_hash, measure_list, measure_list_range, range_high,
+    cmp_zkey, decode_elems, decode_order, elem_hash, in_range, measure_list, measure_list_range,
+    measure_order, range_high, Score,
 };
 use strata_engine::types::{Collection, ValueType};
 
@@ -63,5 +66,19 @@ fuzz_target!(|data: &[u8]| {
             assert!(some.keys().all(|k| all.contains_key(k)));
         }
         let _ = decode_elems::<()>(chunk, |_| true);
+        let _ = decode_elems::<Score>(chunk, |_| true);
+    }
+    if let Ok(rec) = decode_order(body) {
+        assert!(rec
+            .keys
+            .windows(2)
+            .all(|w| cmp_zkey(w[0], w[1]) == std::cmp::Ordering::Less));
+        assert!(rec.keys.iter().all(|k| in_range(k, rec.lo, rec.hi)));
+        let (n, _) = measure_order(body, rec.lo, rec.hi).expect("decoded once");
+        assert_eq!(n as usize, rec.keys.len());
+        if let Some(mid) = rec.keys.get(rec.keys.len() / 2) {
+            let (m, _) = measure_order(body, mid, rec.hi).expect("decoded once");
+            assert!(m <= n);
+        }
     }
 });

@@ -65,7 +65,7 @@ pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
 pub use error::EngineError;
 pub use flash::io::IoBackend;
 pub use index::Value;
-pub use keyspace::chunks::{pick_index, Need};
+pub use keyspace::chunks::{pick_index, Need, ZTo};
 pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
 pub use keyspace::view::{KeysView, ValueRef};

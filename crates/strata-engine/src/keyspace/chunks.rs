@@ -14,7 +14,7 @@ use crate::flash::format;
 use crate::index::{Entry, FlashLoc, Slot, Value};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget};
-use crate::types::chunked::elem_hash;
+use crate::types::chunked::{elem_hash, zkey, ChunkedZSet, ORDER_DEPTH};
 use crate::{EngineError, Inner};
 use bytes::Bytes;
 use smallvec::SmallVec;
@@ -38,12 +38,54 @@ pub enum Need {
     /// negative from the end, clamped as LRANGE clamps (pushes and pops at
     /// either end, LINDEX, LSET, LRANGE, LTRIM's two ends).
     Indexes(SmallVec<[(i64, i64); 2]>),
+    /// Sorted-set members a command reads or changes, each with the score
+    /// it may get: their member parts and the order parts of their old and
+    /// new (score, member) (planned in two rounds: a member's old score is
+    /// known once its member part is in RAM). ZADD, ZINCRBY, ZREM, ZRANK.
+    ZMembers(Vec<(Bytes, ZTo)>),
+    /// Sorted-set ranks (inclusive ranges, negative from the end, clamped
+    /// as ZRANGE clamps): the order parts holding them, and with `members`
+    /// (the command removes them: pops) the member parts of the members
+    /// there, once those order parts are in RAM.
+    ZRanks {
+        ranges: SmallVec<[(i64, i64); 2]>,
+        members: bool,
+        /// The ranks count from the highest score (ZREVRANGE).
+        rev: bool,
+    },
+    /// Sorted-set members with a score inside the bounds: the order parts
+    /// that hold them (found from the parts' bounds, in RAM), and with
+    /// `members` their member parts once those are in RAM.
+    ZScores {
+        min: std::ops::Bound<f64>,
+        max: std::ops::Bound<f64>,
+        members: bool,
+    },
+}
+
+/// The score a sorted-set member may get (`Need::ZMembers`).
+#[derive(Clone, Copy, Debug)]
+pub enum ZTo {
+    /// It keeps its score or is removed.
+    Stay,
+    Score(f64),
+    /// Its score plus this (0 plus this if it is new).
+    Incr(f64),
 }
 
 impl Need {
     /// `Need::Indexes` of these ranges.
     pub fn indexes(ranges: &[(i64, i64)]) -> Need {
         Need::Indexes(SmallVec::from_slice(ranges))
+    }
+
+    /// `Need::ZRanks` of these ranges.
+    pub fn zranks(ranges: &[(i64, i64)], members: bool, rev: bool) -> Need {
+        Need::ZRanks {
+            ranges: SmallVec::from_slice(ranges),
+            members,
+            rev,
+        }
     }
 }
 
@@ -63,6 +105,29 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
         Need::Scan { from, count } => return d.scan_parts(*from, *count).collect(),
         Need::Pick(seed) => return d.part_at(pick_index(*seed, d.len())).into_iter().collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
+        Need::ZMembers(ms) => match d.zset() {
+            Some(z) => zset_member_parts(z, ms),
+            None => SmallVec::new(),
+        },
+        Need::ZRanks {
+            ranges,
+            members,
+            rev,
+        } => match d.zset() {
+            Some(z) => {
+                let n = z.len();
+                let asc = ranges.iter().filter_map(|&(a, b)| {
+                    let (a, b) = clamp_indexes(a, b, n)?;
+                    Some(if *rev { (n - 1 - b, n - a) } else { (a, b + 1) })
+                });
+                zset_rank_parts(z, asc, *members)
+            }
+            None => SmallVec::new(),
+        },
+        Need::ZScores { min, max, members } => match d.zset() {
+            Some(z) => zset_score_parts(z, *min, *max, *members),
+            None => SmallVec::new(),
+        },
         Need::Indexes(ranges) => ranges
             .iter()
             .filter_map(|&(a, b)| clamp_indexes(a, b, d.len()))
@@ -75,12 +140,86 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
     v
 }
 
+/// The parts of a chunked sorted set that `Need::ZMembers(ms)` names, as
+/// far as RAM tells: each member's part, and once that is in RAM the order
+/// parts of its old and new zkeys.
+fn zset_member_parts(z: &ChunkedZSet, ms: &[(Bytes, ZTo)]) -> SmallVec<[usize; 4]> {
+    let mp = z.members.parts().len();
+    let mut v = SmallVec::new();
+    for (m, to) in ms {
+        let pi = z.members.part_of(elem_hash(m));
+        v.push(pi);
+        if !z.members.parts()[pi].is_resident() {
+            continue;
+        }
+        let old = z.score(m);
+        if let Some(s) = old {
+            v.push(mp + z.order.part_for(&zkey(s, m)));
+        }
+        let new = match *to {
+            ZTo::Stay => None,
+            ZTo::Score(s) => Some(s),
+            ZTo::Incr(x) => Some(old.unwrap_or(0.0) + x),
+        };
+        if let Some(s) = new.filter(|s| !s.is_nan()) {
+            v.push(mp + z.order.part_for(&zkey(s, m)));
+        }
+    }
+    v
+}
+
+/// The parts of a chunked sorted set that `Need::ZRanks` names, as far as
+/// RAM tells (the member parts once the order parts are in RAM).
+fn zset_rank_parts(
+    z: &ChunkedZSet,
+    ranges: impl Iterator<Item = (usize, usize)>,
+    members: bool,
+) -> SmallVec<[usize; 4]> {
+    let mp = z.members.parts().len();
+    let mut v = SmallVec::new();
+    for (a, b) in ranges {
+        let parts = z.order.parts_for_ranks(a, b);
+        let resident = parts.clone().all(|i| z.order.part(i).is_resident());
+        v.extend(parts.map(|i| mp + i));
+        if members && resident {
+            for (m, _) in z.range(a, b) {
+                v.push(z.members.part_of(elem_hash(m)));
+            }
+        }
+    }
+    v
+}
+
+/// The parts of a chunked sorted set that `Need::ZScores` names, as far as
+/// RAM tells: the order parts from the one where the lower bound falls to
+/// the one where the upper bound falls (by the parts' bounds), then the
+/// member parts of the members in range.
+fn zset_score_parts(
+    z: &ChunkedZSet,
+    min: std::ops::Bound<f64>,
+    max: std::ops::Bound<f64>,
+    members: bool,
+) -> SmallVec<[usize; 4]> {
+    let mp = z.members.parts().len();
+    let (lo, hi) = z.score_parts(min, max);
+    let mut v: SmallVec<[usize; 4]> = (lo..=hi).map(|i| mp + i).collect();
+    if members && (lo..=hi).all(|i| z.order.part(i).is_resident()) {
+        let (a, b) = z.score_ranks(min, max);
+        for (m, _) in z.range(a, b) {
+            v.push(z.members.part_of(elem_hash(m)));
+        }
+    }
+    v
+}
+
 /// A cold part to load.
 pub(crate) struct PartTarget {
     fetch: FetchTarget,
     cid: u64,
-    /// Start of the part's range (its index may shift with splits).
+    /// The part's name (its index may shift with splits) and index.
     low: u64,
+    depth: u8,
+    index: usize,
 }
 
 impl Inner {
@@ -122,6 +261,8 @@ impl Inner {
                     fetch: FetchTarget::new(self, db, key, loc, p.seq),
                     cid: d.cid(),
                     low: p.low,
+                    depth: p.depth,
+                    index: i,
                 });
             }
         }
@@ -226,7 +367,17 @@ fn install(
         if d.cid() != t.cid {
             return Ok(());
         }
-        let i = d.part_of(t.low);
+        // A hash range or list position finds the part that holds it now
+        // (a record of a wider range installs filtered); an order part is
+        // found by its id.
+        let i = if t.depth == ORDER_DEPTH {
+            match d.find_part(t.low, t.depth, t.index) {
+                Some(i) => i,
+                None => return Ok(()),
+            }
+        } else {
+            d.part_of(t.low)
+        };
         d.install(i, loc, body, named).map(|_| ())
     });
     match r {

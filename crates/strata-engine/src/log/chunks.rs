@@ -28,6 +28,8 @@ pub(crate) struct ChunkedState {
 pub(crate) struct CapturedPart {
     pub low: u64,
     pub depth: u8,
+    /// The part's index when captured (where to look for it first).
+    pub index: usize,
     pub ver: u32,
     /// The kind-9 value: prefix and body.
     pub value: Vec<u8>,
@@ -83,6 +85,7 @@ pub(crate) fn capture_part(
     CapturedPart {
         low: p.low,
         depth: p.depth,
+        index: i,
         ver: p.ver,
         value,
     }
@@ -161,11 +164,9 @@ pub(crate) fn publish_chunked(
             return false;
         }
         for (p, &loc) in st.parts.iter().zip(parts) {
-            let i = dir.part_of(p.low);
-            let info = dir.part(i);
-            if info.low != p.low || info.depth != p.depth {
+            let Some(i) = dir.find_part(p.low, p.depth, p.index) else {
                 continue;
-            }
+            };
             if let Some(old) = dir.published(i, p.ver, loc, st.version) {
                 retain.push(loc);
                 release.extend(old);

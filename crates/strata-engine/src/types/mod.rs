@@ -178,7 +178,9 @@ impl Collection {
         self.len() == 0
     }
 
-    /// Exact length of the packed encoding (invariant 2).
+    /// Exact length of the packed encoding (invariant 2); of a chunked
+    /// collection, the bytes its parts hold (a chunked sorted set holds
+    /// each member twice: in a member part and in an order part).
     pub fn encoded_len(&self) -> usize {
         PACKED_HEADER_LEN
             + match self {
@@ -324,7 +326,7 @@ impl Collection {
             Collection::Hash(h) => h.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::Set(s) => s.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::List(l) => l.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
-            Collection::ZSet(_) => None,
+            Collection::ZSet(z) => z.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
         }
     }
 
@@ -333,7 +335,7 @@ impl Collection {
             Collection::Hash(h) => h.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::Set(s) => s.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::List(l) => l.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::ZSet(_) => None,
+            Collection::ZSet(z) => z.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
         }
     }
 
@@ -341,15 +343,16 @@ impl Collection {
         self.dir().is_some()
     }
 
-    /// Whether this collection should be chunked: a list, or a hash or set
-    /// with the big encoding (whose element order Redis leaves
-    /// unspecified), whose packed form passes `chunked::CHUNKED_AT`.
+    /// Whether this collection should be chunked: a list, or a hash, set
+    /// or sorted set with the big encoding (a hash's or set's element order
+    /// Redis leaves unspecified then), whose packed form passes
+    /// `chunked::CHUNKED_AT`.
     pub fn wants_chunks(&self) -> bool {
         let candidate = match self {
             Collection::Hash(h) => h.big && !h.is_chunked(),
             Collection::Set(s) => s.big && !s.is_chunked(),
             Collection::List(l) => !l.is_chunked(),
-            Collection::ZSet(_) => false,
+            Collection::ZSet(z) => z.big && !z.is_chunked(),
         };
         candidate && self.encoded_len() > chunked::CHUNKED_AT
     }
@@ -360,23 +363,30 @@ impl Collection {
             Collection::Hash(h) => h.make_chunked(cid),
             Collection::Set(s) => s.make_chunked(cid),
             Collection::List(l) => l.make_chunked(cid),
-            Collection::ZSet(_) => {}
+            Collection::ZSet(z) => z.make_chunked(cid),
         }
     }
 
     /// A chunked collection of type `t` rebuilt from its directory
-    /// (recovery; `span`: a list's head's positions, if known); None for
+    /// (recovery; `span`: a list's head's positions, if known; `order`: a
+    /// sorted set's order parts, `parts` being its member parts); None for
     /// types that are never chunked.
+    #[allow(clippy::too_many_arguments)]
     pub fn from_directory(
         t: ValueType,
         big: bool,
         cid: u64,
         parts: &[chunked::PartInfo],
+        order: &[chunked::OrderInfo],
         head_loc: Option<crate::index::FlashLoc>,
         head_seq: u64,
         span: Option<(u64, u64)>,
     ) -> Option<Collection> {
         match t {
+            ValueType::ZSet => Some(Collection::ZSet(ZSet::from_chunks(
+                big,
+                chunked::ChunkedZSet::from_infos(cid, parts, order, head_loc, head_seq),
+            ))),
             ValueType::List => Some(Collection::List(List::from_chunks(
                 chunked::ChunkedList::from_infos(cid, parts, head_loc, head_seq, span),
             ))),
@@ -419,6 +429,14 @@ impl Collection {
                 }
                 n.big = s.big;
                 Collection::Set(n)
+            }
+            Collection::ZSet(z) if z.is_chunked() => {
+                let mut n = ZSet::default();
+                for (m, s) in z.iter() {
+                    n.insert(m, s);
+                }
+                n.big = z.big;
+                Collection::ZSet(n)
             }
             c => c.clone(),
         }

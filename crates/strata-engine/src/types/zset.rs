@@ -4,9 +4,12 @@
 //! member → score map beside an ordered tree, and stays so. OBJECT ENCODING
 //! follows Redis's own thresholds (`big`), not the form used here.
 //!
-//! Ranks walk the ordered set (O(rank)); the chunked layout will give
-//! ranks by prefix sums over chunk counts.
+//! Ranks walk the ordered set (O(rank)). A big sorted set whose packed form
+//! passes `chunked::CHUNKED_AT` is chunked (`chunked::ChunkedZSet`): its
+//! members and its order are parts that may be on flash, and ranks are
+//! prefix sums over part counts.
 
+use super::chunked::{self, ChunkedZSet};
 use super::{packed_len, EncodingLimits};
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -119,6 +122,8 @@ pub struct ZSet {
     body: usize,
     /// Redis would report `skiplist` (one-way).
     pub big: bool,
+    /// The parts, when chunked (then `repr` is empty and unused).
+    pub(crate) chunks: Option<Box<ChunkedZSet>>,
 }
 
 impl PartialEq for ZSet {
@@ -181,6 +186,9 @@ fn in_bounds(s: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
 
 impl ZSet {
     pub fn len(&self) -> usize {
+        if let Some(c) = &self.chunks {
+            return c.len();
+        }
         match &self.repr {
             Repr::Packed(p) => p.n,
             Repr::Tree { scores, .. } => scores.len(),
@@ -190,9 +198,15 @@ impl ZSet {
         self.len() == 0
     }
     pub(crate) fn body_len(&self) -> usize {
-        self.body
+        match &self.chunks {
+            Some(c) => c.body_len(),
+            None => self.body,
+        }
     }
     pub fn score(&self, m: &[u8]) -> Option<f64> {
+        if let Some(c) = &self.chunks {
+            return c.score(m);
+        }
         match &self.repr {
             Repr::Packed(p) => p.find(m).map(|(_, _, s)| s),
             Repr::Tree { scores, .. } => scores.get(m).copied(),
@@ -216,6 +230,9 @@ impl ZSet {
     /// Caller guarantees `score` is not NaN.
     pub fn insert(&mut self, m: &[u8], score: f64) -> Option<f64> {
         debug_assert!(!score.is_nan());
+        if let Some(c) = &mut self.chunks {
+            return c.insert(m, score);
+        }
         if let Repr::Packed(p) = &mut self.repr {
             match p.find(m) {
                 Some((_, off, prev)) => {
@@ -262,6 +279,9 @@ impl ZSet {
     }
     /// Removes `m`; returns whether it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
+        if let Some(c) = &mut self.chunks {
+            return c.remove(m);
+        }
         let found = match &mut self.repr {
             Repr::Packed(p) => match p.find(m) {
                 Some((_, off, _)) => {
@@ -285,6 +305,9 @@ impl ZSet {
     }
     /// 0-based rank of `m` in ascending order.
     pub fn rank(&self, m: &[u8]) -> Option<usize> {
+        if let Some(c) = &self.chunks {
+            return c.rank(m);
+        }
         match &self.repr {
             Repr::Packed(p) => p.find(m).map(|(i, _, _)| i),
             Repr::Tree { order, .. } => {
@@ -296,6 +319,9 @@ impl ZSet {
     }
     /// Members in ascending order with their scores.
     pub fn iter(&self) -> Iter<'_> {
+        if let Some(c) = &self.chunks {
+            return Iter(IterInner::Tree(Box::new(c.iter())));
+        }
         Iter(match &self.repr {
             Repr::Packed(p) => IterInner::Packed(
                 p.entries()
@@ -311,6 +337,10 @@ impl ZSet {
     /// Members with a score in the given bounds, ascending (reverse the
     /// iterator for descending). Only the members in range are visited.
     pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> Iter<'_> {
+        if let Some(c) = &self.chunks {
+            let (a, b) = c.score_ranks(min, max);
+            return Iter(IterInner::Tree(Box::new(c.range(a, b))));
+        }
         let order = match &self.repr {
             Repr::Packed(p) => {
                 return Iter(IterInner::Packed(
@@ -348,6 +378,13 @@ impl ZSet {
     }
     /// Removes and returns the lowest (or, with `max`, the highest) member.
     pub fn pop(&mut self, max: bool) -> Option<(Box<[u8]>, f64)> {
+        if self.chunks.is_some() {
+            // By rank: only the end's parts need be in RAM.
+            let r = if max { self.len().checked_sub(1)? } else { 0 };
+            let (m, s) = self.get_rank(r).map(|(m, s)| (Box::<[u8]>::from(m), s))?;
+            self.remove(&m);
+            return Some((m, s));
+        }
         let (m, s) = {
             let mut it = self.iter();
             let (m, s) = if max { it.next_back() } else { it.next() }?;
@@ -356,8 +393,22 @@ impl ZSet {
         self.remove(&m);
         Some((m, s))
     }
+    /// Members of ranks `[a, b)` ascending (reverse the iterator for
+    /// descending); of a chunked set only their parts are read.
+    pub fn rank_range(&self, a: usize, b: usize) -> Iter<'_> {
+        if let Some(c) = &self.chunks {
+            return Iter(IterInner::Tree(Box::new(c.range(a, b))));
+        }
+        let n = b.saturating_sub(a);
+        Iter(IterInner::Packed(
+            self.iter().skip(a).take(n).collect::<Vec<_>>().into_iter(),
+        ))
+    }
     /// The member at rank `i` (ascending).
     pub fn get_rank(&self, i: usize) -> Option<(&[u8], f64)> {
+        if let Some(c) = &self.chunks {
+            return c.get_rank(i);
+        }
         match &self.repr {
             Repr::Packed(p) => p.entries().nth(i).map(|(_, m, s)| (m, s)),
             Repr::Tree { order, .. } => order.iter().nth(i).map(|(s, m)| (&**m, s.0)),
@@ -369,10 +420,80 @@ impl ZSet {
         }
     }
     fn has_member_over(&self, n: usize) -> bool {
+        if let Some(c) = &self.chunks {
+            return c.iter().any(|(m, _)| m.len() > n);
+        }
         match &self.repr {
             Repr::Packed(p) => p.entries().any(|(_, m, _)| m.len() > n),
             Repr::Tree { scores, .. } => scores.keys().any(|m| m.len() > n),
         }
+    }
+}
+
+impl ZSet {
+    /// Whether the sorted set is chunked.
+    pub fn is_chunked(&self) -> bool {
+        self.chunks.is_some()
+    }
+    /// The chunked form, if chunked.
+    pub fn chunked(&self) -> Option<&ChunkedZSet> {
+        self.chunks.as_deref()
+    }
+    /// A chunked one of these parts.
+    pub(crate) fn from_chunks(big: bool, c: ChunkedZSet) -> Self {
+        ZSet {
+            big,
+            chunks: Some(Box::new(c)),
+            ..ZSet::default()
+        }
+    }
+    /// Makes the sorted set chunked, with collection id `cid`.
+    pub(crate) fn make_chunked(&mut self, cid: u64) {
+        let c = ChunkedZSet::build(cid, self.iter());
+        self.repr = Repr::default();
+        self.body = 0;
+        self.chunks = Some(Box::new(c));
+    }
+}
+
+/// Whether score `s` is below the lower bound `min`.
+fn below_min(s: f64, min: Bound<f64>) -> bool {
+    match min {
+        Bound::Unbounded => false,
+        Bound::Included(x) => s < x,
+        Bound::Excluded(x) => s <= x,
+    }
+}
+
+/// Whether score `s` is at most the upper bound `max`.
+fn within_max(s: f64, max: Bound<f64>) -> bool {
+    match max {
+        Bound::Unbounded => true,
+        Bound::Included(x) => s <= x,
+        Bound::Excluded(x) => s < x,
+    }
+}
+
+impl ChunkedZSet {
+    /// The ranks `[a, b)` of the members whose score is inside the bounds
+    /// (the order parts `score_parts` names must be in RAM).
+    pub fn score_ranks(&self, min: Bound<f64>, max: Bound<f64>) -> (usize, usize) {
+        let a = self.rank_where(|s, _| below_min(s, min));
+        let b = self.rank_where(|s, _| within_max(s, max));
+        (a, b.max(a))
+    }
+
+    /// The order parts (first, last) that `score_ranks` reads: where each
+    /// bound falls, found from the parts' lower bounds (in RAM), and all
+    /// between.
+    pub fn score_parts(&self, min: Bound<f64>, max: Bound<f64>) -> (usize, usize) {
+        let lo = self
+            .order
+            .turning_part(|k| below_min(chunked::unzkey(k).0, min));
+        let hi = self
+            .order
+            .turning_part(|k| within_max(chunked::unzkey(k).0, max));
+        (lo, hi.max(lo))
     }
 }
 

@@ -105,7 +105,7 @@ impl Gen {
     }
 
     /// Large strings that fill the RAM budget, so collections get demoted;
-    /// and one big hash, set and list in the mix's key pools (chunked on
+    /// and one big hash, set, list and sorted set in the mix's key pools (chunked on
     /// Strata: past 32 KiB packed), which the random commands then use.
     pub fn ballast(&mut self) -> Vec<Cmd> {
         let mut v: Vec<Cmd> = (0..120)
@@ -118,15 +118,20 @@ impl Gen {
             let mut h = vec![b("HSET"), b("h:0")];
             let mut s = vec![b("SADD"), b("s:0")];
             let mut l = vec![b("RPUSH"), b("l:0")];
+            let mut z = vec![b("ZADD"), b("z:0")];
             for i in part * 1000..(part + 1) * 1000 {
                 h.push(b(&format!("fill:{i}")));
                 h.push(b(&format!("{i:0>40}")));
                 s.push(b(&format!("fill:{i}")));
                 l.push(b(&format!("{i:0>40}")));
+                // Few distinct scores: members order ties.
+                z.push(b(&format!("{}", (i * 7) % 50 - 10)));
+                z.push(b(&format!("fill:{i}")));
             }
             v.push((h, Check::Exact));
             v.push((s, Check::Exact));
             v.push((l, Check::Exact));
+            v.push((z, Check::Exact));
         }
         v
     }

@@ -70,9 +70,9 @@ fn collections_match_redis_7() {
         let (a, b) = (r.reply(), s.reply());
         assert_eq!(a.bytes, b.bytes, "ballast {}", gen::show(&args));
     }
-    // The big hash, set and list of the ballast are chunked (what the mix
-    // then compares against Redis).
-    for key in ["h:0", "s:0", "l:0"] {
+    // The big hash, set, list and sorted set of the ballast are chunked
+    // (what the mix then compares against Redis).
+    for key in ["h:0", "s:0", "l:0", "z:0"] {
         s.send(&[b"DEBUG".to_vec(), b"TIER".to_vec(), key.as_bytes().to_vec()]);
         let tier = String::from_utf8_lossy(&s.reply().bytes).to_string();
         assert!(tier.contains("tier:chunked"), "{key}: {tier}");

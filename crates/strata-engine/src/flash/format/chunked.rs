@@ -4,7 +4,7 @@
 use super::le_u64;
 use crate::types::ValueType;
 
-/// Bytes of a kind-8 value of a hash or set.
+/// Bytes of a kind-8 value of a hash, set or sorted set.
 pub const HEAD_VALUE_LEN: usize = 10;
 /// Bytes of a kind-8 value of a list: the span `[start, end)` follows.
 pub const LIST_HEAD_VALUE_LEN: usize = HEAD_VALUE_LEN + 16;
@@ -31,8 +31,9 @@ pub fn chunk_prefix(n: &ChunkName) -> [u8; CHUNK_PREFIX_LEN] {
 }
 
 /// A kind-9 value's name and body; None if malformed (a depth over 64, a
-/// range start not aligned to its depth, a list chunk with a depth, or not
-/// a hash, set or list). A list chunk's `low` is its first position.
+/// range start not aligned to its depth, a list chunk with a depth, or a
+/// string). A list chunk's `low` is its first position; a sorted set's
+/// order chunk (depth `ORDER_DEPTH`) names its part's id.
 pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     if value.len() < CHUNK_PREFIX_LEN {
         return None;
@@ -45,6 +46,12 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
             depth == 0 || (depth <= 64 && low & (u64::MAX >> depth) == 0)
         }
         ValueType::List => depth == 0,
+        // Member parts as a hash's; order parts name an id.
+        ValueType::ZSet => {
+            depth == crate::types::chunked::ORDER_DEPTH
+                || depth == 0
+                || (depth <= 64 && low & (u64::MAX >> depth) == 0)
+        }
         _ => false,
     };
     if !ok {
@@ -82,12 +89,12 @@ pub fn head_value(h: &Head) -> Vec<u8> {
     b
 }
 
-/// A kind-8 value (None if malformed: a list without its span, a hash or
-/// set with one, or another type).
+/// A kind-8 value (None if malformed: a list without its span, a hash,
+/// set or sorted set with one, or a string).
 pub fn decode_head(value: &[u8]) -> Option<Head> {
     let vtype = ValueType::from_u8(*value.first()?)?;
     let want = match vtype {
-        ValueType::Hash | ValueType::Set => HEAD_VALUE_LEN,
+        ValueType::Hash | ValueType::Set | ValueType::ZSet => HEAD_VALUE_LEN,
         ValueType::List => LIST_HEAD_VALUE_LEN,
         _ => return None,
     };

@@ -17,8 +17,10 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// stale mark and explicit CAS of memcached items that have them; version 5
 /// the value type of collections (high nibble of the extension's bits byte);
 /// version 6 the directories of chunked collections; version 7 those of
-/// chunked lists (a part's `low` is its first position, depth 0).
-pub const CHECKPOINT_VERSION: u32 = 7;
+/// chunked lists (a part's `low` is its first position, depth 0); version
+/// 8 those of chunked sorted sets (order parts, depth `ORDER_DEPTH`, whose
+/// lower bounds follow the fixed parts).
+pub const CHECKPOINT_VERSION: u32 = 8;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;
@@ -141,6 +143,9 @@ pub struct CpChunks<'a> {
     pub head_seq: u64,
     /// `CP_PART_LEN` bytes per part.
     parts: &'a [u8],
+    /// The lower bound of each order part (depth `ORDER_DEPTH`), in order:
+    /// u32 LE length and bytes.
+    firsts: &'a [u8],
 }
 
 /// `CpPart::count` of a part whose record must be read to know it.
@@ -158,6 +163,17 @@ pub struct CpPart {
 }
 
 impl CpChunks<'_> {
+    /// The lower bounds of the order parts, in order.
+    pub fn firsts(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut b = self.firsts;
+        std::iter::from_fn(move || {
+            let n = u32::from_le_bytes(b.get(..4)?.try_into().ok()?) as usize;
+            let k = b.get(4..4 + n)?;
+            b = &b[4 + n..];
+            Some(k)
+        })
+    }
+
     pub fn parts(&self) -> impl Iterator<Item = CpPart> + '_ {
         self.parts.chunks_exact(CP_PART_LEN).map(|b| CpPart {
             depth: b[0],
@@ -174,8 +190,15 @@ impl CpChunks<'_> {
     }
 }
 
-/// Appends a directory (the part of a chunked entry after its key).
-pub fn encode_chunks(out: &mut Vec<u8>, cid: u64, head_seq: u64, parts: &[CpPart]) {
+/// Appends a directory (the part of a chunked entry after its key):
+/// the fixed parts, then `firsts`, the lower bound of each order part.
+pub fn encode_chunks(
+    out: &mut Vec<u8>,
+    cid: u64,
+    head_seq: u64,
+    parts: &[CpPart],
+    firsts: &[&[u8]],
+) {
     out.extend_from_slice(&cid.to_le_bytes());
     out.extend_from_slice(&head_seq.to_le_bytes());
     out.extend_from_slice(&(parts.len() as u32).to_le_bytes());
@@ -188,6 +211,10 @@ pub fn encode_chunks(out: &mut Vec<u8>, cid: u64, head_seq: u64, parts: &[CpPart
         out.extend_from_slice(&p.seq.to_le_bytes());
         out.extend_from_slice(&p.count.to_le_bytes());
         out.extend_from_slice(&p.body.to_le_bytes());
+    }
+    for k in firsts {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(k);
     }
 }
 
@@ -252,13 +279,26 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
         let n = u32_at(d, 16) as usize;
         let parts_end = (key_end + 20).checked_add(n.checked_mul(CP_PART_LEN)?)?;
         let parts = b.get(key_end + 20..parts_end)?;
+        let orders = parts
+            .chunks_exact(CP_PART_LEN)
+            .filter(|p| p[0] == crate::types::chunked::ORDER_DEPTH)
+            .count();
+        let mut end = parts_end;
+        for _ in 0..orders {
+            let n = u32_at(b.get(end..end + 4)?, 0) as usize;
+            end = end.checked_add(4 + n)?;
+            if b.len() < end {
+                return None;
+            }
+        }
         (
             Some(CpChunks {
                 cid: u64_at(d, 0),
                 head_seq: u64_at(d, 8),
                 parts,
+                firsts: &b[parts_end..end],
             }),
-            parts_end,
+            end,
         )
     } else {
         (None, key_end)

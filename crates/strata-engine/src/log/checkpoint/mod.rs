@@ -232,7 +232,8 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                         Slot::Chunked(c) => {
                             let Some(d) = c.dir() else { continue };
                             encode_entry_head(&mut buf, &entry, true);
-                            encode_chunks(&mut buf, d.cid(), d.head_seq(), &cp_parts(d));
+                            let (parts, firsts) = cp_parts(d);
+                            encode_chunks(&mut buf, d.cid(), d.head_seq(), &parts, &firsts);
                         }
                         _ => encode_entry(&mut buf, &entry),
                     }
@@ -281,9 +282,10 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
 
 /// The parts of a directory that have a record (a part without one is
 /// new: its records follow the checkpoint's position, or recovery finds
-/// its range empty).
-fn cp_parts(d: &dyn crate::types::chunked::Dir) -> Vec<CpPart> {
-    (0..d.part_count())
+/// its range empty), and the lower bounds of those that are order parts.
+fn cp_parts(d: &dyn crate::types::chunked::Dir) -> (Vec<CpPart>, Vec<&[u8]>) {
+    let mut firsts = Vec::new();
+    let parts = (0..d.part_count())
         .filter_map(|i| {
             let p = d.part(i);
             // A changed part's record holds other elements than the part
@@ -293,14 +295,17 @@ fn cp_parts(d: &dyn crate::types::chunked::Dir) -> Vec<CpPart> {
             } else {
                 (p.count, p.body)
             };
+            let loc = p.loc?;
+            firsts.extend(d.part_first(i));
             Some(CpPart {
                 depth: p.depth,
                 low: p.low,
-                loc: p.loc?,
+                loc,
                 seq: p.seq,
                 count,
                 body,
             })
         })
-        .collect()
+        .collect();
+    (parts, firsts)
 }

@@ -13,20 +13,29 @@
 //!   count is measured by reading the record here;
 //! - a range no record covers (records lost to damage) becomes an empty
 //!   part, and a collection left with no element is dropped (counted).
+//!
+//! A sorted set's member parts are resolved so too; its order parts by the
+//! same rule over zkeys (`resolve_order`): each zkey belongs to the newest
+//! record whose bounds hold it. Lists resolve by position (`resolve_list`).
 
 use super::replay::Replay;
 use crate::flash::format;
 use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::chunked::{
-    elem_hash, measure_elems, measure_list, measure_list_range, range_high, PartInfo,
+    cmp_zkey, decode_order, elem_hash, measure_elems, measure_list, measure_list_range,
+    measure_order, range_high, OrderInfo, PartInfo, Score, ORDER_DEPTH,
 };
 use crate::types::{Collection, ValueType};
 use crate::Inner;
 use std::collections::BTreeMap;
 
+/// The bounds of a sorted set's order record: lower (inclusive, empty:
+/// none) and upper (exclusive, None: none).
+pub(crate) type Bounds = std::sync::Arc<(Box<[u8]>, Option<Box<[u8]>>)>;
+
 /// A record that may hold part of a directory.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Cand {
     pub cid: u64,
     pub depth: u8,
@@ -36,13 +45,23 @@ pub(crate) struct Cand {
     /// Elements and packed bytes (`UNKNOWN_COUNT`: measure by reading).
     pub count: u32,
     pub body: u32,
+    /// An order record's bounds (sorted sets).
+    pub bounds: Option<Bounds>,
 }
 
 impl Cand {
     /// The candidate a kind-9 record's value describes (None if malformed).
     pub(crate) fn of_record(seq: u64, loc: FlashLoc, value: &[u8]) -> Option<Cand> {
         let (name, body) = format::decode_chunk(value)?;
-        let (count, bytes) = measure(name.vtype, name.low, name.depth, body)?;
+        let (count, bytes, bounds) = if name.depth == ORDER_DEPTH {
+            let r = decode_order(body).ok()?;
+            let (n, b) = measure_order(body, r.lo, r.hi).ok()?;
+            let bounds = std::sync::Arc::new((Box::from(r.lo), r.hi.map(Box::from)));
+            (n, b, Some(bounds))
+        } else {
+            let (n, b) = measure(name.vtype, name.low, name.depth, body)?;
+            (n, b, None)
+        };
         Some(Cand {
             cid: name.cid,
             depth: name.depth,
@@ -51,6 +70,7 @@ impl Cand {
             loc,
             count,
             body: bytes,
+            bounds,
         })
     }
 }
@@ -69,6 +89,7 @@ fn measure(t: ValueType, low: u64, depth: u8, body: &[u8]) -> Option<(u32, u32)>
     match t {
         ValueType::Hash => measure_elems::<Box<[u8]>>(body, keep).ok(),
         ValueType::Set => measure_elems::<()>(body, keep).ok(),
+        ValueType::ZSet => measure_elems::<Score>(body, keep).ok(),
         _ => None,
     }
 }
@@ -164,6 +185,13 @@ fn resolve(
     let mut cands: Vec<Cand> = (0..dir.part_count())
         .filter_map(|j| {
             let p = dir.part(j);
+            // An order part's bounds: its first, and the next one's.
+            let bounds = dir.part_first(j).map(|lo| {
+                let hi = (j + 1 < dir.part_count())
+                    .then(|| dir.part_first(j + 1))
+                    .flatten();
+                std::sync::Arc::new((Box::from(lo), hi.map(Box::from)))
+            });
             Some(Cand {
                 cid,
                 depth: p.depth,
@@ -172,6 +200,7 @@ fn resolve(
                 loc: p.loc?,
                 count: p.count,
                 body: p.body,
+                bounds,
             })
         })
         .collect();
@@ -186,16 +215,41 @@ fn resolve(
         let len = dir.len();
         return (len > 0, 0);
     }
-    cands.extend(tail.iter().filter(|c| c.cid == cid).copied());
+    cands.extend(tail.iter().filter(|c| c.cid == cid).cloned());
     if vtype == ValueType::List {
         let span = dir.recovered_span();
         return resolve_list(inner, sh, d, i, key, cands, span);
     }
+    let (order_cands, cands): (Vec<Cand>, Vec<Cand>) =
+        cands.into_iter().partition(|c| c.depth == ORDER_DEPTH);
+    let (parts, mut damaged) = resolve_hashed(inner, key, vtype, &cands);
+    let mut order = Vec::new();
+    if vtype == ValueType::ZSet {
+        let (o, bad) = resolve_order(inner, key, &order_cands);
+        order = o;
+        damaged += bad;
+    }
+    let Some(new) =
+        Collection::from_directory(vtype, big, cid, &parts, &order, head_loc, head_seq, None)
+    else {
+        return (false, damaged);
+    };
+    install_resolved(sh, d, i, new, big, damaged)
+}
+
+/// The parts of a hash, a set or a sorted set's members (module doc), and
+/// the records that could not be read.
+fn resolve_hashed(
+    inner: &Inner,
+    key: &[u8],
+    vtype: ValueType,
+    cands: &[Cand],
+) -> (Vec<PartInfo>, u64) {
     let mut order: Vec<usize> = (0..cands.len()).collect();
     order.sort_by(|&a, &b| (cands[b].seq, b).cmp(&(cands[a].seq, a)));
     let mut chosen: BTreeMap<u64, Chosen> = BTreeMap::new();
     for &ci in &order {
-        let c = cands[ci];
+        let c = &cands[ci];
         if let Some((&l, ch)) = chosen.range(..=c.low).next_back() {
             if range_high(l, ch.depth) >= c.low {
                 continue; // inside a newer record's range
@@ -213,7 +267,7 @@ fn resolve(
                 gap(&mut parts, n, low - 1);
             }
         }
-        let c = cands[ch.cand];
+        let c = &cands[ch.cand];
         let (count, body) = if ch.exact && c.count != UNKNOWN_COUNT {
             (Some(c.count), c.body)
         } else {
@@ -244,11 +298,133 @@ fn resolve(
     if let Some(n) = next {
         gap(&mut parts, n, u64::MAX);
     }
-    let Some(new) = Collection::from_directory(vtype, big, cid, &parts, head_loc, head_seq, None)
-    else {
-        return (false, damaged);
+    (parts, damaged)
+}
+
+/// A zkey bound for ordering chosen ranges (`cmp_zkey`; empty: lowest).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ZBound(Box<[u8]>);
+
+impl PartialOrd for ZBound {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for ZBound {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        cmp_zkey(&self.0, &o.0)
+    }
+}
+
+/// Whether `a < b` where None is above every bound.
+fn below(a: &ZBound, b: Option<&ZBound>) -> bool {
+    b.is_none_or(|b| a < b)
+}
+
+/// The order parts of a sorted set (module doc): each zkey goes to the
+/// newest record whose bounds hold it; a range no record holds becomes an
+/// empty part (damage). Returns the parts and the records that could not
+/// be read.
+fn resolve_order(inner: &Inner, key: &[u8], cands: &[Cand]) -> (Vec<OrderInfo>, u64) {
+    let mut by_age: Vec<usize> = (0..cands.len()).collect();
+    by_age.sort_by(|&a, &b| (cands[b].seq, b).cmp(&(cands[a].seq, a)));
+    // Chosen ranges: start -> (end, candidate).
+    let mut chosen: BTreeMap<ZBound, (Option<ZBound>, usize)> = BTreeMap::new();
+    for &ci in &by_age {
+        let Some(bounds) = &cands[ci].bounds else {
+            continue;
+        };
+        let end = bounds.1.clone().map(ZBound);
+        let mut at = ZBound(bounds.0.clone());
+        while below(&at, end.as_ref()) {
+            // The chosen range holding `at`: skip past it.
+            if let Some((_, (e, _))) = chosen
+                .range(..=at.clone())
+                .next_back()
+                .filter(|(_, (e, _))| below(&at, e.as_ref()))
+            {
+                match e {
+                    Some(e) => {
+                        at = e.clone();
+                        continue;
+                    }
+                    None => break,
+                }
+            }
+            let next = chosen
+                .range(at.clone()..)
+                .next()
+                .map(|(s, _)| s.clone())
+                .filter(|s| below(s, end.as_ref()));
+            let stop = next.or_else(|| end.clone());
+            chosen.insert(at.clone(), (stop.clone(), ci));
+            match stop {
+                Some(s) => at = s,
+                None => break,
+            }
+        }
+    }
+    let mut parts: Vec<OrderInfo> = Vec::with_capacity(chosen.len() + 1);
+    let mut damaged = 0;
+    let mut expect: Option<ZBound> = Some(ZBound(Box::default()));
+    let empty = |first: Box<[u8]>| OrderInfo {
+        id: 0,
+        first,
+        count: 0,
+        body: 0,
+        loc: None,
+        seq: 0,
     };
-    install_resolved(sh, d, i, new, big, damaged)
+    for (start, (end, ci)) in &chosen {
+        if let Some(e) = &expect {
+            if e < start {
+                damaged += 1;
+                parts.push(empty(e.0.clone()));
+            }
+        }
+        let c = &cands[*ci];
+        let exact = c.bounds.as_ref().is_some_and(|b| {
+            b.0[..] == start.0[..] && b.1.as_deref() == end.as_ref().map(|e| &e.0[..])
+        });
+        let measured = if exact && c.count != UNKNOWN_COUNT {
+            Some((c.count, c.body))
+        } else {
+            crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
+                let (_, b) = format::decode_chunk(&v)?;
+                measure_order(b, &start.0, end.as_ref().map(|e| &e.0[..])).ok()
+            })
+        };
+        match measured {
+            Some((count, body)) => parts.push(OrderInfo {
+                id: 0,
+                first: start.0.clone(),
+                count,
+                body,
+                loc: Some(c.loc),
+                seq: c.seq,
+            }),
+            None => {
+                damaged += 1;
+                parts.push(empty(start.0.clone()));
+            }
+        }
+        expect = end.clone();
+    }
+    if let Some(e) = expect {
+        // The zkeys above the last record's bound are lost.
+        if !chosen.is_empty() {
+            damaged += 1;
+        }
+        parts.push(empty(e.0));
+    }
+    // The first part's bound is the lowest (a part below every zkey).
+    if let Some(p) = parts.first_mut() {
+        p.first = Box::default();
+    }
+    for (id, p) in parts.iter_mut().enumerate() {
+        p.id = id as u32;
+    }
+    (parts, damaged)
 }
 
 /// Puts a resolved collection in the entry at `i`. Returns whether it
@@ -338,7 +514,7 @@ fn resolve_list(
     // Chosen intervals: first position -> (end, candidate).
     let mut chosen: BTreeMap<u64, (u64, usize)> = BTreeMap::new();
     for &ci in &order {
-        let c = cands[ci];
+        let c = &cands[ci];
         let (a, b) = (
             c.low.max(start),
             c.low.saturating_add(c.count as u64).min(end),
@@ -357,7 +533,7 @@ fn resolve_list(
     }
     let mut parts: Vec<PartInfo> = Vec::with_capacity(chosen.len());
     for (&a, &(b, ci)) in &chosen {
-        let c = cands[ci];
+        let c = &cands[ci];
         let count = (b - a) as u32;
         let body = if a == c.low && count == c.count {
             Some(c.body)
@@ -391,6 +567,7 @@ fn resolve_list(
         false,
         cid,
         &parts,
+        &[],
         head_loc,
         head_seq,
         None,

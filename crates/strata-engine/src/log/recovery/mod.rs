@@ -27,7 +27,7 @@ use crate::flash::format::{self, SEGMENT_DATA_START};
 use crate::index::{CompactKey, Entry, Shard, Slot};
 use crate::log::checkpoint;
 use crate::log::writer::LogPosition;
-use crate::types::chunked::PartInfo;
+use crate::types::chunked::{OrderInfo, PartInfo, ORDER_DEPTH};
 use crate::types::Collection;
 use crate::Inner;
 use replay::Replay;
@@ -222,9 +222,23 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
         // part with an unknown count or a gap is settled by
         // `chunks::resolve`).
         Some(c) => {
-            let parts: Vec<PartInfo> = c
-                .parts()
-                .map(|p| PartInfo {
+            let mut firsts = c.firsts();
+            let mut order = Vec::new();
+            let mut parts: Vec<PartInfo> = Vec::new();
+            for p in c.parts() {
+                if p.depth == ORDER_DEPTH {
+                    let Some(first) = firsts.next() else { return };
+                    order.push(OrderInfo {
+                        id: p.low as u32,
+                        first: first.into(),
+                        count: p.count,
+                        body: p.body,
+                        loc: Some(p.loc),
+                        seq: p.seq,
+                    });
+                    continue;
+                }
+                parts.push(PartInfo {
                     low: p.low,
                     depth: p.depth,
                     dirty: false,
@@ -234,14 +248,15 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
                     ver: 0,
                     loc: Some(p.loc),
                     seq: p.seq,
-                })
-                .collect();
+                });
+            }
             let big = e.meta.client_flags & crate::types::AUX_BIG != 0;
             let Some(coll) = Collection::from_directory(
                 e.meta.vtype,
                 big,
                 c.cid,
                 &parts,
+                &order,
                 Some(e.loc),
                 c.head_seq,
                 None,

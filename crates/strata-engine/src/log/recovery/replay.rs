@@ -196,9 +196,16 @@ impl Replay<'_> {
             return;
         }
         let big = bits & crate::types::BIG_ENCODING != 0;
-        let Some(c) =
-            crate::types::Collection::from_directory(vtype, big, cid, &[], Some(loc), seq, span)
-        else {
+        let Some(c) = crate::types::Collection::from_directory(
+            vtype,
+            big,
+            cid,
+            &[],
+            &[],
+            Some(loc),
+            seq,
+            span,
+        ) else {
             return;
         };
         let e = Entry {

@@ -170,6 +170,23 @@ pub trait Dir {
     fn set_recovered_span(&mut self, _span: (u64, u64)) {}
     fn part_count(&self) -> usize;
     fn part(&self, i: usize) -> PartInfo;
+    /// The sorted set behind this directory, if it is one (its needs are
+    /// planned on its two families).
+    fn zset(&self) -> Option<&super::ChunkedZSet> {
+        None
+    }
+    /// The lower bound of part `i`'s range when it is not a number: a
+    /// sorted set's order part (`zset::Order`); None otherwise.
+    fn part_first(&self, _i: usize) -> Option<&[u8]> {
+        None
+    }
+    /// The part named `(low, depth)` (a chunk record's name), if it still
+    /// exists; `hint`: where it was.
+    fn find_part(&self, low: u64, depth: u8, _hint: usize) -> Option<usize> {
+        let i = self.part_of(low);
+        let p = self.part(i);
+        (p.low == low && p.depth == depth).then_some(i)
+    }
     /// Index of the part holding hash `h`.
     fn part_of(&self, h: u64) -> usize;
     /// The part holding the element at position `i` of the iteration order.

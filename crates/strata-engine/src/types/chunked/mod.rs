@@ -34,10 +34,15 @@
 mod dir;
 mod list;
 mod part;
+mod zset;
 
 pub use dir::{Dir, DirHead, PartInfo, ScanStep, PART_RAM_BYTES};
 pub use list::{measure_list, measure_list_range, ChunkedList};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
+pub use zset::{
+    cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey, ChunkedZSet, OrderInfo, Score,
+    ORDER_DEPTH,
+};
 
 use super::{packed_len, Malformed};
 use crate::index::FlashLoc;
@@ -183,6 +188,9 @@ impl<V: Elem> Chunked<V> {
     }
     pub fn parts(&self) -> &[Part<V>] {
         &self.parts
+    }
+    pub(super) fn part_mut(&mut self, i: usize) -> &mut Part<V> {
+        &mut self.parts[i]
     }
     pub fn all_resident(&self) -> bool {
         self.resident == self.body && self.parts.iter().all(|p| p.is_resident())
@@ -504,9 +512,7 @@ impl<V: Elem> Chunked<V> {
                 }
                 let b: usize = m
                     .iter()
-                    .map(|(k, v)| {
-                        packed_len(k.len()) + if V::VALUED { packed_len(v.len()) } else { 0 }
-                    })
+                    .map(|(k, v)| packed_len(k.len()) + V::packed_of(v))
                     .sum();
                 if b != p.body as usize {
                     return Err("body".into());

@@ -20,6 +20,8 @@ pub trait Elem: Clone + std::fmt::Debug + PartialEq + Default {
     fn take_slice<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Malformed>;
     /// The value's bytes (empty for a set).
     fn as_slice(&self) -> &[u8];
+    /// Bytes a value of these bytes (`as_slice`) takes when packed.
+    fn packed_of(v: &[u8]) -> usize;
 }
 
 impl Elem for Box<[u8]> {
@@ -39,6 +41,9 @@ impl Elem for Box<[u8]> {
     fn as_slice(&self) -> &[u8] {
         self
     }
+    fn packed_of(v: &[u8]) -> usize {
+        packed_len(v.len())
+    }
 }
 
 impl Elem for () {
@@ -55,6 +60,41 @@ impl Elem for () {
     }
     fn as_slice(&self) -> &[u8] {
         &[]
+    }
+    fn packed_of(_: &[u8]) -> usize {
+        0
+    }
+}
+
+/// A sorted set member's score (its f64 bits, LE), fixed width.
+impl Elem for [u8; 8] {
+    const VALUED: bool = true;
+    fn packed(&self) -> usize {
+        8
+    }
+    fn put(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self);
+    }
+    fn take(r: &mut Reader<'_>) -> Result<Self, Malformed> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(r.take(8)?);
+        if f64::from_le_bytes(a).is_nan() {
+            return Err(Malformed);
+        }
+        Ok(a)
+    }
+    fn take_slice<'a>(r: &mut Reader<'a>) -> Result<&'a [u8], Malformed> {
+        let b = r.take(8)?;
+        if f64::from_le_bytes(b.try_into().map_err(|_| Malformed)?).is_nan() {
+            return Err(Malformed);
+        }
+        Ok(b)
+    }
+    fn as_slice(&self) -> &[u8] {
+        self
+    }
+    fn packed_of(_: &[u8]) -> usize {
+        8
     }
 }
 

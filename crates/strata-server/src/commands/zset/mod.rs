@@ -31,7 +31,7 @@ use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use std::ops::Bound;
 use strata_engine::types::{EncodingLimits, ZSet};
-use strata_engine::{Collection, EngineError, KeysView, Value, ValueRef, ValueType};
+use strata_engine::{Collection, EngineError, KeysView, Need, Value, ValueRef, ValueType, ZTo};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_null_array, Version,
 };
@@ -67,6 +67,33 @@ pub(crate) fn read(
 ) -> Outcome {
     let key = key.clone();
     ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        match get(view, &key) {
+            Ok(z) => f(z, out, v),
+            Err(e) => reply::engine(out, &e),
+        }
+    })
+}
+
+/// As `read`, touching only the members `ms` names (none for a count): of
+/// a chunked sorted set only the member parts holding them are read.
+fn read_members(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    ms: Vec<Bytes>,
+    f: impl FnOnce(Option<&ZSet>, &mut BytesMut, Version) + Send + 'static,
+) -> Outcome {
+    read_need(ctx, key, Need::Elems(ms), f)
+}
+
+/// As `read`, touching only what `need` names.
+pub(crate) fn read_need(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    need: Need,
+    f: impl FnOnce(Option<&ZSet>, &mut BytesMut, Version) + Send + 'static,
+) -> Outcome {
+    let key = key.clone();
+    ctx.with_key_need(key.clone(), need, move |view, out, v| {
         match get(view, &key) {
             Ok(z) => f(z, out, v),
             Err(e) => reply::engine(out, &e),
@@ -197,7 +224,24 @@ fn zadd_generic(ctx: &mut Ctx<'_>, key: Bytes, rest: &[Bytes], mut f: AddFlags) 
         };
         items.push((s, p[1].clone()));
     }
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    // Of a chunked set, only the parts of these members and of their old
+    // and new places in the order are read.
+    let need = Need::ZMembers(
+        items
+            .iter()
+            .map(|(s, m)| {
+                (
+                    m.clone(),
+                    if f.incr {
+                        ZTo::Incr(*s)
+                    } else {
+                        ZTo::Score(*s)
+                    },
+                )
+            })
+            .collect(),
+    );
+    ctx.with_key_need(key.clone(), need, move |view, out, v| {
         let lim = view.encoding_limits();
         let big_now = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
@@ -280,7 +324,8 @@ pub fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     let ms: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    let need = Need::ZMembers(ms.iter().map(|m| (m.clone(), ZTo::Stay)).collect());
+    ctx.with_key_need(key.clone(), need, move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(Some(z)) if ms.iter().any(|m| z.score(m).is_some()) => {}
@@ -297,14 +342,14 @@ pub fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |z, out, _| {
+    read_members(ctx, &args[1], Vec::new(), |z, out, _| {
         write_integer(out, z.map_or(0, |z| z.len()) as i64)
     })
 }
 
 pub fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let m = args[2].clone();
-    read(ctx, &args[1], move |z, out, v| {
+    read_members(ctx, &args[1], vec![m.clone()], move |z, out, v| {
         match z.and_then(|z| z.score(&m)) {
             Some(s) => write_score(out, v, s),
             None => write_null(out, v),
@@ -314,7 +359,7 @@ pub fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let ms: Vec<Bytes> = args[2..].to_vec();
-    read(ctx, &args[1], move |z, out, v| {
+    read_members(ctx, &args[1], ms.clone(), move |z, out, v| {
         write_array_len(out, ms.len());
         for m in &ms {
             match z.and_then(|z| z.score(m)) {
@@ -327,7 +372,11 @@ pub fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 fn rank_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Outcome {
     let m = args[2].clone();
-    read(ctx, &args[1], move |z, out, v| {
+    let (key, need) = (
+        args[1].clone(),
+        Need::ZMembers(vec![(m.clone(), ZTo::Stay)]),
+    );
+    read_need(ctx, &key, need, move |z, out, v| {
         match z.and_then(|z| z.rank(&m).map(|r| (r, z.len()))) {
             Some((r, n)) => write_integer(out, if rev { n - 1 - r } else { r } as i64),
             None => write_null(out, v),

@@ -31,7 +31,12 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
         }
     };
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    // Of a chunked set, only the end's parts and the popped members' parts
+    // are read.
+    let n = count.map_or(1, |c| c.min(i64::MAX as u64) as i64);
+    let range = if max { (-n, -1) } else { (0, n - 1) };
+    let need = Need::zranks(&[range], true, false);
+    ctx.with_key_need(key.clone(), need, move |view, out, v| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_array_len(out, 0),

@@ -256,10 +256,11 @@ fn select<'z>(z: &'z ZSet, r: &RangeReq) -> Vec<(&'z [u8], f64)> {
             let Some((s, e)) = clamp_range(r.rank.0, r.rank.1, z.len()) else {
                 return Vec::new();
             };
+            let n = z.len();
             if r.rev {
-                z.iter().rev().skip(s).take(e - s + 1).collect()
+                z.rank_range(n - 1 - e, n - s).rev().collect()
             } else {
-                z.iter().skip(s).take(e - s + 1).collect()
+                z.rank_range(s, e + 1).collect()
             }
         }
         RangeKind::Score => {
@@ -272,6 +273,20 @@ fn select<'z>(z: &'z ZSet, r: &RangeReq) -> Vec<(&'z [u8], f64)> {
             apply_limit(items, r.limit)
         }
         RangeKind::Lex => apply_limit(lex_range(z, &r.lex.0, &r.lex.1, r.rev), r.limit),
+    }
+}
+
+/// What of a chunked sorted set a range request reads: the order parts of
+/// its ranks or scores (and, with `members`, the member parts of what it
+/// selects, for removals); a lex range reads the whole set.
+fn need_of(r: &RangeReq, members: bool) -> Need {
+    match r.kind {
+        RangeKind::Rank => Need::zranks(&[r.rank], members, r.rev),
+        RangeKind::Score => {
+            let (min, max) = score_bounds(r.score.0, r.score.1);
+            Need::ZScores { min, max, members }
+        }
+        RangeKind::Lex => Need::Whole,
     }
 }
 
@@ -310,7 +325,8 @@ fn range_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], fixed: Option<(RangeKind, bool)>
             return Outcome::Done;
         }
     };
-    read(ctx, &args[1], move |z, out, v| match z {
+    let need = need_of(&req, false);
+    read_need(ctx, &args[1], need, move |z, out, v| match z {
         None => write_array_len(out, 0),
         Some(z) => write_members(out, v, req.withscores, &select(z, &req)),
     })
@@ -395,9 +411,21 @@ pub fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, NOT_FLOAT_RANGE);
         return Outcome::Done;
     };
-    read(ctx, &args[1], move |z, out, _| {
-        let (a, b) = score_bounds(min, max);
-        write_integer(out, z.map_or(0, |z| z.range_by_score(a, b).count()) as i64)
+    let (a, b) = score_bounds(min, max);
+    let need = Need::ZScores {
+        min: a,
+        max: b,
+        members: false,
+    };
+    read_need(ctx, &args[1], need, move |z, out, _| {
+        let n = z.map_or(0, |z| match z.chunked() {
+            Some(c) => {
+                let (x, y) = c.score_ranks(a, b);
+                y - x
+            }
+            None => z.range_by_score(a, b).count(),
+        });
+        write_integer(out, n as i64)
     })
 }
 
@@ -416,7 +444,8 @@ pub fn zlexcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// ZREMRANGEBY*: removes the members `select` picks.
 fn remrange(ctx: &mut Ctx<'_>, key: Bytes, req: RangeReq) -> Outcome {
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    let need = need_of(&req, true);
+    ctx.with_key_need(key.clone(), need, move |view, out, _| {
         let victims: Vec<Vec<u8>> = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_integer(out, 0),

@@ -1,0 +1,367 @@
+//! Chunked sorted sets (docs/collections.md, "Sorted sets"): two families
+//! of parts under one collection id.
+//! - *members*: member → score, partitioned by the member's hash exactly
+//!   as a chunked hash (`Chunked<Score>`): ZSCORE and ZMSCORE read one
+//!   part per member.
+//! - *order*: the (score, member) pairs in Redis's order, cut into parts
+//!   of consecutive zkeys (`order`): ranges by rank, score or lex read the
+//!   parts that hold them; a rank is the counts of the parts before plus a
+//!   position in one part.
+//!
+//! Invariants:
+//! 1. Both families hold the same members with the same scores (bit for
+//!    bit: a score of -0 stays -0): a change updates both under one lock.
+//! 2. The directory presents the member parts first (indexes
+//!    `0..members`), then the order parts; an order part's name is
+//!    `(id, ORDER_DEPTH)`, a member part's its hash range.
+//! 3. The collection's totals (`len`, `body_len`, `resident_bytes`) count
+//!    both families' bytes, so RAM and flash accounting see what is held.
+
+mod order;
+
+pub use order::{
+    cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey, Order, OrderInfo, ORDER_DEPTH,
+};
+
+use super::dir::{clock_walk, PartClock};
+use super::{Chunked, Dir, DirHead, PartInfo};
+use crate::index::FlashLoc;
+use crate::types::Malformed;
+
+/// A member's score in the members family: the f64's bits, LE.
+pub type Score = [u8; 8];
+
+/// A chunked sorted set (module doc).
+#[derive(Clone, Debug)]
+pub struct ChunkedZSet {
+    pub members: Chunked<Score>,
+    pub order: Order,
+}
+
+impl ChunkedZSet {
+    /// A chunked sorted set of these (member, score) pairs, in Redis's
+    /// order, all parts in RAM and dirty.
+    pub fn build<'a>(cid: u64, elems: impl Iterator<Item = (&'a [u8], f64)>) -> ChunkedZSet {
+        let mut keys = Vec::new();
+        let mut members = Vec::new();
+        for (m, s) in elems {
+            keys.push(zkey(s, m));
+            members.push((Box::<[u8]>::from(m), s.to_bits().to_le_bytes()));
+        }
+        ChunkedZSet {
+            members: Chunked::build(cid, members),
+            order: Order::build(keys),
+        }
+    }
+
+    /// A chunked sorted set rebuilt from its two directories.
+    pub fn from_infos(
+        cid: u64,
+        member_parts: &[PartInfo],
+        order_parts: &[OrderInfo],
+        head_loc: Option<FlashLoc>,
+        head_seq: u64,
+    ) -> ChunkedZSet {
+        ChunkedZSet {
+            members: Chunked::from_infos(cid, member_parts, head_loc, head_seq),
+            order: Order::from_infos(order_parts),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Packed bytes of both families (invariant 3).
+    pub fn body_len(&self) -> usize {
+        self.members.body_len() + self.order.body_len()
+    }
+    pub fn all_resident(&self) -> bool {
+        self.members.all_resident() && self.order.all_resident()
+    }
+
+    /// The score of `m` (its member part must be in RAM).
+    pub fn score(&self, m: &[u8]) -> Option<f64> {
+        let b = self.members.get(m)?;
+        Some(f64::from_le_bytes(b.try_into().ok()?))
+    }
+
+    /// Sets the score of `m` (its member part and the order parts of its
+    /// old and new zkeys must be in RAM); returns the previous score.
+    pub fn insert(&mut self, m: &[u8], score: f64) -> Option<f64> {
+        let prev = self.score(m);
+        if prev.is_some_and(|p| p.to_bits() == score.to_bits()) {
+            return prev;
+        }
+        if let Some(p) = prev {
+            self.order.remove(&zkey(p, m));
+        }
+        self.members.insert(m, score.to_bits().to_le_bytes());
+        self.order.insert(zkey(score, m));
+        prev
+    }
+
+    /// Removes `m`; returns whether it was there.
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        let Some(prev) = self.score(m) else {
+            return false;
+        };
+        self.members.remove(m);
+        self.order.remove(&zkey(prev, m));
+        true
+    }
+
+    /// 0-based rank of `m`.
+    pub fn rank(&self, m: &[u8]) -> Option<usize> {
+        let s = self.score(m)?;
+        self.order.rank(&zkey(s, m))
+    }
+
+    /// The member and score at rank `r`.
+    pub fn get_rank(&self, r: usize) -> Option<(&[u8], f64)> {
+        let k = self.order.get_rank(r)?;
+        let (s, m) = unzkey(k);
+        Some((m, s))
+    }
+
+    /// Members and scores of ranks `[a, b)`, in order.
+    pub fn range(&self, a: usize, b: usize) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        self.order.range(a, b).map(|k| {
+            let (s, m) = unzkey(k);
+            (m, s)
+        })
+    }
+
+    /// How many leading members (in order) satisfy `below` on (score,
+    /// member), a predicate true up to some point and false after it.
+    pub fn rank_where(&self, below: impl Fn(f64, &[u8]) -> bool) -> usize {
+        self.order.rank_where(|k| {
+            if k.is_empty() {
+                return true;
+            }
+            let (s, m) = unzkey(k);
+            below(s, m)
+        })
+    }
+
+    /// Every member with its score, in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        self.range(0, self.len())
+    }
+
+    /// Checks both families and that they agree in size (tests).
+    pub fn check(&self) -> Result<(), String> {
+        self.members.check()?;
+        self.order.check()?;
+        if self.members.len() != self.order.len() {
+            return Err(format!(
+                "families disagree: {} members, {} in order",
+                self.members.len(),
+                self.order.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The order part's index in the directory.
+    fn oi(&self, i: usize) -> Option<usize> {
+        i.checked_sub(self.members.part_count())
+    }
+}
+
+impl Dir for ChunkedZSet {
+    fn head(&self) -> &DirHead {
+        &self.members.head
+    }
+    fn head_mut(&mut self) -> &mut DirHead {
+        &mut self.members.head
+    }
+    fn part_count(&self) -> usize {
+        self.members.part_count() + self.order.part_count()
+    }
+    fn part(&self, i: usize) -> PartInfo {
+        let Some(j) = self.oi(i) else {
+            return self.members.part(i);
+        };
+        let p = self.order.part(j);
+        PartInfo {
+            low: p.id as u64,
+            depth: ORDER_DEPTH,
+            dirty: p.dirty,
+            resident: p.is_resident(),
+            count: p.count,
+            body: p.body,
+            ver: p.ver,
+            loc: p.loc,
+            seq: p.seq,
+        }
+    }
+    fn zset(&self) -> Option<&ChunkedZSet> {
+        Some(self)
+    }
+    fn part_first(&self, i: usize) -> Option<&[u8]> {
+        self.oi(i).map(|j| &self.order.part(j).first[..])
+    }
+    fn find_part(&self, low: u64, depth: u8, hint: usize) -> Option<usize> {
+        if depth != ORDER_DEPTH {
+            let i = self.members.part_of(low);
+            let p = self.members.part(i);
+            return (p.low == low && p.depth == depth).then_some(i);
+        }
+        let m = self.members.part_count();
+        let id = u32::try_from(low).ok()?;
+        self.order
+            .find_id(id, hint.saturating_sub(m))
+            .map(|j| j + m)
+    }
+    fn part_of(&self, h: u64) -> usize {
+        self.members.part_of(h)
+    }
+    fn part_at(&self, i: usize) -> Option<usize> {
+        self.order
+            .locate(i)
+            .map(|(j, _)| j + self.members.part_count())
+    }
+    fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
+        self.members.scan_parts(from, count)
+    }
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+        let m = self.members.part_count();
+        let n = m + self.order.part_count();
+        let mut hand = self.members.hand;
+        let (members, order) = (&mut self.members, &mut self.order);
+        let step = clock_walk(n, &mut hand, want, |i| {
+            if i < m {
+                let p = members.part_mut(i);
+                PartClock {
+                    resident: p.is_resident(),
+                    referenced: std::mem::replace(&mut p.referenced, false),
+                    dirty: p.dirty,
+                    has_record: p.loc.is_some(),
+                    body: p.body as usize,
+                }
+            } else {
+                let p = order.part_mut(i - m);
+                PartClock {
+                    // An empty part never leaves RAM (order invariant 5).
+                    resident: p.is_resident() && p.count > 0,
+                    referenced: std::mem::replace(&mut p.referenced, false),
+                    dirty: p.dirty,
+                    has_record: p.loc.is_some(),
+                    body: p.body as usize,
+                }
+            }
+        });
+        self.members.hand = hand;
+        for &i in &step.free {
+            Dir::evict(self, i);
+        }
+        step.into_counts()
+    }
+    fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
+        match self.oi(i) {
+            None => self.members.set_part_loc(i, loc),
+            Some(j) => {
+                if j < self.order.part_count() {
+                    self.order.part_mut(j).loc = Some(loc);
+                }
+            }
+        }
+    }
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8) -> Vec<usize> {
+        if depth != ORDER_DEPTH {
+            return self.members.parts_at(loc, low, depth);
+        }
+        // The parts of one order record: the part that wrote it, or the
+        // halves of a split or the pieces recovery cut from it (adjacent,
+        // found by location: O(order parts)).
+        let m = self.members.part_count();
+        (0..self.order.part_count())
+            .filter(|&j| self.order.part(j).loc == Some(loc))
+            .map(|j| j + m)
+            .collect()
+    }
+    fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
+        match self.oi(i) {
+            None => self.members.encode_part(i, out),
+            Some(j) => self.order.encode_part(j, out),
+        }
+    }
+    fn published(
+        &mut self,
+        i: usize,
+        ver: u32,
+        loc: FlashLoc,
+        seq: u64,
+    ) -> Option<Option<FlashLoc>> {
+        match self.oi(i) {
+            None => self.members.published(i, ver, loc, seq),
+            Some(j) => self.order.published(j, ver, loc, seq),
+        }
+    }
+    fn evict(&mut self, i: usize) -> usize {
+        match self.oi(i) {
+            None => self.members.evict(i),
+            Some(j) => self.order.evict(j),
+        }
+    }
+    fn touch(&mut self, i: usize) {
+        match self.oi(i) {
+            None => Dir::touch(&mut self.members, i),
+            Some(j) => {
+                if j < self.order.part_count() {
+                    self.order.part_mut(j).referenced = true;
+                }
+            }
+        }
+    }
+    fn clock(&mut self, i: usize) -> bool {
+        match self.oi(i) {
+            None => Dir::clock(&mut self.members, i),
+            Some(j) if j < self.order.part_count() => {
+                std::mem::replace(&mut self.order.part_mut(j).referenced, false)
+            }
+            Some(_) => false,
+        }
+    }
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        named: (u64, u8),
+    ) -> Result<bool, Malformed> {
+        match self.oi(i) {
+            None => Dir::install(&mut self.members, i, loc, body, named),
+            Some(j) => self.order.install(j, loc, body),
+        }
+    }
+    fn take_new_refs(&mut self) -> Vec<FlashLoc> {
+        let mut v = self.members.take_new_refs();
+        v.extend(self.order.take_new_refs());
+        v
+    }
+    fn take_dropped_refs(&mut self) -> Vec<FlashLoc> {
+        self.order.take_dropped_refs()
+    }
+    fn resident_bytes(&self) -> usize {
+        self.members.resident_bytes() + self.order.resident_bytes()
+    }
+    fn resident_parts(&self) -> usize {
+        Dir::resident_parts(&self.members) + self.order.resident_parts()
+    }
+    fn body_len(&self) -> usize {
+        ChunkedZSet::body_len(self)
+    }
+    fn len(&self) -> usize {
+        self.members.len()
+    }
+    fn check(&self) -> Result<(), String> {
+        ChunkedZSet::check(self)
+    }
+}
+
+#[cfg(test)]
+mod tests;
