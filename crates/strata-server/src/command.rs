@@ -162,6 +162,52 @@ impl Ctx<'_> {
     }
 }
 
+impl Ctx<'_> {
+    /// A whole read of one collection, built a batch of parts at a time
+    /// (`Engine::stream_coll`): `init` writes the reply's start, or all of
+    /// it for a key that is not chunked (returning None), else returns the
+    /// directory's parts to walk; `emit` writes the elements of each batch
+    /// (with `rev`, the batches' outputs are joined last to first: a
+    /// descending range). A chunked collection larger than RAM is read
+    /// without being held in RAM at once.
+    pub fn stream_key<I, E>(&mut self, key: Bytes, rev: bool, mut init: I, mut emit: E) -> Outcome
+    where
+        I: FnMut(&mut KeysView<'_>, &mut BytesMut, Version) -> Option<std::ops::Range<usize>>
+            + Send
+            + 'static,
+        E: FnMut(&strata_engine::Collection, std::ops::Range<usize>, &mut BytesMut, Version)
+            + Send
+            + 'static,
+    {
+        let version = self.version();
+        let db = self.db();
+        let read = self.engine().stream_coll(
+            db,
+            key,
+            move |view| {
+                let mut out = BytesMut::new();
+                let parts = init(view, &mut out, version);
+                ((out, Vec::new()), parts)
+            },
+            move |c, parts, (_, batches): &mut (BytesMut, Vec<BytesMut>)| {
+                let mut out = BytesMut::new();
+                emit(c, parts, &mut out, version);
+                batches.push(out);
+            },
+        );
+        // A barrier, as for other reads of collections: a later command of
+        // the pipeline waits for this reply.
+        self.reply_with(read, true, move |out, _, (head, batches)| {
+            out.extend_from_slice(&head);
+            if rev {
+                batches.iter().rev().for_each(|b| out.extend_from_slice(b));
+            } else {
+                batches.iter().for_each(|b| out.extend_from_slice(b));
+            }
+        })
+    }
+}
+
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Outcome;
 
 /// One command of the table.

@@ -61,6 +61,14 @@ pub enum Need {
         max: std::ops::Bound<f64>,
         members: bool,
     },
+    /// One step of a streamed whole read (`Engine::stream_coll`): the
+    /// directory's parts from `from` (before `to`) whose bodies together
+    /// stay within `bytes` (at least one part; `batch_end`).
+    Parts {
+        from: usize,
+        to: usize,
+        bytes: usize,
+    },
 }
 
 /// The score a sorted-set member may get (`Need::ZMembers`).
@@ -98,11 +106,36 @@ pub fn clamp_indexes(first: i64, last: i64, len: usize) -> Option<(usize, usize)
     (a <= b && a < n && b >= 0).then_some((a as usize, b as usize))
 }
 
+/// The end of the batch of parts from `from` (before `to`) whose bodies
+/// together stay within `bytes`, at least one part (none if `from >= to`).
+pub fn batch_end(
+    d: &dyn crate::types::chunked::Dir,
+    from: usize,
+    to: usize,
+    bytes: usize,
+) -> usize {
+    let mut j = from;
+    let mut sum = 0usize;
+    while j < to {
+        let b = d.part(j).body as usize;
+        if j > from && sum + b > bytes {
+            break;
+        }
+        sum += b;
+        j += 1;
+    }
+    j
+}
+
 /// The parts of `d` that `need` names, in order, each once.
 fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usize; 4]> {
     let mut v: SmallVec<[usize; 4]> = match need {
         Need::Whole => return (0..d.part_count()).collect(),
         Need::Scan { from, count } => return d.scan_parts(*from, *count).collect(),
+        Need::Parts { from, to, bytes } => {
+            let to = (*to).min(d.part_count());
+            return (*from..batch_end(d, *from, to, *bytes)).collect();
+        }
         Need::Pick(seed) => return d.part_at(pick_index(*seed, d.len())).into_iter().collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
         Need::ZMembers(ms) => match d.zset() {

@@ -101,6 +101,17 @@ impl Hash {
         let parts = self.chunks.iter().flat_map(|c| c.iter());
         self.map.iter().map(|(k, v)| (&**k, &**v)).chain(parts)
     }
+    /// The fields and values of the directory's parts `r` of a chunked
+    /// hash (in RAM), or of the whole hash if it is not chunked.
+    pub fn iter_parts(
+        &self,
+        r: std::ops::Range<usize>,
+    ) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
+        match &self.chunks {
+            Some(c) => Box::new(c.iter_parts(r)),
+            None => Box::new(self.iter()),
+        }
+    }
     /// The field and value at position `i` (for random picks and scans).
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.chunks {
@@ -115,6 +126,10 @@ impl Hash {
         self.chunks.as_ref().map(|c| c.scan(from, count))
     }
     /// Whether the hash is chunked.
+    /// Parts of its directory (0 if not chunked).
+    pub fn part_count(&self) -> usize {
+        self.chunks.as_ref().map_or(0, |c| c.parts().len())
+    }
     pub fn is_chunked(&self) -> bool {
         self.chunks.is_some()
     }

@@ -41,6 +41,10 @@ impl List {
         }
     }
     /// Whether the list is chunked.
+    /// The chunked form, if chunked.
+    pub fn chunked(&self) -> Option<&ChunkedList> {
+        self.chunks.as_deref()
+    }
     pub fn is_chunked(&self) -> bool {
         self.chunks.is_some()
     }

@@ -99,6 +99,14 @@ impl Set {
         let parts = self.chunks.iter().flat_map(|c| c.iter().map(|(k, _)| k));
         self.members.iter().map(|m| &**m).chain(parts)
     }
+    /// The members of the directory's parts `r` of a chunked set (in
+    /// RAM), or of the whole set if it is not chunked.
+    pub fn iter_parts(&self, r: std::ops::Range<usize>) -> Box<dyn Iterator<Item = &[u8]> + '_> {
+        match &self.chunks {
+            Some(c) => Box::new(c.iter_parts(r).map(|(m, _)| m)),
+            None => Box::new(self.iter()),
+        }
+    }
     /// One SSCAN step over a chunked set (`Chunked::scan`); None if the
     /// set is not chunked (its cursors are positions).
     pub fn chunk_scan(&self, from: u64, count: usize) -> Option<(Vec<&[u8]>, u64)> {
@@ -108,6 +116,10 @@ impl Set {
         })
     }
     /// Whether the set is chunked.
+    /// Parts of its directory (0 if not chunked).
+    pub fn part_count(&self) -> usize {
+        self.chunks.as_ref().map_or(0, |c| c.parts().len())
+    }
     pub fn is_chunked(&self) -> bool {
         self.chunks.is_some()
     }

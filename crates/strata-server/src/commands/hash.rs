@@ -206,32 +206,70 @@ pub fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     })
 }
 
-pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |h, out, _| {
-        write_array_len(out, h.map_or(0, |h| h.len()));
-        for (f, _) in h.iter().flat_map(|h| h.iter()) {
-            write_bulk(out, f);
+/// What HKEYS, HVALS and HGETALL reply with.
+#[derive(Clone, Copy, PartialEq)]
+enum Whole {
+    Keys,
+    Vals,
+    All,
+}
+
+/// HKEYS, HVALS, HGETALL: of a chunked hash, a batch of parts at a time
+/// (`Ctx::stream_key`), so a hash larger than RAM is read without being
+/// held in RAM at once.
+fn hash_whole(ctx: &mut Ctx<'_>, key: &Bytes, what: Whole) -> Outcome {
+    fn write<'a>(out: &mut BytesMut, what: Whole, it: impl Iterator<Item = (&'a [u8], &'a [u8])>) {
+        for (f, x) in it {
+            if what != Whole::Vals {
+                write_bulk(out, f);
+            }
+            if what != Whole::Keys {
+                write_bulk(out, x);
+            }
         }
-    })
+    }
+    let k = key.clone();
+    ctx.stream_key(
+        key.clone(),
+        false,
+        move |view, out, v| {
+            let h = match get(view, &k) {
+                Ok(h) => h,
+                Err(e) => {
+                    reply::engine(out, &e);
+                    return None;
+                }
+            };
+            let n = h.map_or(0, |h| h.len());
+            match what {
+                Whole::All => write_map_len(out, v, n),
+                _ => write_array_len(out, n),
+            }
+            let h = h?;
+            if h.is_chunked() {
+                return Some(0..h.part_count());
+            }
+            write(out, what, h.iter());
+            None
+        },
+        move |c, parts, out, _| {
+            if let strata_engine::Collection::Hash(h) = c {
+                write(out, what, h.iter_parts(parts));
+            }
+        },
+    )
+}
+
+pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    hash_whole(ctx, &args[1], Whole::Keys)
 }
 
 pub fn hvals(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |h, out, _| {
-        write_array_len(out, h.map_or(0, |h| h.len()));
-        for (_, v) in h.iter().flat_map(|h| h.iter()) {
-            write_bulk(out, v);
-        }
-    })
+    hash_whole(ctx, &args[1], Whole::Vals)
 }
 
 pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |h, out, v| {
-        write_map_len(out, v, h.map_or(0, |h| h.len()));
-        for (f, x) in h.iter().flat_map(|h| h.iter()) {
-            write_bulk(out, f);
-            write_bulk(out, x);
-        }
-    })
+    hash_whole(ctx, &args[1], Whole::All)
 }
 
 pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {

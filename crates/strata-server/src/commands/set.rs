@@ -131,11 +131,41 @@ fn write_members<'a>(out: &mut BytesMut, v: Version, n: usize, it: impl Iterator
     }
 }
 
+/// SMEMBERS: of a chunked set, a batch of parts at a time
+/// (`Ctx::stream_key`), so a set larger than RAM is read without being
+/// held in RAM at once.
 pub fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    read(ctx, &args[1], |s, out, v| match s {
-        Some(s) => write_members(out, v, s.len(), s.iter()),
-        None => write_set_len(out, v, 0),
-    })
+    let k = args[1].clone();
+    ctx.stream_key(
+        args[1].clone(),
+        false,
+        move |view, out, v| {
+            let s = match get(view, &k) {
+                Ok(s) => s,
+                Err(e) => {
+                    reply::engine(out, &e);
+                    return None;
+                }
+            };
+            let Some(s) = s else {
+                write_set_len(out, v, 0);
+                return None;
+            };
+            if s.is_chunked() {
+                write_set_len(out, v, s.len());
+                return Some(0..s.part_count());
+            }
+            write_members(out, v, s.len(), s.iter());
+            None
+        },
+        |c, parts, out, _| {
+            if let Collection::Set(s) = c {
+                for m in s.iter_parts(parts) {
+                    write_bulk(out, m);
+                }
+            }
+        },
+    )
 }
 
 /// A count argument in -LONG_MAX..=LONG_MAX, with Redis's errors.

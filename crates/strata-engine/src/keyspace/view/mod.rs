@@ -25,6 +25,7 @@
 //! locking, running the closure, retrying.
 
 mod run;
+mod stream;
 
 pub(crate) use run::join_all;
 
@@ -112,6 +113,15 @@ impl<'a> KeysView<'a> {
         let (inner, db) = (self.inner, self.db);
         let sh = self.shard(key)?;
         inner.live_index(sh, db, key)
+    }
+
+    /// The version of `key`'s value (it changes with every write), if the
+    /// key exists.
+    pub fn version(&mut self, key: &[u8]) -> Option<u64> {
+        let i = self.live(key)?;
+        let db = self.db;
+        let sh = self.shard(key)?;
+        Some(sh.dbs[db][i].version)
     }
 
     /// The type of `key`'s value, if it exists.

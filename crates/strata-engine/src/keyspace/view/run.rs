@@ -100,7 +100,7 @@ impl Engine {
 
 /// Fetches the cold values and installs each in RAM (with its flash copy
 /// as backing) if its entry did not change meanwhile.
-async fn promote_all(inner: &Arc<Inner>, targets: ColdKeys) -> Result<(), EngineError> {
+pub(super) async fn promote_all(inner: &Arc<Inner>, targets: ColdKeys) -> Result<(), EngineError> {
     let ColdKeys {
         values: targets,
         parts,
@@ -159,7 +159,7 @@ pub(crate) async fn join_all<T, Fut: std::future::Future<Output = T>>(
 
 /// The cold values and parts a `with_keys` attempt must fetch first.
 #[derive(Default)]
-struct ColdKeys {
+pub(super) struct ColdKeys {
     values: Vec<(FetchTarget, ValueType)>,
     parts: Vec<PartTarget>,
 }
@@ -167,7 +167,7 @@ struct ColdKeys {
 impl Inner {
     /// One attempt of `with_keys`: runs `f` if no declared key is cold,
     /// else returns what to fetch.
-    fn try_with_keys<R, F>(
+    pub(super) fn try_with_keys<R, F>(
         &self,
         db: usize,
         keys: &[Bytes],

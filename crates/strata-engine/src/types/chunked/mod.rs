@@ -377,6 +377,17 @@ impl<V: Elem> Chunked<V> {
             .flat_map(|d| d.iter())
     }
 
+    /// The elements of parts `r` (they must be in RAM), in part order.
+    pub fn iter_parts(
+        &self,
+        r: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.parts[r]
+            .iter()
+            .filter_map(|p| p.data.as_ref())
+            .flat_map(|d| d.iter())
+    }
+
     /// The part and position within it of the element at position `i`.
     fn locate(&self, mut i: usize) -> Option<(usize, usize)> {
         for (pi, p) in self.parts.iter().enumerate() {

@@ -225,20 +225,45 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let Some((start, end)) = two_ints(ctx, &args[2], &args[3]) else {
         return Outcome::Done;
     };
-    read(ctx, &args[1], at(&[(start, end)]), move |l, out, _| {
-        let Some(l) = l else {
-            return write_array_len(out, 0);
-        };
-        match clamp_range(start, end, l.len()) {
-            None => write_array_len(out, 0),
-            Some((s, e)) => {
-                write_array_len(out, e - s + 1);
-                for x in l.iter_from(s).take(e - s + 1) {
+    // Of a chunked list, a batch of parts at a time (`Ctx::stream_key`):
+    // a list larger than RAM is read without being held in RAM at once.
+    let k = args[1].clone();
+    ctx.stream_key(
+        args[1].clone(),
+        false,
+        move |view, out, _| {
+            let l = match get(view, &k) {
+                Ok(l) => l,
+                Err(e) => {
+                    reply::engine(out, &e);
+                    return None;
+                }
+            };
+            let Some((l, (s, e))) = l.and_then(|l| Some((l, clamp_range(start, end, l.len())?)))
+            else {
+                write_array_len(out, 0);
+                return None;
+            };
+            write_array_len(out, e - s + 1);
+            if let Some(c) = l.chunked() {
+                return Some(c.parts_for(s, e + 1));
+            }
+            for x in l.iter_from(s).take(e - s + 1) {
+                write_bulk(out, x);
+            }
+            None
+        },
+        move |c, parts, out, _| {
+            let strata_engine::Collection::List(l) = c else {
+                return;
+            };
+            if let (Some(c), Some((s, e))) = (l.chunked(), clamp_range(start, end, l.len())) {
+                for x in c.range_in_parts(parts, s, e + 1) {
                     write_bulk(out, x);
                 }
             }
-        }
-    })
+        },
+    )
 }
 
 /// A list index (negative counts from the end) as a position, if in range.

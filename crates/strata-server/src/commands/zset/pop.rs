@@ -35,7 +35,8 @@ fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
     // are read.
     let n = count.map_or(1, |c| c.min(i64::MAX as u64) as i64);
     let range = if max { (-n, -1) } else { (0, n - 1) };
-    let need = Need::zranks(&[range], true, false);
+    let ranges: &[(i64, i64)] = if n == 0 { &[] } else { &[range] };
+    let need = Need::zranks(ranges, true, false);
     ctx.with_key_need(key.clone(), need, move |view, out, v| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),

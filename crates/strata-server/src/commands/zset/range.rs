@@ -297,24 +297,84 @@ pub(super) fn write_members(
     withscores: bool,
     items: &[(&[u8], f64)],
 ) {
-    let pairs = withscores && v == Version::Resp3;
-    write_array_len(
-        out,
-        if withscores && !pairs {
-            items.len() * 2
-        } else {
-            items.len()
-        },
-    );
-    for (m, s) in items {
-        if pairs {
-            write_array_len(out, 2);
-        }
-        write_bulk(out, m);
-        if withscores {
-            write_score(out, v, *s);
-        }
+    write_members_len(out, v, withscores, items.len());
+    for &(m, s) in items {
+        write_member(out, v, withscores, m, s);
     }
+}
+
+/// The array header of `n` members (`write_members`).
+fn write_members_len(out: &mut BytesMut, v: Version, withscores: bool, n: usize) {
+    let pairs = withscores && v == Version::Resp3;
+    write_array_len(out, if withscores && !pairs { n * 2 } else { n });
+}
+
+/// One member of a `write_members` reply.
+fn write_member(out: &mut BytesMut, v: Version, withscores: bool, m: &[u8], s: f64) {
+    if withscores && v == Version::Resp3 {
+        write_array_len(out, 2);
+    }
+    write_bulk(out, m);
+    if withscores {
+        write_score(out, v, s);
+    }
+}
+
+/// ZRANGE by rank: of a chunked set, a batch of parts at a time
+/// (`Ctx::stream_key`), so a set larger than RAM is read without being
+/// held in RAM at once.
+fn rank_range_cmd(ctx: &mut Ctx<'_>, key: &Bytes, req: RangeReq) -> Outcome {
+    // The ranks `[a, b)` ascending that the request selects of `n`.
+    fn ranks(req: &RangeReq, n: usize) -> Option<(usize, usize)> {
+        let (s, e) = clamp_range(req.rank.0, req.rank.1, n)?;
+        Some(if req.rev {
+            (n - 1 - e, n - s)
+        } else {
+            (s, e + 1)
+        })
+    }
+    let (k, r2) = (key.clone(), req.clone());
+    ctx.stream_key(
+        key.clone(),
+        req.rev,
+        move |view, out, v| {
+            let z = match get(view, &k) {
+                Ok(z) => z,
+                Err(e) => {
+                    reply::engine(out, &e);
+                    return None;
+                }
+            };
+            let Some((z, (a, b))) = z.and_then(|z| Some((z, ranks(&req, z.len())?))) else {
+                write_array_len(out, 0);
+                return None;
+            };
+            match z.chunked() {
+                Some(c) => {
+                    write_members_len(out, v, req.withscores, b - a);
+                    Some(c.parts_for(a, b))
+                }
+                None => {
+                    write_members(out, v, req.withscores, &select(z, &req));
+                    None
+                }
+            }
+        },
+        move |c, parts, out, v| {
+            let Collection::ZSet(z) = c else { return };
+            let (Some(c), Some((a, b))) = (z.chunked(), ranks(&r2, z.len())) else {
+                return;
+            };
+            let items = c.range_in_parts(parts, a, b);
+            if r2.rev {
+                items
+                    .rev()
+                    .for_each(|(m, s)| write_member(out, v, r2.withscores, m, s));
+            } else {
+                items.for_each(|(m, s)| write_member(out, v, r2.withscores, m, s));
+            }
+        },
+    )
 }
 
 fn range_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], fixed: Option<(RangeKind, bool)>) -> Outcome {
@@ -325,6 +385,9 @@ fn range_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], fixed: Option<(RangeKind, bool)>
             return Outcome::Done;
         }
     };
+    if req.kind == RangeKind::Rank {
+        return rank_range_cmd(ctx, &args[1], req);
+    }
     let need = need_of(&req, false);
     read_need(ctx, &args[1], need, move |z, out, v| match z {
         None => write_array_len(out, 0),

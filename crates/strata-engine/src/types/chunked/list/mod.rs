@@ -216,6 +216,36 @@ impl ChunkedList {
             .flat_map(move |(k, it)| it.iter().skip(if k == 0 { j } else { 0 }))
     }
 
+    /// The parts holding indexes `[a, b)` (`a < b <= len`).
+    pub fn parts_for(&self, a: usize, b: usize) -> std::ops::Range<usize> {
+        match (self.locate(a), self.locate(b.saturating_sub(1))) {
+            (Some((x, _)), Some((y, _))) if a < b => x..y + 1,
+            _ => 0..0,
+        }
+    }
+
+    /// The elements of indexes `[a, b)` that lie in parts `r` (in RAM), in
+    /// order.
+    pub fn range_in_parts(
+        &self,
+        r: std::ops::Range<usize>,
+        a: usize,
+        b: usize,
+    ) -> impl Iterator<Item = &[u8]> + '_ {
+        let first: usize = self.parts[..r.start].iter().map(|p| p.count as usize).sum();
+        let mut at = first;
+        self.parts[r].iter().flat_map(move |p| {
+            let (lo, n) = (at, p.count as usize);
+            at += n;
+            let skip = a.saturating_sub(lo).min(n);
+            let take = b.saturating_sub(lo).min(n).saturating_sub(skip);
+            p.items
+                .as_ref()
+                .into_iter()
+                .flat_map(move |it| it.iter().skip(skip).take(take))
+        })
+    }
+
     /// Every element (all parts must be in RAM).
     pub fn iter(&self) -> std::vec::IntoIter<&[u8]> {
         debug_assert!(self.all_resident());

@@ -146,6 +146,31 @@ impl ChunkedZSet {
         })
     }
 
+    /// The directory's parts (order parts) holding ranks `[a, b)`.
+    pub fn parts_for(&self, a: usize, b: usize) -> std::ops::Range<usize> {
+        let m = self.members.part_count();
+        let r = self.order.parts_for_ranks(a, b);
+        r.start + m..r.end + m
+    }
+
+    /// Members and scores of ranks `[a, b)` that lie in the directory's
+    /// parts `r` (order parts, in RAM), in order.
+    pub fn range_in_parts(
+        &self,
+        r: std::ops::Range<usize>,
+        a: usize,
+        b: usize,
+    ) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
+        let m = self.members.part_count();
+        let (s, e) = (r.start.saturating_sub(m), r.end.saturating_sub(m));
+        let lo = self.order.before(s);
+        let hi = lo
+            + (s..e)
+                .map(|i| self.order.part(i).count as usize)
+                .sum::<usize>();
+        self.range(a.max(lo), b.min(hi).max(a.max(lo)))
+    }
+
     /// Every member with its score, in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> + '_ {
         self.range(0, self.len())

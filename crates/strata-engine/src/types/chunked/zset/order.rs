@@ -110,7 +110,13 @@ pub struct Order {
     new_refs: Vec<FlashLoc>,
     dropped: Vec<FlashLoc>,
     pub(super) hand: usize,
+    /// The element count of each run of `BLOCK` parts, so a rank is found
+    /// in O(parts / BLOCK + BLOCK), not O(parts).
+    blocks: Vec<u64>,
 }
+
+/// Parts per entry of `Order::blocks`.
+const BLOCK: usize = 64;
 
 /// What recovery or a checkpoint knows of one order part.
 #[derive(Clone, Debug)]
@@ -136,6 +142,7 @@ impl Order {
             new_refs: Vec::new(),
             dropped: Vec::new(),
             hand: 0,
+            blocks: Vec::new(),
         };
         let mut cur: Vec<Box<[u8]>> = Vec::new();
         let mut bytes = 0;
@@ -159,7 +166,17 @@ impl Order {
         if !cur.is_empty() || o.parts.is_empty() {
             flush(&mut o, &mut cur, &mut bytes);
         }
+        o.rebuild_blocks();
         o
+    }
+
+    /// Recounts `blocks` (after parts were added or removed).
+    fn rebuild_blocks(&mut self) {
+        self.blocks = self
+            .parts
+            .chunks(BLOCK)
+            .map(|c| c.iter().map(|p| p.count as u64).sum())
+            .collect();
     }
 
     fn push_new(&mut self, first: Box<[u8]>, keys: Vec<Box<[u8]>>, body: usize) {
@@ -215,10 +232,12 @@ impl Order {
             new_refs: Vec::new(),
             dropped: Vec::new(),
             hand: 0,
+            blocks: Vec::new(),
         };
         if o.parts.is_empty() {
             o.push_new(Box::default(), Vec::new(), 0);
         }
+        o.rebuild_blocks();
         o
     }
 
@@ -265,7 +284,16 @@ impl Order {
 
     /// The part and index within it of rank `r`.
     pub fn locate(&self, mut r: usize) -> Option<(usize, usize)> {
-        for (i, p) in self.parts.iter().enumerate() {
+        let mut r64 = r as u64;
+        let b = self.blocks.iter().position(|&n| {
+            if r64 < n {
+                return true;
+            }
+            r64 -= n;
+            false
+        })?;
+        r = r64 as usize;
+        for (i, p) in self.parts.iter().enumerate().skip(b * BLOCK).take(BLOCK) {
             if r < p.count as usize {
                 return Some((i, r));
             }
@@ -281,8 +309,21 @@ impl Order {
     }
 
     /// Elements before part `i`.
-    fn before(&self, i: usize) -> usize {
-        self.parts[..i].iter().map(|p| p.count as usize).sum()
+    pub fn before(&self, i: usize) -> usize {
+        let b = i / BLOCK;
+        let whole: u64 = self.blocks[..b.min(self.blocks.len())].iter().sum();
+        let rest: usize = self.parts[b * BLOCK..i]
+            .iter()
+            .map(|p| p.count as usize)
+            .sum();
+        whole as usize + rest
+    }
+
+    /// Part `i`'s count changed by `d` (no part was added or removed).
+    fn counted(&mut self, i: usize, d: i64) {
+        if let Some(b) = self.blocks.get_mut(i / BLOCK) {
+            *b = b.wrapping_add_signed(d);
+        }
     }
 
     /// Rank of zkey `k` (its part must be in RAM).
@@ -372,16 +413,17 @@ impl Order {
         self.len += 1;
         self.body += n;
         self.resident += n;
-        if p.body as usize > CHUNK_MAX && p.count > 1 {
+        let split = p.body as usize > CHUNK_MAX && p.count > 1;
+        let parts = self.parts.len();
+        if split {
             self.split(i);
         }
-        self.tidy(self.part_for_index_after_split(i));
-    }
-
-    /// After a split of part `i` the part that was changed is `i` or
-    /// `i + 1`; either is fine for tidying (both are dirty and in RAM).
-    fn part_for_index_after_split(&self, i: usize) -> usize {
-        i.min(self.parts.len() - 1)
+        self.tidy(i);
+        if self.parts.len() == parts {
+            self.counted(i, 1);
+        } else {
+            self.rebuild_blocks();
+        }
     }
 
     /// Removes zkey `k`; returns whether it was there.
@@ -404,7 +446,13 @@ impl Order {
         self.len -= 1;
         self.body -= n;
         self.resident -= n;
+        let parts = self.parts.len();
         self.tidy(i);
+        if self.parts.len() == parts {
+            self.counted(i, -1);
+        } else {
+            self.rebuild_blocks();
+        }
         true
     }
 
@@ -625,6 +673,14 @@ impl Order {
         let rp = self.parts.iter().filter(|p| p.is_resident()).count();
         if (len, body, resident, rp) != (self.len, self.body, self.resident, self.resident_parts) {
             return Err("order totals".into());
+        }
+        let blocks: Vec<u64> = self
+            .parts
+            .chunks(BLOCK)
+            .map(|c| c.iter().map(|p| p.count as u64).sum())
+            .collect();
+        if blocks != self.blocks {
+            return Err("block counts".into());
         }
         Ok(())
     }
