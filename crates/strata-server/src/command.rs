@@ -189,21 +189,26 @@ impl Ctx<'_> {
                 let parts = init(view, &mut out, version);
                 ((out, Vec::new()), parts)
             },
-            move |c, parts, (_, batches): &mut (BytesMut, Vec<BytesMut>)| {
-                let mut out = BytesMut::new();
-                emit(c, parts, &mut out, version);
-                batches.push(out);
+            move |c, parts, (head, batches): &mut (BytesMut, Vec<BytesMut>)| {
+                if rev {
+                    let mut out = BytesMut::new();
+                    emit(c, parts, &mut out, version);
+                    batches.push(out);
+                } else {
+                    emit(c, parts, head, version);
+                }
             },
         );
         // A barrier, as for other reads of collections: a later command of
-        // the pipeline waits for this reply.
+        // the pipeline waits for this reply. The reply is moved, not copied,
+        // when it is the only one (it can be as big as the collection).
         self.reply_with(read, true, move |out, _, (head, batches)| {
-            out.extend_from_slice(&head);
-            if rev {
-                batches.iter().rev().for_each(|b| out.extend_from_slice(b));
+            if out.is_empty() {
+                *out = head;
             } else {
-                batches.iter().for_each(|b| out.extend_from_slice(b));
+                out.extend_from_slice(&head);
             }
+            batches.iter().rev().for_each(|b| out.extend_from_slice(b));
         })
     }
 }

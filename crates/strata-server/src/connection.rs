@@ -251,7 +251,7 @@ async fn drain_watching(
         tokio::select! {
             r = pending.next() => {
                 if let Some(reply) = r {
-                    out.extend_from_slice(&reply);
+                    append_reply(out, reply);
                 }
             }
             r = stream.read_buf(inbuf), if inbuf.len() < MAX_BUFFERED => match r {
@@ -268,6 +268,16 @@ async fn drain_watching(
 
 async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {
     while let Some(reply) = pending.next().await {
+        append_reply(out, reply);
+    }
+}
+
+/// Appends a finished reply to the output: moved, not copied, when the
+/// output is empty (a reply can be as big as a collection).
+fn append_reply(out: &mut BytesMut, reply: BytesMut) {
+    if out.is_empty() {
+        *out = reply;
+    } else {
         out.extend_from_slice(&reply);
     }
 }

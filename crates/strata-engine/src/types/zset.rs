@@ -197,7 +197,9 @@ impl ZSet {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    pub(crate) fn body_len(&self) -> usize {
+    /// Packed bytes of the elements (each length-prefixed; a sorted set's
+    /// with its score; a chunked sorted set's counted in both families).
+    pub fn body_len(&self) -> usize {
         match &self.chunks {
             Some(c) => c.body_len(),
             None => self.body,

@@ -247,6 +247,9 @@ fn hash_whole(ctx: &mut Ctx<'_>, key: &Bytes, what: Whole) -> Outcome {
             }
             let h = h?;
             if h.is_chunked() {
+                // The reply is about the hash's size: sized once, not grown
+                // by doubling (which holds it twice while it copies).
+                out.reserve(h.body_len() + 8 * h.len());
                 return Some(0..h.part_count());
             }
             write(out, what, h.iter());

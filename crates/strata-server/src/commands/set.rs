@@ -152,6 +152,7 @@ pub fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 return None;
             };
             if s.is_chunked() {
+                out.reserve(s.body_len() + 4 * s.len());
                 write_set_len(out, v, s.len());
                 return Some(0..s.part_count());
             }

@@ -246,6 +246,9 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             };
             write_array_len(out, e - s + 1);
             if let Some(c) = l.chunked() {
+                // About the range's share of the list.
+                let n = e - s + 1;
+                out.reserve((l.body_len() as u128 * n as u128 / l.len() as u128) as usize + 4 * n);
                 return Some(c.parts_for(s, e + 1));
             }
             for x in l.iter_from(s).take(e - s + 1) {

@@ -351,7 +351,12 @@ fn rank_range_cmd(ctx: &mut Ctx<'_>, key: &Bytes, req: RangeReq) -> Outcome {
             };
             match z.chunked() {
                 Some(c) => {
-                    write_members_len(out, v, req.withscores, b - a);
+                    // About the range's share of the order family (half the
+                    // set's bytes), and a score each.
+                    let n = b - a;
+                    let share = z.body_len() as u128 / 2 * n as u128 / z.len() as u128;
+                    out.reserve(share as usize + if req.withscores { 28 } else { 4 } * n);
+                    write_members_len(out, v, req.withscores, n);
                     Some(c.parts_for(a, b))
                 }
                 None => {
