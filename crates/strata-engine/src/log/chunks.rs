@@ -219,8 +219,8 @@ pub(crate) fn refers_to(e: &Entry, kind: RecordKind, value: &[u8], loc: FlashLoc
     };
     match kind {
         RecordKind::CollHead => d.head_loc() == Some(loc),
-        RecordKind::Chunk => format::decode_chunk(value).is_some_and(|(name, _)| {
-            d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth).is_empty()
+        RecordKind::Chunk => format::decode_chunk(value).is_some_and(|(name, body)| {
+            d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth, body).is_empty()
         }),
         _ => false,
     }
@@ -245,13 +245,13 @@ pub(crate) fn move_record(
             }
             return 0;
         }
-        let Some((name, _)) = format::decode_chunk(value) else {
+        let Some((name, body)) = format::decode_chunk(value) else {
             return 0;
         };
         if d.cid() != name.cid {
             return 0;
         }
-        let parts = d.parts_at(old, name.low, name.depth);
+        let parts = d.parts_at(old, name.low, name.depth, body);
         for &i in &parts {
             d.set_part_loc(i, new);
         }

@@ -203,8 +203,8 @@ pub trait Dir {
     /// Points part `i` at `loc` (a moved copy of its record).
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc);
     /// The parts whose record is `loc`, a record of the range at `low`,
-    /// `depth` (they lie in that range: invariant 5).
-    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8) -> Vec<usize>;
+    /// `depth` (they lie in that range: invariant 5) with this chunk body.
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8, body: &[u8]) -> Vec<usize>;
     fn encode_part(&self, i: usize, out: &mut Vec<u8>);
     fn published(
         &mut self,
@@ -313,7 +313,7 @@ impl<V: Elem> Dir for Chunked<V> {
             p.loc = Some(loc);
         }
     }
-    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8) -> Vec<usize> {
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8, _: &[u8]) -> Vec<usize> {
         let high = range_high(low, depth);
         (self.part_of(low)..self.parts.len())
             .take_while(|&i| self.parts[i].low <= high)

@@ -129,7 +129,7 @@ impl Dir for ChunkedList {
             p.loc = Some(loc);
         }
     }
-    fn parts_at(&self, loc: FlashLoc, low: u64, _: u8) -> Vec<usize> {
+    fn parts_at(&self, loc: FlashLoc, low: u64, _: u8, _: &[u8]) -> Vec<usize> {
         // The parts of one record are adjacent, usually from about its
         // first position on (pops may have moved the first part past it).
         let i0 = self.part_of_pos(low);

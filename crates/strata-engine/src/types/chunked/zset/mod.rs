@@ -295,15 +295,19 @@ impl Dir for ChunkedZSet {
             }
         }
     }
-    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8) -> Vec<usize> {
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8, body: &[u8]) -> Vec<usize> {
         if depth != ORDER_DEPTH {
-            return self.members.parts_at(loc, low, depth);
+            return self.members.parts_at(loc, low, depth, body);
         }
-        // The parts of one order record: the part that wrote it, or the
-        // halves of a split or the pieces recovery cut from it (adjacent,
-        // found by location: O(order parts)).
+        // The parts of one order record lie inside its bounds: the part
+        // that wrote it, or the halves of a split or the pieces recovery
+        // cut from it.
+        let Some((lo, hi)) = order::bounds(body) else {
+            return Vec::new();
+        };
         let m = self.members.part_count();
-        (0..self.order.part_count())
+        (self.order.part_for(lo)..self.order.part_count())
+            .take_while(|&j| hi.is_none_or(|h| cmp_zkey(&self.order.part(j).first, h).is_lt()))
             .filter(|&j| self.order.part(j).loc == Some(loc))
             .map(|j| j + m)
             .collect()

@@ -691,6 +691,19 @@ pub fn in_range(k: &[u8], lo: &[u8], hi: Option<&[u8]>) -> bool {
     cmp_zkey(k, lo) != Ordering::Less && hi.is_none_or(|h| cmp_zkey(k, h) == Ordering::Less)
 }
 
+/// The bounds of an order record's body (without decoding its zkeys).
+pub fn bounds(b: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+    let mut r = Reader { b };
+    let lo = r.bytes().ok()?;
+    let n = r.u32().ok()?;
+    let hi = if n == u32::MAX {
+        None
+    } else {
+        Some(r.take(n as usize).ok()?)
+    };
+    Some((lo, hi))
+}
+
 /// An order record's body, decoded.
 pub struct OrderRecord<'a> {
     pub lo: &'a [u8],
