@@ -167,6 +167,41 @@ fn a_big_sorted_set_is_chunked_read_by_part_and_survives_kill_9() {
     let card = tiered(&srv, &mut con, "chunks_in_flash");
     assert!(card > 300, "the set stayed on flash: {card} parts");
 
+    // ZSCAN walks the member parts by hash (each read once) and returns
+    // every member once; ZRANDMEMBER reads the part of its pick.
+    let loads0 = tiered(&srv, &mut con, "chunk_loads");
+    let (mut cursor, mut seen) = (0u64, BTreeMap::new());
+    let mut calls = 0;
+    loop {
+        let (next, items): (u64, Vec<(String, f64)>) = redis::cmd("ZSCAN")
+            .arg("z")
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(500)
+            .query(&mut con)
+            .unwrap();
+        for (m, s) in items {
+            assert!(seen.insert(m, s).is_none(), "ZSCAN gave a member twice");
+        }
+        calls += 1;
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert!(seen == model, "ZSCAN did not return the set");
+    let loads = tiered(&srv, &mut con, "chunk_loads") - loads0;
+    let parts = tiered(&srv, &mut con, "chunks_in_flash") + tiered(&srv, &mut con, "chunks_in_ram");
+    eprintln!("ZSCAN: {calls} calls, {loads} part loads, {parts} parts");
+    assert!(
+        calls > 10 && loads < parts,
+        "ZSCAN: {calls} calls, {loads} loads"
+    );
+    for _ in 0..20 {
+        let m: String = q(&mut con, "ZRANDMEMBER z");
+        assert!(model.contains_key(&m), "ZRANDMEMBER gave {m}");
+    }
+
     // Changes of every kind, then the whole set against the model.
     for k in 0..2000 {
         let m = member(rng.gen_range(0..MEMBERS + 500));

@@ -277,12 +277,19 @@ pub fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let Some(_cursor) = parse_cursor(&args[2]) else {
+    let Some(cursor) = parse_cursor(&args[2]) else {
         reply::error(ctx.out, "ERR invalid cursor");
         return Outcome::Done;
     };
     let opts = parse_scan_opts(&args[3..]);
-    read(ctx, &args[1], move |z, out, _| {
+    // A chunked set's cursor is a member-hash position, as HSCAN's: only the
+    // member parts from it are read (`Need::Scan`).
+    let count = opts.as_ref().map_or(10, |o| o.count);
+    let need = Need::Scan {
+        from: cursor,
+        count,
+    };
+    read_need(ctx, &args[1], need, move |z, out, _| {
         let Some(z) = z else {
             return write_empty_scan(out);
         };
@@ -290,13 +297,25 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Ok(o) => o,
             Err(e) => return reply::error(out, e),
         };
-        // A sorted set's positions move on every insert, so a resumable
-        // cursor could miss members: every call returns the whole set
-        // (COUNT is a hint in Redis too) with cursor 0.
-        let (_, range) = scan_positions(z.len(), 0, o.count, true);
-        let items: Vec<(&[u8], f64)> = z
-            .iter()
-            .take(range.end)
+        let (items, next): (Vec<(&[u8], f64)>, u64) = match z.chunked() {
+            Some(c) => {
+                let (items, next) = c.members.scan(cursor, o.count);
+                let items = items
+                    .into_iter()
+                    .filter_map(|(m, s)| Some((m, f64::from_le_bytes(s.try_into().ok()?))))
+                    .collect();
+                (items, next)
+            }
+            None => {
+                // A sorted set's positions move on every insert, so a
+                // resumable cursor could miss members: every call returns
+                // the whole set (COUNT is a hint in Redis too) with cursor 0.
+                let (_, range) = scan_positions(z.len(), 0, o.count, true);
+                (z.iter().take(range.end).collect(), 0)
+            }
+        };
+        let items: Vec<(&[u8], f64)> = items
+            .into_iter()
             .filter(|(m, _)| {
                 o.pattern
                     .as_ref()
@@ -304,7 +323,7 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             })
             .collect();
         write_array_len(out, 2);
-        write_bulk(out, b"0");
+        write_bulk(out, next.to_string().as_bytes());
         write_array_len(out, items.len() * 2);
         for (m, s) in items {
             write_bulk(out, m);

@@ -176,10 +176,13 @@ pub fn zmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if args.len() == 2 {
-        return read(ctx, &args[1], |z, out, v| {
+        // Of a chunked set only the part holding the pick is read
+        // (`Need::Pick`: the same position under the same locks).
+        let seed: u64 = rand::thread_rng().gen();
+        return read_need(ctx, &args[1], Need::Pick(seed), move |z, out, v| {
             match z.filter(|z| !z.is_empty()) {
                 Some(z) => {
-                    let i = rand::thread_rng().gen_range(0..z.len());
+                    let i = strata_engine::pick_index(seed, z.len());
                     match z.get_rank(i) {
                         Some((m, _)) => write_bulk(out, m),
                         None => write_null(out, v),
