@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# One hash larger than the whole RAM budget (issue 10, point 2: "a 2 GB
+# hash under maxmemory-ram 256mb"): FIELDS fields of VALUE bytes written
+# with HSET of 100 fields per command (10 commands in flight) into
+# strata-server --maxmemory-ram MAXMEM_RAM --appendonly yes (appendfsync
+# everysec). Reports the fill's rate, the log's size against its live
+# bytes and the device bytes written per byte of data, RAM, then HGET of
+# random fields (redis-benchmark): ops/s and device reads per HGET.
+#   FIELDS (default 2000000; QUICK: 200000)  VALUE (1000)  MAXMEM_RAM (256mb)
+#   REQUESTS (200000; QUICK: 20000)  CLIENTS (32)  RESULT_NAME (big_hash)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+FIELDS=${FIELDS:-$([ "$QUICK" = 1 ] && echo 200000 || echo 2000000)}
+VALUE=${VALUE:-1000}
+MAXMEM_RAM=${MAXMEM_RAM:-256mb}
+REQUESTS=${REQUESTS:-$([ "$QUICK" = 1 ] && echo 20000 || echo 200000)}
+CLIENTS=${CLIENTS:-32}
+
+need_common
+need_strata
+OUT=$(result_file "${RESULT_NAME:-big_hash}")
+
+sport=$(free_port)
+start_strata "$sport" "$(bench_tmpdir strata)" --maxmemory-ram "$MAXMEM_RAM" --appendonly yes
+spid=$LAST_PID
+
+log "filling $FIELDS fields x $VALUE B into hash h"
+record "python3 (bench/big_hash.sh): HSET h f:%012d <VALUE B>, 100 fields per command, 10 commands in flight"
+c0=$(cpu_s "$spid")
+t0=$(date +%s.%N)
+python3 - "$sport" "$FIELDS" "$VALUE" <<'PY'
+import socket, sys, time
+port, n, v = (int(x) for x in sys.argv[1:])
+s = socket.create_connection(("127.0.0.1", port))
+val = b"v" * v
+def cmd(args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+def send(batch):
+    s.sendall(b"".join(batch))
+    got = b""
+    while got.count(b"\r\n") < len(batch):
+        got += s.recv(1 << 20)
+    for line in got.split(b"\r\n"):
+        assert not line.startswith(b"-"), line
+batch = []
+t = time.time()
+for lo in range(0, n, 100):
+    h = [b"HSET", b"h"]
+    for i in range(lo, min(n, lo + 100)):
+        h += [b"f:%012d" % i, val]
+    batch.append(cmd(h))
+    if len(batch) >= 10:
+        send(batch)
+        batch = []
+    if lo % 200000 == 0 and lo:
+        print("%d fields, %.0f fields/s" % (lo, lo / (time.time() - t)), file=sys.stderr, flush=True)
+if batch:
+    send(batch)
+PY
+t1=$(date +%s.%N)
+c1=$(cpu_s "$spid")
+fill_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+fill_rate=$(awk -v a="$t0" -v b="$t1" -v n="$FIELDS" 'BEGIN { printf "%.0f", n / (b - a) }')
+fill_cpu=$(awk -v a="$c0" -v b="$c1" -v n="$FIELDS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+[ "$(redis-cli -p "$sport" hlen h)" = "$FIELDS" ] || die "HLEN is not $FIELDS"
+alloc_fill=$(info "$sport" tiered_allocated_bytes tiered)
+live_fill=$(info "$sport" flash_live_bytes tiered)
+written=$(info "$sport" flash_bytes_written tiered)
+wait_settled "$sport" 2>/dev/null || sleep 10
+alloc=$(info "$sport" tiered_allocated_bytes tiered)
+live=$(info "$sport" flash_live_bytes tiered)
+tier_h=$(redis-cli -p "$sport" debug tier h)
+mem=$(info "$sport" used_memory memory)
+rss=$(info "$sport" used_memory_rss memory)
+rb_run "strata HGET" "$sport" "$spid" "$FIELDS" HGET h "f:__rand_int__"
+hget_rps=$RPS; hget_p99=$P99; hget_cpu=$CPU_US; hget_reads=$READS
+v=$(redis-cli -p "$sport" hget h "f:$(printf '%012d' $((FIELDS / 2)))" | wc -c)
+[ "$v" -eq $((VALUE + 1)) ] || die "HGET of a field gave $v bytes"
+
+{
+    header "A hash larger than RAM: $FIELDS fields x $VALUE B under --maxmemory-ram $MAXMEM_RAM"
+    echo
+    echo "- strata-server --maxmemory-ram $MAXMEM_RAM --appendonly yes (appendfsync everysec)"
+    echo "- fill: $FIELDS fields in $fill_s s ($fill_rate fields/s, $fill_cpu µs of server CPU per field), HSET of 100 fields per command, 10 in flight"
+    echo "- after the fill: log allocated $alloc_fill B, live $live_fill B; device bytes written $written (data: $((FIELDS * VALUE)) B of values)"
+    echo "- settled: log allocated $alloc B, live $live B"
+    echo "- \`DEBUG TIER h\`: $tier_h"
+    echo "- used_memory $mem B, used_memory_rss $rss B"
+    echo "- HGET of random fields ($REQUESTS requests, $CLIENTS connections, one in flight each): $hget_rps ops/s, p99 $hget_p99 ms, $hget_cpu µs server CPU/op, $hget_reads device reads/op; client and server share $(nproc) cores"
+    commands_section
+} >"$OUT"
+log "wrote $OUT"
+cat "$OUT"
