@@ -100,6 +100,10 @@ pub struct Engine {
     _background: Arc<BackgroundGuard>,
 }
 
+/// Parts above which a removed chunked collection's records are released
+/// on the background thread (`Inner::bury`).
+pub(crate) const BURY_PARTS: usize = 64;
+
 pub(crate) struct Inner {
     /// The index, sharded by key hash. A shard lock is held only for short,
     /// non-blocking sections, never across I/O; code that needs several
@@ -141,6 +145,12 @@ pub(crate) struct Inner {
     /// commands want at once (a queue's cold tail) is read once
     /// (`keyspace::chunks::load_parts`).
     pub part_loads: Mutex<std::collections::HashMap<index::FlashLoc, Arc<tokio::sync::Notify>>>,
+    /// Big chunked collections removed from the index (DEL, UNLINK, expiry,
+    /// overwrite) whose records the background thread releases and whose
+    /// parts it frees (`Inner::bury`): O(1) for the command that removed
+    /// them. A segment cannot be freed before: its live bytes still count
+    /// those records.
+    pub graveyard: Mutex<Vec<index::Slot>>,
     /// Set when demotion found the flash full; the collector then takes any
     /// segment with garbage. Cleared when demotion succeeds again.
     pub flash_full: AtomicBool,
@@ -227,6 +237,7 @@ impl Engine {
             hz: cfg.hz.clamp(1, 500),
             ram_gauge: cfg.ram_gauge.clone(),
             wake: (Mutex::new(false), Condvar::new()),
+            graveyard: Mutex::new(Vec::new()),
             shutdown: AtomicBool::new(false),
             background_done: AtomicBool::new(false),
             room: tokio::sync::Notify::new(),
@@ -449,6 +460,34 @@ impl Inner {
     pub fn release_flash(&self, loc: index::FlashLoc) {
         self.release_flash_quiet(loc);
         Stats::inc(&self.stats.flash_deletes);
+    }
+
+    /// Releases the records of a slot that left the index: now, or for a
+    /// chunked collection of more than `BURY_PARTS` parts on the background
+    /// thread (`graveyard`).
+    pub(crate) fn bury(&self, slot: index::Slot) {
+        if let index::Slot::Chunked(c) = &slot {
+            if c.dir().is_some_and(|d| d.part_count() > BURY_PARTS) {
+                self.graveyard.lock().push(slot);
+                self.wake_background();
+                return;
+            }
+        }
+        for loc in slot.locs() {
+            self.release_flash(loc);
+        }
+    }
+
+    /// Releases the records of the buried collections and frees them
+    /// (background thread); returns whether there were any.
+    pub(crate) fn release_buried(&self) -> bool {
+        let dead = std::mem::take(&mut *self.graveyard.lock());
+        for slot in &dead {
+            for loc in slot.locs() {
+                self.release_flash(loc);
+            }
+        }
+        !dead.is_empty()
     }
 
     /// As `release_flash`, for records that were moved rather than deleted.

@@ -103,9 +103,7 @@ impl Inner {
     pub(crate) fn remove_index(&self, sh: &mut Shard, db: usize, idx: usize, expired: bool) {
         if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
             sh.acct.entry_removed(db, key.heap_bytes(), &e);
-            for loc in e.flash_locs() {
-                self.release_flash(loc);
-            }
+            self.bury(e.slot);
             if expired {
                 // The record carries its expiry: no tombstone needed.
                 Stats::inc(&self.stats.expired_keys);
@@ -120,9 +118,7 @@ impl Inner {
     pub(crate) fn remove_index_quiet(&self, sh: &mut Shard, db: usize, idx: usize) {
         if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
             sh.acct.entry_removed(db, key.heap_bytes(), &e);
-            for loc in e.flash_locs() {
-                self.release_flash(loc);
-            }
+            self.bury(e.slot);
         }
     }
 

@@ -470,9 +470,7 @@ impl Inner {
                 let old = std::mem::replace(&mut e.slot, slot);
                 e.value_len = value_len;
                 sh.acct.add(&e.slot, value_len, vtype);
-                for loc in old.locs() {
-                    self.release_flash(loc);
-                }
+                self.bury(old);
                 sh.acct.ttl_remove(db, e.expire_at_ms);
                 sh.acct.ttl_add(db, expire_at_ms);
                 e.expire_at_ms = expire_at_ms;

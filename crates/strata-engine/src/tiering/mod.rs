@@ -63,7 +63,7 @@ pub(crate) fn run_background(inner: &Inner) {
     // Entries the hands examined since demotion last made progress.
     let mut idle_scanned = 0usize;
     while !inner.shutdown.load(Ordering::Acquire) {
-        let mut busy = false;
+        let mut busy = inner.release_buried();
         if last_sweep.elapsed() >= tick {
             inner.sweep_expired(1000);
             inner.maybe_checkpoint();
@@ -169,6 +169,7 @@ pub(crate) fn run_background(inner: &Inner) {
             *woken = false;
         }
     }
+    inner.release_buried();
     let _ = inner.writer.lock().flush();
 }
 
