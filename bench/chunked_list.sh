@@ -72,23 +72,7 @@ wait_settled "$sport" 2>/dev/null || sleep 5
 tier_l=$(redis-cli -p "$sport" debug tier l)
 mem_s=$(info "$sport" used_memory memory)
 mem_r=$(info "$rport" used_memory memory)
-# run_go NAME PORT PID CMD: bench/listload (random unpadded indexes, which
-# redis-benchmark cannot send); sets the same figures as `rb_run`
-listload="$RUN_DIR/listload"
-(cd "$(dirname "$0")/listload" && go build -o "$listload" .) || die "go build of bench/listload failed"
-run_go() {
-    local name=$1 port=$2 pid=$3 cmd=$4 out c0 c1
-    tier_mark "$port"
-    record "bench/listload -p PORT -cmd $cmd -n $REQUESTS -c $CLIENTS -len $ITEMS -d $VALUE"
-    c0=$(cpu_s "$pid")
-    out=$("$listload" -p "$port" -cmd "$cmd" -n "$REQUESTS" -c "$CLIENTS" -len "$ITEMS" -d "$VALUE")
-    c1=$(cpu_s "$pid")
-    alive "$pid"
-    read -r RPS _ P99 <<<"$out"
-    CPU_US=$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
-    tier_since "$port" "$REQUESTS"
-    log "$name: $RPS ops/s"
-}
+listload_build
 
 rows=()
 row() {

@@ -288,6 +288,31 @@ rb_run() {
     log "$name: $RPS ops/s"
 }
 
+# ------------------------------------------------------------- listload
+# listload_build: builds bench/listload (Go) into RUN_DIR
+listload_build() {
+    LISTLOAD="$RUN_DIR/listload"
+    (cd "$(dirname "${BASH_SOURCE[0]}")/listload" && go build -o "$LISTLOAD" .) \
+        || die "go build of bench/listload failed"
+}
+
+# run_go NAME PORT PID CMD: bench/listload -cmd CMD (random unpadded
+# indexes or members, which redis-benchmark cannot send) with REQUESTS,
+# CLIENTS, ITEMS and VALUE; sets the same figures as `rb_run`
+run_go() {
+    local name=$1 port=$2 pid=$3 cmd=$4 out c0 c1
+    tier_mark "$port"
+    record "bench/listload -p PORT -cmd $cmd -n $REQUESTS -c $CLIENTS -len $ITEMS -d $VALUE"
+    c0=$(cpu_s "$pid")
+    out=$("$LISTLOAD" -p "$port" -cmd "$cmd" -n "$REQUESTS" -c "$CLIENTS" -len "$ITEMS" -d "$VALUE")
+    c1=$(cpu_s "$pid")
+    alive "$pid"
+    read -r RPS _ P99 <<<"$out"
+    CPU_US=$(awk -v a="$c0" -v b="$c1" -v n="$REQUESTS" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }')
+    tier_since "$port" "$REQUESTS"
+    log "$name: $RPS ops/s"
+}
+
 # ------------------------------------------------------------- fio
 fio_engine() {  # fio_engine FILE: the best engine that works here
     local e

@@ -100,10 +100,6 @@ pub struct Engine {
     _background: Arc<BackgroundGuard>,
 }
 
-/// Parts above which a removed chunked collection's records are released
-/// on the background thread (`Inner::bury`).
-pub(crate) const BURY_PARTS: usize = 64;
-
 pub(crate) struct Inner {
     /// The index, sharded by key hash. A shard lock is held only for short,
     /// non-blocking sections, never across I/O; code that needs several
@@ -460,34 +456,6 @@ impl Inner {
     pub fn release_flash(&self, loc: index::FlashLoc) {
         self.release_flash_quiet(loc);
         Stats::inc(&self.stats.flash_deletes);
-    }
-
-    /// Releases the records of a slot that left the index: now, or for a
-    /// chunked collection of more than `BURY_PARTS` parts on the background
-    /// thread (`graveyard`).
-    pub(crate) fn bury(&self, slot: index::Slot) {
-        if let index::Slot::Chunked(c) = &slot {
-            if c.dir().is_some_and(|d| d.part_count() > BURY_PARTS) {
-                self.graveyard.lock().push(slot);
-                self.wake_background();
-                return;
-            }
-        }
-        for loc in slot.locs() {
-            self.release_flash(loc);
-        }
-    }
-
-    /// Releases the records of the buried collections and frees them
-    /// (background thread); returns whether there were any.
-    pub(crate) fn release_buried(&self) -> bool {
-        let dead = std::mem::take(&mut *self.graveyard.lock());
-        for slot in &dead {
-            for loc in slot.locs() {
-                self.release_flash(loc);
-            }
-        }
-        !dead.is_empty()
     }
 
     /// As `release_flash`, for records that were moved rather than deleted.

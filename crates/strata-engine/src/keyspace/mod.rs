@@ -97,6 +97,10 @@ pub struct KeyInfo {
     pub big_encoding: bool,
 }
 
+/// Parts above which a removed chunked collection's records are released
+/// on the background thread (`Inner::bury`).
+const BURY_PARTS: usize = 64;
+
 impl Inner {
     /// Removes the entry at `idx`, releasing its flash record. Caller holds
     /// the shard lock.
@@ -111,6 +115,34 @@ impl Inner {
                 self.note_key(db, &key);
             }
         }
+    }
+
+    /// Releases the records of a slot that left the index: now, or for a
+    /// chunked collection of more than `BURY_PARTS` parts on the background
+    /// thread (`graveyard`).
+    pub(crate) fn bury(&self, slot: Slot) {
+        if let Slot::Chunked(c) = &slot {
+            if c.dir().is_some_and(|d| d.part_count() > BURY_PARTS) {
+                self.graveyard.lock().push(slot);
+                self.wake_background();
+                return;
+            }
+        }
+        for loc in slot.locs() {
+            self.release_flash(loc);
+        }
+    }
+
+    /// Releases the records of the buried collections and frees them
+    /// (background thread); returns whether there were any.
+    pub(crate) fn release_buried(&self) -> bool {
+        let dead = std::mem::take(&mut *self.graveyard.lock());
+        for slot in &dead {
+            for loc in slot.locs() {
+                self.release_flash(loc);
+            }
+        }
+        !dead.is_empty()
     }
 
     /// Removes the entry at `idx` without a journal note (whole-segment

@@ -15,7 +15,7 @@
 //!   part, and a collection left with no element is dropped (counted).
 //!
 //! A sorted set's member parts are resolved so too; its order parts by the
-//! same rule over zkeys (`resolve_order`): each zkey belongs to the newest
+//! same rule over zkeys (`super::order`): each zkey belongs to the newest
 //! record whose bounds hold it. Lists resolve by position (`resolve_list`).
 
 use super::replay::Replay;
@@ -23,8 +23,8 @@ use crate::flash::format;
 use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::chunked::{
-    cmp_zkey, decode_order, elem_hash, measure_elems, measure_list, measure_list_range,
-    measure_order, range_high, OrderInfo, PartInfo, Score, ORDER_DEPTH,
+    decode_order, elem_hash, measure_elems, measure_list, measure_list_range, measure_order,
+    range_high, PartInfo, Score, ORDER_DEPTH,
 };
 use crate::types::{Collection, ValueType};
 use crate::Inner;
@@ -225,7 +225,7 @@ fn resolve(
     let (parts, mut damaged) = resolve_hashed(inner, key, vtype, &cands);
     let mut order = Vec::new();
     if vtype == ValueType::ZSet {
-        let (o, bad) = resolve_order(inner, key, &order_cands);
+        let (o, bad) = super::order::resolve_order(inner, key, &order_cands);
         order = o;
         damaged += bad;
     }
@@ -297,132 +297,6 @@ fn resolve_hashed(
     }
     if let Some(n) = next {
         gap(&mut parts, n, u64::MAX);
-    }
-    (parts, damaged)
-}
-
-/// A zkey bound for ordering chosen ranges (`cmp_zkey`; empty: lowest).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct ZBound(Box<[u8]>);
-
-impl PartialOrd for ZBound {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for ZBound {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        cmp_zkey(&self.0, &o.0)
-    }
-}
-
-/// Whether `a < b` where None is above every bound.
-fn below(a: &ZBound, b: Option<&ZBound>) -> bool {
-    b.is_none_or(|b| a < b)
-}
-
-/// The order parts of a sorted set (module doc): each zkey goes to the
-/// newest record whose bounds hold it; a range no record holds becomes an
-/// empty part (damage). Returns the parts and the records that could not
-/// be read.
-fn resolve_order(inner: &Inner, key: &[u8], cands: &[Cand]) -> (Vec<OrderInfo>, u64) {
-    let mut by_age: Vec<usize> = (0..cands.len()).collect();
-    by_age.sort_by(|&a, &b| (cands[b].seq, b).cmp(&(cands[a].seq, a)));
-    // Chosen ranges: start -> (end, candidate).
-    let mut chosen: BTreeMap<ZBound, (Option<ZBound>, usize)> = BTreeMap::new();
-    for &ci in &by_age {
-        let Some(bounds) = &cands[ci].bounds else {
-            continue;
-        };
-        let end = bounds.1.clone().map(ZBound);
-        let mut at = ZBound(bounds.0.clone());
-        while below(&at, end.as_ref()) {
-            // The chosen range holding `at`: skip past it.
-            if let Some((_, (e, _))) = chosen
-                .range(..=at.clone())
-                .next_back()
-                .filter(|(_, (e, _))| below(&at, e.as_ref()))
-            {
-                match e {
-                    Some(e) => {
-                        at = e.clone();
-                        continue;
-                    }
-                    None => break,
-                }
-            }
-            let next = chosen
-                .range(at.clone()..)
-                .next()
-                .map(|(s, _)| s.clone())
-                .filter(|s| below(s, end.as_ref()));
-            let stop = next.or_else(|| end.clone());
-            chosen.insert(at.clone(), (stop.clone(), ci));
-            match stop {
-                Some(s) => at = s,
-                None => break,
-            }
-        }
-    }
-    let mut parts: Vec<OrderInfo> = Vec::with_capacity(chosen.len() + 1);
-    let mut damaged = 0;
-    let mut expect: Option<ZBound> = Some(ZBound(Box::default()));
-    let empty = |first: Box<[u8]>| OrderInfo {
-        id: 0,
-        first,
-        count: 0,
-        body: 0,
-        loc: None,
-        seq: 0,
-    };
-    for (start, (end, ci)) in &chosen {
-        if let Some(e) = &expect {
-            if e < start {
-                damaged += 1;
-                parts.push(empty(e.0.clone()));
-            }
-        }
-        let c = &cands[*ci];
-        let exact = c.bounds.as_ref().is_some_and(|b| {
-            b.0[..] == start.0[..] && b.1.as_deref() == end.as_ref().map(|e| &e.0[..])
-        });
-        let measured = if exact && c.count != UNKNOWN_COUNT {
-            Some((c.count, c.body))
-        } else {
-            crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
-                let (_, b) = format::decode_chunk(&v)?;
-                measure_order(b, &start.0, end.as_ref().map(|e| &e.0[..])).ok()
-            })
-        };
-        match measured {
-            Some((count, body)) => parts.push(OrderInfo {
-                id: 0,
-                first: start.0.clone(),
-                count,
-                body,
-                loc: Some(c.loc),
-                seq: c.seq,
-            }),
-            None => {
-                damaged += 1;
-                parts.push(empty(start.0.clone()));
-            }
-        }
-        expect = end.clone();
-    }
-    if let Some(e) = expect {
-        // The zkeys above the last record's bound are lost.
-        if !chosen.is_empty() {
-            damaged += 1;
-        }
-        parts.push(empty(e.0));
-    }
-    // The first part's bound is the lowest (a part below every zkey).
-    if let Some(p) = parts.first_mut() {
-        p.first = Box::default();
-    }
-    for (id, p) in parts.iter_mut().enumerate() {
-        p.id = id as u32;
     }
     (parts, damaged)
 }

@@ -20,6 +20,7 @@
 //! 5. Live bytes of every segment are recomputed from the index.
 
 mod chunks;
+mod order;
 mod replay;
 
 use crate::clock::{now_ms, now_secs};

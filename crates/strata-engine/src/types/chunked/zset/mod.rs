@@ -18,10 +18,10 @@
 //!    both families' bytes, so RAM and flash accounting see what is held.
 
 mod order;
+mod record;
 
-pub use order::{
-    cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey, Order, OrderInfo, ORDER_DEPTH,
-};
+pub use order::{Order, OrderInfo, ORDER_DEPTH};
+pub use record::{cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey};
 
 use super::dir::{clock_walk, PartClock};
 use super::{Chunked, Dir, DirHead, PartInfo};
@@ -302,7 +302,7 @@ impl Dir for ChunkedZSet {
         // The parts of one order record lie inside its bounds: the part
         // that wrote it, or the halves of a split or the pieces recovery
         // cut from it.
-        let Some((lo, hi)) = order::bounds(body) else {
+        let Some((lo, hi)) = record::bounds(body) else {
             return Vec::new();
         };
         let m = self.members.part_count();

@@ -26,44 +26,18 @@
 //! 6. Part ids are unique within the collection for the run (names that
 //!    the journal and loads find parts by).
 
+use super::record::key_bytes;
 use crate::index::FlashLoc;
 use crate::types::chunked::CHUNK_MAX;
-use crate::types::zset::ScoreKey;
-use crate::types::{packed_len, put, Malformed, Reader};
 use std::cmp::Ordering;
+
+use super::record::cmp_zkey;
+
+mod io;
 
 /// The depth byte that names an order part's record (hash ranges use
 /// 0..=64).
 pub const ORDER_DEPTH: u8 = 0xFF;
-
-/// A zkey: the score's bits (f64, LE) then the member.
-pub fn zkey(score: f64, m: &[u8]) -> Box<[u8]> {
-    let mut v = Vec::with_capacity(8 + m.len());
-    v.extend_from_slice(&score.to_bits().to_le_bytes());
-    v.extend_from_slice(m);
-    v.into()
-}
-
-/// The score and member of a zkey (at least 8 bytes).
-pub fn unzkey(k: &[u8]) -> (f64, &[u8]) {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&k[..8]);
-    (f64::from_le_bytes(b), &k[8..])
-}
-
-/// Redis's order on zkeys: score (-0 == 0), then member bytes. The empty
-/// key (the first part's bound) is below every zkey.
-pub fn cmp_zkey(a: &[u8], b: &[u8]) -> Ordering {
-    match (a.is_empty(), b.is_empty()) {
-        (true, true) => return Ordering::Equal,
-        (true, false) => return Ordering::Less,
-        (false, true) => return Ordering::Greater,
-        _ => {}
-    }
-    let (sa, ma) = unzkey(a);
-    let (sb, mb) = unzkey(b);
-    ScoreKey(sa).cmp(&ScoreKey(sb)).then_with(|| ma.cmp(mb))
-}
 
 /// One part of the order family.
 #[derive(Clone, Debug)]
@@ -91,11 +65,6 @@ impl OPart {
     fn keys(&self) -> &[Box<[u8]>] {
         self.keys.as_deref().map_or(&[], |k| &k[..])
     }
-}
-
-/// Packed bytes of one zkey in a record.
-fn key_bytes(k: &[u8]) -> usize {
-    packed_len(k.len())
 }
 
 /// The order family (module doc).
@@ -558,208 +527,4 @@ impl Order {
         p.dirty = true;
         p.ver = p.ver.wrapping_add(1);
     }
-
-    /// Appends part `i`'s record body (it must be in RAM): its lower bound,
-    /// its upper bound (`u32::MAX`: none), the zkey count and the zkeys.
-    pub fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
-        let p = &self.parts[i];
-        out.reserve(16 + p.first.len() + p.body as usize);
-        put(out, &p.first);
-        match self.parts.get(i + 1) {
-            Some(n) => put(out, &n.first),
-            None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
-        }
-        out.extend_from_slice(&p.count.to_le_bytes());
-        for k in p.keys() {
-            put(out, k);
-        }
-    }
-
-    /// Marks part `i` written at `loc` (as `Chunked::published`).
-    pub fn published(
-        &mut self,
-        i: usize,
-        ver: u32,
-        loc: FlashLoc,
-        seq: u64,
-    ) -> Option<Option<FlashLoc>> {
-        let p = self.parts.get_mut(i)?;
-        if p.ver != ver || !p.dirty {
-            return None;
-        }
-        p.dirty = false;
-        p.seq = seq;
-        Some(p.loc.replace(loc))
-    }
-
-    /// Drops part `i` from RAM if it is clean, has a record and is not
-    /// empty; returns the bytes freed.
-    pub fn evict(&mut self, i: usize) -> usize {
-        let p = &mut self.parts[i];
-        if p.dirty || p.loc.is_none() || p.keys.is_none() || p.count == 0 {
-            return 0;
-        }
-        p.keys = None;
-        self.resident -= p.body as usize;
-        self.resident_parts -= 1;
-        p.body as usize
-    }
-
-    /// Installs part `i`'s zkeys from its record at `loc` (the zkeys of the
-    /// part's range), if it is still cold there.
-    pub fn install(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed> {
-        let p = &self.parts[i];
-        if p.is_resident() || p.loc != Some(loc) {
-            return Ok(false);
-        }
-        let rec = decode_order(body)?;
-        let hi = self.parts.get(i + 1).map(|n| &n.first[..]);
-        let keys: Vec<Box<[u8]>> = rec
-            .keys
-            .into_iter()
-            .filter(|k| in_range(k, &p.first, hi))
-            .map(Box::from)
-            .collect();
-        let b: usize = keys.iter().map(|k| key_bytes(k)).sum();
-        if keys.len() != p.count as usize || b != p.body as usize {
-            return Err(Malformed);
-        }
-        let p = &mut self.parts[i];
-        p.keys = Some(Box::new(keys));
-        p.referenced = true;
-        self.resident += b;
-        self.resident_parts += 1;
-        Ok(true)
-    }
-
-    pub fn take_new_refs(&mut self) -> Vec<FlashLoc> {
-        std::mem::take(&mut self.new_refs)
-    }
-    pub fn take_dropped_refs(&mut self) -> Vec<FlashLoc> {
-        std::mem::take(&mut self.dropped)
-    }
-
-    /// Checks invariants 1 and 2 (tests).
-    pub fn check(&self) -> Result<(), String> {
-        if self.parts.first().is_none_or(|p| !p.first.is_empty()) {
-            return Err("first part bound".into());
-        }
-        let (mut len, mut body, mut resident) = (0, 0, 0);
-        for (i, p) in self.parts.iter().enumerate() {
-            if i > 0 && cmp_zkey(&self.parts[i - 1].first, &p.first) != Ordering::Less {
-                return Err(format!("parts out of order at {i}"));
-            }
-            len += p.count as usize;
-            body += p.body as usize;
-            if let Some(keys) = &p.keys {
-                resident += p.body as usize;
-                let hi = self.parts.get(i + 1).map(|n| &n.first[..]);
-                if keys.len() != p.count as usize
-                    || keys.iter().map(|k| key_bytes(k)).sum::<usize>() != p.body as usize
-                {
-                    return Err(format!("count or body of part {i}"));
-                }
-                if keys
-                    .windows(2)
-                    .any(|w| cmp_zkey(&w[0], &w[1]) != Ordering::Less)
-                    || keys.iter().any(|k| !in_range(k, &p.first, hi))
-                {
-                    return Err(format!("keys of part {i}"));
-                }
-            } else if p.dirty || p.loc.is_none() || p.count == 0 {
-                return Err("cold part without a clean record".into());
-            }
-        }
-        let rp = self.parts.iter().filter(|p| p.is_resident()).count();
-        if (len, body, resident, rp) != (self.len, self.body, self.resident, self.resident_parts) {
-            return Err("order totals".into());
-        }
-        let blocks: Vec<u64> = self
-            .parts
-            .chunks(BLOCK)
-            .map(|c| c.iter().map(|p| p.count as u64).sum())
-            .collect();
-        if blocks != self.blocks {
-            return Err("block counts".into());
-        }
-        Ok(())
-    }
-}
-
-/// Whether zkey `k` lies in `[lo, hi)` (`hi` None: unbounded).
-pub fn in_range(k: &[u8], lo: &[u8], hi: Option<&[u8]>) -> bool {
-    cmp_zkey(k, lo) != Ordering::Less && hi.is_none_or(|h| cmp_zkey(k, h) == Ordering::Less)
-}
-
-/// The bounds of an order record's body (without decoding its zkeys).
-pub fn bounds(b: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
-    let mut r = Reader { b };
-    let lo = r.bytes().ok()?;
-    let n = r.u32().ok()?;
-    let hi = if n == u32::MAX {
-        None
-    } else {
-        Some(r.take(n as usize).ok()?)
-    };
-    Some((lo, hi))
-}
-
-/// An order record's body, decoded.
-pub struct OrderRecord<'a> {
-    pub lo: &'a [u8],
-    pub hi: Option<&'a [u8]>,
-    pub keys: Vec<&'a [u8]>,
-}
-
-/// Decodes an order record's body (`Order::encode_part`), checking that
-/// its zkeys are well formed, sorted and inside its bounds.
-pub fn decode_order(b: &[u8]) -> Result<OrderRecord<'_>, Malformed> {
-    let mut r = Reader { b };
-    let lo = r.bytes()?;
-    let hi_len = r.u32()?;
-    let hi = if hi_len == u32::MAX {
-        None
-    } else {
-        Some(r.take(hi_len as usize)?)
-    };
-    let n = r.u32()? as usize;
-    if n > b.len() / 12 {
-        return Err(Malformed);
-    }
-    let mut keys = Vec::with_capacity(n);
-    for _ in 0..n {
-        let k = r.bytes()?;
-        if k.len() < 8 || unzkey(k).0.is_nan() {
-            return Err(Malformed);
-        }
-        if keys
-            .last()
-            .is_some_and(|p: &&[u8]| cmp_zkey(p, k) != Ordering::Less)
-        {
-            return Err(Malformed);
-        }
-        keys.push(k);
-    }
-    let bound_ok = |k: &[u8]| k.is_empty() || (k.len() >= 8 && !unzkey(k).0.is_nan());
-    if !r.b.is_empty()
-        || !bound_ok(lo)
-        || hi.is_some_and(|h| !bound_ok(h) || cmp_zkey(lo, h) != Ordering::Less)
-        || keys.iter().any(|k| !in_range(k, lo, hi))
-    {
-        return Err(Malformed);
-    }
-    Ok(OrderRecord { lo, hi, keys })
-}
-
-/// Count and packed bytes of the zkeys of an order record's body inside
-/// `[lo, hi)` (recovery).
-pub fn measure_order(b: &[u8], lo: &[u8], hi: Option<&[u8]>) -> Result<(u32, u32), Malformed> {
-    let rec = decode_order(b)?;
-    let mut n = 0u32;
-    let mut body = 0u32;
-    for k in rec.keys.iter().filter(|k| in_range(k, lo, hi)) {
-        n += 1;
-        body += key_bytes(k) as u32;
-    }
-    Ok((n, body))
 }
