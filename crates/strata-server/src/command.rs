@@ -170,7 +170,28 @@ impl Ctx<'_> {
     /// (with `rev`, the batches' outputs are joined last to first: a
     /// descending range). A chunked collection larger than RAM is read
     /// without being held in RAM at once.
-    pub fn stream_key<I, E>(&mut self, key: Bytes, rev: bool, mut init: I, mut emit: E) -> Outcome
+    pub fn stream_key<I, E>(&mut self, key: Bytes, rev: bool, init: I, emit: E) -> Outcome
+    where
+        I: FnMut(&mut KeysView<'_>, &mut BytesMut, Version) -> Option<std::ops::Range<usize>>
+            + Send
+            + 'static,
+        E: FnMut(&strata_engine::Collection, std::ops::Range<usize>, &mut BytesMut, Version)
+            + Send
+            + 'static,
+    {
+        let first = strata_engine::Need::Elems(Vec::new());
+        self.stream_key_from(key, rev, first, init, emit)
+    }
+
+    /// As `stream_key`, where `init` reads the parts `first` names.
+    pub fn stream_key_from<I, E>(
+        &mut self,
+        key: Bytes,
+        rev: bool,
+        first: strata_engine::Need,
+        mut init: I,
+        mut emit: E,
+    ) -> Outcome
     where
         I: FnMut(&mut KeysView<'_>, &mut BytesMut, Version) -> Option<std::ops::Range<usize>>
             + Send
@@ -181,9 +202,10 @@ impl Ctx<'_> {
     {
         let version = self.version();
         let db = self.db();
-        let read = self.engine().stream_coll(
+        let read = self.engine().stream_coll_from(
             db,
             key,
+            first,
             move |view| {
                 let mut out = BytesMut::new();
                 let parts = init(view, &mut out, version);

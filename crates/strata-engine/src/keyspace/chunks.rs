@@ -61,6 +61,13 @@ pub enum Need {
         max: std::ops::Bound<f64>,
         members: bool,
     },
+    /// The two order parts of a sorted set where a score range's bounds
+    /// fall (what `ChunkedZSet::score_ranks` reads): a streamed score range
+    /// starts from them.
+    ZScoreEnds {
+        min: std::ops::Bound<f64>,
+        max: std::ops::Bound<f64>,
+    },
     /// One step of a streamed whole read (`Engine::stream_coll`): the
     /// directory's parts from `from` (before `to`) whose bodies together
     /// stay within `bytes` (at least one part; `batch_end`).
@@ -154,6 +161,17 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
                     Some(if *rev { (n - 1 - b, n - a) } else { (a, b + 1) })
                 });
                 zset_rank_parts(z, asc, *members)
+            }
+            None => SmallVec::new(),
+        },
+        Need::ZScoreEnds { min, max } => match d.zset() {
+            Some(z) => {
+                let mp = z.members.parts().len();
+                let (lo, hi) = z.score_parts(*min, *max);
+                let mut v = SmallVec::new();
+                v.push(mp + lo);
+                v.push(mp + hi);
+                v
             }
             None => SmallVec::new(),
         },

@@ -40,6 +40,8 @@ struct Progress<S> {
 /// A streamed read: its key, callbacks and progress.
 struct Streamer<S, I, E> {
     db: usize,
+    /// What `init` reads (its first step's need).
+    first: Need,
     keys: Vec<Bytes>,
     init: I,
     emit: E,
@@ -64,9 +66,10 @@ where
                 bytes: STREAM_BYTES,
             },
             Some(_) => Need::Whole,
-            None => Need::Elems(Vec::new()),
+            None => self.first.clone(),
         };
         let Streamer {
+            first: _,
             keys,
             init,
             emit,
@@ -78,22 +81,26 @@ where
         let key = &keys[0];
         let mut f = Some(|view: &mut KeysView<'_>| {
             let current = view.version(key);
-            if let Some(p) = run.as_mut().filter(|p| Some(p.version) == current) {
-                if let Some(ValueRef::Coll(c)) = view.get(key) {
-                    let to = match c.dir() {
-                        Some(d) if !whole => {
-                            batch_end(d, p.next, p.end.min(d.part_count()), STREAM_BYTES)
-                        }
-                        _ => p.end,
-                    };
-                    emit(c, p.next..to, &mut p.state);
-                    p.next = to;
-                    *done = p.next >= p.end;
-                    return;
+            if let Some(p) = run.as_mut() {
+                if Some(p.version) == current {
+                    if let Some(ValueRef::Coll(c)) = view.get(key) {
+                        let to = match c.dir() {
+                            Some(d) if !whole => {
+                                batch_end(d, p.next, p.end.min(d.part_count()), STREAM_BYTES)
+                            }
+                            _ => p.end,
+                        };
+                        emit(c, p.next..to, &mut p.state);
+                        p.next = to;
+                        *done = p.next >= p.end;
+                        return;
+                    }
                 }
-            }
-            if run.is_some() {
+                // The key changed: start again, with what `init` reads
+                // loaded first (invariant 1).
+                *run = None;
                 *restarts += 1;
+                return;
             }
             let (state, parts) = init(view);
             let version = view.version(key).unwrap_or(0);
@@ -137,8 +144,27 @@ impl Engine {
         I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>) + Send + 'static,
         E: FnMut(&Collection, Range<usize>, &mut S) + Send + 'static,
     {
+        self.stream_coll_from(db, key, Need::Elems(Vec::new()), init, emit)
+    }
+
+    /// As `stream_coll`, where `init` reads the parts `first` names (a
+    /// score range's two ends, to find its ranks).
+    pub fn stream_coll_from<S, I, E>(
+        &self,
+        db: usize,
+        key: Bytes,
+        first: Need,
+        init: I,
+        emit: E,
+    ) -> Read<Result<S, EngineError>>
+    where
+        S: Send + 'static,
+        I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>) + Send + 'static,
+        E: FnMut(&Collection, Range<usize>, &mut S) + Send + 'static,
+    {
         let mut st = Streamer {
             db,
+            first,
             keys: vec![key],
             init,
             emit,

@@ -320,23 +320,64 @@ fn write_member(out: &mut BytesMut, v: Version, withscores: bool, m: &[u8], s: f
     }
 }
 
-/// ZRANGE by rank: of a chunked set, a batch of parts at a time
-/// (`Ctx::stream_key`), so a set larger than RAM is read without being
-/// held in RAM at once.
-fn rank_range_cmd(ctx: &mut Ctx<'_>, key: &Bytes, req: RangeReq) -> Outcome {
-    // The ranks `[a, b)` ascending that the request selects of `n`.
-    fn ranks(req: &RangeReq, n: usize) -> Option<(usize, usize)> {
-        let (s, e) = clamp_range(req.rank.0, req.rank.1, n)?;
-        Some(if req.rev {
-            (n - 1 - e, n - s)
-        } else {
-            (s, e + 1)
-        })
+/// The ascending ranks `[a, b)` a rank or score request selects of a
+/// chunked set (a score range's ends must be in RAM), LIMIT applied.
+fn window(
+    req: &RangeReq,
+    c: &strata_engine::types::chunked::ChunkedZSet,
+) -> Option<(usize, usize)> {
+    let n = c.len();
+    match req.kind {
+        RangeKind::Rank => {
+            let (s, e) = clamp_range(req.rank.0, req.rank.1, n)?;
+            Some(if req.rev {
+                (n - 1 - e, n - s)
+            } else {
+                (s, e + 1)
+            })
+        }
+        RangeKind::Score => {
+            let (min, max) = score_bounds(req.score.0, req.score.1);
+            let (a, b) = c.score_ranks(min, max);
+            let (off, cnt) = req.limit.unwrap_or((0, -1));
+            if off < 0 {
+                return None;
+            }
+            let off = (off as u64).min(n as u64) as usize;
+            let take = |len: usize| if cnt < 0 { len } else { len.min(cnt as usize) };
+            let (lo, hi) = if req.rev {
+                let hi = b.saturating_sub(off).max(a);
+                (hi - take(hi - a), hi)
+            } else {
+                let lo = (a + off).min(b);
+                (lo, lo + take(b - lo))
+            };
+            (lo < hi).then_some((lo, hi))
+        }
+        RangeKind::Lex => None,
     }
-    let (k, r2) = (key.clone(), req.clone());
-    ctx.stream_key(
+}
+
+/// ZRANGE by rank or score: of a chunked set, a batch of parts at a time
+/// (`Ctx::stream_key_from`; a score range first reads the two parts where
+/// its ends fall, to find its ranks), so a set larger than RAM is read
+/// without being held in RAM at once.
+fn range_stream_cmd(ctx: &mut Ctx<'_>, key: &Bytes, req: RangeReq) -> Outcome {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    let first = match req.kind {
+        RangeKind::Score => {
+            let (min, max) = score_bounds(req.score.0, req.score.1);
+            Need::ZScoreEnds { min, max }
+        }
+        _ => Need::Elems(Vec::new()),
+    };
+    // The window `init` found, for `emit` (the same version of the key).
+    let found = std::sync::Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+    let (k, r2, f2) = (key.clone(), req.clone(), found.clone());
+    ctx.stream_key_from(
         key.clone(),
         req.rev,
+        first,
         move |view, out, v| {
             let z = match get(view, &k) {
                 Ok(z) => z,
@@ -345,31 +386,32 @@ fn rank_range_cmd(ctx: &mut Ctx<'_>, key: &Bytes, req: RangeReq) -> Outcome {
                     return None;
                 }
             };
-            let Some((z, (a, b))) = z.and_then(|z| Some((z, ranks(&req, z.len())?))) else {
+            let Some(z) = z else {
                 write_array_len(out, 0);
                 return None;
             };
-            match z.chunked() {
-                Some(c) => {
-                    // About the range's share of the order family (half the
-                    // set's bytes), and a score each.
-                    let n = b - a;
-                    let share = z.body_len() as u128 / 2 * n as u128 / z.len() as u128;
-                    out.reserve(share as usize + if req.withscores { 28 } else { 4 } * n);
-                    write_members_len(out, v, req.withscores, n);
-                    Some(c.parts_for(a, b))
-                }
-                None => {
-                    write_members(out, v, req.withscores, &select(z, &req));
-                    None
-                }
-            }
+            let Some(c) = z.chunked() else {
+                write_members(out, v, req.withscores, &select(z, &req));
+                return None;
+            };
+            let Some((a, b)) = window(&req, c) else {
+                write_array_len(out, 0);
+                return None;
+            };
+            found[0].store(a, Relaxed);
+            found[1].store(b, Relaxed);
+            // About the range's share of the order family (half the set's
+            // bytes), and a score each.
+            let n = b - a;
+            let share = z.body_len() as u128 / 2 * n as u128 / z.len() as u128;
+            out.reserve(share as usize + if req.withscores { 28 } else { 4 } * n);
+            write_members_len(out, v, req.withscores, n);
+            Some(c.parts_for(a, b))
         },
         move |c, parts, out, v| {
             let Collection::ZSet(z) = c else { return };
-            let (Some(c), Some((a, b))) = (z.chunked(), ranks(&r2, z.len())) else {
-                return;
-            };
+            let Some(c) = z.chunked() else { return };
+            let (a, b) = (f2[0].load(Relaxed), f2[1].load(Relaxed));
             let items = c.range_in_parts(parts, a, b);
             if r2.rev {
                 items
@@ -390,8 +432,8 @@ fn range_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], fixed: Option<(RangeKind, bool)>
             return Outcome::Done;
         }
     };
-    if req.kind == RangeKind::Rank {
-        return rank_range_cmd(ctx, &args[1], req);
+    if req.kind != RangeKind::Lex {
+        return range_stream_cmd(ctx, &args[1], req);
     }
     let need = need_of(&req, false);
     read_need(ctx, &args[1], need, move |z, out, v| match z {
