@@ -91,6 +91,10 @@ impl ChunkedZSet {
     /// Sets the score of `m` (its member part and the order parts of its
     /// old and new zkeys must be in RAM); returns the previous score.
     pub fn insert(&mut self, m: &[u8], score: f64) -> Option<f64> {
+        if !self.resident_for(m, Some(score)) {
+            debug_assert!(false, "parts of a sorted-set write not loaded");
+            return None;
+        }
         let prev = self.score(m);
         if prev.is_some_and(|p| p.to_bits() == score.to_bits()) {
             return prev;
@@ -105,12 +109,31 @@ impl ChunkedZSet {
 
     /// Removes `m`; returns whether it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
+        if !self.resident_for(m, None) {
+            debug_assert!(false, "parts of a sorted-set write not loaded");
+            return false;
+        }
         let Some(prev) = self.score(m) else {
             return false;
         };
         self.members.remove(m);
         self.order.remove(&zkey(prev, m));
         true
+    }
+
+    /// Whether the parts a write of `m` (to score `to`) changes are in RAM:
+    /// its member part and the order parts of its old and new zkeys. A
+    /// write never changes only one family (invariant 1).
+    fn resident_for(&self, m: &[u8], to: Option<f64>) -> bool {
+        let i = self.members.part_of(super::elem_hash(m));
+        if !self.members.parts()[i].is_resident() {
+            return false;
+        }
+        let old = self.score(m).map(|s| zkey(s, m));
+        let new = to.map(|s| zkey(s, m));
+        old.iter()
+            .chain(new.iter())
+            .all(|k| self.order.holds_resident(k))
     }
 
     /// 0-based rank of `m`.

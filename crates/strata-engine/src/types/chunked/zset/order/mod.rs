@@ -358,13 +358,21 @@ impl Order {
             .flat_map(|p| p.keys().iter().map(|k| &**k))
     }
 
-    /// The keys of part `i` to change (it must be in RAM).
+    /// The keys of part `i` to change, marking it changed; None (and no
+    /// change) if it is not in RAM (a caller's error: invariant 3 keeps a
+    /// part on flash clean).
     fn changed(&mut self, i: usize) -> Option<&mut Vec<Box<[u8]>>> {
         let p = &mut self.parts[i];
         debug_assert!(p.keys.is_some(), "order part not loaded");
+        p.keys.as_ref()?;
         p.dirty = true;
         p.ver = p.ver.wrapping_add(1);
         p.keys.as_deref_mut()
+    }
+
+    /// Whether the part holding zkey `k` is in RAM.
+    pub fn holds_resident(&self, k: &[u8]) -> bool {
+        self.parts[self.part_for(k)].is_resident()
     }
 
     /// Inserts zkey `k` (not present).
