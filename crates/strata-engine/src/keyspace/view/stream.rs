@@ -106,12 +106,27 @@ where
             let version = view.version(key).unwrap_or(0);
             let parts = parts.unwrap_or(0..0);
             *done = parts.is_empty();
-            *run = Some(Progress {
+            let mut p = Progress {
                 state,
                 version,
                 next: parts.start,
                 end: parts.end,
-            });
+            };
+            // A short read whose first batch `first` loaded goes on under
+            // the same lock (one pass, as an unstreamed read).
+            if !*done {
+                if let Some(ValueRef::Coll(c)) = view.get(key) {
+                    if let Some(d) = c.dir() {
+                        let to = batch_end(d, p.next, p.end.min(d.part_count()), STREAM_BYTES);
+                        if (p.next..to).all(|i| d.part(i).resident) {
+                            emit(c, p.next..to, &mut p.state);
+                            p.next = to;
+                            *done = p.next >= p.end;
+                        }
+                    }
+                }
+            }
+            *run = Some(p);
         });
         inner
             .try_with_keys(*db, keys, &[need], false, &mut f)

@@ -226,11 +226,18 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     // Of a chunked list, a batch of parts at a time (`Ctx::stream_key`):
-    // a list larger than RAM is read without being held in RAM at once.
+    // a list larger than RAM is read without being held in RAM at once; a
+    // short range's parts are read with the first step (one pass).
     let k = args[1].clone();
-    ctx.stream_key(
+    let first = if short_range((start, end)) {
+        at(&[(start, end)])
+    } else {
+        Need::Elems(Vec::new())
+    };
+    ctx.stream_key_from(
         args[1].clone(),
         false,
+        first,
         move |view, out, _| {
             let l = match get(view, &k) {
                 Ok(l) => l,
@@ -267,6 +274,13 @@ pub fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }
         },
     )
+}
+
+/// Whether an inclusive index range (both ends from the start, or both
+/// from the end) spans at most 1,000 elements: a streamed read loads its
+/// parts with its first step.
+pub fn short_range((a, b): (i64, i64)) -> bool {
+    (a >= 0) == (b >= 0) && b.saturating_sub(a) < 1000
 }
 
 /// A list index (negative counts from the end) as a position, if in range.

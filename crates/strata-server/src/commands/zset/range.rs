@@ -369,6 +369,8 @@ fn range_stream_cmd(ctx: &mut Ctx<'_>, key: &Bytes, req: RangeReq) -> Outcome {
             let (min, max) = score_bounds(req.score.0, req.score.1);
             Need::ZScoreEnds { min, max }
         }
+        // A short range's parts are read with the first step (one pass).
+        _ if super::super::list::short_range(req.rank) => Need::zranks(&[req.rank], false, req.rev),
         _ => Need::Elems(Vec::new()),
     };
     // The window `init` found, for `emit` (the same version of the key).
