@@ -18,81 +18,15 @@
 //! same rule over zkeys (`super::order`): each zkey belongs to the newest
 //! record whose bounds hold it. Lists resolve by position (`resolve_list`).
 
+use super::cand::{measure, Cand};
 use super::replay::Replay;
 use crate::flash::format;
 use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
-use crate::types::chunked::{
-    decode_order, elem_hash, measure_elems, measure_list, measure_list_range, measure_order,
-    range_high, PartInfo, Score, ORDER_DEPTH,
-};
+use crate::types::chunked::{measure_list, measure_list_range, range_high, PartInfo, ORDER_DEPTH};
 use crate::types::{Collection, ValueType};
 use crate::Inner;
 use std::collections::BTreeMap;
-
-/// The bounds of a sorted set's order record: lower (inclusive, empty:
-/// none) and upper (exclusive, None: none).
-pub(crate) type Bounds = std::sync::Arc<(Box<[u8]>, Option<Box<[u8]>>)>;
-
-/// A record that may hold part of a directory.
-#[derive(Clone, Debug)]
-pub(crate) struct Cand {
-    pub cid: u64,
-    pub depth: u8,
-    pub low: u64,
-    pub seq: u64,
-    pub loc: FlashLoc,
-    /// Elements and packed bytes (`UNKNOWN_COUNT`: measure by reading).
-    pub count: u32,
-    pub body: u32,
-    /// An order record's bounds (sorted sets).
-    pub bounds: Option<Bounds>,
-}
-
-impl Cand {
-    /// The candidate a kind-9 record's value describes (None if malformed).
-    pub(crate) fn of_record(seq: u64, loc: FlashLoc, value: &[u8]) -> Option<Cand> {
-        let (name, body) = format::decode_chunk(value)?;
-        let (count, bytes, bounds) = if name.depth == ORDER_DEPTH {
-            let r = decode_order(body).ok()?;
-            let (n, b) = measure_order(body, r.lo, r.hi).ok()?;
-            let bounds = std::sync::Arc::new((Box::from(r.lo), r.hi.map(Box::from)));
-            (n, b, Some(bounds))
-        } else {
-            let (n, b) = measure(name.vtype, name.low, name.depth, body)?;
-            (n, b, None)
-        };
-        Some(Cand {
-            cid: name.cid,
-            depth: name.depth,
-            low: name.low,
-            seq,
-            loc,
-            count,
-            body: bytes,
-            bounds,
-        })
-    }
-}
-
-/// Count and packed bytes of the elements of `body` in the range (all of
-/// a list chunk's).
-fn measure(t: ValueType, low: u64, depth: u8, body: &[u8]) -> Option<(u32, u32)> {
-    if t == ValueType::List {
-        return measure_list(body).ok();
-    }
-    let high = range_high(low, depth);
-    let keep = |k: &[u8]| {
-        let h = elem_hash(k);
-        h >= low && h <= high
-    };
-    match t {
-        ValueType::Hash => measure_elems::<Box<[u8]>>(body, keep).ok(),
-        ValueType::Set => measure_elems::<()>(body, keep).ok(),
-        ValueType::ZSet => measure_elems::<Score>(body, keep).ok(),
-        _ => None,
-    }
-}
 
 /// One part of a resolved directory.
 struct Chosen {

@@ -19,6 +19,7 @@
 //!    logged, left as garbage: new writes go to a new segment).
 //! 5. Live bytes of every segment are recomputed from the index.
 
+mod cand;
 mod chunks;
 mod order;
 mod replay;

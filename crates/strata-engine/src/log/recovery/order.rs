@@ -2,7 +2,7 @@
 //! goes to the newest order record whose bounds hold it, as a hash's hash
 //! goes to the newest record of its range (`chunks` resolves the rest).
 
-use super::chunks::Cand;
+use super::cand::Cand;
 use crate::flash::format;
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::chunked::{cmp_zkey, measure_order, OrderInfo};

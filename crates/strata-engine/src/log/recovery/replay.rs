@@ -23,7 +23,7 @@ pub(super) struct Replay<'a> {
     /// The latest database mapping record (SWAPDB): seq, mapping, where.
     pub(super) db_map: Option<(u64, Vec<u16>, FlashLoc)>,
     /// Chunk records seen, per (db id, key): applied by `chunks::resolve`.
-    pub(super) chunks: HashMap<(u16, Box<[u8]>), Vec<super::chunks::Cand>>,
+    pub(super) chunks: HashMap<(u16, Box<[u8]>), Vec<super::cand::Cand>>,
     pub(super) report: RecoveryReport,
 }
 
@@ -242,7 +242,7 @@ impl Replay<'_> {
             return;
         }
         self.max_seq = self.max_seq.max(seq);
-        let Some(c) = super::chunks::Cand::of_record(seq, loc, value) else {
+        let Some(c) = super::cand::Cand::of_record(seq, loc, value) else {
             self.report.corrupt_records += 1;
             return;
         };
