@@ -29,30 +29,20 @@ log "filling $FIELDS fields x $VALUE B into hash h"
 record "python3 (bench/big_hash.sh): HSET h f:%012d <VALUE B>, 100 fields per command, 10 commands in flight"
 c0=$(cpu_s "$spid")
 t0=$(date +%s.%N)
-python3 - "$sport" "$FIELDS" "$VALUE" <<'PY'
-import socket, sys, time
+PYTHONPATH="$BENCH_ROOT" python3 - "$sport" "$FIELDS" "$VALUE" <<'PY'
+import resp, sys, time
 port, n, v = (int(x) for x in sys.argv[1:])
-s = socket.create_connection(("127.0.0.1", port))
+s = resp.connect(port)
 val = b"v" * v
-def cmd(args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 def send(batch):
-    s.sendall(b"".join(batch))
-    got = b""
-    while got.count(b"\r\n") < len(batch):
-        got += s.recv(1 << 20)
-    for line in got.split(b"\r\n"):
-        assert not line.startswith(b"-"), line
+    resp.send(s, batch)
 batch = []
 t = time.time()
 for lo in range(0, n, 100):
     h = [b"HSET", b"h"]
     for i in range(lo, min(n, lo + 100)):
         h += [b"f:%012d" % i, val]
-    batch.append(cmd(h))
+    batch.append(resp.cmd(h))
     if len(batch) >= 10:
         send(batch)
         batch = []

@@ -25,23 +25,13 @@ need fio fio
 OUT=$(result_file "${RESULT_NAME:-chunked_hash}")
 
 fill() {  # fill PORT: HSET h and SADD s, 1000 elements per command
-    python3 - "$1" "$FIELDS" "$VALUE" <<'PY'
-import socket, sys
+    PYTHONPATH="$BENCH_ROOT" python3 - "$1" "$FIELDS" "$VALUE" <<'PY'
+import resp, sys
 port, n, v = (int(x) for x in sys.argv[1:])
-s = socket.create_connection(("127.0.0.1", port))
+s = resp.connect(port)
 val = b"v" * v
-def cmd(args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
 def send(batch):
-    s.sendall(b"".join(batch))
-    got = b""
-    while got.count(b"\r\n") < len(batch):
-        got += s.recv(1 << 20)
-    for line in got.split(b"\r\n"):
-        assert not line.startswith(b"-"), line
+    resp.send(s, batch)
 batch = []
 for lo in range(0, n, 1000):
     # redis-benchmark's __rand_int__ is 12 digits
@@ -50,7 +40,7 @@ for lo in range(0, n, 1000):
     for i in range(lo, min(n, lo + 1000)):
         h += [b"f:%012d" % i, val]
         m.append(b"m:%012d" % i)
-    batch += [cmd(h), cmd(m)]
+    batch += [resp.cmd(h), resp.cmd(m)]
     if len(batch) >= 20:
         send(batch)
         batch = []

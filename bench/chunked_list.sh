@@ -28,25 +28,15 @@ need go golang-go
 OUT=$(result_file "${RESULT_NAME:-chunked_list}")
 
 fill() {  # fill PORT: RPUSH l, 1000 elements per command
-    python3 - "$1" "$ITEMS" "$VALUE" <<'PY'
-import socket, sys
+    PYTHONPATH="$BENCH_ROOT" python3 - "$1" "$ITEMS" "$VALUE" <<'PY'
+import resp, sys
 port, n, v = (int(x) for x in sys.argv[1:])
-s = socket.create_connection(("127.0.0.1", port))
-def cmd(args):
-    out = b"*%d\r\n" % len(args)
-    for a in args:
-        out += b"$%d\r\n%s\r\n" % (len(a), a)
-    return out
+s = resp.connect(port)
 def send(batch):
-    s.sendall(b"".join(batch))
-    got = b""
-    while got.count(b"\r\n") < len(batch):
-        got += s.recv(1 << 20)
-    for line in got.split(b"\r\n"):
-        assert not line.startswith(b"-"), line
+    resp.send(s, batch)
 batch = []
 for lo in range(0, n, 1000):
-    batch.append(cmd([b"RPUSH", b"l"] + [(b"%012d:" % i).ljust(v, b"v") for i in range(lo, min(n, lo + 1000))]))
+    batch.append(resp.cmd([b"RPUSH", b"l"] + [(b"%012d:" % i).ljust(v, b"v") for i in range(lo, min(n, lo + 1000))]))
     if len(batch) >= 20:
         send(batch)
         batch = []

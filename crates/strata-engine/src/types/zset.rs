@@ -9,7 +9,7 @@
 //! members and its order are parts that may be on flash, and ranks are
 //! prefix sums over part counts.
 
-use super::chunked::{self, ChunkedZSet};
+use super::chunked::ChunkedZSet;
 use super::{packed_len, EncodingLimits};
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -169,19 +169,27 @@ impl DoubleEndedIterator for Iter<'_> {
     }
 }
 
-/// Whether `s` is inside the bounds.
-fn in_bounds(s: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
-    let lo = match min {
-        Bound::Unbounded => true,
-        Bound::Included(x) => s >= x,
-        Bound::Excluded(x) => s > x,
-    };
-    let hi = match max {
+/// Whether score `s` is below the lower bound `min`.
+pub(crate) fn below_min(s: f64, min: Bound<f64>) -> bool {
+    match min {
+        Bound::Unbounded => false,
+        Bound::Included(x) => s < x,
+        Bound::Excluded(x) => s <= x,
+    }
+}
+
+/// Whether score `s` is at most the upper bound `max`.
+pub(crate) fn within_max(s: f64, max: Bound<f64>) -> bool {
+    match max {
         Bound::Unbounded => true,
         Bound::Included(x) => s <= x,
         Bound::Excluded(x) => s < x,
-    };
-    lo && hi
+    }
+}
+
+/// Whether `s` is inside the bounds.
+fn in_bounds(s: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
+    !below_min(s, min) && within_max(s, max)
 }
 
 impl ZSet {
@@ -455,47 +463,6 @@ impl ZSet {
         self.repr = Repr::default();
         self.body = 0;
         self.chunks = Some(Box::new(c));
-    }
-}
-
-/// Whether score `s` is below the lower bound `min`.
-fn below_min(s: f64, min: Bound<f64>) -> bool {
-    match min {
-        Bound::Unbounded => false,
-        Bound::Included(x) => s < x,
-        Bound::Excluded(x) => s <= x,
-    }
-}
-
-/// Whether score `s` is at most the upper bound `max`.
-fn within_max(s: f64, max: Bound<f64>) -> bool {
-    match max {
-        Bound::Unbounded => true,
-        Bound::Included(x) => s <= x,
-        Bound::Excluded(x) => s < x,
-    }
-}
-
-impl ChunkedZSet {
-    /// The ranks `[a, b)` of the members whose score is inside the bounds
-    /// (the order parts `score_parts` names must be in RAM).
-    pub fn score_ranks(&self, min: Bound<f64>, max: Bound<f64>) -> (usize, usize) {
-        let a = self.rank_where(|s, _| below_min(s, min));
-        let b = self.rank_where(|s, _| within_max(s, max));
-        (a, b.max(a))
-    }
-
-    /// The order parts (first, last) that `score_ranks` reads: where each
-    /// bound falls, found from the parts' lower bounds (in RAM), and all
-    /// between.
-    pub fn score_parts(&self, min: Bound<f64>, max: Bound<f64>) -> (usize, usize) {
-        let lo = self
-            .order
-            .turning_part(|k| below_min(chunked::unzkey(k).0, min));
-        let hi = self
-            .order
-            .turning_part(|k| within_max(chunked::unzkey(k).0, max));
-        (lo, hi.max(lo))
     }
 }
 

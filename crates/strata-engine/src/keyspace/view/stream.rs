@@ -81,52 +81,48 @@ where
         let key = &keys[0];
         let mut f = Some(|view: &mut KeysView<'_>| {
             let current = view.version(key);
-            if let Some(p) = run.as_mut() {
-                if Some(p.version) == current {
-                    if let Some(ValueRef::Coll(c)) = view.get(key) {
-                        let to = match c.dir() {
-                            Some(d) if !whole => {
-                                batch_end(d, p.next, p.end.min(d.part_count()), STREAM_BYTES)
-                            }
-                            _ => p.end,
-                        };
-                        emit(c, p.next..to, &mut p.state);
-                        p.next = to;
-                        *done = p.next >= p.end;
+            match run.as_mut() {
+                Some(p) if Some(p.version) == current => {}
+                Some(_) => {
+                    // The key changed: start again, with what `init` reads
+                    // loaded first (invariant 1).
+                    *run = None;
+                    *restarts += 1;
+                    return;
+                }
+                None => {
+                    let (state, parts) = init(view);
+                    let parts = parts.unwrap_or(0..0);
+                    *done = parts.is_empty();
+                    *run = Some(Progress {
+                        state,
+                        version: current.unwrap_or(0),
+                        next: parts.start,
+                        end: parts.end,
+                    });
+                    if *done {
                         return;
                     }
                 }
-                // The key changed: start again, with what `init` reads
-                // loaded first (invariant 1).
-                *run = None;
-                *restarts += 1;
-                return;
             }
-            let (state, parts) = init(view);
-            let version = view.version(key).unwrap_or(0);
-            let parts = parts.unwrap_or(0..0);
-            *done = parts.is_empty();
-            let mut p = Progress {
-                state,
-                version,
-                next: parts.start,
-                end: parts.end,
+            // The next batch: loaded by this step's need, or (right after
+            // `init`) if `first` loaded it, a short read answered in one pass.
+            let Some(p) = run.as_mut() else { return };
+            let Some(ValueRef::Coll(c)) = view.get(key) else {
+                return;
             };
-            // A short read whose first batch `first` loaded goes on under
-            // the same lock (one pass, as an unstreamed read).
-            if !*done {
-                if let Some(ValueRef::Coll(c)) = view.get(key) {
-                    if let Some(d) = c.dir() {
-                        let to = batch_end(d, p.next, p.end.min(d.part_count()), STREAM_BYTES);
-                        if (p.next..to).all(|i| d.part(i).resident) {
-                            emit(c, p.next..to, &mut p.state);
-                            p.next = to;
-                            *done = p.next >= p.end;
-                        }
-                    }
+            let to = match c.dir() {
+                Some(d) if !whole => batch_end(d, p.next, p.end.min(d.part_count()), STREAM_BYTES),
+                _ => p.end,
+            };
+            if let Some(d) = c.dir() {
+                if !(p.next..to.min(d.part_count())).all(|i| d.part(i).resident) {
+                    return;
                 }
             }
-            *run = Some(p);
+            emit(c, p.next..to, &mut p.state);
+            p.next = to;
+            *done = p.next >= p.end;
         });
         inner
             .try_with_keys(*db, keys, &[need], false, &mut f)

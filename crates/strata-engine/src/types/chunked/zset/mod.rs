@@ -26,7 +26,9 @@ pub use record::{cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey};
 use super::dir::{clock_walk, PartClock};
 use super::{Chunked, Dir, DirHead, PartInfo};
 use crate::index::FlashLoc;
+use crate::types::zset::{below_min, within_max};
 use crate::types::Malformed;
+use std::ops::Bound;
 
 /// A member's score in the members family: the f64's bits, LE.
 pub type Score = [u8; 8];
@@ -412,6 +414,25 @@ impl Dir for ChunkedZSet {
     }
     fn check(&self) -> Result<(), String> {
         ChunkedZSet::check(self)
+    }
+}
+
+impl ChunkedZSet {
+    /// The ranks `[a, b)` of the members whose score is inside the bounds
+    /// (the order parts `score_parts` names must be in RAM).
+    pub fn score_ranks(&self, min: Bound<f64>, max: Bound<f64>) -> (usize, usize) {
+        let a = self.rank_where(|s, _| below_min(s, min));
+        let b = self.rank_where(|s, _| within_max(s, max));
+        (a, b.max(a))
+    }
+
+    /// The order parts (first, last) that `score_ranks` reads: where each
+    /// bound falls, found from the parts' lower bounds (in RAM), and all
+    /// between.
+    pub fn score_parts(&self, min: Bound<f64>, max: Bound<f64>) -> (usize, usize) {
+        let lo = self.order.turning_part(|k| below_min(unzkey(k).0, min));
+        let hi = self.order.turning_part(|k| within_max(unzkey(k).0, max));
+        (lo, hi.max(lo))
     }
 }
 
