@@ -14,7 +14,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use strata_engine::flash::format::{
-    decode_chunk, decode_head, decode_record, head_value, RecordKind,
+    chunk_prefix, decode_chunk, decode_head, decode_record, head_value, RecordKind,
 };
 use strata_engine::types::chunked::{
     cmp_zkey, decode_elems, decode_order, elem_hash, in_range, measure_list, measure_list_range,
@@ -55,6 +55,8 @@ fuzz_target!(|data: &[u8]| {
         assert!(part <= bytes);
     }
     if let Some((name, chunk)) = decode_chunk(body) {
+        // The name (with its `headed` bit) encodes back to the same prefix.
+        assert_eq!(&chunk_prefix(&name)[..], &body[..body.len() - chunk.len()]);
         let high = range_high(name.low, name.depth);
         let all = decode_elems::<Box<[u8]>>(chunk, |_| true);
         let some = decode_elems::<Box<[u8]>>(chunk, |k| {

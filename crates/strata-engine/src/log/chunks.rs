@@ -31,51 +31,72 @@ pub(crate) struct CapturedPart {
     /// The part's index when captured (where to look for it first).
     pub index: usize,
     pub ver: u32,
+    /// Drop the part from RAM once its record is published (demotion).
+    pub evict: bool,
     /// The kind-9 value: prefix and body.
     pub value: Vec<u8>,
 }
 
-/// The dirty parts (and the head, if due) of a chunked collection; None
-/// if nothing is due (the log copy is current).
+/// The dirty parts of a chunked collection and its head; None if nothing
+/// is due (the log copy is current). See `capture_dir`.
 pub(crate) fn capture_chunked(
     coll: &crate::types::Collection,
     version: u64,
     expire_at_ms: u64,
 ) -> Option<ChunkedState> {
+    let bits = if coll.encoding_is_big() {
+        crate::types::BIG_ENCODING
+    } else {
+        0
+    };
     let d = coll.dir()?;
+    let st = capture_dir(coll.vtype(), bits, d, version, expire_at_ms, |_| false);
+    (!st.parts.is_empty() || st.head).then_some(st)
+}
+
+/// The dirty parts of directory `d` and its head.
+///
+/// Every dirty part is captured together, and the head is written after
+/// them whenever a part is: a part's record counts only under a head at
+/// least as new (docs/format.md, "headed" chunks), so a write torn before
+/// the head leaves the collection as it was, never half changed (a sorted
+/// set's two families, a split's halves, a multi-field HSET). `evict(i)`
+/// says which parts leave RAM once published (demotion's picks).
+pub(crate) fn capture_dir(
+    vtype: crate::types::ValueType,
+    bits: u8,
+    d: &dyn crate::types::chunked::Dir,
+    version: u64,
+    expire_at_ms: u64,
+    evict: impl Fn(usize) -> bool,
+) -> ChunkedState {
     let parts: Vec<CapturedPart> = (0..d.part_count())
         .filter(|&i| d.part(i).dirty)
-        .map(|i| capture_part(coll.vtype(), d, i))
+        .map(|i| capture_part(vtype, d, i, evict(i)))
         .collect();
-    let head = d.head_dirty() || d.head_loc().is_none();
-    if parts.is_empty() && !head {
-        return None;
-    }
-    Some(ChunkedState {
+    ChunkedState {
         cid: d.cid(),
-        vtype: coll.vtype(),
-        bits: if coll.encoding_is_big() {
-            crate::types::BIG_ENCODING
-        } else {
-            0
-        },
+        vtype,
+        bits,
         version,
         expire_at_ms,
+        head: !parts.is_empty() || d.head_dirty() || d.head_loc().is_none(),
         parts,
-        head,
         span: d.head_span(),
-    })
+    }
 }
 
 /// Part `i` of `d` as a kind-9 value (the part is in RAM).
-pub(crate) fn capture_part(
+fn capture_part(
     vtype: crate::types::ValueType,
     d: &dyn crate::types::chunked::Dir,
     i: usize,
+    evict: bool,
 ) -> CapturedPart {
     let p = d.part(i);
     let mut value = format::chunk_prefix(&format::ChunkName {
         vtype,
+        headed: true,
         cid: d.cid(),
         depth: p.depth,
         low: p.low,
@@ -87,6 +108,7 @@ pub(crate) fn capture_part(
         depth: p.depth,
         index: i,
         ver: p.ver,
+        evict,
         value,
     }
 }
@@ -135,11 +157,16 @@ pub(crate) fn append_chunked(
     Ok((parts, head))
 }
 
-/// Points a chunked collection's parts (and head) at their new records,
-/// each part only if it did not change since it was captured (and, with
-/// `evict`, drops it from RAM); clears the entry's dirty mark if nothing
-/// changed at all (journal invariant 3). Returns how many parts were
-/// published.
+/// Points a chunked collection's parts and head at their new records,
+/// each part only if it did not change since it was captured (and drops
+/// the parts captured to `evict` from RAM); clears the entry's dirty mark
+/// if nothing changed at all (journal invariant 3). Returns how many parts
+/// left RAM.
+///
+/// Parts count only under their head (`capture_dir`): when the head cannot
+/// be published (the TTL moved on, and a newer note rewrites it), neither
+/// are the parts, which stay changed for that note's capture. So a part in
+/// RAM never points at a record newer than its directory's head.
 pub(crate) fn publish_chunked(
     inner: &Inner,
     db: u16,
@@ -147,7 +174,6 @@ pub(crate) fn publish_chunked(
     st: &ChunkedState,
     parts: &[FlashLoc],
     head: Option<FlashLoc>,
-    evict: bool,
 ) -> usize {
     let mut guard = inner.shard(key).lock();
     let sh = &mut *guard;
@@ -158,9 +184,9 @@ pub(crate) fn publish_chunked(
     let (version, expire_at_ms) = (e.version, e.expire_at_ms);
     let mut retain = Vec::new();
     let mut release = Vec::new();
-    let mut published = 0;
+    let mut evicted = 0;
     let clean = e.with_dir(&mut sh.acct, |dir| {
-        if dir.cid() != st.cid {
+        if dir.cid() != st.cid || (head.is_some() && expire_at_ms != st.expire_at_ms) {
             return false;
         }
         for (p, &loc) in st.parts.iter().zip(parts) {
@@ -170,30 +196,26 @@ pub(crate) fn publish_chunked(
             if let Some(old) = dir.published(i, p.ver, loc, st.version) {
                 retain.push(loc);
                 release.extend(old);
-                published += 1;
-                if evict {
+                if p.evict {
                     dir.evict(i);
+                    evicted += 1;
                 }
             }
         }
         if let Some(loc) = head {
-            if expire_at_ms == st.expire_at_ms {
-                retain.push(loc);
-                release.extend(dir.head_loc());
-                dir.set_head_loc(Some(loc));
-                dir.set_head_seq(st.version);
-                // A list's positions may have moved since the capture.
-                if dir.head_span() == st.span {
-                    dir.set_head_dirty(false);
-                }
+            retain.push(loc);
+            release.extend(dir.head_loc());
+            dir.set_head_loc(Some(loc));
+            dir.set_head_seq(st.version);
+            // A list's positions may have moved since the capture.
+            if dir.head_span() == st.span {
+                dir.set_head_dirty(false);
             }
         }
-        // The journal and saves capture every changed part; demotion only
-        // those its hand picked (others it spared may be changed too).
         version == st.version
             && expire_at_ms == st.expire_at_ms
             && !dir.head_dirty()
-            && !(evict && dir.any_dirty())
+            && !dir.any_dirty()
     });
     if clean == Some(true) {
         e.flags &= !F_DIRTY;
@@ -204,7 +226,7 @@ pub(crate) fn publish_chunked(
     for loc in release {
         inner.release_flash_quiet(loc);
     }
-    published
+    evicted
 }
 
 /// Whether entry `e` refers to the chunk or head record (`kind`, `value`)

@@ -5,6 +5,7 @@
 mod collections;
 mod durability;
 mod swapdb;
+mod torn_changes;
 
 use crate::testing::FaultyIo;
 use crate::{

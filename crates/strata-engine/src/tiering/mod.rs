@@ -19,7 +19,7 @@ pub mod fetch;
 
 use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
 use crate::index::{FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING};
-use crate::log::chunks::{append_chunked, capture_part, publish_chunked, ChunkedState};
+use crate::log::chunks::{append_chunked, capture_dir, publish_chunked, ChunkedState};
 use crate::log::collector;
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
@@ -345,7 +345,7 @@ struct PartsStep {
     freed_bytes: usize,
     /// Parts in RAM the hand looked at.
     examined: usize,
-    /// Changed parts to write (and the head, if it was never written).
+    /// Changed parts to write, and the head.
     write: Option<ChunkedState>,
 }
 
@@ -380,21 +380,15 @@ fn demote_parts(
         step.spared = spared;
         step.freed = freed;
         step.examined = examined;
-        let parts: Vec<_> = changed
-            .into_iter()
-            .map(|i| capture_part(vtype, d, i))
-            .collect();
-        (!parts.is_empty()).then(|| ChunkedState {
-            cid: d.cid(),
-            vtype,
-            bits,
-            version,
-            expire_at_ms,
-            parts,
-            // Parts count only under a head (docs/format.md); a list's
-            // head also names the positions its parts may have moved to.
-            head: d.head_loc().is_none() || (d.head_dirty() && d.head_span().is_some()),
-            span: d.head_span(),
+        // Every changed part is written with the picks, under a head, so
+        // that the log never holds half of a change (`capture_dir`); only
+        // the picks leave RAM.
+        let mut picks = changed;
+        picks.sort_unstable();
+        (!picks.is_empty()).then(|| {
+            capture_dir(vtype, bits, d, version, expire_at_ms, |i| {
+                picks.binary_search(&i).is_ok()
+            })
         })
     });
     step.write = write.flatten();
@@ -425,7 +419,7 @@ fn write_chunk_victims(
     for (i, (db, key, st)) in victims.iter().enumerate() {
         if ok {
             if let Some((parts, head)) = placed.get(i) {
-                moved += publish_chunked(inner, *db, key, st, parts, *head, true);
+                moved += publish_chunked(inner, *db, key, st, parts, *head);
             }
         }
         let mut guard = inner.shard(key).lock();

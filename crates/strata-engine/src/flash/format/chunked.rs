@@ -11,10 +11,19 @@ pub const LIST_HEAD_VALUE_LEN: usize = HEAD_VALUE_LEN + 16;
 /// Bytes before the chunk body in a kind-9 value.
 pub const CHUNK_PREFIX_LEN: usize = 18;
 
+/// The bit of a kind-9 value's type byte that marks it `headed`.
+const HEADED: u8 = 0x80;
+
 /// What a kind-9 record names before its body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChunkName {
     pub vtype: ValueType,
+    /// The record counts only under a head of its collection with a
+    /// sequence number at least its own (format version 9: the head is
+    /// written after the parts of every change, so a change torn before its
+    /// head is not restored half). Records of older versions lack the mark
+    /// and count alone.
+    pub headed: bool,
     pub cid: u64,
     pub depth: u8,
     pub low: u64,
@@ -23,7 +32,7 @@ pub struct ChunkName {
 /// The value prefix of a kind-9 record.
 pub fn chunk_prefix(n: &ChunkName) -> [u8; CHUNK_PREFIX_LEN] {
     let mut b = [0u8; CHUNK_PREFIX_LEN];
-    b[0] = n.vtype as u8;
+    b[0] = n.vtype as u8 | if n.headed { HEADED } else { 0 };
     b[1..9].copy_from_slice(&n.cid.to_le_bytes());
     b[9] = n.depth;
     b[10..18].copy_from_slice(&n.low.to_le_bytes());
@@ -38,7 +47,7 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     if value.len() < CHUNK_PREFIX_LEN {
         return None;
     }
-    let vtype = ValueType::from_u8(value[0])?;
+    let vtype = ValueType::from_u8(value[0] & !HEADED)?;
     let depth = value[9];
     let low = le_u64(&value[10..18]);
     let ok = match vtype {
@@ -59,6 +68,7 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     }
     let n = ChunkName {
         vtype,
+        headed: value[0] & HEADED != 0,
         cid: le_u64(&value[1..9]),
         depth,
         low,

@@ -28,8 +28,8 @@ use crate::types::ValueType;
 /// Version of the segment and record layout written by this build
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4
 /// kind 6, version 5 kind 7, version 6 kinds 8 and 9, version 7 kinds 8
-/// and 9 of lists, version 8 of sorted sets).
-pub const FORMAT_VERSION: u32 = 8;
+/// and 9 of lists, version 8 of sorted sets, version 9 `headed` chunks).
+pub const FORMAT_VERSION: u32 = 9;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;

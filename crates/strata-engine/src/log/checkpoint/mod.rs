@@ -150,7 +150,7 @@ fn save_chunked(
     let r = w.flush_counted(&inner.stats.flash_bytes_written);
     r.map_err(AppendError::Io)?;
     for ((db, key, st), (parts, head)) in states.iter().zip(placed) {
-        publish_chunked(inner, *db, key, st, &parts, head, false);
+        publish_chunked(inner, *db, key, st, &parts, head);
     }
     Ok(states.len() as u64)
 }

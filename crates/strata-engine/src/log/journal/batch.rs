@@ -141,7 +141,7 @@ pub(super) fn write_notes(
             Placed::One(loc) => publish(inner, c, *loc),
             Placed::Chunked { parts, head } => {
                 if let State::Chunked(st) = &c.what {
-                    publish_chunked(inner, c.db, &c.key, st, parts, *head, false);
+                    publish_chunked(inner, c.db, &c.key, st, parts, *head);
                 }
             }
         }

@@ -27,6 +27,8 @@ pub(crate) struct Cand {
     pub body: u32,
     /// An order record's bounds (sorted sets).
     pub bounds: Option<Bounds>,
+    /// The record counts only under a head at least as new (format 9).
+    pub headed: bool,
 }
 
 impl Cand {
@@ -51,6 +53,7 @@ impl Cand {
             count,
             body: bytes,
             bounds,
+            headed: name.headed,
         })
     }
 }

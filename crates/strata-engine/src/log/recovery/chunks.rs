@@ -135,10 +135,20 @@ fn resolve(
                 count: p.count,
                 body: p.body,
                 bounds,
+                // The checkpoint names only published parts, each under
+                // its head (`publish_chunked`).
+                headed: false,
             })
         })
         .collect();
-    let clean_checkpoint = tail.iter().all(|c| c.cid != cid)
+    // A tail record of this incarnation counts if its head made it to the
+    // log: a change torn before its head is not restored half (the
+    // collection stays as the head before it left it).
+    let tail: Vec<&Cand> = tail
+        .iter()
+        .filter(|c| c.cid == cid && !(c.headed && c.seq > head_seq))
+        .collect();
+    let clean_checkpoint = tail.is_empty()
         && cands.iter().all(|c| c.count != UNKNOWN_COUNT)
         && dir.part_count() > 0
         && dir.check().is_ok()
@@ -149,7 +159,7 @@ fn resolve(
         let len = dir.len();
         return (len > 0, 0);
     }
-    cands.extend(tail.iter().filter(|c| c.cid == cid).cloned());
+    cands.extend(tail.into_iter().cloned());
     if vtype == ValueType::List {
         let span = dir.recovered_span();
         return resolve_list(inner, sh, d, i, key, cands, span);
