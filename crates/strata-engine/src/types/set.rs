@@ -109,6 +109,21 @@ impl Set {
             None => Box::new(self.iter()),
         }
     }
+    /// The members whose partition hash (`chunked::elem_hash`) lies in
+    /// `[lo, hi]`: of a chunked set, from the parts holding that range (in
+    /// RAM: `Engine::stream_windows` loads them); of another, the whole
+    /// set filtered.
+    pub fn iter_hashes(&self, lo: u64, hi: u64) -> Box<dyn Iterator<Item = &[u8]> + '_> {
+        let all = lo == 0 && hi == u64::MAX;
+        let keep = move |m: &&[u8]| all || (lo..=hi).contains(&super::chunked::elem_hash(m));
+        match &self.chunks {
+            Some(c) => {
+                let parts = c.part_of(lo)..c.part_of(hi) + 1;
+                Box::new(c.iter_parts(parts).map(|(m, _)| m).filter(keep))
+            }
+            None => Box::new(self.iter().filter(keep)),
+        }
+    }
     /// One SSCAN step over a chunked set (`Chunked::scan`); None if the
     /// set is not chunked (its cursors are positions).
     pub fn chunk_scan(&self, from: u64, count: usize) -> Option<(Vec<&[u8]>, u64)> {

@@ -22,10 +22,13 @@
 //!
 //! Rooms: this file is the view a closure gets (`KeysView`) and what it does
 //! to the entries it changes; `run` is `with_keys`: fetching what is cold,
-//! locking, running the closure, retrying.
+//! locking, running the closure, retrying; `stream` a whole read of one
+//! chunked collection a batch of parts at a time; `windows` a read of
+//! several hashes or sets by windows of the element hash.
 
 mod run;
 mod stream;
+mod windows;
 
 pub(crate) use run::join_all;
 

@@ -1,15 +1,22 @@
 //! Set commands: SADD SREM SISMEMBER SMISMEMBER SCARD SMEMBERS SRANDMEMBER
 //! SPOP SMOVE SINTER SINTERCARD SINTERSTORE SUNION SUNIONSTORE SDIFF
 //! SDIFFSTORE SSCAN, as Redis 7.0 answers them (RESP3: sets as `~`).
+//!
+//! Rooms: this file holds the commands on one set; `ops` the operations
+//! over several (SINTER SUNION SDIFF, their STORE forms, SINTERCARD).
+
+mod ops;
+
+pub use ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunionstore};
 
 use super::hash::{parse_cursor, parse_scan_opts, pick_indexes, scan_positions, write_empty_scan};
-use super::{is, parse_i64};
+use super::parse_i64;
 use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use strata_engine::types::Set;
-use strata_engine::{Collection, EngineError, KeysView, Value, ValueType};
+use strata_engine::{Collection, EngineError, KeysView, ValueType};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_set_len, Version,
 };
@@ -316,156 +323,6 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             d.insert(&m);
         }
         write_integer(out, 1);
-    })
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Inter,
-    Union,
-    Diff,
-}
-
-/// The sets at `keys` (None = missing), or WRONGTYPE if any key holds
-/// another type (Redis checks every key).
-fn sets(view: &mut KeysView<'_>, keys: &[Bytes]) -> Result<Vec<Option<Set>>, EngineError> {
-    let mut out = Vec::with_capacity(keys.len());
-    for k in keys {
-        out.push(get(view, k)?.cloned());
-    }
-    Ok(out)
-}
-
-/// The result of SINTER / SUNION / SDIFF over `sets`.
-fn combine(op: Op, sets: &[Option<Set>]) -> Set {
-    let mut r = Set::default();
-    match op {
-        Op::Inter => {
-            if sets.iter().any(|s| s.as_ref().is_none_or(|s| s.is_empty())) {
-                return r;
-            }
-            let mut all: Vec<&Set> = sets.iter().flatten().collect();
-            all.sort_by_key(|s| s.len());
-            if let Some((first, rest)) = all.split_first() {
-                for m in first.iter() {
-                    if rest.iter().all(|s| s.contains(m)) {
-                        r.insert(m);
-                    }
-                }
-            }
-        }
-        Op::Union => {
-            for s in sets.iter().flatten() {
-                for m in s.iter() {
-                    r.insert(m);
-                }
-            }
-        }
-        Op::Diff => {
-            if let Some(Some(first)) = sets.first() {
-                for m in first.iter() {
-                    if !sets[1..].iter().flatten().any(|s| s.contains(m)) {
-                        r.insert(m);
-                    }
-                }
-            }
-        }
-    }
-    r
-}
-
-fn combine_cmd(ctx: &mut Ctx<'_>, keys: Vec<Bytes>, op: Op, store: Option<Bytes>) -> Outcome {
-    let mut all = keys.clone();
-    if let Some(d) = &store {
-        all.push(d.clone());
-    }
-    ctx.with_keys(all, move |view, out, v| {
-        let sets = match sets(view, &keys) {
-            Ok(s) => s,
-            Err(e) => return reply::engine(out, &e),
-        };
-        let r = combine(op, &sets);
-        match &store {
-            Some(d) => {
-                let n = r.len();
-                view.put(d, Value::Coll(Box::new(Collection::Set(r))));
-                write_integer(out, n as i64);
-            }
-            None => write_members(out, v, r.len(), r.iter()),
-        }
-    })
-}
-
-pub fn sinter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    combine_cmd(ctx, args[1..].to_vec(), Op::Inter, None)
-}
-pub fn sunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    combine_cmd(ctx, args[1..].to_vec(), Op::Union, None)
-}
-pub fn sdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    combine_cmd(ctx, args[1..].to_vec(), Op::Diff, None)
-}
-pub fn sinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    combine_cmd(ctx, args[2..].to_vec(), Op::Inter, Some(args[1].clone()))
-}
-pub fn sunionstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    combine_cmd(ctx, args[2..].to_vec(), Op::Union, Some(args[1].clone()))
-}
-pub fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    combine_cmd(ctx, args[2..].to_vec(), Op::Diff, Some(args[1].clone()))
-}
-
-pub fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    // Redis gives the range message for a non-integer too.
-    let numkeys = match parse_i64(&args[1]) {
-        None => {
-            reply::error(ctx.out, "ERR numkeys should be greater than 0");
-            return Outcome::Done;
-        }
-        Some(n) if n < 1 => {
-            reply::error(ctx.out, "ERR numkeys should be greater than 0");
-            return Outcome::Done;
-        }
-        Some(n) => n as u64,
-    };
-    if numkeys > (args.len() - 2) as u64 {
-        reply::error(
-            ctx.out,
-            "ERR Number of keys can't be greater than number of args",
-        );
-        return Outcome::Done;
-    }
-    let n = numkeys as usize;
-    let mut limit = 0u64;
-    let mut j = 2 + n;
-    while j < args.len() {
-        if is(&args[j], "limit") && j + 1 < args.len() {
-            match parse_i64(&args[j + 1]) {
-                None => {
-                    reply::error(ctx.out, "ERR LIMIT can't be negative");
-                    return Outcome::Done;
-                }
-                Some(l) if l < 0 => {
-                    reply::error(ctx.out, "ERR LIMIT can't be negative");
-                    return Outcome::Done;
-                }
-                Some(l) => limit = l as u64,
-            }
-            j += 2;
-        } else {
-            reply::error(ctx.out, reply::SYNTAX);
-            return Outcome::Done;
-        }
-    }
-    let keys: Vec<Bytes> = args[2..2 + n].to_vec();
-    ctx.with_keys(keys.clone(), move |view, out, _| {
-        let sets = match sets(view, &keys) {
-            Ok(s) => s,
-            Err(e) => return reply::engine(out, &e),
-        };
-        let r = combine(Op::Inter, &sets);
-        let c = r.len() as u64;
-        write_integer(out, if limit > 0 { c.min(limit) } else { c } as i64);
     })
 }
 
