@@ -76,8 +76,9 @@ pub enum Need {
         to: usize,
         bytes: usize,
     },
-    /// One window of a read of several hashes or sets by element hash
-    /// (`Engine::stream_windows`): the parts whose range meets `[lo, hi]`.
+    /// One window of a read of several hashes, sets or sorted sets by
+    /// element hash (`Engine::stream_windows`): the parts (a sorted set's
+    /// member parts) whose range meets `[lo, hi]`.
     Hashes { lo: u64, hi: u64 },
 }
 
@@ -147,11 +148,9 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
             return (*from..batch_end(d, *from, to, *bytes)).collect();
         }
         Need::Pick(seed) => return d.part_at(pick_index(*seed, d.len())).into_iter().collect(),
-        // Lists have positions and sorted sets two families: only hashes
-        // and sets are read by windows.
-        Need::Hashes { .. } if d.zset().is_some() || d.head_span().is_some() => {
-            return (0..d.part_count()).collect()
-        }
+        // Lists have positions, not hashes; a sorted set's member parts
+        // come first among its parts.
+        Need::Hashes { .. } if d.head_span().is_some() => return (0..d.part_count()).collect(),
         Need::Hashes { lo, hi } => return (d.part_of(*lo)..=d.part_of(*hi)).collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
         Need::ZMembers(ms) => match d.zset() {

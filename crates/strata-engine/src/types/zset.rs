@@ -445,6 +445,27 @@ impl ZSet {
     pub fn is_chunked(&self) -> bool {
         self.chunks.is_some()
     }
+    /// The (member, score) pairs whose member hash (`chunked::elem_hash`)
+    /// lies in `[lo, hi]`: of a chunked set from the member parts holding
+    /// that range (in RAM: `Engine::stream_windows` loads them), of
+    /// another the whole set filtered.
+    pub fn iter_hashes(&self, lo: u64, hi: u64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
+        let all = lo == 0 && hi == u64::MAX;
+        let keep =
+            move |e: &(&[u8], f64)| all || (lo..=hi).contains(&super::chunked::elem_hash(e.0));
+        match &self.chunks {
+            Some(c) => {
+                let m = &c.members;
+                let parts = m.part_of(lo)..m.part_of(hi) + 1;
+                Box::new(
+                    m.iter_parts(parts)
+                        .filter_map(|(k, v)| Some((k, f64::from_le_bytes(v.try_into().ok()?))))
+                        .filter(keep),
+                )
+            }
+            None => Box::new(self.iter().filter(keep)),
+        }
+    }
     /// The chunked form, if chunked.
     pub fn chunked(&self) -> Option<&ChunkedZSet> {
         self.chunks.as_deref()

@@ -1,5 +1,6 @@
 //! Whole reads of several hash-partitioned collections at once (SUNION,
-//! SINTER, SDIFF, SINTERCARD and their STORE forms), by *windows* of the
+//! SINTER, SDIFF, SINTERCARD, ZUNION, ZINTER, ZDIFF, ZINTERCARD and their
+//! STORE forms; a sorted set by its member parts), by *windows* of the
 //! 64-bit partition hash: each step loads, for every key, the parts whose
 //! range meets the window `[lo, hi]` (at most [`STREAM_BYTES`] of parts over
 //! all keys, at least one part each), and the command's `emit` combines the
@@ -46,27 +47,46 @@ struct Windows<S, I, E> {
     restarts: u32,
 }
 
-/// The directory of `c` if it is a chunked hash or set (the collections
-/// partitioned by element hash alone).
-fn hashed_dir(c: &Collection) -> Option<&dyn Dir> {
-    c.dir()
-        .filter(|d| d.zset().is_none() && d.head_span().is_none())
+/// The parts of a chunked collection partitioned by element hash: a hash's
+/// or a set's, or a sorted set's member parts (the first of its `Dir`'s
+/// parts).
+struct Hashed<'a> {
+    dir: &'a dyn Dir,
+    /// Parts of the hash-partitioned family.
+    parts: usize,
 }
 
-/// (last hash, body bytes) of `d`'s parts from the one holding `lo` on,
-/// while their bodies stay within `budget` (and one more).
-fn part_ends(d: &dyn Dir, lo: u64, budget: usize) -> Vec<(u64, usize)> {
-    let mut v = Vec::new();
-    let mut sum = 0;
-    for i in d.part_of(lo)..d.part_count() {
-        let p = d.part(i);
-        v.push((range_high(p.low, p.depth), p.body as usize));
-        sum += p.body as usize;
-        if sum > budget {
-            break;
-        }
+impl Hashed<'_> {
+    /// The hash-partitioned parts of `c`, if it is chunked (not a list).
+    fn of(c: &Collection) -> Option<Hashed<'_>> {
+        let dir = c.dir().filter(|d| d.head_span().is_none())?;
+        let parts = match dir.zset() {
+            Some(z) => z.members.parts().len(),
+            None => dir.part_count(),
+        };
+        Some(Hashed { dir, parts })
     }
-    v
+
+    /// The parts meeting `[lo, hi]`.
+    fn meeting(&self, lo: u64, hi: u64) -> std::ops::RangeInclusive<usize> {
+        self.dir.part_of(lo)..=self.dir.part_of(hi)
+    }
+
+    /// (last hash, body bytes) of the parts from the one holding `lo` on,
+    /// while their bodies stay within `budget` (and one more).
+    fn ends(&self, lo: u64, budget: usize) -> Vec<(u64, usize)> {
+        let mut v = Vec::new();
+        let mut sum = 0;
+        for i in self.dir.part_of(lo)..self.parts {
+            let p = self.dir.part(i);
+            v.push((range_high(p.low, p.depth), p.body as usize));
+            sum += p.body as usize;
+            if sum > budget {
+                break;
+            }
+        }
+        v
+    }
 }
 
 /// The end of the window from `lo`: the largest part boundary such that
@@ -117,8 +137,9 @@ fn window_end(ends: &[Vec<(u64, usize)>], budget: usize) -> u64 {
 /// is not chunked: its whole value is, once the view has it).
 fn window_resident(view: &mut KeysView<'_>, key: &[u8], lo: u64, hi: u64) -> bool {
     match view.get(key) {
-        Some(ValueRef::Coll(c)) => hashed_dir(c)
-            .is_none_or(|d| (d.part_of(lo)..=d.part_of(hi)).all(|i| d.part(i).resident)),
+        Some(ValueRef::Coll(c)) => {
+            Hashed::of(c).is_none_or(|h| h.meeting(lo, hi).all(|i| h.dir.part(i).resident))
+        }
         _ => true,
     }
 }
@@ -129,7 +150,7 @@ fn next_window(view: &mut KeysView<'_>, keys: &[Bytes], lo: u64) -> u64 {
         .iter()
         .map(|k| match view.get(k) {
             Some(ValueRef::Coll(c)) => {
-                hashed_dir(c).map_or_else(Vec::new, |d| part_ends(d, lo, STREAM_BYTES))
+                Hashed::of(c).map_or_else(Vec::new, |h| h.ends(lo, STREAM_BYTES))
             }
             _ => Vec::new(),
         })

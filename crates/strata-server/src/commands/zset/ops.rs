@@ -1,5 +1,6 @@
 //! ZUNION, ZINTER, ZDIFF (and their STOREs) with weights and aggregates,
-//! ZINTERCARD, and ZSCAN.
+//! ZINTERCARD, and ZSCAN. The set operations go by windows of the member
+//! hash when an input is chunked (`run_setop`).
 
 use super::range::{normalize_for_store, write_members};
 use super::*;
@@ -39,29 +40,36 @@ fn aggregate(target: &mut f64, val: f64, a: Aggregate) {
     }
 }
 
-/// An input of ZUNION & co: a sorted set, or a plain set (scores 1).
-fn input(view: &mut KeysView<'_>, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, EngineError> {
+/// An input of ZUNION & co: a sorted set, or a plain set (scores 1);
+/// only its members whose hash lies in `[lo, hi]` (all of them for the
+/// whole range).
+fn input(
+    view: &mut KeysView<'_>,
+    key: &[u8],
+    lo: u64,
+    hi: u64,
+) -> Result<Vec<(Vec<u8>, f64)>, EngineError> {
     Ok(match view.get(key) {
         None => Vec::new(),
-        Some(ValueRef::Coll(Collection::ZSet(z))) => {
-            z.iter().map(|(m, s)| (m.to_vec(), s)).collect()
+        Some(ValueRef::Coll(Collection::ZSet(z))) => z
+            .iter_hashes(lo, hi)
+            .map(|(m, s)| (m.to_vec(), s))
+            .collect(),
+        Some(ValueRef::Coll(Collection::Set(s))) => {
+            s.iter_hashes(lo, hi).map(|m| (m.to_vec(), 1.0)).collect()
         }
-        Some(ValueRef::Coll(Collection::Set(s))) => s.iter().map(|m| (m.to_vec(), 1.0)).collect(),
         Some(_) => return Err(EngineError::WrongType),
     })
 }
 
 /// Redis's union / intersection / difference of weighted inputs.
-/// Weighted inputs: each input's (member, score) pairs and its weight.
+/// Weighted inputs: each input's (member, score) pairs and its weight,
+/// smallest input first for a union or intersection (Redis orders them by
+/// size, which sets the order of the float additions: `input_order`).
 type Inputs = Vec<(Vec<(Vec<u8>, f64)>, f64)>;
 
-fn combine(op: SetOp, mut srcs: Inputs, agg: Aggregate) -> ZSet {
+fn combine(op: SetOp, srcs: Inputs, agg: Aggregate) -> ZSet {
     let mut out = ZSet::default();
-    if op != SetOp::Diff {
-        // Redis orders the inputs by size (stable), which sets the order
-        // of the float additions.
-        srcs.sort_by_key(|(s, _)| s.len());
-    }
     match op {
         SetOp::Union => {
             let mut acc: std::collections::HashMap<Vec<u8>, f64> = std::collections::HashMap::new();
@@ -123,6 +131,222 @@ fn combine(op: SetOp, mut srcs: Inputs, agg: Aggregate) -> ZSet {
     out
 }
 
+/// The order in which the inputs of sizes `sizes` are combined: by size
+/// (stable), as Redis sorts them, for a union or an intersection.
+fn input_order(op: SetOp, sizes: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    if op != SetOp::Diff {
+        order.sort_by_key(|&i| sizes[i]);
+    }
+    order
+}
+
+/// What becomes of the result.
+#[derive(Clone)]
+enum Sink {
+    /// The members (WITHSCORES: and scores) are the reply.
+    Reply,
+    /// Stored at this key; the reply is its size.
+    Store(Bytes),
+    /// The reply is the size (ZINTERCARD).
+    Card,
+}
+
+/// The options after the keys, parsed once the inputs' types are checked
+/// (Redis checks the types first); Err: the error reply.
+struct Opts {
+    weights: Vec<f64>,
+    agg: Aggregate,
+    withscores: bool,
+    /// ZINTERCARD's LIMIT (0: none).
+    limit: u64,
+}
+
+fn parse_opts(op: SetOp, sink: &Sink, n: usize, opts: &[Bytes]) -> Result<Opts, &'static str> {
+    let mut o = Opts {
+        weights: vec![1.0; n],
+        agg: Aggregate::Sum,
+        withscores: false,
+        limit: 0,
+    };
+    let mut j = 0;
+    while j < opts.len() {
+        let left = opts.len() - j;
+        if matches!(sink, Sink::Card) {
+            if is(&opts[j], "limit") && left >= 2 {
+                match parse_i64(&opts[j + 1]) {
+                    Some(l) if l >= 0 => o.limit = l as u64,
+                    _ => return Err("ERR LIMIT can't be negative"),
+                }
+                j += 2;
+                continue;
+            }
+            return Err(reply::SYNTAX);
+        }
+        if op != SetOp::Diff && left > n && is(&opts[j], "weights") {
+            for (i, w) in o.weights.iter_mut().enumerate() {
+                *w = parse_score(&opts[j + 1 + i]).ok_or("ERR weight value is not a float")?;
+            }
+            j += 1 + n;
+        } else if op != SetOp::Diff && left >= 2 && is(&opts[j], "aggregate") {
+            o.agg = if is(&opts[j + 1], "sum") {
+                Aggregate::Sum
+            } else if is(&opts[j + 1], "min") {
+                Aggregate::Min
+            } else if is(&opts[j + 1], "max") {
+                Aggregate::Max
+            } else {
+                return Err(reply::SYNTAX);
+            };
+            j += 2;
+        } else if matches!(sink, Sink::Reply) && is(&opts[j], "withscores") {
+            o.withscores = true;
+            j += 1;
+        } else {
+            return Err(reply::SYNTAX);
+        }
+    }
+    Ok(o)
+}
+
+/// A set operation's state (over one step, or window by window).
+#[derive(Default)]
+struct St {
+    /// An error reply.
+    error: Option<BytesMut>,
+    order: Vec<usize>,
+    opts: Option<Opts>,
+    /// The result so far (`Sink::Reply`, `Sink::Store`) or its size.
+    acc: ZSet,
+    count: u64,
+}
+
+/// Adds one window's (or the whole) result; with the last window, stores
+/// it (`Sink::Store`).
+fn add_result(view: &mut KeysView<'_>, sink: &Sink, st: &mut St, z: ZSet, last: bool) {
+    st.count += z.len() as u64;
+    if !matches!(sink, Sink::Card) {
+        if st.acc.is_empty() {
+            st.acc = z;
+        } else {
+            for (m, s) in z.iter() {
+                st.acc.insert(m, s);
+            }
+        }
+    }
+    if let (Sink::Store(d), true) = (sink, last) {
+        let z = normalize_for_store(std::mem::take(&mut st.acc), &view.encoding_limits());
+        view.put(d, Value::Coll(Box::new(Collection::ZSet(z))));
+    }
+}
+
+/// ZUNION, ZINTER, ZDIFF, their STORE forms and ZINTERCARD over `keys`.
+/// When an input is chunked, by windows of the member hash
+/// (`Engine::stream_windows`): a member's every copy is in one window, so
+/// the windows' results make the whole one, and the inputs are never in
+/// RAM at once (the result is).
+fn run_setop(
+    ctx: &mut Ctx<'_>,
+    op: SetOp,
+    keys: Vec<Bytes>,
+    opts: Vec<Bytes>,
+    sink: Sink,
+) -> Outcome {
+    let mut all = keys.clone();
+    if let Sink::Store(d) = &sink {
+        all.push(d.clone());
+    }
+    let n = keys.len();
+    let (ikeys, isink, esink) = (keys.clone(), sink.clone(), sink.clone());
+    let read = ctx.engine().stream_windows(
+        ctx.db(),
+        all,
+        move |view| {
+            let mut st = St::default();
+            let mut sizes = Vec::with_capacity(n);
+            let mut chunked = false;
+            for k in &ikeys {
+                match view.get(k) {
+                    None => sizes.push(0),
+                    Some(ValueRef::Coll(Collection::ZSet(z))) => {
+                        chunked |= z.is_chunked();
+                        sizes.push(z.len());
+                    }
+                    Some(ValueRef::Coll(Collection::Set(s))) => {
+                        chunked |= s.is_chunked();
+                        sizes.push(s.len());
+                    }
+                    Some(_) => {
+                        let mut out = BytesMut::new();
+                        reply::engine(&mut out, &EngineError::WrongType);
+                        st.error = Some(out);
+                        return (st, false);
+                    }
+                }
+            }
+            match parse_opts(op, &isink, n, &opts) {
+                Ok(o) => st.opts = Some(o),
+                Err(msg) => {
+                    let mut out = BytesMut::new();
+                    reply::error(&mut out, msg);
+                    st.error = Some(out);
+                    return (st, false);
+                }
+            }
+            st.order = input_order(op, &sizes);
+            if chunked {
+                return (st, true);
+            }
+            let z = window(view, &ikeys, op, &st, 0, u64::MAX);
+            add_result(view, &isink, &mut st, z, true);
+            (st, false)
+        },
+        move |view, lo, hi, st| {
+            let z = window(view, &keys, op, st, lo, hi);
+            add_result(view, &esink, st, z, hi == u64::MAX);
+        },
+    );
+    ctx.reply_with(read, true, move |out, v, st| {
+        if let Some(e) = st.error {
+            return out.extend_from_slice(&e);
+        }
+        let Some(o) = &st.opts else { return };
+        match sink {
+            Sink::Store(_) => write_integer(out, st.count as i64),
+            Sink::Card => write_integer(
+                out,
+                if o.limit > 0 {
+                    st.count.min(o.limit)
+                } else {
+                    st.count
+                } as i64,
+            ),
+            Sink::Reply => {
+                let items: Vec<(&[u8], f64)> = st.acc.iter().collect();
+                write_members(out, v, o.withscores, &items);
+            }
+        }
+    })
+}
+
+/// The result over the members whose hash lies in `[lo, hi]`.
+fn window(view: &mut KeysView<'_>, keys: &[Bytes], op: SetOp, st: &St, lo: u64, hi: u64) -> ZSet {
+    let Some(o) = &st.opts else {
+        return ZSet::default();
+    };
+    let inputs: Inputs = st
+        .order
+        .iter()
+        .map(|&i| {
+            (
+                input(view, &keys[i], lo, hi).unwrap_or_default(),
+                o.weights[i],
+            )
+        })
+        .collect();
+    combine(op, inputs, o.agg)
+}
+
 fn setop_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], op: SetOp, store: bool, name: &str) -> Outcome {
     let nk = if store { 2 } else { 1 };
     let setnum = match parse_i64(&args[nk]) {
@@ -146,65 +370,11 @@ fn setop_cmd(ctx: &mut Ctx<'_>, args: &[Bytes], op: SetOp, store: bool, name: &s
     let n = setnum as usize;
     let keys: Vec<Bytes> = args[nk + 1..nk + 1 + n].to_vec();
     let opts: Vec<Bytes> = args[nk + 1 + n..].to_vec();
-    let dst = store.then(|| args[1].clone());
-    let mut all = keys.clone();
-    if let Some(d) = &dst {
-        all.push(d.clone());
-    }
-    ctx.with_keys(all, move |view, out, v| {
-        // Redis checks the inputs' types before the options.
-        let mut inputs = Vec::with_capacity(keys.len());
-        for k in &keys {
-            match input(view, k) {
-                Ok(i) => inputs.push(i),
-                Err(e) => return reply::engine(out, &e),
-            }
-        }
-        let mut weights = vec![1.0; n];
-        let (mut agg, mut withscores) = (Aggregate::Sum, false);
-        let mut j = 0;
-        while j < opts.len() {
-            let left = opts.len() - j;
-            if op != SetOp::Diff && left > n && is(&opts[j], "weights") {
-                for (i, w) in weights.iter_mut().enumerate() {
-                    match parse_score(&opts[j + 1 + i]) {
-                        Some(x) => *w = x,
-                        None => return reply::error(out, "ERR weight value is not a float"),
-                    }
-                }
-                j += 1 + n;
-            } else if op != SetOp::Diff && left >= 2 && is(&opts[j], "aggregate") {
-                agg = if is(&opts[j + 1], "sum") {
-                    Aggregate::Sum
-                } else if is(&opts[j + 1], "min") {
-                    Aggregate::Min
-                } else if is(&opts[j + 1], "max") {
-                    Aggregate::Max
-                } else {
-                    return reply::error(out, reply::SYNTAX);
-                };
-                j += 2;
-            } else if dst.is_none() && is(&opts[j], "withscores") {
-                withscores = true;
-                j += 1;
-            } else {
-                return reply::error(out, reply::SYNTAX);
-            }
-        }
-        let z = combine(op, inputs.into_iter().zip(weights).collect(), agg);
-        match &dst {
-            Some(d) => {
-                let z = normalize_for_store(z, &view.encoding_limits());
-                let len = z.len();
-                view.put(d, Value::Coll(Box::new(Collection::ZSet(z))));
-                write_integer(out, len as i64);
-            }
-            None => {
-                let items: Vec<(&[u8], f64)> = z.iter().collect();
-                write_members(out, v, withscores, &items);
-            }
-        }
-    })
+    let sink = match store {
+        true => Sink::Store(args[1].clone()),
+        false => Sink::Reply,
+    };
+    run_setop(ctx, op, keys, opts, sink)
 }
 
 pub fn zunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -249,31 +419,7 @@ pub fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let n = numkeys as usize;
     let keys: Vec<Bytes> = args[2..2 + n].to_vec();
     let opts: Vec<Bytes> = args[2 + n..].to_vec();
-    ctx.with_keys(keys.clone(), move |view, out, _| {
-        // Redis checks the inputs' types before the options.
-        let mut inputs = Vec::with_capacity(keys.len());
-        for k in &keys {
-            match input(view, k) {
-                Ok(i) => inputs.push((i, 1.0)),
-                Err(e) => return reply::engine(out, &e),
-            }
-        }
-        let mut limit = 0u64;
-        let mut j = 0;
-        while j < opts.len() {
-            if is(&opts[j], "limit") && j + 1 < opts.len() {
-                match parse_i64(&opts[j + 1]) {
-                    Some(l) if l >= 0 => limit = l as u64,
-                    _ => return reply::error(out, "ERR LIMIT can't be negative"),
-                }
-                j += 2;
-            } else {
-                return reply::error(out, reply::SYNTAX);
-            }
-        }
-        let c = combine(SetOp::Inter, inputs, Aggregate::Sum).len() as u64;
-        write_integer(out, if limit > 0 { c.min(limit) } else { c } as i64);
-    })
+    run_setop(ctx, SetOp::Inter, keys, opts, Sink::Card)
 }
 
 pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
