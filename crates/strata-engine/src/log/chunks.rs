@@ -50,30 +50,35 @@ pub(crate) fn capture_chunked(
         0
     };
     let d = coll.dir()?;
-    let st = capture_dir(coll.vtype(), bits, d, version, expire_at_ms, |_| false);
+    let st = capture_dir(coll.vtype(), bits, d, version, expire_at_ms, None);
     (!st.parts.is_empty() || st.head).then_some(st)
 }
 
-/// The dirty parts of directory `d` and its head.
+/// The dirty parts of directory `d` (or only `picks`, which then leave
+/// RAM once published: demotion without the journal) and its head.
 ///
-/// Every dirty part is captured together, and the head is written after
-/// them whenever a part is: a part's record counts only under a head at
-/// least as new (docs/format.md, "headed" chunks), so a write torn before
-/// the head leaves the collection as it was, never half changed (a sorted
-/// set's two families, a split's halves, a multi-field HSET). `evict(i)`
-/// says which parts leave RAM once published (demotion's picks).
+/// The journal and saves capture every dirty part together, and the head
+/// is written after them whenever a part is: a part's record counts only
+/// under a head at least as new (docs/format.md, "headed" chunks), so a
+/// write torn before the head leaves the collection as it was, never half
+/// changed (a sorted set's two families, a split's halves, a multi-field
+/// HSET). Demotion writes its picks alone only without the journal, where
+/// a crash discards the files and a clean shutdown saves every dirty part.
 pub(crate) fn capture_dir(
     vtype: crate::types::ValueType,
     bits: u8,
     d: &dyn crate::types::chunked::Dir,
     version: u64,
     expire_at_ms: u64,
-    evict: impl Fn(usize) -> bool,
+    picks: Option<&[usize]>,
 ) -> ChunkedState {
-    let parts: Vec<CapturedPart> = (0..d.part_count())
-        .filter(|&i| d.part(i).dirty)
-        .map(|i| capture_part(vtype, d, i, evict(i)))
-        .collect();
+    let parts: Vec<CapturedPart> = match picks {
+        Some(p) => p.iter().map(|&i| capture_part(vtype, d, i, true)).collect(),
+        None => (0..d.part_count())
+            .filter(|&i| d.part(i).dirty)
+            .map(|i| capture_part(vtype, d, i, false))
+            .collect(),
+    };
     ChunkedState {
         cid: d.cid(),
         vtype,

@@ -234,7 +234,10 @@ fn demote_chunk(
                     let want = to_free
                         .saturating_sub(bytes)
                         .max(crate::types::chunked::CHUNK_MAX);
-                    let step = demote_parts(e, &mut sh.acct, want);
+                    let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled);
+                    if step.journal_due {
+                        inner.journal.kick();
+                    }
                     to_free = to_free.saturating_sub(step.freed_bytes);
                     spared += step.spared;
                     freed += step.freed;
@@ -347,16 +350,26 @@ struct PartsStep {
     examined: usize,
     /// Changed parts to write, and the head.
     write: Option<ChunkedState>,
+    /// Changed parts were left to the journal.
+    journal_due: bool,
 }
 
 /// The hand passes a chunked collection, until its freed and picked parts
 /// hold `want` bytes: each part in RAM that was used since gets a second
 /// chance; a clean one is dropped from RAM (its record is its copy); a
 /// changed one is picked to be written.
+///
+/// With the journal on, changed parts are the journal's to write (it
+/// writes all of a collection's changed parts under one head, so the log
+/// never holds half of a change: `log::chunks::capture_dir`): they are
+/// spared and the journal is asked to run; once written they are clean and
+/// leave RAM at the hand's next pass. Without it (`appendonly no`, where a
+/// crash discards the files), the picks are written with a head.
 fn demote_parts(
     e: &mut crate::index::Entry,
     acct: &mut crate::index::ShardCounters,
     want: usize,
+    journal: bool,
 ) -> PartsStep {
     let mut step = PartsStep {
         spared: 0,
@@ -364,6 +377,7 @@ fn demote_parts(
         freed_bytes: 0,
         examined: 0,
         write: None,
+        journal_due: false,
     };
     if e.flags & F_STASHING != 0 {
         return step;
@@ -380,16 +394,22 @@ fn demote_parts(
         step.spared = spared;
         step.freed = freed;
         step.examined = examined;
-        // Every changed part is written with the picks, under a head, so
-        // that the log never holds half of a change (`capture_dir`); only
-        // the picks leave RAM.
-        let mut picks = changed;
-        picks.sort_unstable();
-        (!picks.is_empty()).then(|| {
-            capture_dir(vtype, bits, d, version, expire_at_ms, |i| {
-                picks.binary_search(&i).is_ok()
-            })
-        })
+        if changed.is_empty() {
+            return None;
+        }
+        if journal {
+            step.spared += changed.len();
+            step.journal_due = true;
+            return None;
+        }
+        Some(capture_dir(
+            vtype,
+            bits,
+            d,
+            version,
+            expire_at_ms,
+            Some(&changed),
+        ))
     });
     step.write = write.flatten();
     step
