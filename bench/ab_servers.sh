@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Side-by-side redis-benchmark runs of several servers, alternating, each
+# run on a fresh server: strata-server binaries (paths) and `redis`
+# (redis-server 7.0). For A/B timing of a change: build the old binary in
+# a git worktree, then
+#   SERVERS="/tmp/old/strata-server target/release/strata-server redis" bash bench/ab_servers.sh
+# Prints one line per run: the server, then ops/s per test (redis-benchmark
+# --csv order). Client and server share the machine's cores.
+#   SERVERS   what to run (default: target/release/strata-server redis)
+#   TESTS     redis-benchmark -t (default lpush,sadd,hset,zadd)
+#   N (400000)  PIPELINE (16)  CLIENTS (50)  RUNS (3)
+#   STRATA_ARGS  extra strata-server options (default --appendonly no)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+SERVERS=${SERVERS:-"$STRATA_BIN redis"}
+TESTS=${TESTS:-lpush,sadd,hset,zadd}
+N=${N:-400000}
+PIPELINE=${PIPELINE:-16}
+CLIENTS=${CLIENTS:-50}
+RUNS=${RUNS:-3}
+STRATA_ARGS=${STRATA_ARGS:---appendonly no}
+
+need_common
+need redis-server redis-server
+need_strata
+echo "# redis-benchmark -t $TESTS -n $N -P $PIPELINE -c $CLIENTS --threads 1 --csv"
+for run in $(seq "$RUNS"); do
+    for srv in $SERVERS; do
+        port=$(free_port)
+        if [ "$srv" = redis ]; then
+            start_redis "$port" "$(bench_tmpdir redis)" --appendonly no
+        else
+            # shellcheck disable=SC2086
+            STRATA_BIN=$srv start_strata "$port" "$(bench_tmpdir strata)" --maxmemory-ram 4gb $STRATA_ARGS
+        fi
+        pid=$LAST_PID
+        rps=$(redis-benchmark -h 127.0.0.1 -p "$port" -t "$TESTS" -n "$N" -P "$PIPELINE" -c "$CLIENTS" \
+            --threads 1 --csv 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')
+        echo "run $run $srv: $rps"
+        stop_server "$pid"
+    done
+done
