@@ -135,6 +135,61 @@ where
     }
 }
 
+/// A read in steps, each under the keys' locks (`Streamer` here,
+/// `windows::Windows`): `step` emits what is in RAM or names what to load.
+pub(super) trait Steps: Send + 'static {
+    type Out: Send + 'static;
+    /// One step; Err: the parts to load before the next.
+    fn step(&mut self, inner: &Inner) -> Result<(), ColdKeys>;
+    fn done(&self) -> bool;
+    /// The result (once `done`).
+    fn finish(self) -> Result<Self::Out, EngineError>;
+}
+
+impl<S, I, E> Steps for Streamer<S, I, E>
+where
+    S: Send + 'static,
+    I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>) + Send + 'static,
+    E: FnMut(&Collection, Range<usize>, &mut S) + Send + 'static,
+{
+    type Out = S;
+    fn step(&mut self, inner: &Inner) -> Result<(), ColdKeys> {
+        Streamer::step(self, inner)
+    }
+    fn done(&self) -> bool {
+        self.done
+    }
+    fn finish(self) -> Result<S, EngineError> {
+        Streamer::finish(self)
+    }
+}
+
+/// Runs `st` to its end: ready at once while every step finds its parts
+/// in RAM, else a future that loads what a step names and goes on.
+pub(super) fn drive<T: Steps>(engine: &Engine, mut st: T) -> Read<Result<T::Out, EngineError>> {
+    let cold = loop {
+        match st.step(&engine.inner) {
+            Ok(()) if st.done() => return Read::Ready(st.finish()),
+            Ok(()) => {}
+            Err(cold) => break cold,
+        }
+    };
+    let inner = engine.inner.clone();
+    Read::Pending(Box::pin(async move {
+        let mut cold = Some(cold);
+        loop {
+            if let Some(c) = cold.take() {
+                promote_all(&inner, c).await?;
+            }
+            match st.step(&inner) {
+                Ok(()) if st.done() => return st.finish(),
+                Ok(()) => {}
+                Err(c) => cold = Some(c),
+            }
+        }
+    }))
+}
+
 impl Engine {
     /// A whole read of `key` in steps (module doc). `init` runs first on
     /// the key as `with_keys` gives it: it answers alone (returning None)
@@ -173,7 +228,7 @@ impl Engine {
         I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>) + Send + 'static,
         E: FnMut(&Collection, Range<usize>, &mut S) + Send + 'static,
     {
-        let mut st = Streamer {
+        let st = Streamer {
             db,
             first,
             keys: vec![key],
@@ -183,26 +238,6 @@ impl Engine {
             done: false,
             restarts: 0,
         };
-        let cold = loop {
-            match st.step(&self.inner) {
-                Ok(()) if st.done => return Read::Ready(st.finish()),
-                Ok(()) => {}
-                Err(cold) => break cold,
-            }
-        };
-        let inner = self.inner.clone();
-        Read::Pending(Box::pin(async move {
-            let mut cold = Some(cold);
-            loop {
-                if let Some(c) = cold.take() {
-                    promote_all(&inner, c).await?;
-                }
-                match st.step(&inner) {
-                    Ok(()) if st.done => return st.finish(),
-                    Ok(()) => {}
-                    Err(c) => cold = Some(c),
-                }
-            }
-        }))
+        drive(self, st)
     }
 }

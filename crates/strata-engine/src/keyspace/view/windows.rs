@@ -18,8 +18,8 @@
 //! 3. The windows are emitted in order, cover `[0, u64::MAX]` exactly, and
 //!    the last one ends at `u64::MAX`; when no key is chunked there is one.
 
-use super::run::{promote_all, ColdKeys};
-use super::stream::{MAX_RESTARTS, STREAM_BYTES};
+use super::run::ColdKeys;
+use super::stream::{drive, Steps, MAX_RESTARTS, STREAM_BYTES};
 use super::{KeysView, ValueRef};
 use crate::keyspace::chunks::Need;
 use crate::tiering::fetch::Read;
@@ -230,7 +230,21 @@ where
             .try_with_keys(*db, keys, &needs, false, &mut f)
             .map(|_| ())
     }
+}
 
+impl<S, I, E> Steps for Windows<S, I, E>
+where
+    S: Send + 'static,
+    I: FnMut(&mut KeysView<'_>) -> (S, bool) + Send + 'static,
+    E: FnMut(&mut KeysView<'_>, u64, u64, &mut S) + Send + 'static,
+{
+    type Out = S;
+    fn step(&mut self, inner: &Inner) -> Result<(), ColdKeys> {
+        Windows::step(self, inner)
+    }
+    fn done(&self) -> bool {
+        self.done
+    }
     fn finish(self) -> Result<S, EngineError> {
         self.run.map(|p| p.state).ok_or(EngineError::Malformed)
     }
@@ -257,7 +271,7 @@ impl Engine {
         I: FnMut(&mut KeysView<'_>) -> (S, bool) + Send + 'static,
         E: FnMut(&mut KeysView<'_>, u64, u64, &mut S) + Send + 'static,
     {
-        let mut st = Windows {
+        let st = Windows {
             db,
             keys,
             init,
@@ -266,27 +280,7 @@ impl Engine {
             done: false,
             restarts: 0,
         };
-        let cold = loop {
-            match st.step(&self.inner) {
-                Ok(()) if st.done => return Read::Ready(st.finish()),
-                Ok(()) => {}
-                Err(cold) => break cold,
-            }
-        };
-        let inner = self.inner.clone();
-        Read::Pending(Box::pin(async move {
-            let mut cold = Some(cold);
-            loop {
-                if let Some(c) = cold.take() {
-                    promote_all(&inner, c).await?;
-                }
-                match st.step(&inner) {
-                    Ok(()) if st.done => return st.finish(),
-                    Ok(()) => {}
-                    Err(c) => cold = Some(c),
-                }
-            }
-        }))
+        drive(self, st)
     }
 }
 
