@@ -74,8 +74,9 @@ pub(crate) fn capture_dir(
 ) -> ChunkedState {
     let parts: Vec<CapturedPart> = match picks {
         Some(p) => p.iter().map(|&i| capture_part(vtype, d, i, true)).collect(),
-        None => (0..d.part_count())
-            .filter(|&i| d.part(i).dirty)
+        None => d
+            .dirty_parts()
+            .into_iter()
             .map(|i| capture_part(vtype, d, i, false))
             .collect(),
     };

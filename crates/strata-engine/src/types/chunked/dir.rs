@@ -248,6 +248,13 @@ pub trait Dir {
     fn any_dirty(&self) -> bool {
         (0..self.part_count()).any(|i| self.part(i).dirty)
     }
+    /// The parts changed since their records, in order (what the journal
+    /// writes).
+    fn dirty_parts(&self) -> Vec<usize> {
+        (0..self.part_count())
+            .filter(|&i| self.part(i).dirty)
+            .collect()
+    }
     /// Every record the directory refers to, once per reference.
     fn locs(&self) -> Vec<FlashLoc> {
         let mut v: Vec<FlashLoc> = (0..self.part_count())
@@ -284,6 +291,12 @@ impl<V: Elem> Dir for Chunked<V> {
     }
     fn part_of(&self, h: u64) -> usize {
         Chunked::part_of(self, h)
+    }
+    fn any_dirty(&self) -> bool {
+        self.any_changed()
+    }
+    fn dirty_parts(&self) -> Vec<usize> {
+        self.changed_parts()
     }
     fn part_at(&self, i: usize) -> Option<usize> {
         self.locate(i).map(|(p, _)| p)

@@ -24,6 +24,9 @@
 //!    [`CHUNK_MAX`] (if it has two elements or more and is not at
 //!    [`MAX_DEPTH`]); both halves keep the parent's record as their `loc`,
 //!    one reference more, which the engine retains (`take_new_refs`).
+//! 7. Every changed part's `low` is in `dirty_lows`, and `dirty_count`
+//!    counts the changed parts: a part becomes changed only through
+//!    `mark_dirty` (or born so, counted), and clean only by `published`.
 
 //!
 //! Rooms: this file holds the collection (`Chunked`: partitioning, splits,
@@ -88,6 +91,13 @@ pub struct Chunked<V> {
     new_refs: Vec<FlashLoc>,
     /// Where the demoter's hand stopped (`Dir::clock_pass`; a hint).
     pub(super) hand: usize,
+    /// The first hash of every changed part, and of some that are clean
+    /// again or start elsewhere now (invariant 7; `changed_parts` checks
+    /// each), so the journal finds a big collection's changed parts
+    /// without a pass over all of them.
+    dirty_lows: Vec<u64>,
+    /// Parts with `dirty` set.
+    dirty_count: usize,
 }
 
 impl<V: Elem> Chunked<V> {
@@ -113,6 +123,8 @@ impl<V: Elem> Chunked<V> {
             resident_parts: 1,
             new_refs: Vec::new(),
             hand: 0,
+            dirty_lows: vec![0],
+            dirty_count: 1,
         };
         for (k, v) in elems {
             c.insert(&k, v);
@@ -160,6 +172,7 @@ impl<V: Elem> Chunked<V> {
             .map(|p| p.body as usize)
             .sum();
         let resident_parts = parts.iter().filter(|p| p.is_resident()).count();
+        let dirty_lows: Vec<u64> = parts.iter().filter(|p| p.dirty).map(|p| p.low).collect();
         Chunked {
             head,
             parts,
@@ -169,6 +182,8 @@ impl<V: Elem> Chunked<V> {
             resident_parts,
             new_refs: Vec::new(),
             hand: 0,
+            dirty_count: dirty_lows.len(),
+            dirty_lows,
         }
     }
 
@@ -244,12 +259,59 @@ impl<V: Elem> Chunked<V> {
                 true
             }
         };
-        p.dirty = true;
         p.ver = p.ver.wrapping_add(1);
+        self.mark_dirty(i);
+        let p = &self.parts[i];
         if p.body as usize > CHUNK_MAX && p.count > 1 && p.depth < MAX_DEPTH {
             self.split(i);
         }
         new
+    }
+
+    /// Marks part `i` changed (invariant 7).
+    fn mark_dirty(&mut self, i: usize) {
+        let p = &mut self.parts[i];
+        if p.dirty {
+            return;
+        }
+        p.dirty = true;
+        self.dirty_count += 1;
+        self.dirty_lows.push(p.low);
+        // Entries of parts written since are dropped now and then, so the
+        // list stays about as long as the changed parts.
+        if self.dirty_lows.len() > 2 * self.dirty_count + 64 {
+            self.dirty_lows = self
+                .scan_changed()
+                .into_iter()
+                .map(|j| self.parts[j].low)
+                .collect();
+        }
+    }
+
+    /// The changed parts, in order (invariant 7).
+    pub fn changed_parts(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .dirty_lows
+            .iter()
+            .map(|&l| self.part_of(l))
+            .filter(|&i| self.parts[i].dirty)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        debug_assert_eq!(v, self.scan_changed(), "dirty_lows misses a changed part");
+        v
+    }
+
+    /// The changed parts, by a pass over all of them.
+    fn scan_changed(&self) -> Vec<usize> {
+        (0..self.parts.len())
+            .filter(|&i| self.parts[i].dirty)
+            .collect()
+    }
+
+    /// Whether any part changed since its record.
+    pub fn any_changed(&self) -> bool {
+        self.dirty_count > 0
     }
 
     /// Removes `elem`; returns its value if it was there.
@@ -267,8 +329,8 @@ impl<V: Elem> Chunked<V> {
         let p = &mut self.parts[i];
         p.body -= n as u32;
         p.count -= 1;
-        p.dirty = true;
         p.ver = p.ver.wrapping_add(1);
+        self.mark_dirty(i);
         self.body -= n;
         self.resident -= n;
         self.len -= 1;
@@ -313,12 +375,15 @@ impl<V: Elem> Chunked<V> {
         p.depth = depth;
         p.count = keep.len() as u32;
         p.body = lo_body;
-        p.dirty = true;
         p.ver = p.ver.wrapping_add(1);
         *m = keep;
         if let Some(loc) = p.loc {
             self.new_refs.push(loc);
         }
+        self.mark_dirty(i);
+        // The upper half is born changed.
+        self.dirty_count += 1;
+        self.dirty_lows.push(mid);
         // Grow the directory by an eighth, not double (it is the RAM a cold
         // collection costs).
         if self.parts.len() == self.parts.capacity() {
@@ -447,7 +512,12 @@ impl<V: Elem> Chunked<V> {
         }
         p.dirty = false;
         p.seq = seq;
-        Some(p.loc.replace(loc))
+        let old = p.loc.replace(loc);
+        self.dirty_count -= 1;
+        if self.dirty_count == 0 {
+            self.dirty_lows.clear();
+        }
+        Some(old)
     }
 
     /// Drops part `i` from RAM if it is clean and has a record; returns

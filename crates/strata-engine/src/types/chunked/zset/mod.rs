@@ -269,6 +269,19 @@ impl Dir for ChunkedZSet {
     fn part_of(&self, h: u64) -> usize {
         self.members.part_of(h)
     }
+    fn any_dirty(&self) -> bool {
+        self.members.any_changed() || (0..self.order.part_count()).any(|j| self.order.part(j).dirty)
+    }
+    fn dirty_parts(&self) -> Vec<usize> {
+        let m = self.members.part_count();
+        let mut v = self.members.changed_parts();
+        v.extend(
+            (0..self.order.part_count())
+                .filter(|&j| self.order.part(j).dirty)
+                .map(|j| m + j),
+        );
+        v
+    }
     fn part_at(&self, i: usize) -> Option<usize> {
         self.order
             .locate(i)
