@@ -270,16 +270,12 @@ impl Dir for ChunkedZSet {
         self.members.part_of(h)
     }
     fn any_dirty(&self) -> bool {
-        self.members.any_changed() || (0..self.order.part_count()).any(|j| self.order.part(j).dirty)
+        self.members.any_changed() || self.order.any_changed()
     }
     fn dirty_parts(&self) -> Vec<usize> {
         let m = self.members.part_count();
         let mut v = self.members.changed_parts();
-        v.extend(
-            (0..self.order.part_count())
-                .filter(|&j| self.order.part(j).dirty)
-                .map(|j| m + j),
-        );
+        v.extend(self.order.changed_parts().into_iter().map(|j| m + j));
         v
     }
     fn part_at(&self, i: usize) -> Option<usize> {

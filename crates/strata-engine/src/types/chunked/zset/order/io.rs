@@ -38,7 +38,12 @@ impl Order {
         }
         p.dirty = false;
         p.seq = seq;
-        Some(p.loc.replace(loc))
+        let old = p.loc.replace(loc);
+        self.dirty_count -= 1;
+        if self.dirty_count == 0 {
+            self.dirty_keys.clear();
+        }
+        Some(old)
     }
 
     /// Drops part `i` from RAM if it is clean, has a record and is not

@@ -82,6 +82,14 @@ pub struct Order {
     /// The element count of each run of `BLOCK` parts, so a rank is found
     /// in O(parts / BLOCK + BLOCK), not O(parts).
     blocks: Vec<u64>,
+    /// A zkey inside every changed part's range (its `first` when it was
+    /// marked: ranges only widen or split, so the part holding that zkey
+    /// is still the one marked, or the neighbour it joined), and of some
+    /// that are clean again; the journal finds the changed parts from it,
+    /// as `Chunked::changed_parts` does.
+    dirty_keys: Vec<Box<[u8]>>,
+    /// Parts with `dirty` set.
+    dirty_count: usize,
 }
 
 /// Parts per entry of `Order::blocks`.
@@ -112,6 +120,8 @@ impl Order {
             dropped: Vec::new(),
             hand: 0,
             blocks: Vec::new(),
+            dirty_keys: Vec::new(),
+            dirty_count: 0,
         };
         let mut cur: Vec<Box<[u8]>> = Vec::new();
         let mut bytes = 0;
@@ -155,6 +165,8 @@ impl Order {
         self.body += body;
         self.resident += body;
         self.resident_parts += 1;
+        self.dirty_count += 1;
+        self.dirty_keys.push(first.clone());
         self.parts.push(OPart {
             id,
             first,
@@ -202,7 +214,16 @@ impl Order {
             dropped: Vec::new(),
             hand: 0,
             blocks: Vec::new(),
+            dirty_keys: Vec::new(),
+            dirty_count: 0,
         };
+        o.dirty_keys = o
+            .parts
+            .iter()
+            .filter(|p| p.dirty)
+            .map(|p| p.first.clone())
+            .collect();
+        o.dirty_count = o.dirty_keys.len();
         if o.parts.is_empty() {
             o.push_new(Box::default(), Vec::new(), 0);
         }
@@ -362,12 +383,11 @@ impl Order {
     /// change) if it is not in RAM (a caller's error: invariant 3 keeps a
     /// part on flash clean).
     fn changed(&mut self, i: usize) -> Option<&mut Vec<Box<[u8]>>> {
-        let p = &mut self.parts[i];
+        let p = &self.parts[i];
         debug_assert!(p.keys.is_some(), "order part not loaded");
         p.keys.as_ref()?;
-        p.dirty = true;
-        p.ver = p.ver.wrapping_add(1);
-        p.keys.as_deref_mut()
+        self.mark_range_changed(i);
+        self.parts[i].keys.as_deref_mut()
     }
 
     /// Whether the part holding zkey `k` is in RAM.
@@ -445,9 +465,11 @@ impl Order {
         let hi_body: usize = hi.iter().map(|k| key_bytes(k)).sum();
         p.count = keys.len() as u32;
         p.body -= hi_body as u32;
-        p.dirty = true;
-        p.ver = p.ver.wrapping_add(1);
         let (loc, seq, referenced) = (p.loc, p.seq, p.referenced);
+        self.mark_range_changed(i);
+        // The upper half is born changed.
+        self.dirty_count += 1;
+        self.dirty_keys.push(hi[0].clone());
         if let Some(l) = loc {
             self.new_refs.push(l);
         }
@@ -484,6 +506,10 @@ impl Order {
     fn drop_part(&mut self, i: usize) {
         let p = self.parts.remove(i);
         debug_assert_eq!(p.count, 0);
+        if p.dirty {
+            // Its range joins a neighbour's, marked changed by the caller.
+            self.dirty_count -= 1;
+        }
         self.dropped.extend(p.loc);
         self.resident_parts -= 1;
         if self.hand > i {
@@ -530,9 +556,49 @@ impl Order {
         }
     }
 
+    /// Marks part `i` changed (a new version, and listed in `dirty_keys`).
     fn mark_range_changed(&mut self, i: usize) {
         let p = &mut self.parts[i];
-        p.dirty = true;
         p.ver = p.ver.wrapping_add(1);
+        if p.dirty {
+            return;
+        }
+        p.dirty = true;
+        self.dirty_count += 1;
+        self.dirty_keys.push(p.first.clone());
+        // Entries of parts written since are dropped now and then.
+        if self.dirty_keys.len() > 2 * self.dirty_count + 64 {
+            self.dirty_keys = self
+                .parts
+                .iter()
+                .filter(|p| p.dirty)
+                .map(|p| p.first.clone())
+                .collect();
+        }
+    }
+
+    /// The changed parts, in order.
+    pub fn changed_parts(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .dirty_keys
+            .iter()
+            .map(|k| self.part_for(k))
+            .filter(|&i| self.parts[i].dirty)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        debug_assert_eq!(
+            v,
+            (0..self.parts.len())
+                .filter(|&i| self.parts[i].dirty)
+                .collect::<Vec<_>>(),
+            "dirty_keys misses a changed order part"
+        );
+        v
+    }
+
+    /// Whether any part changed since its record.
+    pub fn any_changed(&self) -> bool {
+        self.dirty_count > 0
     }
 }
