@@ -30,11 +30,14 @@
 
 //!
 //! Rooms: this file holds the collection (`Chunked`: partitioning, splits,
-//! scans, totals); `part` one part and its elements (in RAM as a map or as
-//! the packed chunk body) and the chunk body's decoding; `dir` the
+//! scans, totals); `io` what the log and tiering do to its parts (the
+//! list of changed parts, encoding, publishing, eviction, installing a
+//! record); `part` one part and its elements (in RAM as a map or as the
+//! packed chunk body) and the chunk body's decoding; `dir` the
 //! object-safe view the engine's log and tiering code use (`Dir`).
 
 mod dir;
+mod io;
 mod list;
 mod part;
 mod zset;
@@ -47,9 +50,8 @@ pub use zset::{
     ORDER_DEPTH,
 };
 
-use super::{packed_len, Malformed};
+use super::packed_len;
 use crate::index::FlashLoc;
-use part::check_packed;
 
 /// A part splits when its packed body passes this many bytes.
 pub const CHUNK_MAX: usize = 8 * 1024;
@@ -268,52 +270,6 @@ impl<V: Elem> Chunked<V> {
         new
     }
 
-    /// Marks part `i` changed (invariant 7).
-    fn mark_dirty(&mut self, i: usize) {
-        let p = &mut self.parts[i];
-        if p.dirty {
-            return;
-        }
-        p.dirty = true;
-        self.dirty_count += 1;
-        self.dirty_lows.push(p.low);
-        // Entries of parts written since are dropped now and then, so the
-        // list stays about as long as the changed parts.
-        if self.dirty_lows.len() > 2 * self.dirty_count + 64 {
-            self.dirty_lows = self
-                .scan_changed()
-                .into_iter()
-                .map(|j| self.parts[j].low)
-                .collect();
-        }
-    }
-
-    /// The changed parts, in order (invariant 7).
-    pub fn changed_parts(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self
-            .dirty_lows
-            .iter()
-            .map(|&l| self.part_of(l))
-            .filter(|&i| self.parts[i].dirty)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        debug_assert_eq!(v, self.scan_changed(), "dirty_lows misses a changed part");
-        v
-    }
-
-    /// The changed parts, by a pass over all of them.
-    fn scan_changed(&self) -> Vec<usize> {
-        (0..self.parts.len())
-            .filter(|&i| self.parts[i].dirty)
-            .collect()
-    }
-
-    /// Whether any part changed since its record.
-    pub fn any_changed(&self) -> bool {
-        self.dirty_count > 0
-    }
-
     /// Removes `elem`; returns its value if it was there.
     pub fn remove(&mut self, elem: &[u8]) -> Option<V> {
         let i = self.part_of(elem_hash(elem));
@@ -427,12 +383,6 @@ impl<V: Elem> Chunked<V> {
         (items, next)
     }
 
-    /// Records that a split made one more part refer to (invariant 6); the
-    /// engine retains each once.
-    pub fn take_new_refs(&mut self) -> Vec<FlashLoc> {
-        std::mem::take(&mut self.new_refs)
-    }
-
     /// Every element, in part order (all parts must be in RAM).
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         debug_assert!(self.all_resident());
@@ -477,97 +427,6 @@ impl<V: Elem> Chunked<V> {
         let (k, v) = p.data.as_mut()?.map_mut().swap_remove_index(j)?;
         self.removed(pi, packed_len(k.len()) + v.packed());
         Some((k, v))
-    }
-
-    /// Appends the chunk body of part `i` (must be in RAM): element count
-    /// (u32 LE) and the elements.
-    pub fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
-        let p = &self.parts[i];
-        let m = match p.data.as_deref() {
-            Some(Data::Map(m)) => m,
-            Some(Data::Packed(b)) => return out.extend_from_slice(b),
-            None => return,
-        };
-        out.reserve(4 + p.body as usize);
-        out.extend_from_slice(&(m.len() as u32).to_le_bytes());
-        for (k, v) in m.iter() {
-            super::put(out, k);
-            v.put(out);
-        }
-    }
-
-    /// Marks part `i` as written at `loc` with sequence number `seq`, if
-    /// it still has version `ver`; returns the record it replaces (to
-    /// release) or None if the part changed meanwhile (it stays dirty).
-    pub fn published(
-        &mut self,
-        i: usize,
-        ver: u32,
-        loc: FlashLoc,
-        seq: u64,
-    ) -> Option<Option<FlashLoc>> {
-        let p = self.parts.get_mut(i)?;
-        if p.ver != ver || !p.dirty {
-            return None;
-        }
-        p.dirty = false;
-        p.seq = seq;
-        let old = p.loc.replace(loc);
-        self.dirty_count -= 1;
-        if self.dirty_count == 0 {
-            self.dirty_lows.clear();
-        }
-        Some(old)
-    }
-
-    /// Drops part `i` from RAM if it is clean and has a record; returns
-    /// the bytes freed.
-    pub fn evict(&mut self, i: usize) -> usize {
-        let p = &mut self.parts[i];
-        if p.dirty || p.loc.is_none() || p.data.is_none() {
-            return 0;
-        }
-        p.data = None;
-        self.resident -= p.body as usize;
-        self.resident_parts -= 1;
-        p.body as usize
-    }
-
-    /// Installs the elements of part `i`'s record (`body` as
-    /// `encode_part` wrote it; `wider`: a record of a wider range,
-    /// invariant 5), if the part is still cold at `loc`. Returns whether
-    /// it was installed. A record of the part's own range is kept packed.
-    pub fn install(
-        &mut self,
-        i: usize,
-        loc: FlashLoc,
-        body: &[u8],
-        wider: bool,
-    ) -> Result<bool, Malformed> {
-        let p = &self.parts[i];
-        if p.is_resident() || p.loc != Some(loc) {
-            return Ok(false);
-        }
-        let (low, high) = (p.low, p.high());
-        let data = if wider {
-            let m = decode_elems::<V>(body, |k| {
-                let h = elem_hash(k);
-                h >= low && h <= high
-            })?;
-            Data::Map(Box::new(m))
-        } else {
-            check_packed::<V>(body)?;
-            Data::Packed(bytes::Bytes::copy_from_slice(body))
-        };
-        let p = &mut self.parts[i];
-        if data.len() != p.count as usize {
-            return Err(Malformed);
-        }
-        p.data = Some(Box::new(data));
-        p.referenced = true;
-        self.resident += p.body as usize;
-        self.resident_parts += 1;
-        Ok(true)
     }
 
     /// Checks invariants 1, 3 and 4 (tests).

@@ -1,5 +1,6 @@
 //! An order part's record: writing its body, publishing it, dropping the
-//! part from RAM and loading it back; and the family's invariant checks.
+//! part from RAM and loading it back; the list of changed parts the
+//! journal writes; and the family's invariant checks.
 
 use super::super::record::{decode_order, in_range, key_bytes};
 use super::{cmp_zkey, Order, BLOCK};
@@ -137,5 +138,54 @@ impl Order {
             return Err("block counts".into());
         }
         Ok(())
+    }
+}
+
+/// The list of changed parts (what the journal writes).
+impl Order {
+    /// Marks part `i` changed (a new version, and listed in `dirty_keys`).
+    pub(super) fn mark_range_changed(&mut self, i: usize) {
+        let p = &mut self.parts[i];
+        p.ver = p.ver.wrapping_add(1);
+        if p.dirty {
+            return;
+        }
+        p.dirty = true;
+        self.dirty_count += 1;
+        self.dirty_keys.push(p.first.clone());
+        // Entries of parts written since are dropped now and then.
+        if self.dirty_keys.len() > 2 * self.dirty_count + 64 {
+            self.dirty_keys = self
+                .parts
+                .iter()
+                .filter(|p| p.dirty)
+                .map(|p| p.first.clone())
+                .collect();
+        }
+    }
+
+    /// The changed parts, in order.
+    pub fn changed_parts(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self
+            .dirty_keys
+            .iter()
+            .map(|k| self.part_for(k))
+            .filter(|&i| self.parts[i].dirty)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        debug_assert_eq!(
+            v,
+            (0..self.parts.len())
+                .filter(|&i| self.parts[i].dirty)
+                .collect::<Vec<_>>(),
+            "dirty_keys misses a changed order part"
+        );
+        v
+    }
+
+    /// Whether any part changed since its record.
+    pub fn any_changed(&self) -> bool {
+        self.dirty_count > 0
     }
 }
