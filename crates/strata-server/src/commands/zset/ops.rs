@@ -152,8 +152,8 @@ enum Sink {
     Card,
 }
 
-/// The options after the keys, parsed once the inputs' types are checked
-/// (Redis checks the types first); Err: the error reply.
+/// The options after the keys, parsed (`parse_opts`: Err is the error
+/// reply) once the inputs' types are checked, as Redis checks them first.
 struct Opts {
     weights: Vec<f64>,
     agg: Aggregate,
