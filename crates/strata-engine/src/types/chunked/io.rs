@@ -15,43 +15,22 @@ impl<V: Elem> Chunked<V> {
             return;
         }
         p.dirty = true;
-        self.dirty_count += 1;
-        self.dirty_lows.push(p.low);
-        // Entries of parts written since are dropped now and then, so the
-        // list stays about as long as the changed parts.
-        if self.dirty_lows.len() > 2 * self.dirty_count + 64 {
-            self.dirty_lows = self
-                .scan_changed()
-                .into_iter()
-                .map(|j| self.parts[j].low)
-                .collect();
-        }
+        let (low, parts) = (p.low, &self.parts);
+        self.changes.marked(low, || {
+            parts.iter().filter(|p| p.dirty).map(|p| p.low).collect()
+        });
     }
 
     /// The changed parts, in order (invariant 7).
     pub fn changed_parts(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self
-            .dirty_lows
-            .iter()
-            .map(|&l| self.part_of(l))
-            .filter(|&i| self.parts[i].dirty)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        debug_assert_eq!(v, self.scan_changed(), "dirty_lows misses a changed part");
-        v
-    }
-
-    /// The changed parts, by a pass over all of them.
-    fn scan_changed(&self) -> Vec<usize> {
-        (0..self.parts.len())
-            .filter(|&i| self.parts[i].dirty)
-            .collect()
+        let parts = &self.parts;
+        self.changes
+            .parts(parts.len(), |&l| self.part_of(l), |i| parts[i].dirty)
     }
 
     /// Whether any part changed since its record.
     pub fn any_changed(&self) -> bool {
-        self.dirty_count > 0
+        self.changes.any()
     }
 
     /// Records that a split made one more part refer to (invariant 6); the
@@ -94,10 +73,7 @@ impl<V: Elem> Chunked<V> {
         p.dirty = false;
         p.seq = seq;
         let old = p.loc.replace(loc);
-        self.dirty_count -= 1;
-        if self.dirty_count == 0 {
-            self.dirty_lows.clear();
-        }
+        self.changes.cleaned();
         Some(old)
     }
 

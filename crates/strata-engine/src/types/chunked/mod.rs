@@ -24,9 +24,9 @@
 //!    [`CHUNK_MAX`] (if it has two elements or more and is not at
 //!    [`MAX_DEPTH`]); both halves keep the parent's record as their `loc`,
 //!    one reference more, which the engine retains (`take_new_refs`).
-//! 7. Every changed part's `low` is in `dirty_lows`, and `dirty_count`
-//!    counts the changed parts: a part becomes changed only through
-//!    `mark_dirty` (or born so, counted), and clean only by `published`.
+//! 7. `changes` lists every changed part's `low` and counts the changed
+//!    parts: a part becomes changed only through `mark_dirty` (or is born
+//!    so, listed), and clean only by `published`.
 
 //!
 //! Rooms: this file holds the collection (`Chunked`: partitioning, splits,
@@ -42,7 +42,7 @@ mod list;
 mod part;
 mod zset;
 
-pub use dir::{Dir, DirHead, PartInfo, ScanStep, PART_RAM_BYTES};
+pub use dir::{Changes, Dir, DirHead, PartInfo, ScanStep, PART_RAM_BYTES};
 pub use list::{measure_list, measure_list_range, ChunkedList};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
 pub use zset::{
@@ -93,13 +93,8 @@ pub struct Chunked<V> {
     new_refs: Vec<FlashLoc>,
     /// Where the demoter's hand stopped (`Dir::clock_pass`; a hint).
     pub(super) hand: usize,
-    /// The first hash of every changed part, and of some that are clean
-    /// again or start elsewhere now (invariant 7; `changed_parts` checks
-    /// each), so the journal finds a big collection's changed parts
-    /// without a pass over all of them.
-    dirty_lows: Vec<u64>,
-    /// Parts with `dirty` set.
-    dirty_count: usize,
+    /// The changed parts, by their first hash (invariant 7).
+    changes: Changes<u64>,
 }
 
 impl<V: Elem> Chunked<V> {
@@ -125,8 +120,7 @@ impl<V: Elem> Chunked<V> {
             resident_parts: 1,
             new_refs: Vec::new(),
             hand: 0,
-            dirty_lows: vec![0],
-            dirty_count: 1,
+            changes: Changes::of(vec![0]),
         };
         for (k, v) in elems {
             c.insert(&k, v);
@@ -174,7 +168,7 @@ impl<V: Elem> Chunked<V> {
             .map(|p| p.body as usize)
             .sum();
         let resident_parts = parts.iter().filter(|p| p.is_resident()).count();
-        let dirty_lows: Vec<u64> = parts.iter().filter(|p| p.dirty).map(|p| p.low).collect();
+        let changes = Changes::of(parts.iter().filter(|p| p.dirty).map(|p| p.low).collect());
         Chunked {
             head,
             parts,
@@ -184,8 +178,7 @@ impl<V: Elem> Chunked<V> {
             resident_parts,
             new_refs: Vec::new(),
             hand: 0,
-            dirty_count: dirty_lows.len(),
-            dirty_lows,
+            changes,
         }
     }
 
@@ -338,8 +331,7 @@ impl<V: Elem> Chunked<V> {
         }
         self.mark_dirty(i);
         // The upper half is born changed.
-        self.dirty_count += 1;
-        self.dirty_lows.push(mid);
+        self.changes.born(mid);
         // Grow the directory by an eighth, not double (it is the RAM a cold
         // collection costs).
         if self.parts.len() == self.parts.capacity() {

@@ -245,7 +245,7 @@ fn part_ram_bytes_is_a_parts_size() {
     assert_eq!(PART_RAM_BYTES, std::mem::size_of::<Part<Box<[u8]>>>());
 }
 
-/// The journal finds a big collection's changed parts from `dirty_lows`,
+/// The journal finds a big collection's changed parts from `changes`,
 /// not by a pass over every part (invariant 7): a directory of 360,000
 /// parts (a ~2 GB hash), 10 of them changed. Measured in release
 /// (`cargo test --release -p strata-engine --lib changed_parts -- --nocapture`):

@@ -14,7 +14,7 @@ use crate::reply;
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::HashSet;
 use strata_engine::types::Set;
-use strata_engine::{Collection, EngineError, KeysView, Value};
+use strata_engine::{Collection, KeysView, Value};
 use strata_protocol::{write_bulk, write_integer, write_set_len, Version};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -35,55 +35,8 @@ enum Sink {
     Card(u64),
 }
 
-/// The sets at `keys` (None = missing), or WRONGTYPE if any key holds
-/// another type (Redis checks every key).
-fn sets(view: &mut KeysView<'_>, keys: &[Bytes]) -> Result<Vec<Option<Set>>, EngineError> {
-    let mut out = Vec::with_capacity(keys.len());
-    for k in keys {
-        out.push(get(view, k)?.cloned());
-    }
-    Ok(out)
-}
-
-/// The result of SINTER / SUNION / SDIFF over `sets`.
-fn combine(op: Op, sets: &[Option<Set>]) -> Set {
-    let mut r = Set::default();
-    match op {
-        Op::Inter => {
-            if sets.iter().any(|s| s.as_ref().is_none_or(|s| s.is_empty())) {
-                return r;
-            }
-            let mut all: Vec<&Set> = sets.iter().flatten().collect();
-            all.sort_by_key(|s| s.len());
-            if let Some((first, rest)) = all.split_first() {
-                for m in first.iter() {
-                    if rest.iter().all(|s| s.contains(m)) {
-                        r.insert(m);
-                    }
-                }
-            }
-        }
-        Op::Union => {
-            for s in sets.iter().flatten() {
-                for m in s.iter() {
-                    r.insert(m);
-                }
-            }
-        }
-        Op::Diff => {
-            if let Some(Some(first)) = sets.first() {
-                for m in first.iter() {
-                    if !sets[1..].iter().flatten().any(|s| s.contains(m)) {
-                        r.insert(m);
-                    }
-                }
-            }
-        }
-    }
-    r
-}
-
-/// The members of the result whose hash lies in `[lo, hi]`: the same
+/// The members of the result whose hash lies in `[lo, hi]` (the whole result
+/// for the whole space): the same
 /// operation over each input's members of that window (every copy of a
 /// member falls in the same window).
 fn combine_window(
@@ -224,10 +177,12 @@ fn combine_cmd(ctx: &mut Ctx<'_>, keys: Vec<Bytes>, op: Op, sink: Sink) -> Outco
             if op == Op::Inter && empty {
                 conclude(view, &isink, Set::default(), &mut out, version);
             } else if !chunked {
-                match sets(view, &ikeys) {
-                    Ok(s) => conclude(view, &isink, combine(op, &s), &mut out, version),
-                    Err(e) => reply::engine(&mut out, &e),
+                // One window: the whole hash space.
+                let mut r = Set::default();
+                for m in combine_window(view, &ikeys, op, 0, u64::MAX) {
+                    r.insert(&m);
                 }
+                conclude(view, &isink, r, &mut out, version);
             } else {
                 return (acc, true);
             }

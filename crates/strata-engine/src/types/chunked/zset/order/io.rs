@@ -40,10 +40,7 @@ impl Order {
         p.dirty = false;
         p.seq = seq;
         let old = p.loc.replace(loc);
-        self.dirty_count -= 1;
-        if self.dirty_count == 0 {
-            self.dirty_keys.clear();
-        }
+        self.changes.cleaned();
         Some(old)
     }
 
@@ -143,7 +140,7 @@ impl Order {
 
 /// The list of changed parts (what the journal writes).
 impl Order {
-    /// Marks part `i` changed (a new version, and listed in `dirty_keys`).
+    /// Marks part `i` changed (a new version, and listed in `changes`).
     pub(super) fn mark_range_changed(&mut self, i: usize) {
         let p = &mut self.parts[i];
         p.ver = p.ver.wrapping_add(1);
@@ -151,41 +148,25 @@ impl Order {
             return;
         }
         p.dirty = true;
-        self.dirty_count += 1;
-        self.dirty_keys.push(p.first.clone());
-        // Entries of parts written since are dropped now and then.
-        if self.dirty_keys.len() > 2 * self.dirty_count + 64 {
-            self.dirty_keys = self
-                .parts
+        let (first, parts) = (p.first.clone(), &self.parts);
+        self.changes.marked(first, || {
+            parts
                 .iter()
                 .filter(|p| p.dirty)
                 .map(|p| p.first.clone())
-                .collect();
-        }
+                .collect()
+        });
     }
 
     /// The changed parts, in order.
     pub fn changed_parts(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self
-            .dirty_keys
-            .iter()
-            .map(|k| self.part_for(k))
-            .filter(|&i| self.parts[i].dirty)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        debug_assert_eq!(
-            v,
-            (0..self.parts.len())
-                .filter(|&i| self.parts[i].dirty)
-                .collect::<Vec<_>>(),
-            "dirty_keys misses a changed order part"
-        );
-        v
+        let parts = &self.parts;
+        self.changes
+            .parts(parts.len(), |k| self.part_for(k), |i| parts[i].dirty)
     }
 
     /// Whether any part changed since its record.
     pub fn any_changed(&self) -> bool {
-        self.dirty_count > 0
+        self.changes.any()
     }
 }

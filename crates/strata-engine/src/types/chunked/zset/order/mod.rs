@@ -28,7 +28,7 @@
 
 use super::record::key_bytes;
 use crate::index::FlashLoc;
-use crate::types::chunked::CHUNK_MAX;
+use crate::types::chunked::{Changes, CHUNK_MAX};
 use std::cmp::Ordering;
 
 use super::record::cmp_zkey;
@@ -82,14 +82,9 @@ pub struct Order {
     /// The element count of each run of `BLOCK` parts, so a rank is found
     /// in O(parts / BLOCK + BLOCK), not O(parts).
     blocks: Vec<u64>,
-    /// A zkey inside every changed part's range (its `first` when it was
-    /// marked: ranges only widen or split, so the part holding that zkey
-    /// is still the one marked, or the neighbour it joined), and of some
-    /// that are clean again; the journal finds the changed parts from it,
-    /// as `Chunked::changed_parts` does.
-    dirty_keys: Vec<Box<[u8]>>,
-    /// Parts with `dirty` set.
-    dirty_count: usize,
+    /// The changed parts, by a zkey inside each one's range (its `first`
+    /// when marked).
+    changes: Changes<Box<[u8]>>,
 }
 
 /// Parts per entry of `Order::blocks`.
@@ -120,8 +115,7 @@ impl Order {
             dropped: Vec::new(),
             hand: 0,
             blocks: Vec::new(),
-            dirty_keys: Vec::new(),
-            dirty_count: 0,
+            changes: Changes::of(Vec::new()),
         };
         let mut cur: Vec<Box<[u8]>> = Vec::new();
         let mut bytes = 0;
@@ -165,8 +159,7 @@ impl Order {
         self.body += body;
         self.resident += body;
         self.resident_parts += 1;
-        self.dirty_count += 1;
-        self.dirty_keys.push(first.clone());
+        self.changes.born(first.clone());
         self.parts.push(OPart {
             id,
             first,
@@ -214,16 +207,15 @@ impl Order {
             dropped: Vec::new(),
             hand: 0,
             blocks: Vec::new(),
-            dirty_keys: Vec::new(),
-            dirty_count: 0,
+            changes: Changes::of(Vec::new()),
         };
-        o.dirty_keys = o
-            .parts
-            .iter()
-            .filter(|p| p.dirty)
-            .map(|p| p.first.clone())
-            .collect();
-        o.dirty_count = o.dirty_keys.len();
+        o.changes = Changes::of(
+            o.parts
+                .iter()
+                .filter(|p| p.dirty)
+                .map(|p| p.first.clone())
+                .collect(),
+        );
         if o.parts.is_empty() {
             o.push_new(Box::default(), Vec::new(), 0);
         }
@@ -468,8 +460,7 @@ impl Order {
         let (loc, seq, referenced) = (p.loc, p.seq, p.referenced);
         self.mark_range_changed(i);
         // The upper half is born changed.
-        self.dirty_count += 1;
-        self.dirty_keys.push(hi[0].clone());
+        self.changes.born(hi[0].clone());
         if let Some(l) = loc {
             self.new_refs.push(l);
         }
@@ -508,7 +499,7 @@ impl Order {
         debug_assert_eq!(p.count, 0);
         if p.dirty {
             // Its range joins a neighbour's, marked changed by the caller.
-            self.dirty_count -= 1;
+            self.changes.cleaned();
         }
         self.dropped.extend(p.loc);
         self.resident_parts -= 1;
