@@ -69,6 +69,7 @@ pub use keyspace::chunks::{pick_index, Need, ZTo};
 pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
 pub use keyspace::view::{KeysView, ValueRef};
+pub use keyspace::watch::Watched;
 pub use keyspace::{ExpireCond, KeyInfo, LargestCollection, Location, TtlState};
 pub use log::journal::{FsyncPolicy, LogStatus};
 pub use log::persistence::{PersistInfo, ShutdownSave};
@@ -82,6 +83,7 @@ use config::Tunables;
 use flash::io::IoEngine;
 use flash::segment::SegmentTable;
 use index::{Shard, ShardHasher};
+use keyspace::exclusive::ShardLock;
 use log::journal::{Journal, Note};
 use log::writer::SegmentWriter;
 use log::{checkpoint, journal, recovery};
@@ -105,7 +107,7 @@ pub(crate) struct Inner {
     /// non-blocking sections, never across I/O; code that needs several
     /// takes them in ascending index order. Never call `ram_used` (which
     /// may lock every shard) while holding one.
-    pub shards: Box<[Mutex<Shard>]>,
+    pub shards: Box<[ShardLock]>,
     pub hasher: ShardHasher,
     /// The seed of `hasher` (written into checkpoints).
     pub shard_seed: u64,
@@ -147,6 +149,8 @@ pub(crate) struct Inner {
     /// them. A segment cannot be freed before: its live bytes still count
     /// those records.
     pub graveyard: Mutex<Vec<index::Slot>>,
+    /// The keys clients WATCH (`keyspace::watch`).
+    pub watches: keyspace::watch::Watches,
     /// Set when demotion found the flash full; the collector then takes any
     /// segment with garbage. Cleared when demotion succeeds again.
     pub flash_full: AtomicBool,
@@ -218,7 +222,7 @@ impl Engine {
         };
         let inner = Arc::new(Inner {
             shards: (0..cfg.shards.max(1))
-                .map(|_| Mutex::new(Shard::new(cfg.databases.max(1))))
+                .map(|_| ShardLock::new(Shard::new(cfg.databases.max(1))))
                 .collect(),
             hasher: ShardHasher::with_seed(shard_seed),
             shard_seed,
@@ -234,6 +238,7 @@ impl Engine {
             ram_gauge: cfg.ram_gauge.clone(),
             wake: (Mutex::new(false), Condvar::new()),
             graveyard: Mutex::new(Vec::new()),
+            watches: Default::default(),
             shutdown: AtomicBool::new(false),
             background_done: AtomicBool::new(false),
             room: tokio::sync::Notify::new(),
@@ -372,7 +377,7 @@ impl Inner {
         (self.hasher.hash_one(key) >> 32) as usize % self.shards.len()
     }
 
-    pub fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
+    pub fn shard(&self, key: &[u8]) -> &ShardLock {
         &self.shards[self.shard_index(key)]
     }
 
@@ -380,9 +385,11 @@ impl Inner {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Notes a change of `key` for the journal and returns nothing; caller
-    /// holds the key's shard lock (so notes of one key are in order).
+    /// Notes a deletion of `key` (not an expiry), or a change of its TTL,
+    /// for the journal and for WATCH; caller holds the key's shard lock (so
+    /// notes of one key are in order).
     pub(crate) fn note_key(&self, db: usize, key: &[u8]) {
+        self.watches.touched(self, db, key);
         if self.journal.enabled {
             self.journal.push(Note::Key {
                 db: self.dbmap.id(db),

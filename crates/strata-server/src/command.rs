@@ -31,6 +31,33 @@ pub enum Outcome {
     },
     /// Reply written; close the connection after sending it (QUIT).
     Close,
+    /// EXEC of an open transaction: the connection runs it
+    /// (`transaction::exec`).
+    Exec,
+}
+
+/// Where a command reports the lists and sorted sets it gave elements to,
+/// whose blocked clients (BLPOP ...) may now be served: at once, or, inside
+/// EXEC, after the transaction, as Redis serves them.
+#[derive(Clone)]
+pub struct ReadySink {
+    shared: Arc<Shared>,
+    deferred: Option<Deferred>,
+}
+
+/// The keys a running EXEC's commands filled, by database.
+pub type Deferred = Arc<parking_lot::Mutex<Vec<(usize, Vec<Bytes>)>>>;
+
+impl ReadySink {
+    pub fn serve(&self, db: usize, keys: Vec<Bytes>) {
+        if keys.is_empty() {
+            return;
+        }
+        match &self.deferred {
+            Some(d) => d.lock().push((db, keys)),
+            None => self.shared.blocking.serve(&self.shared.engine, db, keys),
+        }
+    }
 }
 
 /// Everything a handler may touch.
@@ -49,6 +76,12 @@ impl Ctx<'_> {
     }
     pub fn version(&self) -> Version {
         self.conn.version
+    }
+    pub fn ready_sink(&self) -> ReadySink {
+        ReadySink {
+            shared: self.shared.clone(),
+            deferred: self.conn.exec_ready.clone(),
+        }
     }
 
     /// Renders the result of an engine read now if it is ready, or later.
@@ -120,12 +153,10 @@ impl Ctx<'_> {
                 f(view, &mut out, version);
                 out
             });
-        let shared = self.shared.clone();
+        let sink = self.ready_sink();
         self.reply_with(read, true, move |out, _, (reply, ready)| {
             out.extend_from_slice(&reply);
-            if !ready.is_empty() {
-                shared.blocking.serve(&shared.engine, db, ready);
-            }
+            sink.serve(db, ready);
         })
     }
 }

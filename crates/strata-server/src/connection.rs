@@ -11,6 +11,7 @@ use crate::command::Outcome;
 use crate::commands::table;
 use crate::dispatch::execute;
 use crate::reply;
+use crate::transaction;
 use crate::Shared;
 use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -31,6 +32,13 @@ pub struct ConnState {
     pub handle: Arc<ClientHandle>,
     /// False until AUTH succeeds when `requirepass` is set.
     pub authenticated: bool,
+    /// The open transaction (after MULTI).
+    pub multi: Option<crate::transaction::Multi>,
+    /// The keys WATCHed.
+    pub watched: strata_engine::Watched,
+    /// While EXEC runs: where its commands report keys blocked clients
+    /// wait on (`command::ReadySink`); its blocking commands do not block.
+    pub exec_ready: Option<crate::command::Deferred>,
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
@@ -47,6 +55,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         version: Version::Resp2,
         handle,
         authenticated,
+        multi: None,
+        watched: strata_engine::Watched::new(&shared.engine),
+        exec_ready: None,
     };
     let mut inbuf = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);
@@ -113,6 +124,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             let spec = table::lookup(&args[0]);
             if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
                 shared.stats.commands_processed.fetch_add(1, Relaxed);
+                crate::transaction::fail(&mut conn);
                 let mut refusal = BytesMut::new();
                 reply::error(&mut refusal, reply::LOADING);
                 if pending.is_empty() {
@@ -128,11 +140,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     shared.stats.commands_processed.fetch_add(1, Relaxed);
                     shared.stats.oom_rejections.fetch_add(1, Relaxed);
                     reply::error(&mut out, &refusal);
+                    crate::transaction::fail(&mut conn);
                     continue;
                 }
-            }
-            if spec.is_some_and(|s| s.has_flag("write")) {
-                wrote = true;
             }
             let mut scratch = BytesMut::new();
             let target = if pending.is_empty() {
@@ -140,6 +150,15 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             } else {
                 &mut scratch
             };
+            if conn.multi.is_some() && transaction::queue(&mut conn, spec, &args, target) {
+                if !scratch.is_empty() {
+                    pending.push_back(Box::pin(std::future::ready(scratch)));
+                }
+                continue;
+            }
+            if spec.is_some_and(|s| s.has_flag("write")) {
+                wrote = true;
+            }
             match execute(&shared, &mut conn, spec, &args, target) {
                 Outcome::Done => {}
                 Outcome::Pending { reply, write } => {
@@ -147,6 +166,14 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     barrier |= write;
                 }
                 Outcome::Close => close = true,
+                Outcome::Exec => {
+                    // Replies before EXEC's go first; EXEC is a barrier.
+                    drain(&mut pending, &mut out).await;
+                    out.extend_from_slice(&scratch);
+                    scratch.clear();
+                    wrote |= transaction::has_writes(&conn);
+                    transaction::exec(&shared, &mut conn, &mut out).await;
+                }
             }
             if !scratch.is_empty() {
                 pending.push_back(Box::pin(std::future::ready(scratch)));

@@ -24,6 +24,7 @@ pub mod memcache;
 pub mod rdb;
 pub mod reply;
 pub mod slowlog;
+pub mod transaction;
 
 use clients::Clients;
 use config::{Config, MaxmemoryPolicy};

@@ -133,6 +133,9 @@ fn random_arguments_to_every_command_never_kill_the_server() {
             }
             wire.extend(request(&args));
         }
+        // (A MULTI among them would queue the PING: DISCARD ends it, and
+        // answers an error when none is open.)
+        wire.extend(request(&[b"DISCARD"]));
         wire.extend(request(&[b"PING", b"end-of-batch"]));
         s.write_all(&wire).unwrap();
         // Every batch ends with our PING's echo: all 50 replies came first.

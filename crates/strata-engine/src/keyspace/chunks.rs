@@ -347,11 +347,16 @@ pub(crate) async fn load_parts(
     targets: Vec<PartTarget>,
 ) -> Result<(), EngineError> {
     let mut mine = Vec::with_capacity(targets.len());
+    let mut other = Vec::new();
     let mut waits = Vec::new();
     {
         let mut loads = inner.part_loads.lock();
+        // In an exclusive section the other read's task could not install
+        // its part (the section holds the shards): read it here too.
+        let alone = super::exclusive::in_section();
         for t in targets {
             match loads.get(&t.fetch.loc) {
+                Some(_) if alone => other.push(t),
                 Some(n) => {
                     // Registered under the lock, so the wake-up that ends
                     // the other read cannot be missed.
@@ -380,10 +385,13 @@ pub(crate) async fn load_parts(
         }
     }
     let _done = Done(inner, mine.iter().map(|t| t.fetch.loc).collect());
-    let reads = mine.iter().map(|t| fetch_value(inner.clone(), &t.fetch));
+    let reads = mine
+        .iter()
+        .chain(&other)
+        .map(|t| fetch_value(inner.clone(), &t.fetch));
     let values = super::view::join_all(reads).await;
     let mut result = Ok(());
-    for (t, v) in mine.iter().zip(values) {
+    for (t, v) in mine.iter().chain(&other).zip(values) {
         let r = v.and_then(|value| {
             let Some((name, body)) = format::decode_chunk(&value) else {
                 Stats::inc(&inner.stats.read_errors);

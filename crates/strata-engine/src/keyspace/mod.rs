@@ -6,11 +6,13 @@
 //! them), `rename`.
 
 pub mod chunks;
+pub mod exclusive;
 pub mod items;
 mod rename;
 pub mod strings;
 pub mod swapdb;
 pub mod view;
+pub mod watch;
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{FlashLoc, Shard, Slot, F_REFERENCED};
@@ -173,7 +175,8 @@ impl Inner {
     /// state): with the journal on, it is marked dirty and noted, so its
     /// record is rewritten. Caller holds the shard lock.
     pub(crate) fn metadata_changed(&self, sh: &mut Shard, db: usize, idx: usize) {
-        if let Some((_, e)) = sh.dbs[db].get_index_mut(idx) {
+        if let Some((k, e)) = sh.dbs[db].get_index_mut(idx) {
+            self.watches.touched(self, db, k);
             // A chunked collection's TTL is in its head record.
             e.with_dir(&mut sh.acct, |d| d.set_head_dirty(true));
         }

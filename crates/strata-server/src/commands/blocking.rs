@@ -28,17 +28,29 @@ pub fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, &'static str> {
 }
 
 /// Runs `op` now; if it found nothing, blocks on `watch` (see the module
-/// doc of `crate::blocking`).
+/// doc of `crate::blocking`). Inside EXEC it does not block: it answers
+/// at once as Redis does there, a null (`null_bulk`: BLMOVE, BRPOPLPUSH)
+/// or a null array.
 pub fn block(
     ctx: &mut Ctx<'_>,
     watch: Vec<Bytes>,
     keys: (Vec<Bytes>, Vec<Need>),
     timeout: Option<Duration>,
     op: PopOp,
+    null_bulk: bool,
 ) -> Outcome {
     let shared = ctx.shared.clone();
     let db = ctx.db();
     let version = ctx.version();
+    let deny = ctx.conn.exec_ready.is_some();
+    let sink = ctx.ready_sink();
+    let refuse = move |out: &mut BytesMut| {
+        if null_bulk {
+            strata_protocol::write_null(out, version);
+        } else {
+            write_null_array(out, version);
+        }
+    };
     let first = op.clone();
     let read =
         ctx.engine()
@@ -50,11 +62,15 @@ pub fn block(
     match read {
         Read::Ready(Ok(((true, out), ready))) => {
             ctx.out.extend_from_slice(&out);
-            shared.blocking.serve(&shared.engine, db, ready);
+            sink.serve(db, ready);
             Outcome::Done
         }
         Read::Ready(Err(e)) => {
             reply::engine(ctx.out, &e);
+            Outcome::Done
+        }
+        Read::Ready(Ok(((false, _), _))) if deny => {
+            refuse(ctx.out);
             Outcome::Done
         }
         Read::Ready(Ok(((false, _), _))) => Outcome::Pending {
@@ -65,7 +81,12 @@ pub fn block(
             reply: Box::pin(async move {
                 match fut.await {
                     Ok(((true, out), ready)) => {
-                        shared.blocking.serve(&shared.engine, db, ready);
+                        sink.serve(db, ready);
+                        out
+                    }
+                    Ok(((false, _), _)) if deny => {
+                        let mut out = BytesMut::new();
+                        refuse(&mut out);
                         out
                     }
                     Ok(((false, _), _)) => {
@@ -165,7 +186,7 @@ fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> Outcome {
         false
     });
     let needs = keys.iter().map(|_| super::list::end(left, 1)).collect();
-    block(ctx, keys.clone(), (keys, needs), timeout, op)
+    block(ctx, keys.clone(), (keys, needs), timeout, op, false)
 }
 
 pub fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -243,7 +264,7 @@ fn bmove(
         let needs = vec![super::list::end(from_left, 1), super::list::end(to_left, 1)];
         (vec![src.clone(), dst], needs)
     };
-    block(ctx, vec![src], keys, timeout, op)
+    block(ctx, vec![src], keys, timeout, op, true)
 }
 
 pub fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -291,7 +312,7 @@ pub fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let op: PopOp = Arc::new(move |view, out, _v, blocked| {
         super::list::mpop(view, &a.keys, a.left, a.count, out, blocked)
     });
-    block(ctx, keys.clone(), (keys, needs), timeout, op)
+    block(ctx, keys.clone(), (keys, needs), timeout, op, false)
 }
 
 fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
@@ -311,7 +332,7 @@ fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> Outcome {
     let op: PopOp = Arc::new(move |view, out, v, blocked| {
         super::zset::bzpop_on(view, &watch, max, out, v, blocked)
     });
-    block(ctx, keys.clone(), (keys, Vec::new()), timeout, op)
+    block(ctx, keys.clone(), (keys, Vec::new()), timeout, op, false)
 }
 
 pub fn bzpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -342,5 +363,5 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let op: PopOp = Arc::new(move |view, out, v, blocked| {
         super::zset::zmpop_on(view, &a.keys, a.max, a.count, out, v, blocked)
     });
-    block(ctx, keys.clone(), (keys, Vec::new()), timeout, op)
+    block(ctx, keys.clone(), (keys, Vec::new()), timeout, op, false)
 }

@@ -136,19 +136,17 @@ pub fn randomkey(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
 
 /// After a key was renamed, copied or moved into `dst` of `db`: clients
 /// blocked on `dst` are served if it is now a list or sorted set.
-fn serve_blocked(shared: &std::sync::Arc<crate::Shared>, db: usize, dst: Bytes) {
-    if shared.blocking.any_waiting() {
-        shared.blocking.serve(&shared.engine, db, vec![dst]);
-    }
+fn serve_blocked(sink: &crate::command::ReadySink, db: usize, dst: Bytes) {
+    sink.serve(db, vec![dst]);
 }
 
 pub fn rename(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let read = ctx.engine().rename(ctx.db(), &args[1], &args[2], false);
-    let (shared, db, dst) = (ctx.shared.clone(), ctx.db(), args[2].clone());
+    let (sink, db, dst) = (ctx.ready_sink(), ctx.db(), args[2].clone());
     ctx.reply_with(read, true, move |out, _, r| match r {
         None => reply::error(out, reply::NO_SUCH_KEY),
         Some(_) => {
-            serve_blocked(&shared, db, dst);
+            serve_blocked(&sink, db, dst);
             write_simple(out, b"OK")
         }
     })
@@ -156,12 +154,12 @@ pub fn rename(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let read = ctx.engine().rename(ctx.db(), &args[1], &args[2], true);
-    let (shared, db, dst) = (ctx.shared.clone(), ctx.db(), args[2].clone());
+    let (sink, db, dst) = (ctx.ready_sink(), ctx.db(), args[2].clone());
     ctx.reply_with(read, true, move |out, _, r| match r {
         None => reply::error(out, reply::NO_SUCH_KEY),
         Some(done) => {
             if done {
-                serve_blocked(&shared, db, dst);
+                serve_blocked(&sink, db, dst);
             }
             write_integer(out, done as i64)
         }
@@ -186,11 +184,11 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     }
     let read = ctx.engine().move_key(ctx.db(), &args[1], dst_db);
-    let (shared, key) = (ctx.shared.clone(), args[1].clone());
+    let (sink, key) = (ctx.ready_sink(), args[1].clone());
     ctx.reply_with(read, true, move |out, _, r| {
         let moved = matches!(r, Some(true));
         if moved {
-            serve_blocked(&shared, dst_db, key);
+            serve_blocked(&sink, dst_db, key);
         }
         write_integer(out, moved as i64)
     })
@@ -232,11 +230,11 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let read = ctx
         .engine()
         .copy(ctx.db(), &args[1], dst_db, &args[2], replace);
-    let (shared, dst) = (ctx.shared.clone(), args[2].clone());
+    let (sink, dst) = (ctx.ready_sink(), args[2].clone());
     ctx.reply_with(read, true, move |out, _, r| {
         let copied = matches!(r, Some(true));
         if copied {
-            serve_blocked(&shared, dst_db, dst);
+            serve_blocked(&sink, dst_db, dst);
         }
         write_integer(out, copied as i64)
     })

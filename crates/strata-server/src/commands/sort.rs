@@ -280,6 +280,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outcome {
         }
     };
     let (shared, db, v) = (ctx.shared.clone(), ctx.db(), ctx.version());
+    let sink = ctx.ready_sink();
     Outcome::Pending {
         reply: Box::pin(async move {
             let mut have: Vec<Bytes> = Vec::new();
@@ -298,7 +299,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outcome {
                     .await;
                 match r {
                     Ok((Run::Done(out), ready)) => {
-                        shared.blocking.serve(&shared.engine, db, ready);
+                        sink.serve(db, ready);
                         return out;
                     }
                     Ok((Run::Need(k), _)) => have = k,

@@ -17,6 +17,7 @@ pub const RF: &[&str] = &["readonly", "fast"];
 pub const FAST: &[&str] = &["fast"];
 pub const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 pub const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
+pub const TXN: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 
 pub const fn cmd(
     name: &'static str,
@@ -206,6 +207,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("select", 2, CONN, K0, "connection", "Changes the selected database.", server::select),
     cmd("quit", -1, CONN, K0, "connection", "Closes the connection.", server::quit),
     cmd("reset", 1, CONN, K0, "connection", "Resets the connection.", server::reset),
+    // transactions
+    cmd("multi", 1, TXN, K0, "transactions", "Starts a transaction.", server::multi),
+    cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], K0, "transactions", "Executes all commands in a transaction.", server::exec),
+    cmd("discard", 1, TXN, K0, "transactions", "Discards a transaction.", server::discard),
+    cmd("watch", -2, TXN, KALL, "transactions", "Monitors changes to keys to determine the execution of a transaction.", server::watch),
+    cmd("unwatch", 1, TXN, K0, "transactions", "Forgets about watched keys of a transaction.", server::unwatch),
     cmd("client", -2, CONN, K0, "connection", "A container for client connection commands.", client::client),
     cmd("command", -1, &["loading", "stale"], K0, "server", "Returns detailed information about all commands.", server::command),
     cmd("config", -2, ADMIN, K0, "server", "A container for server configuration commands.", config::config),

@@ -68,6 +68,30 @@ impl Check {
     }
 }
 
+/// Compares EXEC replies: byte for byte, or element by element, each by
+/// the check of the command it answers.
+pub fn compare_exec(batch: &[Cmd], a: &Reply, b: &Reply) -> Result<(), String> {
+    if a.bytes == b.bytes {
+        return Ok(());
+    }
+    let (Frame::Array(x), Frame::Array(y)) = (&a.frame, &b.frame) else {
+        return Err("replies differ".into());
+    };
+    if x.len() != batch.len() || y.len() != batch.len() {
+        return Err("EXEC replies of different lengths".into());
+    }
+    for (i, ((fa, fb), (args, check))) in x.iter().zip(y).zip(batch).enumerate() {
+        let as_reply = |f: &Frame| Reply {
+            bytes: format!("{f:?}").into_bytes(),
+            frame: f.clone(),
+        };
+        check
+            .compare(&as_reply(fa), &as_reply(fb))
+            .map_err(|why| format!("reply {i} ({}): {why}", show(args)))?;
+    }
+    Ok(())
+}
+
 /// Shows a command for failure messages.
 pub fn show(args: &[Vec<u8>]) -> String {
     args.iter()
@@ -93,7 +117,7 @@ pub struct Gen {
     rng: StdRng,
 }
 
-type Cmd = (Vec<Vec<u8>>, Check);
+pub type Cmd = (Vec<Vec<u8>>, Check);
 
 fn b(s: &str) -> Vec<u8> {
     s.as_bytes().to_vec()

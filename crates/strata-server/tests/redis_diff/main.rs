@@ -80,6 +80,10 @@ fn collections_match_redis_7() {
 
     let mut done = 0;
     let mut max_coll_in_flash = 0u64;
+    // Which batches are transactions (its own stream: the commands stay
+    // those of the seed without transactions).
+    let mut txn_rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x7478);
+    let mut transactions = 0usize;
     while done < total {
         if done % 2000 < 64 {
             let info = oracle::info(&mut s, "tiered");
@@ -101,6 +105,61 @@ fn collections_match_redis_7() {
                 break;
             }
         }
+        // Some batches run as one transaction: MULTI, the commands
+        // (each answers QUEUED or its error), and EXEC, whose array holds
+        // the commands' replies (compared each by its own check).
+        // (A random command ending the batch runs after EXEC, alone.)
+        let txn = watch.is_none() && rand::Rng::gen_ratio(&mut txn_rng, 1, 4);
+        let tail = if txn && batch.last().is_some_and(|(_, c)| c.is_random()) {
+            batch.pop()
+        } else {
+            None
+        };
+        if txn && !batch.is_empty() {
+            let multi = vec![b"MULTI".to_vec()];
+            r.send(&multi);
+            s.send(&multi);
+            for (args, _) in &batch {
+                r.send(args);
+                s.send(args);
+            }
+            let exec = vec![b"EXEC".to_vec()];
+            r.send(&exec);
+            s.send(&exec);
+            let mut replies = Vec::new();
+            for i in 0..batch.len() + 2 {
+                let (a, b) = (r.reply(), s.reply());
+                if i <= batch.len() {
+                    assert_eq!(
+                        String::from_utf8_lossy(&a.bytes),
+                        String::from_utf8_lossy(&b.bytes),
+                        "redis_diff: seed {seed}, command #{done}: queueing {}",
+                        gen::show(batch.get(i.wrapping_sub(1)).map_or(&multi, |c| &c.0))
+                    );
+                } else {
+                    replies.push((a, b));
+                }
+            }
+            let (a, b) = replies.pop().expect("EXEC's reply");
+            history.push("MULTI".into());
+            for (args, _) in &batch {
+                history.push(gen::show(args));
+            }
+            history.push("EXEC".into());
+            if let Err(why) = gen::compare_exec(&batch, &a, &b) {
+                panic!(
+                    "redis_diff: seed {seed}, command #{done}: EXEC of {} commands: {why}\n  redis:  {:?}\n  strata: {:?}\nlast commands:\n  {}",
+                    batch.len(),
+                    String::from_utf8_lossy(&a.bytes),
+                    String::from_utf8_lossy(&b.bytes),
+                    history[history.len().saturating_sub(70)..].join("\n  ")
+                );
+            }
+            done += batch.len();
+            transactions += 1;
+            batch.clear();
+        }
+        batch.extend(tail);
         for (args, _) in &batch {
             r.send(args);
             s.send(args);
@@ -173,6 +232,7 @@ fn collections_match_redis_7() {
         get("flash_gc_bytes_relocated"),
         get("flash_segments_freed"),
     );
+    eprintln!("redis_diff: {transactions} batches ran as MULTI/EXEC transactions");
     // (With the whole mix: a family alone may not fill the RAM budget.)
     if total >= 20_000
         && std::env::var("STRATA_DIFF_FAMILIES")

@@ -80,7 +80,7 @@ fn run(req: IoRequest) {
 }
 
 /// Reads until the buffer is full or end of file; returns the bytes read.
-fn read_full(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn read_full(file: &std::fs::File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut done = 0;
     while done < buf.len() {
         match file.read_at(&mut buf[done..], offset + done as u64) {

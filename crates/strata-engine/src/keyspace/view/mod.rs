@@ -34,11 +34,11 @@ pub(crate) use run::join_all;
 
 use crate::clock::now_secs;
 use crate::index::{Shard, Slot, Value, F_REFERENCED};
+use crate::keyspace::exclusive::ShardGuard;
 use crate::stats::Stats;
 use crate::types::{Collection, EncodingLimits, ValueType};
 use crate::{EngineError, Inner};
 use bytes::Bytes;
-use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 
 /// A value seen through a [`KeysView`].
@@ -64,7 +64,7 @@ pub struct KeysView<'a> {
     keys: &'a [Bytes],
     /// Small vectors: most commands name one or two keys.
     ids: SmallVec<[usize; 2]>,
-    guards: SmallVec<[MutexGuard<'a, Shard>; 2]>,
+    guards: SmallVec<[ShardGuard<'a>; 2]>,
     touched: SmallVec<[Touched; 1]>,
     limits: EncodingLimits,
     /// Lists and sorted sets that got elements (for blocked clients), when

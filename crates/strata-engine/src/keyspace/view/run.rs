@@ -62,6 +62,17 @@ impl Engine {
             .map(|r| r.map(|(r, _)| r))
     }
 
+    /// Brings the cold values of `keys` into RAM, but no part of a chunked
+    /// collection: what a transaction reads before its exclusive section
+    /// (`keyspace::exclusive`), so that the section rarely waits for flash.
+    pub fn warm(&self, db: usize, mut keys: Vec<Bytes>) -> Read<Result<(), EngineError>> {
+        keys.sort_unstable();
+        keys.dedup();
+        let needs = keys.iter().map(|_| Need::Elems(Vec::new())).collect();
+        self.with_keys_needs(db, keys, needs, false, |_| ())
+            .map(|r| r.map(|_| ()))
+    }
+
     /// As `with_keys_tracked`, where `needs[i]` names the elements the
     /// closure touches of `keys[i]` (a key without one, or repeated, is
     /// needed whole): LMOVE pops one end of its source and pushes one end

@@ -158,6 +158,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     ctx.conn.handle.db.store(0, Relaxed);
     ctx.conn.handle.resp.store(2, Relaxed);
     ctx.conn.handle.info.lock().name.clear();
+    ctx.conn.multi = None;
+    ctx.conn.watched.clear();
     write_simple(ctx.out, b"RESET");
     Outcome::Done
 }

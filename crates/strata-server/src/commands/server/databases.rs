@@ -64,8 +64,9 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Ok(()) => {
             let blocking = &ctx.shared.blocking;
             if a != b && blocking.any_waiting() {
+                let sink = ctx.ready_sink();
                 for d in [a, b] {
-                    blocking.serve(&ctx.shared.engine, d, blocking.keys_waited_in(d));
+                    sink.serve(d, blocking.keys_waited_in(d));
                 }
             }
             write_simple(ctx.out, b"OK");

@@ -1,15 +1,18 @@
 //! Server commands, in rooms: `connection` (PING ECHO HELLO AUTH SELECT
 //! QUIT RESET), `databases` (DBSIZE FLUSHDB FLUSHALL SWAPDB LASTSAVE SAVE
-//! BGSAVE SHUTDOWN), `client` (CLIENT), `config` (CONFIG); here: COMMAND
-//! INFO TIME MEMORY OBJECT SLOWLOG DEBUG.
+//! BGSAVE SHUTDOWN), `transactions` (MULTI EXEC DISCARD WATCH UNWATCH),
+//! `client` (CLIENT), `config` (CONFIG); here: COMMAND INFO TIME MEMORY
+//! OBJECT SLOWLOG DEBUG.
 
 pub mod client;
 pub mod config;
 mod connection;
 mod databases;
+mod transactions;
 
 pub use connection::*;
 pub use databases::*;
+pub use transactions::*;
 
 use crate::command::{Ctx, Outcome};
 use crate::commands::table::COMMANDS;

@@ -1,0 +1,137 @@
+//! The exclusive section: one thread holds every shard of the keyspace
+//! while it runs a sequence of operations (a MULTI/EXEC transaction), so no
+//! other client sees any of them before all are done.
+//!
+//! Every shard lock goes through [`ShardLock`]. Outside a section it is a
+//! plain mutex. Inside one, on the thread that entered it, locking a shard
+//! of that engine hands out the shard the section already holds, so the
+//! operations run unchanged: whatever they lock, they get without waiting.
+//!
+//! Invariants:
+//! 1. A section takes the shards in ascending index order (as every
+//!    multi-key operation does), holds them until it ends, and is entered
+//!    only on the thread that runs it; nothing in it awaits a runtime
+//!    (a flash read in it is waited for by blocking this thread: see
+//!    `keyspace::chunks::load_parts`, which does not wait for another
+//!    task's read of the same part, since that task needs a shard to
+//!    install it).
+//! 2. As with real locks, code never holds two guards of one shard at
+//!    once (it would deadlock outside a section); debug builds check it
+//!    inside one.
+//! 3. Nothing that waits for a background thread runs in a section
+//!    (checkpoints, shutdown): those threads take shards. Callers run such
+//!    operations between sections.
+//! 4. Background threads (demotion, the collector, the journal) block on
+//!    the shards until the section ends; they never observe a section half
+//!    done.
+
+use crate::index::Shard;
+use crate::Engine;
+use parking_lot::{Mutex, MutexGuard};
+use std::cell::Cell;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+thread_local! {
+    /// The shards of the section this thread is in: (first shard, count).
+    static HELD: Cell<(*const ShardLock, usize)> = const { Cell::new((std::ptr::null(), 0)) };
+}
+
+/// A shard's lock (module doc).
+pub struct ShardLock {
+    m: Mutex<Shard>,
+    /// Debug check of invariant 2: a guard of this shard is out inside a
+    /// section.
+    lent: AtomicBool,
+}
+
+/// A locked shard: owned, or lent by the section this thread is in.
+pub enum ShardGuard<'a> {
+    Own(MutexGuard<'a, Shard>),
+    Lent(&'a mut Shard, &'a AtomicBool),
+}
+
+impl ShardLock {
+    pub fn new(shard: Shard) -> ShardLock {
+        ShardLock {
+            m: Mutex::new(shard),
+            lent: AtomicBool::new(false),
+        }
+    }
+
+    pub fn lock(&self) -> ShardGuard<'_> {
+        let (first, n) = HELD.with(Cell::get);
+        if n > 0 {
+            let at = (self as *const ShardLock as usize).wrapping_sub(first as usize)
+                / std::mem::size_of::<ShardLock>();
+            if (self as *const ShardLock as usize) >= first as usize && at < n {
+                let was = self.lent.swap(true, Ordering::Relaxed);
+                debug_assert!(!was, "a shard lent twice inside an exclusive section");
+                // SAFETY: this thread holds the shard's mutex for the whole
+                // section (`Engine::exclusive`), and no other guard of this
+                // shard is out (invariant 2, checked above in debug builds),
+                // so this is the only reference to the shard.
+                return ShardGuard::Lent(unsafe { &mut *self.m.data_ptr() }, &self.lent);
+            }
+        }
+        ShardGuard::Own(self.m.lock())
+    }
+}
+
+impl Deref for ShardGuard<'_> {
+    type Target = Shard;
+    fn deref(&self) -> &Shard {
+        match self {
+            ShardGuard::Own(g) => g,
+            ShardGuard::Lent(s, _) => s,
+        }
+    }
+}
+
+impl DerefMut for ShardGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Shard {
+        match self {
+            ShardGuard::Own(g) => g,
+            ShardGuard::Lent(s, _) => s,
+        }
+    }
+}
+
+impl Drop for ShardGuard<'_> {
+    fn drop(&mut self) {
+        if let ShardGuard::Lent(_, lent) = self {
+            lent.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether this thread is inside an exclusive section.
+pub(crate) fn in_section() -> bool {
+    HELD.with(Cell::get).1 > 0
+}
+
+impl Engine {
+    /// Runs `f` with every shard held (module doc): no other thread reads
+    /// or changes a key until it returns. Sections do not nest (an inner
+    /// call runs `f` within the outer one).
+    pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        if in_section() {
+            return f();
+        }
+        let shards = &self.inner.shards;
+        let guards: Vec<MutexGuard<'_, Shard>> = shards.iter().map(|s| s.m.lock()).collect();
+        // Ends the section even if `f` unwinds.
+        struct Leave;
+        impl Drop for Leave {
+            fn drop(&mut self) {
+                HELD.with(|h| h.set((std::ptr::null(), 0)));
+            }
+        }
+        HELD.with(|h| h.set((shards.as_ptr(), shards.len())));
+        let leave = Leave;
+        let r = f();
+        drop(leave);
+        drop(guards);
+        r
+    }
+}

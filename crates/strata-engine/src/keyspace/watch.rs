@@ -1,0 +1,153 @@
+//! WATCH: what a client remembers of a key, and whether the key changed
+//! since (checked by EXEC inside its exclusive section).
+//!
+//! A key is remembered by its entry's version (None if it is absent or
+//! expired) and a stamp. Every write of a value gives a new version (index
+//! invariant 2), versions are unique over the whole keyspace, so a changed,
+//! replaced, renamed-over, swapped or flushed key never shows the version it
+//! had. What changes a key without a new value (a TTL) or leaves no entry
+//! to compare (a deletion; not an expiry, which changes nothing logically,
+//! as in Redis) stamps the watched key here (`touched`).
+//!
+//! Invariants:
+//! 1. A watch takes its stamp (`at`) under the key's shard lock, and a
+//!    change takes its stamp under the same lock, so a change after the
+//!    watch has a larger stamp.
+//! 2. `Watched` unregisters its keys when dropped; the table holds only
+//!    keys some client watches.
+
+use crate::clock::now_ms;
+use crate::{Engine, Inner};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A watched key: (database, key).
+type WatchKey = (usize, Box<[u8]>);
+
+/// The keys clients watch: for each, how many watches and the stamp of its
+/// last deletion.
+#[derive(Default)]
+pub(crate) struct Watches {
+    count: AtomicUsize,
+    keys: Mutex<HashMap<WatchKey, (usize, u64)>>,
+}
+
+impl Watches {
+    /// Stamps a deletion or TTL change of `key` if it is watched (caller
+    /// holds the key's shard lock).
+    pub(crate) fn touched(&self, inner: &Inner, db: usize, key: &[u8]) {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if let Some(w) = self.keys.lock().get_mut(&(db, Box::from(key))) {
+            w.1 = inner.next_seq();
+        }
+    }
+}
+
+/// One watched key.
+struct Watch {
+    db: usize,
+    key: Box<[u8]>,
+    /// Its version when watched, None if absent.
+    version: Option<u64>,
+    /// Its stamp: a later `touched` is a change.
+    at: u64,
+}
+
+/// The keys one client watches (unregistered when dropped).
+pub struct Watched {
+    engine: Engine,
+    keys: Vec<Watch>,
+}
+
+impl Watched {
+    pub fn new(engine: &Engine) -> Watched {
+        Watched {
+            engine: engine.clone(),
+            keys: Vec::new(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// WATCH `key` of `db` (again: a key watched twice is checked once).
+    pub fn watch(&mut self, db: usize, key: &[u8]) {
+        if self.keys.iter().any(|w| w.db == db && *w.key == *key) {
+            return;
+        }
+        let inner = &self.engine.inner;
+        let sh = inner.shard(key).lock();
+        let version = live_version(&sh, db, key);
+        let at = inner.next_seq();
+        let watches = &inner.watches;
+        watches.count.fetch_add(1, Ordering::Relaxed);
+        watches
+            .keys
+            .lock()
+            .entry((db, Box::from(key)))
+            .or_insert((0, 0))
+            .0 += 1;
+        drop(sh);
+        self.keys.push(Watch {
+            db,
+            key: key.into(),
+            version,
+            at,
+        });
+    }
+
+    /// Whether any watched key changed since it was watched. Run it where
+    /// no write can come between it and what depends on it (EXEC runs it
+    /// inside its exclusive section).
+    pub fn changed(&self) -> bool {
+        let inner = &self.engine.inner;
+        self.keys.iter().any(|w| {
+            let sh = inner.shard(&w.key).lock();
+            let now = live_version(&sh, w.db, &w.key);
+            if now != w.version {
+                return true;
+            }
+            inner
+                .watches
+                .keys
+                .lock()
+                .get(&(w.db, w.key.clone()))
+                .is_some_and(|e| e.1 > w.at)
+        })
+    }
+
+    /// UNWATCH: forgets every key.
+    pub fn clear(&mut self) {
+        if self.keys.is_empty() {
+            return;
+        }
+        let watches = &self.engine.inner.watches;
+        let mut table = watches.keys.lock();
+        for w in self.keys.drain(..) {
+            let k = (w.db, w.key);
+            if let Some(e) = table.get_mut(&k) {
+                e.0 -= 1;
+                if e.0 == 0 {
+                    table.remove(&k);
+                }
+            }
+            watches.count.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// The version of `key` if it exists and has not expired.
+fn live_version(sh: &crate::index::Shard, db: usize, key: &[u8]) -> Option<u64> {
+    let e = sh.dbs.get(db)?.get(key)?;
+    (!e.is_expired(now_ms())).then_some(e.version)
+}

@@ -1,0 +1,516 @@
+//! MULTI / EXEC / DISCARD / WATCH / UNWATCH (issue #11, point 1):
+//! - scripted scenarios with two clients, every reply compared with a real
+//!   redis-server 7.0 (WATCH invalidation by writes, deletes, expiry,
+//!   FLUSHDB, SWAPDB, RENAME; queueing errors and EXECABORT; runtime errors;
+//!   blocking commands inside EXEC; blocked clients served after EXEC);
+//! - atomicity: concurrent transactions over keys of many shards whose
+//!   values are mostly on flash are never seen half done;
+//! - WATCH as optimistic locking through the `redis` crate's
+//!   `transaction` helper loses no update;
+//! - under `appendfsync always` an acknowledged EXEC survives kill -9.
+
+#[path = "common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "redis_diff/oracle.rs"]
+mod oracle;
+
+use oracle::{Conn, RedisServer};
+use std::time::Duration;
+
+/// One step of a scenario: which client (0 or 1) sends what (`Cmd`: the
+/// replies compared; `Any`: not compared, e.g. HELLO's server version), or
+/// a pause.
+enum Step {
+    Cmd(usize, &'static str),
+    Any(usize, &'static str),
+    Sleep(u64),
+}
+use Step::{Any, Cmd, Sleep};
+
+/// Runs `steps` on both servers and compares every reply.
+fn scenario(name: &str, redis_port: u16, strata_port: u16, steps: &[Step]) {
+    let mut r = [Conn::connect(redis_port), Conn::connect(redis_port)];
+    let mut s = [Conn::connect(strata_port), Conn::connect(strata_port)];
+    for c in r.iter_mut().chain(s.iter_mut()) {
+        c.cmd(&[b"FLUSHALL"]);
+    }
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Sleep(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+            Any(who, words) => {
+                let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
+                r[*who].cmd(&args);
+                s[*who].cmd(&args);
+            }
+            Cmd(who, words) => {
+                let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
+                let (a, b) = (r[*who].cmd(&args), s[*who].cmd(&args));
+                assert_eq!(
+                    String::from_utf8_lossy(&a.bytes),
+                    String::from_utf8_lossy(&b.bytes),
+                    "{name}, step {i} (client {who}: {words}): redis vs strata"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn transactions_match_redis_7() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&["--maxmemory-ram", "16mb"]);
+    let (rp, sp) = (redis.port, strata.port);
+    let run = |name: &str, steps: &[Step]| scenario(name, rp, sp, steps);
+
+    run(
+        "queued commands, runtime errors per command",
+        &[
+            Cmd(0, "MULTI"),
+            Cmd(0, "SET a 1"),
+            Cmd(0, "INCR a"),
+            Cmd(0, "LPUSH a x"),
+            Cmd(0, "INCRBY a notanumber"),
+            Cmd(0, "GET a"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
+        "errors while queueing abort EXEC and change nothing",
+        &[
+            Cmd(0, "MULTI"),
+            Cmd(0, "SET a 1"),
+            Cmd(0, "NOSUCHCOMMAND x"),
+            Cmd(0, "GET"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "GET a"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "SET a 1"),
+            Cmd(0, "GET a b"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "EXISTS a"),
+        ],
+    );
+    run(
+        "misuse",
+        &[
+            Cmd(0, "EXEC"),
+            Cmd(0, "DISCARD"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "WATCH a"),
+            Cmd(0, "SET a 1"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "SET a 2"),
+            Cmd(0, "DISCARD"),
+            Cmd(0, "GET a"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "UNWATCH"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "WATCH"),
+            Cmd(0, "MULTI extra"),
+        ],
+    );
+    run(
+        "WATCH: a write by another client aborts EXEC; one before WATCH does not",
+        &[
+            Cmd(1, "SET a 0"),
+            Cmd(0, "WATCH a"),
+            Cmd(0, "GET a"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "SET a 1"),
+            Cmd(1, "SET a 5"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "GET a"),
+            Cmd(0, "WATCH a"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "INCR a"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "GET a"),
+        ],
+    );
+    run(
+        "WATCH: the same value written again, and the client's own write",
+        &[
+            Cmd(0, "SET a v"),
+            Cmd(0, "WATCH a"),
+            Cmd(1, "SET a v"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "WATCH a"),
+            Cmd(0, "SET a w"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
+        "WATCH of a missing key: created, created and deleted, left alone",
+        &[
+            Cmd(0, "WATCH m"),
+            Cmd(1, "SET m 1"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "DEL m"),
+            Cmd(0, "WATCH m"),
+            Cmd(1, "SET m 1"),
+            Cmd(1, "DEL m"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "WATCH m"),
+            Cmd(1, "SET other 1"),
+            Cmd(1, "DEL other"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
+        "WATCH: expiry after WATCH aborts; a key expired before WATCH does not",
+        &[
+            Cmd(0, "SET e v PX 100"),
+            Cmd(0, "WATCH e"),
+            Sleep(250),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "SET f v PX 50"),
+            Sleep(150),
+            Cmd(0, "WATCH f"),
+            Sleep(150),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "SET g v"),
+            Cmd(0, "WATCH g"),
+            Cmd(1, "EXPIRE g 100"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
+        "WATCH: FLUSHDB, SWAPDB, RENAME, DEL of another type",
+        &[
+            Cmd(0, "SET a 1"),
+            Cmd(0, "WATCH a absent"),
+            Cmd(1, "FLUSHDB"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "WATCH absent"),
+            Cmd(1, "FLUSHDB"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(1, "SELECT 1"),
+            Cmd(1, "SET s 1"),
+            Cmd(0, "WATCH s"),
+            Cmd(1, "SWAPDB 0 1"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(1, "FLUSHALL"),
+            Cmd(1, "SELECT 0"),
+            Cmd(1, "SET src 1"),
+            Cmd(0, "WATCH dst"),
+            Cmd(1, "RENAME src dst"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "PING"),
+            Cmd(0, "EXEC"),
+            Cmd(1, "RPUSH l a b"),
+            Cmd(0, "WATCH l"),
+            Cmd(1, "LPOP l"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "LRANGE l 0 -1"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "WATCH l"),
+            Cmd(0, "UNWATCH"),
+            Cmd(1, "DEL l"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "EXISTS l"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "SET d 1"),
+            Cmd(0, "WATCH d"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "DISCARD"),
+            Cmd(1, "SET d 2"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "GET d"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
+        "blocking commands inside EXEC answer at once",
+        &[
+            Cmd(0, "MULTI"),
+            Cmd(0, "BLPOP nol 0"),
+            Cmd(0, "BRPOP nol 1"),
+            Cmd(0, "BLMOVE nol dst LEFT RIGHT 0"),
+            Cmd(0, "BRPOPLPUSH nol dst 0"),
+            Cmd(0, "BLMPOP 0 1 nol LEFT"),
+            Cmd(0, "BZPOPMIN noz 0"),
+            Cmd(0, "BZMPOP 0 1 noz MIN"),
+            Cmd(0, "RPUSH l a"),
+            Cmd(0, "BLPOP l 0"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
+        "SELECT inside a transaction, and RESET",
+        &[
+            Cmd(0, "MULTI"),
+            Cmd(0, "SELECT 1"),
+            Cmd(0, "SET k v"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "GET k"),
+            Cmd(0, "SELECT 0"),
+            Cmd(0, "GET k"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "SET k w"),
+            Cmd(0, "RESET"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "GET k"),
+        ],
+    );
+    run(
+        "RESP3: an aborted EXEC is a null",
+        &[
+            Any(0, "HELLO 3"),
+            Cmd(0, "WATCH a"),
+            Cmd(1, "SET a 1"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "GET a"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "HSET h f v"),
+            Cmd(0, "HGETALL h"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+}
+
+#[test]
+fn a_client_blocked_on_a_key_is_served_after_the_exec_that_pushed_it() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&["--maxmemory-ram", "16mb"]);
+    for port in [redis.port, strata.port] {
+        let mut a = Conn::connect(port);
+        let mut b = Conn::connect(port);
+        a.cmd(&[b"FLUSHALL"]);
+        // b blocks; a's transaction pushes and reads the length before b
+        // is served (as Redis serves blocked clients after EXEC).
+        b.send(&[b"BLPOP".to_vec(), b"q".to_vec(), b"0".to_vec()]);
+        std::thread::sleep(Duration::from_millis(100));
+        let words = ["MULTI", "RPUSH q x y", "LLEN q", "EXEC"];
+        let mut last = Vec::new();
+        for w in words {
+            let args: Vec<&[u8]> = w.split(' ').map(str::as_bytes).collect();
+            last = a.cmd(&args).bytes;
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&last),
+            "*2\r\n:2\r\n:2\r\n",
+            "port {port}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&b.reply().bytes),
+            "*2\r\n$1\r\nq\r\n$1\r\nx\r\n",
+            "port {port}"
+        );
+        assert_eq!(a.cmd(&[b"LLEN", b"q"]).bytes, b":1\r\n", "port {port}");
+    }
+}
+
+/// Accounts spread over every shard, on flash when the transactions start
+/// (12 MB of ballast written after them under an 8 MB budget): writers move
+/// amounts between random accounts in transactions while readers sum all
+/// accounts in one transaction each. A reader that saw a transfer half done
+/// would see another sum.
+#[test]
+fn exec_is_atomic_across_shards_and_values_on_flash() {
+    let srv = common::Server::start(&[
+        "--maxmemory-ram",
+        "8mb",
+        "--tiering-min-value-size",
+        "16",
+        "--flash-segment-size",
+        "1mb",
+    ]);
+    const ACCOUNTS: usize = 600;
+    const START: i64 = 100;
+    let mut con = srv.client();
+    for i in 0..ACCOUNTS {
+        let _: () = redis::cmd("HSET")
+            .arg(format!("acct:{i}"))
+            .arg("n")
+            .arg(START)
+            .arg("pad")
+            .arg(vec![b'p'; 4000])
+            .query(&mut con)
+            .unwrap();
+    }
+    for i in 0..1500 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("ballast:{i}"))
+            .arg(vec![b'b'; 8000])
+            .query(&mut con)
+            .unwrap();
+    }
+    let sum_all = |con: &mut redis::Connection| -> i64 {
+        let mut p = redis::pipe();
+        p.atomic();
+        for i in 0..ACCOUNTS {
+            p.cmd("HGET").arg(format!("acct:{i}")).arg("n");
+        }
+        let got: Vec<i64> = p.query(con).unwrap();
+        got.iter().sum()
+    };
+    let want = START * ACCOUNTS as i64;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..2u64 {
+        let url = srv.url();
+        writers.push(std::thread::spawn(move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(w + 1);
+            for _ in 0..300 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let a = (x % ACCOUNTS as u64) as usize;
+                let b = (a + 1 + (x >> 32) as usize % (ACCOUNTS - 1)) % ACCOUNTS;
+                let amount = (x >> 50) as i64 % 7 + 1;
+                let mut p = redis::pipe();
+                p.atomic();
+                p.cmd("HINCRBY")
+                    .arg(format!("acct:{a}"))
+                    .arg("n")
+                    .arg(-amount)
+                    .ignore();
+                p.cmd("HINCRBY")
+                    .arg(format!("acct:{b}"))
+                    .arg("n")
+                    .arg(amount)
+                    .ignore();
+                // A write refused while demotion catches up with what the
+                // readers brought back (-OOM: the transaction is discarded
+                // whole) is retried.
+                let mut tries = 0;
+                while let Err(e) = p.query::<()>(&mut con) {
+                    tries += 1;
+                    assert!(e.code() == Some("OOM") && tries < 200, "{e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }));
+    }
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let (url, stop) = (srv.url(), stop.clone());
+        readers.push(std::thread::spawn(move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut reads = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
+                assert_eq!(
+                    sum_all(&mut con),
+                    want,
+                    "a transaction saw another half done"
+                );
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    for t in writers {
+        t.join().unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads: usize = readers.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(sum_all(&mut con), want);
+    // The accounts were read back from flash while transactions ran.
+    let fetches = srv.info_u64(&mut con, "tiered", "tiered_total_fetches");
+    assert!(
+        fetches >= ACCOUNTS as u64 / 2,
+        "only {fetches} reads from flash"
+    );
+    eprintln!("atomicity: {reads} summing transactions, {fetches} fetches from flash");
+}
+
+/// Optimistic locking (WATCH, GET, MULTI, SET, EXEC, retried when EXEC
+/// aborts) from several clients loses no increment.
+#[test]
+fn watch_makes_read_modify_write_safe() {
+    let srv = common::start();
+    const THREADS: usize = 4;
+    const EACH: usize = 150;
+    let mut threads = Vec::new();
+    for _ in 0..THREADS {
+        let url = srv.url();
+        threads.push(std::thread::spawn(move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut retries = 0usize;
+            for _ in 0..EACH {
+                let _: () = redis::transaction(&mut con, &["counter"], |con, pipe| {
+                    let n: Option<u64> = redis::cmd("GET").arg("counter").query(con)?;
+                    let r: Option<()> = pipe
+                        .set("counter", n.unwrap_or(0) + 1)
+                        .ignore()
+                        .query(con)?;
+                    if r.is_none() {
+                        retries += 1;
+                    }
+                    Ok(r)
+                })
+                .unwrap();
+            }
+            retries
+        }));
+    }
+    let retries: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    let mut con = srv.client();
+    let n: u64 = common::q(&mut con, "GET counter");
+    assert_eq!(n, (THREADS * EACH) as u64);
+    eprintln!(
+        "watch: {} increments, {retries} EXECs aborted and retried",
+        n
+    );
+}
+
+/// Under `appendfsync always` EXEC is answered once the whole transaction
+/// is durable: after kill -9 every acknowledged transaction is there.
+#[test]
+fn an_acknowledged_exec_survives_kill_9() {
+    let mut srv = common::Server::start(&["--maxmemory-ram", "16mb", "--appendfsync", "always"]);
+    let mut con = srv.client();
+    for i in 0..200u32 {
+        let mut p = redis::pipe();
+        p.atomic();
+        p.cmd("SET").arg(format!("t:{i}:a")).arg(i).ignore();
+        p.cmd("HSET")
+            .arg(format!("t:{i}:h"))
+            .arg("f")
+            .arg(i)
+            .ignore();
+        p.cmd("RPUSH").arg("t:list").arg(i).ignore();
+        let _: () = p.query(&mut con).unwrap();
+    }
+    drop(con);
+    srv.kill9();
+    srv.restart();
+    let mut con = srv.client();
+    for i in 0..200u32 {
+        let a: u32 = common::q(&mut con, &format!("GET t:{i}:a"));
+        let h: u32 = common::q(&mut con, &format!("HGET t:{i}:h f"));
+        assert_eq!((a, h), (i, i));
+    }
+    let n: u64 = common::q(&mut con, "LLEN t:list");
+    assert_eq!(n, 200);
+}
