@@ -444,6 +444,57 @@ fn exec_is_atomic_across_shards_and_values_on_flash() {
     eprintln!("atomicity: {reads} summing transactions, {fetches} fetches from flash");
 }
 
+/// MGET and EXISTS over keys of many shards see another client's
+/// transaction whole or not at all (they hold the keys' shards together).
+#[test]
+fn mget_and_exists_see_a_transaction_whole() {
+    let srv = common::start();
+    let keys: Vec<String> = (0..16).map(|i| format!("w:{i}")).collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (url, keys) = (srv.url(), keys.clone());
+        std::thread::spawn(move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            for gen in 0..400u32 {
+                let mut p = redis::pipe();
+                p.atomic();
+                for k in &keys {
+                    if gen % 3 == 2 {
+                        p.cmd("DEL").arg(k).ignore();
+                    } else {
+                        p.cmd("SET").arg(k).arg(gen).ignore();
+                    }
+                }
+                let _: () = p.query(&mut con).unwrap();
+            }
+        })
+    };
+    let reader = {
+        let (url, keys, stop) = (srv.url(), keys.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut reads = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
+                let got: Vec<Option<u32>> = redis::cmd("MGET").arg(&keys).query(&mut con).unwrap();
+                let distinct: std::collections::BTreeSet<_> = got.iter().collect();
+                assert_eq!(
+                    distinct.len(),
+                    1,
+                    "MGET saw a transaction half done: {got:?}"
+                );
+                let n: usize = redis::cmd("EXISTS").arg(&keys).query(&mut con).unwrap();
+                assert!(n == 0 || n == keys.len(), "EXISTS counted {n}");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    writer.join().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let reads = reader.join().unwrap();
+    eprintln!("mget/exists: {reads} reads");
+}
+
 /// Optimistic locking (WATCH, GET, MULTI, SET, EXEC, retried when EXEC
 /// aborts) from several clients loses no increment.
 #[test]

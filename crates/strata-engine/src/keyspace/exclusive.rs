@@ -1,6 +1,7 @@
 //! The exclusive section: one thread holds every shard of the keyspace
 //! while it runs a sequence of operations (a MULTI/EXEC transaction), so no
-//! other client sees any of them before all are done.
+//! other client sees any of them before all are done. A keyed section holds
+//! only the shards of some keys (MGET, DEL ... over several keys).
 //!
 //! Every shard lock goes through [`ShardLock`]. Outside a section it is a
 //! plain mutex. Inside one, on the thread that entered it, locking a shard
@@ -8,9 +9,10 @@
 //! operations run unchanged: whatever they lock, they get without waiting.
 //!
 //! Invariants:
-//! 1. A section takes the shards in ascending index order (as every
-//!    multi-key operation does), holds them until it ends, and is entered
-//!    only on the thread that runs it; nothing in it awaits a runtime
+//! 1. A section takes its shards (all, or a keyed section's) in ascending
+//!    index order (as every multi-key operation does), holds them until it
+//!    ends, and is entered only on the thread that runs it; a keyed
+//!    section locks no other shard; nothing in it awaits a runtime
 //!    (a flash read in it is waited for by blocking this thread: see
 //!    `keyspace::chunks::load_parts`, which does not wait for another
 //!    task's read of the same part, since that task needs a shard to
@@ -32,9 +34,26 @@ use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The shards the section this thread is in holds.
+#[derive(Clone, Copy)]
+struct Held {
+    /// This engine's first shard, and its number of shards (0: no section).
+    first: *const ShardLock,
+    n: usize,
+    /// Every shard, or those of `mask` (a keyed section: shard i is bit i).
+    all: bool,
+    mask: u128,
+}
+
+const NONE: Held = Held {
+    first: std::ptr::null(),
+    n: 0,
+    all: false,
+    mask: 0,
+};
+
 thread_local! {
-    /// The shards of the section this thread is in: (first shard, count).
-    static HELD: Cell<(*const ShardLock, usize)> = const { Cell::new((std::ptr::null(), 0)) };
+    static HELD: Cell<Held> = const { Cell::new(NONE) };
 }
 
 /// A shard's lock (module doc).
@@ -60,11 +79,12 @@ impl ShardLock {
     }
 
     pub fn lock(&self) -> ShardGuard<'_> {
-        let (first, n) = HELD.with(Cell::get);
-        if n > 0 {
-            let at = (self as *const ShardLock as usize).wrapping_sub(first as usize)
-                / std::mem::size_of::<ShardLock>();
-            if (self as *const ShardLock as usize) >= first as usize && at < n {
+        let held = HELD.with(Cell::get);
+        if held.n > 0 {
+            let me = self as *const ShardLock as usize;
+            let at = me.wrapping_sub(held.first as usize) / std::mem::size_of::<ShardLock>();
+            let mine = me >= held.first as usize && at < held.n;
+            if mine && (held.all || (at < 128 && held.mask & (1 << at) != 0)) {
                 let was = self.lent.swap(true, Ordering::Relaxed);
                 debug_assert!(!was, "a shard lent twice inside an exclusive section");
                 // SAFETY: this thread holds the shard's mutex for the whole
@@ -107,7 +127,16 @@ impl Drop for ShardGuard<'_> {
 
 /// Whether this thread is inside an exclusive section.
 pub(crate) fn in_section() -> bool {
-    HELD.with(Cell::get).1 > 0
+    HELD.with(Cell::get).n > 0
+}
+
+/// Ends the section even if its closure unwinds.
+struct Leave;
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(NONE));
+    }
 }
 
 impl Engine {
@@ -120,14 +149,49 @@ impl Engine {
         }
         let shards = &self.inner.shards;
         let guards: Vec<MutexGuard<'_, Shard>> = shards.iter().map(|s| s.m.lock()).collect();
-        // Ends the section even if `f` unwinds.
-        struct Leave;
-        impl Drop for Leave {
-            fn drop(&mut self) {
-                HELD.with(|h| h.set((std::ptr::null(), 0)));
-            }
+        HELD.with(|h| {
+            h.set(Held {
+                first: shards.as_ptr(),
+                n: shards.len(),
+                all: true,
+                mask: 0,
+            })
+        });
+        let leave = Leave;
+        let r = f();
+        drop(leave);
+        drop(guards);
+        r
+    }
+
+    /// As `exclusive`, holding only the shards of `keys`: for a command
+    /// over several keys (MGET, DEL, EXISTS ...) that must see or change
+    /// them at one moment. `f` must lock no other shard (invariant 1: it
+    /// would take one out of order).
+    pub fn exclusive_keys<R>(&self, keys: &[bytes::Bytes], f: impl FnOnce() -> R) -> R {
+        if in_section() {
+            return f();
         }
-        HELD.with(|h| h.set((shards.as_ptr(), shards.len())));
+        let inner = &self.inner;
+        if inner.shards.len() > 128 {
+            return self.exclusive(f);
+        }
+        let mut mask = 0u128;
+        for k in keys {
+            mask |= 1 << inner.shard_index(k);
+        }
+        let guards: Vec<MutexGuard<'_, Shard>> = (0..inner.shards.len())
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| inner.shards[i].m.lock())
+            .collect();
+        HELD.with(|h| {
+            h.set(Held {
+                first: inner.shards.as_ptr(),
+                n: inner.shards.len(),
+                all: false,
+                mask,
+            })
+        });
         let leave = Leave;
         let r = f();
         drop(leave);

@@ -12,33 +12,36 @@ use strata_engine::clock::now_ms;
 use strata_engine::{ExpireCond, TtlState};
 use strata_protocol::{write_array_len, write_bulk, write_integer, write_null, write_simple};
 
+/// How many of `keys` `op` holds for, all taken at one moment (a keyed
+/// exclusive section: another client's transaction or MSET is seen whole
+/// or not at all).
+fn count_keys(ctx: &Ctx<'_>, keys: &[Bytes], op: impl Fn(&[u8]) -> bool) -> i64 {
+    let count = || keys.iter().filter(|k| op(k)).count() as i64;
+    if keys.len() == 1 {
+        count()
+    } else {
+        ctx.engine().exclusive_keys(keys, count)
+    }
+}
+
 pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let db = ctx.db();
-    let n = args[1..]
-        .iter()
-        .filter(|k| ctx.engine().delete(db, k))
-        .count();
-    write_integer(ctx.out, n as i64);
+    let (db, engine) = (ctx.db(), ctx.engine().clone());
+    let n = count_keys(ctx, &args[1..], |k| engine.delete(db, k));
+    write_integer(ctx.out, n);
     Outcome::Done
 }
 
 pub fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let db = ctx.db();
-    let n = args[1..]
-        .iter()
-        .filter(|k| ctx.engine().exists(db, k))
-        .count();
-    write_integer(ctx.out, n as i64);
+    let (db, engine) = (ctx.db(), ctx.engine().clone());
+    let n = count_keys(ctx, &args[1..], |k| engine.exists(db, k));
+    write_integer(ctx.out, n);
     Outcome::Done
 }
 
 pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let db = ctx.db();
-    let n = args[1..]
-        .iter()
-        .filter(|k| ctx.engine().touch(db, k))
-        .count();
-    write_integer(ctx.out, n as i64);
+    let (db, engine) = (ctx.db(), ctx.engine().clone());
+    let n = count_keys(ctx, &args[1..], |k| engine.touch(db, k));
+    write_integer(ctx.out, n);
     Outcome::Done
 }
 
