@@ -7,7 +7,10 @@
 // CMD: lindex, lset, lrange10 on list `l`; on sorted set `z`, whose member
 // i is "%012d:" padded with 'v' to VALUE bytes with score i: zscore,
 // zrank, zadd (member i to score i.5), zrange10 (ranks i..i+9),
-// zrangebyscore10 (scores i..i+9).
+// zrangebyscore10 (scores i..i+9). Transactions over strings `k:i`
+// (i, j drawn from [0, len)): txnincr sends MULTI, INCR k:i, INCR k:j,
+// EXEC together; txnset sends MULTI, SET k:i VALUE, SET k:j VALUE, EXEC
+// (one op = one transaction).
 //
 // Prints "ops_per_sec p50_ms p99_ms" (one request in flight per connection).
 package main
@@ -72,7 +75,7 @@ func member(i, size int) string {
 
 func main() {
 	port := flag.Int("p", 6379, "port")
-	cmd := flag.String("cmd", "lindex", "lindex, lset, lrange10, zscore, zrank, zadd, zrange10 or zrangebyscore10")
+	cmd := flag.String("cmd", "lindex", "lindex, lset, lrange10, zscore, zrank, zadd, zrange10, zrangebyscore10, txnincr or txnset")
 	n := flag.Int("n", 100000, "requests")
 	conns := flag.Int("c", 32, "connections")
 	length := flag.Int("len", 1000000, "list length (indexes are drawn from [0, len))")
@@ -114,6 +117,18 @@ func main() {
 					req = resp("ZRANGE", "z", strconv.Itoa(idx), strconv.Itoa(idx+9))
 				case "zrangebyscore10":
 					req = resp("ZRANGEBYSCORE", "z", strconv.Itoa(idx), strconv.Itoa(idx+9))
+				case "txnincr", "txnset":
+					j := strconv.Itoa(rng.Intn(*length))
+					a, b := "k:"+strconv.Itoa(idx), "k:"+j
+					req = resp("MULTI")
+					if *cmd == "txnincr" {
+						req = append(req, resp("INCR", a)...)
+						req = append(req, resp("INCR", b)...)
+					} else {
+						req = append(req, resp("SET", a, value)...)
+						req = append(req, resp("SET", b, value)...)
+					}
+					req = append(req, resp("EXEC")...)
 				default:
 					fmt.Fprintln(os.Stderr, "unknown -cmd", *cmd)
 					os.Exit(2)
@@ -123,6 +138,11 @@ func main() {
 					os.Exit(1)
 				}
 				reply(r)
+				if strings.HasPrefix(*cmd, "txn") {
+					for k := 0; k < 3; k++ {
+						reply(r)
+					}
+				}
 				lat[c] = append(lat[c], time.Since(t))
 			}
 		}(c)

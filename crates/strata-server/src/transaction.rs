@@ -15,6 +15,12 @@
 //!    the section, as Redis serves them after EXEC; a blocking command
 //!    inside EXEC does not block (it answers as on a timeout).
 //!
+//! The section holds the shards of the keys the commands and the watched
+//! keys name (`command_keys`), so transactions over other shards go on; a
+//! transaction with a command whose keys cannot be told from its arguments
+//! (SORT with BY or GET, GEORADIUS with STORE) or that reads the whole
+//! keyspace (SCAN, FLUSHDB, DBSIZE ...) holds every shard.
+//!
 //! Commands flagged `admin` (SAVE, SHUTDOWN, CONFIG, DEBUG ...) wait for
 //! background threads that take shards, so they run between sections: a
 //! transaction holding one is atomic in the parts before and after it.
@@ -120,15 +126,25 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
             .position(|(s, _)| s.has_flag("admin"))
             .unwrap_or(rest.len());
         let (now, later) = rest.split_at(n);
-        let aborted = shared.engine.exclusive(|| {
-            if std::mem::take(&mut first) && conn.watched.changed() {
+        let section = |conn: &mut ConnState, body: &mut BytesMut, first: &mut bool| {
+            if std::mem::take(first) && conn.watched.changed() {
                 return true;
             }
             for (spec, args) in now {
-                run_one(shared, conn, spec, args, &mut body);
+                run_one(shared, conn, spec, args, body);
             }
             false
-        });
+        };
+        // Only the shards of the keys it names when every command's keys
+        // are known (module doc), else all of them.
+        let aborted = match section_keys(conn, now) {
+            Some(keys) => shared
+                .engine
+                .exclusive_keys(&keys, || section(conn, &mut body, &mut first)),
+            None => shared
+                .engine
+                .exclusive(|| section(conn, &mut body, &mut first)),
+        };
         if aborted {
             conn.exec_ready = None;
             conn.watched.clear();
@@ -174,6 +190,70 @@ fn run_one(
     body.extend_from_slice(&one);
 }
 
+/// The keys a section running `cmds` (and checking the watched keys)
+/// touches, or None when a command may touch keys it does not name or the
+/// whole keyspace (SORT ... BY, FLUSHDB, SCAN ...): that section holds
+/// every shard.
+fn section_keys(conn: &ConnState, cmds: &[(&'static CommandSpec, Vec<Bytes>)]) -> Option<Vec<Bytes>> {
+    let mut keys = conn.watched.keys();
+    for (spec, args) in cmds {
+        keys.extend(command_keys(spec, args)?);
+    }
+    Some(keys)
+}
+
+/// The keys `args` of the command `spec` touches (as COMMAND GETKEYS
+/// would give them), or None when they cannot be told from the arguments
+/// or the command reads the whole keyspace.
+pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<Bytes>> {
+    // numkeys at `at`, the keys after it (none when numkeys is invalid:
+    // the command then fails before it touches a key).
+    let from = |at: usize| -> Vec<Bytes> {
+        let n = args
+            .get(at)
+            .and_then(|a| std::str::from_utf8(a).ok())
+            .and_then(|a| a.parse::<usize>().ok())
+            .unwrap_or(0);
+        args.iter().skip(at + 1).take(n).cloned().collect()
+    };
+    let keys = match spec.name {
+        "ping" | "echo" | "select" | "time" | "unwatch" | "lastsave" => Vec::new(),
+        "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" | "lmpop" | "zmpop" => {
+            from(1)
+        }
+        "blmpop" | "bzmpop" => from(2),
+        "zunionstore" | "zinterstore" | "zdiffstore" => {
+            let mut k = from(2);
+            k.push(args.get(1)?.clone());
+            k
+        }
+        "object" => args.get(2).cloned().into_iter().collect(),
+        _ if spec.has_flag("movablekeys") || spec.keys.0 <= 0 => return None,
+        _ => spec_keys(spec, args),
+    };
+    Some(keys)
+}
+
+/// The keys at the positions of the command's table entry.
+fn spec_keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Bytes> {
+    let (first, last, step) = spec.keys;
+    let mut keys = Vec::new();
+    if first <= 0 || step <= 0 {
+        return keys;
+    }
+    let last = if last < 0 {
+        args.len() as i32 + last
+    } else {
+        last
+    };
+    let mut i = first;
+    while i <= last && (i as usize) < args.len() {
+        keys.push(args[i as usize].clone());
+        i += step;
+    }
+    keys
+}
+
 /// Brings the cold keys the queued commands name into RAM (the key
 /// positions of their table entries), in the database each runs in as far
 /// as SELECT inside the transaction can be told from here: the current one.
@@ -184,20 +264,7 @@ async fn warm(
 ) {
     let mut keys = Vec::new();
     for (spec, args) in queued {
-        let (first, last, step) = spec.keys;
-        if first <= 0 || step <= 0 {
-            continue;
-        }
-        let last = if last < 0 {
-            args.len() as i32 + last
-        } else {
-            last
-        };
-        let mut i = first;
-        while i <= last && (i as usize) < args.len() {
-            keys.push(args[i as usize].clone());
-            i += step;
-        }
+        keys.extend(command_keys(spec, args).unwrap_or_else(|| spec_keys(spec, args)));
     }
     if keys.is_empty() {
         return;

@@ -74,6 +74,14 @@ impl Watched {
         self.keys.is_empty()
     }
 
+    /// The watched keys (of any database).
+    pub fn keys(&self) -> Vec<bytes::Bytes> {
+        self.keys
+            .iter()
+            .map(|w| bytes::Bytes::copy_from_slice(&w.key))
+            .collect()
+    }
+
     /// WATCH `key` of `db` (again: a key watched twice is checked once).
     pub fn watch(&mut self, db: usize, key: &[u8]) {
         if self.keys.iter().any(|w| w.db == db && *w.key == *key) {
