@@ -431,6 +431,10 @@ pub struct Config {
     /// Defaults: -2 and 0.
     pub list_max_listpack_size: i64,
     pub list_compress_depth: u64,
+    /// Output limits per client class (normal, replica, pubsub): hard
+    /// bytes, soft bytes, soft seconds (0 = none). Only pubsub's are
+    /// enforced (a subscriber's queued messages). Default: Redis's.
+    pub client_output_buffer_limit: [[u64; 3]; 3],
 }
 
 impl Default for Config {
@@ -466,6 +470,11 @@ impl Default for Config {
             appendfsync: DEFAULT_APPENDFSYNC.to_string(),
             save: String::new(),
             daemonize: false,
+            client_output_buffer_limit: [
+                [0, 0, 0],
+                [256 << 20, 64 << 20, 60],
+                [32 << 20, 8 << 20, 60],
+            ],
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
@@ -1194,6 +1203,25 @@ static OPTIONS: &[OptionDef] = &[
         get: |c| c.save.clone(),
     },
     OptionDef {
+        name: "client-output-buffer-limit",
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        doc: "<class> <hard> <soft> <soft seconds> ... (class: normal, replica, pubsub; only pubsub's limit subscribers)",
+        runtime: true,
+        set: Setter::Many(|c, args| {
+            c.client_output_buffer_limit = parse_output_limits(args, c.client_output_buffer_limit)?;
+            Ok(())
+        }),
+        get: |c| {
+            let l = &c.client_output_buffer_limit;
+            ["normal", "slave", "pubsub"]
+                .iter()
+                .zip(l)
+                .map(|(n, [h, s, t])| format!("{n} {h} {s} {t}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    },
+    OptionDef {
         name: "daemonize",
         default: "no",
         doc: "only \"no\" is supported (run under a supervisor instead)",
@@ -1358,6 +1386,32 @@ fn parse_save(args: &[String]) -> Result<String, String> {
         ));
     }
     Ok(raw)
+}
+
+/// `client-output-buffer-limit`: groups of class, hard, soft, seconds
+/// (sizes may have units), changing those classes of `old`.
+fn parse_output_limits(args: &[String], old: [[u64; 3]; 3]) -> Result<[[u64; 3]; 3], String> {
+    let words: Vec<&str> = args
+        .iter()
+        .flat_map(|a| a.split_ascii_whitespace())
+        .collect();
+    let invalid = || format!("Invalid argument '{}'", args.join(" "));
+    if words.is_empty() || !words.len().is_multiple_of(4) {
+        return Err(invalid());
+    }
+    let mut new = old;
+    for g in words.chunks(4) {
+        let class = match g[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => 2,
+            _ => return Err(invalid()),
+        };
+        let size = |w: &str| parse_size(w).ok_or_else(invalid);
+        let secs = g[3].parse::<u64>().map_err(|_| invalid())?;
+        new[class] = [size(g[1])?, size(g[2])?, secs];
+    }
+    Ok(new)
 }
 
 fn bool_text(b: bool) -> String {
@@ -1626,7 +1680,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
         // One option per Config field, and the four ziplist aliases.
-        assert_eq!(before, 42, "one option per Config field (plus aliases)");
+        assert_eq!(before, 43, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)
@@ -1663,6 +1717,7 @@ mod tests {
                 "list-max-listpack-size",
                 "list-max-ziplist-size",
                 "save",
+                "client-output-buffer-limit",
             ]
         );
     }

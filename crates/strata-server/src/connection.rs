@@ -36,6 +36,8 @@ pub struct ConnState {
     pub multi: Option<crate::transaction::Multi>,
     /// The keys WATCHed.
     pub watched: strata_engine::Watched,
+    /// What it listens to (after SUBSCRIBE ...), and its message queue.
+    pub pubsub: Option<crate::pubsub::Listener>,
     /// While EXEC runs: where its commands report keys blocked clients
     /// wait on (`command::ReadySink`); its blocking commands do not block.
     pub exec_ready: Option<crate::command::Deferred>,
@@ -56,6 +58,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         handle,
         authenticated,
         multi: None,
+        pubsub: None,
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: None,
     };
@@ -65,10 +68,23 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
     let mut skip_read = false;
     loop {
         // Read more input (or stop when killed / idle / shut down).
-        let timeout = shared.idle_timeout();
+        // (Subscribers are never idle: they wait for messages.)
+        let timeout = shared.idle_timeout().filter(|_| conn.pubsub.is_none());
         if !std::mem::take(&mut skip_read) {
             let read = tokio::select! {
                 r = stream.read_buf(&mut inbuf) => r,
+                m = next_message(&mut conn.pubsub) => {
+                    m.write(&mut out, conn.version);
+                    if let Some(l) = conn.pubsub.as_mut() {
+                        while let Some(m) = l.try_next() {
+                            m.write(&mut out, conn.version);
+                        }
+                    }
+                    if flush(&shared, &conn, &mut stream, &mut out).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 _ = conn.handle.killed() => return,
                 _ = shared.shutdown_signal() => return,
                 _ = sleep_or_forever(timeout) => return,
@@ -150,6 +166,13 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             } else {
                 &mut scratch
             };
+            if let Some(refusal) = subscriber_refusal(&conn, spec) {
+                reply::error(target, &refusal);
+                if !scratch.is_empty() {
+                    pending.push_back(Box::pin(std::future::ready(scratch)));
+                }
+                continue;
+            }
             if conn.multi.is_some() && transaction::queue(&mut conn, spec, &args, target) {
                 if !scratch.is_empty() {
                     pending.push_back(Box::pin(std::future::ready(scratch)));
@@ -185,7 +208,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             if out.len() > 1 << 20
                 && pending.is_empty()
                 && (!durable(&shared, &mut wrote).await
-                    || flush(&shared, &mut stream, &mut out).await.is_err())
+                    || flush(&shared, &conn, &mut stream, &mut out).await.is_err())
             {
                 return;
             }
@@ -207,7 +230,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         // next read.
         skip_read = inbuf.len() > before;
         if !durable(&shared, &mut wrote).await
-            || flush(&shared, &mut stream, &mut out).await.is_err()
+            || flush(&shared, &conn, &mut stream, &mut out).await.is_err()
             || close
         {
             return;
@@ -312,11 +335,25 @@ fn append_reply(out: &mut BytesMut, reply: BytesMut) {
 /// The largest input or output buffer a connection keeps between turns.
 const BUFFER_KEEP: usize = 256 << 10;
 
-async fn flush(shared: &Shared, stream: &mut TcpStream, out: &mut BytesMut) -> std::io::Result<()> {
+/// Writes the output; a client killed meanwhile (CLIENT KILL, a
+/// subscriber past its output limit) ends the connection even while its
+/// socket is full.
+async fn flush(
+    shared: &Shared,
+    conn: &ConnState,
+    stream: &mut TcpStream,
+    out: &mut BytesMut,
+) -> std::io::Result<()> {
     if out.is_empty() {
         return Ok(());
     }
-    stream.write_all(out).await?;
+    // (Biased: the write is tried first, so a client that killed itself
+    // still gets the reply, as from Redis.)
+    tokio::select! {
+        biased;
+        r = stream.write_all(out) => r?,
+        _ = conn.handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
+    }
     shared
         .stats
         .net_output_bytes
@@ -333,4 +370,43 @@ async fn sleep_or_forever(d: Option<Duration>) {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
     }
+}
+
+/// The next pub/sub message for this connection (never, when it listens
+/// to nothing).
+async fn next_message(l: &mut Option<crate::pubsub::Listener>) -> crate::pubsub::Message {
+    match l {
+        Some(l) => l.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// RESP2's subscriber mode: while a connection listens to anything, only
+/// these commands run (RESP3 connections may run any).
+fn subscriber_refusal(
+    conn: &ConnState,
+    spec: Option<&crate::command::CommandSpec>,
+) -> Option<String> {
+    let spec = spec?;
+    if conn.version != Version::Resp2 || !conn.pubsub.as_ref().is_some_and(|l| l.active()) {
+        return None;
+    }
+    let allowed = [
+        "subscribe",
+        "unsubscribe",
+        "psubscribe",
+        "punsubscribe",
+        "ssubscribe",
+        "sunsubscribe",
+        "ping",
+        "quit",
+        "reset",
+    ];
+    if allowed.contains(&spec.name) {
+        return None;
+    }
+    Some(format!(
+        "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+        spec.name
+    ))
 }

@@ -315,6 +315,7 @@ fn log_status_name(s: strata_engine::LogStatus) -> &'static str {
 }
 
 fn stats(s: &Shared, out: &mut String) {
+    use crate::pubsub::Kind;
     let st = &s.stats;
     let t = s.engine.tiered_info();
     out.push_str("# Stats\r\n");
@@ -347,6 +348,14 @@ fn stats(s: &Shared, out: &mut String) {
     field!(out, "evicted_keys", t.evicted_keys);
     field!(out, "keyspace_hits", t.keyspace_hits);
     field!(out, "keyspace_misses", t.keyspace_misses);
+    let ps = &s.pubsub;
+    field!(out, "pubsub_channels", ps.active(Kind::Channel, None).len());
+    field!(out, "pubsub_patterns", ps.patterns());
+    field!(
+        out,
+        "pubsubshard_channels",
+        ps.active(Kind::Shard, None).len()
+    );
     field!(out, "unknown_commands", st.unknown_commands.load(Relaxed));
     field!(out, "oom_rejections", st.oom_rejections.load(Relaxed));
     field!(

@@ -21,6 +21,7 @@ pub mod dispatch;
 pub mod glob;
 pub mod info;
 pub mod memcache;
+pub mod pubsub;
 pub mod rdb;
 pub mod reply;
 pub mod slowlog;
@@ -79,6 +80,8 @@ pub struct Shared {
     pub slowlog: SlowLog,
     /// Clients blocked on lists and sorted sets (BLPOP ...).
     pub blocking: Arc<blocking::Blocking>,
+    /// Channels, patterns and shard channels and their subscribers.
+    pub pubsub: Arc<pubsub::PubSub>,
     pub started: Instant,
     pub run_id: String,
     pub tcp_port: AtomicU64,
@@ -186,6 +189,12 @@ impl Shared {
         self.max_bulk_len
             .store(c.proto_max_bulk_len as usize, Relaxed);
         self.idle_timeout_secs.store(c.timeout, Relaxed);
+        let [hard, soft, soft_secs] = c.client_output_buffer_limit[2];
+        *self.pubsub.limit.lock() = pubsub::Limit {
+            hard,
+            soft,
+            soft_secs,
+        };
         self.slowlog
             .slower_than
             .store(c.slowlog_log_slower_than, Relaxed);
@@ -326,6 +335,7 @@ pub async fn start(
         engine,
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
         blocking: Arc::default(),
+        pubsub: Arc::default(),
         max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
         idle_timeout_secs: AtomicU64::new(config.timeout),
         config: RwLock::new(config),

@@ -194,7 +194,10 @@ fn run_one(
 /// touches, or None when a command may touch keys it does not name or the
 /// whole keyspace (SORT ... BY, FLUSHDB, SCAN ...): that section holds
 /// every shard.
-fn section_keys(conn: &ConnState, cmds: &[(&'static CommandSpec, Vec<Bytes>)]) -> Option<Vec<Bytes>> {
+fn section_keys(
+    conn: &ConnState,
+    cmds: &[(&'static CommandSpec, Vec<Bytes>)],
+) -> Option<Vec<Bytes>> {
     let mut keys = conn.watched.keys();
     for (spec, args) in cmds {
         keys.extend(command_keys(spec, args)?);
@@ -218,9 +221,7 @@ pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<Bytes>> {
     };
     let keys = match spec.name {
         "ping" | "echo" | "select" | "time" | "unwatch" | "lastsave" => Vec::new(),
-        "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" | "lmpop" | "zmpop" => {
-            from(1)
-        }
+        "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" | "lmpop" | "zmpop" => from(1),
         "blmpop" | "bzmpop" => from(2),
         "zunionstore" | "zinterstore" | "zdiffstore" => {
             let mut k = from(2);

@@ -146,29 +146,45 @@ pub(crate) async fn fetch_and_promote(
     t: FetchTarget,
 ) -> Result<Option<Bytes>, EngineError> {
     let value = fetch_value(inner.clone(), &t).await?;
-    let policy = inner.tun.promote();
-    if policy != PromotePolicy::Never {
+    if inner.tun.promote() != PromotePolicy::Never {
         let mut guard = inner.shard(&t.key).lock();
         let sh = &mut *guard;
-        if let Some(e) = sh.dbs[t.db].get_mut(&*t.key) {
-            let same = e.version == t.version && matches!(e.slot, Slot::Cold(l) if l == t.loc);
-            let promote = same
-                && match policy {
-                    PromotePolicy::FirstRead => true,
-                    PromotePolicy::SecondRead => e.flags & F_TOUCHED != 0,
-                    PromotePolicy::Never => false,
-                };
-            if promote {
-                e.flags &= !F_TOUCHED;
-                let hot = Slot::hot(value.clone(), Some(t.loc));
-                e.replace_slot(&mut sh.acct, hot);
-                Stats::inc(&inner.stats.uploads);
-                drop(guard);
-                inner.wake_if_pressured();
-            } else if same {
-                e.flags |= F_TOUCHED;
-            }
+        let promoted = promote_fetched(inner.as_ref(), sh, &t, &value);
+        drop(guard);
+        if promoted {
+            inner.wake_if_pressured();
         }
     }
     Ok(Some(value))
+}
+
+/// Brings a value read from flash back to RAM if the promotion policy says
+/// so and its entry did not change since the read was planned; returns
+/// whether it did. Caller holds the key's shard lock.
+pub(crate) fn promote_fetched(
+    inner: &Inner,
+    sh: &mut crate::index::Shard,
+    t: &FetchTarget,
+    value: &Bytes,
+) -> bool {
+    let policy = inner.tun.promote();
+    let Some(e) = sh.dbs[t.db].get_mut(&*t.key) else {
+        return false;
+    };
+    let same = e.version == t.version && matches!(e.slot, Slot::Cold(l) if l == t.loc);
+    let promote = same
+        && match policy {
+            PromotePolicy::FirstRead => true,
+            PromotePolicy::SecondRead => e.flags & F_TOUCHED != 0,
+            PromotePolicy::Never => false,
+        };
+    if promote {
+        e.flags &= !F_TOUCHED;
+        let hot = Slot::hot(value.clone(), Some(t.loc));
+        e.replace_slot(&mut sh.acct, hot);
+        Stats::inc(&inner.stats.uploads);
+    } else if same {
+        e.flags |= F_TOUCHED;
+    }
+    promote
 }

@@ -8,6 +8,7 @@ pub mod geo;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod sort;

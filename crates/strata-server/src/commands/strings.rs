@@ -242,68 +242,15 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     ctx.reply_with(read, change.is_some(), bulk_or_null)
 }
 
-/// MGET: the values as of one moment (the keys' shards held together).
-/// Cold values are brought into RAM first, then the read is tried again;
-/// if values keep going cold in between, the last try's reads are
-/// awaited one by one (not at one moment).
+/// MGET: the values as of one moment (`Engine::get_many`).
 pub fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let (db, version, engine) = (ctx.db(), ctx.version(), ctx.engine().clone());
-    let keys: Vec<Bytes> = args[1..].to_vec();
-    let read_all = {
-        let (engine, keys) = (engine.clone(), keys.clone());
-        move || {
-            let get = || keys.iter().map(|k| engine.get(db, k)).collect::<Vec<_>>();
-            if keys.len() == 1 {
-                get()
-            } else {
-                engine.exclusive_keys(&keys, get)
-            }
-        }
-    };
-    // A failed read in MGET is a nil, as for a missing key.
-    let render = move |out: &mut BytesMut, values: Vec<Option<Bytes>>| {
+    let read = ctx.engine().get_many(ctx.db(), args[1..].to_vec());
+    ctx.reply_with(read, false, |out, v, values| {
         write_array_len(out, values.len());
-        for v in values {
-            bulk_or_null(out, version, v);
+        for value in values {
+            bulk_or_null(out, v, value);
         }
-    };
-    let ready = |reads: &[Read<_>]| reads.iter().all(|r| matches!(r, Read::Ready(_)));
-    let reads = read_all();
-    if ready(&reads) {
-        render(ctx.out, reads.into_iter().map(ready_value).collect());
-        return Outcome::Done;
-    }
-    drop(reads);
-    Outcome::Pending {
-        reply: Box::pin(async move {
-            let mut reads = Vec::new();
-            for _ in 0..3 {
-                if let Read::Pending(f) = engine.warm(db, keys.clone()) {
-                    let _ = f.await;
-                }
-                reads = read_all();
-                if ready(&reads) {
-                    break;
-                }
-            }
-            let values = futures::future::join_all(reads.into_iter().map(|r| r.wait())).await;
-            let mut out = BytesMut::new();
-            render(
-                &mut out,
-                values.into_iter().map(|v| v.ok().flatten()).collect(),
-            );
-            out
-        }),
-        write: false,
-    }
-}
-
-/// The value of a read known to be ready (nil for an error).
-fn ready_value(r: Read<Result<Option<Bytes>, strata_engine::EngineError>>) -> Option<Bytes> {
-    match r {
-        Read::Ready(r) => r.ok().flatten(),
-        Read::Pending(_) => None,
-    }
+    })
 }
 
 pub fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {

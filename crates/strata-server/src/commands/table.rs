@@ -4,7 +4,7 @@
 //! `COMMAND` output; `lookup` finds an entry by name.
 
 use super::server::{client, config};
-use super::{blocking, geo, hash, keys, list, server, set, sort, strings, zset};
+use super::{blocking, geo, hash, keys, list, pubsub, server, set, sort, strings, zset};
 use crate::command::{CommandSpec, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -17,6 +17,7 @@ pub const RF: &[&str] = &["readonly", "fast"];
 pub const FAST: &[&str] = &["fast"];
 pub const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 pub const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
+pub const PUBSUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 pub const TXN: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 
 pub const fn cmd(
@@ -207,6 +208,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("select", 2, CONN, K0, "connection", "Changes the selected database.", server::select),
     cmd("quit", -1, CONN, K0, "connection", "Closes the connection.", server::quit),
     cmd("reset", 1, CONN, K0, "connection", "Resets the connection.", server::reset),
+    // pub/sub
+    cmd("subscribe", -2, PUBSUB, K0, "pubsub", "Listens for messages published to channels.", pubsub::subscribe),
+    cmd("unsubscribe", -1, PUBSUB, K0, "pubsub", "Stops listening to messages posted to channels.", pubsub::unsubscribe),
+    cmd("psubscribe", -2, PUBSUB, K0, "pubsub", "Listens for messages published to channels that match one or more patterns.", pubsub::psubscribe),
+    cmd("punsubscribe", -1, PUBSUB, K0, "pubsub", "Stops listening to messages published to channels that match one or more patterns.", pubsub::punsubscribe),
+    cmd("ssubscribe", -2, PUBSUB, KALL, "pubsub", "Listens for messages published to shard channels.", pubsub::ssubscribe),
+    cmd("sunsubscribe", -1, PUBSUB, KALL, "pubsub", "Stops listening to messages posted to shard channels.", pubsub::sunsubscribe),
+    cmd("publish", 3, &["pubsub", "loading", "stale", "fast"], K0, "pubsub", "Posts a message to a channel.", pubsub::publish),
+    cmd("spublish", 3, &["pubsub", "loading", "stale", "fast"], K1, "pubsub", "Post a message to a shard channel", pubsub::spublish),
+    cmd("pubsub", -2, &["loading", "stale"], K0, "pubsub", "A container for Pub/Sub commands.", pubsub::pubsub),
     // transactions
     cmd("multi", 1, TXN, K0, "transactions", "Starts a transaction.", server::multi),
     cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], K0, "transactions", "Executes all commands in a transaction.", server::exec),

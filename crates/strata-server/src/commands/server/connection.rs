@@ -10,7 +10,15 @@ use strata_protocol::{
 };
 
 pub fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    // A RESP2 subscriber gets ["pong", message], as from Redis.
+    let subscribed =
+        ctx.version() == Version::Resp2 && ctx.conn.pubsub.as_ref().is_some_and(|l| l.active());
     match args.len() {
+        1 | 2 if subscribed => {
+            strata_protocol::write_array_len(ctx.out, 2);
+            write_bulk(ctx.out, b"pong");
+            write_bulk(ctx.out, args.get(1).map_or(&b""[..], |a| &a[..]));
+        }
         1 => write_simple(ctx.out, b"PONG"),
         2 => write_bulk(ctx.out, &args[1]),
         _ => reply::arity(ctx.out, "ping"),
@@ -160,6 +168,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     ctx.conn.handle.info.lock().name.clear();
     ctx.conn.multi = None;
     ctx.conn.watched.clear();
+    ctx.conn.pubsub = None;
     write_simple(ctx.out, b"RESET");
     Outcome::Done
 }

@@ -1,0 +1,274 @@
+//! Pub/sub (issue #11, point 2): SUBSCRIBE and friends, PUBLISH, PUBSUB,
+//! RESP2's subscriber mode and RESP3 pushes, every reply and message
+//! compared with a real redis-server 7.0; and a slow subscriber cut off at
+//! its output limit so the server's memory stays bounded.
+
+#[path = "common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "redis_diff/oracle.rs"]
+mod oracle;
+
+use oracle::{Conn, RedisServer};
+use std::io::{Read, Write};
+use std::time::Duration;
+
+/// One step: a command whose reply is compared (`Cmd`), a message a
+/// client receives (`Recv`, compared), a command whose reply is not
+/// compared (`Any`: HELLO names the server's version), a command whose
+/// reply is compared as a set (`Set`: PUBSUB CHANNELS, in no order).
+enum Step {
+    Cmd(usize, &'static str),
+    Recv(usize),
+    Any(usize, &'static str),
+    Set(usize, &'static str),
+}
+use Step::{Any, Cmd, Recv, Set};
+
+fn scenario(name: &str, rp: u16, sp: u16, steps: &[Step]) {
+    let mut r = [Conn::connect(rp), Conn::connect(rp), Conn::connect(rp)];
+    let mut s = [Conn::connect(sp), Conn::connect(sp), Conn::connect(sp)];
+    for (i, step) in steps.iter().enumerate() {
+        let (a, b, what) = match step {
+            Cmd(who, words) | Any(who, words) | Set(who, words) => {
+                let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
+                (
+                    r[*who].cmd(&args),
+                    s[*who].cmd(&args),
+                    format!("client {who}: {words}"),
+                )
+            }
+            Recv(who) => (
+                r[*who].reply(),
+                s[*who].reply(),
+                format!("client {who} receives"),
+            ),
+        };
+        if matches!(step, Any(..)) {
+            continue;
+        }
+        if matches!(step, Set(..)) {
+            assert_eq!(
+                oracle::sorted_elements(&a.frame),
+                oracle::sorted_elements(&b.frame),
+                "{name}, step {i} ({what}): redis vs strata"
+            );
+            continue;
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&a.bytes),
+            String::from_utf8_lossy(&b.bytes),
+            "{name}, step {i} ({what}): redis vs strata"
+        );
+    }
+}
+
+#[test]
+fn pubsub_matches_redis_7() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&["--maxmemory-ram", "16mb"]);
+    let (rp, sp) = (redis.port, strata.port);
+    let run = |name: &str, steps: &[Step]| scenario(name, rp, sp, steps);
+
+    run(
+        "channels and patterns",
+        &[
+            Cmd(0, "SUBSCRIBE news sport"),
+            Recv(0),
+            Cmd(1, "PSUBSCRIBE n* s?ort"),
+            Recv(1),
+            Cmd(2, "PUBLISH news hello"),
+            Recv(0),
+            Recv(1),
+            Cmd(2, "PUBLISH sport goal"),
+            Recv(0),
+            Recv(1),
+            Cmd(2, "PUBLISH nobody x"),
+            Recv(1),
+            Cmd(2, "PUBLISH other x"),
+            Set(2, "PUBSUB CHANNELS"),
+            Cmd(2, "PUBSUB CHANNELS n*"),
+            Cmd(2, "PUBSUB NUMSUB news sport other"),
+            Cmd(2, "PUBSUB NUMPAT"),
+            Cmd(0, "UNSUBSCRIBE news"),
+            Cmd(0, "UNSUBSCRIBE"),
+            Cmd(0, "UNSUBSCRIBE"),
+            Cmd(1, "PUNSUBSCRIBE"),
+            Recv(1),
+            Cmd(1, "PUNSUBSCRIBE x"),
+            Cmd(2, "PUBLISH news again"),
+            Cmd(2, "PUBSUB NUMPAT"),
+        ],
+    );
+    run(
+        "RESP2 subscriber mode",
+        &[
+            Cmd(0, "SUBSCRIBE c"),
+            Cmd(0, "GET k"),
+            Cmd(0, "PING"),
+            Cmd(0, "PING hi"),
+            Cmd(0, "NOSUCH"),
+            Cmd(0, "PSUBSCRIBE p*"),
+            Cmd(0, "UNSUBSCRIBE c"),
+            Cmd(0, "SET k v"),
+            Cmd(0, "PUNSUBSCRIBE"),
+            Cmd(0, "SET k v"),
+            Cmd(0, "PING"),
+            Cmd(0, "SUBSCRIBE c"),
+            Cmd(0, "RESET"),
+            Cmd(0, "GET k"),
+        ],
+    );
+    run(
+        "RESP3 pushes, commands while subscribed",
+        &[
+            Any(0, "HELLO 3"),
+            Cmd(0, "SUBSCRIBE c"),
+            Cmd(0, "SET k v"),
+            Cmd(0, "GET k"),
+            Cmd(1, "PUBLISH c m1"),
+            Recv(0),
+            Cmd(0, "PSUBSCRIBE c*"),
+            Cmd(1, "PUBLISH c m2"),
+            Recv(0),
+            Recv(0),
+            Cmd(0, "PING"),
+            Cmd(0, "UNSUBSCRIBE"),
+            Cmd(0, "PUNSUBSCRIBE"),
+        ],
+    );
+    run(
+        "shard channels",
+        &[
+            Cmd(0, "SSUBSCRIBE s1 s2"),
+            Recv(0),
+            Cmd(1, "SPUBLISH s1 x"),
+            Recv(0),
+            Cmd(1, "PUBLISH s1 x"),
+            Set(1, "PUBSUB SHARDCHANNELS"),
+            Cmd(1, "PUBSUB SHARDNUMSUB s1 s3"),
+            // (Unsubscribing from all goes in Redis's hash order: one
+            // left, so the order is known.)
+            Cmd(0, "SUNSUBSCRIBE s1"),
+            Cmd(0, "SUNSUBSCRIBE"),
+            Cmd(0, "SUNSUBSCRIBE"),
+        ],
+    );
+    run(
+        "errors",
+        &[
+            Cmd(0, "SUBSCRIBE"),
+            Cmd(0, "PUBLISH c"),
+            Cmd(0, "PUBSUB"),
+            Cmd(0, "PUBSUB NOPE"),
+            Cmd(0, "PUBSUB NUMPAT x"),
+            Cmd(0, "PUBSUB CHANNELS a b"),
+            Cmd(0, "PUBSUB NUMSUB"),
+        ],
+    );
+}
+
+/// A subscriber that never reads is disconnected once its queued messages
+/// pass the pubsub hard limit; the publisher and the server go on.
+#[test]
+fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
+    let srv = common::Server::start(&["--maxmemory-ram", "64mb"]);
+    let mut con = srv.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("client-output-buffer-limit")
+        .arg("pubsub 4mb 1mb 60")
+        .query(&mut con)
+        .unwrap();
+    let limit: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("client-output-buffer-limit")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(
+        limit[1],
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 4194304 1048576 60"
+    );
+    // A subscriber with a tiny receive buffer that stops reading.
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    slow.write_all(b"*2\r\n$9\r\nSUBSCRIBE\r\n$1\r\nc\r\n")
+        .unwrap();
+    let mut confirm = [0u8; 64];
+    let _ = slow.read(&mut confirm).unwrap();
+    let payload = vec![b'x'; 64 << 10];
+    let mut receivers = Vec::new();
+    for _ in 0..2000 {
+        let n: u64 = redis::cmd("PUBLISH")
+            .arg("c")
+            .arg(&payload)
+            .query(&mut con)
+            .unwrap();
+        receivers.push(n);
+        if n == 0 {
+            break;
+        }
+    }
+    // 128 MB were published; the subscriber was cut off on the way.
+    assert_eq!(
+        receivers.last(),
+        Some(&0),
+        "the slow subscriber is still subscribed"
+    );
+    let numsub: Vec<redis::Value> = redis::cmd("PUBSUB")
+        .arg("NUMSUB")
+        .arg("c")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(numsub[1], redis::Value::Int(0));
+    // Its connection was closed: reading drains what was sent, then EOF.
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        match slow.read(&mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => panic!("the slow subscriber's connection stayed open: {e}"),
+        }
+    }
+    let used = srv.info_u64(&mut con, "memory", "used_memory");
+    assert!(used < 64 << 20, "used_memory {used}");
+}
+
+/// Through the `redis` crate's pub/sub API, as an application uses it.
+#[test]
+fn a_client_library_subscribes_and_receives() {
+    let srv = common::start();
+    let mut sub_con = srv.client();
+    let mut pubsub = sub_con.as_pubsub();
+    pubsub.subscribe("orders").unwrap();
+    pubsub.psubscribe("events.*").unwrap();
+    let mut con = srv.client();
+    let n: u64 = redis::cmd("PUBLISH")
+        .arg("orders")
+        .arg("o1")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 1);
+    let n: u64 = redis::cmd("PUBLISH")
+        .arg("events.login")
+        .arg("u7")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(n, 1);
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let m = pubsub.get_message().unwrap();
+    assert_eq!(
+        (m.get_channel_name(), m.get_payload::<String>().unwrap()),
+        ("orders", "o1".into())
+    );
+    let m = pubsub.get_message().unwrap();
+    assert_eq!(m.get_channel_name(), "events.login");
+    assert_eq!(m.get_pattern::<String>().unwrap(), "events.*");
+    assert_eq!(m.get_payload::<String>().unwrap(), "u7");
+    let info = srv.info(&mut con, "stats");
+    assert_eq!(info["pubsub_channels"], "1");
+    assert_eq!(info["pubsub_patterns"], "1");
+}
