@@ -169,7 +169,8 @@ fn pubsub_matches_redis_7() {
 }
 
 /// A subscriber that never reads is disconnected once its queued messages
-/// pass the pubsub hard limit; the publisher and the server go on.
+/// pass the pubsub hard limit; the publisher, a subscriber that reads and
+/// the server go on.
 #[test]
 fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
     let srv = common::Server::start(&["--maxmemory-ram", "64mb"]);
@@ -195,6 +196,33 @@ fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
         .unwrap();
     let mut confirm = [0u8; 64];
     let _ = slow.read(&mut confirm).unwrap();
+    // A subscriber that reads everything, on its own thread.
+    let mut fast_con = srv.client();
+    let fast = std::thread::spawn(move || {
+        let mut ps = fast_con.as_pubsub();
+        ps.subscribe("c").unwrap();
+        ps.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut got = 0usize;
+        loop {
+            let m = ps.get_message().unwrap();
+            let p: Vec<u8> = m.get_payload().unwrap();
+            if p == b"end" {
+                return got;
+            }
+            got += 1;
+        }
+    });
+    let numsub = |con: &mut redis::Connection| -> redis::Value {
+        let n: Vec<redis::Value> = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg("c")
+            .query(con)
+            .unwrap();
+        n[1].clone()
+    };
+    common::wait_until("the fast subscriber subscribed", || {
+        numsub(&mut con) == redis::Value::Int(2)
+    });
     let payload = vec![b'x'; 64 << 10];
     let mut receivers = Vec::new();
     for _ in 0..2000 {
@@ -204,22 +232,24 @@ fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
             .query(&mut con)
             .unwrap();
         receivers.push(n);
-        if n == 0 {
+        if n == 1 {
             break;
         }
     }
-    // 128 MB were published; the subscriber was cut off on the way.
+    // Up to 128 MB were published; the slow subscriber was cut off on the
+    // way, the fast one got every message.
     assert_eq!(
         receivers.last(),
-        Some(&0),
+        Some(&1),
         "the slow subscriber is still subscribed"
     );
-    let numsub: Vec<redis::Value> = redis::cmd("PUBSUB")
-        .arg("NUMSUB")
+    assert_eq!(numsub(&mut con), redis::Value::Int(1));
+    let _: u64 = redis::cmd("PUBLISH")
         .arg("c")
+        .arg("end")
         .query(&mut con)
         .unwrap();
-    assert_eq!(numsub[1], redis::Value::Int(0));
+    assert_eq!(fast.join().unwrap(), receivers.len());
     // Its connection was closed: reading drains what was sent, then EOF.
     slow.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
@@ -271,4 +301,40 @@ fn a_client_library_subscribes_and_receives() {
     let info = srv.info(&mut con, "stats");
     assert_eq!(info["pubsub_channels"], "1");
     assert_eq!(info["pubsub_patterns"], "1");
+}
+
+/// Hundreds of subscribers on one channel and on a pattern each get every
+/// message.
+#[test]
+fn every_one_of_many_subscribers_receives_each_message() {
+    let srv = common::start();
+    const N: usize = 400;
+    let mut subs: Vec<Conn> = (0..N).map(|_| Conn::connect(srv.port)).collect();
+    for (i, c) in subs.iter_mut().enumerate() {
+        let r = if i % 2 == 0 {
+            c.cmd(&[b"SUBSCRIBE", b"room"])
+        } else {
+            c.cmd(&[b"PSUBSCRIBE", b"ro*"])
+        };
+        assert!(r.bytes.ends_with(b":1\r\n"));
+    }
+    let mut con = srv.client();
+    for m in 0..3 {
+        let n: usize = redis::cmd("PUBLISH")
+            .arg("room")
+            .arg(format!("m{m}"))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(n, N);
+    }
+    for (i, c) in subs.iter_mut().enumerate() {
+        for m in 0..3 {
+            let want = if i % 2 == 0 {
+                format!("*3\r\n$7\r\nmessage\r\n$4\r\nroom\r\n$2\r\nm{m}\r\n")
+            } else {
+                format!("*4\r\n$8\r\npmessage\r\n$3\r\nro*\r\n$4\r\nroom\r\n$2\r\nm{m}\r\n")
+            };
+            assert_eq!(String::from_utf8_lossy(&c.reply().bytes), want);
+        }
+    }
 }
