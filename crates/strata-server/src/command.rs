@@ -34,6 +34,9 @@ pub enum Outcome {
     /// EXEC of an open transaction: the connection runs it
     /// (`transaction::exec`).
     Exec,
+    /// EVAL and friends: the connection runs the script
+    /// (`scripting::eval`).
+    Eval,
 }
 
 /// Where a command reports the lists and sorted sets it gave elements to,

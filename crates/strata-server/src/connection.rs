@@ -197,6 +197,14 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     wrote |= transaction::has_writes(&conn);
                     transaction::exec(&shared, &mut conn, &mut out).await;
                 }
+                Outcome::Eval => {
+                    // As EXEC: a barrier, and a write for the journal.
+                    drain(&mut pending, &mut out).await;
+                    out.extend_from_slice(&scratch);
+                    scratch.clear();
+                    wrote = true;
+                    crate::scripting::eval(&shared, &mut conn, &args, &mut out).await;
+                }
             }
             if !scratch.is_empty() {
                 pending.push_back(Box::pin(std::future::ready(scratch)));

@@ -24,6 +24,7 @@ pub mod memcache;
 pub mod pubsub;
 pub mod rdb;
 pub mod reply;
+pub mod scripting;
 pub mod slowlog;
 pub mod transaction;
 
@@ -82,6 +83,8 @@ pub struct Shared {
     pub blocking: Arc<blocking::Blocking>,
     /// Channels, patterns and shard channels and their subscribers.
     pub pubsub: Arc<pubsub::PubSub>,
+    /// The Lua VM and the script cache.
+    pub scripts: scripting::Scripts,
     pub started: Instant,
     pub run_id: String,
     pub tcp_port: AtomicU64,
@@ -336,6 +339,7 @@ pub async fn start(
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
         blocking: Arc::default(),
         pubsub: Arc::default(),
+        scripts: Default::default(),
         max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
         idle_timeout_secs: AtomicU64::new(config.timeout),
         config: RwLock::new(config),

@@ -156,7 +156,7 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
             let mut one = BytesMut::new();
             match execute(shared, conn, Some(spec), args, &mut one) {
                 Outcome::Pending { reply, .. } => one = reply.await,
-                Outcome::Done | Outcome::Close | Outcome::Exec => {}
+                Outcome::Done | Outcome::Close | Outcome::Exec | Outcome::Eval => {}
             }
             body.extend_from_slice(&one);
             rest = after;
@@ -185,6 +185,7 @@ fn run_one(
     let mut one = BytesMut::new();
     match execute(shared, conn, Some(spec), args, &mut one) {
         Outcome::Pending { reply, .. } => one = futures::executor::block_on(reply),
+        Outcome::Eval => crate::scripting::eval_now(shared, conn, args, &mut one),
         Outcome::Done | Outcome::Close | Outcome::Exec => {}
     }
     body.extend_from_slice(&one);

@@ -4,7 +4,7 @@
 //! `COMMAND` output; `lookup` finds an entry by name.
 
 use super::server::{client, config};
-use super::{blocking, geo, hash, keys, list, pubsub, server, set, sort, strings, zset};
+use super::{blocking, geo, hash, keys, list, pubsub, scripting, server, set, sort, strings, zset};
 use crate::command::{CommandSpec, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -17,6 +17,22 @@ pub const RF: &[&str] = &["readonly", "fast"];
 pub const FAST: &[&str] = &["fast"];
 pub const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 pub const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
+pub const SCRIPT: &[&str] = &[
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "may_replicate",
+    "no_mandatory_keys",
+    "movablekeys",
+];
+pub const SCRIPT_RO: &[&str] = &[
+    "noscript",
+    "stale",
+    "skip_monitor",
+    "no_mandatory_keys",
+    "readonly",
+    "movablekeys",
+];
 pub const PUBSUB: &[&str] = &["pubsub", "noscript", "loading", "stale"];
 pub const TXN: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
 
@@ -205,7 +221,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("echo", 2, FAST, K0, "connection", "Returns the given string.", server::echo),
     cmd("hello", -1, CONN, K0, "connection", "Handshakes with the Redis server.", server::hello),
     cmd("auth", -2, CONN, K0, "connection", "Authenticates the connection.", server::auth),
-    cmd("select", 2, CONN, K0, "connection", "Changes the selected database.", server::select),
+    cmd("select", 2, &["loading", "stale", "fast"], K0, "connection", "Changes the selected database.", server::select),
     cmd("quit", -1, CONN, K0, "connection", "Closes the connection.", server::quit),
     cmd("reset", 1, CONN, K0, "connection", "Resets the connection.", server::reset),
     // pub/sub
@@ -218,6 +234,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("publish", 3, &["pubsub", "loading", "stale", "fast"], K0, "pubsub", "Posts a message to a channel.", pubsub::publish),
     cmd("spublish", 3, &["pubsub", "loading", "stale", "fast"], K1, "pubsub", "Post a message to a shard channel", pubsub::spublish),
     cmd("pubsub", -2, &["loading", "stale"], K0, "pubsub", "A container for Pub/Sub commands.", pubsub::pubsub),
+    // scripting
+    cmd("eval", -3, SCRIPT, K0, "scripting", "Executes a server-side Lua script.", scripting::eval),
+    cmd("evalsha", -3, SCRIPT, K0, "scripting", "Executes a server-side Lua script by SHA1 digest.", scripting::eval),
+    cmd("eval_ro", -3, SCRIPT_RO, K0, "scripting", "Executes a read-only server-side Lua script.", scripting::eval),
+    cmd("evalsha_ro", -3, SCRIPT_RO, K0, "scripting", "Executes a read-only server-side Lua script by SHA1 digest.", scripting::eval),
+    cmd("script", -2, &["noscript"], K0, "scripting", "A container for Lua scripts management commands.", scripting::script),
     // transactions
     cmd("multi", 1, TXN, K0, "transactions", "Starts a transaction.", server::multi),
     cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], K0, "transactions", "Executes all commands in a transaction.", server::exec),
