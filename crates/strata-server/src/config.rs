@@ -431,6 +431,9 @@ pub struct Config {
     /// Defaults: -2 and 0.
     pub list_max_listpack_size: i64,
     pub list_compress_depth: u64,
+    /// Milliseconds a script may run before other clients get `-BUSY`
+    /// (and SCRIPT KILL may stop it). Default: 5000.
+    pub busy_reply_threshold: u64,
     /// Output limits per client class (normal, replica, pubsub): hard
     /// bytes, soft bytes, soft seconds (0 = none). Only pubsub's are
     /// enforced (a subscriber's queued messages). Default: Redis's.
@@ -475,6 +478,7 @@ impl Default for Config {
                 [256 << 20, 64 << 20, 60],
                 [32 << 20, 8 << 20, 60],
             ],
+            busy_reply_threshold: 5000,
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
@@ -1222,6 +1226,28 @@ static OPTIONS: &[OptionDef] = &[
         },
     },
     OptionDef {
+        name: "busy-reply-threshold",
+        default: "5000",
+        doc: "milliseconds a script may run before other clients get -BUSY and SCRIPT KILL may stop it",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.busy_reply_threshold = parse_uint(v, 0, i64::MAX as u64, "milliseconds")?;
+            Ok(())
+        }),
+        get: |c| c.busy_reply_threshold.to_string(),
+    },
+    OptionDef {
+        name: "lua-time-limit",
+        default: "5000",
+        doc: "alias of busy-reply-threshold",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.busy_reply_threshold = parse_uint(v, 0, i64::MAX as u64, "milliseconds")?;
+            Ok(())
+        }),
+        get: |c| c.busy_reply_threshold.to_string(),
+    },
+    OptionDef {
         name: "daemonize",
         default: "no",
         doc: "only \"no\" is supported (run under a supervisor instead)",
@@ -1680,7 +1706,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
         // One option per Config field, and the four ziplist aliases.
-        assert_eq!(before, 43, "one option per Config field (plus aliases)");
+        assert_eq!(before, 45, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)
@@ -1718,6 +1744,8 @@ mod tests {
                 "list-max-ziplist-size",
                 "save",
                 "client-output-buffer-limit",
+                "busy-reply-threshold",
+                "lua-time-limit",
             ]
         );
     }

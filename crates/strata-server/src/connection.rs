@@ -160,6 +160,22 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     continue;
                 }
             }
+            // A script running: wait for it, or answer BUSY past the
+            // threshold (never block a worker on the shards it holds).
+            if shared.scripts.busy.running()
+                && !crate::scripting::allowed_while_busy(spec, &args)
+                && !shared.scripts.busy.wait().await
+            {
+                transaction::fail(&mut conn);
+                let mut busy = BytesMut::new();
+                reply::error(&mut busy, crate::scripting::BUSY);
+                if pending.is_empty() {
+                    out.extend_from_slice(&busy);
+                } else {
+                    pending.push_back(Box::pin(std::future::ready(busy)));
+                }
+                continue;
+            }
             let mut scratch = BytesMut::new();
             let target = if pending.is_empty() {
                 &mut out

@@ -192,6 +192,10 @@ impl Shared {
         self.max_bulk_len
             .store(c.proto_max_bulk_len as usize, Relaxed);
         self.idle_timeout_secs.store(c.timeout, Relaxed);
+        self.scripts
+            .busy
+            .threshold_ms
+            .store(c.busy_reply_threshold, Relaxed);
         let [hard, soft, soft_secs] = c.client_output_buffer_limit[2];
         *self.pubsub.limit.lock() = pubsub::Limit {
             hard,

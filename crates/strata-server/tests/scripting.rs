@@ -307,3 +307,65 @@ fn a_scripts_effects_survive_kill_9() {
     let n: u64 = common::q(&mut con, "LLEN e:list");
     assert_eq!(n, 100);
 }
+
+/// A script that loops: past `busy-reply-threshold` other clients get
+/// BUSY (Redis's words), SCRIPT KILL stops it (its caller gets Redis's
+/// error), and the server serves again; one that wrote cannot be killed.
+#[test]
+fn a_busy_script_answers_busy_and_script_kill_stops_it() {
+    let srv = common::start();
+    let mut con = srv.client();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("busy-reply-threshold")
+        .arg("200")
+        .query(&mut con)
+        .unwrap();
+    let mut raw = common::raw::Raw::new(&srv);
+    raw.w(
+        "SCRIPT KILL",
+        "-NOTBUSY No scripts in execution right now.\r\n",
+    );
+    let url = srv.url();
+    let looping = std::thread::spawn(move || {
+        let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+        redis::cmd("EVAL")
+            .arg("local i = 0 while true do i = i + 1 end")
+            .arg(0)
+            .query::<()>(&mut con)
+            .unwrap_err()
+            .to_string()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    raw.w(
+        "PING",
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+    );
+    raw.w("SCRIPT KILL", "+OK\r\n");
+    let err = looping.join().unwrap();
+    assert!(
+        err.contains("Script killed by user with SCRIPT KILL... script: 3fcf51a9b854b8f66cb8685600b0d7df968f4398, on @user_script:1."),
+        "{err}"
+    );
+    raw.w("PING", "+PONG\r\n");
+    // A script that wrote cannot be killed; it ends by itself here.
+    let url = srv.url();
+    let writing = std::thread::spawn(move || {
+        let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+        redis::cmd("EVAL")
+            .arg("redis.call('set','x','1') local i = 0 while i < 300000000 do i = i + 1 end return i")
+            .arg(0)
+            .query::<i64>(&mut con)
+            .unwrap()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let reply = raw.cmd("SCRIPT KILL");
+    let text = format!("{reply:?}");
+    eprintln!("script kill of a writing script: {text}");
+    assert!(
+        text.contains("UNKILLABLE Sorry the script already executed write commands"),
+        "{text}"
+    );
+    assert_eq!(writing.join().unwrap(), 300_000_000);
+    raw.w("GET x", "$1\r\n1\r\n");
+}

@@ -33,6 +33,11 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_simple(ctx.out, b"OK");
     } else if is(sub, "flush") && args.len() == 3 {
         reply::error(ctx.out, "ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    } else if is(sub, "kill") && args.len() == 2 {
+        match scripts.busy.kill() {
+            Ok(()) => write_simple(ctx.out, b"OK"),
+            Err(e) => reply::error(ctx.out, e),
+        }
     } else if is(sub, "help") && args.len() == 2 {
         let lines = [
             "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -57,7 +62,10 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         for l in lines {
             write_simple(ctx.out, l.as_bytes());
         }
-    } else if ["load", "exists", "help"].iter().any(|s| is(sub, s)) {
+    } else if ["load", "exists", "help", "kill"]
+        .iter()
+        .any(|s| is(sub, s))
+    {
         reply::error(
             ctx.out,
             &format!(

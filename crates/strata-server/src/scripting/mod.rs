@@ -30,12 +30,87 @@ use bytes::{Bytes, BytesMut};
 use mlua::{Function, MultiValue, Value};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use strata_protocol::{parse_frame, Frame, Limits, Parsed, Version};
 
 /// The VM and the scripts it compiled, by SHA-1.
 pub struct Scripts {
     inner: Mutex<Cache>,
+    /// The script running now, if any (busy scripts, SCRIPT KILL).
+    pub busy: Arc<Busy>,
+}
+
+/// The reply other clients get while a script runs past the threshold.
+pub const BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// A script that runs for long: other clients wait for it up to
+/// `busy-reply-threshold`, then get `-BUSY`; SCRIPT KILL stops it if it
+/// wrote nothing (the VM's hook checks `kill` every 10,000 instructions).
+#[derive(Default)]
+pub struct Busy {
+    started: Mutex<Option<std::time::Instant>>,
+    pub kill: Arc<AtomicBool>,
+    wrote: AtomicBool,
+    pub threshold_ms: AtomicU64,
+    done: tokio::sync::Notify,
+}
+
+impl Busy {
+    pub fn running(&self) -> bool {
+        self.started.lock().is_some()
+    }
+
+    /// Waits while a script runs; false once it ran past the threshold
+    /// (the caller answers BUSY).
+    pub async fn wait(&self) -> bool {
+        loop {
+            let notified = self.done.notified();
+            let Some(started) = *self.started.lock() else {
+                return true;
+            };
+            let limit = std::time::Duration::from_millis(self.threshold_ms.load(Relaxed));
+            let left = limit.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return false;
+            }
+            let _ = tokio::time::timeout(left, notified).await;
+        }
+    }
+
+    fn begin(&self) {
+        self.kill.store(false, Relaxed);
+        self.wrote.store(false, Relaxed);
+        *self.started.lock() = Some(std::time::Instant::now());
+    }
+
+    fn end(&self) {
+        *self.started.lock() = None;
+        self.kill.store(false, Relaxed);
+        self.done.notify_waiters();
+    }
+
+    /// SCRIPT KILL.
+    pub fn kill(&self) -> Result<(), &'static str> {
+        if self.started.lock().is_none() {
+            return Err("NOTBUSY No scripts in execution right now.");
+        }
+        if self.wrote.load(Relaxed) {
+            return Err("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
+        }
+        self.kill.store(true, Relaxed);
+        Ok(())
+    }
+}
+
+/// Whether a command runs while a script is busy (SCRIPT KILL, SHUTDOWN,
+/// and those flagged `allow_busy`, as in Redis).
+pub fn allowed_while_busy(spec: Option<&CommandSpec>, args: &[Bytes]) -> bool {
+    let Some(spec) = spec else { return true };
+    spec.has_flag("allow_busy")
+        || spec.name == "shutdown"
+        || (spec.name == "script" && args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"kill")))
 }
 
 struct Cache {
@@ -52,11 +127,14 @@ pub fn sha1hex(b: &[u8]) -> String {
 
 impl Default for Scripts {
     fn default() -> Scripts {
+        let busy = Arc::new(Busy::default());
+        busy.threshold_ms.store(5000, Relaxed);
         Scripts {
             inner: Mutex::new(Cache {
-                vm: vm::Vm::new().expect("the Lua VM starts"),
+                vm: vm::Vm::new(busy.kill.clone()).expect("the Lua VM starts"),
                 by_sha: HashMap::new(),
             }),
+            busy,
         }
     }
 }
@@ -78,7 +156,7 @@ impl Scripts {
     pub fn flush(&self) {
         let mut c = self.inner.lock();
         c.by_sha.clear();
-        if let Ok(vm) = vm::Vm::new() {
+        if let Ok(vm) = vm::Vm::new(self.busy.kill.clone()) {
             c.vm = vm;
         }
     }
@@ -151,9 +229,16 @@ pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], ou
         }
     }
     let deferred = Deferred::default();
-    shared
-        .engine
-        .exclusive(|| run(shared, conn, &call, &deferred, out));
+    // The section may run long (a busy script): the runtime moves this
+    // worker's other tasks to another thread meanwhile, so other clients
+    // can be answered BUSY and SCRIPT KILL can run.
+    shared.scripts.busy.begin();
+    tokio::task::block_in_place(|| {
+        shared
+            .engine
+            .exclusive(|| run(shared, conn, &call, &deferred, out))
+    });
+    shared.scripts.busy.end();
     for (db, keys) in std::mem::take(&mut *deferred.lock()) {
         shared.blocking.serve(&shared.engine, db, keys);
     }
@@ -165,7 +250,9 @@ pub fn eval_now(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out:
     match parse(args) {
         Ok(call) => {
             let deferred = conn.exec_ready.clone().unwrap_or_default();
+            shared.scripts.busy.begin();
             run(shared, conn, &call, &deferred, out);
+            shared.scripts.busy.end();
         }
         Err(e) => crate::reply::error(out, e),
     }
@@ -266,13 +353,22 @@ fn script_error(v: &Value, sha: &str, out: &mut BytesMut) {
             _ => "ERR unknown error".to_string(),
         },
         Value::String(s) => format!("ERR {}", s.to_string_lossy()),
-        Value::Error(err) => format!("ERR {err}"),
+        Value::Error(err) => format!("ERR {}", root_message(err)),
         other => format!("ERR {}", other.type_name()),
     };
     convert::error_line(
         out,
         format!("{msg} script: {sha}, on @user_script:{line}.").as_bytes(),
     );
+}
+
+/// The message of an error a Rust function (or the VM's hook) raised.
+fn root_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => root_message(cause),
+        mlua::Error::RuntimeError(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// `redis.call` / `redis.pcall`: runs one command for the script; its
@@ -311,6 +407,9 @@ fn command(
     }
     if read_only && spec.has_flag("write") {
         return err(b"ERR Write commands are not allowed from read-only scripts.");
+    }
+    if spec.has_flag("write") {
+        shared.scripts.busy.wrote.store(true, Relaxed);
     }
     let reply = run_command(shared, me, spec, &argv);
     match parse_frame(&reply, &Limits::default()) {

@@ -115,7 +115,8 @@ impl Rand48 {
 }
 
 impl Vm {
-    pub fn new() -> mlua::Result<Vm> {
+    /// A VM whose scripts stop (with Redis's error) once `kill` is set.
+    pub fn new(kill: Arc<std::sync::atomic::AtomicBool>) -> mlua::Result<Vm> {
         // SAFETY: the debug library is loaded for the setup chunk only,
         // which captures it in a local and removes the global before any
         // script runs.
@@ -251,6 +252,17 @@ impl Vm {
         .set_name("=strata")
         .exec()?;
         rand.seed(rand::random());
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(10_000),
+            move |_, _| {
+                if kill.load(Relaxed) {
+                    return Err(mlua::Error::runtime(
+                        "Script killed by user with SCRIPT KILL...",
+                    ));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        );
         Ok(Vm { lua, run })
     }
 }
