@@ -137,21 +137,15 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
         };
         // Only the shards of the keys it names when every command's keys
         // are known (module doc), else all of them.
-        let mut held = || match section_keys(conn, now) {
+        // (A long script inside gives this worker's other tasks to another
+        // thread, as for EVAL: `scripting::Busy::check`.)
+        let aborted = match section_keys(conn, now) {
             Some(keys) => shared
                 .engine
                 .exclusive_keys(&keys, || section(conn, &mut body, &mut first)),
             None => shared
                 .engine
                 .exclusive(|| section(conn, &mut body, &mut first)),
-        };
-        // A script inside may run long: as for EVAL, the runtime moves this
-        // worker's other tasks to another thread meanwhile.
-        let scripted = now.iter().any(|(s, _)| s.name.starts_with("eval"));
-        let aborted = if scripted {
-            tokio::task::block_in_place(held)
-        } else {
-            held()
         };
         if aborted {
             conn.exec_ready = None;

@@ -37,6 +37,8 @@ use strata_protocol::{parse_frame, Frame, Limits, Parsed, Version};
 /// The VM and the scripts it compiled, by SHA-1.
 pub struct Scripts {
     inner: Mutex<Cache>,
+    /// The thread EVAL's scripts run on.
+    thread: Mutex<std::sync::mpsc::Sender<Job>>,
     /// The script running now, if any (busy scripts, SCRIPT KILL).
     pub busy: Arc<Busy>,
 }
@@ -51,7 +53,7 @@ pub const BUSY: &str =
 #[derive(Default)]
 pub struct Busy {
     started: Mutex<Option<std::time::Instant>>,
-    pub kill: Arc<AtomicBool>,
+    pub kill: AtomicBool,
     wrote: AtomicBool,
     pub threshold_ms: AtomicU64,
     done: tokio::sync::Notify,
@@ -83,6 +85,11 @@ impl Busy {
         self.kill.store(false, Relaxed);
         self.wrote.store(false, Relaxed);
         *self.started.lock() = Some(std::time::Instant::now());
+    }
+
+    /// Called by the VM's hook: whether to stop the script (SCRIPT KILL).
+    pub(crate) fn check(&self) -> bool {
+        self.kill.load(Relaxed)
     }
 
     fn end(&self) {
@@ -131,10 +138,11 @@ impl Default for Scripts {
         busy.threshold_ms.store(5000, Relaxed);
         Scripts {
             inner: Mutex::new(Cache {
-                vm: vm::Vm::new(busy.kill.clone()).expect("the Lua VM starts"),
+                vm: vm::Vm::new(busy.clone()).expect("the Lua VM starts"),
                 by_sha: HashMap::new(),
             }),
             busy,
+            thread: Mutex::new(script_thread()),
         }
     }
 }
@@ -156,7 +164,7 @@ impl Scripts {
     pub fn flush(&self) {
         let mut c = self.inner.lock();
         c.by_sha.clear();
-        if let Ok(vm) = vm::Vm::new(self.busy.kill.clone()) {
+        if let Ok(vm) = vm::Vm::new(self.busy.clone()) {
             c.vm = vm;
         }
     }
@@ -229,19 +237,50 @@ pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], ou
         }
     }
     let deferred = Deferred::default();
-    // The section may run long (a busy script): the runtime moves this
-    // worker's other tasks to another thread meanwhile, so other clients
-    // can be answered BUSY and SCRIPT KILL can run.
-    shared.scripts.busy.begin();
-    tokio::task::block_in_place(|| {
-        shared
-            .engine
-            .exclusive(|| run(shared, conn, &call, &deferred, out))
-    });
-    shared.scripts.busy.end();
+    // The script runs on the script thread, never on a worker: however
+    // long it runs, the workers answer other clients (BUSY, SCRIPT KILL).
+    let (db, handle) = (conn.db, conn.handle.clone());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let job: Job = {
+        let (shared, deferred) = (shared.clone(), deferred.clone());
+        Box::new(move || {
+            let mut reply = BytesMut::new();
+            shared.scripts.busy.begin();
+            shared
+                .engine
+                .exclusive(|| run(&shared, db, &handle, &call, &deferred, &mut reply));
+            shared.scripts.busy.end();
+            let _ = tx.send(reply);
+        })
+    };
+    if shared.scripts.thread.lock().send(job).is_err() {
+        return crate::reply::error(out, "ERR the script thread is gone");
+    }
+    match rx.await {
+        Ok(reply) => out.extend_from_slice(&reply),
+        Err(_) => crate::reply::error(out, "ERR the script ended without a reply"),
+    }
     for (db, keys) in std::mem::take(&mut *deferred.lock()) {
         shared.blocking.serve(&shared.engine, db, keys);
     }
+}
+
+/// Work for the script thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Starts the thread that runs EVAL's scripts, one after another (they
+/// hold every shard, so they could not run together anyway).
+fn script_thread() -> std::sync::mpsc::Sender<Job> {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("strata-script".into())
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                job();
+            }
+        })
+        .expect("spawn the script thread");
+    tx
 }
 
 /// EVAL and friends inside EXEC (already in a section; blocked clients
@@ -251,7 +290,7 @@ pub fn eval_now(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out:
         Ok(call) => {
             let deferred = conn.exec_ready.clone().unwrap_or_default();
             shared.scripts.busy.begin();
-            run(shared, conn, &call, &deferred, out);
+            run(shared, conn.db, &conn.handle, &call, &deferred, out);
             shared.scripts.busy.end();
         }
         Err(e) => crate::reply::error(out, e),
@@ -261,7 +300,8 @@ pub fn eval_now(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out:
 /// Runs one script (its section held) and writes its reply.
 fn run(
     shared: &Arc<Shared>,
-    conn: &ConnState,
+    db: usize,
+    handle: &Arc<crate::clients::ClientHandle>,
     call: &Call,
     deferred: &Deferred,
     out: &mut BytesMut,
@@ -283,9 +323,9 @@ fn run(
     };
     // The script's own client: the caller's database, RESP2.
     let mut me = ConnState {
-        db: conn.db,
+        db,
         version: Version::Resp2,
-        handle: conn.handle.clone(),
+        handle: handle.clone(),
         authenticated: true,
         multi: None,
         pubsub: None,

@@ -115,8 +115,9 @@ impl Rand48 {
 }
 
 impl Vm {
-    /// A VM whose scripts stop (with Redis's error) once `kill` is set.
-    pub fn new(kill: Arc<std::sync::atomic::AtomicBool>) -> mlua::Result<Vm> {
+    /// A VM whose scripts report to `busy` every 10,000 instructions and
+    /// stop (with Redis's error) once it says so.
+    pub fn new(busy: Arc<super::Busy>) -> mlua::Result<Vm> {
         // SAFETY: the debug library is loaded for the setup chunk only,
         // which captures it in a local and removes the global before any
         // script runs.
@@ -255,7 +256,7 @@ impl Vm {
         lua.set_hook(
             mlua::HookTriggers::new().every_nth_instruction(10_000),
             move |_, _| {
-                if kill.load(Relaxed) {
+                if busy.check() {
                     return Err(mlua::Error::runtime(
                         "Script killed by user with SCRIPT KILL...",
                     ));
