@@ -2,9 +2,12 @@
 //! (SCRIPT LOAD / EXISTS / FLUSH), on Lua 5.1 as Redis 7.0 runs them.
 //!
 //! A script runs like a transaction (`crate::transaction`): its declared
-//! keys are brought into RAM first, holding nothing; then it runs in one
-//! exclusive section holding every shard (a script may touch keys it did
-//! not declare), so no client sees its effects half done. `redis.call`
+//! keys are brought into RAM first, holding nothing; then it runs on the
+//! one script thread (never on a runtime worker, so a long script leaves
+//! the workers free to answer BUSY and SCRIPT KILL), in one exclusive
+//! section holding every shard (a script may touch keys it did not
+//! declare), so no client sees its effects half done. Inside EXEC a script
+//! runs in the transaction's section, on its worker. `redis.call`
 //! runs a command through `dispatch::execute` on the script's own client
 //! state (its database, RESP2) and turns the reply into a Lua value
 //! (`convert`); a read from flash inside waits on this thread. The
