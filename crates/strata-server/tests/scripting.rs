@@ -180,38 +180,13 @@ fn scripts_match_redis_7() {
     }
 }
 
-/// Accounts over every shard, on flash under a small budget: Lua
-/// transfers move amounts between them while Lua readers sum them all.
-/// A reader that saw a transfer half done would see another sum.
+/// Lua transfers and Lua sums over accounts of every shard on flash
+/// (`common::accounts`): no sum ever sees a transfer half done.
 #[test]
 fn scripts_are_atomic_over_cold_keys() {
-    let srv = common::Server::start(&[
-        "--maxmemory-ram",
-        "8mb",
-        "--tiering-min-value-size",
-        "16",
-        "--flash-segment-size",
-        "1mb",
-    ]);
     const ACCOUNTS: usize = 400;
-    let mut con = srv.client();
-    for i in 0..ACCOUNTS {
-        let _: () = redis::cmd("HSET")
-            .arg(format!("acct:{i}"))
-            .arg("n")
-            .arg(100)
-            .arg("pad")
-            .arg(vec![b'p'; 4000])
-            .query(&mut con)
-            .unwrap();
-    }
-    for i in 0..1500 {
-        let _: () = redis::cmd("SET")
-            .arg(format!("ballast:{i}"))
-            .arg(vec![b'b'; 8000])
-            .query(&mut con)
-            .unwrap();
-    }
+    let srv = common::accounts::server();
+    common::accounts::open(&mut srv.client(), ACCOUNTS);
     let transfer = redis::Script::new(
         "local n = tonumber(ARGV[1])
          redis.call('hincrby', KEYS[1], 'n', -n)
@@ -224,58 +199,17 @@ fn scripts_are_atomic_over_cold_keys() {
          return s",
         ACCOUNTS - 1
     ));
-    let want = 100 * ACCOUNTS as i64;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writers: Vec<_> = (0..2u64)
-        .map(|w| {
-            let (url, transfer) = (srv.url(), transfer.clone());
-            std::thread::spawn(move || {
-                let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
-                let mut x = 0x2545_f491_4f6c_dd1du64.wrapping_mul(w + 3);
-                for _ in 0..300 {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let a = (x % ACCOUNTS as u64) as usize;
-                    let b = (a + 1 + (x >> 32) as usize % (ACCOUNTS - 1)) % ACCOUNTS;
-                    let n: i64 = transfer
-                        .key(format!("acct:{a}"))
-                        .key(format!("acct:{b}"))
-                        .arg((x >> 50) % 9 + 1)
-                        .invoke(&mut con)
-                        .unwrap();
-                    assert!((1..=9).contains(&n));
-                }
-            })
-        })
-        .collect();
-    let readers: Vec<_> = (0..2)
-        .map(|_| {
-            let (url, sum, stop) = (srv.url(), sum.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
-                let mut reads = 0;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
-                    let got: i64 = sum.invoke(&mut con).unwrap();
-                    assert_eq!(got, want, "a script saw another half done");
-                    reads += 1;
-                }
-                reads
-            })
-        })
-        .collect();
-    for w in writers {
-        w.join().unwrap();
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let reads: usize = readers.into_iter().map(|r| r.join().unwrap()).sum();
-    let got: i64 = sum.invoke(&mut con).unwrap();
-    assert_eq!(got, want);
-    let fetches = srv.info_u64(&mut con, "tiered", "tiered_total_fetches");
-    assert!(
-        fetches >= ACCOUNTS as u64 / 2,
-        "only {fetches} reads from flash"
-    );
+    let mv = move |con: &mut redis::Connection, a: usize, b: usize, amount: i64| {
+        let n: i64 = transfer
+            .key(format!("acct:{a}"))
+            .key(format!("acct:{b}"))
+            .arg(amount)
+            .invoke(con)
+            .unwrap();
+        assert_eq!(n, amount);
+    };
+    let total = move |con: &mut redis::Connection| -> i64 { sum.invoke(con).unwrap() };
+    let (reads, fetches) = common::accounts::run(&srv, ACCOUNTS, mv, total);
     eprintln!("scripts: {reads} summing scripts, {fetches} fetches from flash");
 }
 

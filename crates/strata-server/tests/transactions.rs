@@ -329,118 +329,45 @@ fn a_client_blocked_on_a_key_is_served_after_the_exec_that_pushed_it() {
     }
 }
 
-/// Accounts spread over every shard, on flash when the transactions start
-/// (12 MB of ballast written after them under an 8 MB budget): writers move
-/// amounts between random accounts in transactions while readers sum all
-/// accounts in one transaction each. A reader that saw a transfer half done
-/// would see another sum.
+/// Transfers and sums in MULTI/EXEC over accounts of every shard on flash
+/// (`common::accounts`): no sum ever sees a transfer half done.
 #[test]
 fn exec_is_atomic_across_shards_and_values_on_flash() {
-    let srv = common::Server::start(&[
-        "--maxmemory-ram",
-        "8mb",
-        "--tiering-min-value-size",
-        "16",
-        "--flash-segment-size",
-        "1mb",
-    ]);
     const ACCOUNTS: usize = 600;
-    const START: i64 = 100;
-    let mut con = srv.client();
-    for i in 0..ACCOUNTS {
-        let _: () = redis::cmd("HSET")
-            .arg(format!("acct:{i}"))
+    let srv = common::accounts::server();
+    common::accounts::open(&mut srv.client(), ACCOUNTS);
+    let transfer = |con: &mut redis::Connection, a: usize, b: usize, amount: i64| {
+        let mut p = redis::pipe();
+        p.atomic();
+        p.cmd("HINCRBY")
+            .arg(format!("acct:{a}"))
             .arg("n")
-            .arg(START)
-            .arg("pad")
-            .arg(vec![b'p'; 4000])
-            .query(&mut con)
-            .unwrap();
-    }
-    for i in 0..1500 {
-        let _: () = redis::cmd("SET")
-            .arg(format!("ballast:{i}"))
-            .arg(vec![b'b'; 8000])
-            .query(&mut con)
-            .unwrap();
-    }
-    let sum_all = |con: &mut redis::Connection| -> i64 {
+            .arg(-amount)
+            .ignore();
+        p.cmd("HINCRBY")
+            .arg(format!("acct:{b}"))
+            .arg("n")
+            .arg(amount)
+            .ignore();
+        // A write refused while demotion catches up with what the readers
+        // brought back (-OOM: the transaction is discarded whole) is
+        // retried.
+        let mut tries = 0;
+        while let Err(e) = p.query::<()>(con) {
+            tries += 1;
+            assert!(e.code() == Some("OOM") && tries < 200, "{e}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    };
+    let sum = |con: &mut redis::Connection| -> i64 {
         let mut p = redis::pipe();
         p.atomic();
         for i in 0..ACCOUNTS {
             p.cmd("HGET").arg(format!("acct:{i}")).arg("n");
         }
-        let got: Vec<i64> = p.query(con).unwrap();
-        got.iter().sum()
+        p.query::<Vec<i64>>(con).unwrap().iter().sum()
     };
-    let want = START * ACCOUNTS as i64;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..2u64 {
-        let url = srv.url();
-        writers.push(std::thread::spawn(move || {
-            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
-            let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(w + 1);
-            for _ in 0..300 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let a = (x % ACCOUNTS as u64) as usize;
-                let b = (a + 1 + (x >> 32) as usize % (ACCOUNTS - 1)) % ACCOUNTS;
-                let amount = (x >> 50) as i64 % 7 + 1;
-                let mut p = redis::pipe();
-                p.atomic();
-                p.cmd("HINCRBY")
-                    .arg(format!("acct:{a}"))
-                    .arg("n")
-                    .arg(-amount)
-                    .ignore();
-                p.cmd("HINCRBY")
-                    .arg(format!("acct:{b}"))
-                    .arg("n")
-                    .arg(amount)
-                    .ignore();
-                // A write refused while demotion catches up with what the
-                // readers brought back (-OOM: the transaction is discarded
-                // whole) is retried.
-                let mut tries = 0;
-                while let Err(e) = p.query::<()>(&mut con) {
-                    tries += 1;
-                    assert!(e.code() == Some("OOM") && tries < 200, "{e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        }));
-    }
-    let mut readers = Vec::new();
-    for _ in 0..2 {
-        let (url, stop) = (srv.url(), stop.clone());
-        readers.push(std::thread::spawn(move || {
-            let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
-            let mut reads = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
-                assert_eq!(
-                    sum_all(&mut con),
-                    want,
-                    "a transaction saw another half done"
-                );
-                reads += 1;
-            }
-            reads
-        }));
-    }
-    for t in writers {
-        t.join().unwrap();
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let reads: usize = readers.into_iter().map(|t| t.join().unwrap()).sum();
-    assert_eq!(sum_all(&mut con), want);
-    // The accounts were read back from flash while transactions ran.
-    let fetches = srv.info_u64(&mut con, "tiered", "tiered_total_fetches");
-    assert!(
-        fetches >= ACCOUNTS as u64 / 2,
-        "only {fetches} reads from flash"
-    );
+    let (reads, fetches) = common::accounts::run(&srv, ACCOUNTS, transfer, sum);
     eprintln!("atomicity: {reads} summing transactions, {fetches} fetches from flash");
 }
 

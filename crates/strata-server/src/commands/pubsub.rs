@@ -149,8 +149,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "numpat") && n == 2 {
         write_integer(ctx.out, ps.patterns() as i64);
     } else if is(sub, "help") && n == 2 {
-        let lines: &[&str] = &[
-            "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        super::server::help(ctx.out, "PUBSUB", &[
             "CHANNELS [<pattern>]",
             "    Return the currently active channels matching a <pattern> (default: '*').",
             "NUMPAT",
@@ -164,11 +163,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             "    Return the number of subscribers for the specified shard level channel(s)",
             "HELP",
             "    Prints this help.",
-        ];
-        write_array_len(ctx.out, lines.len());
-        for l in lines {
-            strata_protocol::write_simple(ctx.out, l.as_bytes());
-        }
+        ]);
     } else if is(sub, "numpat") || is(sub, "help") {
         // Fixed-arity subcommands: the table's arity error.
         reply::error(

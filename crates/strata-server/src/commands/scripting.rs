@@ -39,8 +39,7 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Err(e) => reply::error(ctx.out, e),
         }
     } else if is(sub, "help") && args.len() == 2 {
-        let lines = [
-            "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        super::server::help(ctx.out, "SCRIPT", &[
             "DEBUG (YES|SYNC|NO)",
             "    Set the debug mode for subsequent scripts executed.",
             "EXISTS <sha1> [<sha1> ...]",
@@ -57,11 +56,7 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             "    Load a script into the scripts cache without executing it.",
             "HELP",
             "    Prints this help.",
-        ];
-        write_array_len(ctx.out, lines.len());
-        for l in lines {
-            write_simple(ctx.out, l.as_bytes());
-        }
+        ]);
     } else if ["load", "exists", "help", "kill"]
         .iter()
         .any(|s| is(sub, s))

@@ -4,6 +4,7 @@
 //! directory and arguments, new port).
 #![allow(dead_code)]
 
+pub mod accounts;
 pub mod raw;
 
 use std::io::{Read, Write};
