@@ -300,7 +300,10 @@ impl CommandSpec {
 }
 
 /// The connection's pub/sub listener (made on first use).
-pub fn listener<'a>(shared: &Shared, conn: &'a mut ConnState) -> &'a mut crate::pubsub::Listener {
+pub fn listener<'a>(
+    shared: &Shared,
+    conn: &'a mut ConnState,
+) -> &'a mut crate::session::pubsub::Listener {
     let handle = conn.handle.clone();
     conn.pubsub
         .get_or_insert_with(|| shared.pubsub.listener(handle))

@@ -11,7 +11,7 @@ use crate::command::Outcome;
 use crate::commands::table;
 use crate::dispatch::execute;
 use crate::reply;
-use crate::transaction;
+use crate::session::{scripting, transaction};
 use crate::Shared;
 use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -33,11 +33,11 @@ pub struct ConnState {
     /// False until AUTH succeeds when `requirepass` is set.
     pub authenticated: bool,
     /// The open transaction (after MULTI).
-    pub multi: Option<crate::transaction::Multi>,
+    pub multi: Option<crate::session::transaction::Multi>,
     /// The keys WATCHed.
     pub watched: strata_engine::Watched,
     /// What it listens to (after SUBSCRIBE ...), and its message queue.
-    pub pubsub: Option<crate::pubsub::Listener>,
+    pub pubsub: Option<crate::session::pubsub::Listener>,
     /// While EXEC runs: where its commands report keys blocked clients
     /// wait on (`command::ReadySink`); its blocking commands do not block.
     pub exec_ready: Option<crate::command::Deferred>,
@@ -140,7 +140,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             let spec = table::lookup(&args[0]);
             if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
                 shared.stats.commands_processed.fetch_add(1, Relaxed);
-                crate::transaction::fail(&mut conn);
+                transaction::fail(&mut conn);
                 let mut refusal = BytesMut::new();
                 reply::error(&mut refusal, reply::LOADING);
                 if pending.is_empty() {
@@ -156,19 +156,19 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     shared.stats.commands_processed.fetch_add(1, Relaxed);
                     shared.stats.oom_rejections.fetch_add(1, Relaxed);
                     reply::error(&mut out, &refusal);
-                    crate::transaction::fail(&mut conn);
+                    transaction::fail(&mut conn);
                     continue;
                 }
             }
             // A script running: wait for it, or answer BUSY past the
             // threshold (never block a worker on the shards it holds).
             if shared.scripts.busy.running()
-                && !crate::scripting::allowed_while_busy(spec, &args)
+                && !scripting::allowed_while_busy(spec, &args)
                 && !shared.scripts.busy.wait().await
             {
                 transaction::fail(&mut conn);
                 let mut busy = BytesMut::new();
-                reply::error(&mut busy, crate::scripting::BUSY);
+                reply::error(&mut busy, scripting::BUSY);
                 if pending.is_empty() {
                     out.extend_from_slice(&busy);
                 } else {
@@ -219,7 +219,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     out.extend_from_slice(&scratch);
                     scratch.clear();
                     wrote = true;
-                    crate::scripting::eval(&shared, &mut conn, &args, &mut out).await;
+                    scripting::eval(&shared, &mut conn, &args, &mut out).await;
                 }
             }
             if !scratch.is_empty() {
@@ -398,7 +398,9 @@ async fn sleep_or_forever(d: Option<Duration>) {
 
 /// The next pub/sub message for this connection (never, when it listens
 /// to nothing).
-async fn next_message(l: &mut Option<crate::pubsub::Listener>) -> crate::pubsub::Message {
+async fn next_message(
+    l: &mut Option<crate::session::pubsub::Listener>,
+) -> crate::session::pubsub::Message {
     match l {
         Some(l) => l.next().await,
         None => std::future::pending().await,

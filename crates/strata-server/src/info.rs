@@ -315,7 +315,7 @@ fn log_status_name(s: strata_engine::LogStatus) -> &'static str {
 }
 
 fn stats(s: &Shared, out: &mut String) {
-    use crate::pubsub::Kind;
+    use crate::session::pubsub::Kind;
     let st = &s.stats;
     let t = s.engine.tiered_info();
     out.push_str("# Stats\r\n");

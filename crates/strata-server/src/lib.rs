@@ -11,7 +11,6 @@
 //! are atomics.
 
 pub mod alloc;
-pub mod blocking;
 pub mod clients;
 pub mod command;
 pub mod commands;
@@ -21,12 +20,10 @@ pub mod dispatch;
 pub mod glob;
 pub mod info;
 pub mod memcache;
-pub mod pubsub;
 pub mod rdb;
 pub mod reply;
-pub mod scripting;
+pub mod session;
 pub mod slowlog;
-pub mod transaction;
 
 use clients::Clients;
 use config::{Config, MaxmemoryPolicy};
@@ -80,11 +77,11 @@ pub struct Shared {
     pub mc: memcache::McStats,
     pub slowlog: SlowLog,
     /// Clients blocked on lists and sorted sets (BLPOP ...).
-    pub blocking: Arc<blocking::Blocking>,
+    pub blocking: Arc<session::blocking::Blocking>,
     /// Channels, patterns and shard channels and their subscribers.
-    pub pubsub: Arc<pubsub::PubSub>,
+    pub pubsub: Arc<session::pubsub::PubSub>,
     /// The Lua VM and the script cache.
-    pub scripts: scripting::Scripts,
+    pub scripts: session::scripting::Scripts,
     pub started: Instant,
     pub run_id: String,
     pub tcp_port: AtomicU64,
@@ -197,7 +194,7 @@ impl Shared {
             .threshold_ms
             .store(c.busy_reply_threshold, Relaxed);
         let [hard, soft, soft_secs] = c.client_output_buffer_limit[2];
-        *self.pubsub.limit.lock() = pubsub::Limit {
+        *self.pubsub.limit.lock() = session::pubsub::Limit {
             hard,
             soft,
             soft_secs,

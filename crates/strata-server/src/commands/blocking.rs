@@ -1,12 +1,12 @@
 //! The blocking pops: BLPOP BRPOP BRPOPLPUSH BLMOVE (and, with the sorted
 //! set family, BZPOPMIN BZPOPMAX). Each tries its pop at once; when every
-//! watched key is empty it waits in `crate::blocking` until a push serves
+//! watched key is empty it waits in `crate::session::blocking` until a push serves
 //! it or the timeout passes (null array), as Redis does.
 
 use super::{is, parse_f64};
-use crate::blocking::PopOp;
 use crate::command::{Ctx, Outcome};
 use crate::reply;
+use crate::session::blocking::PopOp;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +28,7 @@ pub fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, &'static str> {
 }
 
 /// Runs `op` now; if it found nothing, blocks on `watch` (see the module
-/// doc of `crate::blocking`). Inside EXEC it does not block: it answers
+/// doc of `crate::session::blocking`). Inside EXEC it does not block: it answers
 /// at once as Redis does there, a null (`null_bulk`: BLMOVE, BRPOPLPUSH)
 /// or a null array.
 pub fn block(

@@ -1,11 +1,11 @@
 //! SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE SSUBSCRIBE SUNSUBSCRIBE
 //! PUBLISH SPUBLISH PUBSUB, as Redis 7.0 (the registry and delivery:
-//! `crate::pubsub`; writing messages to a subscriber: the connection).
+//! `crate::session::pubsub`; writing messages to a subscriber: the connection).
 
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
-use crate::pubsub::Kind;
 use crate::reply;
+use crate::session::pubsub::Kind;
 use bytes::{Bytes, BytesMut};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_push_len, Version,
@@ -60,7 +60,7 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Outcome
         Kind::Pattern => b"punsubscribe",
         Kind::Shard => b"sunsubscribe",
     };
-    let count = |l: &crate::pubsub::Listener| {
+    let count = |l: &crate::session::pubsub::Listener| {
         if kind == Kind::Shard {
             l.shard_count()
         } else {

@@ -1,5 +1,5 @@
 //! EVAL EVALSHA EVAL_RO EVALSHA_RO SCRIPT: the table's side. Running a
-//! script is `crate::scripting` (the connection runs it, since a script
+//! script is `crate::session::scripting` (the connection runs it, since a script
 //! runs other commands).
 
 use crate::command::{Ctx, Outcome};

@@ -1,7 +1,7 @@
 //! Lua scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and the script cache
 //! (SCRIPT LOAD / EXISTS / FLUSH), on Lua 5.1 as Redis 7.0 runs them.
 //!
-//! A script runs like a transaction (`crate::transaction`): its declared
+//! A script runs like a transaction (`crate::session::transaction`): its declared
 //! keys are brought into RAM first, holding nothing; then it runs on the
 //! one script thread (never on a runtime worker, so a long script leaves
 //! the workers free to answer BUSY and SCRIPT KILL), in one exclusive

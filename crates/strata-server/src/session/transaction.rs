@@ -187,7 +187,7 @@ fn run_one(
     let mut one = BytesMut::new();
     match execute(shared, conn, Some(spec), args, &mut one) {
         Outcome::Pending { reply, .. } => one = futures::executor::block_on(reply),
-        Outcome::Eval => crate::scripting::eval_now(shared, conn, args, &mut one),
+        Outcome::Eval => crate::session::scripting::eval_now(shared, conn, args, &mut one),
         Outcome::Done | Outcome::Close | Outcome::Exec => {}
     }
     body.extend_from_slice(&one);

@@ -1,0 +1,130 @@
+//! MGET: the string values of several keys as of one moment (a keyed
+//! exclusive section), cold ones read first and checked unchanged.
+
+use crate::clock::{now_ms, now_secs};
+use crate::index::{Slot, F_REFERENCED};
+use crate::stats::Stats;
+use crate::tiering::fetch::{fetch_value, promote_fetched, FetchTarget, Read};
+use crate::types::ValueType;
+use crate::{Engine, EngineError};
+use bytes::Bytes;
+
+/// Values `get_many` read from flash, by key, with what they were read for.
+type Fetched = std::collections::HashMap<Box<[u8]>, (FetchTarget, Bytes)>;
+
+impl Engine {
+    /// MGET: the string values of `keys` (None for a missing key or another
+    /// type) as of one moment: the keys' shards are held together
+    /// (`exclusive_keys`). Cold values are read first, holding nothing,
+    /// then the keys are looked at again together: a value read is used if
+    /// its key did not change meanwhile, else it is read again. Each key is
+    /// counted once in the hit and miss statistics, and a value read from
+    /// flash is promoted as GET's would be.
+    pub fn get_many(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+    ) -> Read<Result<Vec<Option<Bytes>>, EngineError>> {
+        let mut fetched = Fetched::new();
+        match self.get_many_once(db, &keys, &fetched, true) {
+            Ok(values) => Read::Ready(Ok(values)),
+            Err(targets) => {
+                let engine = self.clone();
+                Read::Pending(Box::pin(async move {
+                    let mut targets = targets;
+                    loop {
+                        let reads = targets.iter().map(|t| fetch_value(engine.inner.clone(), t));
+                        let values = crate::keyspace::view::join_all(reads).await;
+                        for (t, v) in targets.into_iter().zip(values) {
+                            fetched.insert(t.key.clone(), (t, v?));
+                        }
+                        match engine.get_many_once(db, &keys, &fetched, false) {
+                            Ok(values) => return Ok(values),
+                            Err(t) => targets = t,
+                        }
+                    }
+                }))
+            }
+        }
+    }
+
+    /// One look at `keys` for `get_many`: their values, or the cold ones
+    /// still to read (`fetched`: values read so far, used if their entry is
+    /// unchanged). `count`: the first look counts hits and misses.
+    fn get_many_once(
+        &self,
+        db: usize,
+        keys: &[Bytes],
+        fetched: &Fetched,
+        count: bool,
+    ) -> Result<Vec<Option<Bytes>>, Vec<FetchTarget>> {
+        let inner = &self.inner;
+        let stats = &inner.stats;
+        let inc = |c: &std::sync::atomic::AtomicU64| {
+            if count {
+                Stats::inc(c)
+            }
+        };
+        let (now, secs) = (now_ms(), now_secs());
+        let mut promoted = false;
+        let r = self.exclusive_keys(keys, || {
+            let mut values = Vec::with_capacity(keys.len());
+            let mut cold = Vec::new();
+            for key in keys {
+                let mut guard = inner.shard(key).lock();
+                let sh = &mut *guard;
+                let Some(e) = sh.dbs[db].get_mut(&key[..]) else {
+                    inc(&stats.keyspace_misses);
+                    values.push(None);
+                    continue;
+                };
+                if e.is_expired(now) || e.value_type() != ValueType::String {
+                    if e.is_expired(now) {
+                        inc(&stats.keyspace_misses);
+                    }
+                    values.push(None);
+                    continue;
+                }
+                inc(&stats.keyspace_hits);
+                e.flags |= F_REFERENCED;
+                e.lru_secs = secs;
+                match &e.slot {
+                    Slot::Hot(h) => {
+                        inc(&stats.ram_hits);
+                        if h.backing.is_some() {
+                            inc(&stats.ram_cool_hits);
+                        }
+                        values.push(h.value.as_str().cloned());
+                    }
+                    Slot::Cold(loc) => {
+                        inc(&stats.ram_misses);
+                        let (loc, version) = (*loc, e.version);
+                        let read = fetched
+                            .get(&key[..])
+                            .filter(|(t, _)| t.loc == loc && t.version == version);
+                        match read {
+                            Some((t, v)) => {
+                                promoted |= promote_fetched(inner, sh, t, v);
+                                values.push(Some(v.clone()));
+                            }
+                            None => {
+                                cold.push(FetchTarget::new(inner, db, key, loc, version));
+                                values.push(None);
+                            }
+                        }
+                    }
+                    Slot::Chunked(_) => values.push(None),
+                }
+            }
+            if cold.is_empty() {
+                Ok(values)
+            } else {
+                Err(cold)
+            }
+        });
+        if promoted {
+            inner.wake_if_pressured();
+        }
+        r
+    }
+}

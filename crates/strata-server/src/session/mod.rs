@@ -1,0 +1,13 @@
+//! What a client does beyond one command at a time, each in its room:
+//! `transaction` (MULTI/EXEC and WATCH: queueing, and running the queue
+//! in one exclusive section), `blocking` (clients blocked on lists and
+//! sorted sets, served by the writes that fill them), `pubsub` (channels,
+//! patterns, subscribers' queues and their output limit), `scripting`
+//! (Lua scripts on the script thread). The command handlers of each are in
+//! `commands/`; the connection (`connection.rs`) runs EXEC and EVAL and
+//! writes pub/sub messages.
+
+pub mod blocking;
+pub mod pubsub;
+pub mod scripting;
+pub mod transaction;
