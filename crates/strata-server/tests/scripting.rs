@@ -303,3 +303,41 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
     assert_eq!(writing.join().unwrap(), 300_000_000);
     raw.w("GET x", "$1\r\n1\r\n");
 }
+
+/// During a script that cannot be killed, SHUTDOWN answers BUSY and
+/// SHUTDOWN NOSAVE ends the server at once; what was acknowledged before
+/// is there after a restart.
+#[test]
+fn shutdown_nosave_ends_an_unkillable_script() {
+    let mut srv = common::Server::start(&["--maxmemory-ram", "16mb", "--appendfsync", "always"]);
+    let mut con = srv.client();
+    let _: () = redis::cmd("SET")
+        .arg("before")
+        .arg("1")
+        .query(&mut con)
+        .unwrap();
+    let url = srv.url();
+    let stuck = std::thread::spawn(move || {
+        let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+        redis::cmd("EVAL")
+            .arg("redis.call('set','x','1') while true do end")
+            .arg(0)
+            .query::<()>(&mut con)
+            .is_err()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut raw = common::raw::Raw::new(&srv);
+    raw.w(
+        "SHUTDOWN",
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+    );
+    raw.send(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(raw.closed(), "SHUTDOWN NOSAVE left the connection open");
+    let status = srv.wait_exit(std::time::Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+    assert!(stuck.join().unwrap(), "the script's client got a reply");
+    srv.restart();
+    let mut con = srv.client();
+    let v: String = common::q(&mut con, "GET before");
+    assert_eq!(v, "1");
+}

@@ -141,6 +141,18 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     }
+    if ctx.shared.scripts.busy.running() {
+        // As Redis: with a script running, only SHUTDOWN NOSAVE, which
+        // leaves at once (what was acknowledged is in the log as far as
+        // appendfsync promised, as after kill -9; the script's own writes
+        // were never acknowledged).
+        if save != strata_engine::ShutdownSave::NoSave {
+            reply::error(ctx.out, crate::session::scripting::BUSY);
+            return Outcome::Done;
+        }
+        tracing::warn!("SHUTDOWN NOSAVE while a script runs: exiting now");
+        std::process::exit(0);
+    }
     ctx.shared.request_shutdown(save);
     Outcome::Close
 }
