@@ -133,6 +133,10 @@ fn pubsub_matches_redis_7() {
             Recv(0),
             Recv(0),
             Cmd(0, "PING"),
+            // Publishing to itself: the message, then the reply.
+            Cmd(0, "PUBLISH c self"),
+            Recv(0),
+            Recv(0),
             Cmd(0, "UNSUBSCRIBE"),
             Cmd(0, "PUNSUBSCRIBE"),
         ],

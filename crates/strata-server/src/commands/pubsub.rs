@@ -108,13 +108,22 @@ pub fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let n = ctx.shared.pubsub.publish(Kind::Channel, &args[1], &args[2]);
-    write_integer(ctx.out, n as i64);
-    Outcome::Done
+    publish_generic(ctx, args, Kind::Channel)
 }
 
 pub fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let n = ctx.shared.pubsub.publish(Kind::Shard, &args[1], &args[2]);
+    publish_generic(ctx, args, Kind::Shard)
+}
+
+fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Outcome {
+    let n = ctx.shared.pubsub.publish(kind, &args[1], &args[2]);
+    // A subscriber publishing to itself (RESP3) gets the message before
+    // the reply, as from Redis.
+    if let Some(l) = ctx.conn.pubsub.as_mut() {
+        while let Some(m) = l.try_next() {
+            m.write(ctx.out, ctx.conn.version);
+        }
+    }
     write_integer(ctx.out, n as i64);
     Outcome::Done
 }
