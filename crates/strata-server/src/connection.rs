@@ -205,21 +205,17 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     barrier |= write;
                 }
                 Outcome::Close => close = true,
-                Outcome::Exec => {
-                    // Replies before EXEC's go first; EXEC is a barrier.
+                outcome @ (Outcome::Exec | Outcome::Eval) => {
+                    // A barrier: the replies before it go first (its
+                    // handler wrote nothing).
                     drain(&mut pending, &mut out).await;
-                    out.extend_from_slice(&scratch);
-                    scratch.clear();
-                    wrote |= transaction::has_writes(&conn);
-                    transaction::exec(&shared, &mut conn, &mut out).await;
-                }
-                Outcome::Eval => {
-                    // As EXEC: a barrier, and a write for the journal.
-                    drain(&mut pending, &mut out).await;
-                    out.extend_from_slice(&scratch);
-                    scratch.clear();
-                    wrote = true;
-                    scripting::eval(&shared, &mut conn, &args, &mut out).await;
+                    if matches!(outcome, Outcome::Exec) {
+                        wrote |= transaction::has_writes(&conn);
+                        transaction::exec(&shared, &mut conn, &mut out).await;
+                    } else {
+                        wrote = true;
+                        scripting::eval(&shared, &mut conn, &args, &mut out).await;
+                    }
                 }
             }
             if !scratch.is_empty() {

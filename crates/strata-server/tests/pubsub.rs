@@ -8,60 +8,14 @@ mod common;
 #[allow(dead_code)]
 #[path = "redis_diff/oracle.rs"]
 mod oracle;
+#[allow(dead_code)]
+#[path = "redis_diff/scenario.rs"]
+mod scenario;
 
 use oracle::{Conn, RedisServer};
+use scenario::{scenario, Step, Step::*};
 use std::io::{Read, Write};
 use std::time::Duration;
-
-/// One step: a command whose reply is compared (`Cmd`), a message a
-/// client receives (`Recv`, compared), a command whose reply is not
-/// compared (`Any`: HELLO names the server's version), a command whose
-/// reply is compared as a set (`Set`: PUBSUB CHANNELS, in no order).
-enum Step {
-    Cmd(usize, &'static str),
-    Recv(usize),
-    Any(usize, &'static str),
-    Set(usize, &'static str),
-}
-use Step::{Any, Cmd, Recv, Set};
-
-fn scenario(name: &str, rp: u16, sp: u16, steps: &[Step]) {
-    let mut r = [Conn::connect(rp), Conn::connect(rp), Conn::connect(rp)];
-    let mut s = [Conn::connect(sp), Conn::connect(sp), Conn::connect(sp)];
-    for (i, step) in steps.iter().enumerate() {
-        let (a, b, what) = match step {
-            Cmd(who, words) | Any(who, words) | Set(who, words) => {
-                let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
-                (
-                    r[*who].cmd(&args),
-                    s[*who].cmd(&args),
-                    format!("client {who}: {words}"),
-                )
-            }
-            Recv(who) => (
-                r[*who].reply(),
-                s[*who].reply(),
-                format!("client {who} receives"),
-            ),
-        };
-        if matches!(step, Any(..)) {
-            continue;
-        }
-        if matches!(step, Set(..)) {
-            assert_eq!(
-                oracle::sorted_elements(&a.frame),
-                oracle::sorted_elements(&b.frame),
-                "{name}, step {i} ({what}): redis vs strata"
-            );
-            continue;
-        }
-        assert_eq!(
-            String::from_utf8_lossy(&a.bytes),
-            String::from_utf8_lossy(&b.bytes),
-            "{name}, step {i} ({what}): redis vs strata"
-        );
-    }
-}
 
 #[test]
 fn pubsub_matches_redis_7() {

@@ -14,47 +14,13 @@ mod common;
 #[allow(dead_code)]
 #[path = "redis_diff/oracle.rs"]
 mod oracle;
+#[allow(dead_code)]
+#[path = "redis_diff/scenario.rs"]
+mod scenario;
 
 use oracle::{Conn, RedisServer};
+use scenario::{scenario, Step, Step::*};
 use std::time::Duration;
-
-/// One step of a scenario: which client (0 or 1) sends what (`Cmd`: the
-/// replies compared; `Any`: not compared, e.g. HELLO's server version), or
-/// a pause.
-enum Step {
-    Cmd(usize, &'static str),
-    Any(usize, &'static str),
-    Sleep(u64),
-}
-use Step::{Any, Cmd, Sleep};
-
-/// Runs `steps` on both servers and compares every reply.
-fn scenario(name: &str, redis_port: u16, strata_port: u16, steps: &[Step]) {
-    let mut r = [Conn::connect(redis_port), Conn::connect(redis_port)];
-    let mut s = [Conn::connect(strata_port), Conn::connect(strata_port)];
-    for c in r.iter_mut().chain(s.iter_mut()) {
-        c.cmd(&[b"FLUSHALL"]);
-    }
-    for (i, step) in steps.iter().enumerate() {
-        match step {
-            Sleep(ms) => std::thread::sleep(Duration::from_millis(*ms)),
-            Any(who, words) => {
-                let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
-                r[*who].cmd(&args);
-                s[*who].cmd(&args);
-            }
-            Cmd(who, words) => {
-                let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
-                let (a, b) = (r[*who].cmd(&args), s[*who].cmd(&args));
-                assert_eq!(
-                    String::from_utf8_lossy(&a.bytes),
-                    String::from_utf8_lossy(&b.bytes),
-                    "{name}, step {i} (client {who}: {words}): redis vs strata"
-                );
-            }
-        }
-    }
-}
 
 #[test]
 fn transactions_match_redis_7() {

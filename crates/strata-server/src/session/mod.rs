@@ -11,3 +11,15 @@ pub mod blocking;
 pub mod pubsub;
 pub mod scripting;
 pub mod transaction;
+
+/// Brings the cold values of `keys` into RAM before a section that will
+/// need them (EXEC, EVAL), holding nothing meanwhile. A failed read is
+/// not an error here: it shows in the command that needs the key.
+pub async fn warm(shared: &crate::Shared, db: usize, keys: Vec<bytes::Bytes>) {
+    if keys.is_empty() {
+        return;
+    }
+    if let strata_engine::Read::Pending(f) = shared.engine.warm(db, keys) {
+        let _ = f.await;
+    }
+}

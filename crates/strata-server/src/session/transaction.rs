@@ -270,11 +270,5 @@ async fn warm(
     for (spec, args) in queued {
         keys.extend(command_keys(spec, args).unwrap_or_else(|| spec_keys(spec, args)));
     }
-    if keys.is_empty() {
-        return;
-    }
-    if let strata_engine::Read::Pending(f) = shared.engine.warm(conn.db, keys) {
-        // A failed read shows in the command that needs the key.
-        let _ = f.await;
-    }
+    super::warm(shared, conn.db, keys).await;
 }

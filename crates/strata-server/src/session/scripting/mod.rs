@@ -233,12 +233,7 @@ pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], ou
         Ok(c) => c,
         Err(e) => return crate::reply::error(out, e),
     };
-    if !call.keys.is_empty() {
-        if let strata_engine::Read::Pending(f) = shared.engine.warm(conn.db, call.keys.clone()) {
-            // A failed read shows in the command that needs the key.
-            let _ = f.await;
-        }
-    }
+    super::warm(shared, conn.db, call.keys.clone()).await;
     let deferred = Deferred::default();
     // The script runs on the script thread, never on a worker: however
     // long it runs, the workers answer other clients (BUSY, SCRIPT KILL).
