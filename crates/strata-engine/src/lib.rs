@@ -114,6 +114,8 @@ pub(crate) struct Inner {
     pub databases: usize,
     /// Logical databases over the ids records carry (SWAPDB).
     pub dbmap: keyspace::swapdb::DbMapping,
+    /// The server's function libraries (FUNCTION LOAD), kept durable.
+    pub functions: keyspace::functions::Functions,
     pub table: Arc<SegmentTable>,
     pub io: Arc<dyn IoEngine>,
     /// Settings CONFIG SET may change (atomics).
@@ -228,6 +230,7 @@ impl Engine {
             shard_seed,
             databases: cfg.databases.max(1),
             dbmap: keyspace::swapdb::DbMapping::identity(cfg.databases.max(1)),
+            functions: Default::default(),
             tun: Tunables::new(&cfg),
             stats: Stats::default(),
             seq: AtomicU64::new(1),

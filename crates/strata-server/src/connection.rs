@@ -168,7 +168,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             {
                 transaction::fail(&mut conn);
                 let mut busy = BytesMut::new();
-                reply::error(&mut busy, scripting::BUSY);
+                reply::error(&mut busy, shared.scripts.busy.message());
                 if pending.is_empty() {
                     out.extend_from_slice(&busy);
                 } else {

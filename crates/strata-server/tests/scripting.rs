@@ -94,6 +94,28 @@ const SCRIPTS: &[&str] = &[
     "return redis.call('script','load','return 1')",
     "return string.len(string.rep('x', 100000))",
     "return redis.call('del', 's', 'nokey')",
+    "#!lua flags=no-writes\nreturn redis.call('set','a','b')",
+    "#!lua\nreturn 1",
+    "#!lua name=x\nreturn 1",
+    "#!lua flags=bad\nreturn 1",
+    "#!lua flags=no-writes,allow-oom\nreturn redis.call('get','s')",
+    "#!foo\nreturn 1",
+    "#!lua",
+    "#!lua flags=no-writes\nerror('at line 2')",
+    "redis.setresp(3); return redis.call('hgetall','nohash')",
+    "redis.setresp(4)",
+    "redis.setresp()",
+    "redis.setresp(3); local r = redis.call('hgetall','h'); return type(r.map)",
+    "redis.setresp(3); return redis.call('hgetall','h')",
+    "redis.setresp(3); return redis.call('smembers','st')",
+    "redis.setresp(3); return {redis.call('get','nokey') == nil, redis.call('zscore','z','a')}",
+    "redis.setresp(3); return {true, false}",
+    "return {true, false, nil}",
+    "return {double=1.5}",
+    "return {map={a=1}}",
+    "return {set={a=true}}",
+    "return {big_number='123'}",
+    "return redis.REDIS_VERSION ~= nil",
 ];
 
 #[test]
@@ -105,16 +127,26 @@ fn scripts_match_redis_7() {
     for c in [&mut r, &mut s] {
         c.cmd(&[b"FLUSHALL"]);
         c.cmd(&[b"SET", b"s", b"str"]);
+        c.cmd(&[b"SADD", b"st", b"m"]);
     }
-    for script in SCRIPTS {
-        let args: [&[u8]; 5] = [b"EVAL", script.as_bytes(), b"1", b"kk", b"vv"];
-        let (a, b) = (r.cmd(&args), s.cmd(&args));
-        assert_eq!(
-            String::from_utf8_lossy(&a.bytes),
-            String::from_utf8_lossy(&b.bytes),
-            "EVAL {script:?}: redis vs strata"
-        );
+    // Each script in RESP2, then from a RESP3 client.
+    for resp3 in [false, true] {
+        if resp3 {
+            r.cmd(&[b"HELLO", b"3"]);
+            s.cmd(&[b"HELLO", b"3"]);
+        }
+        for script in SCRIPTS {
+            let args: [&[u8]; 5] = [b"EVAL", script.as_bytes(), b"1", b"kk", b"vv"];
+            let (a, b) = (r.cmd(&args), s.cmd(&args));
+            assert_eq!(
+                String::from_utf8_lossy(&a.bytes),
+                String::from_utf8_lossy(&b.bytes),
+                "EVAL {script:?} (RESP3: {resp3}): redis vs strata"
+            );
+        }
     }
+    r.cmd(&[b"HELLO", b"2"]);
+    s.cmd(&[b"HELLO", b"2"]);
     // The script cache, EVALSHA, the read-only forms, argument errors.
     let steps: &[&[&[u8]]] = &[
         &[b"SCRIPT", b"LOAD", b"return ARGV[1]"],

@@ -7,6 +7,7 @@
 
 pub mod chunks;
 pub mod exclusive;
+pub mod functions;
 mod get_many;
 pub mod items;
 mod rename;

@@ -21,9 +21,8 @@
 //!    record, moved by the collector); older ones are garbage. Without any
 //!    SWAPDB the mapping is the identity and no such record exists.
 
-use crate::index::FlashLoc;
+use crate::log::in_force::InForce;
 use crate::{Engine, EngineError, Inner};
-use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
 
 /// The logical-to-id mapping of the databases (module doc).
@@ -32,8 +31,8 @@ pub struct DbMapping {
     ids: Box<[AtomicU16]>,
     /// Id -> logical database.
     logical: Box<[AtomicU16]>,
-    /// The log record of the mapping in force (None: not logged yet).
-    pub record: Mutex<Option<FlashLoc>>,
+    /// The log record of the mapping in force.
+    pub record: InForce,
     /// Some SWAPDB ran (this run), or a mapping was recovered.
     swapped: std::sync::atomic::AtomicBool,
 }
@@ -44,7 +43,7 @@ impl DbMapping {
         DbMapping {
             ids: n(),
             logical: n(),
-            record: Mutex::new(None),
+            record: InForce::default(),
             swapped: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -117,27 +116,6 @@ pub fn decode(value: &[u8], databases: usize) -> Option<Vec<u16>> {
     }
     ids.extend(n as u16..databases as u16);
     Some(ids)
-}
-
-/// Makes `loc` the record of the mapping in force (caller holds the
-/// writer lock, so records are published in the order they were written).
-pub(crate) fn publish_record(inner: &Inner, loc: FlashLoc) {
-    let old = inner.dbmap.record.lock().replace(loc);
-    inner.retain_flash(loc);
-    if let Some(old) = old {
-        inner.release_flash_quiet(old);
-    }
-}
-
-/// The collector moved the mapping's record from `old` to `new`: `new` is
-/// the record in force if `old` still was (caller holds the writer lock).
-pub(crate) fn record_moved(inner: &Inner, old: FlashLoc, new: FlashLoc) {
-    let mut rec = inner.dbmap.record.lock();
-    if *rec == Some(old) {
-        *rec = Some(new);
-        inner.release_flash_quiet(old);
-        inner.retain_flash(new);
-    }
 }
 
 impl Inner {

@@ -324,9 +324,17 @@ impl Collector {
                         )
                     {
                         self.check_live(inner, job.mode, &rec, loc, &mut live);
-                    } else if rec.header.kind == format::RecordKind::DbMap {
-                        // Live while it holds the mapping in force.
-                        if *inner.dbmap.record.lock() == Some(loc) {
+                    } else if matches!(
+                        rec.header.kind,
+                        format::RecordKind::DbMap | format::RecordKind::Functions
+                    ) {
+                        // Live while it is the record in force.
+                        let in_force = if rec.header.kind == format::RecordKind::DbMap {
+                            &inner.dbmap.record
+                        } else {
+                            &inner.functions.record
+                        };
+                        if in_force.is(loc) {
                             live.push(Live {
                                 db: 0,
                                 key: Box::default(),
@@ -546,7 +554,11 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
     for (l, new) in live.iter().zip(placed) {
         let Some(new) = new else { continue };
         if l.header.kind == format::RecordKind::DbMap {
-            crate::keyspace::swapdb::record_moved(inner, l.old, new);
+            inner.dbmap.record.moved(inner, l.old, new);
+            continue;
+        }
+        if l.header.kind == format::RecordKind::Functions {
+            inner.functions.record.moved(inner, l.old, new);
             continue;
         }
         let chunked = matches!(

@@ -15,7 +15,9 @@
 //!   the log after it;
 //! - [`recovery`]: rebuilds the index at start (checkpoint + tail, or a full
 //!   scan);
-//! - [`persistence`]: SAVE, BGSAVE and shutdown, on top of the above.
+//! - [`persistence`]: SAVE, BGSAVE and shutdown, on top of the above;
+//! - `in_force`: the records of which only the latest counts (the
+//!   database mapping, the function libraries).
 //!
 //! The record and segment layouts are in `crate::flash::format` and
 //! docs/format.md; each part's invariants are in its module doc.
@@ -23,6 +25,7 @@
 pub mod checkpoint;
 pub(crate) mod chunks;
 pub mod collector;
+pub(crate) mod in_force;
 pub mod journal;
 pub mod persistence;
 pub mod recovery;

@@ -3,7 +3,9 @@
 //! budget demotes values and the collector moves records, then after
 //! restarts from a full log scan, from a checkpoint and its tail, and
 //! after a clean shutdown (the mapping must survive each, and no record
-//! may be attributed to the wrong database).
+//! may be attributed to the wrong database). The function libraries'
+//! blob, the other record of which one is in force, changes among them
+//! and must come back as last set.
 
 use crate::tests::{block_on, value_for, wait_until};
 use crate::{Engine, EngineConfig, IoBackend, ShutdownSave};
@@ -30,7 +32,10 @@ fn config(dir: &Path) -> EngineConfig {
 /// db -> key -> value
 type Model = Vec<HashMap<Vec<u8>, Vec<u8>>>;
 
-fn churn(e: &Engine, m: &mut Model, seed: u64, steps: u32) {
+/// The function libraries' blob last set.
+type Blob = Option<Vec<u8>>;
+
+fn churn(e: &Engine, m: &mut Model, f: &mut Blob, seed: u64, steps: u32) {
     let mut rng = StdRng::seed_from_u64(seed);
     for step in 0..steps {
         if step % 250 == 0 {
@@ -52,6 +57,12 @@ fn churn(e: &Engine, m: &mut Model, seed: u64, steps: u32) {
             4..=12 => {
                 assert_eq!(e.delete(db, &key), m[db].remove(&key).is_some());
             }
+            // Seeds from 10 on leave the functions alone.
+            13 if seed < 10 => {
+                let blob = value_for(b"functions", step ^ seed as u32, rng.gen_range(0..3000));
+                e.set_functions(blob.clone().into());
+                *f = Some(blob);
+            }
             _ => {
                 let v = value_for(&key, step ^ seed as u32, rng.gen_range(20..1200));
                 e.set(db, &key, &v, Default::default()).unwrap();
@@ -61,7 +72,8 @@ fn churn(e: &Engine, m: &mut Model, seed: u64, steps: u32) {
     }
 }
 
-fn check(e: &Engine, m: &Model, what: &str) {
+fn check(e: &Engine, m: &Model, f: &Blob, what: &str) {
+    assert_eq!(e.functions().as_deref(), f.as_deref(), "{what}: functions");
     for (db, keys) in m.iter().enumerate() {
         assert_eq!(e.dbsize(db), keys.len() as u64, "{what}: size of db {db}");
         for (k, v) in keys {
@@ -85,19 +97,20 @@ fn swapped_databases_survive_demotion_collection_and_restarts() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let mut m: Model = vec![HashMap::new(); DBS];
+        let mut f: Blob = None;
         {
             let e = Engine::open(config(dir.path())).unwrap();
-            churn(&e, &mut m, 1, 3000);
+            churn(&e, &mut m, &mut f, 1, 3000);
             if checkpoint_midway {
                 e.save().unwrap();
             }
-            churn(&e, &mut m, 2, 3000);
+            churn(&e, &mut m, &mut f, 2, 3000);
             wait_until("demotion", || e.tiered_info().values_in_flash > 0);
-            check(&e, &m, &format!("{name}: before restart"));
+            check(&e, &m, &f, &format!("{name}: before restart"));
             wait_until("the collector freeing a segment", || {
                 e.tiered_info().segments_freed > 0
             });
-            check(&e, &m, &format!("{name}: after collection"));
+            check(&e, &m, &f, &format!("{name}: after collection"));
             if clean {
                 e.shutdown(ShutdownSave::Save).unwrap();
             }
@@ -109,11 +122,11 @@ fn swapped_databases_survive_demotion_collection_and_restarts() {
             0,
             "{name}: {r:?}"
         );
-        check(&e, &m, name);
-        churn(&e, &mut m, 3, 2000);
+        check(&e, &m, &f, name);
+        churn(&e, &mut m, &mut f, 3, 2000);
         drop(e);
         let e = Engine::open(config(dir.path())).unwrap();
-        check(&e, &m, &format!("{name}, second restart"));
+        check(&e, &m, &f, &format!("{name}, second restart"));
     }
 }
 
@@ -128,14 +141,52 @@ fn swapped_databases_survive_a_clean_shutdown_without_the_journal() {
         c
     };
     let mut m: Model = vec![HashMap::new(); DBS];
+    let mut f: Blob = None;
     {
         let e = Engine::open(cfg()).unwrap();
-        churn(&e, &mut m, 7, 1500);
+        churn(&e, &mut m, &mut f, 7, 1500);
         e.swap_db(0, 3).unwrap();
         m.swap(0, 3);
-        check(&e, &m, "before shutdown");
+        e.set_functions(b"libraries".to_vec().into());
+        f = Some(b"libraries".to_vec());
+        check(&e, &m, &f, "before shutdown");
         e.shutdown(ShutdownSave::Save).unwrap();
     }
     let e = Engine::open(cfg()).unwrap();
-    check(&e, &m, "after a clean restart without the journal");
+    check(&e, &m, &f, "after a clean restart without the journal");
+}
+
+/// The record of the function libraries in force is moved, not dropped,
+/// when the collector frees its segment.
+#[test]
+fn the_functions_record_survives_the_collector() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m: Model = vec![HashMap::new(); DBS];
+    let f: Blob = Some(b"#!lua name=lib ...".to_vec());
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.set_functions(f.clone().unwrap().into());
+        let segments = || -> Vec<std::path::PathBuf> {
+            let mut v: Vec<_> = std::fs::read_dir(dir.path().join("flash"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect();
+            v.sort();
+            v
+        };
+        wait_until("the journal writing the record", || !segments().is_empty());
+        let first = segments()[0].clone();
+        // Overwrite (never setting the functions again) until the first
+        // segment, which holds the record, is collected.
+        let mut seed = 10;
+        while first.exists() {
+            churn(&e, &mut m, &mut None, seed, 1000);
+            seed += 1;
+            assert!(seed < 200, "the collector never freed the first segment");
+        }
+        check(&e, &m, &f, "after collection");
+    }
+    let e = Engine::open(config(dir.path())).unwrap();
+    check(&e, &m, &f, "after a restart");
 }

@@ -240,6 +240,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("eval_ro", -3, SCRIPT_RO, K0, "scripting", "Executes a read-only server-side Lua script.", scripting::eval),
     cmd("evalsha_ro", -3, SCRIPT_RO, K0, "scripting", "Executes a read-only server-side Lua script by SHA1 digest.", scripting::eval),
     cmd("script", -2, &["noscript"], K0, "scripting", "A container for Lua scripts management commands.", scripting::script),
+    cmd("fcall", -3, SCRIPT, K0, "scripting", "Invokes a function.", scripting::eval),
+    cmd("fcall_ro", -3, SCRIPT_RO, K0, "scripting", "Invokes a read-only function.", scripting::eval),
+    cmd("function", -2, &["noscript", "write"], K0, "scripting", "A container for function commands.", scripting::function),
     // transactions
     cmd("multi", 1, TXN, K0, "transactions", "Starts a transaction.", server::multi),
     cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], K0, "transactions", "Executes all commands in a transaction.", server::exec),

@@ -74,10 +74,7 @@ pub fn dump(v: ValueRef<'_>) -> Vec<u8> {
             }
         },
     }
-    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64::crc64(0, &out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    seal(out)
 }
 
 /// Why a payload was refused (each is a Redis error reply).
@@ -89,8 +86,8 @@ pub enum Refused {
     BadFormat,
 }
 
-/// The value a RESTORE payload holds.
-pub fn restore(payload: &[u8]) -> Result<Value, Refused> {
+/// The body of a payload whose footer (RDB version, CRC-64) verifies.
+fn verified_body(payload: &[u8]) -> Result<&[u8], Refused> {
     if payload.len() < 10 {
         return Err(Refused::VersionOrChecksum);
     }
@@ -104,6 +101,48 @@ pub fn restore(payload: &[u8]) -> Result<Value, Refused> {
     if version > RDB_VERSION || crc64::crc64(0, &payload[..payload.len() - 8]) != crc {
         return Err(Refused::VersionOrChecksum);
     }
+    Ok(body)
+}
+
+/// Appends the footer: the RDB version and a CRC-64 of all before it.
+fn seal(mut out: Vec<u8>) -> Vec<u8> {
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64::crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The RDB opcode of one function library (its code) in Redis 7.0.
+const OPCODE_FUNCTION2: u8 = 245;
+
+/// FUNCTION DUMP's payload of the libraries with these codes.
+pub fn dump_functions(codes: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        out.push(OPCODE_FUNCTION2);
+        put_string(&mut out, code);
+    }
+    seal(out)
+}
+
+/// The library codes of a FUNCTION RESTORE payload, or Redis's error.
+pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    let body = verified_body(payload)
+        .map_err(|_| "ERR DUMP payload version or checksum are wrong".to_string())?;
+    let mut r = Reader { b: body };
+    let mut codes = Vec::new();
+    while let Some(t) = r.byte() {
+        if t != OPCODE_FUNCTION2 {
+            return Err("ERR given type is not a function".into());
+        }
+        codes.push(r.string().ok_or("ERR Bad data format")?);
+    }
+    Ok(codes)
+}
+
+/// The value a RESTORE payload holds.
+pub fn restore(payload: &[u8]) -> Result<Value, Refused> {
+    let body = verified_body(payload)?;
     let mut r = Reader { b: body };
     let v = r.value().ok_or(Refused::BadFormat)?;
     if !r.b.is_empty() {

@@ -28,8 +28,9 @@ use crate::types::ValueType;
 /// Version of the segment and record layout written by this build
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4
 /// kind 6, version 5 kind 7, version 6 kinds 8 and 9, version 7 kinds 8
-/// and 9 of lists, version 8 of sorted sets, version 9 `headed` chunks).
-pub const FORMAT_VERSION: u32 = 9;
+/// and 9 of lists, version 8 of sorted sets, version 9 `headed` chunks,
+/// version 10 kind 10).
+pub const FORMAT_VERSION: u32 = 10;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -89,6 +90,10 @@ pub enum RecordKind {
     /// collection id; of two chunks covering one hash, the one with the
     /// larger sequence number holds it.
     Chunk = 9,
+    /// The server's function libraries (`keyspace::functions`): empty
+    /// key, `db` 0, the value an opaque blob (Redis's FUNCTION DUMP
+    /// payload). The one with the largest sequence number is in force.
+    Functions = 10,
 }
 
 impl RecordKind {
@@ -338,6 +343,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         7 => RecordKind::DbMap,
         8 => RecordKind::CollHead,
         9 => RecordKind::Chunk,
+        10 => RecordKind::Functions,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {

@@ -179,7 +179,17 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
             w.flush_counted(&inner.stats.flash_bytes_written)
                 .map_err(|e| format!("flash write failed: {e}"))?;
-            crate::keyspace::swapdb::publish_record(inner, loc);
+            inner.dbmap.record.publish(inner, loc);
+        }
+        // Likewise the function libraries (`keyspace::functions`).
+        if inner.functions.needs_record() {
+            let loc = crate::log::journal::append_functions(inner, &mut w, inner.next_seq())
+                .map_err(|e| format!("flash write failed: {e:?}"))?;
+            w.flush_counted(&inner.stats.flash_bytes_written)
+                .map_err(|e| format!("flash write failed: {e}"))?;
+            if let Some(loc) = loc {
+                inner.functions.record.publish(inner, loc);
+            }
         }
         w.sync().map_err(|e| format!("fsync failed: {e}"))?;
         (

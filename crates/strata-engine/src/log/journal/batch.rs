@@ -67,10 +67,12 @@ pub(super) fn write_notes(
     let mut states = Vec::with_capacity(notes.len());
     let mut flushes = Vec::new();
     let mut db_map = None;
+    let mut functions = None;
     for (i, n) in notes.iter().enumerate() {
         match n {
             Note::Flush { db, seq } => flushes.push((i, *db, *seq)),
             Note::DbMap { seq } => db_map = db_map.max(Some(*seq)),
+            Note::Functions { seq } => functions = functions.max(Some(*seq)),
             Note::Key { db, key } => {
                 if !seen.insert((*db, &key[..])) {
                     continue;
@@ -126,6 +128,18 @@ pub(super) fn write_notes(
             Err(e) => result = Err(e),
         }
     }
+    // The function libraries now (invariant 1 of `keyspace::functions`).
+    let mut functions_loc = None;
+    if let (Some(seq), true) = (functions, result.is_ok()) {
+        match append_functions(inner, w, seq) {
+            Ok(Some(loc)) => {
+                count(&mut tally, loc);
+                functions_loc = Some(loc);
+            }
+            Ok(None) => {}
+            Err(e) => result = Err(e),
+        }
+    }
     let flushed = w.flush_counted(&inner.stats.flash_bytes_written);
     if let Err(e) = flushed {
         return Err(AppendError::Io(e));
@@ -147,9 +161,33 @@ pub(super) fn write_notes(
         }
     }
     if let Some(loc) = db_map_loc {
-        crate::keyspace::swapdb::publish_record(inner, loc);
+        inner.dbmap.record.publish(inner, loc);
+    }
+    if let Some(loc) = functions_loc {
+        inner.functions.record.publish(inner, loc);
     }
     Ok(())
+}
+
+/// Appends the function libraries in force (kind 10) with sequence number
+/// `seq`; None when none were ever set.
+pub(crate) fn append_functions(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    seq: u64,
+) -> Result<Option<FlashLoc>, AppendError> {
+    let Some(value) = inner.functions.current() else {
+        return Ok(None);
+    };
+    let h = RecordHeader {
+        kind: RecordKind::Functions,
+        db: 0,
+        key_len: 0,
+        value_len: value.len() as u32,
+        seq,
+        expire_at_ms: 0,
+    };
+    w.append(&h, &[], &value, inner.capacity).map(Some)
 }
 
 /// Appends the current database mapping (kind 7) with sequence number `seq`.

@@ -43,8 +43,8 @@ use crate::index::CompactKey;
 use crate::log::writer::AppendError;
 use crate::stats::Stats;
 use crate::Inner;
-pub(crate) use batch::append_db_map;
 use batch::write_notes;
+pub(crate) use batch::{append_db_map, append_functions};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{
     AtomicU64, AtomicU8,
@@ -105,6 +105,8 @@ pub(crate) enum Note {
     Flush { db: u16, seq: u64 },
     /// SWAPDB changed the mapping of databases to ids.
     DbMap { seq: u64 },
+    /// The function libraries changed (`keyspace::functions`).
+    Functions { seq: u64 },
 }
 
 #[derive(Default)]

@@ -122,6 +122,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         flushed: vec![0; inner.databases],
         max_seq: 0,
         db_map: None,
+        functions: None,
         chunks: HashMap::new(),
         report: RecoveryReport::default(),
     };
@@ -402,7 +403,11 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
     }
     if let Some((_, ids, loc)) = &replay.db_map {
         inner.dbmap.set(ids);
-        crate::keyspace::swapdb::publish_record(inner, *loc);
+        inner.dbmap.record.publish(inner, *loc);
+    }
+    if let Some((_, blob, loc)) = replay.functions.take() {
+        inner.functions.recovered(blob);
+        inner.functions.record.publish(inner, loc);
     }
     if replay.report.missing_segment_entries > 0 {
         tracing::error!(

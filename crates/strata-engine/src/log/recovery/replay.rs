@@ -22,6 +22,8 @@ pub(super) struct Replay<'a> {
     pub(super) max_seq: u64,
     /// The latest database mapping record (SWAPDB): seq, mapping, where.
     pub(super) db_map: Option<(u64, Vec<u16>, FlashLoc)>,
+    /// The latest function libraries record: seq, blob, where.
+    pub(super) functions: Option<(u64, bytes::Bytes, FlashLoc)>,
     /// Chunk records seen, per (db id, key): applied by `chunks::resolve`.
     pub(super) chunks: HashMap<(u16, Box<[u8]>), Vec<super::cand::Cand>>,
     pub(super) report: RecoveryReport,
@@ -356,6 +358,13 @@ impl Replay<'_> {
                             self.flush(h.db, h.seq)
                         }
                         RecordKind::DbMap => self.db_map(h.seq, rec.value, loc),
+                        RecordKind::Functions => {
+                            self.max_seq = self.max_seq.max(h.seq);
+                            if self.functions.as_ref().is_none_or(|(s, _, _)| h.seq >= *s) {
+                                self.functions =
+                                    Some((h.seq, bytes::Bytes::copy_from_slice(rec.value), loc));
+                            }
+                        }
                         RecordKind::CollHead => {
                             self.head(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.value)
                         }

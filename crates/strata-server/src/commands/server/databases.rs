@@ -147,7 +147,7 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         // appendfsync promised, as after kill -9; the script's own writes
         // were never acknowledged).
         if save != strata_engine::ShutdownSave::NoSave {
-            reply::error(ctx.out, crate::session::scripting::BUSY);
+            reply::error(ctx.out, ctx.shared.scripts.busy.message());
             return Outcome::Done;
         }
         tracing::warn!("SHUTDOWN NOSAVE while a script runs: exiting now");

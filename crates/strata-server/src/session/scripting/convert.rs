@@ -1,13 +1,19 @@
-//! Conversions between RESP and Lua, as Redis 7.0 does them (RESP2):
-//! a command's reply becomes a Lua value (integers numbers, bulks
-//! strings, nulls `false`, arrays tables, status `{ok=...}`, errors
-//! `{err=...}`), and a script's result a reply (numbers truncated to
-//! integers, `true` 1, `false` and `nil` null, tables arrays up to their
-//! first nil, `{ok=}` a status, `{err=}` an error).
+//! Conversions between RESP and Lua, as Redis 7.0 does them: a command's
+//! reply becomes a Lua value (integers numbers, bulks strings, nulls
+//! `false` (RESP2) or `nil` (RESP3), arrays tables, status `{ok=...}`,
+//! errors `{err=...}`, the RESP3 types tagged tables), and a script's
+//! result a reply in the caller's protocol (numbers truncated to integers,
+//! `true` 1 or `#t`, `false` null or `#f`, `nil` null, tables arrays up
+//! to their first nil, `{ok=}` a status, `{err=}` an error, `{map=}`,
+//! `{set=}`, `{double=}`, `{big_number=}`, `{verbatim_string=}` their
+//! RESP3 types, or what RESP2 makes of them).
 
 use bytes::BytesMut;
 use mlua::{Lua, Value};
-use strata_protocol::{write_array_len, write_bulk, write_integer, write_null, Frame, Version};
+use strata_protocol::{
+    write_array_len, write_bool, write_bulk, write_double, write_integer, write_map_len,
+    write_null, write_set_len, write_verbatim, Frame, Version,
+};
 
 /// C's `%.<prec>g`.
 pub fn fmt_g(n: f64, prec: usize) -> String {
@@ -54,50 +60,74 @@ pub fn arg_bytes(v: &Value) -> Option<Vec<u8>> {
     }
 }
 
-/// A command's reply as the Lua value a script sees.
-pub fn frame_to_lua(lua: &Lua, f: &Frame) -> mlua::Result<Value> {
+/// A command's reply as the Lua value a script sees. Under RESP2 a null
+/// is `false`; under RESP3 (`redis.setresp(3)`) it is `nil`, and maps,
+/// sets, doubles, big numbers and verbatim strings become `{map=}`,
+/// `{set=}`, `{double=}`, `{big_number=}` and `{verbatim_string=}`.
+pub fn frame_to_lua(lua: &Lua, f: &Frame, v: Version) -> mlua::Result<Value> {
+    let tagged = |tag: &str, inner: Value| -> mlua::Result<Value> {
+        let t = lua.create_table()?;
+        t.raw_set(tag, inner)?;
+        Ok(Value::Table(t))
+    };
     Ok(match f {
         Frame::Integer(n) => Value::Number(*n as f64),
         Frame::Bulk(b) => Value::String(lua.create_string(b)?),
+        Frame::Null if v == Version::Resp3 => Value::Nil,
         Frame::Null => Value::Boolean(false),
-        Frame::Array(a) | Frame::Set(a) | Frame::Push(a) => {
+        Frame::Array(a) | Frame::Push(a) => {
             let t = lua.create_table()?;
             for (i, x) in a.iter().enumerate() {
-                t.raw_set(i + 1, frame_to_lua(lua, x)?)?;
+                t.raw_set(i + 1, frame_to_lua(lua, x, v)?)?;
             }
             Value::Table(t)
         }
-        Frame::Simple(s) => {
+        Frame::Set(a) => {
             let t = lua.create_table()?;
-            t.raw_set("ok", lua.create_string(s)?)?;
-            Value::Table(t)
+            for x in a {
+                t.raw_set(frame_to_lua(lua, x, v)?, true)?;
+            }
+            tagged("set", Value::Table(t))?
         }
+        Frame::Simple(s) => tagged("ok", Value::String(lua.create_string(s)?))?,
         Frame::Error(e) | Frame::BulkError(e) => {
-            let t = lua.create_table()?;
-            t.raw_set("err", lua.create_string(e)?)?;
-            Value::Table(t)
+            tagged("err", Value::String(lua.create_string(e)?))?
         }
-        Frame::Double(d) => Value::Number(*d),
+        Frame::Double(d) => tagged("double", Value::Number(*d))?,
         Frame::Boolean(b) => Value::Boolean(*b),
-        Frame::BigNumber(b) | Frame::Verbatim { data: b, .. } => {
-            Value::String(lua.create_string(b)?)
+        Frame::BigNumber(b) => tagged("big_number", Value::String(lua.create_string(b)?))?,
+        Frame::Verbatim { format, data } => {
+            let t = lua.create_table()?;
+            t.raw_set("format", lua.create_string(format)?)?;
+            t.raw_set("string", lua.create_string(data)?)?;
+            tagged("verbatim_string", Value::Table(t))?
         }
         Frame::Map(m) => {
             let t = lua.create_table()?;
-            for (k, v) in m {
-                t.raw_set(frame_to_lua(lua, k)?, frame_to_lua(lua, v)?)?;
+            for (k, x) in m {
+                t.raw_set(frame_to_lua(lua, k, v)?, frame_to_lua(lua, x, v)?)?;
             }
-            Value::Table(t)
+            tagged("map", Value::Table(t))?
         }
     })
 }
 
-/// Writes a script's result as a reply.
-pub fn lua_to_reply(v: &Value, out: &mut BytesMut, depth: usize) {
-    match v {
-        Value::Nil => write_null(out, Version::Resp2),
+/// How a result is written: the caller's protocol, and the script's own
+/// (`redis.setresp`), which decides what booleans become, as in Redis.
+#[derive(Clone, Copy)]
+pub struct Protocols {
+    pub caller: Version,
+    pub script: Version,
+}
+
+/// Writes a script's result as a reply (`Protocols`).
+pub fn lua_to_reply(val: &Value, out: &mut BytesMut, depth: usize, p: Protocols) {
+    let v = p.caller;
+    match val {
+        Value::Nil => write_null(out, v),
+        Value::Boolean(b) if p.script == Version::Resp3 => write_bool(out, v, *b),
         Value::Boolean(true) => write_integer(out, 1),
-        Value::Boolean(false) => write_null(out, Version::Resp2),
+        Value::Boolean(false) => write_null(out, v),
         Value::Integer(n) => write_integer(out, *n),
         Value::Number(n) => write_integer(out, *n as i64),
         Value::String(s) => write_bulk(out, &s.as_bytes()),
@@ -112,6 +142,56 @@ pub fn lua_to_reply(v: &Value, out: &mut BytesMut, depth: usize) {
                 out.extend_from_slice(b"\r\n");
                 return;
             }
+            if depth > 1000 {
+                write_null(out, v);
+                return;
+            }
+            if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
+                return write_double(out, v, d);
+            }
+            if let Ok(Value::Integer(d)) = t.raw_get::<Value>("double") {
+                return write_double(out, v, d as f64);
+            }
+            if let Ok(Value::String(b)) = t.raw_get::<Value>("big_number") {
+                let b = clean(&b.as_bytes());
+                if v == Version::Resp3 {
+                    out.extend_from_slice(b"(");
+                    out.extend_from_slice(&b);
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    write_bulk(out, &b);
+                }
+                return;
+            }
+            if let Ok(Value::Table(vs)) = t.raw_get::<Value>("verbatim_string") {
+                if let (Ok(Value::String(f)), Ok(Value::String(s))) =
+                    (vs.raw_get::<Value>("format"), vs.raw_get::<Value>("string"))
+                {
+                    let f = f.as_bytes();
+                    let format: [u8; 3] = f[..].try_into().unwrap_or(*b"txt");
+                    return write_verbatim(out, v, &format, &s.as_bytes());
+                }
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
+                let pairs: Vec<(Value, Value)> = m.pairs().filter_map(Result::ok).collect();
+                write_map_len(out, v, pairs.len());
+                for (k, x) in &pairs {
+                    lua_to_reply(k, out, depth + 1, p);
+                    lua_to_reply(x, out, depth + 1, p);
+                }
+                return;
+            }
+            if let Ok(Value::Table(m)) = t.raw_get::<Value>("set") {
+                let keys: Vec<Value> = m
+                    .pairs::<Value, Value>()
+                    .filter_map(|p| p.ok().map(|(k, _)| k))
+                    .collect();
+                write_set_len(out, v, keys.len());
+                for k in &keys {
+                    lua_to_reply(k, out, depth + 1, p);
+                }
+                return;
+            }
             let mut items = Vec::new();
             for i in 1.. {
                 match t.raw_get::<Value>(i) {
@@ -119,16 +199,12 @@ pub fn lua_to_reply(v: &Value, out: &mut BytesMut, depth: usize) {
                     Ok(x) => items.push(x),
                 }
             }
-            if depth > 1000 {
-                write_null(out, Version::Resp2);
-                return;
-            }
             write_array_len(out, items.len());
             for x in &items {
-                lua_to_reply(x, out, depth + 1);
+                lua_to_reply(x, out, depth + 1, p);
             }
         }
-        _ => write_null(out, Version::Resp2),
+        _ => write_null(out, v),
     }
 }
 

@@ -4,19 +4,72 @@
 //! in Redis 7, scripts are not replayed, their effects are), `loadfile`,
 //! `dofile` and `print` removed, and the global table read-only (a script
 //! that assigns a global or reads an unknown one gets Redis's errors).
+//!
+//! Functions (FUNCTION LOAD, FCALL) get a VM of their own, as in Redis:
+//! a library's code runs in an environment whose lookups go to the load
+//! API (only `redis.register_function`, `redis.log` and the constants)
+//! while it loads, and to the whole globals once loaded, so the functions
+//! it registered see what EVAL's scripts see (less KEYS and ARGV).
 
 use mlua::{ffi, Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
+use parking_lot::Mutex;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::Instant;
+
+/// What a VM runs: EVAL's scripts, or the functions of libraries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Eval,
+    Function,
+}
 
 /// The VM and the hooks the runner needs.
 pub struct Vm {
     pub lua: Lua,
     /// Runs a function under the error handler: (true, result) or
-    /// (false, {error, line of user_script}).
+    /// (false, {error, line of the user's chunk}).
     pub run: Function,
+    /// The protocol `redis.call`'s replies come in (`redis.setresp`): 2
+    /// or 3, reset to 2 by each script.
+    pub resp: Arc<AtomicU8>,
+    /// Past this instant the running code is stopped (FUNCTION LOAD's
+    /// time limit).
+    deadline: Arc<Mutex<Option<Instant>>>,
+    /// Functions only: where library code loads (module doc).
+    library: Option<LibraryEnv>,
 }
+
+/// The environment library code runs in, and what it registers.
+struct LibraryEnv {
+    env: Table,
+    /// `env`'s metatable: its `__index` is the load API while a library
+    /// loads and the globals afterwards.
+    meta: Table,
+    load_api: Table,
+    globals: Table,
+    registered: Arc<Mutex<Vec<Registered>>>,
+}
+
+/// One `redis.register_function` of the library being loaded.
+pub struct Registered {
+    pub name: String,
+    pub callback: Function,
+    pub flags: u8,
+    pub description: Option<Vec<u8>>,
+}
+
+/// Function flags, in the order Redis lists them.
+pub const FLAGS: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+/// The `no-writes` bit of `Registered::flags`.
+pub const NO_WRITES: u8 = 1;
 
 /// The registry slot of the function `redis.call` and `redis.pcall` send
 /// commands to (set for the length of one script): it returns the reply as
@@ -66,14 +119,19 @@ local function handler(e)
   for level = 2, 64 do
     local info = dbg.getinfo(level, "Sl")
     if not info then break end
-    if info.source == "@user_script" then
+    if info.source == "@user_script" or info.source == "@user_function" then
       line = info.currentline
       break
     end
   end
   return {e, line}
 end
-local function run(f) return xpcall(f, handler) end
+-- Scripts run without arguments, functions with (KEYS, ARGV).
+local function run(f, ...)
+  if select('#', ...) == 0 then return xpcall(f, handler) end
+  local keys, argv = ...
+  return xpcall(function() return f(keys, argv) end, handler)
+end
 -- As Redis 7: pcall gives a Redis error's message, not its table.
 local rawpcall = pcall
 local function fix(ok, ...)
@@ -91,7 +149,16 @@ debug = nil
 loadfile = nil
 dofile = nil
 print = nil
-return run
+-- Redis's read-only tables: assignments and unknown names are errors.
+local function protect(t)
+  return setmetatable(t, {
+    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+    __index = function(_, n)
+      error("Script attempted to access nonexistent global variable '" .. tostring(n) .. "'", 2)
+    end,
+  })
+end
+return run, protect
 "#;
 
 /// Redis's rand48 (the same sequence on every platform).
@@ -117,7 +184,7 @@ impl Rand48 {
 impl Vm {
     /// A VM whose scripts report to `busy` every 10,000 instructions and
     /// stop (with Redis's error) once it says so.
-    pub fn new(busy: Arc<super::Busy>) -> mlua::Result<Vm> {
+    pub fn new(busy: Arc<super::Busy>, flavor: Flavor) -> mlua::Result<Vm> {
         // SAFETY: the debug library is loaded for the setup chunk only,
         // which captures it in a local and removes the global before any
         // script runs.
@@ -193,7 +260,32 @@ impl Vm {
         // SAFETY: both are C functions over Lua's C API (above).
         redis.set("call", unsafe { lua.create_c_function(redis_call)? })?;
         redis.set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
-        g.set("redis", redis)?;
+        let resp = Arc::new(AtomicU8::new(2));
+        let r = resp.clone();
+        redis.set(
+            "setresp",
+            lua.create_function(move |_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(mlua::Error::runtime(
+                        "redis.setresp() requires one argument.",
+                    ));
+                }
+                match &args[0] {
+                    Value::Integer(2) => r.store(2, Relaxed),
+                    Value::Integer(3) => r.store(3, Relaxed),
+                    Value::Number(n) if *n == 2.0 || *n == 3.0 => r.store(*n as u8, Relaxed),
+                    _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+                }
+                Ok(())
+            })?,
+        )?;
+        let version = crate::info::REDIS_VERSION;
+        let num = version
+            .split('.')
+            .fold(0i64, |n, p| (n << 8) | p.parse::<i64>().unwrap_or(0));
+        redis.set("REDIS_VERSION", version)?;
+        redis.set("REDIS_VERSION_NUM", num)?;
+        g.set("redis", redis.clone())?;
         g.set("bit", bit_library(&lua)?)?;
         g.set("cjson", super::json::library(&lua)?)?;
         let rand = Arc::new(Rand48(AtomicU64::new(0)));
@@ -240,19 +332,16 @@ impl Vm {
         let math: Table = g.get("math")?;
         math.set("random", random)?;
         math.set("randomseed", randomseed.clone())?;
-        let run: Function = lua.load(SETUP).set_name("=strata").call(())?;
+        let (run, protect): (Function, Function) = lua.load(SETUP).set_name("=strata").call(())?;
+        let library = match flavor {
+            Flavor::Eval => None,
+            Flavor::Function => Some(library_env(&lua, &redis, &protect)?),
+        };
         // The globals are read-only from here on.
-        lua.load(
-            r#"setmetatable(_G, {
-                __newindex = function() error("Attempt to modify a readonly table", 2) end,
-                __index = function(_, n)
-                  error("Script attempted to access nonexistent global variable '" .. tostring(n) .. "'", 2)
-                end,
-              })"#,
-        )
-        .set_name("=strata")
-        .exec()?;
+        protect.call::<()>(g)?;
         rand.seed(rand::random());
+        let deadline: Arc<Mutex<Option<Instant>>> = Arc::default();
+        let limit = deadline.clone();
         lua.set_hook(
             mlua::HookTriggers::new().every_nth_instruction(10_000),
             move |_, _| {
@@ -261,10 +350,216 @@ impl Vm {
                         "Script killed by user with SCRIPT KILL...",
                     ));
                 }
+                if limit.lock().is_some_and(|d| Instant::now() >= d) {
+                    return Err(mlua::Error::runtime("FUNCTION LOAD timeout"));
+                }
                 Ok(mlua::VmState::Continue)
             },
         );
-        Ok(Vm { lua, run })
+        Ok(Vm {
+            lua,
+            run,
+            resp,
+            deadline,
+            library,
+        })
+    }
+
+    /// Runs a library's code (FUNCTION LOAD): what it registered, or the
+    /// error as FUNCTION LOAD reports it. Functions VMs only. The shebang
+    /// line is left out but for its line feed (line numbers stay the
+    /// user's).
+    pub fn load_library(&self, code: &[u8]) -> Result<Vec<Registered>, String> {
+        let Some(lib) = &self.library else {
+            return Err("ERR not a functions VM".into());
+        };
+        let body = &code[code.iter().position(|&c| c == b'\n').unwrap_or(code.len())..];
+        let f = self
+            .lua
+            .load(body)
+            .set_name("@user_function")
+            .set_environment(lib.env.clone())
+            .into_function()
+            .map_err(|e| format!("ERR Error compiling function: {}", compile_message(&e)))?;
+        lib.registered.lock().clear();
+        let _ = lib.meta.raw_set("__index", lib.load_api.clone());
+        *self.deadline.lock() = Some(Instant::now() + std::time::Duration::from_millis(500));
+        let r: mlua::Result<MultiValue> = self.run.call(f);
+        *self.deadline.lock() = None;
+        let _ = lib.meta.raw_set("__index", lib.globals.clone());
+        let registered = std::mem::take(&mut *lib.registered.lock());
+        let r = r.map_err(|e| format!("ERR Error registering functions: ERR {e}"))?;
+        let mut r = r.into_iter();
+        if !matches!(r.next(), Some(Value::Boolean(true))) {
+            let (msg, _) = super::error_parts(&r.next().unwrap_or(Value::Nil));
+            return Err(format!("ERR Error registering functions: {msg}"));
+        }
+        Ok(registered)
+    }
+}
+
+/// The message of a compile error, as Lua words it.
+pub fn compile_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The environment of library code (`LibraryEnv`): a read-only table
+/// looking names up in the load API (`redis` with `register_function`,
+/// `log` and the constants) or, once loaded, in the globals.
+fn library_env(lua: &Lua, redis: &Table, protect: &Function) -> mlua::Result<LibraryEnv> {
+    let registered: Arc<Mutex<Vec<Registered>>> = Arc::default();
+    let load_redis = lua.create_table()?;
+    for name in [
+        "log",
+        "LOG_DEBUG",
+        "LOG_VERBOSE",
+        "LOG_NOTICE",
+        "LOG_WARNING",
+        "REDIS_VERSION",
+        "REDIS_VERSION_NUM",
+    ] {
+        load_redis.raw_set(name, redis.raw_get::<Value>(name)?)?;
+    }
+    let list = registered.clone();
+    load_redis.raw_set(
+        "register_function",
+        lua.create_function(move |_, args: MultiValue| {
+            let r = register_args(&args).map_err(mlua::Error::runtime)?;
+            let mut list = list.lock();
+            if list.iter().any(|x| x.name == r.name) {
+                return Err(mlua::Error::runtime(
+                    "Function already exists in the library",
+                ));
+            }
+            list.push(r);
+            Ok(())
+        })?,
+    )?;
+    protect.call::<()>(load_redis.clone())?;
+    let load_api = lua.create_table()?;
+    load_api.raw_set("redis", load_redis)?;
+    protect.call::<()>(load_api.clone())?;
+    let meta: Table = lua
+        .load(
+            r#"return { __newindex = function() error("Attempt to modify a readonly table", 2) end }"#,
+        )
+        .set_name("=strata")
+        .call(())?;
+    let globals = lua.globals();
+    meta.raw_set("__index", globals.clone())?;
+    let env = lua.create_table()?;
+    env.set_metatable(Some(meta.clone()));
+    Ok(LibraryEnv {
+        env,
+        meta,
+        load_api,
+        globals,
+        registered,
+    })
+}
+
+/// A name as Lua's `lua_isstring` takes it (a string or a number).
+fn name_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.to_string_lossy().to_string()),
+        Value::Integer(n) => Some(n.to_string()),
+        Value::Number(n) => Some(super::convert::fmt_g(*n, 14)),
+        _ => None,
+    }
+}
+
+/// The arguments of `redis.register_function`, checked with Redis's
+/// errors: `(name, callback)` or one table of named arguments.
+fn register_args(args: &MultiValue) -> Result<Registered, String> {
+    let mut name = None;
+    let mut callback = None;
+    let (mut flags, mut description) = (0u8, None);
+    match args.len() {
+        1 => {
+            let Value::Table(t) = &args[0] else {
+                return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into());
+            };
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (k, v) = pair.map_err(|e| e.to_string())?;
+                let key = match &k {
+                    Value::String(s) => s.to_string_lossy().to_string(),
+                    _ => String::new(),
+                };
+                match key.as_str() {
+                    "function_name" => {
+                        name = Some(name_of(&v).ok_or(
+                            "function_name argument given to redis.register_function must be a string",
+                        )?)
+                    }
+                    "callback" => match v {
+                        Value::Function(f) => callback = Some(f),
+                        _ => {
+                            return Err("callback argument given to redis.register_function must be a function".into())
+                        }
+                    },
+                    "description" => {
+                        description = Some(
+                            name_of(&v)
+                                .ok_or("description argument given to redis.register_function must be a string")?
+                                .into_bytes(),
+                        )
+                    }
+                    "flags" => {
+                        let Value::Table(fl) = v else {
+                            return Err("flags argument to redis.register_function must be a table representing function flags".into());
+                        };
+                        for f in fl.sequence_values::<Value>() {
+                            let f = f.map_err(|e| e.to_string())?;
+                            let bit = match &f {
+                                Value::String(s) => {
+                                    FLAGS.iter().position(|x| s.as_bytes()[..] == *x.as_bytes())
+                                }
+                                _ => None,
+                            }
+                            .ok_or("unknown flag given")?;
+                            flags |= 1 << bit;
+                        }
+                    }
+                    _ => return Err("unknown argument given to redis.register_function".into()),
+                }
+            }
+            let name = name.ok_or("redis.register_function must get a function name argument")?;
+            let callback =
+                callback.ok_or("redis.register_function must get a callback argument")?;
+            Ok(Registered {
+                name: verified(name)?,
+                callback,
+                flags,
+                description,
+            })
+        }
+        2 => {
+            let name = name_of(&args[0])
+                .ok_or("first argument to redis.register_function must be a string")?;
+            let Value::Function(f) = &args[1] else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            Ok(Registered {
+                name: verified(name)?,
+                callback: f.clone(),
+                flags: 0,
+                description: None,
+            })
+        }
+        _ => Err("wrong number of arguments to redis.register_function".into()),
+    }
+}
+
+/// A library or function name: letters, digits and `_`, at least one
+/// (with the words Redis 7.0 uses for both).
+pub fn verified(name: String) -> Result<String, String> {
+    if !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        Ok(name)
+    } else {
+        Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into())
     }
 }
 

@@ -1,0 +1,246 @@
+//! Function libraries (FUNCTION LOAD / DELETE / LIST / FLUSH / DUMP /
+//! RESTORE, FCALL), as Redis 7.0 keeps them.
+//!
+//! A library is code that starts with a shebang line `#!lua name=<lib>`;
+//! loading runs it once in the functions VM (`vm::Vm::load_library`),
+//! where it registers its functions with `redis.register_function`.
+//! Invariants:
+//! 1. Function names are unique across libraries; a library has at least
+//!    one function. A load that breaks either, or fails, changes nothing
+//!    (a REPLACE that fails keeps the old library).
+//! 2. The set of libraries is durable: every change hands the engine
+//!    the whole set as one blob (Redis's FUNCTION DUMP payload), which it
+//!    keeps as a log record and in checkpoints; a restart loads it back
+//!    (`Libraries::restore_all`). FLUSHALL does not touch functions.
+
+use super::vm::{self, Registered, Vm};
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+/// One loaded library.
+pub struct Library {
+    pub code: Bytes,
+    /// In registration order.
+    pub functions: Vec<Registered>,
+}
+
+/// Every library by name, and which library each function is in.
+#[derive(Default)]
+pub struct Libraries {
+    pub libs: BTreeMap<String, Library>,
+    /// Lower-cased function name -> library name.
+    by_function: BTreeMap<String, String>,
+}
+
+/// How FUNCTION RESTORE treats libraries that exist.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Flush,
+    Append,
+    Replace,
+}
+
+/// The library name of `code` from its shebang line, or Redis's error.
+fn metadata(code: &[u8]) -> Result<String, String> {
+    if !code.starts_with(b"#!") {
+        return Err("ERR Missing library metadata".into());
+    }
+    let Some(end) = code.iter().position(|&c| c == b'\n') else {
+        return Err("ERR Invalid library metadata".into());
+    };
+    let line = String::from_utf8_lossy(&code[..end]);
+    let mut parts = line.split_ascii_whitespace();
+    let engine = parts.next().unwrap_or("#!");
+    let mut name = None;
+    for part in parts {
+        if part.len() >= 5 && part[..5].eq_ignore_ascii_case("name=") {
+            if name.is_some() {
+                return Err(
+                    "ERR Invalid metadata value, name argument was given multiple times".into(),
+                );
+            }
+            name = Some(part[5..].to_string());
+            continue;
+        }
+        return Err(format!("ERR Invalid metadata value given: {part}"));
+    }
+    let name = name.ok_or("ERR Library name was not given")?;
+    let name = vm::verified(name).map_err(|e| format!("ERR {e}"))?;
+    if !engine[2..].eq_ignore_ascii_case("lua") {
+        return Err(format!("ERR Engine '{}' not found", &engine[2..]));
+    }
+    Ok(name)
+}
+
+impl Libraries {
+    /// The function `name` (function names are case-insensitive, as in
+    /// Redis; library names are not).
+    pub fn function(&self, name: &str) -> Option<&Registered> {
+        let lib = self.by_function.get(&name.to_ascii_lowercase())?;
+        self.libs
+            .get(lib)?
+            .functions
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn function_count(&self) -> usize {
+        self.by_function.len()
+    }
+
+    /// FUNCTION LOAD [REPLACE]: the library's name, or Redis's error.
+    pub fn load(&mut self, vm: &Vm, code: Bytes, replace: bool) -> Result<String, String> {
+        let name = metadata(&code)?;
+        if self.libs.contains_key(&name) && !replace {
+            return Err(format!("ERR Library '{name}' already exists"));
+        }
+        let functions = vm.load_library(&code)?;
+        if functions.is_empty() {
+            return Err("ERR No functions registered".into());
+        }
+        for f in &functions {
+            if self
+                .by_function
+                .get(&f.name.to_ascii_lowercase())
+                .is_some_and(|l| *l != name)
+            {
+                return Err(format!("ERR Function {} already exists", f.name));
+            }
+        }
+        self.remove(&name);
+        for f in &functions {
+            self.by_function
+                .insert(f.name.to_ascii_lowercase(), name.clone());
+        }
+        self.libs.insert(name.clone(), Library { code, functions });
+        Ok(name)
+    }
+
+    /// FUNCTION DELETE: whether the library existed.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let Some(lib) = self.libs.remove(name) else {
+            return false;
+        };
+        for f in &lib.functions {
+            self.by_function.remove(&f.name.to_ascii_lowercase());
+        }
+        true
+    }
+
+    /// FUNCTION DUMP: Redis's payload (one `FUNCTION2` opcode and the code
+    /// per library, the RDB version, a CRC-64).
+    pub fn dump(&self) -> Vec<u8> {
+        let codes: Vec<&[u8]> = self.libs.values().map(|l| &l.code[..]).collect();
+        crate::rdb::dump_functions(&codes)
+    }
+
+    /// FUNCTION RESTORE: loads every library of `payload` under `policy`,
+    /// all or nothing (on an error the libraries are as before).
+    pub fn restore(&mut self, vm: &Vm, payload: &[u8], policy: Policy) -> Result<(), String> {
+        let codes = crate::rdb::restore_functions(payload)?;
+        // Load into a fresh set first: the payload alone must be valid.
+        let mut incoming = Libraries::default();
+        for code in codes {
+            incoming.load(vm, Bytes::from(code), false)?;
+        }
+        let mut next = match policy {
+            Policy::Flush => Libraries::default(),
+            _ => self.take_clone(),
+        };
+        for (name, lib) in incoming.libs {
+            if next.libs.contains_key(&name) {
+                if policy == Policy::Append {
+                    return Err(format!("ERR Library {name} already exists"));
+                }
+                next.remove(&name);
+            }
+            for f in &lib.functions {
+                if next.by_function.contains_key(&f.name.to_ascii_lowercase()) {
+                    return Err(format!("ERR Function {} already exists", f.name));
+                }
+            }
+            for f in &lib.functions {
+                next.by_function
+                    .insert(f.name.to_ascii_lowercase(), name.clone());
+            }
+            next.libs.insert(name, lib);
+        }
+        *self = next;
+        Ok(())
+    }
+
+    /// A copy of the set (its functions shared with `self`).
+    fn take_clone(&self) -> Libraries {
+        Libraries {
+            libs: self
+                .libs
+                .iter()
+                .map(|(n, l)| {
+                    (
+                        n.clone(),
+                        Library {
+                            code: l.code.clone(),
+                            functions: l
+                                .functions
+                                .iter()
+                                .map(|f| Registered {
+                                    name: f.name.clone(),
+                                    callback: f.callback.clone(),
+                                    flags: f.flags,
+                                    description: f.description.clone(),
+                                })
+                                .collect(),
+                        },
+                    )
+                })
+                .collect(),
+            by_function: self.by_function.clone(),
+        }
+    }
+
+    /// Loads the libraries a restart found (`invariant 2`); a library that
+    /// no longer loads is logged and left out.
+    pub fn restore_all(&mut self, vm: &Vm, blob: &[u8]) {
+        match crate::rdb::restore_functions(blob) {
+            Ok(codes) => {
+                for code in codes {
+                    if let Err(e) = self.load(vm, Bytes::from(code), true) {
+                        tracing::error!("a saved function library does not load: {e}");
+                    }
+                }
+            }
+            Err(e) => tracing::error!("the saved function libraries do not decode: {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::metadata;
+
+    #[test]
+    fn shebang_lines_read_as_redis_reads_them() {
+        assert_eq!(metadata(b"#!lua name=a\n").unwrap(), "a");
+        assert_eq!(metadata(b"#!LUA  Name=b_1 \nx").unwrap(), "b_1");
+        assert_eq!(
+            metadata(b"return 1").unwrap_err(),
+            "ERR Missing library metadata"
+        );
+        assert_eq!(
+            metadata(b"#!lua name=a").unwrap_err(),
+            "ERR Invalid library metadata"
+        );
+        assert_eq!(
+            metadata(b"#!lua\n").unwrap_err(),
+            "ERR Library name was not given"
+        );
+        assert_eq!(
+            metadata(b"#!lua name=a foo=1\n").unwrap_err(),
+            "ERR Invalid metadata value given: foo=1"
+        );
+        assert_eq!(
+            metadata(b"#!py name=a\n").unwrap_err(),
+            "ERR Engine 'py' not found"
+        );
+    }
+}
