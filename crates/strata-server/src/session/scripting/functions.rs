@@ -13,9 +13,29 @@
 //!    keeps as a log record and in checkpoints; a restart loads it back
 //!    (`Libraries::restore_all`). FLUSHALL does not touch functions.
 
-use super::vm::{self, Registered, Vm};
+use super::vm::Vm;
 use bytes::Bytes;
+use mlua::{Function, MultiValue, Value};
 use std::collections::BTreeMap;
+
+/// One `redis.register_function` of the library being loaded.
+pub struct Registered {
+    pub name: String,
+    pub callback: Function,
+    pub flags: u8,
+    pub description: Option<Vec<u8>>,
+}
+
+/// Function flags, in the order Redis lists them.
+pub const FLAGS: [&str; 5] = [
+    "no-writes",
+    "allow-oom",
+    "allow-stale",
+    "no-cluster",
+    "allow-cross-slot-keys",
+];
+/// The `no-writes` bit of `Registered::flags`.
+pub const NO_WRITES: u8 = 1;
 
 /// One loaded library.
 pub struct Library {
@@ -65,7 +85,7 @@ fn metadata(code: &[u8]) -> Result<String, String> {
         return Err(format!("ERR Invalid metadata value given: {part}"));
     }
     let name = name.ok_or("ERR Library name was not given")?;
-    let name = vm::verified(name).map_err(|e| format!("ERR {e}"))?;
+    let name = verified(name).map_err(|e| format!("ERR {e}"))?;
     if !engine[2..].eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{}' not found", &engine[2..]));
     }
@@ -211,6 +231,108 @@ impl Libraries {
             }
             Err(e) => tracing::error!("the saved function libraries do not decode: {e}"),
         }
+    }
+}
+
+/// A name as Lua's `lua_isstring` takes it (a string or a number).
+fn name_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.to_string_lossy().to_string()),
+        Value::Integer(n) => Some(n.to_string()),
+        Value::Number(n) => Some(super::convert::fmt_g(*n, 14)),
+        _ => None,
+    }
+}
+
+/// The arguments of `redis.register_function`, checked with Redis's
+/// errors: `(name, callback)` or one table of named arguments.
+pub(super) fn register_args(args: &MultiValue) -> Result<Registered, String> {
+    let mut name = None;
+    let mut callback = None;
+    let (mut flags, mut description) = (0u8, None);
+    match args.len() {
+        1 => {
+            let Value::Table(t) = &args[0] else {
+                return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into());
+            };
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (k, v) = pair.map_err(|e| e.to_string())?;
+                let key = match &k {
+                    Value::String(s) => s.to_string_lossy().to_string(),
+                    _ => String::new(),
+                };
+                match key.as_str() {
+                    "function_name" => {
+                        name = Some(name_of(&v).ok_or(
+                            "function_name argument given to redis.register_function must be a string",
+                        )?)
+                    }
+                    "callback" => match v {
+                        Value::Function(f) => callback = Some(f),
+                        _ => {
+                            return Err("callback argument given to redis.register_function must be a function".into())
+                        }
+                    },
+                    "description" => {
+                        description = Some(
+                            name_of(&v)
+                                .ok_or("description argument given to redis.register_function must be a string")?
+                                .into_bytes(),
+                        )
+                    }
+                    "flags" => {
+                        let Value::Table(fl) = v else {
+                            return Err("flags argument to redis.register_function must be a table representing function flags".into());
+                        };
+                        for f in fl.sequence_values::<Value>() {
+                            let f = f.map_err(|e| e.to_string())?;
+                            let bit = match &f {
+                                Value::String(s) => {
+                                    FLAGS.iter().position(|x| s.as_bytes()[..] == *x.as_bytes())
+                                }
+                                _ => None,
+                            }
+                            .ok_or("unknown flag given")?;
+                            flags |= 1 << bit;
+                        }
+                    }
+                    _ => return Err("unknown argument given to redis.register_function".into()),
+                }
+            }
+            let name = name.ok_or("redis.register_function must get a function name argument")?;
+            let callback =
+                callback.ok_or("redis.register_function must get a callback argument")?;
+            Ok(Registered {
+                name: verified(name)?,
+                callback,
+                flags,
+                description,
+            })
+        }
+        2 => {
+            let name = name_of(&args[0])
+                .ok_or("first argument to redis.register_function must be a string")?;
+            let Value::Function(f) = &args[1] else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            Ok(Registered {
+                name: verified(name)?,
+                callback: f.clone(),
+                flags: 0,
+                description: None,
+            })
+        }
+        _ => Err("wrong number of arguments to redis.register_function".into()),
+    }
+}
+
+/// A library or function name: letters, digits and `_`, at least one
+/// (with the words Redis 7.0 uses for both).
+pub fn verified(name: String) -> Result<String, String> {
+    if !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        Ok(name)
+    } else {
+        Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into())
     }
 }
 

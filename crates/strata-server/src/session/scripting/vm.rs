@@ -49,27 +49,8 @@ struct LibraryEnv {
     meta: Table,
     load_api: Table,
     globals: Table,
-    registered: Arc<Mutex<Vec<Registered>>>,
+    registered: Arc<Mutex<Vec<super::functions::Registered>>>,
 }
-
-/// One `redis.register_function` of the library being loaded.
-pub struct Registered {
-    pub name: String,
-    pub callback: Function,
-    pub flags: u8,
-    pub description: Option<Vec<u8>>,
-}
-
-/// Function flags, in the order Redis lists them.
-pub const FLAGS: [&str; 5] = [
-    "no-writes",
-    "allow-oom",
-    "allow-stale",
-    "no-cluster",
-    "allow-cross-slot-keys",
-];
-/// The `no-writes` bit of `Registered::flags`.
-pub const NO_WRITES: u8 = 1;
 
 /// The registry slot of the function `redis.call` and `redis.pcall` send
 /// commands to (set for the length of one script): it returns the reply as
@@ -286,8 +267,8 @@ impl Vm {
         redis.set("REDIS_VERSION", version)?;
         redis.set("REDIS_VERSION_NUM", num)?;
         g.set("redis", redis.clone())?;
-        g.set("bit", bit_library(&lua)?)?;
-        g.set("cjson", super::json::library(&lua)?)?;
+        g.set("bit", super::libs::bit::library(&lua)?)?;
+        g.set("cjson", super::libs::json::library(&lua)?)?;
         let rand = Arc::new(Rand48(AtomicU64::new(0)));
         let r = rand.clone();
         let random = lua.create_function(move |_, args: MultiValue| {
@@ -369,7 +350,7 @@ impl Vm {
     /// error as FUNCTION LOAD reports it. Functions VMs only. The shebang
     /// line is left out but for its line feed (line numbers stay the
     /// user's).
-    pub fn load_library(&self, code: &[u8]) -> Result<Vec<Registered>, String> {
+    pub fn load_library(&self, code: &[u8]) -> Result<Vec<super::functions::Registered>, String> {
         let Some(lib) = &self.library else {
             return Err("ERR not a functions VM".into());
         };
@@ -391,7 +372,7 @@ impl Vm {
         let r = r.map_err(|e| format!("ERR Error registering functions: ERR {e}"))?;
         let mut r = r.into_iter();
         if !matches!(r.next(), Some(Value::Boolean(true))) {
-            let (msg, _) = super::error_parts(&r.next().unwrap_or(Value::Nil));
+            let (msg, _) = super::run::error_parts(&r.next().unwrap_or(Value::Nil));
             return Err(format!("ERR Error registering functions: {msg}"));
         }
         Ok(registered)
@@ -410,7 +391,7 @@ pub fn compile_message(e: &mlua::Error) -> String {
 /// looking names up in the load API (`redis` with `register_function`,
 /// `log` and the constants) or, once loaded, in the globals.
 fn library_env(lua: &Lua, redis: &Table, protect: &Function) -> mlua::Result<LibraryEnv> {
-    let registered: Arc<Mutex<Vec<Registered>>> = Arc::default();
+    let registered: Arc<Mutex<Vec<super::functions::Registered>>> = Arc::default();
     let load_redis = lua.create_table()?;
     for name in [
         "log",
@@ -427,7 +408,7 @@ fn library_env(lua: &Lua, redis: &Table, protect: &Function) -> mlua::Result<Lib
     load_redis.raw_set(
         "register_function",
         lua.create_function(move |_, args: MultiValue| {
-            let r = register_args(&args).map_err(mlua::Error::runtime)?;
+            let r = super::functions::register_args(&args).map_err(mlua::Error::runtime)?;
             let mut list = list.lock();
             if list.iter().any(|x| x.name == r.name) {
                 return Err(mlua::Error::runtime(
@@ -459,185 +440,4 @@ fn library_env(lua: &Lua, redis: &Table, protect: &Function) -> mlua::Result<Lib
         globals,
         registered,
     })
-}
-
-/// A name as Lua's `lua_isstring` takes it (a string or a number).
-fn name_of(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.to_string_lossy().to_string()),
-        Value::Integer(n) => Some(n.to_string()),
-        Value::Number(n) => Some(super::convert::fmt_g(*n, 14)),
-        _ => None,
-    }
-}
-
-/// The arguments of `redis.register_function`, checked with Redis's
-/// errors: `(name, callback)` or one table of named arguments.
-fn register_args(args: &MultiValue) -> Result<Registered, String> {
-    let mut name = None;
-    let mut callback = None;
-    let (mut flags, mut description) = (0u8, None);
-    match args.len() {
-        1 => {
-            let Value::Table(t) = &args[0] else {
-                return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into());
-            };
-            for pair in t.clone().pairs::<Value, Value>() {
-                let (k, v) = pair.map_err(|e| e.to_string())?;
-                let key = match &k {
-                    Value::String(s) => s.to_string_lossy().to_string(),
-                    _ => String::new(),
-                };
-                match key.as_str() {
-                    "function_name" => {
-                        name = Some(name_of(&v).ok_or(
-                            "function_name argument given to redis.register_function must be a string",
-                        )?)
-                    }
-                    "callback" => match v {
-                        Value::Function(f) => callback = Some(f),
-                        _ => {
-                            return Err("callback argument given to redis.register_function must be a function".into())
-                        }
-                    },
-                    "description" => {
-                        description = Some(
-                            name_of(&v)
-                                .ok_or("description argument given to redis.register_function must be a string")?
-                                .into_bytes(),
-                        )
-                    }
-                    "flags" => {
-                        let Value::Table(fl) = v else {
-                            return Err("flags argument to redis.register_function must be a table representing function flags".into());
-                        };
-                        for f in fl.sequence_values::<Value>() {
-                            let f = f.map_err(|e| e.to_string())?;
-                            let bit = match &f {
-                                Value::String(s) => {
-                                    FLAGS.iter().position(|x| s.as_bytes()[..] == *x.as_bytes())
-                                }
-                                _ => None,
-                            }
-                            .ok_or("unknown flag given")?;
-                            flags |= 1 << bit;
-                        }
-                    }
-                    _ => return Err("unknown argument given to redis.register_function".into()),
-                }
-            }
-            let name = name.ok_or("redis.register_function must get a function name argument")?;
-            let callback =
-                callback.ok_or("redis.register_function must get a callback argument")?;
-            Ok(Registered {
-                name: verified(name)?,
-                callback,
-                flags,
-                description,
-            })
-        }
-        2 => {
-            let name = name_of(&args[0])
-                .ok_or("first argument to redis.register_function must be a string")?;
-            let Value::Function(f) = &args[1] else {
-                return Err("second argument to redis.register_function must be a function".into());
-            };
-            Ok(Registered {
-                name: verified(name)?,
-                callback: f.clone(),
-                flags: 0,
-                description: None,
-            })
-        }
-        _ => Err("wrong number of arguments to redis.register_function".into()),
-    }
-}
-
-/// A library or function name: letters, digits and `_`, at least one
-/// (with the words Redis 7.0 uses for both).
-pub fn verified(name: String) -> Result<String, String> {
-    if !name.is_empty() && name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
-        Ok(name)
-    } else {
-        Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into())
-    }
-}
-
-/// LuaBitOp's `bit` library (32-bit operations on numbers), as Redis
-/// bundles it.
-fn bit_library(lua: &Lua) -> mlua::Result<Table> {
-    let t = lua.create_table()?;
-    fn tobit(v: f64) -> i32 {
-        // LuaBitOp: the number modulo 2^32, as a signed 32-bit integer.
-        (v.rem_euclid(4294967296.0) as u64 as u32) as i32
-    }
-    let args = |a: &MultiValue| -> mlua::Result<Vec<i32>> {
-        a.iter()
-            .map(|v| match v {
-                Value::Number(n) => Ok(tobit(*n)),
-                Value::Integer(n) => Ok(tobit(*n as f64)),
-                Value::String(s) => s
-                    .to_str()
-                    .ok()
-                    .and_then(|s| s.trim().parse::<f64>().ok())
-                    .map(tobit)
-                    .ok_or_else(|| mlua::Error::runtime("bad argument (number expected)")),
-                _ => Err(mlua::Error::runtime("bad argument (number expected)")),
-            })
-            .collect()
-    };
-    type Fold = fn(i32, i32) -> i32;
-    let folds: [(&str, Fold); 3] = [
-        ("band", |a, b| a & b),
-        ("bor", |a, b| a | b),
-        ("bxor", |a, b| a ^ b),
-    ];
-    for (name, op) in folds {
-        t.set(
-            name,
-            lua.create_function(move |_, a: MultiValue| {
-                let v = args(&a)?;
-                Ok(v.into_iter().reduce(op).unwrap_or(0) as f64)
-            })?,
-        )?;
-    }
-    t.set(
-        "tobit",
-        lua.create_function(move |_, a: MultiValue| Ok(*args(&a)?.first().unwrap_or(&0) as f64))?,
-    )?;
-    t.set(
-        "bnot",
-        lua.create_function(move |_, a: MultiValue| Ok(!*args(&a)?.first().unwrap_or(&0) as f64))?,
-    )?;
-    type Shift = fn(i32, u32) -> i32;
-    let shifts: [(&str, Shift); 5] = [
-        ("lshift", |a, n| ((a as u32) << (n & 31)) as i32),
-        ("rshift", |a, n| ((a as u32) >> (n & 31)) as i32),
-        ("arshift", |a, n| a >> (n & 31)),
-        ("rol", |a, n| (a as u32).rotate_left(n & 31) as i32),
-        ("ror", |a, n| (a as u32).rotate_right(n & 31) as i32),
-    ];
-    for (name, op) in shifts {
-        t.set(
-            name,
-            lua.create_function(move |_, a: MultiValue| {
-                let v = args(&a)?;
-                let (x, n) = (*v.first().unwrap_or(&0), *v.get(1).unwrap_or(&0));
-                Ok(op(x, n as u32) as f64)
-            })?,
-        )?;
-    }
-    t.set(
-        "tohex",
-        lua.create_function(move |_, a: MultiValue| {
-            let v = args(&a)?;
-            let x = *v.first().unwrap_or(&0) as u32;
-            let n = *v.get(1).unwrap_or(&8);
-            let digits = n.unsigned_abs().min(8) as usize;
-            let s = format!("{x:08x}");
-            let s = s[8 - digits..].to_string();
-            Ok(if n < 0 { s.to_uppercase() } else { s })
-        })?,
-    )?;
-    Ok(t)
 }

@@ -49,7 +49,7 @@ fn encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
                     "Cannot serialise number: must not be NaN or Inf",
                 ));
             }
-            out.extend_from_slice(super::convert::fmt_g(*n, 14).as_bytes());
+            out.extend_from_slice(super::super::convert::fmt_g(*n, 14).as_bytes());
         }
         Value::String(s) => string(&s.as_bytes(), out),
         Value::Table(t) => {
@@ -75,7 +75,7 @@ fn encode(v: &Value, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
                     let (k, v) = pair?;
                     let key = match &k {
                         Value::String(s) => s.as_bytes().to_vec(),
-                        Value::Number(n) => super::convert::fmt_g(*n, 14).into_bytes(),
+                        Value::Number(n) => super::super::convert::fmt_g(*n, 14).into_bytes(),
                         Value::Integer(n) => n.to_string().into_bytes(),
                         _ => {
                             return Err(mlua::Error::runtime(
