@@ -1,5 +1,6 @@
 //! The Lua 5.1 VM scripts run in, set up as Redis 7.0 sets up its own:
-//! the base, table, string and math libraries, `bit` and `cjson`, the
+//! the base, table, string and math libraries, `bit`, `cjson`,
+//! `cmsgpack` and `struct` (`libs`), the
 //! `redis` table, `math.random` on Redis's rand48 (seeded once per VM: as
 //! in Redis 7, scripts are not replayed, their effects are), `loadfile`,
 //! `dofile` and `print` removed, and the global table read-only (a script
@@ -269,6 +270,8 @@ impl Vm {
         g.set("redis", redis.clone())?;
         g.set("bit", super::libs::bit::library(&lua)?)?;
         g.set("cjson", super::libs::json::library(&lua)?)?;
+        g.set("cmsgpack", super::libs::msgpack::library(&lua)?)?;
+        g.set("struct", super::libs::structs::library(&lua)?)?;
         let rand = Arc::new(Rand48(AtomicU64::new(0)));
         let r = rand.clone();
         let random = lua.create_function(move |_, args: MultiValue| {

@@ -15,7 +15,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
         "encode",
         lua.create_function(|lua, v: Value| {
             let mut out = Vec::new();
-            encode(&v, &mut out, 0)?;
+            encode(&v, &mut out, 0).map_err(|e| super::located(lua, e))?;
             lua.create_string(&out)
         })?,
     )?;
@@ -23,7 +23,10 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
         "decode",
         lua.create_function(|lua, s: mlua::String| {
             let v: serde_json::Value = serde_json::from_slice(&s.as_bytes()).map_err(|e| {
-                mlua::Error::runtime(format!("Expected value but found invalid token: {e}"))
+                super::located(
+                    lua,
+                    mlua::Error::runtime(format!("Expected value but found invalid token: {e}")),
+                )
             })?;
             decode(lua, &v)
         })?,
