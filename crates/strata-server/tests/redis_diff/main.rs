@@ -14,7 +14,8 @@
 //! and the commands before it. `STRATA_DIFF_SEED` replays a seed (or
 //! `random` picks one); `STRATA_DIFF_COMMANDS` sets the number of commands
 //! (default 100,000); `STRATA_DIFF_FAMILIES` limits the mix;
-//! `STRATA_DIFF_WATCH=key` compares that key after every command naming it.
+//! `STRATA_DIFF_WATCH=key` compares that key after every command naming it;
+//! `STRATA_DIFF_DUMP=1` prints the keys a failing command names.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -168,6 +169,20 @@ fn collections_match_redis_7() {
             let (a, b) = (r.reply(), s.reply());
             history.push(gen::show(&args));
             if let Err(why) = check.compare(&a, &b) {
+                if std::env::var("STRATA_DIFF_DUMP").is_ok() {
+                    // The state of the keys the command names (TYPE, GET).
+                    for k in &args[1..] {
+                        for c in [&[&b"TYPE"[..], k][..], &[&b"GET"[..], k][..]] {
+                            eprintln!(
+                                "{} {}: redis {:?} strata {:?}",
+                                String::from_utf8_lossy(c[0]),
+                                String::from_utf8_lossy(k),
+                                String::from_utf8_lossy(&r.cmd(c).bytes),
+                                String::from_utf8_lossy(&s.cmd(c).bytes)
+                            );
+                        }
+                    }
+                }
                 let from = history.len().saturating_sub(
                     std::env::var("STRATA_DIFF_HISTORY")
                         .ok()
@@ -188,7 +203,15 @@ fn collections_match_redis_7() {
             if let Some(w) = &watch {
                 if args.iter().any(|a| a == w) {
                     if let Err(why) = oracle::compare_key(&mut r, &mut s, w) {
-                        panic!("redis_diff: seed {seed}, command #{done}: {}: watched key differs: {why}", gen::show(&args));
+                        let named: Vec<&String> = history
+                            .iter()
+                            .filter(|h| h.contains(&*String::from_utf8_lossy(w)))
+                            .collect();
+                        panic!(
+                            "redis_diff: seed {seed}, command #{done}: {}: watched key differs: {why}\ncommands naming it:\n  {}",
+                            gen::show(&args),
+                            named.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n  ")
+                        );
                     }
                 }
             }

@@ -6,6 +6,8 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use strata_protocol::Frame;
 
+mod strings;
+
 /// How the replies of a command are compared.
 pub enum Check {
     /// Byte for byte.
@@ -114,7 +116,7 @@ pub fn show(args: &[Vec<u8>]) -> String {
 const KEYS_PER_KIND: usize = 8;
 
 pub struct Gen {
-    rng: StdRng,
+    pub(super) rng: StdRng,
 }
 
 pub type Cmd = (Vec<Vec<u8>>, Check);
@@ -163,7 +165,7 @@ impl Gen {
     /// Every key the mix may have touched.
     pub fn all_keys(&self) -> Vec<Vec<u8>> {
         let mut v = Vec::new();
-        for p in ["h", "l", "s", "z", "zl", "g", "str"] {
+        for p in ["h", "l", "s", "z", "zl", "g", "str", "bm", "hll"] {
             for i in 0..KEYS_PER_KIND {
                 v.push(b(&format!("{p}:{i}")));
             }
@@ -171,16 +173,16 @@ impl Gen {
         v
     }
 
-    fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
+    pub(super) fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
         xs[self.rng.gen_range(0..xs.len())].clone()
     }
 
-    fn chance(&mut self, p: f64) -> bool {
+    pub(super) fn chance(&mut self, p: f64) -> bool {
         self.rng.gen_bool(p)
     }
 
     /// A key of `prefix`'s pool, sometimes one of another type.
-    fn key(&mut self, prefix: &str) -> Vec<u8> {
+    pub(super) fn key(&mut self, prefix: &str) -> Vec<u8> {
         let p = if self.chance(0.04) {
             self.pick(&["h", "l", "s", "z", "str"])
         } else {
@@ -211,7 +213,7 @@ impl Gen {
         }
     }
 
-    fn int(&mut self) -> Vec<u8> {
+    pub(super) fn int(&mut self) -> Vec<u8> {
         match self.rng.gen_range(0..100) {
             0..=84 => b(&format!("{}", self.rng.gen_range(-12i64..14))),
             85..=89 => b("9223372036854775807"),
@@ -221,7 +223,7 @@ impl Gen {
         }
     }
 
-    fn count(&mut self) -> Vec<u8> {
+    pub(super) fn count(&mut self) -> Vec<u8> {
         match self.rng.gen_range(0..100) {
             0..=79 => b(&format!("{}", self.rng.gen_range(0..12))),
             80..=89 => b(&format!("{}", self.rng.gen_range(-8..0))),
@@ -269,7 +271,7 @@ impl Gen {
         }
     }
 
-    fn index(&mut self) -> Vec<u8> {
+    pub(super) fn index(&mut self) -> Vec<u8> {
         match self.rng.gen_range(0..20) {
             0 => b("x"),
             1 => b("1000"),
@@ -285,11 +287,12 @@ impl Gen {
         let on = |f: &str| only.is_empty() || only.split(',').any(|x| x == f);
         loop {
             let c = match self.rng.gen_range(0..100) {
-                0..=21 if on("hash") => self.hash(),
-                22..=42 if on("list") => self.list(),
-                43..=63 if on("set") => self.set(),
-                64..=86 if on("zset") => self.zset(),
-                87..=93 if on("geo") => self.geo(),
+                0..=19 if on("hash") => self.hash(),
+                20..=38 if on("list") => self.list(),
+                39..=57 if on("set") => self.set(),
+                58..=78 if on("zset") => self.zset(),
+                79..=85 if on("geo") => self.geo(),
+                86..=93 if on("string") => self.strings(),
                 94.. if on("generic") => self.generic(),
                 _ => continue,
             };

@@ -1,0 +1,567 @@
+//! Bitmaps over strings: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD
+//! BITFIELD_RO, as Redis 7.0 (bitops.c): bit 0 is the most significant bit
+//! of byte 0; a missing key reads as zeros; writes grow the string with
+//! zero bytes; offsets stop below `proto-max-bulk-len` bytes.
+//!
+//! Writes change the whole value (the engine's read-modify-write), so a
+//! SETBIT costs a copy of the string: cheap for the common small bitmaps,
+//! O(size) for big ones (in-place edits are engine work still to do).
+
+use super::{rmw, set_raw, store_keeping_ttl, with_strings};
+use crate::command::{Ctx, Outcome};
+use crate::commands::{is, parse_i64};
+use crate::reply;
+use bytes::{Bytes, BytesMut};
+use strata_engine::{ExpireUpdate, Mutation};
+use strata_protocol::{write_array_len, write_integer, write_null, Version};
+
+const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
+const BAD_BIT: &str = "ERR bit is not an integer or out of range";
+const BAD_TYPE: &str =
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
+
+/// A bit offset (`#n` counts in `bits`-wide fields where allowed).
+fn bit_offset(arg: &[u8], hash_bits: Option<u32>, max_bulk: usize) -> Option<u64> {
+    let (digits, mult) = match (arg.first(), hash_bits) {
+        (Some(b'#'), Some(bits)) => (&arg[1..], bits as i64),
+        _ => (arg, 1),
+    };
+    let n = parse_i64(digits)?.checked_mul(mult)?;
+    (n >= 0 && ((n >> 3) as u64) < max_bulk as u64).then_some(n as u64)
+}
+
+fn get_bit(v: &[u8], bit: u64) -> u8 {
+    let byte = (bit >> 3) as usize;
+    v.get(byte).map_or(0, |b| (b >> (7 - (bit & 7))) & 1)
+}
+
+pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let max = ctx.shared.limits().max_bulk_len;
+    let Some(bit) = bit_offset(&args[2], None, max) else {
+        reply::error(ctx.out, BAD_OFFSET);
+        return Outcome::Done;
+    };
+    let on = match &args[3][..] {
+        b"0" => 0u8,
+        b"1" => 1,
+        _ => {
+            reply::error(ctx.out, BAD_BIT);
+            return Outcome::Done;
+        }
+    };
+    rmw(
+        ctx,
+        &args[1],
+        move |cur| {
+            let mut v = cur.as_ref().map(|c| c.value.to_vec()).unwrap_or_default();
+            let byte = (bit >> 3) as usize;
+            if v.len() <= byte {
+                v.resize(byte + 1, 0);
+            }
+            let old = get_bit(&v, bit);
+            let mask = 1 << (7 - (bit & 7));
+            v[byte] = (v[byte] & !mask) | (on * mask);
+            let (m, _) = store_keeping_ttl(v, true);
+            (m, Ok(old as i64))
+        },
+        |out, _, n| write_integer(out, n),
+    )
+}
+
+pub fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(bit) = bit_offset(&args[2], None, ctx.shared.limits().max_bulk_len) else {
+        reply::error(ctx.out, BAD_OFFSET);
+        return Outcome::Done;
+    };
+    let read = ctx.engine().get(ctx.db(), &args[1]);
+    ctx.reply_with(read, false, move |out, _, v| {
+        write_integer(out, v.map_or(0, |v| get_bit(&v, bit)) as i64)
+    })
+}
+
+/// A BYTE / BIT range of a string of `len` bytes, as Redis resolves it:
+/// (first byte, last byte, mask of the bits of the first byte outside the
+/// range, same for the last byte), or None when empty.
+fn range(len: i64, start: i64, end: i64, bits: bool) -> Option<(usize, usize, u8, u8)> {
+    let total = if bits { len << 3 } else { len };
+    let mut s = if start < 0 { total + start } else { start };
+    let mut e = if end < 0 { total + end } else { end };
+    s = s.max(0);
+    e = e.max(0);
+    if e >= total {
+        e = total - 1;
+    }
+    if s > e {
+        return None;
+    }
+    if bits {
+        let first = !((1u16 << (8 - (s & 7))) - 1) as u8;
+        let last = ((1u16 << (7 - (e & 7))) - 1) as u8;
+        Some(((s >> 3) as usize, (e >> 3) as usize, first, last))
+    } else {
+        Some((s as usize, e as usize, 0, 0))
+    }
+}
+
+pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let args = args.to_vec();
+    let read = ctx.engine().get(ctx.db(), &args[1]);
+    ctx.reply_with(read, false, move |out, _, v| {
+        let Some(v) = v else {
+            return write_integer(out, 0);
+        };
+        let len = v.len() as i64;
+        let r = match args.len() {
+            2 => Ok((len > 0).then(|| (0, v.len() - 1, 0, 0))),
+            4 | 5 => (|| {
+                let start = parse_i64(&args[2]).ok_or(reply::NOT_INTEGER)?;
+                let end = parse_i64(&args[3]).ok_or(reply::NOT_INTEGER)?;
+                if start < 0 && end < 0 && start > end {
+                    return Ok(None);
+                }
+                let bits = match args.get(4) {
+                    None => false,
+                    Some(a) if is(a, "bit") => true,
+                    Some(a) if is(a, "byte") => false,
+                    Some(_) => return Err(reply::SYNTAX),
+                };
+                Ok(range(len, start, end, bits))
+            })(),
+            _ => Err(reply::SYNTAX),
+        };
+        match r {
+            Err(e) => reply::error(out, e),
+            Ok(None) => write_integer(out, 0),
+            Ok(Some((s, e, first, last))) => {
+                let mut n: u32 = v[s..=e].iter().map(|b| b.count_ones()).sum();
+                n -= (v[s] & first).count_ones() + (v[e] & last).count_ones();
+                write_integer(out, n as i64)
+            }
+        }
+    })
+}
+
+pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let bit = match parse_i64(&args[2]) {
+        None => {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            return Outcome::Done;
+        }
+        Some(b @ (0 | 1)) => b as u8,
+        Some(_) => {
+            reply::error(ctx.out, "ERR The bit argument must be 1 or 0.");
+            return Outcome::Done;
+        }
+    };
+    let args = args.to_vec();
+    let read = ctx.engine().get(ctx.db(), &args[1]);
+    ctx.reply_with(read, false, move |out, _, v| {
+        let Some(v) = v else {
+            return write_integer(out, if bit == 1 { -1 } else { 0 });
+        };
+        let len = v.len() as i64;
+        let r = match args.len() {
+            3 => Ok(((len > 0).then(|| (0, v.len() - 1, 0, 0)), false)),
+            4..=6 => (|| {
+                let start = parse_i64(&args[3]).ok_or(reply::NOT_INTEGER)?;
+                let bits = match args.get(5) {
+                    None => false,
+                    Some(a) if is(a, "bit") => true,
+                    Some(a) if is(a, "byte") => false,
+                    Some(_) => return Err(reply::SYNTAX),
+                };
+                let (end, given) = match args.get(4) {
+                    Some(e) => (parse_i64(e).ok_or(reply::NOT_INTEGER)?, true),
+                    None if bits => ((len << 3) + 7, false),
+                    None => (len - 1, false),
+                };
+                Ok((range(len, start, end, bits), given))
+            })(),
+            _ => Err(reply::SYNTAX),
+        };
+        match r {
+            Err(e) => reply::error(out, e),
+            Ok((None, _)) => write_integer(out, -1),
+            Ok((Some((s, e, first, last)), end_given)) => {
+                // Bits outside the range read as the opposite of `bit`.
+                let outside = |b: u8, mask: u8| if bit == 1 { b & !mask } else { b | mask };
+                let mut found = None;
+                for i in s..=e {
+                    let mut b = v[i];
+                    if i == s {
+                        b = outside(b, first);
+                    }
+                    if i == e {
+                        b = outside(b, last);
+                    }
+                    let b = if bit == 1 { b } else { !b };
+                    if b != 0 {
+                        found = Some(i as i64 * 8 + b.leading_zeros() as i64);
+                        break;
+                    }
+                }
+                let pos = match found {
+                    Some(p) => p,
+                    None if bit == 1 || end_given => -1,
+                    // No clear bit: the string is zero-padded on the right.
+                    None => (e as i64 + 1) * 8,
+                };
+                write_integer(out, pos)
+            }
+        }
+    })
+}
+
+pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let op = &args[1];
+    let op = if is(op, "and") {
+        b'&'
+    } else if is(op, "or") {
+        b'|'
+    } else if is(op, "xor") {
+        b'^'
+    } else if is(op, "not") {
+        b'~'
+    } else {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    };
+    if op == b'~' && args.len() != 4 {
+        reply::error(
+            ctx.out,
+            "ERR BITOP NOT must be called with a single source key.",
+        );
+        return Outcome::Done;
+    }
+    let dest = args[2].clone();
+    let sources = args[3..].to_vec();
+    with_strings(
+        ctx,
+        sources,
+        vec![dest.clone()],
+        move |engine, db, values, out| {
+            let mut vals = Vec::with_capacity(values.len());
+            for v in values {
+                match v {
+                    Ok(v) => vals.push(v.unwrap_or_default()),
+                    Err(e) => return reply::engine(out, &e),
+                }
+            }
+            let len = vals.iter().map(|v| v.len()).max().unwrap_or(0);
+            let mut res = vec![0u8; len];
+            for (i, r) in res.iter_mut().enumerate() {
+                let byte = |v: &Bytes| v.get(i).copied().unwrap_or(0);
+                *r = match op {
+                    b'~' => !byte(&vals[0]),
+                    _ => vals[1..].iter().fold(byte(&vals[0]), |a, v| match op {
+                        b'&' => a & byte(v),
+                        b'|' => a | byte(v),
+                        _ => a ^ byte(v),
+                    }),
+                };
+            }
+            if res.is_empty() {
+                engine.delete(db, &dest);
+            } else if let Err(e) = set_raw(engine, db, &dest, res, ExpireUpdate::Clear) {
+                return reply::engine(out, &e);
+            }
+            write_integer(out, len as i64)
+        },
+    )
+}
+
+/// What a BITFIELD operation does when its result does not fit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Overflow {
+    Wrap,
+    Sat,
+    Fail,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Get,
+    Set,
+    IncrBy,
+}
+
+#[derive(Clone, Copy)]
+struct Field {
+    op: Op,
+    signed: bool,
+    bits: u32,
+    offset: u64,
+    value: i64,
+    overflow: Overflow,
+}
+
+fn field_type(arg: &[u8]) -> Option<(bool, u32)> {
+    let signed = match arg.first()? {
+        b'i' => true,
+        b'u' => false,
+        _ => return None,
+    };
+    let bits = parse_i64(&arg[1..])?;
+    let ok = bits >= 1 && (if signed { bits <= 64 } else { bits <= 63 });
+    ok.then_some((signed, bits as u32))
+}
+
+/// BITFIELD's arguments: the operations, or the error reply.
+fn parse_fields(args: &[Bytes], max_bulk: usize) -> Result<Vec<Field>, &'static str> {
+    let mut fields = Vec::new();
+    let mut overflow = Overflow::Wrap;
+    let mut j = 2;
+    while j < args.len() {
+        let rem = args.len() - j - 1;
+        let sub = &args[j];
+        let op = if is(sub, "get") && rem >= 2 {
+            Op::Get
+        } else if is(sub, "set") && rem >= 3 {
+            Op::Set
+        } else if is(sub, "incrby") && rem >= 3 {
+            Op::IncrBy
+        } else if is(sub, "overflow") && rem >= 1 {
+            let t = &args[j + 1];
+            overflow = if is(t, "wrap") {
+                Overflow::Wrap
+            } else if is(t, "sat") {
+                Overflow::Sat
+            } else if is(t, "fail") {
+                Overflow::Fail
+            } else {
+                return Err("ERR Invalid OVERFLOW type specified");
+            };
+            j += 2;
+            continue;
+        } else {
+            return Err(reply::SYNTAX);
+        };
+        let (signed, bits) = field_type(&args[j + 1]).ok_or(BAD_TYPE)?;
+        let offset = bit_offset(&args[j + 2], Some(bits), max_bulk).ok_or(BAD_OFFSET)?;
+        let value = if op == Op::Get {
+            0
+        } else {
+            parse_i64(&args[j + 3]).ok_or(reply::NOT_INTEGER)?
+        };
+        fields.push(Field {
+            op,
+            signed,
+            bits,
+            offset,
+            value,
+            overflow,
+        });
+        j += if op == Op::Get { 3 } else { 4 };
+    }
+    Ok(fields)
+}
+
+fn get_unsigned(v: &[u8], offset: u64, bits: u32) -> u64 {
+    (0..bits as u64).fold(0, |acc, i| (acc << 1) | get_bit(v, offset + i) as u64)
+}
+
+fn get_signed(v: &[u8], offset: u64, bits: u32) -> i64 {
+    let mut x = get_unsigned(v, offset, bits) as i64;
+    if bits < 64 && x & (1 << (bits - 1)) != 0 {
+        x |= (u64::MAX << bits) as i64;
+    }
+    x
+}
+
+fn set_unsigned(v: &mut [u8], offset: u64, bits: u32, value: u64) {
+    for i in 0..bits as u64 {
+        let bit = (value >> (bits as u64 - 1 - i)) & 1;
+        let at = offset + i;
+        let (byte, mask) = ((at >> 3) as usize, 1u8 << (7 - (at & 7)));
+        v[byte] = (v[byte] & !mask) | if bit == 1 { mask } else { 0 };
+    }
+}
+
+/// Redis's `checkUnsignedBitfieldOverflow`: whether `value + incr`
+/// overflows `bits`, and the value WRAP or SAT makes of it.
+fn unsigned_overflow(value: u64, incr: i64, bits: u32, ow: Overflow) -> (bool, u64) {
+    let max = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let maxincr = max.wrapping_sub(value) as i64;
+    let minincr = (value as i64).wrapping_neg();
+    let wrap = || value.wrapping_add(incr as u64) & !(u64::MAX.checked_shl(bits).unwrap_or(0));
+    if value > max || (incr > 0 && incr > maxincr) {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            _ => (true, max),
+        }
+    } else if incr < 0 && incr < minincr {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            _ => (true, 0),
+        }
+    } else {
+        (false, value.wrapping_add(incr as u64))
+    }
+}
+
+/// Redis's `checkSignedBitfieldOverflow`.
+fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (bool, i64) {
+    let max = if bits == 64 {
+        i64::MAX
+    } else {
+        (1i64 << (bits - 1)) - 1
+    };
+    let min = -max - 1;
+    let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
+    let minincr = min.wrapping_sub(value);
+    let wrap = || {
+        let mut c = (value as u64).wrapping_add(incr as u64);
+        if bits < 64 {
+            let mask = u64::MAX << bits;
+            if c & (1 << (bits - 1)) != 0 {
+                c |= mask;
+            } else {
+                c &= !mask;
+            }
+        }
+        c as i64
+    };
+    if value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr) {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            _ => (true, max),
+        }
+    } else if value < min
+        || (bits != 64 && incr < minincr)
+        || (value < 0 && incr < 0 && incr < minincr)
+    {
+        match ow {
+            Overflow::Wrap => (true, wrap()),
+            _ => (true, min),
+        }
+    } else {
+        (false, value.wrapping_add(incr))
+    }
+}
+
+/// Runs the operations on `v` (already grown to the highest bit written),
+/// writing one reply each; whether any wrote.
+fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Version) -> bool {
+    let mut changed = false;
+    write_array_len(out, fields.len());
+    for f in fields {
+        if f.op == Op::Get {
+            if f.signed {
+                write_integer(out, get_signed(v, f.offset, f.bits));
+            } else {
+                write_integer(out, get_unsigned(v, f.offset, f.bits) as i64);
+            }
+            continue;
+        }
+        let (overflow, new, reply) = if f.signed {
+            let old = get_signed(v, f.offset, f.bits);
+            let (incr, base) = match f.op {
+                Op::IncrBy => (f.value, old),
+                _ => (0, f.value),
+            };
+            let (o, n) = signed_overflow(base, incr, f.bits, f.overflow);
+            let reply = if f.op == Op::IncrBy { n } else { old };
+            (o, n as u64, reply)
+        } else {
+            let old = get_unsigned(v, f.offset, f.bits);
+            let (incr, base) = match f.op {
+                Op::IncrBy => (f.value, old),
+                _ => (0, f.value as u64),
+            };
+            let (o, n) = unsigned_overflow(base, incr, f.bits, f.overflow);
+            let reply = if f.op == Op::IncrBy {
+                n as i64
+            } else {
+                old as i64
+            };
+            (o, n, reply)
+        };
+        if overflow && f.overflow == Overflow::Fail {
+            write_null(out, version);
+            continue;
+        }
+        write_integer(out, reply);
+        set_unsigned(v, f.offset, f.bits, new);
+        changed = true;
+    }
+    changed
+}
+
+pub fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    bitfield_generic(ctx, args, false)
+}
+
+pub fn bitfield_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    bitfield_generic(ctx, args, true)
+}
+
+fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outcome {
+    let fields = match parse_fields(args, ctx.shared.limits().max_bulk_len) {
+        Ok(f) => f,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let highest = fields
+        .iter()
+        .filter(|f| f.op != Op::Get)
+        .map(|f| f.offset + f.bits as u64 - 1)
+        .max();
+    let version = ctx.version();
+    let Some(highest) = highest else {
+        let read = ctx.engine().get(ctx.db(), &args[1]);
+        return ctx.reply_with(read, false, move |out, _, v| {
+            let mut v = v.map(|v| v.to_vec()).unwrap_or_default();
+            let need = fields
+                .iter()
+                .map(|f| ((f.offset + f.bits as u64 - 1) >> 3) as usize + 1)
+                .max()
+                .unwrap_or(0);
+            if v.len() < need {
+                v.resize(need, 0);
+            }
+            run_fields(&mut v, &fields, out, version);
+        });
+    };
+    if read_only {
+        reply::error(ctx.out, "ERR BITFIELD_RO only supports the GET subcommand");
+        return Outcome::Done;
+    }
+    rmw(
+        ctx,
+        &args[1],
+        move |cur| {
+            let mut v = cur.as_ref().map(|c| c.value.to_vec()).unwrap_or_default();
+            let need = (highest >> 3) as usize + 1;
+            let grew = v.len() < need;
+            if grew {
+                v.resize(need, 0);
+            }
+            let mut out = BytesMut::new();
+            // Reads past the end see zeros (a GET beyond the highest write).
+            let mut padded = v.clone();
+            let most = fields
+                .iter()
+                .map(|f| ((f.offset + f.bits as u64 - 1) >> 3) as usize + 1)
+                .max()
+                .unwrap_or(0);
+            if padded.len() < most {
+                padded.resize(most, 0);
+            }
+            let changed = run_fields(&mut padded, &fields, &mut out, version);
+            padded.truncate(v.len());
+            let m = if changed || grew || cur.is_none() {
+                store_keeping_ttl(padded, true).0
+            } else {
+                Mutation::None
+            };
+            (m, Ok(out))
+        },
+        |out, _, reply: BytesMut| out.extend_from_slice(&reply),
+    )
+}
