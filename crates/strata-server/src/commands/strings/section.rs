@@ -1,0 +1,93 @@
+//! String commands over several keys at one moment (BITOP, LCS, PFCOUNT
+//! of several keys, PFMERGE): their values read and their result written
+//! in one keyed section.
+
+use crate::command::{Ctx, Outcome};
+use bytes::{Bytes, BytesMut};
+use strata_engine::{EngineError, ExpireUpdate, Mutation};
+
+/// The string values of `keys`, as of one moment, to `f`, which may
+/// write `keys` and `writes` too (BITOP, LCS, PFCOUNT, PFMERGE): the keys
+/// are warmed first, holding nothing, then `f` runs in a keyed section
+/// over `keys` and `writes`. A key of another type is `Err(WrongType)`.
+pub(crate) fn with_strings(
+    ctx: &mut Ctx<'_>,
+    keys: Vec<Bytes>,
+    writes: Vec<Bytes>,
+    f: impl FnOnce(
+            &strata_engine::Engine,
+            usize,
+            Vec<Result<Option<Bytes>, EngineError>>,
+            &mut BytesMut,
+        ) + Send
+        + 'static,
+) -> Outcome {
+    let (shared, db) = (ctx.shared.clone(), ctx.db());
+    Outcome::Pending {
+        reply: Box::pin(async move {
+            crate::session::warm(&shared, db, keys.clone()).await;
+            let engine = &shared.engine;
+            let mut held = keys.clone();
+            held.extend(writes);
+            let mut out = BytesMut::new();
+            engine.exclusive_keys(&held, || {
+                // A cold read in a section completes on this thread at the
+                // first poll (`keyspace::exclusive`); no executor is
+                // entered (this may run under EXEC's or a script's).
+                let values = keys
+                    .iter()
+                    .map(|k| {
+                        use futures::FutureExt;
+                        engine.get(db, k).wait().now_or_never().unwrap_or(Err(
+                            EngineError::Corrupt("a read in a section did not complete"),
+                        ))
+                    })
+                    .collect();
+                f(engine, db, values, &mut out)
+            });
+            out
+        }),
+        // The values are read when the future runs, not now: later
+        // commands of the pipeline must wait for it (a barrier).
+        write: true,
+    }
+}
+
+/// Stores `value` under `key` as a string Redis built in place (OBJECT
+/// ENCODING `raw` whatever its length: BITOP's and PFMERGE's results),
+/// replacing a value of any type; inside a section (`with_strings`).
+pub(crate) fn set_raw(
+    engine: &strata_engine::Engine,
+    db: usize,
+    key: &[u8],
+    value: Vec<u8>,
+    expire: ExpireUpdate,
+) -> Result<(), EngineError> {
+    use futures::FutureExt;
+    let value = Bytes::from(value);
+    let write = |v: Bytes| {
+        engine
+            .update(db, key, move |_| {
+                (
+                    Mutation::SetRaw {
+                        value: v.clone(),
+                        expire,
+                    },
+                    (),
+                )
+            })
+            .wait()
+            .now_or_never()
+            .unwrap_or(Err(EngineError::Corrupt(
+                "a read in a section did not complete",
+            )))
+    };
+    match write(value.clone()) {
+        Err(EngineError::WrongType) => {
+            engine.delete(db, key);
+            write(value)
+        }
+        r => r,
+    }
+}
+
