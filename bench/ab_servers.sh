@@ -8,6 +8,8 @@
 # --csv order). Client and server share the machine's cores.
 #   SERVERS   what to run (default: target/release/strata-server redis)
 #   TESTS     redis-benchmark -t (default lpush,sadd,hset,zadd)
+#   CMD       a command instead of TESTS (e.g. "SETBIT bm __rand_int__ 1";
+#             __rand_int__ ranges over RANGE, default 100000)
 #   N (400000)  PIPELINE (16)  CLIENTS (50)  RUNS (3)
 #   STRATA_ARGS  extra strata-server options (default --appendonly no)
 set -euo pipefail
@@ -24,7 +26,13 @@ STRATA_ARGS=${STRATA_ARGS:---appendonly no}
 need_common
 need redis-server redis-server
 need_strata
-echo "# redis-benchmark -t $TESTS -n $N -P $PIPELINE -c $CLIENTS --threads 1 --csv"
+CMD=${CMD:-}
+RANGE=${RANGE:-100000}
+if [ -n "$CMD" ]; then
+    echo "# redis-benchmark -n $N -P $PIPELINE -c $CLIENTS -r $RANGE --threads 1 --csv $CMD"
+else
+    echo "# redis-benchmark -t $TESTS -n $N -P $PIPELINE -c $CLIENTS --threads 1 --csv"
+fi
 for run in $(seq "$RUNS"); do
     for srv in $SERVERS; do
         port=$(free_port)
@@ -35,8 +43,14 @@ for run in $(seq "$RUNS"); do
             STRATA_BIN=$srv start_strata "$port" "$(bench_tmpdir strata)" --maxmemory-ram 4gb $STRATA_ARGS
         fi
         pid=$LAST_PID
-        rps=$(redis-benchmark -h 127.0.0.1 -p "$port" -t "$TESTS" -n "$N" -P "$PIPELINE" -c "$CLIENTS" \
-            --threads 1 --csv 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')
+        if [ -n "$CMD" ]; then
+            # shellcheck disable=SC2086
+            rps=$(redis-benchmark -h 127.0.0.1 -p "$port" -n "$N" -P "$PIPELINE" -c "$CLIENTS" -r "$RANGE" \
+                --threads 1 --csv $CMD 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')
+        else
+            rps=$(redis-benchmark -h 127.0.0.1 -p "$port" -t "$TESTS" -n "$N" -P "$PIPELINE" -c "$CLIENTS" \
+                --threads 1 --csv 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')
+        fi
         echo "run $run $srv: $rps"
         stop_server "$pid"
     done

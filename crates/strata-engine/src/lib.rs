@@ -67,6 +67,7 @@ pub use flash::io::IoBackend;
 pub use index::Value;
 pub use keyspace::chunks::{pick_index, Need, ZTo};
 pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
+pub use keyspace::observe::{KeyChange, KeyObserver};
 pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
 pub use keyspace::view::{KeysView, ValueRef};
 pub use keyspace::watch::Watched;
@@ -116,6 +117,8 @@ pub(crate) struct Inner {
     pub dbmap: keyspace::swapdb::DbMapping,
     /// The server's function libraries (FUNCTION LOAD), kept durable.
     pub functions: keyspace::functions::Functions,
+    /// Told of every change of a key (`keyspace::observe`).
+    pub observer: std::sync::OnceLock<std::sync::Arc<dyn keyspace::observe::KeyObserver>>,
     pub table: Arc<SegmentTable>,
     pub io: Arc<dyn IoEngine>,
     /// Settings CONFIG SET may change (atomics).
@@ -231,6 +234,7 @@ impl Engine {
             databases: cfg.databases.max(1),
             dbmap: keyspace::swapdb::DbMapping::identity(cfg.databases.max(1)),
             functions: Default::default(),
+            observer: Default::default(),
             tun: Tunables::new(&cfg),
             stats: Stats::default(),
             seq: AtomicU64::new(1),
@@ -392,7 +396,18 @@ impl Inner {
     /// for the journal and for WATCH; caller holds the key's shard lock (so
     /// notes of one key are in order).
     pub(crate) fn note_key(&self, db: usize, key: &[u8]) {
+        self.note_key_as(db, key, keyspace::observe::KeyChange::Written);
+    }
+
+    /// As `note_key`, saying what changed (`keyspace::observe`).
+    pub(crate) fn note_key_as(&self, db: usize, key: &[u8], how: keyspace::observe::KeyChange) {
         self.watches.touched(self, db, key);
+        self.observe(db, key, how);
+        self.journal_key(db, key);
+    }
+
+    /// Queues `key` for the journal (nothing else).
+    pub(crate) fn journal_key(&self, db: usize, key: &[u8]) {
         if self.journal.enabled {
             self.journal.push(Note::Key {
                 db: self.dbmap.id(db),

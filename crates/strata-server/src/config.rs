@@ -438,6 +438,8 @@ pub struct Config {
     /// bytes, soft bytes, soft seconds (0 = none). Only pubsub's are
     /// enforced (a subscriber's queued messages). Default: Redis's.
     pub client_output_buffer_limit: [[u64; 3]; 3],
+    /// `notify-keyspace-events`, as `session::notify` flags.
+    pub notify_keyspace_events: u32,
 }
 
 impl Default for Config {
@@ -473,6 +475,7 @@ impl Default for Config {
             appendfsync: DEFAULT_APPENDFSYNC.to_string(),
             save: String::new(),
             daemonize: false,
+            notify_keyspace_events: 0,
             client_output_buffer_limit: [
                 [0, 0, 0],
                 [256 << 20, 64 << 20, 60],
@@ -1226,6 +1229,18 @@ static OPTIONS: &[OptionDef] = &[
         },
     },
     OptionDef {
+        name: "notify-keyspace-events",
+        default: "",
+        doc: "keyspace notification classes (K, E, g, $, l, s, h, z, x, e, n, A ...), as Redis",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.notify_keyspace_events = crate::session::notify::parse(v)
+                .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
+            Ok(())
+        }),
+        get: |c| crate::session::notify::render(c.notify_keyspace_events),
+    },
+    OptionDef {
         name: "busy-reply-threshold",
         default: "5000",
         doc: "milliseconds a script may run before other clients get -BUSY and SCRIPT KILL may stop it",
@@ -1706,7 +1721,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
         // One option per Config field, and the four ziplist aliases.
-        assert_eq!(before, 45, "one option per Config field (plus aliases)");
+        assert_eq!(before, 46, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)
@@ -1744,6 +1759,7 @@ mod tests {
                 "list-max-ziplist-size",
                 "save",
                 "client-output-buffer-limit",
+                "notify-keyspace-events",
                 "busy-reply-threshold",
                 "lua-time-limit",
             ]

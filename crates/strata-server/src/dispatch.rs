@@ -4,6 +4,7 @@
 use crate::command::{CommandSpec, Ctx, Outcome};
 use crate::connection::ConnState;
 use crate::reply;
+use crate::session::notify;
 use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
@@ -39,9 +40,19 @@ pub fn execute(
         conn,
         out: target,
     };
+    // Keyspace notifications name events after the command running.
+    let running = shared.notifier.on().then(|| notify::Command::new(args));
     let outcome = {
         let _clock = strata_engine::clock::snapshot();
+        let _running = running.clone().map(notify::Running::enter);
         (spec.handler)(&mut ctx, args)
+    };
+    let outcome = match (outcome, running) {
+        (Outcome::Pending { reply, write }, Some(args)) => Outcome::Pending {
+            reply: notify::wrap(args, reply),
+            write,
+        },
+        (o, _) => o,
     };
     shared
         .slowlog

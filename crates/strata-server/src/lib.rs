@@ -82,6 +82,8 @@ pub struct Shared {
     pub pubsub: Arc<session::pubsub::PubSub>,
     /// The Lua VM and the script cache.
     pub scripts: session::scripting::Scripts,
+    /// Keyspace notifications (the engine's key observer).
+    pub notifier: Arc<session::notify::Notifier>,
     pub started: Instant,
     pub run_id: String,
     pub tcp_port: AtomicU64,
@@ -189,6 +191,7 @@ impl Shared {
         self.max_bulk_len
             .store(c.proto_max_bulk_len as usize, Relaxed);
         self.idle_timeout_secs.store(c.timeout, Relaxed);
+        self.notifier.flags.store(c.notify_keyspace_events, Relaxed);
         self.scripts
             .busy
             .threshold_ms
@@ -335,11 +338,15 @@ pub async fn start(
             listeners.push(l);
         }
     }
+    let pubsub: Arc<session::pubsub::PubSub> = Arc::default();
+    let notifier = Arc::new(session::notify::Notifier::new(pubsub.clone()));
+    engine.set_observer(notifier.clone());
     let shared = Arc::new(Shared {
         engine,
+        notifier,
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
         blocking: Arc::default(),
-        pubsub: Arc::default(),
+        pubsub,
         scripts: Default::default(),
         max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
         idle_timeout_secs: AtomicU64::new(config.timeout),

@@ -10,6 +10,7 @@ pub mod exclusive;
 pub mod functions;
 mod get_many;
 pub mod items;
+pub mod observe;
 mod rename;
 pub mod strings;
 pub mod swapdb;
@@ -21,6 +22,7 @@ use crate::index::{FlashLoc, Shard, Slot, F_REFERENCED};
 use crate::stats::Stats;
 use crate::{Engine, Inner};
 use bytes::Bytes;
+use observe::KeyChange;
 use rand::Rng;
 
 /// A key's TTL.
@@ -109,14 +111,25 @@ impl Inner {
     /// Removes the entry at `idx`, releasing its flash record. Caller holds
     /// the shard lock.
     pub(crate) fn remove_index(&self, sh: &mut Shard, db: usize, idx: usize, expired: bool) {
+        let how = if expired {
+            KeyChange::Expired
+        } else {
+            KeyChange::Deleted
+        };
+        self.remove_index_as(sh, db, idx, how);
+    }
+
+    /// As `remove_index`, saying why (`Deleted`, `Expired`, `Evicted`).
+    pub(crate) fn remove_index_as(&self, sh: &mut Shard, db: usize, idx: usize, how: KeyChange) {
         if let Some((key, e)) = sh.dbs[db].swap_remove_index(idx) {
             sh.acct.entry_removed(db, key.heap_bytes(), &e);
             self.bury(e.slot);
-            if expired {
+            if how == KeyChange::Expired {
                 // The record carries its expiry: no tombstone needed.
                 Stats::inc(&self.stats.expired_keys);
+                self.observe(db, &key, how);
             } else {
-                self.note_key(db, &key);
+                self.note_key_as(db, &key, how);
             }
         }
     }
@@ -179,6 +192,7 @@ impl Inner {
     pub(crate) fn metadata_changed(&self, sh: &mut Shard, db: usize, idx: usize) {
         if let Some((k, e)) = sh.dbs[db].get_index_mut(idx) {
             self.watches.touched(self, db, k);
+            self.observe(db, k, KeyChange::Written);
             // A chunked collection's TTL is in its head record.
             e.with_dir(&mut sh.acct, |d| d.set_head_dirty(true));
         }
@@ -189,7 +203,7 @@ impl Inner {
         if let Some((k, e)) = sh.dbs[db].get_index_mut(idx) {
             e.flags |= dirty;
             let k = k.clone();
-            self.note_key(db, &k);
+            self.journal_key(db, &k);
         }
     }
 

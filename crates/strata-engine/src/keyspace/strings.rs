@@ -89,6 +89,10 @@ pub enum Mutation {
         value: Bytes,
         expire: ExpireUpdate,
     },
+    /// Leave the value as it is, but report it `raw` from now on, as Redis
+    /// does after unsharing a string it may change in place (SETBIT that
+    /// flips nothing, PFCOUNT): not a change (nothing noted).
+    MarkRaw,
     /// As `Set`, for INCRBYFLOAT's result: Redis stores it as text
     /// (`embstr` / `raw`), never `int`, whatever it reads as.
     SetFloat {
@@ -361,6 +365,11 @@ impl Inner {
         };
         match mutation {
             Mutation::None => {}
+            Mutation::MarkRaw => {
+                if let Some(i) = idx {
+                    sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
+                }
+            }
             Mutation::Delete => {
                 if let Some(i) = idx {
                     self.remove_index(sh, db, i, false);
@@ -463,7 +472,9 @@ impl Inner {
         let value_len = value.len() as u32;
         let vtype = value.vtype() as u8;
         let slot = self.new_slot(value);
-        let idx = match idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e))) {
+        let existing = idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e)));
+        let created = existing.is_none();
+        let idx = match existing {
             Some((i, e)) => {
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);
                 sh.acct.retype(e.vtype, vtype);
@@ -498,7 +509,12 @@ impl Inner {
                 sh.dbs[db].insert_full(key, e).0
             }
         };
-        self.note_key(db, key);
+        let how = if created {
+            crate::keyspace::observe::KeyChange::Created
+        } else {
+            crate::keyspace::observe::KeyChange::Written
+        };
+        self.note_key_as(db, key, how);
         Some(idx)
     }
 

@@ -433,10 +433,18 @@ impl Collector {
                 ) {
                     // A chunked collection's other records may be in newer
                     // segments: a tombstone keeps them from coming back.
-                    inner.remove_index(sh, db, idx, false);
+                    inner.remove_index_as(
+                        sh,
+                        db,
+                        idx,
+                        crate::keyspace::observe::KeyChange::Evicted,
+                    );
                 } else {
                     // No tombstone: the oldest segment holds every record
                     // of this key (newer records would be in newer segments).
+                    if let Some(k) = sh.dbs[db].get_index(idx).map(|(k, _)| k.clone()) {
+                        inner.observe(db, &k, crate::keyspace::observe::KeyChange::Evicted);
+                    }
                     inner.remove_index_quiet(sh, db, idx);
                 }
                 Stats::inc(&inner.stats.evicted_keys);

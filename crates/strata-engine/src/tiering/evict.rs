@@ -135,7 +135,7 @@ impl Inner {
                 }
             }
             if let Some((i, _)) = best {
-                self.remove_index(sh, db, i, false);
+                self.remove_index_as(sh, db, i, crate::keyspace::observe::KeyChange::Evicted);
                 Stats::inc(&self.stats.evicted_keys);
                 evicted += 1;
             }

@@ -268,6 +268,25 @@ impl<'a> KeysView<'a> {
         true
     }
 
+    /// The closure changed nothing of `key` after all (a write that was a
+    /// no-op: ZADD XX of an absent member, SADD of members present ...):
+    /// as Redis, which then signals no change, the key keeps its version
+    /// and nothing is noted (journal, WATCH, notifications). An empty
+    /// collection is left to invariant 2.
+    pub fn unchanged(&mut self, key: &[u8]) {
+        let db = self.db;
+        let empty = self.shard(key).is_some_and(|sh| {
+            sh.dbs[db].get(key).is_some_and(|e| match &e.slot {
+                Slot::Hot(h) => matches!(&h.value, Value::Coll(c) if c.is_empty()),
+                Slot::Chunked(c) => c.is_empty(),
+                Slot::Cold(_) => false,
+            })
+        });
+        if !empty {
+            self.settle(key);
+        }
+    }
+
     /// Brings the byte counters of a changed collection up to its current
     /// length and forgets the change (before the entry is replaced or
     /// removed, which count its current length out).

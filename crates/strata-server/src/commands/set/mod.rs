@@ -320,7 +320,10 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             s.remove(&m);
         }
         if let Ok(Some(d)) = get_mut(view, &dst, true) {
-            d.insert(&m);
+            if !d.insert(&m) {
+                // Already a member there: the destination did not change.
+                view.unchanged(&dst);
+            }
         }
         write_integer(out, 1);
     })

@@ -53,12 +53,18 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         ctx,
         &args[1],
         move |cur| {
-            let mut v = cur.as_ref().map(|c| c.value.to_vec()).unwrap_or_default();
             let byte = (bit >> 3) as usize;
+            let old_value = cur.as_ref().map(|c| &c.value[..]);
+            let old = old_value.map_or(0, |v| get_bit(v, bit));
+            // As Redis: no write unless the key is new, grows or the bit
+            // flips.
+            if old_value.is_some_and(|v| v.len() > byte) && old == on {
+                return (Mutation::MarkRaw, Ok(old as i64));
+            }
+            let mut v = old_value.map(|v| v.to_vec()).unwrap_or_default();
             if v.len() <= byte {
                 v.resize(byte + 1, 0);
             }
-            let old = get_bit(&v, bit);
             let mask = 1 << (7 - (bit & 7));
             v[byte] = (v[byte] & !mask) | (on * mask);
             let (m, _) = store_keeping_ttl(v, true);
@@ -457,6 +463,7 @@ fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Versi
             }
             continue;
         }
+        let before = get_unsigned(v, f.offset, f.bits);
         let (overflow, new, reply) = if f.signed {
             let old = get_signed(v, f.offset, f.bits);
             let (incr, base) = match f.op {
@@ -486,7 +493,8 @@ fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Versi
         }
         write_integer(out, reply);
         set_unsigned(v, f.offset, f.bits, new);
-        changed = true;
+        // As Redis: a write that leaves the field as it was changes nothing.
+        changed |= get_unsigned(v, f.offset, f.bits) != before;
     }
     changed
 }
@@ -558,7 +566,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outco
             let m = if changed || grew || cur.is_none() {
                 store_keeping_ttl(padded, true).0
             } else {
-                Mutation::None
+                Mutation::MarkRaw
             };
             (m, Ok(out))
         },

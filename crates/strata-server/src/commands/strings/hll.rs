@@ -384,7 +384,7 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 }
             }
             if !updated {
-                return (Mutation::None, Ok(0));
+                return (Mutation::MarkRaw, Ok(0));
             }
             invalidate(&mut v);
             (store_keeping_ttl(v, true).0, Ok(1))
@@ -429,7 +429,7 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             let v = c.value;
             if v[15] & 0x80 == 0 {
                 let card = u64::from_le_bytes(v[8..16].try_into().unwrap_or_default());
-                return (Mutation::None, Ok(card as i64));
+                return (Mutation::MarkRaw, Ok(card as i64));
             }
             let Some(regs) = registers(v) else {
                 return (Mutation::None, Err(CORRUPT));

@@ -84,10 +84,11 @@ pub(crate) fn set_raw(
     };
     match write(value.clone()) {
         Err(EngineError::WrongType) => {
-            engine.delete(db, key);
+            // Overwrite the other type (no deletion first: Redis sends no
+            // `del` for it), then mark the string raw.
+            engine.set(db, key, &value, strata_engine::SetOptions::default())?;
             write(value)
         }
         r => r,
     }
 }
-

@@ -279,6 +279,9 @@ fn zadd_generic(ctx: &mut Ctx<'_>, key: Bytes, rest: &[Bytes], mut f: AddFlags) 
                     AddOutcome::Nan => return reply::error(out, NAN_SCORE),
                 }
             }
+            if added + updated == 0 {
+                view.unchanged(&key);
+            }
         }
         if f.incr {
             if processed > 0 {

@@ -1,0 +1,396 @@
+//! Keyspace notifications (`notify-keyspace-events`), as Redis 7.0 sends
+//! them: for each change of a key, `__keyspace@<db>__:<key>` gets the
+//! event's name and `__keyevent@<db>__:<event>` the key, when the event's
+//! class is enabled.
+//!
+//! The engine reports every change of a key (`strata_engine::KeyObserver`,
+//! under the key's shard lock); the command running on this thread
+//! (`Running`, set by `dispatch` around a command and around each poll of
+//! its pending reply) names the event, as Redis's command code does:
+//! LPUSH's `lpush`, an emptied list's extra `del`, RENAME's `rename_from`
+//! and `rename_to`. Expiry and eviction need no command. With no class
+//! enabled, nothing is recorded and nothing is sent.
+
+use crate::session::pubsub::{Kind, PubSub as Registry};
+use bytes::Bytes;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+use strata_engine::{KeyChange, KeyObserver};
+
+pub const GENERIC: u32 = 1 << 0;
+pub const STRING: u32 = 1 << 1;
+pub const LIST: u32 = 1 << 2;
+pub const SET: u32 = 1 << 3;
+pub const HASH: u32 = 1 << 4;
+pub const ZSET: u32 = 1 << 5;
+pub const EXPIRED: u32 = 1 << 6;
+pub const EVICTED: u32 = 1 << 7;
+pub const STREAM: u32 = 1 << 8;
+pub const MODULE: u32 = 1 << 9;
+pub const NEW: u32 = 1 << 10;
+pub const KEYSPACE: u32 = 1 << 11;
+pub const KEYEVENT: u32 = 1 << 12;
+pub const KEY_MISS: u32 = 1 << 13;
+/// `A`: every class but `n` and `m`.
+pub const ALL: u32 =
+    GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+/// The flags of a `notify-keyspace-events` string, or None for a
+/// character Redis refuses.
+pub fn parse(s: &str) -> Option<u32> {
+    let mut f = 0;
+    for c in s.chars() {
+        f |= match c {
+            'A' => ALL,
+            'g' => GENERIC,
+            '$' => STRING,
+            'l' => LIST,
+            's' => SET,
+            'h' => HASH,
+            'z' => ZSET,
+            'x' => EXPIRED,
+            'e' => EVICTED,
+            't' => STREAM,
+            'd' => MODULE,
+            'n' => NEW,
+            'K' => KEYSPACE,
+            'E' => KEYEVENT,
+            'm' => KEY_MISS,
+            _ => return None,
+        };
+    }
+    Some(f)
+}
+
+/// The flags as CONFIG GET shows them (Redis's order).
+pub fn render(f: u32) -> String {
+    let mut s = String::new();
+    if f & ALL == ALL {
+        s.push('A');
+    } else {
+        for (bit, c) in [
+            (GENERIC, 'g'),
+            (STRING, '$'),
+            (LIST, 'l'),
+            (SET, 's'),
+            (HASH, 'h'),
+            (ZSET, 'z'),
+            (EXPIRED, 'x'),
+            (EVICTED, 'e'),
+            (STREAM, 't'),
+            (MODULE, 'd'),
+            (NEW, 'n'),
+        ] {
+            if f & bit != 0 {
+                s.push(c);
+            }
+        }
+    }
+    for (bit, c) in [(KEYSPACE, 'K'), (KEYEVENT, 'E'), (KEY_MISS, 'm')] {
+        if f & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// A command that may send notifications: its arguments, and the events
+/// it sent (the engine may report one change of a key twice, as a new
+/// key and as its first value: each event goes once per key).
+pub struct Command {
+    args: Vec<Bytes>,
+    sent: parking_lot::Mutex<Vec<(usize, Bytes, &'static str)>>,
+}
+
+impl Command {
+    pub fn new(args: &[Bytes]) -> Arc<Command> {
+        Arc::new(Command {
+            args: args.to_vec(),
+            sent: Default::default(),
+        })
+    }
+
+    /// Whether `event` of `key` is new for this command (and note it).
+    fn first(&self, db: usize, key: &[u8], event: &'static str) -> bool {
+        let mut sent = self.sent.lock();
+        if sent
+            .iter()
+            .any(|(d, k, e)| *d == db && *e == event && &k[..] == key)
+        {
+            return false;
+        }
+        sent.push((db, Bytes::copy_from_slice(key), event));
+        true
+    }
+}
+
+thread_local! {
+    /// The command running on this thread.
+    static RUNNING: RefCell<Option<Arc<Command>>> = const { RefCell::new(None) };
+}
+
+/// Marks a command as the one running on this thread until dropped.
+pub struct Running(Option<Option<Arc<Command>>>);
+
+impl Running {
+    pub fn enter(cmd: Arc<Command>) -> Running {
+        Running(Some(RUNNING.with(|r| r.replace(Some(cmd)))))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(prev) = self.0.take() {
+            RUNNING.with(|r| *r.borrow_mut() = prev);
+        }
+    }
+}
+
+/// The server's notifier (installed as the engine's key observer).
+pub struct Notifier {
+    pub flags: AtomicU32,
+    pubsub: Arc<Registry>,
+}
+
+impl Notifier {
+    pub fn new(pubsub: Arc<Registry>) -> Notifier {
+        Notifier {
+            flags: AtomicU32::new(0),
+            pubsub,
+        }
+    }
+
+    /// Whether any notification can be sent (commands then record
+    /// themselves as `Running`).
+    pub fn on(&self) -> bool {
+        let f = self.flags.load(Relaxed);
+        f & (KEYSPACE | KEYEVENT) != 0 && f & !(KEYSPACE | KEYEVENT | KEY_MISS) != 0
+    }
+
+    fn send(&self, class: u32, event: &str, db: usize, key: &[u8]) {
+        let f = self.flags.load(Relaxed);
+        if f & class == 0 {
+            return;
+        }
+        if f & KEYSPACE != 0 {
+            let mut chan = format!("__keyspace@{db}__:").into_bytes();
+            chan.extend_from_slice(key);
+            let msg = Bytes::copy_from_slice(event.as_bytes());
+            self.pubsub.publish(Kind::Channel, &Bytes::from(chan), &msg);
+        }
+        if f & KEYEVENT != 0 {
+            let chan = Bytes::from(format!("__keyevent@{db}__:{event}"));
+            self.pubsub
+                .publish(Kind::Channel, &chan, &Bytes::copy_from_slice(key));
+        }
+    }
+}
+
+impl KeyObserver for Notifier {
+    fn key_changed(&self, db: usize, key: &[u8], change: KeyChange) {
+        if self.flags.load(Relaxed) & (KEYSPACE | KEYEVENT) == 0 {
+            return;
+        }
+        match change {
+            KeyChange::Expired => return self.send(EXPIRED, "expired", db, key),
+            KeyChange::Evicted => return self.send(EVICTED, "evicted", db, key),
+            _ => {}
+        }
+        let Some(cmd) = RUNNING.with(|r| r.borrow().clone()) else {
+            return;
+        };
+        if change == KeyChange::Created && cmd.first(db, key, "new") {
+            self.send(NEW, "new", db, key);
+        }
+        for (class, event) in events(&cmd.args, key, change) {
+            if cmd.first(db, key, event) {
+                self.send(class, event, db, key);
+            }
+        }
+    }
+}
+
+/// SORT's STORE key, if any.
+fn store_key(args: &[Bytes]) -> Option<&[u8]> {
+    let i = args.iter().position(|a| a.eq_ignore_ascii_case(b"store"))?;
+    args.get(i + 1).map(|k| &k[..])
+}
+
+fn upper(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_uppercase()
+}
+
+/// The events a change of `key` by the command `args` sends, as Redis's
+/// command code sends them.
+fn events(args: &[Bytes], key: &[u8], change: KeyChange) -> Vec<(u32, &'static str)> {
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    let deleted = change == KeyChange::Deleted;
+    let is_arg = |i: usize| args.get(i).is_some_and(|a| &a[..] == key);
+    let del = (GENERIC, "del");
+    // The event of a write; an emptied collection adds `del`.
+    let with_del = |e: (u32, &'static str)| if deleted { vec![e, del] } else { vec![e] };
+    let has_expire = || {
+        args[1..]
+            .iter()
+            .any(|a| ["EX", "PX", "EXAT", "PXAT"].contains(&upper(a).as_str()))
+    };
+    match name.as_str() {
+        "del" | "unlink" | "getdel" => vec![del],
+        "expire" | "pexpire" | "expireat" | "pexpireat" => {
+            vec![if deleted { del } else { (GENERIC, "expire") }]
+        }
+        "persist" => vec![(GENERIC, "persist")],
+        "getex" if deleted => vec![del],
+        "getex" if args[2..].iter().any(|a| upper(a) == "PERSIST") => vec![(GENERIC, "persist")],
+        "getex" => vec![(GENERIC, "expire")],
+        "rename" | "renamenx" => {
+            if is_arg(1) && deleted {
+                vec![(GENERIC, "rename_from")]
+            } else {
+                vec![(GENERIC, "rename_to")]
+            }
+        }
+        "move" => vec![if deleted {
+            (GENERIC, "move_from")
+        } else {
+            (GENERIC, "move_to")
+        }],
+        "copy" => vec![(GENERIC, "copy_to")],
+        "restore" => vec![(GENERIC, "restore")],
+        // Only STORE's key (SORT may convert its input's encoding).
+        "sort" | "sort_ro" if store_key(args) != Some(key) => Vec::new(),
+        "sort" if deleted => vec![del],
+        "sort" => vec![(LIST, "sortstore")],
+        "set" if deleted => vec![del],
+        "set" if has_expire() => vec![(STRING, "set"), (GENERIC, "expire")],
+        "setex" | "psetex" => vec![(STRING, "set"), (GENERIC, "expire")],
+        "set" | "setnx" | "mset" | "msetnx" | "getset" => vec![(STRING, "set")],
+        "append" => vec![(STRING, "append")],
+        "setrange" => vec![(STRING, "setrange")],
+        "incr" | "decr" | "incrby" | "decrby" => vec![(STRING, "incrby")],
+        "incrbyfloat" => vec![(STRING, "incrbyfloat")],
+        "setbit" | "bitfield" => vec![(STRING, "setbit")],
+        "bitop" => vec![if deleted { del } else { (STRING, "set") }],
+        "pfadd" | "pfmerge" => vec![(STRING, "pfadd")],
+        "lpush" | "lpushx" => vec![(LIST, "lpush")],
+        "rpush" | "rpushx" => vec![(LIST, "rpush")],
+        "lpop" | "blpop" => with_del((LIST, "lpop")),
+        "rpop" | "brpop" => with_del((LIST, "rpop")),
+        "lmpop" | "blmpop" => {
+            let left = args.iter().any(|a| upper(a) == "LEFT");
+            with_del((LIST, if left { "lpop" } else { "rpop" }))
+        }
+        "rpoplpush" | "brpoplpush" if is_arg(1) && is_arg(2) => {
+            vec![(LIST, "rpop"), (LIST, "lpush")]
+        }
+        "rpoplpush" | "brpoplpush" => {
+            if is_arg(1) && (deleted || !is_arg(2)) {
+                with_del((LIST, "rpop"))
+            } else {
+                vec![(LIST, "lpush")]
+            }
+        }
+        "lmove" | "blmove" => {
+            let (from, to) = (upper(&args[3]), upper(&args[4]));
+            let pop = if from == "LEFT" { "lpop" } else { "rpop" };
+            let push = if to == "LEFT" { "lpush" } else { "rpush" };
+            if is_arg(1) && is_arg(2) {
+                vec![(LIST, pop), (LIST, push)]
+            } else if is_arg(1) && (deleted || !is_arg(2)) {
+                with_del((LIST, pop))
+            } else {
+                vec![(LIST, push)]
+            }
+        }
+        "linsert" => vec![(LIST, "linsert")],
+        "lset" => vec![(LIST, "lset")],
+        "lrem" => with_del((LIST, "lrem")),
+        "ltrim" => with_del((LIST, "ltrim")),
+        "hset" | "hmset" | "hsetnx" => vec![(HASH, "hset")],
+        "hdel" => with_del((HASH, "hdel")),
+        "hincrby" => vec![(HASH, "hincrby")],
+        "hincrbyfloat" => vec![(HASH, "hincrbyfloat")],
+        "sadd" => vec![(SET, "sadd")],
+        "srem" => with_del((SET, "srem")),
+        "spop" => with_del((SET, "spop")),
+        "smove" => {
+            if is_arg(1) && (deleted || !is_arg(2)) {
+                with_del((SET, "srem"))
+            } else {
+                vec![(SET, "sadd")]
+            }
+        }
+        "sinterstore" | "sunionstore" | "sdiffstore" if deleted => vec![del],
+        "sinterstore" => vec![(SET, "sinterstore")],
+        "sunionstore" => vec![(SET, "sunionstore")],
+        "sdiffstore" => vec![(SET, "sdiffstore")],
+        "zadd" if args[2..].iter().any(|a| upper(a) == "INCR") => vec![(ZSET, "zincr")],
+        "zadd" | "geoadd" => vec![(ZSET, "zadd")],
+        "zincrby" => vec![(ZSET, "zincr")],
+        "zrem" => with_del((ZSET, "zrem")),
+        "zremrangebyscore" => with_del((ZSET, "zremrangebyscore")),
+        "zremrangebyrank" => with_del((ZSET, "zremrangebyrank")),
+        "zremrangebylex" => with_del((ZSET, "zremrangebylex")),
+        "zpopmin" | "bzpopmin" => with_del((ZSET, "zpopmin")),
+        "zpopmax" | "bzpopmax" => with_del((ZSET, "zpopmax")),
+        "zmpop" | "bzmpop" => {
+            let min = args.iter().any(|a| upper(a) == "MIN");
+            with_del((ZSET, if min { "zpopmin" } else { "zpopmax" }))
+        }
+        "zunionstore" | "zinterstore" | "zdiffstore" | "zrangestore" | "georadius"
+        | "georadiusbymember" | "geosearchstore"
+            if deleted =>
+        {
+            vec![del]
+        }
+        "zunionstore" => vec![(ZSET, "zunionstore")],
+        "zinterstore" => vec![(ZSET, "zinterstore")],
+        "zdiffstore" => vec![(ZSET, "zdiffstore")],
+        "zrangestore" => vec![(ZSET, "zrangestore")],
+        "georadius" | "georadiusbymember" => vec![(ZSET, "georadiusstore")],
+        "geosearchstore" => vec![(ZSET, "geosearchstore")],
+        _ if deleted => vec![del],
+        _ => Vec::new(),
+    }
+}
+
+/// A pending reply whose polls run as `args` (`Running`): a cold write
+/// changes its key when the reply is polled.
+pub fn wrap(
+    args: Arc<Command>,
+    fut: std::pin::Pin<Box<dyn std::future::Future<Output = bytes::BytesMut> + Send>>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = bytes::BytesMut> + Send>> {
+    Box::pin(AsRunning { args, fut })
+}
+
+struct AsRunning {
+    args: Arc<Command>,
+    fut: std::pin::Pin<Box<dyn std::future::Future<Output = bytes::BytesMut> + Send>>,
+}
+
+impl std::future::Future for AsRunning {
+    type Output = bytes::BytesMut;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<bytes::BytesMut> {
+        let _running = Running::enter(self.args.clone());
+        self.fut.as_mut().poll(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_read_and_print_as_redis() {
+        assert_eq!(render(parse("KEA").unwrap()), "AKE");
+        assert_eq!(render(parse("Kl$").unwrap()), "$lK");
+        assert_eq!(render(parse("").unwrap()), "");
+        assert_eq!(render(parse("Exn").unwrap()), "xnE");
+        assert!(parse("Q").is_none());
+    }
+}
