@@ -85,7 +85,8 @@ free_port() {
 start_strata() {
     local port=$1 dir=$2; shift 2
     local args=(--port "$port" --bind 127.0.0.1 --dir "$dir" --threads "$STRATA_THREADS"
-        --save "" --appendonly no --memcached-port 0 --loglevel warning "$@")
+        --save "" --appendonly no --memcached-port 0 --loglevel warning
+        --enable-debug-command yes "$@")
     : "${STRATA_ID:=$(strata_identity)}"
     record "$(printf '%q ' "$STRATA_BIN" "${args[@]}")"
     "$STRATA_BIN" "${args[@]}" >"$dir/server.log" 2>&1 &

@@ -130,6 +130,8 @@ pub struct Tunables {
     eviction: AtomicU8,
     pub min_value_size: AtomicU64,
     promote: AtomicU8,
+    /// The background sweep of expired keys runs (DEBUG SET-ACTIVE-EXPIRE).
+    pub active_expire: std::sync::atomic::AtomicBool,
     /// `hash-max-listpack-entries` ... (what OBJECT ENCODING reports).
     encoding: parking_lot::Mutex<crate::types::EncodingLimits>,
 }
@@ -142,6 +144,7 @@ impl Tunables {
             eviction: AtomicU8::new(c.eviction as u8),
             min_value_size: AtomicU64::new(c.min_value_size as u64),
             promote: AtomicU8::new(c.promote as u8),
+            active_expire: std::sync::atomic::AtomicBool::new(true),
             encoding: parking_lot::Mutex::new(c.encoding),
         }
     }

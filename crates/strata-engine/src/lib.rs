@@ -345,6 +345,11 @@ impl Engine {
     pub fn set_eviction(&self, p: EvictionPolicy) {
         self.inner.tun.set_eviction(p);
     }
+    /// Whether the background sweep deletes expired keys (Redis's active
+    /// expiry; DEBUG SET-ACTIVE-EXPIRE). Reads still drop expired keys.
+    pub fn set_active_expire(&self, on: bool) {
+        self.inner.tun.active_expire.store(on, Ordering::Relaxed);
+    }
     pub fn set_min_value_size(&self, n: usize) {
         self.inner
             .tun

@@ -29,6 +29,8 @@ pub struct ClientHandle {
 /// The parts of a client's state that are text.
 #[derive(Default, Clone)]
 pub struct ClientInfo {
+    /// CLIENT NO-EVICT ON (flag `e`; Strata evicts no clients anyway).
+    pub no_evict: bool,
     pub name: String,
     pub lib_name: String,
     pub lib_ver: String,
@@ -36,6 +38,15 @@ pub struct ClientInfo {
 }
 
 impl ClientHandle {
+    /// Whether the client connects from a loopback address
+    /// (`enable-debug-command local`).
+    pub fn is_local(&self) -> bool {
+        self.addr
+            .rsplit_once(':')
+            .and_then(|(ip, _)| ip.trim_matches(['[', ']']).parse::<std::net::IpAddr>().ok())
+            .is_some_and(|ip| ip.is_loopback())
+    }
+
     pub fn new(id: u64, addr: String, laddr: String) -> ClientHandle {
         ClientHandle {
             id,
@@ -93,8 +104,9 @@ impl ClientHandle {
     /// The CLIENT LIST line of this client.
     pub fn list_line(&self) -> String {
         let info = self.info.lock().clone();
+        let flags = if info.no_evict { "e" } else { "N" };
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -138,5 +150,60 @@ impl Clients {
 
     pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
         self.map.lock().get(&id).cloned()
+    }
+}
+
+/// CLIENT PAUSE: until a time, every command (ALL) or the writes (WRITE)
+/// wait before they run, as Redis postpones them; CLIENT UNPAUSE (itself
+/// paused under ALL, as in Redis) or the time lifts it.
+#[derive(Default)]
+pub struct Pause {
+    until: Mutex<Option<(Instant, bool)>>,
+    lifted: Notify,
+}
+
+impl Pause {
+    pub fn pause(&self, d: std::time::Duration, all: bool) {
+        let until = Instant::now() + d;
+        let mut p = self.until.lock();
+        // A later or wider pause wins over the one in force.
+        let (until, all) = match *p {
+            Some((u, a)) if u > Instant::now() => (u.max(until), a || all),
+            _ => (until, all),
+        };
+        *p = Some((until, all));
+    }
+
+    pub fn unpause(&self) {
+        *self.until.lock() = None;
+        self.lifted.notify_waiters();
+    }
+
+    /// Waits while a command of this kind is paused (`write`: it writes
+    /// or may propagate).
+    pub async fn wait(&self, write: bool) {
+        loop {
+            let lifted = self.lifted.notified();
+            let left = match *self.until.lock() {
+                Some((until, all)) if all || write => {
+                    until.saturating_duration_since(Instant::now())
+                }
+                _ => return,
+            };
+            if left.is_zero() {
+                return;
+            }
+            let _ = tokio::time::timeout(left, lifted).await;
+        }
+    }
+
+    /// Whether the pause in force (if any) holds every command.
+    pub fn all(&self) -> bool {
+        self.until.lock().is_some_and(|(_, all)| all)
+    }
+
+    /// Whether any pause may be in force (cheap check before `wait`).
+    pub fn active(&self) -> bool {
+        self.until.lock().is_some_and(|(u, _)| u > Instant::now())
     }
 }

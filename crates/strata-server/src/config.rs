@@ -438,6 +438,8 @@ pub struct Config {
     /// bytes, soft bytes, soft seconds (0 = none). Only pubsub's are
     /// enforced (a subscriber's queued messages). Default: Redis's.
     pub client_output_buffer_limit: [[u64; 3]; 3],
+    /// `enable-debug-command`: "no", "yes" or "local" (loopback clients).
+    pub enable_debug_command: String,
     /// `notify-keyspace-events`, as `session::notify` flags.
     pub notify_keyspace_events: u32,
 }
@@ -476,6 +478,7 @@ impl Default for Config {
             save: String::new(),
             daemonize: false,
             notify_keyspace_events: 0,
+            enable_debug_command: "no".into(),
             client_output_buffer_limit: [
                 [0, 0, 0],
                 [256 << 20, 64 << 20, 60],
@@ -1229,6 +1232,21 @@ static OPTIONS: &[OptionDef] = &[
         },
     },
     OptionDef {
+        name: "enable-debug-command",
+        default: "no",
+        doc: "who may run DEBUG: no, yes, or local (clients on a loopback address), as Redis",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            let v = v.to_ascii_lowercase();
+            if !["no", "yes", "local"].contains(&v.as_str()) {
+                return Err("argument must be one of the following: no, yes, local".into());
+            }
+            c.enable_debug_command = v;
+            Ok(())
+        }),
+        get: |c| c.enable_debug_command.clone(),
+    },
+    OptionDef {
         name: "notify-keyspace-events",
         default: "",
         doc: "keyspace notification classes (K, E, g, $, l, s, h, z, x, e, n, A ...), as Redis",
@@ -1721,7 +1739,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
         // One option per Config field, and the four ziplist aliases.
-        assert_eq!(before, 46, "one option per Config field (plus aliases)");
+        assert_eq!(before, 47, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)

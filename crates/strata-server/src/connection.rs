@@ -62,6 +62,8 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: None,
     };
+    // CLIENT REPLY's mode for the connection.
+    let mut reply_mode = ReplyMode::On;
     let mut inbuf = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);
     let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
@@ -155,10 +157,30 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     // `admit` drained the pending replies: order is kept.
                     shared.stats.commands_processed.fetch_add(1, Relaxed);
                     shared.stats.oom_rejections.fetch_add(1, Relaxed);
+                    if let Some(spec) = spec {
+                        shared.cmdstats.rejected(spec);
+                    }
                     reply::error(&mut out, &refusal);
                     transaction::fail(&mut conn);
                     continue;
                 }
+            }
+            // CLIENT PAUSE: the command waits (writes only under WRITE).
+            if shared.pause.active() {
+                let write =
+                    spec.is_some_and(|s| s.has_flag("write") || s.has_flag("may_replicate"));
+                if shared.pause.active() && (write || shared.pause.all()) {
+                    // What was answered before goes out first.
+                    drain(&mut pending, &mut out).await;
+                    // (Acknowledged writes only once durable, as always.)
+                    if !out.is_empty()
+                        && (!durable(&shared, &mut wrote).await
+                            || flush(&shared, &conn, &mut stream, &mut out).await.is_err())
+                    {
+                        return;
+                    }
+                }
+                shared.pause.wait(write).await;
             }
             // A script running: wait for it, or answer BUSY past the
             // threshold (never block a worker on the shards it holds).
@@ -176,6 +198,19 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 }
                 continue;
             }
+            // CLIENT REPLY OFF / SKIP: this command's reply is dropped.
+            let silent = match reply_mode {
+                ReplyMode::On => false,
+                ReplyMode::Off => true,
+                ReplyMode::Skip => {
+                    reply_mode = ReplyMode::On;
+                    true
+                }
+            };
+            // CLIENT REPLY ON answers, whatever the mode was.
+            let silent = silent && client_reply(spec, &args) != Some(ReplyMode::On);
+            let out_mark = out.len();
+            let in_order = pending.is_empty();
             let mut scratch = BytesMut::new();
             let target = if pending.is_empty() {
                 &mut out
@@ -199,9 +234,23 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 wrote = true;
             }
             match execute(&shared, &mut conn, spec, &args, target) {
-                Outcome::Done => {}
+                Outcome::Done => {
+                    if silent {
+                        if in_order {
+                            out.truncate(out_mark);
+                        }
+                        scratch.clear();
+                    }
+                }
                 Outcome::Pending { reply, write } => {
-                    pending.push_back(reply);
+                    pending.push_back(if silent {
+                        Box::pin(async move {
+                            let _ = reply.await;
+                            BytesMut::new()
+                        })
+                    } else {
+                        reply
+                    });
                     barrier |= write;
                 }
                 Outcome::Close => close = true,
@@ -209,6 +258,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     // A barrier: the replies before it go first (its
                     // handler wrote nothing).
                     drain(&mut pending, &mut out).await;
+                    let mark = out.len();
                     if matches!(outcome, Outcome::Exec) {
                         wrote |= transaction::has_writes(&conn);
                         transaction::exec(&shared, &mut conn, &mut out).await;
@@ -216,10 +266,16 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                         wrote = true;
                         scripting::eval(&shared, &mut conn, &args, &mut out).await;
                     }
+                    if silent {
+                        out.truncate(mark);
+                    }
                 }
             }
             if !scratch.is_empty() {
                 pending.push_back(Box::pin(std::future::ready(scratch)));
+            }
+            if let Some(mode) = client_reply(spec, &args) {
+                reply_mode = mode;
             }
             if close {
                 break;
@@ -431,4 +487,32 @@ fn subscriber_refusal(
         "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
         spec.name
     ))
+}
+
+/// CLIENT REPLY's modes: replies sent, dropped, or the next one dropped.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReplyMode {
+    On,
+    Off,
+    Skip,
+}
+
+/// The mode a CLIENT REPLY command sets, if it is one.
+fn client_reply(
+    spec: Option<&crate::command::CommandSpec>,
+    args: &[bytes::Bytes],
+) -> Option<ReplyMode> {
+    if spec?.name != "client" || args.len() != 3 || !args[1].eq_ignore_ascii_case(b"reply") {
+        return None;
+    }
+    let a = &args[2];
+    if a.eq_ignore_ascii_case(b"on") {
+        Some(ReplyMode::On)
+    } else if a.eq_ignore_ascii_case(b"off") {
+        Some(ReplyMode::Off)
+    } else if a.eq_ignore_ascii_case(b"skip") {
+        Some(ReplyMode::Skip)
+    } else {
+        None
+    }
 }

@@ -26,13 +26,16 @@ pub fn execute(
         return Outcome::Done;
     };
     if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
+        shared.cmdstats.rejected(spec);
         reply::error(target, reply::NOAUTH);
         return Outcome::Done;
     }
     if !spec.arity_ok(args.len()) {
+        shared.cmdstats.rejected(spec);
         reply::arity(target, spec.name);
         return Outcome::Done;
     }
+    let reply_at = target.len();
     let started = Instant::now();
     conn.handle.touch(spec.name, started);
     let mut ctx = Ctx {
@@ -54,8 +57,9 @@ pub fn execute(
         },
         (o, _) => o,
     };
-    shared
-        .slowlog
-        .record(started.elapsed(), args, &ctx.conn.handle);
+    let took = started.elapsed();
+    let failed = matches!(outcome, Outcome::Done) && ctx.out.get(reply_at) == Some(&b'-');
+    shared.cmdstats.record(spec, took, failed);
+    shared.slowlog.record(took, args, &ctx.conn.handle);
     outcome
 }

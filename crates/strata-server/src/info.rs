@@ -20,6 +20,8 @@ const SECTIONS: &[&str] = &[
     "cpu",
     "keyspace",
     "tiered",
+    "commandstats",
+    "latencystats",
 ];
 
 /// Renders the requested sections (empty, "default", "all" or
@@ -29,9 +31,13 @@ pub fn render(shared: &Shared, requested: &[String]) -> String {
         || requested
             .iter()
             .any(|s| s == "all" || s == "everything" || s == "default");
+    // As Redis: "default" leaves out the per-command sections.
+    let every = requested.iter().any(|s| s == "all" || s == "everything");
     let mut out = String::new();
     for s in SECTIONS {
-        if !all && !requested.iter().any(|r| r == s) {
+        let per_command = matches!(*s, "commandstats" | "latencystats");
+        let named = requested.iter().any(|r| r == s);
+        if (!all || (per_command && !every)) && !named {
             continue;
         }
         if !out.is_empty() {
@@ -45,6 +51,8 @@ pub fn render(shared: &Shared, requested: &[String]) -> String {
             "stats" => stats(shared, &mut out),
             "cpu" => cpu(&mut out),
             "keyspace" => keyspace(shared, &mut out),
+            "commandstats" => commandstats(shared, &mut out),
+            "latencystats" => latencystats(shared, &mut out),
             // The largest collection takes a scan of the index: only
             // when the section is asked for by name.
             _ => tiered(shared, &mut out, requested.iter().any(|r| r == "tiered")),
@@ -474,4 +482,37 @@ fn escape(key: &[u8]) -> String {
         }
     }
     s
+}
+
+/// `cmdstat_<name>:calls=..,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..`
+fn commandstats(shared: &Shared, out: &mut String) {
+    out.push_str("# Commandstats\r\n");
+    for f in shared.cmdstats.figures() {
+        let per_call = if f.calls > 0 {
+            f.usec as f64 / f.calls as f64
+        } else {
+            0.0
+        };
+        let _ = write!(
+            out,
+            "cmdstat_{}:calls={},usec={},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+            f.name, f.calls, f.usec, per_call, f.rejected, f.failed
+        );
+    }
+}
+
+/// `latency_percentiles_usec_<name>:p50=..,p99=..,p99.9=..` (bucket upper
+/// bounds of the power-of-two histogram).
+fn latencystats(shared: &Shared, out: &mut String) {
+    out.push_str("# Latencystats\r\n");
+    for f in shared.cmdstats.figures().iter().filter(|f| f.calls > 0) {
+        let _ = write!(
+            out,
+            "latency_percentiles_usec_{}:p50={:.3},p99={:.3},p99.9={:.3}\r\n",
+            f.name,
+            f.percentile(50.0),
+            f.percentile(99.0),
+            f.percentile(99.9)
+        );
+    }
 }

@@ -20,15 +20,15 @@ pub mod dispatch;
 pub mod glob;
 pub mod info;
 pub mod memcache;
+pub mod metrics;
 pub mod rdb;
 pub mod reply;
 pub mod session;
-pub mod slowlog;
 
 use clients::Clients;
 use config::{Config, MaxmemoryPolicy};
+use metrics::slowlog::SlowLog;
 use parking_lot::RwLock;
-use slowlog::SlowLog;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -76,6 +76,10 @@ pub struct Shared {
     /// The memcached listener's counters.
     pub mc: memcache::McStats,
     pub slowlog: SlowLog,
+    /// Per-command calls, time, errors and latency (INFO commandstats).
+    pub cmdstats: metrics::commands::CommandStats,
+    /// CLIENT PAUSE in force.
+    pub pause: clients::Pause,
     /// Clients blocked on lists and sorted sets (BLPOP ...).
     pub blocking: Arc<session::blocking::Blocking>,
     /// Channels, patterns and shard channels and their subscribers.
@@ -85,6 +89,8 @@ pub struct Shared {
     /// Keyspace notifications (the engine's key observer).
     pub notifier: Arc<session::notify::Notifier>,
     pub started: Instant,
+    /// Bytes allocated when the server was ready (MEMORY STATS).
+    pub startup_allocated: u64,
     pub run_id: String,
     pub tcp_port: AtomicU64,
     /// The memcached listener's port (0 = off).
@@ -344,6 +350,8 @@ pub async fn start(
     let shared = Arc::new(Shared {
         engine,
         notifier,
+        cmdstats: Default::default(),
+        pause: Default::default(),
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
         blocking: Arc::default(),
         pubsub,
@@ -356,6 +364,7 @@ pub async fn start(
         stats: ServerStats::default(),
         mc: memcache::McStats::default(),
         started: Instant::now(),
+        startup_allocated: alloc::allocated_bytes().unwrap_or(0),
         run_id: run_id(),
         tcp_port: AtomicU64::new(0),
         mc_port: AtomicU64::new(0),

@@ -167,6 +167,12 @@ impl Engine {
         r
     }
 
+    /// Whether this thread runs inside an exclusive section (EXEC, a
+    /// script): it already holds shards.
+    pub fn in_section(&self) -> bool {
+        in_section()
+    }
+
     /// As `exclusive`, holding only the shards of `keys`: for a command
     /// over several keys (MGET, DEL, EXISTS ...) that must see or change
     /// them at one moment. `f` must lock no other shard (invariant 1: it

@@ -65,7 +65,9 @@ pub(crate) fn run_background(inner: &Inner) {
     while !inner.shutdown.load(Ordering::Acquire) {
         let mut busy = inner.release_buried();
         if last_sweep.elapsed() >= tick {
-            inner.sweep_expired(1000);
+            if inner.tun.active_expire.load(Ordering::Relaxed) {
+                inner.sweep_expired(1000);
+            }
             inner.maybe_checkpoint();
             last_sweep = Instant::now();
         }

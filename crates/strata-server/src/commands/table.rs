@@ -272,6 +272,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("memory", -2, R, K0, "server", "A container for memory diagnostics commands.", server::memory),
     cmd("object", -2, R, K0, "generic", "A container for object introspection commands.", server::object),
     cmd("slowlog", -2, ADMIN, K0, "server", "A container for slow log commands.", server::slowlog),
+    cmd("latency", -2, ADMIN, K0, "server", "A container for latency diagnostics commands.", server::latency),
+    cmd("wait", 3, &["noscript"], K0, "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", server::wait),
     cmd("debug", -2, ADMIN, K0, "server", "A container for debugging commands (DEBUG TIER key says where a value lives).", server::debug),
     cmd("lastsave", 1, FAST, K0, "server", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave),
     cmd("save", 1, &["admin", "noscript"], K0, "server", "Synchronously writes an index checkpoint (and, with appendonly no, RAM-only values) to disk.", server::save),

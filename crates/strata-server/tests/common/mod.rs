@@ -238,6 +238,8 @@ fn spawn_child(dir: &std::path::Path, args: &[String]) -> (u16, u16, Child) {
         .args(["--dir", dir.to_str().unwrap()])
         .args(["--threads", "2"])
         .args(["--loglevel", "warning"])
+        // Tests look inside with DEBUG (TIER, OBJECT ...).
+        .args(["--enable-debug-command", "yes"])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

@@ -163,6 +163,15 @@ impl Conn {
         }
     }
 
+    /// Sends what `send` queued, without waiting for replies.
+    #[allow(dead_code)]
+    pub fn flush(&mut self) {
+        if !self.out.is_empty() {
+            self.s.write_all(&self.out).unwrap();
+            self.out.clear();
+        }
+    }
+
     pub fn reply(&mut self) -> Reply {
         if !self.out.is_empty() {
             self.s.write_all(&self.out).unwrap();

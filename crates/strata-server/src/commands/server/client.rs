@@ -1,4 +1,5 @@
-//! CLIENT ID | SETNAME | GETNAME | SETINFO | LIST | INFO | KILL | HELP.
+//! CLIENT ID | SETNAME | GETNAME | SETINFO | LIST | INFO | KILL |
+//! NO-EVICT | PAUSE | UNPAUSE | REPLY | HELP.
 
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
@@ -69,14 +70,56 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_verbatim(ctx.out, v, b"txt", line.as_bytes());
     } else if is(sub, "kill") && args.len() >= 3 {
         kill(ctx, args);
+    } else if is(sub, "no-evict") && args.len() == 3 {
+        match on_off(&args[2]) {
+            Some(on) => {
+                ctx.conn.handle.info.lock().no_evict = on;
+                write_simple(ctx.out, b"OK");
+            }
+            None => reply::error(ctx.out, reply::SYNTAX),
+        }
+    } else if is(sub, "pause") && (args.len() == 3 || args.len() == 4) {
+        let all = match args.get(3) {
+            None => true,
+            Some(m) if is(m, "all") => true,
+            Some(m) if is(m, "write") => false,
+            Some(_) => {
+                reply::error(ctx.out, "ERR CLIENT PAUSE mode must be WRITE or ALL");
+                return Outcome::Done;
+            }
+        };
+        match parse_i64(&args[2]) {
+            None => reply::error(ctx.out, "ERR timeout is not an integer or out of range"),
+            Some(ms) if ms < 0 => reply::error(ctx.out, "ERR timeout is negative"),
+            Some(ms) => {
+                ctx.shared
+                    .pause
+                    .pause(std::time::Duration::from_millis(ms as u64), all);
+                write_simple(ctx.out, b"OK");
+            }
+        }
+    } else if is(sub, "unpause") && args.len() == 2 {
+        ctx.shared.pause.unpause();
+        write_simple(ctx.out, b"OK");
+    } else if is(sub, "reply") && args.len() == 3 {
+        // The connection applies it (`connection::ReplyMode`).
+        if is(&args[2], "on") {
+            write_simple(ctx.out, b"OK");
+        } else if !is(&args[2], "off") && !is(&args[2], "skip") {
+            reply::error(ctx.out, reply::SYNTAX);
+        }
     } else if is(sub, "help") {
         super::help(ctx.out, "CLIENT", &[
             "ID", "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
-            "INFO", "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [SKIPME yes|no]",
+            "INFO", "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [USER <name>] [TYPE <type>] [SKIPME yes|no]",
+            "NO-EVICT (ON|OFF)", "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "REPLY (ON|OFF|SKIP)",
         ]);
-    } else if let Some(name) = ["id", "setname", "getname", "setinfo", "info", "kill"]
-        .into_iter()
-        .find(|n| is(sub, n))
+    } else if let Some(name) = [
+        "id", "setname", "getname", "setinfo", "info", "kill", "no-evict", "pause", "unpause",
+        "reply",
+    ]
+    .into_iter()
+    .find(|n| is(sub, n))
     {
         // A known subcommand with the wrong number of arguments (Redis 7).
         reply::arity(ctx.out, &format!("client|{name}"));
@@ -84,6 +127,16 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::unknown_subcommand(ctx.out, sub, "client");
     }
     Outcome::Done
+}
+
+fn on_off(a: &[u8]) -> Option<bool> {
+    if is(a, "on") {
+        Some(true)
+    } else if is(a, "off") {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// CLIENT KILL `<addr>` (old form: +OK or error) or filters (count).
@@ -108,6 +161,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         return;
     }
     let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    let (mut user, mut kind) = (None, None);
     let mut i = 2;
     while i + 1 < args.len() + 1 && i < args.len() {
         let Some(val) = args.get(i + 1) else {
@@ -127,6 +181,19 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             addr = Some(text);
         } else if is(&args[i], "laddr") {
             laddr = Some(text);
+        } else if is(&args[i], "user") {
+            if text != "default" {
+                reply::error(ctx.out, &format!("ERR No such user '{text}'"));
+                return;
+            }
+            user = Some(text);
+        } else if is(&args[i], "type") {
+            let t = text.to_ascii_lowercase();
+            if !["normal", "pubsub", "master", "replica", "slave"].contains(&t.as_str()) {
+                reply::error(ctx.out, &format!("ERR Unknown client type '{text}'"));
+                return;
+            }
+            kind = Some(t);
         } else if is(&args[i], "skipme") {
             skipme = match text.to_ascii_lowercase().as_str() {
                 "yes" => true,
@@ -149,6 +216,10 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             || id.is_some_and(|x| x != c.id)
             || addr.as_ref().is_some_and(|a| *a != c.addr)
             || laddr.as_ref().is_some_and(|a| *a != c.laddr)
+            // Every client is the default user's.
+            || user.as_ref().is_some_and(|u| u != "default")
+            // No replicas or masters; subscribers count as normal here.
+            || kind.as_ref().is_some_and(|t| t != "normal" && t != "pubsub")
         {
             continue;
         }

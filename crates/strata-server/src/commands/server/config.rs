@@ -56,6 +56,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::arity(ctx.out, "config|set");
     } else if is(sub, "resetstat") && args.len() == 2 {
         ctx.engine().reset_stats();
+        ctx.shared.cmdstats.reset();
         let s = &ctx.shared.stats;
         for c in [
             &s.commands_processed,

@@ -8,10 +8,12 @@ pub mod client;
 pub mod config;
 mod connection;
 mod databases;
+mod latency;
 mod transactions;
 
 pub use connection::*;
 pub use databases::*;
+pub use latency::*;
 pub use transactions::*;
 
 use crate::command::{Ctx, Outcome};
@@ -185,12 +187,110 @@ pub fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Some(i) => write_integer(ctx.out, i.ram_bytes as i64),
             None => write_null(ctx.out, ctx.version()),
         }
+    } else if is(sub, "stats") && args.len() == 2 {
+        memory_stats(ctx);
+    } else if is(sub, "doctor") && args.len() == 2 {
+        let text = memory_doctor(ctx);
+        write_verbatim(ctx.out, ctx.version(), b"txt", text.as_bytes());
     } else if is(sub, "help") {
-        help(ctx.out, "MEMORY", &["USAGE <key> [SAMPLES <count>]"]);
+        help(
+            ctx.out,
+            "MEMORY",
+            &["DOCTOR", "STATS", "USAGE <key> [SAMPLES <count>]"],
+        );
     } else {
         reply::unknown_subcommand(ctx.out, sub, "memory");
     }
     Outcome::Done
+}
+
+/// The memory figures MEMORY STATS and DOCTOR read (all measured: the
+/// allocator's counters, the RSS, the engine's index and RAM values).
+struct Memory {
+    peak: u64,
+    total: u64,
+    startup: u64,
+    dataset: u64,
+    keys: u64,
+    rss: u64,
+}
+
+fn memory_figures(ctx: &Ctx<'_>) -> Memory {
+    let s = ctx.shared;
+    let total = crate::alloc::allocated_bytes().unwrap_or_else(|| s.engine.ram_used());
+    let t = s.engine.tiered_info();
+    let dbs = s.config.read().databases;
+    Memory {
+        peak: crate::alloc::peak_bytes().unwrap_or(total),
+        total,
+        startup: s.startup_allocated,
+        dataset: t.index_bytes + t.hot_bytes,
+        keys: (0..dbs).map(|d| s.engine.dbsize(d)).sum(),
+        rss: crate::alloc::rss_bytes(),
+    }
+}
+
+/// MEMORY STATS: the fields Redis reports that Strata measures.
+fn memory_stats(ctx: &mut Ctx<'_>) {
+    let m = memory_figures(ctx);
+    let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    let ints: [(&str, u64); 5] = [
+        ("peak.allocated", m.peak),
+        ("total.allocated", m.total),
+        ("startup.allocated", m.startup),
+        ("keys.count", m.keys),
+        ("dataset.bytes", m.dataset),
+    ];
+    let v = ctx.version();
+    write_map_len(ctx.out, v, ints.len() + 6);
+    for (k, n) in ints {
+        write_bulk(ctx.out, k.as_bytes());
+        write_integer(ctx.out, n as i64);
+    }
+    let per_key = m.total.saturating_sub(m.startup) / m.keys.max(1);
+    write_bulk(ctx.out, b"keys.bytes-per-key");
+    write_integer(ctx.out, if m.keys == 0 { 0 } else { per_key as i64 });
+    let doubles = [
+        (
+            "dataset.percentage",
+            100.0 * ratio(m.dataset, m.total.saturating_sub(m.startup)),
+        ),
+        ("peak.percentage", 100.0 * ratio(m.total, m.peak)),
+        ("fragmentation", ratio(m.rss, m.total)),
+    ];
+    for (k, x) in doubles {
+        write_bulk(ctx.out, k.as_bytes());
+        strata_protocol::write_double(ctx.out, v, x);
+    }
+    write_bulk(ctx.out, b"fragmentation.bytes");
+    write_integer(ctx.out, m.rss as i64 - m.total as i64);
+    write_bulk(ctx.out, b"rss.bytes");
+    write_integer(ctx.out, m.rss as i64);
+}
+
+/// MEMORY DOCTOR, with Redis's words for the conditions Strata measures.
+fn memory_doctor(ctx: &Ctx<'_>) -> String {
+    let m = memory_figures(ctx);
+    if m.total < 5 << 20 {
+        return "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these conditions. Please, leave for your mission on Earth and fill it with some data. The new Sam and I will be back to our programming as soon as I finished rebooting.\n".into();
+    }
+    let mut issues = Vec::new();
+    if m.peak as f64 > m.total as f64 * 1.5 {
+        issues.push(" * Peak memory: In the past this instance used more than 150% the memory that is currently using. The allocator is normally not able to release memory after a peak, so you can expect to see a big fragmentation ratio, however this is actually harmless and is only due to the memory peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than expected, the memory will be used as soon as you fill the Redis instance with more data. If the memory peak was only occasional and you want to try to reclaim memory, please try the MEMORY PURGE command, otherwise the only other option is to shutdown and restart the instance.\n\n");
+    }
+    if m.rss as f64 > m.total as f64 * 1.4 && m.rss - m.total > 10 << 20 {
+        issues.push(" * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc.\n\n");
+    }
+    if issues.is_empty() {
+        return "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n".into();
+    }
+    let mut s =
+        "Sam, I detected a few issues in this Redis instance memory implants:\n\n".to_string();
+    for i in issues {
+        s.push_str(i);
+    }
+    s.push_str("I'm here to keep you safe, Sam. I want to help you.\n");
+    s
 }
 
 pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -294,11 +394,72 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// DEBUG TIER `<key>`: where the value lives. DEBUG SLEEP `<seconds>` is not
-/// offered (it would block a worker thread).
+/// DEBUG, refused unless `enable-debug-command` allows it (as Redis 7):
+/// TIER `<key>` (where the value lives), LIVE-BYTES, and the subcommands
+/// test harnesses use: SLEEP (the whole server stops: every shard is held),
+/// OBJECT, SET-ACTIVE-EXPIRE, RELOAD (a checkpoint; the data is as
+/// before, as after Redis's save-and-load).
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let allowed = match ctx.shared.config.read().enable_debug_command.as_str() {
+        "yes" => true,
+        "local" => ctx.conn.handle.is_local(),
+        _ => false,
+    };
+    if !allowed {
+        reply::error(ctx.out, "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+        return Outcome::Done;
+    }
     let sub = &args[1];
-    if is(sub, "tier") && args.len() == 3 {
+    if is(sub, "sleep") && args.len() == 3 {
+        let secs: f64 = std::str::from_utf8(&args[2])
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0.0);
+        let engine = ctx.engine().clone();
+        if engine.in_section() {
+            // Inside EXEC the shards are held already.
+            std::thread::sleep(std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6)));
+            write_simple(ctx.out, b"OK");
+            return Outcome::Done;
+        }
+        return Outcome::Pending {
+            reply: Box::pin(async move {
+                let took = std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6));
+                let _ = tokio::task::spawn_blocking(move || {
+                    engine.exclusive(|| std::thread::sleep(took))
+                })
+                .await;
+                let mut out = bytes::BytesMut::new();
+                write_simple(&mut out, b"OK");
+                out
+            }),
+            write: true,
+        };
+    } else if is(sub, "set-active-expire") && args.len() == 3 {
+        let on = super::parse_i64(&args[2]).unwrap_or(0) != 0;
+        ctx.engine().set_active_expire(on);
+        write_simple(ctx.out, b"OK");
+    } else if is(sub, "object") && args.len() == 3 {
+        let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
+            reply::error(ctx.out, reply::NO_SUCH_KEY);
+            return Outcome::Done;
+        };
+        let lru = strata_engine::clock::now_secs().saturating_sub(info.idle_secs as u32);
+        let text = format!(
+            "Value at:0x{:012x} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
+            0x7f00_0000_0000u64 | (info.value_len & 0xffff_ffff),
+            encoding_name(&info),
+            info.value_len,
+            lru & 0xff_ffff,
+            info.idle_secs
+        );
+        write_simple(ctx.out, text.as_bytes());
+    } else if is(sub, "reload") {
+        match ctx.engine().save() {
+            Ok(_) => write_simple(ctx.out, b"OK"),
+            Err(e) => reply::error(ctx.out, &format!("ERR Error trying to save the DB: {e}")),
+        }
+    } else if is(sub, "tier") && args.len() == 3 {
         let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
             reply::error(ctx.out, reply::NO_SUCH_KEY);
             return Outcome::Done;
@@ -345,6 +506,10 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             &[
                 "TIER <key>  -- where the value lives: ram, ram+flash or flash",
                 "LIVE-BYTES  -- segments whose live bytes differ from what the index points at",
+                "OBJECT <key>  -- the value's encoding, length and idle time",
+                "SLEEP <seconds>  -- stop the server for that long",
+                "SET-ACTIVE-EXPIRE <0|1>  -- stop or restart the background sweep of expired keys",
+                "RELOAD  -- take a checkpoint (the data stays as it is)",
             ],
         );
     } else {

@@ -1,0 +1,6 @@
+//! What the server measures about the commands it runs: the slow log
+//! (`slowlog`) and per-command calls, time, errors and latency histograms
+//! (`commands`: INFO commandstats and latencystats, LATENCY HISTOGRAM).
+
+pub mod commands;
+pub mod slowlog;
