@@ -41,6 +41,8 @@ pub struct ConnState {
     /// While EXEC runs: where its commands report keys blocked clients
     /// wait on (`command::ReadySink`); its blocking commands do not block.
     pub exec_ready: Option<crate::command::Deferred>,
+    /// CLIENT CACHING's answer, for the next command (client tracking).
+    pub caching: Option<bool>,
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
@@ -61,6 +63,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         pubsub: None,
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: None,
+        caching: None,
     };
     // CLIENT REPLY's mode for the connection.
     let mut reply_mode = ReplyMode::On;

@@ -44,7 +44,16 @@ pub fn execute(
         out: target,
     };
     // Keyspace notifications name events after the command running.
-    let running = shared.notifier.on().then(|| notify::Command::new(args));
+    let running = shared
+        .notifier
+        .on()
+        .then(|| notify::Command::new(args, ctx.conn.handle.id));
+    // CLIENT CACHING's answer counts for the next command but CLIENT's.
+    let caching = if spec.name == "client" {
+        None
+    } else {
+        ctx.conn.caching.take()
+    };
     let outcome = {
         let _clock = strata_engine::clock::snapshot();
         let _running = running.clone().map(notify::Running::enter);
@@ -57,6 +66,15 @@ pub fn execute(
         },
         (o, _) => o,
     };
+    // Client tracking remembers what a tracking client's reads read.
+    if shared.tracking.active() && spec.has_flag("readonly") {
+        let id = ctx.conn.handle.id;
+        if let Some(keys) = crate::session::transaction::command_keys(spec, args) {
+            if !keys.is_empty() {
+                shared.tracking.remember(id, &keys, caching);
+            }
+        }
+    }
     let took = started.elapsed();
     let failed = matches!(outcome, Outcome::Done) && ctx.out.get(reply_at) == Some(&b'-');
     shared.cmdstats.record(spec, took, failed);

@@ -88,6 +88,8 @@ pub struct Shared {
     pub scripts: session::scripting::Scripts,
     /// Keyspace notifications (the engine's key observer).
     pub notifier: Arc<session::notify::Notifier>,
+    /// Client tracking (client-side caching).
+    pub tracking: Arc<session::tracking::Tracking>,
     pub started: Instant,
     /// Bytes allocated when the server was ready (MEMORY STATS).
     pub startup_allocated: u64,
@@ -345,11 +347,16 @@ pub async fn start(
         }
     }
     let pubsub: Arc<session::pubsub::PubSub> = Arc::default();
-    let notifier = Arc::new(session::notify::Notifier::new(pubsub.clone()));
+    let tracking: Arc<session::tracking::Tracking> = Arc::default();
+    let notifier = Arc::new(session::notify::Notifier::new(
+        pubsub.clone(),
+        tracking.clone(),
+    ));
     engine.set_observer(notifier.clone());
     let shared = Arc::new(Shared {
         engine,
         notifier,
+        tracking,
         cmdstats: Default::default(),
         pause: Default::default(),
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
@@ -446,6 +453,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, protocol: Proto
                 Protocol::Memcached => memcache::serve(s.clone(), stream, handle).await,
             }
             s.clients.unregister(id);
+            s.tracking.off(id);
         });
     }
 }

@@ -11,6 +11,7 @@ pub mod blocking;
 pub mod notify;
 pub mod pubsub;
 pub mod scripting;
+pub mod tracking;
 pub mod transaction;
 
 /// Brings the cold values of `keys` into RAM before a section that will

@@ -100,13 +100,16 @@ pub fn render(f: u32) -> String {
 /// key and as its first value: each event goes once per key).
 pub struct Command {
     args: Vec<Bytes>,
+    /// The client running it (NOLOOP of client tracking).
+    client: u64,
     sent: parking_lot::Mutex<Vec<(usize, Bytes, &'static str)>>,
 }
 
 impl Command {
-    pub fn new(args: &[Bytes]) -> Arc<Command> {
+    pub fn new(args: &[Bytes], client: u64) -> Arc<Command> {
         Arc::new(Command {
             args: args.to_vec(),
+            client,
             sent: Default::default(),
         })
     }
@@ -151,21 +154,28 @@ impl Drop for Running {
 pub struct Notifier {
     pub flags: AtomicU32,
     pubsub: Arc<Registry>,
+    /// Client tracking, told of every change too.
+    tracking: Arc<crate::session::tracking::Tracking>,
 }
 
 impl Notifier {
-    pub fn new(pubsub: Arc<Registry>) -> Notifier {
+    pub fn new(
+        pubsub: Arc<Registry>,
+        tracking: Arc<crate::session::tracking::Tracking>,
+    ) -> Notifier {
         Notifier {
             flags: AtomicU32::new(0),
             pubsub,
+            tracking,
         }
     }
 
-    /// Whether any notification can be sent (commands then record
-    /// themselves as `Running`).
+    /// Whether any notification can be sent or any client tracks
+    /// (commands then record themselves as `Running`).
     pub fn on(&self) -> bool {
         let f = self.flags.load(Relaxed);
-        f & (KEYSPACE | KEYEVENT) != 0 && f & !(KEYSPACE | KEYEVENT | KEY_MISS) != 0
+        (f & (KEYSPACE | KEYEVENT) != 0 && f & !(KEYSPACE | KEYEVENT | KEY_MISS) != 0)
+            || self.tracking.active()
     }
 
     fn send(&self, class: u32, event: &str, db: usize, key: &[u8]) {
@@ -189,6 +199,15 @@ impl Notifier {
 
 impl KeyObserver for Notifier {
     fn key_changed(&self, db: usize, key: &[u8], change: KeyChange) {
+        if self.tracking.active() {
+            // One invalidation per key per command (the engine may report
+            // a new key twice: created, then its first value).
+            let cmd = RUNNING.with(|r| r.borrow().clone());
+            if cmd.as_ref().is_none_or(|c| c.first(db, key, "\0tracking")) {
+                let by = cmd.as_ref().map(|c| c.client);
+                self.tracking.invalidate(&self.pubsub, key, by);
+            }
+        }
         if self.flags.load(Relaxed) & (KEYSPACE | KEYEVENT) == 0 {
             return;
         }

@@ -49,16 +49,63 @@ pub struct Message {
     pattern: Option<Bytes>,
     channel: Bytes,
     payload: Bytes,
+    /// A client tracking invalidation instead (`session::tracking`): the
+    /// keys, or None for all (FLUSHALL).
+    invalidate: Option<Option<Vec<Bytes>>>,
 }
+
+/// The channel RESP2 clients receive redirected invalidations on.
+pub const INVALIDATE_CHANNEL: &[u8] = b"__redis__:invalidate";
 
 impl Message {
     fn size(&self) -> usize {
-        self.channel.len() + self.payload.len() + self.pattern.as_ref().map_or(0, |p| p.len()) + 32
+        let keys = match &self.invalidate {
+            Some(Some(k)) => k.iter().map(|k| k.len() + 8).sum(),
+            _ => 0,
+        };
+        self.channel.len()
+            + self.payload.len()
+            + self.pattern.as_ref().map_or(0, |p| p.len())
+            + 32
+            + keys
+    }
+
+    /// An invalidation of `keys` (None: every key).
+    pub fn invalidate(keys: Option<Vec<Bytes>>) -> Message {
+        Message {
+            kind: Kind::Channel,
+            pattern: None,
+            channel: Bytes::from_static(INVALIDATE_CHANNEL),
+            payload: Bytes::new(),
+            invalidate: Some(keys),
+        }
     }
 
     /// Writes the message as Redis does: `message`, `pmessage` or
-    /// `smessage`, a push in RESP3.
+    /// `smessage`, a push in RESP3; an invalidation as RESP3's
+    /// `invalidate` push, or RESP2's message on `__redis__:invalidate`
+    /// whose payload is the array of keys.
     pub fn write(&self, out: &mut BytesMut, v: Version) {
+        if let Some(keys) = &self.invalidate {
+            if v == Version::Resp3 {
+                write_push_len(out, v, 2);
+                write_bulk(out, b"invalidate");
+            } else {
+                write_push_len(out, v, 3);
+                write_bulk(out, b"message");
+                write_bulk(out, INVALIDATE_CHANNEL);
+            }
+            match keys {
+                Some(keys) => {
+                    strata_protocol::write_array_len(out, keys.len());
+                    for k in keys {
+                        write_bulk(out, k);
+                    }
+                }
+                None => strata_protocol::write_null_array(out, v),
+            }
+            return;
+        }
         let (name, n): (&[u8], usize) = match self.kind {
             Kind::Channel => (b"message", 3),
             Kind::Pattern => (b"pmessage", 4),
@@ -162,6 +209,7 @@ impl PubSub {
                 pattern,
                 channel: channel.clone(),
                 payload: payload.clone(),
+                invalidate: None,
             };
             n += 1;
             let queued = sub.queued.fetch_add(msg.size(), Relaxed) + msg.size();
@@ -172,6 +220,26 @@ impl PubSub {
             let _ = sub.tx.send(msg);
         }
         n
+    }
+
+    /// Queues `msg` to `sub` under the output limit (false: the
+    /// subscriber was killed for passing it).
+    pub fn send_to(&self, sub: &Arc<Subscriber>, msg: Message) -> bool {
+        let limit = *self.limit.lock();
+        let now_ms = self.started.elapsed().as_millis() as u64 + 1;
+        let queued = sub.queued.fetch_add(msg.size(), Relaxed) + msg.size();
+        if over_limit(sub, &limit, queued as u64, now_ms) {
+            sub.handle.kill();
+            return false;
+        }
+        sub.tx.send(msg).is_ok()
+    }
+
+    /// The subscriber of client `id` on `channel`, if it listens to it.
+    pub fn subscriber_of(&self, channel: &[u8], id: u64) -> Option<Arc<Subscriber>> {
+        self.names.lock()[Kind::Channel.index()]
+            .get(channel)
+            .and_then(|s| s.get(&id).cloned())
     }
 
     /// Names with at least one subscriber in `kind`, matching `pattern`.
@@ -275,6 +343,11 @@ impl Listener {
     /// Shard channels (what SSUBSCRIBE's replies count).
     pub fn shard_count(&self) -> usize {
         self.names[2].len()
+    }
+
+    /// The sending end of its queue (client tracking delivers there too).
+    pub fn me(&self) -> Arc<Subscriber> {
+        self.me.clone()
     }
 
     /// Whether it listens to anything (RESP2's subscriber mode).

@@ -4,8 +4,12 @@
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
 use crate::reply;
+use crate::session::tracking::Settings;
 use bytes::Bytes;
-use strata_protocol::{write_bulk, write_integer, write_null, write_simple, write_verbatim};
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_map_len, write_null, write_set_len,
+    write_simple, write_verbatim,
+};
 
 /// Validates and sets the connection name (no spaces or newlines).
 pub fn set_name(ctx: &mut Ctx<'_>, name: &[u8]) -> Result<(), &'static str> {
@@ -70,6 +74,79 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_verbatim(ctx.out, v, b"txt", line.as_bytes());
     } else if is(sub, "kill") && args.len() >= 3 {
         kill(ctx, args);
+    } else if is(sub, "tracking") && args.len() >= 3 {
+        if let Err(e) = tracking(ctx, args) {
+            reply::error(ctx.out, &e);
+        }
+    } else if is(sub, "caching") && args.len() == 3 {
+        let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+        let err = match s {
+            Some(s) if s.optin || s.optout => {
+                if is(&args[2], "yes") && s.optin {
+                    ctx.conn.caching = Some(true);
+                    None
+                } else if is(&args[2], "no") && s.optout {
+                    ctx.conn.caching = Some(false);
+                    None
+                } else if is(&args[2], "yes") {
+                    Some("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+                } else if is(&args[2], "no") {
+                    Some("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+                } else {
+                    Some(reply::SYNTAX)
+                }
+            }
+            _ => Some("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"),
+        };
+        match err {
+            None => write_simple(ctx.out, b"OK"),
+            Some(e) => reply::error(ctx.out, e),
+        }
+    } else if is(sub, "trackinginfo") && args.len() == 2 {
+        let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+        let mut flags: Vec<&str> = Vec::new();
+        match &s {
+            None => flags.push("off"),
+            Some(s) => {
+                flags.push("on");
+                if s.bcast {
+                    flags.push("bcast");
+                }
+                if s.optin {
+                    flags.push("optin");
+                    if ctx.conn.caching == Some(true) {
+                        flags.push("caching-yes");
+                    }
+                }
+                if s.optout {
+                    flags.push("optout");
+                    if ctx.conn.caching == Some(false) {
+                        flags.push("caching-no");
+                    }
+                }
+                if s.noloop {
+                    flags.push("noloop");
+                }
+            }
+        }
+        write_map_len(ctx.out, v, 3);
+        write_bulk(ctx.out, b"flags");
+        write_set_len(ctx.out, v, flags.len());
+        for f in flags {
+            write_bulk(ctx.out, f.as_bytes());
+        }
+        write_bulk(ctx.out, b"redirect");
+        write_integer(ctx.out, s.as_ref().map_or(-1, |s| s.redirect as i64));
+        write_bulk(ctx.out, b"prefixes");
+        let mut prefixes = s.map(|s| s.prefixes).unwrap_or_default();
+        prefixes.sort();
+        write_array_len(ctx.out, prefixes.len());
+        for p in prefixes {
+            write_bulk(ctx.out, &p);
+        }
+    } else if is(sub, "getredir") && args.len() == 2 {
+        let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+        write_integer(ctx.out, s.map_or(-1, |s| s.redirect as i64));
     } else if is(sub, "no-evict") && args.len() == 3 {
         match on_off(&args[2]) {
             Some(on) => {
@@ -113,10 +190,24 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             "ID", "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
             "INFO", "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [USER <name>] [TYPE <type>] [SKIPME yes|no]",
             "NO-EVICT (ON|OFF)", "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "REPLY (ON|OFF|SKIP)",
+            "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> ...] [OPTIN] [OPTOUT] [NOLOOP]",
+            "CACHING (YES|NO)", "TRACKINGINFO", "GETREDIR",
         ]);
     } else if let Some(name) = [
-        "id", "setname", "getname", "setinfo", "info", "kill", "no-evict", "pause", "unpause",
+        "id",
+        "setname",
+        "getname",
+        "setinfo",
+        "info",
+        "kill",
+        "no-evict",
+        "pause",
+        "unpause",
         "reply",
+        "tracking",
+        "caching",
+        "trackinginfo",
+        "getredir",
     ]
     .into_iter()
     .find(|n| is(sub, n))
@@ -127,6 +218,115 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::unknown_subcommand(ctx.out, sub, "client");
     }
     Outcome::Done
+}
+
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN]
+/// [OPTOUT] [NOLOOP], checked as Redis 7.0 checks it.
+fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
+    let (mut redirect, mut bcast, mut optin, mut optout, mut noloop) =
+        (0u64, false, false, false, false);
+    let mut prefixes: Vec<Bytes> = Vec::new();
+    let mut j = 3;
+    while j < args.len() {
+        let a = &args[j];
+        let more = j + 1 < args.len();
+        if is(a, "redirect") && more {
+            j += 1;
+            if redirect != 0 {
+                return Err("ERR A client can only redirect to a single other client".into());
+            }
+            let id = parse_i64(&args[j]).ok_or(reply::NOT_INTEGER)?;
+            if id <= 0 || !ctx.shared.clients.all().iter().any(|c| c.id == id as u64) {
+                return Err("ERR The client ID you want redirect to does not exist".into());
+            }
+            redirect = id as u64;
+        } else if is(a, "bcast") {
+            bcast = true;
+        } else if is(a, "optin") {
+            optin = true;
+        } else if is(a, "optout") {
+            optout = true;
+        } else if is(a, "noloop") {
+            noloop = true;
+        } else if is(a, "prefix") && more {
+            j += 1;
+            prefixes.push(args[j].clone());
+        } else {
+            return Err(reply::SYNTAX.into());
+        }
+        j += 1;
+    }
+    let id = ctx.conn.handle.id;
+    let tracking = ctx.shared.tracking.clone();
+    if is(&args[2], "off") {
+        tracking.off(id);
+        ctx.conn.caching = None;
+        write_simple(ctx.out, b"OK");
+        return Ok(());
+    }
+    if !is(&args[2], "on") {
+        return Err(reply::SYNTAX.into());
+    }
+    if !bcast && !prefixes.is_empty() {
+        return Err("ERR PREFIX option requires BCAST mode to be enabled".into());
+    }
+    let old = tracking.settings(id);
+    if old.as_ref().is_some_and(|o| o.bcast != bcast) {
+        return Err("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.".into());
+    }
+    if bcast && (optin || optout) {
+        return Err("ERR OPTIN and OPTOUT are not compatible with BCAST".into());
+    }
+    if optin && optout {
+        return Err("ERR You can't specify both OPTIN mode and OPTOUT mode".into());
+    }
+    if old
+        .as_ref()
+        .is_some_and(|o| (optin && o.optout) || (optout && o.optin))
+    {
+        return Err("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.".into());
+    }
+    let overlap = |a: &[u8], b: &[u8]| a.starts_with(b) || b.starts_with(a);
+    let existing = old.as_ref().map(|o| o.prefixes.clone()).unwrap_or_default();
+    for (i, p) in prefixes.iter().enumerate() {
+        if let Some(e) = existing.iter().find(|e| overlap(p, e)) {
+            return Err(format!(
+                "ERR Prefix '{}' overlaps with an existing prefix '{}'. Prefixes for a single client must not overlap.",
+                String::from_utf8_lossy(p),
+                String::from_utf8_lossy(e)
+            ));
+        }
+        if let Some(q) = prefixes[i + 1..].iter().find(|q| overlap(p, q)) {
+            return Err(format!(
+                "ERR Prefix '{}' overlaps with another provided prefix '{}'. Prefixes for a single client must not overlap.",
+                String::from_utf8_lossy(p),
+                String::from_utf8_lossy(q)
+            ));
+        }
+    }
+    let mut all = existing;
+    all.extend(prefixes);
+    // BCAST without a prefix tracks the empty one: every key.
+    if bcast && all.is_empty() {
+        all.push(Bytes::new());
+    }
+    let me = crate::command::listener(ctx.shared, ctx.conn).me();
+    let resp3 = ctx.conn.version == strata_protocol::Version::Resp3;
+    tracking.on(
+        id,
+        Settings {
+            bcast,
+            optin,
+            optout,
+            noloop,
+            redirect,
+            prefixes: all,
+        },
+        me,
+        resp3,
+    );
+    write_simple(ctx.out, b"OK");
+    Ok(())
 }
 
 fn on_off(a: &[u8]) -> Option<bool> {

@@ -169,6 +169,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     ctx.conn.multi = None;
     ctx.conn.watched.clear();
     ctx.conn.pubsub = None;
+    ctx.conn.caching = None;
+    ctx.shared.tracking.off(ctx.conn.handle.id);
     write_simple(ctx.out, b"RESET");
     Outcome::Done
 }

@@ -29,6 +29,9 @@ fn flush_mode_ok(ctx: &mut Ctx<'_>, args: &[Bytes]) -> bool {
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if flush_mode_ok(ctx, args) {
         ctx.engine().flush_db(ctx.db());
+        if ctx.shared.tracking.active() {
+            ctx.shared.tracking.flush(&ctx.shared.pubsub);
+        }
         write_simple(ctx.out, b"OK");
     }
     Outcome::Done
@@ -37,6 +40,9 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if flush_mode_ok(ctx, args) {
         ctx.engine().flush_all();
+        if ctx.shared.tracking.active() {
+            ctx.shared.tracking.flush(&ctx.shared.pubsub);
+        }
         write_simple(ctx.out, b"OK");
     }
     Outcome::Done

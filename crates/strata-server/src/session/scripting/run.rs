@@ -73,6 +73,7 @@ pub(super) fn run(
         pubsub: None,
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: Some(deferred.clone()),
+        caching: None,
     };
     let result = (|| -> mlua::Result<(bool, Value)> {
         let lua = &vm.lua;

@@ -1,0 +1,140 @@
+//! Client tracking (issue #11, point 6): CLIENT TRACKING in the default
+//! mode (RESP3 pushes on the client's own connection), with REDIRECT to a
+//! RESP2 subscriber of `__redis__:invalidate`, BCAST with prefixes,
+//! OPTIN / OPTOUT with CLIENT CACHING, NOLOOP, FLUSHALL; CLIENT
+//! TRACKINGINFO and GETREDIR, and the option errors. The same script runs
+//! on redis-server 7.0 and on Strata; every reply and every invalidation
+//! is compared (client ids, which differ, are written as `<id>`).
+
+#[path = "common/mod.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "redis_diff/oracle.rs"]
+mod oracle;
+
+use oracle::{Conn, RedisServer};
+
+/// One step: a client sends a command (`$ID1` stands for client 1's id),
+/// or a client reads one message it was sent.
+enum Step {
+    Cmd(usize, &'static str),
+    Recv(usize),
+}
+use Step::{Cmd, Recv};
+
+fn transcript(port: u16, steps: &[Step]) -> Vec<String> {
+    let mut c: Vec<Conn> = (0..3).map(|_| Conn::connect(port)).collect();
+    let ids: Vec<String> = c
+        .iter_mut()
+        .map(|x| {
+            let r = x.cmd(&[b"CLIENT", b"ID"]);
+            String::from_utf8_lossy(&r.bytes[1..r.bytes.len() - 2]).to_string()
+        })
+        .collect();
+    c[0].cmd(&[b"FLUSHALL"]);
+    let mut out = Vec::new();
+    for step in steps {
+        let (who, got) = match step {
+            Cmd(who, words) => {
+                let words = words.replace("$ID1", &ids[1]).replace("$ID2", &ids[2]);
+                let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
+                (*who, c[*who].cmd(&args))
+            }
+            Recv(who) => (*who, c[*who].reply()),
+        };
+        let mut text = String::from_utf8_lossy(&got.bytes).to_string();
+        // HELLO names the server and its version.
+        if matches!(step, Cmd(_, w) if w.starts_with("HELLO")) {
+            text = "(HELLO)".into();
+        }
+        let names_ids =
+            matches!(step, Cmd(_, w) if w.contains("GETREDIR") || w.contains("TRACKINGINFO"));
+        for (i, id) in ids.iter().enumerate().filter(|_| names_ids) {
+            text = text.replace(&format!(":{id}\r\n"), &format!(":<id{i}>\r\n"));
+        }
+        out.push(format!("client {who}: {text:?}"));
+    }
+    out
+}
+
+#[test]
+fn tracking_matches_redis_7() {
+    let steps = [
+        // Errors and the state of a client not tracking.
+        Cmd(0, "CLIENT TRACKINGINFO"),
+        Cmd(0, "CLIENT GETREDIR"),
+        Cmd(0, "CLIENT CACHING yes"),
+        Cmd(0, "CLIENT TRACKING maybe"),
+        Cmd(0, "CLIENT TRACKING on prefix a"),
+        Cmd(0, "CLIENT TRACKING on bcast optin"),
+        Cmd(0, "CLIENT TRACKING on optin optout"),
+        Cmd(0, "CLIENT TRACKING on redirect 999999"),
+        Cmd(0, "CLIENT TRACKING on bcast prefix a prefix ab"),
+        Cmd(0, "CLIENT TRACKING on bogus"),
+        // Default mode over RESP3: a read, then another client's write.
+        Cmd(0, "HELLO 3"),
+        Cmd(0, "CLIENT TRACKING on"),
+        Cmd(0, "CLIENT TRACKINGINFO"),
+        Cmd(0, "CLIENT GETREDIR"),
+        Cmd(1, "SET k v1"),
+        Cmd(0, "GET k"),
+        Cmd(1, "SET k v2"),
+        Recv(0),
+        // Forgotten after one invalidation: no second push for k.
+        Cmd(1, "SET k v3"),
+        Cmd(0, "MGET k k2"),
+        Cmd(1, "DEL k2"),
+        Cmd(1, "APPEND k x"),
+        Recv(0),
+        Cmd(0, "PING"),
+        // OPTIN: only reads after CLIENT CACHING yes are tracked.
+        Cmd(0, "CLIENT TRACKING off"),
+        Cmd(0, "CLIENT TRACKING on optin"),
+        Cmd(0, "CLIENT CACHING no"),
+        Cmd(0, "GET k"),
+        Cmd(1, "SET k v4"),
+        Cmd(0, "CLIENT CACHING yes"),
+        Cmd(0, "CLIENT TRACKINGINFO"),
+        Cmd(0, "GET k"),
+        Cmd(1, "SET k v5"),
+        Recv(0),
+        Cmd(0, "CLIENT TRACKING on optout"),
+        Cmd(0, "CLIENT TRACKING off"),
+        // BCAST with prefixes, NOLOOP: the client's own writes stay quiet.
+        Cmd(
+            0,
+            "CLIENT TRACKING on bcast prefix user: prefix item: noloop",
+        ),
+        Cmd(0, "CLIENT TRACKINGINFO"),
+        Cmd(0, "CLIENT TRACKING on bcast prefix use"),
+        Cmd(0, "CLIENT TRACKING on"),
+        Cmd(1, "SET user:1 a"),
+        Recv(0),
+        Cmd(1, "SET other b"),
+        Cmd(0, "SET item:9 c"),
+        Cmd(1, "HSET item:2 f v"),
+        Recv(0),
+        // FLUSHALL: a null key list.
+        Cmd(1, "FLUSHALL"),
+        Recv(0),
+        Cmd(0, "CLIENT TRACKING off"),
+        // REDIRECT to a RESP2 subscriber of __redis__:invalidate.
+        Cmd(2, "SUBSCRIBE __redis__:invalidate"),
+        Cmd(0, "HELLO 2"),
+        Cmd(0, "CLIENT TRACKING on redirect $ID2"),
+        Cmd(0, "CLIENT GETREDIR"),
+        Cmd(0, "GET r"),
+        Cmd(1, "SET r 1"),
+        Recv(2),
+        Cmd(0, "RESET"),
+        Cmd(0, "CLIENT TRACKINGINFO"),
+    ];
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&[]);
+    let a = transcript(redis.port, &steps);
+    let b = transcript(strata.port, &steps);
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x, y, "step {i}: redis vs strata");
+    }
+    assert_eq!(a.len(), b.len());
+}
