@@ -415,8 +415,10 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Ok(Some(l)) => l.len(),
         };
         let keep = clamp_range(start, end, len);
-        if keep != Some((0, len - 1)) {
-            if let Ok(Some(l)) = get_mut(view, &key, false) {
+        // Even when it trims nothing, LTRIM counts as a change (Redis
+        // signals the key and sends `ltrim` whatever it removed).
+        if let Ok(Some(l)) = get_mut(view, &key, false) {
+            if keep != Some((0, len - 1)) {
                 match keep {
                     Some((s, e)) => l.keep_range(s, e),
                     None => l.keep_range(1, 0),
