@@ -71,6 +71,7 @@ pub use keyspace::observe::{KeyChange, KeyObserver};
 pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
 pub use keyspace::view::{KeysView, ValueRef};
 pub use keyspace::watch::Watched;
+pub use keyspace::NoTouch;
 pub use keyspace::{ExpireCond, KeyInfo, LargestCollection, Location, TtlState};
 pub use log::journal::{FsyncPolicy, LogStatus};
 pub use log::persistence::{PersistInfo, ShutdownSave};

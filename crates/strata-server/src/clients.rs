@@ -31,6 +31,8 @@ pub struct ClientHandle {
 pub struct ClientInfo {
     /// CLIENT NO-EVICT ON (flag `e`; Strata evicts no clients anyway).
     pub no_evict: bool,
+    /// CLIENT NO-TOUCH ON (flag `T`).
+    pub no_touch: bool,
     pub name: String,
     pub lib_name: String,
     pub lib_ver: String,
@@ -104,7 +106,12 @@ impl ClientHandle {
     /// The CLIENT LIST line of this client.
     pub fn list_line(&self) -> String {
         let info = self.info.lock().clone();
-        let flags = if info.no_evict { "e" } else { "N" };
+        let flags = match (info.no_evict, info.no_touch) {
+            (false, false) => "N",
+            (true, false) => "e",
+            (false, true) => "T",
+            (true, true) => "eT",
+        };
         format!(
             "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,

@@ -440,6 +440,8 @@ pub struct Config {
     pub client_output_buffer_limit: [[u64; 3]; 3],
     /// `enable-debug-command`: "no", "yes" or "local" (loopback clients).
     pub enable_debug_command: String,
+    /// `tracking-table-max-keys`: keys client tracking remembers, at most.
+    pub tracking_table_max_keys: u64,
     /// `notify-keyspace-events`, as `session::notify` flags.
     pub notify_keyspace_events: u32,
 }
@@ -478,6 +480,7 @@ impl Default for Config {
             save: String::new(),
             daemonize: false,
             notify_keyspace_events: 0,
+            tracking_table_max_keys: 1_000_000,
             enable_debug_command: "no".into(),
             client_output_buffer_limit: [
                 [0, 0, 0],
@@ -1247,6 +1250,17 @@ static OPTIONS: &[OptionDef] = &[
         get: |c| c.enable_debug_command.clone(),
     },
     OptionDef {
+        name: "tracking-table-max-keys",
+        default: "1000000",
+        doc: "keys client tracking remembers at most; past it, keys are dropped and their readers told (0 = no limit)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.tracking_table_max_keys = parse_uint(v, 0, i64::MAX as u64, "keys")?;
+            Ok(())
+        }),
+        get: |c| c.tracking_table_max_keys.to_string(),
+    },
+    OptionDef {
         name: "notify-keyspace-events",
         default: "",
         doc: "keyspace notification classes (K, E, g, $, l, s, h, z, x, e, n, A ...), as Redis",
@@ -1739,7 +1753,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
         // One option per Config field, and the four ziplist aliases.
-        assert_eq!(before, 47, "one option per Config field (plus aliases)");
+        assert_eq!(before, 48, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)
@@ -1777,6 +1791,7 @@ mod tests {
                 "list-max-ziplist-size",
                 "save",
                 "client-output-buffer-limit",
+                "tracking-table-max-keys",
                 "notify-keyspace-events",
                 "busy-reply-threshold",
                 "lua-time-limit",

@@ -43,6 +43,8 @@ pub struct ConnState {
     pub exec_ready: Option<crate::command::Deferred>,
     /// CLIENT CACHING's answer, for the next command (client tracking).
     pub caching: Option<bool>,
+    /// CLIENT NO-TOUCH ON: its reads leave keys' access times alone.
+    pub no_touch: bool,
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
@@ -64,6 +66,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: None,
         caching: None,
+        no_touch: false,
     };
     // CLIENT REPLY's mode for the connection.
     let mut reply_mode = ReplyMode::On;

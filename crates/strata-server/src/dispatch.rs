@@ -57,6 +57,9 @@ pub fn execute(
     let outcome = {
         let _clock = strata_engine::clock::snapshot();
         let _running = running.clone().map(notify::Running::enter);
+        // CLIENT NO-TOUCH: reads leave access times alone (TOUCH not).
+        let _no_touch =
+            (ctx.conn.no_touch && spec.name != "touch").then(strata_engine::NoTouch::enter);
         (spec.handler)(&mut ctx, args)
     };
     let outcome = match (outcome, running) {
@@ -71,7 +74,7 @@ pub fn execute(
         let id = ctx.conn.handle.id;
         if let Some(keys) = crate::session::transaction::command_keys(spec, args) {
             if !keys.is_empty() {
-                shared.tracking.remember(id, &keys, caching);
+                shared.tracking.remember(&shared.pubsub, id, &keys, caching);
             }
         }
     }

@@ -200,6 +200,9 @@ impl Shared {
             .store(c.proto_max_bulk_len as usize, Relaxed);
         self.idle_timeout_secs.store(c.timeout, Relaxed);
         self.notifier.flags.store(c.notify_keyspace_events, Relaxed);
+        self.tracking
+            .max_keys
+            .store(c.tracking_table_max_keys as usize, Relaxed);
         self.scripts
             .busy
             .threshold_ms

@@ -236,3 +236,36 @@ fn debug_sleep_object_active_expire_and_reload() {
     assert_eq!(c.cmd(&[b"DEBUG", b"RELOAD"]).bytes, b"+OK\r\n");
     assert_eq!(c.cmd(&[b"GET", b"k"]).bytes, b"$5\r\nhello\r\n");
 }
+
+/// CLIENT NO-TOUCH ON: the client's reads leave a key's idle time alone
+/// (TOUCH still touches); another client's read resets it.
+#[test]
+fn no_touch_reads_leave_idle_time_alone() {
+    let srv = common::Server::start(&[]);
+    let mut quiet = Conn::connect(srv.port);
+    let mut loud = Conn::connect(srv.port);
+    quiet.cmd(&[b"SET", b"k", b"v"]);
+    quiet.cmd(&[b"HSET", b"h", b"f", b"v"]);
+    assert_eq!(
+        quiet.cmd(&[b"CLIENT", b"NO-TOUCH", b"ON"]).bytes,
+        b"+OK\r\n"
+    );
+    let info = String::from_utf8_lossy(&quiet.cmd(&[b"CLIENT", b"INFO"]).bytes).to_string();
+    assert!(info.contains(" flags=T "), "{info}");
+    std::thread::sleep(Duration::from_millis(2200));
+    let idle = |c: &mut Conn, k: &[u8]| -> i64 {
+        let r = c.cmd(&[b"OBJECT", b"IDLETIME", k]);
+        String::from_utf8_lossy(&r.bytes[1..r.bytes.len() - 2])
+            .parse()
+            .unwrap()
+    };
+    quiet.cmd(&[b"GET", b"k"]);
+    quiet.cmd(&[b"MGET", b"k"]);
+    quiet.cmd(&[b"HGET", b"h", b"f"]);
+    assert!(idle(&mut quiet, b"k") >= 2, "a NO-TOUCH read touched k");
+    assert!(idle(&mut quiet, b"h") >= 2, "a NO-TOUCH read touched h");
+    quiet.cmd(&[b"TOUCH", b"h"]);
+    assert_eq!(idle(&mut quiet, b"h"), 0, "TOUCH did not touch");
+    loud.cmd(&[b"GET", b"k"]);
+    assert_eq!(idle(&mut quiet, b"k"), 0, "a plain read did not touch");
+}

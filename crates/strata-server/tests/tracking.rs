@@ -138,3 +138,26 @@ fn tracking_matches_redis_7() {
     }
     assert_eq!(a.len(), b.len());
 }
+
+/// Past `tracking-table-max-keys`, a tracked key is dropped from the
+/// table and its reader told to drop it (the table stays bounded).
+#[test]
+fn the_tracking_table_is_bounded() {
+    let strata = common::Server::start(&["--tracking-table-max-keys", "2"]);
+    let mut c = Conn::connect(strata.port);
+    c.cmd(&[b"HELLO", b"3"]);
+    assert_eq!(c.cmd(&[b"CLIENT", b"TRACKING", b"on"]).bytes, b"+OK\r\n");
+    for k in [&b"a"[..], b"b", b"c"] {
+        c.cmd(&[b"GET", k]);
+    }
+    let push = String::from_utf8_lossy(&c.reply().bytes).to_string();
+    assert!(
+        push.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\n"),
+        "{push:?}"
+    );
+    assert_eq!(
+        c.cmd(&[b"PING"]).bytes,
+        b"+PONG\r\n",
+        "a second invalidation"
+    );
+}

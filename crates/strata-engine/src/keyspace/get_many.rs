@@ -86,8 +86,10 @@ impl Engine {
                     continue;
                 }
                 inc(&stats.keyspace_hits);
-                e.flags |= F_REFERENCED;
-                e.lru_secs = secs;
+                if crate::keyspace::touches() {
+                    e.flags |= F_REFERENCED;
+                    e.lru_secs = secs;
+                }
                 match &e.slot {
                     Slot::Hot(h) => {
                         inc(&stats.ram_hits);

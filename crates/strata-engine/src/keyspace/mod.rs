@@ -23,6 +23,34 @@ use crate::stats::Stats;
 use crate::{Engine, Inner};
 use bytes::Bytes;
 use observe::KeyChange;
+
+thread_local! {
+    /// Reads on this thread leave keys' access times alone (CLIENT
+    /// NO-TOUCH).
+    static NO_TOUCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether reads on this thread mark what they read as accessed.
+pub(crate) fn touches() -> bool {
+    !NO_TOUCH.with(|t| t.get())
+}
+
+/// Makes reads on this thread leave access times alone until dropped
+/// (a CLIENT NO-TOUCH client's command).
+pub struct NoTouch(bool);
+
+impl NoTouch {
+    pub fn enter() -> NoTouch {
+        NoTouch(NO_TOUCH.with(|t| t.replace(true)))
+    }
+}
+
+impl Drop for NoTouch {
+    fn drop(&mut self) {
+        let prev = self.0;
+        NO_TOUCH.with(|t| t.set(prev));
+    }
+}
 use rand::Rng;
 
 /// A key's TTL.

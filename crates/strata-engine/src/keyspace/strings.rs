@@ -130,8 +130,10 @@ impl Engine {
             return Read::Ready(Err(EngineError::WrongType));
         }
         Stats::inc(&inner.stats.keyspace_hits);
-        e.flags |= F_REFERENCED;
-        e.lru_secs = now_secs();
+        if crate::keyspace::touches() {
+            e.flags |= F_REFERENCED;
+            e.lru_secs = now_secs();
+        }
         match &e.slot {
             Slot::Chunked(_) => Read::Ready(Err(EngineError::WrongType)),
             Slot::Hot(h) => {

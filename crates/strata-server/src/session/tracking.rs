@@ -50,6 +50,8 @@ pub struct Tracking {
     keys: Mutex<HashMap<Bytes, HashSet<u64>>>,
     /// Clients tracking (a cheap check for the hot paths).
     count: AtomicUsize,
+    /// `tracking-table-max-keys` (0: no limit).
+    pub max_keys: AtomicUsize,
 }
 
 impl Tracking {
@@ -92,7 +94,10 @@ impl Tracking {
 
     /// Remembers that client `id` read `keys` (a read-only command;
     /// `caching`: CLIENT CACHING's answer for this command, if given).
-    pub fn remember(&self, id: u64, keys: &[Bytes], caching: Option<bool>) {
+    /// Past `tracking-table-max-keys`, keys are dropped from the table and
+    /// their readers told to drop them, as Redis does, so the table's
+    /// memory stays bounded.
+    pub fn remember(&self, pubsub: &PubSub, id: u64, keys: &[Bytes], caching: Option<bool>) {
         let ok = match self.clients.lock().get(&id) {
             Some(t) if t.settings.bcast => false,
             Some(t) if t.settings.optin => caching == Some(true),
@@ -103,9 +108,30 @@ impl Tracking {
         if !ok {
             return;
         }
-        let mut table = self.keys.lock();
-        for k in keys {
-            table.entry(k.clone()).or_default().insert(id);
+        let max = self.max_keys.load(Relaxed);
+        let mut evicted = Vec::new();
+        {
+            let mut table = self.keys.lock();
+            for k in keys {
+                table.entry(k.clone()).or_default().insert(id);
+            }
+            while max > 0 && table.len() > max {
+                let Some(k) = table.keys().next().cloned() else {
+                    break;
+                };
+                if let Some(readers) = table.remove(&k) {
+                    evicted.push((k, readers));
+                }
+            }
+        }
+        // Their readers are told to drop them: they are tracked no more.
+        let clients = self.clients.lock();
+        for (k, readers) in evicted {
+            for r in readers {
+                if let Some(t) = clients.get(&r) {
+                    self.deliver(pubsub, &clients, t, Some(vec![k.clone()]));
+                }
+            }
         }
     }
 

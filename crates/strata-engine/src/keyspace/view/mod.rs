@@ -146,8 +146,10 @@ impl<'a> KeysView<'a> {
         let db = self.db;
         let sh = self.shard(key)?;
         let e = &mut sh.dbs[db][i];
-        e.flags |= F_REFERENCED;
-        e.lru_secs = now_secs();
+        if crate::keyspace::touches() {
+            e.flags |= F_REFERENCED;
+            e.lru_secs = now_secs();
+        }
         match &e.slot {
             Slot::Hot(h) => Some(match &h.value {
                 Value::Str(b) => ValueRef::Str(b),

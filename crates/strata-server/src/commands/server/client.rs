@@ -155,6 +155,15 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }
             None => reply::error(ctx.out, reply::SYNTAX),
         }
+    } else if is(sub, "no-touch") && args.len() == 3 {
+        match on_off(&args[2]) {
+            Some(on) => {
+                ctx.conn.no_touch = on;
+                ctx.conn.handle.info.lock().no_touch = on;
+                write_simple(ctx.out, b"OK");
+            }
+            None => reply::error(ctx.out, reply::SYNTAX),
+        }
     } else if is(sub, "pause") && (args.len() == 3 || args.len() == 4) {
         let all = match args.get(3) {
             None => true,
@@ -189,7 +198,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         super::help(ctx.out, "CLIENT", &[
             "ID", "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
             "INFO", "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [USER <name>] [TYPE <type>] [SKIPME yes|no]",
-            "NO-EVICT (ON|OFF)", "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "REPLY (ON|OFF|SKIP)",
+            "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)", "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "REPLY (ON|OFF|SKIP)",
             "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> ...] [OPTIN] [OPTOUT] [NOLOOP]",
             "CACHING (YES|NO)", "TRACKINGINFO", "GETREDIR",
         ]);
@@ -201,6 +210,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         "info",
         "kill",
         "no-evict",
+        "no-touch",
         "pause",
         "unpause",
         "reply",

@@ -74,6 +74,7 @@ pub(super) fn run(
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: Some(deferred.clone()),
         caching: None,
+        no_touch: false,
     };
     let result = (|| -> mlua::Result<(bool, Value)> {
         let lua = &vm.lua;
