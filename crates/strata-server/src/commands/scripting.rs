@@ -221,7 +221,7 @@ fn function_sub(ctx: &mut Ctx<'_>, args: &[Bytes], sub: &str) -> Result<(), Stri
     }
 }
 
-/// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern].
+/// `FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]`.
 fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
     let (mut code, mut pattern) = (false, None);
     let mut i = 2;

@@ -230,8 +230,8 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN]
-/// [OPTOUT] [NOLOOP], checked as Redis 7.0 checks it.
+/// `CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN]
+/// [OPTOUT] [NOLOOP]`, checked as Redis 7.0 checks it.
 fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
     let (mut redirect, mut bcast, mut optin, mut optout, mut noloop) =
         (0u64, false, false, false, false);

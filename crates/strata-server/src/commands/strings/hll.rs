@@ -361,6 +361,63 @@ fn count(regs: &[u8]) -> u64 {
     (ALPHA_INF * m * m / z).round() as u64
 }
 
+/// The registers of several HLLs merged (each the largest of its inputs),
+/// whether any input was dense, and the first input (PFMERGE's
+/// destination).
+struct Merged {
+    max: Vec<u8>,
+    use_dense: bool,
+    first: Option<Bytes>,
+}
+
+/// Why inputs could not be merged (each a Redis error reply).
+enum Refusal {
+    Engine(strata_engine::EngineError),
+    NotHll,
+    Corrupt,
+}
+
+impl Refusal {
+    fn write(&self, out: &mut bytes::BytesMut) {
+        match self {
+            Refusal::Engine(e) => reply::engine(out, e),
+            Refusal::NotHll => reply::error(out, NOT_HLL),
+            Refusal::Corrupt => reply::error(out, CORRUPT),
+        }
+    }
+}
+
+/// Merges the values of PFCOUNT's or PFMERGE's keys (a missing key is an
+/// empty HLL), checking each as Redis does.
+fn merge_inputs(
+    values: Vec<Result<Option<Bytes>, strata_engine::EngineError>>,
+) -> Result<Merged, Refusal> {
+    let mut m = Merged {
+        max: vec![0u8; REGISTERS],
+        use_dense: false,
+        first: None,
+    };
+    for (j, v) in values.into_iter().enumerate() {
+        let v = match v {
+            Ok(Some(v)) => v,
+            Ok(None) => continue,
+            Err(e) => return Err(Refusal::Engine(e)),
+        };
+        if !valid(&v) {
+            return Err(Refusal::NotHll);
+        }
+        m.use_dense |= v[4] == DENSE;
+        let regs = registers(&v).ok_or(Refusal::Corrupt)?;
+        for (x, r) in m.max.iter_mut().zip(regs) {
+            *x = (*x).max(r);
+        }
+        if j == 0 {
+            m.first = Some(v);
+        }
+    }
+    Ok(m)
+}
+
 pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let elements = args[2..].to_vec();
     rmw(
@@ -395,26 +452,15 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if args.len() > 2 {
-        return with_strings(ctx, args[1..].to_vec(), Vec::new(), |_, _, values, out| {
-            let mut max = vec![0u8; REGISTERS];
-            for v in values {
-                let v = match v {
-                    Ok(Some(v)) => v,
-                    Ok(None) => continue,
-                    Err(e) => return reply::engine(out, &e),
-                };
-                if !valid(&v) {
-                    return reply::error(out, NOT_HLL);
-                }
-                let Some(regs) = registers(&v) else {
-                    return reply::error(out, CORRUPT);
-                };
-                for (m, r) in max.iter_mut().zip(regs) {
-                    *m = (*m).max(r);
-                }
-            }
-            write_integer(out, count(&max) as i64)
-        });
+        return with_strings(
+            ctx,
+            args[1..].to_vec(),
+            Vec::new(),
+            |_, _, values, out| match merge_inputs(values) {
+                Ok(m) => write_integer(out, count(&m.max) as i64),
+                Err(e) => e.write(out),
+            },
+        );
     }
     rmw(
         ctx,
@@ -450,30 +496,15 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         args[1..].to_vec(),
         vec![dest.clone()],
         move |engine, db, values, out| {
-            let mut max = vec![0u8; REGISTERS];
-            let mut use_dense = false;
-            let mut dest_value = None;
-            for (j, v) in values.into_iter().enumerate() {
-                let v = match v {
-                    Ok(Some(v)) => v,
-                    Ok(None) => continue,
-                    Err(e) => return reply::engine(out, &e),
-                };
-                if !valid(&v) {
-                    return reply::error(out, NOT_HLL);
-                }
-                use_dense |= v[4] == DENSE;
-                let Some(regs) = registers(&v) else {
-                    return reply::error(out, CORRUPT);
-                };
-                for (m, r) in max.iter_mut().zip(regs) {
-                    *m = (*m).max(r);
-                }
-                if j == 0 {
-                    dest_value = Some(v);
-                }
-            }
-            let mut v = dest_value.map(|d| d.to_vec()).unwrap_or_else(empty);
+            let Merged {
+                max,
+                use_dense,
+                first,
+            } = match merge_inputs(values) {
+                Ok(m) => m,
+                Err(e) => return e.write(out),
+            };
+            let mut v = first.map(|d| d.to_vec()).unwrap_or_else(empty);
             if use_dense && !to_dense(&mut v) {
                 return reply::error(out, CORRUPT);
             }

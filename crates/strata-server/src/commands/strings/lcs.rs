@@ -1,4 +1,4 @@
-//! LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN], as Redis
+//! `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN]`, as Redis
 //! 7.0 computes it (the same dynamic-programming table and the same walk
 //! back through it, so ties resolve to the same subsequence and the same
 //! match ranges).

@@ -108,7 +108,7 @@ impl Libraries {
         self.by_function.len()
     }
 
-    /// FUNCTION LOAD [REPLACE]: the library's name, or Redis's error.
+    /// `FUNCTION LOAD [REPLACE]`: the library's name, or Redis's error.
     pub fn load(&mut self, vm: &Vm, code: Bytes, replace: bool) -> Result<String, String> {
         let name = metadata(&code)?;
         if self.libs.contains_key(&name) && !replace {
