@@ -452,15 +452,12 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if args.len() > 2 {
-        return with_strings(
-            ctx,
-            args[1..].to_vec(),
-            Vec::new(),
-            |_, _, values, out| match merge_inputs(values) {
+        return with_strings(ctx, args[1..].to_vec(), Vec::new(), |_, _, values, out| {
+            match merge_inputs(values) {
                 Ok(m) => write_integer(out, count(&m.max) as i64),
                 Err(e) => e.write(out),
-            },
-        );
+            }
+        });
     }
     rmw(
         ctx,
