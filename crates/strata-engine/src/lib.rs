@@ -398,30 +398,6 @@ impl Inner {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// Notes a deletion of `key` (not an expiry), or a change of its TTL,
-    /// for the journal and for WATCH; caller holds the key's shard lock (so
-    /// notes of one key are in order).
-    pub(crate) fn note_key(&self, db: usize, key: &[u8]) {
-        self.note_key_as(db, key, keyspace::observe::KeyChange::Written);
-    }
-
-    /// As `note_key`, saying what changed (`keyspace::observe`).
-    pub(crate) fn note_key_as(&self, db: usize, key: &[u8], how: keyspace::observe::KeyChange) {
-        self.watches.touched(self, db, key);
-        self.observe(db, key, how);
-        self.journal_key(db, key);
-    }
-
-    /// Queues `key` for the journal (nothing else).
-    pub(crate) fn journal_key(&self, db: usize, key: &[u8]) {
-        if self.journal.enabled {
-            self.journal.push(Note::Key {
-                db: self.dbmap.id(db),
-                key: index::CompactKey::from(key),
-            });
-        }
-    }
-
     /// Notes a FLUSHDB (of logical database `db`) / FLUSHALL
     /// (`ALL_DATABASES`); caller holds every shard lock.
     pub(crate) fn note_flush(&self, db: u16) {

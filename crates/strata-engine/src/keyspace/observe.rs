@@ -1,7 +1,7 @@
-//! Who is told when a key changes: keyspace notifications and client
-//! tracking (the server) observe every change of a key's state through
-//! one hook, called under the key's shard lock, in the order the changes
-//! happen.
+//! What happens when a key changes: WATCH's stamps, the journal's note,
+//! and the observer. Keyspace notifications and client tracking (the
+//! server) observe every change of a key's state through one hook, called
+//! under the key's shard lock, in the order the changes happen.
 //!
 //! Invariants:
 //! 1. Every change of a key that a client can see reports one call: a new
@@ -32,6 +32,30 @@ pub trait KeyObserver: Send + Sync {
 }
 
 impl Inner {
+    /// Notes a change of `key` (a new value, a deletion, a TTL) for WATCH,
+    /// the observer and the journal; caller holds the key's shard lock (so
+    /// notes of one key are in order).
+    pub(crate) fn note_key(&self, db: usize, key: &[u8]) {
+        self.note_key_as(db, key, KeyChange::Written);
+    }
+
+    /// As `note_key`, saying what changed.
+    pub(crate) fn note_key_as(&self, db: usize, key: &[u8], how: KeyChange) {
+        self.watches.touched(self, db, key);
+        self.observe(db, key, how);
+        self.journal_key(db, key);
+    }
+
+    /// Queues `key` for the journal (nothing else).
+    pub(crate) fn journal_key(&self, db: usize, key: &[u8]) {
+        if self.journal.enabled {
+            self.journal.push(crate::log::journal::Note::Key {
+                db: self.dbmap.id(db),
+                key: crate::index::CompactKey::from(key),
+            });
+        }
+    }
+
     /// Reports a change to the observer, if one is installed.
     #[inline]
     pub(crate) fn observe(&self, db: usize, key: &[u8], change: KeyChange) {

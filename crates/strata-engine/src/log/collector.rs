@@ -324,16 +324,8 @@ impl Collector {
                         )
                     {
                         self.check_live(inner, job.mode, &rec, loc, &mut live);
-                    } else if matches!(
-                        rec.header.kind,
-                        format::RecordKind::DbMap | format::RecordKind::Functions
-                    ) {
+                    } else if let Some(in_force) = inner.in_force(rec.header.kind) {
                         // Live while it is the record in force.
-                        let in_force = if rec.header.kind == format::RecordKind::DbMap {
-                            &inner.dbmap.record
-                        } else {
-                            &inner.functions.record
-                        };
                         if in_force.is(loc) {
                             live.push(Live {
                                 db: 0,
@@ -561,12 +553,8 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
     }
     for (l, new) in live.iter().zip(placed) {
         let Some(new) = new else { continue };
-        if l.header.kind == format::RecordKind::DbMap {
-            inner.dbmap.record.moved(inner, l.old, new);
-            continue;
-        }
-        if l.header.kind == format::RecordKind::Functions {
-            inner.functions.record.moved(inner, l.old, new);
+        if let Some(in_force) = inner.in_force(l.header.kind) {
+            in_force.moved(inner, l.old, new);
             continue;
         }
         let chunked = matches!(

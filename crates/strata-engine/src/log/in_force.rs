@@ -10,6 +10,19 @@ use crate::index::FlashLoc;
 use crate::Inner;
 use parking_lot::Mutex;
 
+impl Inner {
+    /// The record in force of records of `kind`, for the kinds that have
+    /// one (the database mapping, the function libraries).
+    pub(crate) fn in_force(&self, kind: crate::flash::format::RecordKind) -> Option<&InForce> {
+        use crate::flash::format::RecordKind;
+        match kind {
+            RecordKind::DbMap => Some(&self.dbmap.record),
+            RecordKind::Functions => Some(&self.functions.record),
+            _ => None,
+        }
+    }
+}
+
 /// Where the record in force is (None: none written or recovered).
 #[derive(Default)]
 pub struct InForce(Mutex<Option<FlashLoc>>);
