@@ -171,7 +171,10 @@ pub struct Pause {
 
 impl Pause {
     pub fn pause(&self, d: std::time::Duration, all: bool) {
-        let until = Instant::now() + d;
+        // A timeout past any real instant pauses for a century.
+        let until = Instant::now()
+            .checked_add(d)
+            .unwrap_or_else(|| Instant::now() + std::time::Duration::from_secs(100 * 365 * 86400));
         let mut p = self.until.lock();
         // A later or wider pause wins over the one in force.
         let (until, all) = match *p {

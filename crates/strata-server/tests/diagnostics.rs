@@ -269,3 +269,29 @@ fn no_touch_reads_leave_idle_time_alone() {
     loud.cmd(&[b"GET", b"k"]);
     assert_eq!(idle(&mut quiet, b"k"), 0, "a plain read did not touch");
 }
+
+/// HyperLogLog strings a client crafted (cut-off opcodes, runs past the
+/// last register) get Redis's errors and leave the server serving.
+#[test]
+fn crafted_hll_strings_get_redis_errors() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&[]);
+    let mut r = Conn::connect(redis.port);
+    let mut s = Conn::connect(strata.port);
+    let header = b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x80".to_vec();
+    for tail in [
+        &b"\x40"[..],        // an XZERO cut short
+        b"\x7f\xff\x80",     // a VAL past the last register
+        b"\x7f\xfe\x00\x00", // ZEROs past the last register
+        b"\x7f\xfe",         // one register short
+    ] {
+        let mut v = header.clone();
+        v.extend_from_slice(tail);
+        both(&mut r, &mut s, &[b"SET", b"h", &v]);
+        both(&mut r, &mut s, &[b"PFADD", b"h", b"a", b"b", b"c"]);
+        both(&mut r, &mut s, &[b"PFCOUNT", b"h"]);
+        both(&mut r, &mut s, &[b"PFCOUNT", b"h", b"other"]);
+        both(&mut r, &mut s, &[b"PFMERGE", b"d", b"h"]);
+    }
+    both(&mut r, &mut s, &[b"PING"]);
+}

@@ -413,3 +413,19 @@ fn shutdown_nosave_ends_an_unkillable_script() {
     let v: String = common::q(&mut con, "GET before");
     assert_eq!(v, "1");
 }
+
+/// Input a script hands to the libraries cannot crash the server: deeply
+/// nested MessagePack is refused, and the server answers afterwards.
+#[test]
+fn hostile_library_input_gets_an_error_not_a_crash() {
+    let srv = common::start();
+    let mut raw = common::raw::Raw::new(&srv);
+    raw.send(&[
+        b"EVAL",
+        b"return cmsgpack.unpack(string.rep(string.char(145), 200000) .. string.char(1))",
+        b"0",
+    ]);
+    let text = format!("{:?}", raw.frame());
+    assert!(text.contains("Bad data format"), "{text}");
+    raw.w("PING", "+PONG\r\n");
+}

@@ -524,15 +524,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outco
     let Some(highest) = highest else {
         let read = ctx.engine().get(ctx.db(), &args[1]);
         return ctx.reply_with(read, false, move |out, _, v| {
+            // Reads past the end see zeros (`get_bit`): nothing to grow.
             let mut v = v.map(|v| v.to_vec()).unwrap_or_default();
-            let need = fields
-                .iter()
-                .map(|f| ((f.offset + f.bits as u64 - 1) >> 3) as usize + 1)
-                .max()
-                .unwrap_or(0);
-            if v.len() < need {
-                v.resize(need, 0);
-            }
             run_fields(&mut v, &fields, out, version);
         });
     };
@@ -551,20 +544,11 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outco
                 v.resize(need, 0);
             }
             let mut out = BytesMut::new();
-            // Reads past the end see zeros (a GET beyond the highest write).
-            let mut padded = v.clone();
-            let most = fields
-                .iter()
-                .map(|f| ((f.offset + f.bits as u64 - 1) >> 3) as usize + 1)
-                .max()
-                .unwrap_or(0);
-            if padded.len() < most {
-                padded.resize(most, 0);
-            }
-            let changed = run_fields(&mut padded, &fields, &mut out, version);
-            padded.truncate(v.len());
+            // Reads past the end see zeros (`get_bit`); writes fall inside
+            // `v`, grown to the highest bit written.
+            let changed = run_fields(&mut v, &fields, &mut out, version);
             let m = if changed || grew || cur.is_none() {
-                store_keeping_ttl(padded, true).0
+                store_keeping_ttl(v, true).0
             } else {
                 Mutation::MarkRaw
             };

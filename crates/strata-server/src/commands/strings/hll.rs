@@ -212,6 +212,9 @@ fn sparse_set(v: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
     let mut op = None;
     while p < v.len() {
         let o = opcode(v, p);
+        if p + o.3 > v.len() {
+            return None; // an opcode cut short: corrupt
+        }
         if index < first + o.2 {
             op = Some(o);
             break;

@@ -199,7 +199,7 @@ fn unpack(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> mlua::Result<(i64, Ve
     let mut pos = offset as usize;
     let mut values = Vec::new();
     while pos < s.len() && (limit == 0 || (values.len() as i64) < limit) {
-        match decode(lua, s, &mut pos) {
+        match decode(lua, s, &mut pos, 0) {
             Ok(v) => values.push(v),
             Err(Stop::Missing) => return Err(mlua::Error::runtime("Missing bytes in input.")),
             Err(Stop::BadFormat) => return Err(mlua::Error::runtime("Bad data format in input.")),
@@ -219,7 +219,13 @@ fn be(b: &[u8]) -> u64 {
     b.iter().fold(0, |a, &x| (a << 8) | x as u64)
 }
 
-fn decode(lua: &Lua, s: &[u8], pos: &mut usize) -> Result<Value, Stop> {
+/// Nesting deeper than this is refused as bad data (the decoder recurses).
+const MAX_DECODE_DEPTH: usize = 1000;
+
+fn decode(lua: &Lua, s: &[u8], pos: &mut usize, depth: usize) -> Result<Value, Stop> {
+    if depth > MAX_DECODE_DEPTH {
+        return Err(Stop::BadFormat);
+    }
     let lua_err = |_| Stop::BadFormat;
     let t = take(s, pos, 1)?[0];
     let string = |pos: &mut usize, n: usize| -> Result<Value, Stop> {
@@ -229,7 +235,7 @@ fn decode(lua: &Lua, s: &[u8], pos: &mut usize) -> Result<Value, Stop> {
     let array = |pos: &mut usize, n: usize| -> Result<Value, Stop> {
         let t = lua.create_table().map_err(lua_err)?;
         for i in 1..=n {
-            let v = decode(lua, s, pos)?;
+            let v = decode(lua, s, pos, depth + 1)?;
             t.raw_set(i, v).map_err(lua_err)?;
         }
         Ok(Value::Table(t))
@@ -237,8 +243,8 @@ fn decode(lua: &Lua, s: &[u8], pos: &mut usize) -> Result<Value, Stop> {
     let map = |pos: &mut usize, n: usize| -> Result<Value, Stop> {
         let t = lua.create_table().map_err(lua_err)?;
         for _ in 0..n {
-            let k = decode(lua, s, pos)?;
-            let v = decode(lua, s, pos)?;
+            let k = decode(lua, s, pos, depth + 1)?;
+            let v = decode(lua, s, pos, depth + 1)?;
             if !matches!(k, Value::Nil) {
                 t.raw_set(k, v).map_err(lua_err)?;
             }
