@@ -166,6 +166,9 @@ impl Clients {
 #[derive(Default)]
 pub struct Pause {
     until: Mutex<Option<(Instant, bool)>>,
+    /// A pause was set and not lifted (it may have run out): the check
+    /// every command makes, without the lock.
+    armed: AtomicBool,
     lifted: Notify,
 }
 
@@ -182,10 +185,12 @@ impl Pause {
             _ => (until, all),
         };
         *p = Some((until, all));
+        self.armed.store(true, Relaxed);
     }
 
     pub fn unpause(&self) {
         *self.until.lock() = None;
+        self.armed.store(false, Relaxed);
         self.lifted.notify_waiters();
     }
 
@@ -207,13 +212,17 @@ impl Pause {
         }
     }
 
-    /// Whether the pause in force (if any) holds every command.
-    pub fn all(&self) -> bool {
-        self.until.lock().is_some_and(|(_, all)| all)
+    /// Whether a pause may be in force (no lock: every command asks).
+    pub fn armed(&self) -> bool {
+        self.armed.load(Relaxed)
     }
 
-    /// Whether any pause may be in force (cheap check before `wait`).
-    pub fn active(&self) -> bool {
-        self.until.lock().is_some_and(|(u, _)| u > Instant::now())
+    /// Whether a command of this kind is held now (`write`: it writes or
+    /// may propagate).
+    pub fn holds(&self, write: bool) -> bool {
+        match *self.until.lock() {
+            Some((until, all)) if until > Instant::now() => all || write,
+            _ => false,
+        }
     }
 }

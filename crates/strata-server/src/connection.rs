@@ -172,10 +172,10 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 }
             }
             // CLIENT PAUSE: the command waits (writes only under WRITE).
-            if shared.pause.active() {
+            if shared.pause.armed() {
                 let write =
                     spec.is_some_and(|s| s.has_flag("write") || s.has_flag("may_replicate"));
-                if shared.pause.active() && (write || shared.pause.all()) {
+                if shared.pause.holds(write) {
                     // What was answered before goes out first.
                     drain(&mut pending, &mut out).await;
                     // (Acknowledged writes only once durable, as always.)
@@ -185,8 +185,8 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     {
                         return;
                     }
+                    shared.pause.wait(write).await;
                 }
-                shared.pause.wait(write).await;
             }
             // A script running: wait for it, or answer BUSY past the
             // threshold (never block a worker on the shards it holds).
@@ -214,7 +214,8 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 }
             };
             // CLIENT REPLY ON answers, whatever the mode was.
-            let silent = silent && client_reply(spec, &args) != Some(ReplyMode::On);
+            let sets_mode = client_reply(spec, &args);
+            let silent = silent && sets_mode != Some(ReplyMode::On);
             let out_mark = out.len();
             let in_order = pending.is_empty();
             let mut scratch = BytesMut::new();
@@ -280,7 +281,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             if !scratch.is_empty() {
                 pending.push_back(Box::pin(std::future::ready(scratch)));
             }
-            if let Some(mode) = client_reply(spec, &args) {
+            if let Some(mode) = sets_mode {
                 reply_mode = mode;
             }
             if close {

@@ -179,15 +179,27 @@ pub(crate) fn append_functions(
     let Some(value) = inner.functions.current() else {
         return Ok(None);
     };
+    append_in_force(inner, w, RecordKind::Functions, seq, &value).map(Some)
+}
+
+/// Appends a record of which one is in force (`log::in_force`): no key,
+/// database 0, no TTL.
+fn append_in_force(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    kind: RecordKind,
+    seq: u64,
+    value: &[u8],
+) -> Result<FlashLoc, AppendError> {
     let h = RecordHeader {
-        kind: RecordKind::Functions,
+        kind,
         db: 0,
         key_len: 0,
         value_len: value.len() as u32,
         seq,
         expire_at_ms: 0,
     };
-    w.append(&h, &[], &value, inner.capacity).map(Some)
+    w.append(&h, &[], value, inner.capacity)
 }
 
 /// Appends the current database mapping (kind 7) with sequence number `seq`.
@@ -202,15 +214,7 @@ pub(crate) fn append_db_map(
         inner.dbmap.snapshot()
     };
     let value = crate::keyspace::swapdb::encode(&ids);
-    let h = RecordHeader {
-        kind: RecordKind::DbMap,
-        db: 0,
-        key_len: 0,
-        value_len: value.len() as u32,
-        seq,
-        expire_at_ms: 0,
-    };
-    w.append(&h, &[], &value, inner.capacity)
+    append_in_force(inner, w, RecordKind::DbMap, seq, &value)
 }
 
 fn append_flush(

@@ -85,6 +85,16 @@ pub fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     })
 }
 
+/// Whether a range counts bits (BIT) or bytes (BYTE, the default).
+fn in_bits(unit: Option<&Bytes>) -> Result<bool, &'static str> {
+    match unit {
+        None => Ok(false),
+        Some(a) if is(a, "bit") => Ok(true),
+        Some(a) if is(a, "byte") => Ok(false),
+        Some(_) => Err(reply::SYNTAX),
+    }
+}
+
 /// A BYTE / BIT range of a string of `len` bytes, as Redis resolves it:
 /// (first byte, last byte, mask of the bits of the first byte outside the
 /// range, same for the last byte), or None when empty.
@@ -125,12 +135,7 @@ pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 if start < 0 && end < 0 && start > end {
                     return Ok(None);
                 }
-                let bits = match args.get(4) {
-                    None => false,
-                    Some(a) if is(a, "bit") => true,
-                    Some(a) if is(a, "byte") => false,
-                    Some(_) => return Err(reply::SYNTAX),
-                };
+                let bits = in_bits(args.get(4))?;
                 Ok(range(len, start, end, bits))
             })(),
             _ => Err(reply::SYNTAX),
@@ -170,12 +175,7 @@ pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             3 => Ok(((len > 0).then(|| (0, v.len() - 1, 0, 0)), false)),
             4..=6 => (|| {
                 let start = parse_i64(&args[3]).ok_or(reply::NOT_INTEGER)?;
-                let bits = match args.get(5) {
-                    None => false,
-                    Some(a) if is(a, "bit") => true,
-                    Some(a) if is(a, "byte") => false,
-                    Some(_) => return Err(reply::SYNTAX),
-                };
+                let bits = in_bits(args.get(5))?;
                 let (end, given) = match args.get(4) {
                     Some(e) => (parse_i64(e).ok_or(reply::NOT_INTEGER)?, true),
                     None if bits => ((len << 3) + 7, false),
@@ -366,8 +366,9 @@ fn get_unsigned(v: &[u8], offset: u64, bits: u32) -> u64 {
     (0..bits as u64).fold(0, |acc, i| (acc << 1) | get_bit(v, offset + i) as u64)
 }
 
-fn get_signed(v: &[u8], offset: u64, bits: u32) -> i64 {
-    let mut x = get_unsigned(v, offset, bits) as i64;
+/// A `bits`-wide field's value as a signed number (two's complement).
+fn signed(x: u64, bits: u32) -> i64 {
+    let mut x = x as i64;
     if bits < 64 && x & (1 << (bits - 1)) != 0 {
         x |= (u64::MAX << bits) as i64;
     }
@@ -455,17 +456,17 @@ fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Versi
     let mut changed = false;
     write_array_len(out, fields.len());
     for f in fields {
+        let before = get_unsigned(v, f.offset, f.bits);
         if f.op == Op::Get {
             if f.signed {
-                write_integer(out, get_signed(v, f.offset, f.bits));
+                write_integer(out, signed(before, f.bits));
             } else {
-                write_integer(out, get_unsigned(v, f.offset, f.bits) as i64);
+                write_integer(out, before as i64);
             }
             continue;
         }
-        let before = get_unsigned(v, f.offset, f.bits);
         let (overflow, new, reply) = if f.signed {
-            let old = get_signed(v, f.offset, f.bits);
+            let old = signed(before, f.bits);
             let (incr, base) = match f.op {
                 Op::IncrBy => (f.value, old),
                 _ => (0, f.value),
@@ -474,7 +475,7 @@ fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Versi
             let reply = if f.op == Op::IncrBy { n } else { old };
             (o, n as u64, reply)
         } else {
-            let old = get_unsigned(v, f.offset, f.bits);
+            let old = before;
             let (incr, base) = match f.op {
                 Op::IncrBy => (f.value, old),
                 _ => (0, f.value as u64),
@@ -493,8 +494,9 @@ fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Versi
         }
         write_integer(out, reply);
         set_unsigned(v, f.offset, f.bits, new);
-        // As Redis: a write that leaves the field as it was changes nothing.
-        changed |= get_unsigned(v, f.offset, f.bits) != before;
+        // As Redis: a write that leaves the field as it was changes nothing
+        // (the field holds `new`'s low `bits` bits).
+        changed |= new & (u64::MAX >> (64 - f.bits)) != before;
     }
     changed
 }

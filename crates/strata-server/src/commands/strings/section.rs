@@ -4,7 +4,19 @@
 
 use crate::command::{Ctx, Outcome};
 use bytes::{Bytes, BytesMut};
-use strata_engine::{EngineError, ExpireUpdate, Mutation};
+use strata_engine::{EngineError, ExpireUpdate, Mutation, Read};
+
+/// A read inside a section: a cold one completes on this thread at the
+/// first poll (`keyspace::exclusive`), so no executor is entered (this
+/// may run under EXEC's or a script's).
+fn in_section<T: Send + 'static>(read: Read<Result<T, EngineError>>) -> Result<T, EngineError> {
+    use futures::FutureExt;
+    read.wait()
+        .now_or_never()
+        .unwrap_or(Err(EngineError::Corrupt(
+            "a read in a section did not complete",
+        )))
+}
 
 /// The string values of `keys`, as of one moment, to `f`, which may
 /// write `keys` and `writes` too (BITOP, LCS, PFCOUNT, PFMERGE): the keys
@@ -31,18 +43,7 @@ pub(crate) fn with_strings(
             held.extend(writes);
             let mut out = BytesMut::new();
             engine.exclusive_keys(&held, || {
-                // A cold read in a section completes on this thread at the
-                // first poll (`keyspace::exclusive`); no executor is
-                // entered (this may run under EXEC's or a script's).
-                let values = keys
-                    .iter()
-                    .map(|k| {
-                        use futures::FutureExt;
-                        engine.get(db, k).wait().now_or_never().unwrap_or(Err(
-                            EngineError::Corrupt("a read in a section did not complete"),
-                        ))
-                    })
-                    .collect();
+                let values = keys.iter().map(|k| in_section(engine.get(db, k))).collect();
                 f(engine, db, values, &mut out)
             });
             out
@@ -63,24 +64,12 @@ pub(crate) fn set_raw(
     value: Vec<u8>,
     expire: ExpireUpdate,
 ) -> Result<(), EngineError> {
-    use futures::FutureExt;
     let value = Bytes::from(value);
     let write = |v: Bytes| {
-        engine
-            .update(db, key, move |_| {
-                (
-                    Mutation::SetRaw {
-                        value: v.clone(),
-                        expire,
-                    },
-                    (),
-                )
-            })
-            .wait()
-            .now_or_never()
-            .unwrap_or(Err(EngineError::Corrupt(
-                "a read in a section did not complete",
-            )))
+        in_section(engine.update(db, key, move |_| {
+            let value = v.clone();
+            (Mutation::SetRaw { value, expire }, ())
+        }))
     };
     match write(value.clone()) {
         Err(EngineError::WrongType) => {

@@ -30,8 +30,10 @@ pub struct Busy {
 /// The script running now (FUNCTION STATS).
 struct Running {
     started: std::time::Instant,
-    /// The function's name, or the script's SHA-1.
-    name: String,
+    /// The function's name, the script's SHA-1, or (EVAL) its body, whose
+    /// SHA-1 FUNCTION STATS computes only when asked.
+    script: Bytes,
+    body: bool,
     command: Vec<Bytes>,
     function: bool,
 }
@@ -71,10 +73,8 @@ impl Busy {
         self.wrote.store(false, Relaxed);
         *self.running.lock() = Some(Running {
             started: std::time::Instant::now(),
-            name: match call.kind {
-                Kind::Eval { by_sha: false } => sha1hex(&call.script),
-                _ => String::from_utf8_lossy(&call.script).to_string(),
-            },
+            script: call.script.clone(),
+            body: call.kind == Kind::Eval { by_sha: false },
             command: call.command.clone(),
             function: call.kind == Kind::Function,
         });
@@ -112,8 +112,13 @@ impl Busy {
     /// FUNCTION STATS' `running_script`: name, command, milliseconds.
     pub fn stats(&self) -> Option<(String, Vec<Bytes>, u64)> {
         self.running.lock().as_ref().map(|r| {
+            let name = if r.body {
+                sha1hex(&r.script)
+            } else {
+                String::from_utf8_lossy(&r.script).to_string()
+            };
             (
-                r.name.clone(),
+                name,
                 r.command.clone(),
                 r.started.elapsed().as_millis() as u64,
             )

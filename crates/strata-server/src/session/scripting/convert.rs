@@ -49,6 +49,17 @@ pub fn fmt_g(n: f64, prec: usize) -> String {
     }
 }
 
+/// A string or a number as Lua's `lua_tolstring` gives it (numbers with
+/// `%.14g`); None for other types.
+pub fn lua_string(v: &Value) -> Option<Vec<u8>> {
+    match v {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(n) => Some(n.to_string().into_bytes()),
+        Value::Number(n) => Some(fmt_g(*n, 14).into_bytes()),
+        _ => None,
+    }
+}
+
 /// A `redis.call` argument: a string as is, a number as Redis prints it
 /// (shortest round-trip form); None for other types.
 pub fn arg_bytes(v: &Value) -> Option<Vec<u8>> {

@@ -19,6 +19,7 @@ use mlua::{Function, MultiValue, Value};
 use std::collections::BTreeMap;
 
 /// One `redis.register_function` of the library being loaded.
+#[derive(Clone)]
 pub struct Registered {
     pub name: String,
     pub callback: Function,
@@ -38,14 +39,16 @@ pub const FLAGS: [&str; 5] = [
 pub const NO_WRITES: u8 = 1;
 
 /// One loaded library.
+#[derive(Clone)]
 pub struct Library {
     pub code: Bytes,
     /// In registration order.
     pub functions: Vec<Registered>,
 }
 
-/// Every library by name, and which library each function is in.
-#[derive(Default)]
+/// Every library by name, and which library each function is in (a
+/// clone shares the functions with the original).
+#[derive(Default, Clone)]
 pub struct Libraries {
     pub libs: BTreeMap<String, Library>,
     /// Lower-cased function name -> library name.
@@ -165,7 +168,7 @@ impl Libraries {
         }
         let mut next = match policy {
             Policy::Flush => Libraries::default(),
-            _ => self.take_clone(),
+            _ => self.clone(),
         };
         for (name, lib) in incoming.libs {
             if next.libs.contains_key(&name) {
@@ -189,35 +192,6 @@ impl Libraries {
         Ok(())
     }
 
-    /// A copy of the set (its functions shared with `self`).
-    fn take_clone(&self) -> Libraries {
-        Libraries {
-            libs: self
-                .libs
-                .iter()
-                .map(|(n, l)| {
-                    (
-                        n.clone(),
-                        Library {
-                            code: l.code.clone(),
-                            functions: l
-                                .functions
-                                .iter()
-                                .map(|f| Registered {
-                                    name: f.name.clone(),
-                                    callback: f.callback.clone(),
-                                    flags: f.flags,
-                                    description: f.description.clone(),
-                                })
-                                .collect(),
-                        },
-                    )
-                })
-                .collect(),
-            by_function: self.by_function.clone(),
-        }
-    }
-
     /// Loads the libraries a restart found (`invariant 2`); a library that
     /// no longer loads is logged and left out.
     pub fn restore_all(&mut self, vm: &Vm, blob: &[u8]) {
@@ -236,12 +210,7 @@ impl Libraries {
 
 /// A name as Lua's `lua_isstring` takes it (a string or a number).
 fn name_of(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.to_string_lossy().to_string()),
-        Value::Integer(n) => Some(n.to_string()),
-        Value::Number(n) => Some(super::convert::fmt_g(*n, 14)),
-        _ => None,
-    }
+    super::convert::lua_string(v).map(|b| String::from_utf8_lossy(&b).into_owned())
 }
 
 /// The arguments of `redis.register_function`, checked with Redis's

@@ -292,53 +292,32 @@ fn parse(args: &[Bytes]) -> Result<Call, &'static str> {
 /// EVAL, FCALL and friends from a connection: the declared keys are
 /// warmed, then the script runs in an exclusive section (module doc).
 pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out: &mut BytesMut) {
-    eval_many(shared, conn, std::slice::from_ref(&args.to_vec()), out).await
-}
-
-/// EVAL-family commands one after another, with one hand-off to the
-/// script thread for all of them: each runs in its own section (as if
-/// alone), and clients blocked on keys one of them filled are served
-/// before the next runs, as Redis serves them after each command.
-/// (Gathering a client's pipelined scripts into one call was measured:
-/// the script thread's own CPU, not the hand-off, bounds EVALSHA.)
-async fn eval_many(
-    shared: &Arc<Shared>,
-    conn: &mut ConnState,
-    calls: &[Vec<Bytes>],
-    out: &mut BytesMut,
-) {
-    let calls: Vec<Result<Call, &'static str>> = calls.iter().map(|a| parse(a)).collect();
-    let keys: Vec<Bytes> = calls
-        .iter()
-        .flatten()
-        .flat_map(|c| c.keys.iter().cloned())
-        .collect();
-    super::warm(shared, conn.db, keys).await;
-    // The scripts run on the script thread, never on a worker: however
-    // long one runs, the workers answer other clients (BUSY, SCRIPT KILL).
+    let call = match parse(args) {
+        Ok(c) => c,
+        Err(e) => return crate::reply::error(out, e),
+    };
+    super::warm(shared, conn.db, call.keys.clone()).await;
+    // The script runs on the script thread, never on a worker: however
+    // long it runs, the workers answer other clients (BUSY, SCRIPT KILL).
+    // (Gathering a client's pipelined scripts into one hand-off was
+    // measured: the script thread's own CPU, not the hand-off, bounds
+    // EVALSHA.)
     let (db, handle, version) = (conn.db, conn.handle.clone(), conn.version);
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job: Job = {
         let shared = shared.clone();
         Box::new(move || {
             let mut reply = BytesMut::new();
-            for call in calls {
-                let call = match call {
-                    Ok(c) => c,
-                    Err(e) => {
-                        crate::reply::error(&mut reply, e);
-                        continue;
-                    }
-                };
-                let deferred = Deferred::default();
-                shared.scripts.busy.begin(&call);
-                shared.engine.exclusive(|| {
-                    run::run(&shared, db, &handle, version, &call, &deferred, &mut reply)
-                });
-                shared.scripts.busy.end();
-                for (db, keys) in std::mem::take(&mut *deferred.lock()) {
-                    shared.blocking.serve(&shared.engine, db, keys);
-                }
+            let deferred = Deferred::default();
+            shared.scripts.busy.begin(&call);
+            shared.engine.exclusive(|| {
+                run::run(&shared, db, &handle, version, &call, &deferred, &mut reply)
+            });
+            shared.scripts.busy.end();
+            // Clients blocked on keys the script filled are served now, as
+            // Redis serves them after each command.
+            for (db, keys) in std::mem::take(&mut *deferred.lock()) {
+                shared.blocking.serve(&shared.engine, db, keys);
             }
             let _ = tx.send(reply);
         })

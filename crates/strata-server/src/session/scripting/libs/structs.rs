@@ -47,11 +47,9 @@ fn err<T>(msg: impl Into<String>) -> mlua::Result<T> {
 /// `luaL_checklstring`: a string, or a number as Lua prints it.
 fn check_bytes(args: &MultiValue, n: usize, f: &str) -> mlua::Result<Vec<u8>> {
     let v = args.get(n - 1);
-    match v {
-        Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
-        Some(Value::Integer(i)) => Ok(i.to_string().into_bytes()),
-        Some(Value::Number(x)) => Ok(super::super::convert::fmt_g(*x, 14).into_bytes()),
-        _ => arg_err(n, f, &format!("string expected, got {}", type_name(v))),
+    match v.and_then(super::super::convert::lua_string) {
+        Some(b) => Ok(b),
+        None => arg_err(n, f, &format!("string expected, got {}", type_name(v))),
     }
 }
 
