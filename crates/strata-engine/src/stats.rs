@@ -96,7 +96,7 @@ pub struct TieredInfo {
     pub keys: u64,
     /// Keys per value type (`ValueType as usize`: string, hash, list, set,
     /// zset).
-    pub keys_by_type: [u64; 5],
+    pub keys_by_type: [u64; 6],
     /// Collections in RAM / only on flash, and their packed bytes (each
     /// collection is one chunk while collections are packed whole).
     pub collections_in_ram: u64,

@@ -427,6 +427,8 @@ pub struct Config {
     pub set_max_intset_entries: u64,
     pub zset_max_listpack_entries: u64,
     pub zset_max_listpack_value: u64,
+    pub stream_node_max_bytes: u64,
+    pub stream_node_max_entries: u64,
     /// Accepted for compatibility; no effect on Strata's layout.
     /// Defaults: -2 and 0.
     pub list_max_listpack_size: i64,
@@ -493,6 +495,8 @@ impl Default for Config {
             set_max_intset_entries: 512,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
             list_max_listpack_size: -2,
             list_compress_depth: 0,
         }
@@ -1168,6 +1172,28 @@ static OPTIONS: &[OptionDef] = &[
         get: |c| c.zset_max_listpack_value.to_string(),
     },
     OptionDef {
+        name: "stream-node-max-bytes",
+        default: "4096",
+        doc: "bytes; a stream node (Redis's listpack, modelled) takes no entry past this size",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.stream_node_max_bytes = parse_size_arg(v, 0, i64::MAX as u64)?;
+            Ok(())
+        }),
+        get: |c| c.stream_node_max_bytes.to_string(),
+    },
+    OptionDef {
+        name: "stream-node-max-entries",
+        default: "100",
+        doc: "entries (live and deleted) a stream node holds before a new one starts",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.stream_node_max_entries = parse_uint(v, 0, i64::MAX as u64, "count")?;
+            Ok(())
+        }),
+        get: |c| c.stream_node_max_entries.to_string(),
+    },
+    OptionDef {
         name: "list-compress-depth",
         default: "0",
         doc: "accepted for compatibility (Redis's quicklist compression); lists are stored as Strata's records",
@@ -1786,6 +1812,8 @@ mod tests {
                 "zset-max-ziplist-entries",
                 "zset-max-listpack-value",
                 "zset-max-ziplist-value",
+                "stream-node-max-bytes",
+                "stream-node-max-entries",
                 "list-compress-depth",
                 "list-max-listpack-size",
                 "list-max-ziplist-size",

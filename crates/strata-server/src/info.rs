@@ -429,7 +429,7 @@ fn tiered(s: &Shared, out: &mut String, largest: bool) {
     // Keys per type over all databases, and collections by tier: a packed
     // collection is one record, in RAM or on flash; a chunked one counts in
     // RAM (its directory is) and its bytes count where each part is.
-    for (name, n) in ["string", "hash", "list", "set", "zset"]
+    for (name, n) in ["string", "hash", "list", "set", "zset", "stream"]
         .iter()
         .zip(t.keys_by_type)
     {

@@ -260,6 +260,10 @@ fn encoding_limits(c: &Config) -> strata_engine::types::EncodingLimits {
         set_intset_entries: n(c.set_max_intset_entries),
         zset_entries: n(c.zset_max_listpack_entries),
         zset_value: n(c.zset_max_listpack_value),
+        stream: strata_engine::types::stream::NodeLimits {
+            max_bytes: c.stream_node_max_bytes,
+            max_entries: c.stream_node_max_entries,
+        },
     }
 }
 

@@ -28,7 +28,7 @@ pub struct ShardCounters {
     /// Bytes of values only on flash.
     pub cold_bytes: u64,
     /// Keys per value type (`ValueType as usize`).
-    pub keys_by_type: [u64; 5],
+    pub keys_by_type: [u64; 6],
     /// Of `hot_bytes` / `cold_bytes`, the bytes of collections (packed
     /// length).
     pub coll_hot_bytes: u64,

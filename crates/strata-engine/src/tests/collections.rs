@@ -57,6 +57,15 @@ fn change(c: &mut Collection, r: &mut StdRng, step: u32, span: u32) {
                 h.remove(&member);
             }
         }
+        Collection::Stream(s) => {
+            if add {
+                let id = s.last_id.incr().unwrap_or_default();
+                s.append(id, &[&member, &value], Default::default());
+            } else {
+                let first = s.first_id;
+                s.delete(&[first]);
+            }
+        }
         Collection::List(l) => match (add, r.gen_bool(0.5)) {
             (true, true) => l.push_back(value.into()),
             (true, false) => l.push_front(value.into()),
@@ -224,7 +233,7 @@ fn check(e: &Engine, model: &Model, what: &str) {
     assert_eq!(e.dbsize(0) as usize, model.len(), "{what}: key count");
     // The counters INFO reports, against the model.
     let t = e.tiered_info();
-    let mut by_type = [0u64; 5];
+    let mut by_type = [0u64; 6];
     for (c, _) in model.values() {
         by_type[c.vtype() as usize] += 1;
     }

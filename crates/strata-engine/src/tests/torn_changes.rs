@@ -73,6 +73,8 @@ fn shape(c: &mut Collection, gen: u32) {
                 l.push_back(vec![b'a' + (i % 26) as u8 + gen as u8; 60].into());
             }
         }
+        // Streams are never chunked.
+        Collection::Stream(_) => {}
     }
 }
 

@@ -27,11 +27,13 @@ pub mod chunked;
 pub mod hash;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod zset;
 
 pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
+pub use stream::Stream;
 pub use zset::{ScoreKey, ZSet};
 
 /// The type of a key's value (TYPE), as stored in the index and records.
@@ -44,6 +46,7 @@ pub enum ValueType {
     List = 2,
     Set = 3,
     ZSet = 4,
+    Stream = 5,
 }
 
 impl ValueType {
@@ -54,6 +57,7 @@ impl ValueType {
             2 => ValueType::List,
             3 => ValueType::Set,
             4 => ValueType::ZSet,
+            5 => ValueType::Stream,
             _ => return None,
         })
     }
@@ -66,6 +70,7 @@ impl ValueType {
             ValueType::List => "list",
             ValueType::Set => "set",
             ValueType::ZSet => "zset",
+            ValueType::Stream => "stream",
         }
     }
 }
@@ -114,6 +119,8 @@ pub struct EncodingLimits {
     pub set_intset_entries: usize,
     pub zset_entries: usize,
     pub zset_value: usize,
+    /// `stream-node-max-bytes` and `stream-node-max-entries`.
+    pub stream: stream::NodeLimits,
 }
 
 impl Default for EncodingLimits {
@@ -125,6 +132,7 @@ impl Default for EncodingLimits {
             set_intset_entries: 512,
             zset_entries: 128,
             zset_value: 64,
+            stream: stream::NodeLimits::default(),
         }
     }
 }
@@ -136,6 +144,7 @@ pub enum Collection {
     List(List),
     Set(Set),
     ZSet(ZSet),
+    Stream(Box<Stream>),
 }
 
 /// A packed collection that does not decode.
@@ -152,6 +161,7 @@ impl Collection {
             ValueType::List => Collection::List(List::default()),
             ValueType::Set => Collection::Set(Set::default()),
             ValueType::ZSet => Collection::ZSet(ZSet::default()),
+            ValueType::Stream => Collection::Stream(Box::default()),
         })
     }
 
@@ -161,6 +171,7 @@ impl Collection {
             Collection::List(_) => ValueType::List,
             Collection::Set(_) => ValueType::Set,
             Collection::ZSet(_) => ValueType::ZSet,
+            Collection::Stream(_) => ValueType::Stream,
         }
     }
 
@@ -171,11 +182,14 @@ impl Collection {
             Collection::List(l) => l.len(),
             Collection::Set(s) => s.len(),
             Collection::ZSet(z) => z.len(),
+            Collection::Stream(s) => usize::try_from(s.len()).unwrap_or(usize::MAX),
         }
     }
 
+    /// Whether the collection holds nothing that keeps its key: no
+    /// element, and not a stream (a stream stays a key when emptied).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        !matches!(self, Collection::Stream(_)) && self.len() == 0
     }
 
     /// Exact length of the packed encoding (invariant 2); of a chunked
@@ -188,6 +202,7 @@ impl Collection {
                 Collection::List(l) => l.body_len(),
                 Collection::Set(s) => s.body_len(),
                 Collection::ZSet(z) => z.body_len(),
+                Collection::Stream(s) => s.body_len(),
             }
     }
 
@@ -198,6 +213,7 @@ impl Collection {
             Collection::List(_) => false,
             Collection::Set(s) => s.big,
             Collection::ZSet(z) => z.big,
+            Collection::Stream(_) => false,
         }
     }
 
@@ -213,7 +229,7 @@ impl Collection {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.reserve(self.encoded_len());
         out.push(self.bits());
-        out.extend_from_slice(&(self.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(self.len().min(u32::MAX as usize) as u32).to_le_bytes());
         match self {
             Collection::Hash(h) => {
                 for (f, v) in h.iter() {
@@ -237,6 +253,7 @@ impl Collection {
                     put(out, m);
                 }
             }
+            Collection::Stream(s) => s.encode(out),
         }
     }
 
@@ -300,6 +317,13 @@ impl Collection {
                 z.big = big;
                 Collection::ZSet(z)
             }
+            ValueType::Stream => {
+                let s = Stream::decode(&mut r)?;
+                if s.len().min(u64::from(u32::MAX)) != n as u64 {
+                    return Err(Malformed);
+                }
+                Collection::Stream(Box::new(s))
+            }
         };
         if !r.b.is_empty() || c.is_empty() {
             return Err(Malformed);
@@ -317,6 +341,7 @@ impl Collection {
             Collection::Set(_) => "intset",
             Collection::ZSet(z) if z.big => "skiplist",
             Collection::ZSet(_) => "listpack",
+            Collection::Stream(_) => "stream",
         }
     }
 
@@ -327,6 +352,7 @@ impl Collection {
             Collection::Set(s) => s.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::List(l) => l.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::ZSet(z) => z.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
+            Collection::Stream(_) => None,
         }
     }
 
@@ -336,6 +362,7 @@ impl Collection {
             Collection::Set(s) => s.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::List(l) => l.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::ZSet(z) => z.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::Stream(_) => None,
         }
     }
 
@@ -353,6 +380,7 @@ impl Collection {
             Collection::Set(s) => s.big && !s.is_chunked(),
             Collection::List(l) => !l.is_chunked(),
             Collection::ZSet(z) => z.big && !z.is_chunked(),
+            Collection::Stream(_) => false,
         };
         candidate && self.encoded_len() > chunked::CHUNKED_AT
     }
@@ -364,6 +392,7 @@ impl Collection {
             Collection::Set(s) => s.make_chunked(cid),
             Collection::List(l) => l.make_chunked(cid),
             Collection::ZSet(z) => z.make_chunked(cid),
+            Collection::Stream(_) => {}
         }
     }
 
@@ -448,7 +477,7 @@ impl Collection {
             Collection::Hash(h) => h.update_encoding(lim),
             Collection::Set(s) => s.update_encoding(lim),
             Collection::ZSet(z) => z.update_encoding(lim),
-            Collection::List(_) => {}
+            Collection::List(_) | Collection::Stream(_) => {}
         }
     }
 }

@@ -39,6 +39,38 @@ pub fn block(
     op: PopOp,
     null_bulk: bool,
 ) -> Outcome {
+    block_as(ctx, watch, keys, timeout, op, null_bulk, false)
+}
+
+/// As `block`, for XREAD and XREADGROUP on `keys`: a read that consumes
+/// nothing, so a blocked reader that is not served does not stop the
+/// others on the same stream from being served.
+pub fn block_stream(
+    ctx: &mut Ctx<'_>,
+    keys: Vec<Bytes>,
+    timeout: Option<Duration>,
+    op: PopOp,
+) -> Outcome {
+    block_as(
+        ctx,
+        keys.clone(),
+        (keys, Vec::new()),
+        timeout,
+        op,
+        false,
+        true,
+    )
+}
+
+fn block_as(
+    ctx: &mut Ctx<'_>,
+    watch: Vec<Bytes>,
+    keys: (Vec<Bytes>, Vec<Need>),
+    timeout: Option<Duration>,
+    op: PopOp,
+    null_bulk: bool,
+    stream: bool,
+) -> Outcome {
     let shared = ctx.shared.clone();
     let db = ctx.db();
     let version = ctx.version();
@@ -74,7 +106,7 @@ pub fn block(
             Outcome::Done
         }
         Read::Ready(Ok(((false, _), _))) => Outcome::Pending {
-            reply: Box::pin(wait(shared, db, watch, keys, op, version, timeout)),
+            reply: Box::pin(wait(shared, db, watch, keys, op, version, timeout, stream)),
             write: true,
         },
         Read::Pending(fut) => Outcome::Pending {
@@ -90,7 +122,7 @@ pub fn block(
                         out
                     }
                     Ok(((false, _), _)) => {
-                        wait(shared, db, watch, keys, op, version, timeout).await
+                        wait(shared, db, watch, keys, op, version, timeout, stream).await
                     }
                     Err(e) => {
                         let mut out = BytesMut::new();
@@ -104,6 +136,7 @@ pub fn block(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn wait(
     shared: Arc<crate::Shared>,
     db: usize,
@@ -112,8 +145,11 @@ async fn wait(
     op: PopOp,
     version: Version,
     timeout: Option<Duration>,
+    stream: bool,
 ) -> BytesMut {
-    let (registration, rx) = shared.blocking.block(db, watch.clone(), keys, op, version);
+    let (registration, rx) = shared
+        .blocking
+        .block(db, watch.clone(), keys, op, version, stream);
     // A push between the first try and the registration serves it now.
     shared.blocking.serve(&shared.engine, db, watch);
     let got = match timeout {

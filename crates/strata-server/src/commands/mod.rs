@@ -13,6 +13,7 @@ pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod strings;
 pub mod table;
 pub mod zset;

@@ -4,7 +4,9 @@
 //! `COMMAND` output; `lookup` finds an entry by name.
 
 use super::server::{client, config};
-use super::{blocking, geo, hash, keys, list, pubsub, scripting, server, set, sort, strings, zset};
+use super::{
+    blocking, geo, hash, keys, list, pubsub, scripting, server, set, sort, stream, strings, zset,
+};
 use crate::command::{CommandSpec, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -227,6 +229,22 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zdiffstore", -4, W, K1, "sorted_set", "Stores the difference of multiple sorted sets in a key.", zset::zdiffstore),
     cmd("zintercard", -3, R, K0, "sorted_set", "Returns the number of members of the intersect of multiple sorted sets.", zset::zintercard),
     cmd("zscan", -3, R, K1, "sorted_set", "Iterates over members and scores of a sorted set.", zset::zscan),
+    // streams
+    cmd("xadd", -5, WF, K1, "stream", "Appends a new message to a stream. Creates the key if it doesn't exist.", stream::xadd),
+    cmd("xrange", -4, R, K1, "stream", "Returns the messages from a stream within a range of IDs.", stream::xrange),
+    cmd("xrevrange", -4, R, K1, "stream", "Returns the messages from a stream within a range of IDs in reverse order.", stream::xrevrange),
+    cmd("xlen", 2, RF, K1, "stream", "Return the number of messages in a stream.", stream::xlen),
+    cmd("xdel", -3, WD, K1, "stream", "Returns the number of messages after removing them from a stream.", stream::xdel),
+    cmd("xtrim", -4, &["write"], K1, "stream", "Deletes messages from the beginning of a stream.", stream::xtrim),
+    cmd("xsetid", -3, WF, K1, "stream", "An internal command for replicating stream values.", stream::xsetid),
+    cmd("xread", -4, &["readonly", "blocking", "movablekeys"], K0, "stream", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", stream::xread),
+    cmd("xreadgroup", -7, &["write", "blocking", "movablekeys"], K0, "stream", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", stream::xreadgroup),
+    cmd("xgroup", -2, &[], K0, "stream", "A container for consumer groups commands.", stream::xgroup),
+    cmd("xack", -4, WD, K1, "stream", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", stream::xack),
+    cmd("xpending", -3, R, K1, "stream", "Returns the information and entries from a stream consumer group's pending entries list.", stream::xpending),
+    cmd("xclaim", -6, WD, K1, "stream", "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", stream::xclaim),
+    cmd("xautoclaim", -6, WD, K1, "stream", "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", stream::xautoclaim),
+    cmd("xinfo", -2, &[], K0, "stream", "A container for stream introspection commands.", stream::xinfo),
     // connection and server
     cmd("ping", -1, FAST, K0, "connection", "Returns the server's liveliness response.", server::ping),
     cmd("echo", 2, FAST, K0, "connection", "Returns the given string.", server::echo),
@@ -280,6 +298,22 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("bgsave", -1, &["admin", "noscript"], K0, "server", "Writes an index checkpoint in the background.", server::bgsave),
     cmd("shutdown", -1, &["admin", "noscript", "loading", "stale"], K0, "server", "Synchronously saves and shuts down the server.", server::shutdown),
 ];
+
+/// For a container whose subcommands have arities of their own (XGROUP,
+/// XINFO), checks the subcommand and its arity as Redis's command table
+/// does, before the command runs or is queued: writes the error and
+/// returns false if it fails.
+pub fn check_subcommand(
+    spec: &CommandSpec,
+    args: &[bytes::Bytes],
+    out: &mut bytes::BytesMut,
+) -> bool {
+    match spec.name {
+        "xgroup" => stream::check_sub(out, args, "xgroup", stream::XGROUP_SUBS),
+        "xinfo" => stream::check_sub(out, args, "xinfo", stream::XINFO_SUBS),
+        _ => true,
+    }
+}
 
 /// Finds a command by name, case-insensitively, without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {

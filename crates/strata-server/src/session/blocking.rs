@@ -53,6 +53,9 @@ pub struct Waiter {
     tx: Mutex<Option<oneshot::Sender<BytesMut>>>,
     /// Its pop waits for a flash read: others are served meanwhile.
     busy: std::sync::atomic::AtomicBool,
+    /// A stream read: it consumes nothing, so when it cannot be served the
+    /// waiters after it are still tried.
+    stream: bool,
 }
 
 impl Waiter {
@@ -114,6 +117,7 @@ impl Blocking {
         (keys, needs): (Vec<Bytes>, Vec<Need>),
         op: PopOp,
         version: Version,
+        stream: bool,
     ) -> (Registration, oneshot::Receiver<BytesMut>) {
         let (tx, rx) = oneshot::channel();
         let waiter = Arc::new(Waiter {
@@ -126,6 +130,7 @@ impl Blocking {
             version,
             tx: Mutex::new(Some(tx)),
             busy: Default::default(),
+            stream,
         });
         {
             let mut q = self.queues.lock();
@@ -166,15 +171,15 @@ impl Blocking {
         }
     }
 
-    /// The first waiter on `key` that is not busy, dropping ones whose
-    /// connection is gone (invariant 2).
-    fn first(&self, db: usize, key: &Bytes) -> Option<Arc<Waiter>> {
+    /// The first waiter on `key` that is not busy and not in `tried`,
+    /// dropping ones whose connection is gone (invariant 2).
+    fn first(&self, db: usize, key: &Bytes, tried: &[u64]) -> Option<Arc<Waiter>> {
         loop {
             let w = {
                 let q = self.queues.lock();
                 q.get(&(db, key.clone()))?
                     .iter()
-                    .find(|w| !w.busy.load(Relaxed))?
+                    .find(|w| !w.busy.load(Relaxed) && !tried.contains(&w.id))?
                     .clone()
             };
             if w.waiting() {
@@ -191,7 +196,8 @@ impl Blocking {
         }
         let mut todo: VecDeque<Bytes> = ready.into();
         while let Some(key) = todo.pop_front() {
-            while let Some(w) = self.first(db, &key) {
+            let mut tried = Vec::new();
+            while let Some(w) = self.first(db, &key, &tried) {
                 let op = w.op.clone();
                 let version = w.version;
                 let (keys, needs) = (w.keys.clone(), w.needs.clone());
@@ -205,6 +211,7 @@ impl Blocking {
                         self.deliver(&w, out);
                         todo.extend(more);
                     }
+                    Read::Ready(Ok(((false, _), _))) if w.stream => tried.push(w.id),
                     Read::Ready(Ok(((false, _), _))) => break,
                     Read::Ready(Err(e)) => {
                         let mut out = BytesMut::new();

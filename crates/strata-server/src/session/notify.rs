@@ -103,6 +103,8 @@ pub struct Command {
     /// The client running it (NOLOOP of client tracking).
     client: u64,
     sent: parking_lot::Mutex<Vec<(usize, Bytes, &'static str)>>,
+    /// Stream events the command reported (`stream_events`), by key.
+    staged: parking_lot::Mutex<Vec<(Bytes, &'static str)>>,
 }
 
 impl Command {
@@ -111,6 +113,7 @@ impl Command {
             args: args.to_vec(),
             client,
             sent: Default::default(),
+            staged: Default::default(),
         })
     }
 
@@ -126,6 +129,20 @@ impl Command {
         sent.push((db, Bytes::copy_from_slice(key), event));
         true
     }
+}
+
+/// Records that the running command caused the stream events `names` on
+/// `key` (which stream events fire depends on what the command did, not
+/// only on its name: XADD's `xtrim`, a consumer created by XREADGROUP).
+pub fn stream_events(key: &[u8], names: &[&'static str]) {
+    RUNNING.with(|r| {
+        if let Some(c) = r.borrow().as_ref() {
+            let mut st = c.staged.lock();
+            for n in names {
+                st.push((Bytes::copy_from_slice(key), n));
+            }
+        }
+    });
 }
 
 thread_local! {
@@ -221,6 +238,18 @@ impl KeyObserver for Notifier {
         };
         if change == KeyChange::Created && cmd.first(db, key, "new") {
             self.send(NEW, "new", db, key);
+        }
+        let staged: Vec<&'static str> = cmd
+            .staged
+            .lock()
+            .iter()
+            .filter(|(k, _)| &k[..] == key)
+            .map(|(_, e)| *e)
+            .collect();
+        for e in staged {
+            if cmd.first(db, key, e) {
+                self.send(STREAM, e, db, key);
+            }
         }
         for (class, event) in events(&cmd.args, key, change) {
             if cmd.first(db, key, event) {

@@ -80,6 +80,10 @@ pub fn queue(
         multi.failed = true;
         return true;
     }
+    if !crate::commands::table::check_subcommand(spec, args, out) {
+        multi.failed = true;
+        return true;
+    }
     multi.queued.push((spec, args.to_vec()));
     write_simple(out, b"QUEUED");
     true

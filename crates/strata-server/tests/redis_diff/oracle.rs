@@ -15,6 +15,7 @@ pub enum Kind {
     List,
     Set,
     ZSet,
+    Stream,
     None,
 }
 
@@ -26,6 +27,7 @@ pub fn kind(c: &mut Conn, key: &[u8]) -> Kind {
         Some(b"list") => Kind::List,
         Some(b"set") => Kind::Set,
         Some(b"zset") => Kind::ZSet,
+        Some(b"stream") => Kind::Stream,
         _ => Kind::None,
     }
 }
@@ -290,7 +292,8 @@ pub fn resync(r: &mut Conn, s: &mut Conn, key: &[u8]) {
             cmd.push(key.to_vec());
             cmd.extend(list_of(&s.cmd(&[b"LRANGE", key, b"0", b"-1"]).frame));
         }
-        Kind::Str => return,
+        // Random picks never touch streams.
+        Kind::Str | Kind::Stream => return,
         Kind::None => {}
     }
     for c in [&mut *r, &mut *s] {
@@ -397,6 +400,10 @@ pub fn compare_key(r: &mut Conn, s: &mut Conn, key: &[u8]) -> Result<(), String>
         Kind::List => cmds.push(vec![b"LRANGE", key, b"0", b"-1"]),
         Kind::ZSet => cmds.push(vec![b"ZRANGE", key, b"0", b"-1", b"WITHSCORES"]),
         Kind::Str => cmds.push(vec![b"GET", key]),
+        Kind::Stream => {
+            cmds.push(vec![b"XRANGE", key, b"-", b"+"]);
+            cmds.push(vec![b"XINFO", b"GROUPS", key]);
+        }
     }
     for c in cmds {
         let (a, b) = (r.cmd(&c), s.cmd(&c));

@@ -98,7 +98,9 @@ impl<'a> KeysView<'a> {
 
     fn note_ready(&mut self, key: &[u8], t: ValueType) {
         if let Some(r) = self.ready.as_mut() {
-            if matches!(t, ValueType::List | ValueType::ZSet) && !r.iter().any(|k| &k[..] == key) {
+            if matches!(t, ValueType::List | ValueType::ZSet | ValueType::Stream)
+                && !r.iter().any(|k| &k[..] == key)
+            {
                 r.push(Bytes::copy_from_slice(key));
             }
         }

@@ -348,6 +348,7 @@ fn encoding_name(info: &strata_engine::KeyInfo) -> &'static str {
         ValueType::Set => "intset",
         ValueType::ZSet if info.big_encoding => "skiplist",
         ValueType::ZSet => "listpack",
+        ValueType::Stream => "stream",
     }
 }
 

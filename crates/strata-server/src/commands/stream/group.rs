@@ -1,0 +1,642 @@
+//! Consumer groups: XGROUP (CREATE SETID DESTROY CREATECONSUMER
+//! DELCONSUMER HELP), XACK, XPENDING, XCLAIM and XAUTOCLAIM, as Redis 7.0's
+//! `t_stream.c` answers them.
+
+use super::{events, get, get_mut, parse_bound, parse_id, parse_strict_id, write_entry, write_id};
+use crate::command::{Ctx, Outcome};
+use crate::commands::{is, parse_i64};
+use crate::reply;
+use bytes::Bytes;
+use strata_engine::clock::now_ms;
+use strata_engine::types::stream::{StreamId, ENTRIES_READ_UNKNOWN};
+use strata_engine::KeysView;
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple,
+};
+
+/// `addReplySubcommandSyntaxError`.
+pub fn subcommand_syntax(out: &mut bytes::BytesMut, sub: &[u8], cmd: &str) {
+    reply::error(
+        out,
+        &format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+            reply::lossy(sub, 128),
+            cmd.to_ascii_uppercase()
+        ),
+    );
+}
+
+fn nogroup(key: &[u8], group: &[u8]) -> String {
+    format!(
+        "NOGROUP No such key '{}' or consumer group '{}'",
+        String::from_utf8_lossy(key),
+        String::from_utf8_lossy(group)
+    )
+}
+
+/// XGROUP's subcommands and their arities (Redis's command table).
+pub const XGROUP_SUBS: &[(&str, i32)] = &[
+    ("create", -5),
+    ("setid", -5),
+    ("destroy", 4),
+    ("createconsumer", 5),
+    ("delconsumer", 5),
+    ("help", 2),
+];
+
+/// Checks a container's subcommand and its arity as Redis's command table
+/// does; writes the error and returns false if it fails.
+pub fn check_sub(
+    out: &mut bytes::BytesMut,
+    args: &[Bytes],
+    cmd: &str,
+    subs: &[(&str, i32)],
+) -> bool {
+    let Some(&(name, arity)) = subs.iter().find(|(n, _)| is(&args[1], n)) else {
+        reply::unknown_subcommand(out, &args[1], cmd);
+        return false;
+    };
+    let n = args.len() as i32;
+    if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
+        reply::arity(out, &format!("{cmd}|{name}"));
+        return false;
+    }
+    true
+}
+
+pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if !check_sub(ctx.out, args, "xgroup", XGROUP_SUBS) {
+        return Outcome::Done;
+    }
+    let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    if sub == "help" {
+        crate::commands::server::help(
+            ctx.out,
+            "XGROUP",
+            &[
+                "CREATE <key> <groupname> <id|$> [option]",
+                "    Create a new consumer group. Options are:",
+                "    * MKSTREAM",
+                "      Create the empty stream if it does not exist.",
+                "    * ENTRIESREAD entries_read",
+                "      Set the group's entries_read counter (internal use).",
+                "CREATECONSUMER <key> <groupname> <consumer>",
+                "    Create a new consumer in the specified group.",
+                "DELCONSUMER <key> <groupname> <consumer>",
+                "    Remove the specified consumer.",
+                "DESTROY <key> <groupname>",
+                "    Remove the specified group.",
+                "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+                "    Set the current group ID and entries_read counter.",
+                "HELP",
+                "    Prints this help.",
+            ],
+        );
+        return Outcome::Done;
+    }
+    let (mut mkstream, mut entries_read) = (false, ENTRIES_READ_UNKNOWN);
+    let mut i = 5;
+    while i < args.len() {
+        if sub == "create" && is(&args[i], "mkstream") {
+            mkstream = true;
+            i += 1;
+        } else if (sub == "create" || sub == "setid")
+            && is(&args[i], "entriesread")
+            && i + 1 < args.len()
+        {
+            let Some(n) = parse_i64(&args[i + 1]) else {
+                reply::error(ctx.out, reply::NOT_INTEGER);
+                return Outcome::Done;
+            };
+            if n < 0 && n != ENTRIES_READ_UNKNOWN {
+                reply::error(ctx.out, "ERR value for ENTRIESREAD must be positive or -1");
+                return Outcome::Done;
+            }
+            entries_read = n;
+            i += 2;
+        } else {
+            subcommand_syntax(ctx.out, &args[1], "xgroup");
+            return Outcome::Done;
+        }
+    }
+    let args = args.to_vec();
+    let key = args[2].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let g = &args[3][..];
+        let (exists, has_group) = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(s) => (s.is_some(), s.is_some_and(|s| s.group(g).is_some())),
+        };
+        if !mkstream {
+            if !exists {
+                return reply::error(out, "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.");
+            }
+            if !has_group && matches!(sub.as_str(), "setid" | "createconsumer" | "delconsumer") {
+                return reply::error(
+                    out,
+                    &format!(
+                        "NOGROUP No such consumer group '{}' for key name '{}'",
+                        String::from_utf8_lossy(g),
+                        String::from_utf8_lossy(&key)
+                    ),
+                );
+            }
+        }
+        match sub.as_str() {
+            "create" if args.len() <= 8 => {
+                let id = if &args[4][..] == b"$" {
+                    match get(view, &key) {
+                        Ok(Some(s)) => s.last_id,
+                        _ => StreamId::MIN,
+                    }
+                } else {
+                    match parse_strict_id(&args[4]) {
+                        Ok(id) => id,
+                        Err(e) => return reply::error(out, e),
+                    }
+                };
+                if has_group {
+                    return reply::error(out, "BUSYGROUP Consumer Group name already exists");
+                }
+                if let Ok(Some(s)) = get_mut(view, &key, true) {
+                    s.create_group(g, id, entries_read);
+                }
+                events(&key, &["xgroup-create"]);
+                write_simple(out, b"OK");
+            }
+            "setid" if args.len() == 5 || args.len() == 7 => {
+                let id = if &args[4][..] == b"$" {
+                    match get(view, &key) {
+                        Ok(Some(s)) => s.last_id,
+                        _ => StreamId::MIN,
+                    }
+                } else {
+                    match parse_id(&args[4], 0) {
+                        Ok(id) => id,
+                        Err(e) => return reply::error(out, e),
+                    }
+                };
+                if let Ok(Some(s)) = get_mut(view, &key, false) {
+                    if let Some(gr) = s.group_mut(g) {
+                        gr.last_id = id;
+                        gr.entries_read = entries_read;
+                    }
+                }
+                events(&key, &["xgroup-setid"]);
+                write_simple(out, b"OK");
+            }
+            "destroy" if has_group => {
+                if let Ok(Some(s)) = get_mut(view, &key, false) {
+                    s.destroy_group(g);
+                }
+                events(&key, &["xgroup-destroy"]);
+                write_integer(out, 1);
+            }
+            "destroy" => write_integer(out, 0),
+            "createconsumer" => {
+                let created = match get_mut(view, &key, false) {
+                    Ok(Some(s)) => s
+                        .group_mut(g)
+                        .is_some_and(|gr| gr.create_consumer(&args[4], now_ms())),
+                    _ => false,
+                };
+                if created {
+                    events(&key, &["xgroup-createconsumer"]);
+                } else {
+                    view.unchanged(&key);
+                }
+                write_integer(out, created as i64);
+            }
+            "delconsumer" => {
+                let pending = match get_mut(view, &key, false) {
+                    Ok(Some(s)) => s.group_mut(g).and_then(|gr| gr.delete_consumer(&args[4])),
+                    _ => None,
+                };
+                match pending {
+                    Some(n) => {
+                        events(&key, &["xgroup-delconsumer"]);
+                        write_integer(out, n as i64);
+                    }
+                    None => {
+                        view.unchanged(&key);
+                        write_integer(out, 0);
+                    }
+                }
+            }
+            _ => subcommand_syntax(out, &args[1], "xgroup"),
+        }
+    })
+}
+
+pub fn xack(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let args = args.to_vec();
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(s) if s.and_then(|s| s.group(&args[2])).is_none() => return write_integer(out, 0),
+            Ok(_) => {}
+        }
+        let ids: Result<Vec<StreamId>, _> = args[3..].iter().map(|b| parse_strict_id(b)).collect();
+        let ids = match ids {
+            Ok(ids) => ids,
+            Err(e) => return reply::error(out, e),
+        };
+        let mut n = 0;
+        if let Ok(Some(s)) = get_mut(view, &key, false) {
+            if let Some(g) = s.group_mut(&args[2]) {
+                n = ids.iter().filter(|&&id| g.ack(id)).count();
+            }
+        }
+        if n == 0 {
+            view.unchanged(&key);
+        }
+        write_integer(out, n as i64);
+    })
+}
+
+pub fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let n = args.len();
+    if n != 3 && !(6..=9).contains(&n) {
+        reply::error(ctx.out, reply::SYNTAX);
+        return Outcome::Done;
+    }
+    let mut range = None;
+    if n >= 6 {
+        let parsed = (|| -> Result<_, &'static str> {
+            let (mut s, mut minidle) = (3, 0i64);
+            if is(&args[3], "idle") {
+                minidle = parse_i64(&args[4]).ok_or(reply::NOT_INTEGER)?;
+                if n < 8 {
+                    return Err(reply::SYNTAX);
+                }
+                s += 2;
+            }
+            let count = parse_i64(&args[s + 2]).ok_or(reply::NOT_INTEGER)?.max(0);
+            let start = parse_bound(&args[s], true)?;
+            let end = parse_bound(&args[s + 1], false)?;
+            let consumer = args.get(s + 3).cloned();
+            Ok((minidle, start, end, count as usize, consumer))
+        })();
+        match parsed {
+            Ok(p) => range = Some(p),
+            Err(e) => {
+                reply::error(ctx.out, e);
+                return Outcome::Done;
+            }
+        }
+    }
+    let (key, gname) = (args[1].clone(), args[2].clone());
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        let s = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(s) => s,
+        };
+        let Some(g) = s.and_then(|s| s.group(&gname)) else {
+            return reply::error(out, &nogroup(&key, &gname));
+        };
+        let Some((minidle, start, end, mut count, consumer)) = range else {
+            write_array_len(out, 4);
+            write_integer(out, g.pel_len() as i64);
+            match (g.first_pending(), g.last_pending()) {
+                (Some(a), Some(b)) => {
+                    write_id(out, a);
+                    write_id(out, b);
+                    let owners: Vec<(&[u8], usize)> = g
+                        .consumers()
+                        .filter(|(_, c)| c.pending() > 0)
+                        .map(|(n, c)| (n, c.pending()))
+                        .collect();
+                    write_array_len(out, owners.len());
+                    for (name, p) in owners {
+                        write_array_len(out, 2);
+                        write_bulk(out, name);
+                        write_bulk(out, p.to_string().as_bytes());
+                    }
+                }
+                _ => {
+                    write_null(out, v);
+                    write_null(out, v);
+                    write_null_array(out, v);
+                }
+            }
+            return;
+        };
+        let now = now_ms() as i64;
+        let ids: Vec<StreamId> = match &consumer {
+            Some(c) => match g.consumer(c) {
+                Some(c) => c.pel_from(start).take_while(|id| *id <= end).collect(),
+                None => return write_array_len(out, 0),
+            },
+            None => g.pel_range(start, end).map(|(id, _)| id).collect(),
+        };
+        let mut body = bytes::BytesMut::new();
+        let mut len = 0;
+        for id in ids {
+            if count == 0 {
+                break;
+            }
+            let Some(nack) = g.nack(id) else { continue };
+            let idle = now - nack.delivery_time as i64;
+            if minidle != 0 && idle < minidle {
+                continue;
+            }
+            len += 1;
+            count -= 1;
+            write_array_len(&mut body, 4);
+            write_id(&mut body, id);
+            write_bulk(&mut body, nack.consumer());
+            write_integer(&mut body, idle.max(0));
+            write_integer(&mut body, nack.delivery_count as i64);
+        }
+        write_array_len(out, len);
+        out.extend_from_slice(&body);
+    })
+}
+
+/// Gives the NACK of `id` to `consumer` (created on its first claim) as
+/// XCLAIM and XAUTOCLAIM do; `count` is the new delivery count.
+fn claim(
+    view: &mut KeysView<'_>,
+    key: &[u8],
+    g: &[u8],
+    consumer: &[u8],
+    id: StreamId,
+    time: u64,
+    count: u64,
+) {
+    if let Ok(Some(s)) = get_mut(view, key, false) {
+        if let Some(gr) = s.group_mut(g) {
+            if gr.get_or_create_consumer(consumer, now_ms()) {
+                events(key, &["xgroup-createconsumer"]);
+            }
+            gr.assign(id, consumer, time, Some(count));
+        }
+    }
+}
+
+/// Drops the NACK of an entry that no longer exists.
+fn drop_nack(view: &mut KeysView<'_>, key: &[u8], g: &[u8], id: StreamId) {
+    if let Ok(Some(s)) = get_mut(view, key, false) {
+        if let Some(gr) = s.group_mut(g) {
+            gr.ack(id);
+        }
+    }
+}
+
+pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let args = args.to_vec();
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let (g, consumer) = (&args[2][..], &args[3][..]);
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(s) if s.and_then(|s| s.group(g)).is_none() => {
+                return reply::error(out, &nogroup(&key, g))
+            }
+            Ok(_) => {}
+        }
+        let Some(minidle) = parse_i64(&args[4]) else {
+            return reply::error(out, "ERR Invalid min-idle-time argument for XCLAIM");
+        };
+        let minidle = minidle.max(0);
+        let mut ids = Vec::new();
+        let mut j = 5;
+        while j < args.len() {
+            match parse_strict_id(&args[j]) {
+                Ok(id) => ids.push(id),
+                Err(_) => break,
+            }
+            j += 1;
+        }
+        let now = now_ms() as i64;
+        let (mut force, mut justid, mut retry, mut time) = (false, false, -1i64, -1i64);
+        let mut lastid = StreamId::MIN;
+        while j < args.len() {
+            let more = args.len() - 1 - j;
+            let opt = &args[j];
+            let num = |b: &[u8], what: &str| {
+                parse_i64(b).ok_or_else(|| format!("ERR Invalid {what} option argument for XCLAIM"))
+            };
+            if is(opt, "force") {
+                force = true;
+            } else if is(opt, "justid") {
+                justid = true;
+            } else if is(opt, "idle") && more > 0 {
+                j += 1;
+                match num(&args[j], "IDLE") {
+                    Ok(t) => time = now - t,
+                    Err(e) => return reply::error(out, &e),
+                }
+            } else if is(opt, "time") && more > 0 {
+                j += 1;
+                match num(&args[j], "TIME") {
+                    Ok(t) => time = t,
+                    Err(e) => return reply::error(out, &e),
+                }
+            } else if is(opt, "retrycount") && more > 0 {
+                j += 1;
+                match num(&args[j], "RETRYCOUNT") {
+                    Ok(t) => retry = t,
+                    Err(e) => return reply::error(out, &e),
+                }
+            } else if is(opt, "lastid") && more > 0 {
+                j += 1;
+                match parse_strict_id(&args[j]) {
+                    Ok(id) => lastid = id,
+                    Err(e) => return reply::error(out, e),
+                }
+            } else {
+                return reply::error(
+                    out,
+                    &format!(
+                        "ERR Unrecognized XCLAIM option '{}'",
+                        reply::lossy(opt, 128)
+                    ),
+                );
+            }
+            j += 1;
+        }
+        let mut changed = false;
+        if let Ok(Some(s)) = get_mut(view, &key, false) {
+            if let Some(gr) = s.group_mut(g) {
+                if lastid > gr.last_id {
+                    gr.last_id = lastid;
+                    changed = true;
+                }
+            }
+        }
+        let time = if time < 0 || time > now { now } else { time } as u64;
+        let mut body = bytes::BytesMut::new();
+        let mut len = 0;
+        for id in ids {
+            let Ok(Some(s)) = get(view, &key) else { break };
+            let nack = s
+                .group(g)
+                .and_then(|gr| gr.nack(id))
+                .map(|n| (n.delivery_time, n.delivery_count));
+            if !s.exists(id) {
+                if nack.is_some() {
+                    drop_nack(view, &key, g, id);
+                    changed = true;
+                }
+                continue;
+            }
+            let base = match nack {
+                Some((t, c)) => {
+                    if minidle != 0 && now - (t as i64) < minidle {
+                        continue;
+                    }
+                    c
+                }
+                None if force => 1,
+                None => continue,
+            };
+            if let Some(e) = s.get(id) {
+                if justid {
+                    write_id(&mut body, id);
+                } else {
+                    write_entry(&mut body, &e);
+                }
+            }
+            let count = if retry >= 0 {
+                retry as u64
+            } else if !justid {
+                base + 1
+            } else {
+                base
+            };
+            claim(view, &key, g, consumer, id, time, count);
+            changed = true;
+            len += 1;
+        }
+        if !changed {
+            view.unchanged(&key);
+        }
+        write_array_len(out, len);
+        out.extend_from_slice(&body);
+    })
+}
+
+pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let parsed = (|| -> Result<_, &'static str> {
+        let minidle =
+            parse_i64(&args[4]).ok_or("ERR Invalid min-idle-time argument for XAUTOCLAIM")?;
+        let start = parse_bound(&args[5], true)?;
+        let (mut count, mut justid) = (100i64, false);
+        let mut j = 6;
+        while j < args.len() {
+            let more = args.len() - 1 - j;
+            if is(&args[j], "count") && more > 0 {
+                let max = i64::MAX / 16;
+                count = parse_i64(&args[j + 1])
+                    .filter(|n| (1..=max).contains(n))
+                    .ok_or("ERR COUNT must be > 0")?;
+                j += 1;
+            } else if is(&args[j], "justid") {
+                justid = true;
+            } else {
+                return Err(reply::SYNTAX);
+            }
+            j += 1;
+        }
+        Ok((minidle.max(0), start, count as u64, justid))
+    })();
+    let (minidle, start, mut count, justid) = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let args = args.to_vec();
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let (g, consumer) = (&args[2][..], &args[3][..]);
+        let attempts_max = count.saturating_mul(10);
+        let ids: Vec<StreamId> = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(s) => match s.and_then(|s| s.group(g)) {
+                None => return reply::error(out, &nogroup(&key, g)),
+                Some(gr) => gr
+                    .pel_range(start, StreamId::MAX)
+                    .map(|(id, _)| id)
+                    .take(
+                        usize::try_from(attempts_max)
+                            .unwrap_or(usize::MAX)
+                            .saturating_add(1),
+                    )
+                    .collect(),
+            },
+        };
+        let now = now_ms() as i64;
+        let mut attempts = attempts_max;
+        let (mut pos, mut eof) = (0, false);
+        let (mut body, mut len, mut deleted) = (bytes::BytesMut::new(), 0, Vec::new());
+        loop {
+            if attempts == 0 {
+                break;
+            }
+            attempts -= 1;
+            if count == 0 {
+                break;
+            }
+            let Some(&id) = ids.get(pos) else {
+                eof = true;
+                break;
+            };
+            pos += 1;
+            let Ok(Some(s)) = get(view, &key) else { break };
+            let Some((t, c)) = s
+                .group(g)
+                .and_then(|gr| gr.nack(id))
+                .map(|n| (n.delivery_time, n.delivery_count))
+            else {
+                continue;
+            };
+            if !s.exists(id) {
+                drop_nack(view, &key, g, id);
+                deleted.push(id);
+                count -= 1;
+                continue;
+            }
+            if minidle != 0 && now - (t as i64) < minidle {
+                continue;
+            }
+            if let Some(e) = s.get(id) {
+                if justid {
+                    write_id(&mut body, id);
+                } else {
+                    write_entry(&mut body, &e);
+                }
+            }
+            claim(
+                view,
+                &key,
+                g,
+                consumer,
+                id,
+                now as u64,
+                if justid { c } else { c + 1 },
+            );
+            len += 1;
+            count -= 1;
+        }
+        let next = if eof {
+            StreamId::MIN
+        } else {
+            ids.get(pos).copied().unwrap_or(StreamId::MIN)
+        };
+        if len == 0 && deleted.is_empty() {
+            view.unchanged(&key);
+        }
+        write_array_len(out, 3);
+        write_id(out, next);
+        write_array_len(out, len);
+        out.extend_from_slice(&body);
+        write_array_len(out, deleted.len());
+        for id in deleted {
+            write_id(out, id);
+        }
+    })
+}

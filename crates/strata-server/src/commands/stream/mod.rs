@@ -1,0 +1,564 @@
+//! Stream commands, as Redis 7.0 answers them: XADD XLEN XRANGE
+//! XREVRANGE XDEL XTRIM XSETID here; XREAD and XREADGROUP (with BLOCK) in
+//! `read`; the consumer groups (XGROUP XACK XPENDING XCLAIM XAUTOCLAIM) in
+//! `group`; XINFO in `info`. The stream itself, with Redis's node layout,
+//! trimming and read counters, is `strata_engine::types::stream`.
+//!
+//! Arguments are checked in Redis's order (some before the key is looked
+//! up, some after: XDEL looks the key up first), with its error texts. A
+//! write that changes nothing (XACK of nothing pending, XDEL of missing
+//! ids) leaves the key unchanged, as Redis signals no modification.
+
+mod group;
+mod info;
+mod read;
+
+pub use group::{check_sub, xack, xautoclaim, xclaim, xgroup, xpending, XGROUP_SUBS};
+pub use info::xinfo;
+pub use info::XINFO_SUBS;
+pub use read::{xread, xreadgroup};
+
+use super::{is, parse_i64};
+use crate::command::{Ctx, Outcome};
+use crate::reply;
+use bytes::{Bytes, BytesMut};
+use strata_engine::clock::now_ms;
+use strata_engine::types::stream::{EntryRef, StreamId, Trim, LISTPACK_MAX};
+use strata_engine::types::Stream;
+use strata_engine::{Collection, EngineError, KeysView, ValueType};
+use strata_protocol::{
+    write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple,
+};
+
+pub const INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+
+/// The stream at `key` (None if missing).
+fn get<'v>(view: &'v mut KeysView<'_>, key: &[u8]) -> Result<Option<&'v Stream>, EngineError> {
+    match view.coll(key, ValueType::Stream)? {
+        Some(Collection::Stream(s)) => Ok(Some(s)),
+        _ => Ok(None),
+    }
+}
+
+/// The stream at `key` to change, created if `create`.
+fn get_mut<'v>(
+    view: &'v mut KeysView<'_>,
+    key: &[u8],
+    create: bool,
+) -> Result<Option<&'v mut Stream>, EngineError> {
+    match view.coll_mut(key, ValueType::Stream, create)? {
+        Some(Collection::Stream(s)) => Ok(Some(s)),
+        _ => Ok(None),
+    }
+}
+
+/// Records the stream events a command caused on `key` (keyspace
+/// notifications: which ones fire depends on what the command did).
+fn events(key: &[u8], names: &[&'static str]) {
+    crate::session::notify::stream_events(key, names);
+}
+
+/// `string2ull`: a canonical i64 that is not negative, or what C's
+/// `strtoull` accepts (leading blanks, a sign, decimal digits; a minus
+/// wraps), the string ending at its first NUL as in C.
+fn parse_ull(b: &[u8]) -> Option<u64> {
+    let b = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
+    if let Some(v) = parse_i64(b) {
+        return u64::try_from(v).ok();
+    }
+    let mut s = b;
+    while let [c, rest @ ..] = s {
+        if matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+            s = rest;
+        } else {
+            break;
+        }
+    }
+    let neg = match s.first() {
+        Some(b'-') => {
+            s = &s[1..];
+            true
+        }
+        Some(b'+') => {
+            s = &s[1..];
+            false
+        }
+        _ => false,
+    };
+    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in s {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// An id as `streamGenericParseIDOrReply` reads it: `ms-seq`, `ms` (the
+/// sequence then `missing_seq`), `-` and `+` unless `strict`; with
+/// `seq_star`, `ms-*` too (the bool is false then: the sequence is to be
+/// generated).
+fn parse_id_full(
+    b: &[u8],
+    missing_seq: u64,
+    strict: bool,
+    seq_star: bool,
+) -> Result<(StreamId, bool), &'static str> {
+    if b.len() > 127 {
+        return Err(INVALID_ID);
+    }
+    let c = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
+    if c == b"-" || c == b"+" {
+        if strict {
+            return Err(INVALID_ID);
+        }
+        return Ok((
+            if c == b"-" {
+                StreamId::MIN
+            } else {
+                StreamId::MAX
+            },
+            true,
+        ));
+    }
+    let (ms, seq) = match c.iter().position(|&x| x == b'-') {
+        Some(d) => (&c[..d], Some(&c[d + 1..])),
+        None => (c, None),
+    };
+    let ms = parse_ull(ms).ok_or(INVALID_ID)?;
+    match seq {
+        Some(b"*") if seq_star => Ok((StreamId::new(ms, 0), false)),
+        Some(s) => Ok((StreamId::new(ms, parse_ull(s).ok_or(INVALID_ID)?), true)),
+        None => Ok((StreamId::new(ms, missing_seq), true)),
+    }
+}
+
+/// A strict id (no `-` or `+`), the sequence 0 if missing.
+pub fn parse_strict_id(b: &[u8]) -> Result<StreamId, &'static str> {
+    parse_id_full(b, 0, true, false).map(|r| r.0)
+}
+
+/// An id where `-` and `+` are allowed.
+fn parse_id(b: &[u8], missing_seq: u64) -> Result<StreamId, &'static str> {
+    parse_id_full(b, missing_seq, false, false).map(|r| r.0)
+}
+
+/// One end of a range (`streamParseIntervalIDOrReply`): `(id` excludes it
+/// (strictly parsed), with Redis's errors for an end that cannot move.
+fn parse_bound(b: &[u8], start: bool) -> Result<StreamId, &'static str> {
+    let missing = if start { 0 } else { u64::MAX };
+    if b.len() > 1 && b[0] == b'(' {
+        let id = parse_id_full(&b[1..], missing, true, false)?.0;
+        if start {
+            id.incr().ok_or("ERR invalid start ID for the interval")
+        } else {
+            id.decr().ok_or("ERR invalid end ID for the interval")
+        }
+    } else {
+        parse_id(b, missing)
+    }
+}
+
+/// Writes an id as a bulk string.
+fn write_id(out: &mut BytesMut, id: StreamId) {
+    write_bulk(out, id.to_string().as_bytes());
+}
+
+/// Writes an entry: `[id, [field, value, ...]]`.
+fn write_entry(out: &mut BytesMut, e: &EntryRef<'_>) {
+    write_array_len(out, 2);
+    write_id(out, e.id);
+    write_array_len(out, 2 * e.pairs());
+    for x in e.elems() {
+        write_bulk(out, x);
+    }
+}
+
+/// The trimming and creation options of XADD and XTRIM
+/// (`streamParseAddOrTrimArgsOrReply`).
+#[derive(Clone, Debug, Default)]
+struct AddArgs {
+    trim: Option<Trim>,
+    approx: bool,
+    limit: u64,
+    nomkstream: bool,
+    /// XADD's id, if given (not `*`), and whether its sequence was.
+    id: Option<(StreamId, bool)>,
+    /// Index of the id argument (XADD).
+    id_pos: usize,
+}
+
+fn parse_add_args(args: &[Bytes], xadd: bool, node_entries: u64) -> Result<AddArgs, String> {
+    let mut a = AddArgs::default();
+    let mut limit: Option<i64> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        let opt = &args[i][..];
+        if xadd && opt == b"*" {
+            break;
+        } else if (is(opt, "maxlen") || is(opt, "minid")) && more > 0 {
+            if a.trim.is_some() {
+                return Err(
+                    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+                        .into(),
+                );
+            }
+            a.approx = false;
+            let next = &args[i + 1][..];
+            if more >= 2 && next == b"~" {
+                a.approx = true;
+                i += 1;
+            } else if more >= 2 && next == b"=" {
+                i += 1;
+            }
+            if is(opt, "maxlen") {
+                let n = parse_i64(&args[i + 1]).ok_or(reply::NOT_INTEGER)?;
+                if n < 0 {
+                    return Err("ERR The MAXLEN argument must be >= 0.".into());
+                }
+                a.trim = Some(Trim::MaxLen(n as u64));
+            } else {
+                a.trim = Some(Trim::MinId(parse_strict_id(&args[i + 1])?));
+            }
+            i += 1;
+        } else if is(opt, "limit") && more > 0 {
+            let n = parse_i64(&args[i + 1]).ok_or(reply::NOT_INTEGER)?;
+            if n < 0 {
+                return Err("ERR The LIMIT argument must be >= 0.".into());
+            }
+            limit = Some(n);
+            i += 1;
+        } else if xadd && is(opt, "nomkstream") {
+            a.nomkstream = true;
+        } else if xadd {
+            a.id = Some(parse_id_full(opt, 0, true, true)?);
+            break;
+        } else {
+            return Err(reply::SYNTAX.into());
+        }
+        i += 1;
+    }
+    a.id_pos = i;
+    if limit.is_some_and(|l| l != 0) && a.trim.is_none() {
+        return Err(
+            "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy".into(),
+        );
+    }
+    if !xadd && a.trim.is_none() {
+        return Err("ERR syntax error, XTRIM must be called with a trimming strategy".into());
+    }
+    match limit {
+        Some(_) if !a.approx => {
+            return Err(
+                "ERR syntax error, LIMIT cannot be used without the special ~ option".into(),
+            )
+        }
+        Some(l) => a.limit = l as u64,
+        None if a.approx => {
+            let l = node_entries.saturating_mul(100);
+            a.limit = if l == 0 { 10_000 } else { l.min(1_000_000) };
+        }
+        None => a.limit = 0,
+    }
+    Ok(a)
+}
+
+pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let node_entries = ctx.engine().encoding_limits().stream.max_entries;
+    let a = match parse_add_args(args, true, node_entries) {
+        Ok(a) => a,
+        Err(e) => {
+            reply::error(ctx.out, &e);
+            return Outcome::Done;
+        }
+    };
+    let fields = args.len() as i64 - (a.id_pos as i64 + 1);
+    if fields < 2 || fields % 2 == 1 {
+        reply::arity(ctx.out, "xadd");
+        return Outcome::Done;
+    }
+    if let Some((id, true)) = a.id {
+        if id.is_zero() {
+            reply::error(
+                ctx.out,
+                "ERR The ID specified in XADD must be greater than 0-0",
+            );
+            return Outcome::Done;
+        }
+    }
+    let key = args[1].clone();
+    let pairs: Vec<Bytes> = args[a.id_pos + 1..].to_vec();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        let lim = view.encoding_limits().stream;
+        let s = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) if a.nomkstream => return write_null(out, v),
+            Ok(s) => s,
+        };
+        let last = s.map_or(StreamId::MIN, |s| s.last_id);
+        if last == StreamId::MAX {
+            return reply::error(
+                out,
+                "ERR The stream has exhausted the last possible ID, unable to add more items",
+            );
+        }
+        let id = match a.id {
+            Some((id, true)) => Some(id),
+            Some((id, false)) if id.ms == last.ms => last.incr().filter(|n| n.ms == id.ms),
+            Some((id, false)) => Some(id),
+            None => {
+                let mut st = Stream::default();
+                st.last_id = last;
+                st.next_id(now_ms())
+            }
+        };
+        let Some(id) = id else {
+            return reply::error(out, "ERR Elements are too large to be stored");
+        };
+        if id <= last {
+            return reply::error(
+                out,
+                "ERR The ID specified in XADD is equal or smaller than the target stream top item",
+            );
+        }
+        if pairs.iter().map(|p| p.len() as u64).sum::<u64>() > LISTPACK_MAX {
+            return reply::error(out, "ERR Elements are too large to be stored");
+        }
+        let Ok(Some(s)) = get_mut(view, &key, true) else {
+            return reply::error(out, "ERR Elements are too large to be stored");
+        };
+        let refs: Vec<&[u8]> = pairs.iter().map(|p| &p[..]).collect();
+        s.append(id, &refs, lim);
+        write_id(out, id);
+        let trimmed = match a.trim {
+            Some(t) => s.trim(t, a.approx, a.limit) > 0,
+            None => false,
+        };
+        events(
+            &key,
+            if trimmed {
+                &["xadd", "xtrim"]
+            } else {
+                &["xadd"]
+            },
+        );
+    })
+}
+
+pub fn xlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Ok(s) => write_integer(out, s.map_or(0, |s| s.len()) as i64),
+            Err(e) => reply::engine(out, &e),
+        }
+    })
+}
+
+fn xrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Outcome {
+    let (sa, ea) = if rev {
+        (&args[3], &args[2])
+    } else {
+        (&args[2], &args[3])
+    };
+    let bounds = parse_bound(sa, true).and_then(|s| Ok((s, parse_bound(ea, false)?)));
+    let (start, end) = match bounds {
+        Ok(b) => b,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let mut count: i64 = -1;
+    let mut j = 4;
+    while j < args.len() {
+        if is(&args[j], "count") && j + 1 < args.len() {
+            match parse_i64(&args[j + 1]) {
+                Some(n) => count = n.max(0),
+                None => {
+                    reply::error(ctx.out, reply::NOT_INTEGER);
+                    return Outcome::Done;
+                }
+            }
+            j += 2;
+        } else {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        }
+    }
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+        let s = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_array_len(out, 0),
+            Ok(Some(s)) => s,
+        };
+        if count == 0 {
+            return write_null_array(out, v);
+        }
+        let take = if count < 0 {
+            usize::MAX
+        } else {
+            count as usize
+        };
+        let entries: Vec<EntryRef<'_>> = s.range(start, end, rev).take(take).collect();
+        write_array_len(out, entries.len());
+        for e in &entries {
+            write_entry(out, e);
+        }
+    })
+}
+
+pub fn xrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    xrange_generic(ctx, args, false)
+}
+
+pub fn xrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    xrange_generic(ctx, args, true)
+}
+
+pub fn xdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let key = args[1].clone();
+    let raw: Vec<Bytes> = args[2..].to_vec();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_integer(out, 0),
+            Ok(Some(_)) => {}
+        }
+        let ids: Result<Vec<StreamId>, _> = raw.iter().map(|b| parse_strict_id(b)).collect();
+        let ids = match ids {
+            Ok(ids) => ids,
+            Err(e) => return reply::error(out, e),
+        };
+        let n = match get_mut(view, &key, false) {
+            Ok(Some(s)) => s.delete(&ids),
+            _ => 0,
+        };
+        if n == 0 {
+            view.unchanged(&key);
+        } else {
+            events(&key, &["xdel"]);
+        }
+        write_integer(out, n as i64);
+    })
+}
+
+pub fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let node_entries = ctx.engine().encoding_limits().stream.max_entries;
+    let a = match parse_add_args(args, false, node_entries) {
+        Ok(a) => a,
+        Err(e) => {
+            reply::error(ctx.out, &e);
+            return Outcome::Done;
+        }
+    };
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_integer(out, 0),
+            Ok(Some(_)) => {}
+        }
+        let n = match (get_mut(view, &key, false), a.trim) {
+            (Ok(Some(s)), Some(t)) => s.trim(t, a.approx, a.limit),
+            _ => 0,
+        };
+        if n == 0 {
+            view.unchanged(&key);
+        } else {
+            events(&key, &["xtrim"]);
+        }
+        write_integer(out, n as i64);
+    })
+}
+
+pub fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let parsed = (|| -> Result<(StreamId, Option<u64>, StreamId), &'static str> {
+        let id = parse_strict_id(&args[2])?;
+        let (mut added, mut maxdel) = (None, StreamId::MIN);
+        let mut i = 3;
+        while i < args.len() {
+            let more = args.len() - 1 - i;
+            if is(&args[i], "entriesadded") && more > 0 {
+                let n = parse_i64(&args[i + 1]).ok_or(reply::NOT_INTEGER)?;
+                if n < 0 {
+                    return Err("ERR entries_added must be positive");
+                }
+                added = Some(n as u64);
+            } else if is(&args[i], "maxdeletedid") && more > 0 {
+                maxdel = parse_strict_id(&args[i + 1])?;
+                if id < maxdel {
+                    return Err("ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id");
+                }
+            } else {
+                return Err(reply::SYNTAX);
+            }
+            i += 2;
+        }
+        Ok((id, added, maxdel))
+    })();
+    let (id, added, maxdel) = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            reply::error(ctx.out, e);
+            return Outcome::Done;
+        }
+    };
+    let key = args[1].clone();
+    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+        let s = match get(view, &key) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return reply::error(out, reply::NO_SUCH_KEY),
+            Ok(Some(s)) => s,
+        };
+        if !s.is_empty() {
+            if s.last_valid_id().is_some_and(|m| id < m) {
+                return reply::error(
+                    out,
+                    "ERR The ID specified in XSETID is smaller than the target stream top item",
+                );
+            }
+            if added.is_some_and(|a| s.len() > a) {
+                return reply::error(
+                    out,
+                    "ERR The entries_added specified in XSETID is smaller than the target stream length",
+                );
+            }
+        }
+        if let Ok(Some(s)) = get_mut(view, &key, false) {
+            s.last_id = id;
+            if let Some(a) = added {
+                s.entries_added = a;
+            }
+            if !maxdel.is_zero() {
+                s.max_deleted = maxdel;
+            }
+        }
+        events(&key, &["xsetid"]);
+        write_simple(out, b"OK");
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_parse_as_redis_parses_them() {
+        let id = |b: &[u8]| parse_strict_id(b).ok();
+        assert_eq!(id(b"5"), Some(StreamId::new(5, 0)));
+        assert_eq!(id(b"5-3"), Some(StreamId::new(5, 3)));
+        assert_eq!(id(b"05-+3"), Some(StreamId::new(5, 3)));
+        assert_eq!(id(b"5--3"), None);
+        assert_eq!(id(b"5-"), None);
+        assert_eq!(id(b"-"), None);
+        assert_eq!(id(b"18446744073709551616"), None);
+        assert_eq!(parse_id(b"+", 0), Ok(StreamId::MAX));
+        assert_eq!(parse_bound(b"(5", true), Ok(StreamId::new(5, 1)));
+        assert_eq!(parse_bound(b"(5", false), Ok(StreamId::new(4, u64::MAX)));
+        assert!(parse_bound(b"(0-0", false).is_err());
+    }
+}
