@@ -56,6 +56,20 @@ fn collections_match_redis_7() {
     ]);
     let mut r = Conn::connect(redis.port);
     let mut s = Conn::connect(strata.port);
+    // Stream nodes cut by entries and by bytes, as Redis cuts its
+    // listpacks: the defaults, or small limits (by the seed) so that many
+    // nodes form and `~` trimming and XDEL drop whole ones often.
+    let (node_entries, node_bytes) =
+        [("100", "4096"), ("5", "300"), ("0", "200"), ("3", "0")][seed as usize % 4];
+    for c in [&mut r, &mut s] {
+        for (name, v) in [
+            ("stream-node-max-entries", node_entries),
+            ("stream-node-max-bytes", node_bytes),
+        ] {
+            let rep = c.cmd(&[b"CONFIG", b"SET", name.as_bytes(), v.as_bytes()]);
+            assert_eq!(rep.bytes, b"+OK\r\n", "CONFIG SET {name} {v}");
+        }
+    }
     let mut g = Gen::new(rand::rngs::StdRng::seed_from_u64(seed));
     let mut history: Vec<String> = Vec::new();
     // `STRATA_DIFF_WATCH=key`: compare that key's whole state after every
