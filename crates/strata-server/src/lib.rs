@@ -355,9 +355,11 @@ pub async fn start(
     }
     let pubsub: Arc<session::pubsub::PubSub> = Arc::default();
     let tracking: Arc<session::tracking::Tracking> = Arc::default();
+    let blocking: Arc<session::blocking::Blocking> = Arc::default();
     let notifier = Arc::new(session::notify::Notifier::new(
         pubsub.clone(),
         tracking.clone(),
+        blocking.clone(),
     ));
     engine.set_observer(notifier.clone());
     let shared = Arc::new(Shared {
@@ -367,7 +369,7 @@ pub async fn start(
         cmdstats: Default::default(),
         pause: Default::default(),
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
-        blocking: Arc::default(),
+        blocking: blocking.clone(),
         pubsub,
         scripts: Default::default(),
         max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
@@ -403,6 +405,7 @@ pub async fn start(
         tokio::spawn(accept_loop(shared.clone(), l, Protocol::Memcached));
     }
     tokio::spawn(alloc::return_freed_memory(shared.clone()));
+    tokio::spawn(blocking.serve_changed(shared.engine.clone()));
     Ok(ServerHandle { shared, addrs })
 }
 

@@ -6,7 +6,7 @@
 use super::{is, parse_f64};
 use crate::command::{Ctx, Outcome};
 use crate::reply;
-use crate::session::blocking::PopOp;
+use crate::session::blocking::{Kind, PopOp};
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +39,7 @@ pub fn block(
     op: PopOp,
     null_bulk: bool,
 ) -> Outcome {
-    block_as(ctx, watch, keys, timeout, op, null_bulk, false)
+    block_as(ctx, watch, keys, timeout, op, null_bulk, Kind::Pop)
 }
 
 /// As `block`, for XREAD and XREADGROUP on `keys`: a read that consumes
@@ -50,7 +50,9 @@ pub fn block_stream(
     keys: Vec<Bytes>,
     timeout: Option<Duration>,
     op: PopOp,
+    group: bool,
 ) -> Outcome {
+    let kind = if group { Kind::GroupRead } else { Kind::Read };
     block_as(
         ctx,
         keys.clone(),
@@ -58,7 +60,7 @@ pub fn block_stream(
         timeout,
         op,
         false,
-        true,
+        kind,
     )
 }
 
@@ -69,7 +71,7 @@ fn block_as(
     timeout: Option<Duration>,
     op: PopOp,
     null_bulk: bool,
-    stream: bool,
+    kind: Kind,
 ) -> Outcome {
     let shared = ctx.shared.clone();
     let db = ctx.db();
@@ -106,7 +108,7 @@ fn block_as(
             Outcome::Done
         }
         Read::Ready(Ok(((false, _), _))) => Outcome::Pending {
-            reply: Box::pin(wait(shared, db, watch, keys, op, version, timeout, stream)),
+            reply: Box::pin(wait(shared, db, watch, keys, op, version, timeout, kind)),
             write: true,
         },
         Read::Pending(fut) => Outcome::Pending {
@@ -122,7 +124,7 @@ fn block_as(
                         out
                     }
                     Ok(((false, _), _)) => {
-                        wait(shared, db, watch, keys, op, version, timeout, stream).await
+                        wait(shared, db, watch, keys, op, version, timeout, kind).await
                     }
                     Err(e) => {
                         let mut out = BytesMut::new();
@@ -145,11 +147,11 @@ async fn wait(
     op: PopOp,
     version: Version,
     timeout: Option<Duration>,
-    stream: bool,
+    kind: Kind,
 ) -> BytesMut {
     let (registration, rx) = shared
         .blocking
-        .block(db, watch.clone(), keys, op, version, stream);
+        .block(db, watch.clone(), keys, op, version, kind);
     // A push between the first try and the registration serves it now.
     shared.blocking.serve(&shared.engine, db, watch);
     let got = match timeout {

@@ -1,5 +1,6 @@
-//! Clients blocked on lists and sorted sets (BLPOP, BRPOP, BLMOVE,
-//! BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP).
+//! Clients blocked on lists, sorted sets and streams (BLPOP, BRPOP,
+//! BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP; XREAD and
+//! XREADGROUP with BLOCK).
 //!
 //! A blocking command first tries its pop at once. If every key it watches
 //! is empty it registers a [`Waiter`] in the queue of each watched key (in
@@ -22,6 +23,11 @@
 //!    left; the window between that check and the delivery is a few
 //!    instructions long.
 //! 3. No lock of this module is held while the engine runs a pop.
+//! 4. A stream read consumes nothing: when one waiter cannot be served,
+//!    the waiters after it on the key are still tried. A group read
+//!    (XREADGROUP) is also tried when its key changes in any way
+//!    (`key_changed`: deleted, expired, overwritten, its group destroyed),
+//!    so it gets Redis's UNBLOCKED or NOGROUP error at once.
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
@@ -53,9 +59,18 @@ pub struct Waiter {
     tx: Mutex<Option<oneshot::Sender<BytesMut>>>,
     /// Its pop waits for a flash read: others are served meanwhile.
     busy: std::sync::atomic::AtomicBool,
-    /// A stream read: it consumes nothing, so when it cannot be served the
-    /// waiters after it are still tried.
-    stream: bool,
+    kind: Kind,
+}
+
+/// What a waiter waits for (invariant 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A pop: the first waiter takes the element.
+    Pop,
+    /// XREAD.
+    Read,
+    /// XREADGROUP.
+    GroupRead,
 }
 
 impl Waiter {
@@ -73,6 +88,11 @@ pub struct Blocking {
     /// Waiters registered now (a quick test for writers).
     waiting: AtomicUsize,
     next_id: AtomicUsize,
+    /// XREADGROUP waiters registered now.
+    group_readers: AtomicUsize,
+    /// Keys changed under group readers, to try them on (`key_changed`).
+    changed: Mutex<Vec<(usize, Bytes)>>,
+    changed_notify: tokio::sync::Notify,
 }
 
 /// Removes its waiter when dropped (timeout, or the connection went away).
@@ -117,7 +137,7 @@ impl Blocking {
         (keys, needs): (Vec<Bytes>, Vec<Need>),
         op: PopOp,
         version: Version,
-        stream: bool,
+        kind: Kind,
     ) -> (Registration, oneshot::Receiver<BytesMut>) {
         let (tx, rx) = oneshot::channel();
         let waiter = Arc::new(Waiter {
@@ -130,7 +150,7 @@ impl Blocking {
             version,
             tx: Mutex::new(Some(tx)),
             busy: Default::default(),
-            stream,
+            kind,
         });
         {
             let mut q = self.queues.lock();
@@ -141,6 +161,9 @@ impl Blocking {
                 }
             }
             self.waiting.fetch_add(1, Relaxed);
+            if kind == Kind::GroupRead {
+                self.group_readers.fetch_add(1, Relaxed);
+            }
         }
         (
             Registration {
@@ -168,6 +191,9 @@ impl Blocking {
         }
         if found {
             self.waiting.fetch_sub(1, Relaxed);
+            if w.kind == Kind::GroupRead {
+                self.group_readers.fetch_sub(1, Relaxed);
+            }
         }
     }
 
@@ -211,7 +237,7 @@ impl Blocking {
                         self.deliver(&w, out);
                         todo.extend(more);
                     }
-                    Read::Ready(Ok(((false, _), _))) if w.stream => tried.push(w.id),
+                    Read::Ready(Ok(((false, _), _))) if w.kind != Kind::Pop => tried.push(w.id),
                     Read::Ready(Ok(((false, _), _))) => break,
                     Read::Ready(Err(e)) => {
                         let mut out = BytesMut::new();
@@ -244,6 +270,36 @@ impl Blocking {
                         });
                     }
                 }
+            }
+        }
+    }
+
+    /// Notes a change of `key` (any: from the engine's key observer, with
+    /// a shard lock held, so it only queues): group readers blocked on it
+    /// are tried again by `serve_changed` (invariant 4).
+    pub fn key_changed(&self, db: usize, key: &[u8]) {
+        if self.group_readers.load(Relaxed) == 0 {
+            return;
+        }
+        let waited = self
+            .queues
+            .lock()
+            .get(&(db, Bytes::copy_from_slice(key)))
+            .is_some_and(|q| q.iter().any(|w| w.kind == Kind::GroupRead));
+        if waited {
+            self.changed.lock().push((db, Bytes::copy_from_slice(key)));
+            self.changed_notify.notify_one();
+        }
+    }
+
+    /// Tries the group readers of the keys `key_changed` queued, for as
+    /// long as the server runs.
+    pub async fn serve_changed(self: Arc<Self>, engine: Engine) {
+        loop {
+            self.changed_notify.notified().await;
+            let keys = std::mem::take(&mut *self.changed.lock());
+            for (db, key) in keys {
+                self.serve(&engine, db, vec![key]);
             }
         }
     }

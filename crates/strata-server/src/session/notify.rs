@@ -173,17 +173,21 @@ pub struct Notifier {
     pubsub: Arc<Registry>,
     /// Client tracking, told of every change too.
     tracking: Arc<crate::session::tracking::Tracking>,
+    /// Blocked XREADGROUP clients, told of every change too.
+    blocking: Arc<crate::session::blocking::Blocking>,
 }
 
 impl Notifier {
     pub fn new(
         pubsub: Arc<Registry>,
         tracking: Arc<crate::session::tracking::Tracking>,
+        blocking: Arc<crate::session::blocking::Blocking>,
     ) -> Notifier {
         Notifier {
             flags: AtomicU32::new(0),
             pubsub,
             tracking,
+            blocking,
         }
     }
 
@@ -216,6 +220,7 @@ impl Notifier {
 
 impl KeyObserver for Notifier {
     fn key_changed(&self, db: usize, key: &[u8], change: KeyChange) {
+        self.blocking.key_changed(db, key);
         if self.tracking.active() {
             // One invalidation per key per command (the engine may report
             // a new key twice: created, then its first value).

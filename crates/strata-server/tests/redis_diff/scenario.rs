@@ -6,10 +6,13 @@ use std::time::Duration;
 
 /// One step, by client index: a command whose reply is compared (`Cmd`),
 /// compared as a set (`Set`: replies in no order), or not compared
-/// (`Any`: HELLO names the server's version); a reply a client receives
-/// without sending (`Recv`: a pub/sub message); a pause (`Sleep`, ms).
+/// (`Any`: HELLO names the server's version); a command sent without
+/// waiting for its reply (`Send`: a client that blocks), a reply a client
+/// receives without sending (`Recv`: a pub/sub message, a blocked
+/// client's answer); a pause (`Sleep`, ms).
 pub enum Step {
     Cmd(usize, &'static str),
+    Send(usize, &'static str),
     Set(usize, &'static str),
     Any(usize, &'static str),
     Recv(usize),
@@ -32,6 +35,14 @@ pub fn scenario(name: &str, redis_port: u16, strata_port: u16, steps: &[Step]) {
         let (a, b, what) = match step {
             Step::Sleep(ms) => {
                 std::thread::sleep(Duration::from_millis(*ms));
+                continue;
+            }
+            Step::Send(who, words) => {
+                let args: Vec<Vec<u8>> = words.split(' ').map(|w| w.as_bytes().to_vec()).collect();
+                for c in [&mut r[*who], &mut s[*who]] {
+                    c.send(&args);
+                    c.flush();
+                }
                 continue;
             }
             Step::Cmd(who, words) | Step::Any(who, words) | Step::Set(who, words) => {

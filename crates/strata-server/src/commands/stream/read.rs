@@ -376,6 +376,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &[Bytes], xreadgroup: bool) -> Outcome
     };
     let keys = a.keys.clone();
     let block = a.block;
+    let group = a.group.is_some();
     let resolved: Resolved = Arc::default();
     let a = Arc::new(a);
     let op: PopOp = Arc::new(move |view, out, v, blocked| {
@@ -386,7 +387,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &[Bytes], xreadgroup: bool) -> Outcome
         }
     });
     match block {
-        Some(timeout) => crate::commands::blocking::block_stream(ctx, keys, timeout, op),
+        Some(timeout) => crate::commands::blocking::block_stream(ctx, keys, timeout, op, group),
         None => ctx.with_keys(keys, move |view, out, v| {
             if !op(view, out, v, false) {
                 write_null_array(out, v);
