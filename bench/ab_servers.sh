@@ -44,9 +44,12 @@ for run in $(seq "$RUNS"); do
         fi
         pid=$LAST_PID
         if [ -n "$CMD" ]; then
+            # No globbing of CMD's words (XADD's `*` id).
+            set -f
             # shellcheck disable=SC2086
             rps=$(redis-benchmark -h 127.0.0.1 -p "$port" -n "$N" -P "$PIPELINE" -c "$CLIENTS" -r "$RANGE" \
                 --threads 1 --csv $CMD 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')
+            set +f
         else
             rps=$(redis-benchmark -h 127.0.0.1 -p "$port" -t "$TESTS" -n "$N" -P "$PIPELINE" -c "$CLIENTS" \
                 --threads 1 --csv 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')

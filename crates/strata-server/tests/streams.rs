@@ -133,6 +133,34 @@ fn blocking_reads_match_redis_7() {
         ],
     );
     run(
+        "WATCH is broken by XADD and XDEL, not by group reads, acks and claims",
+        &[
+            Cmd(0, "XADD s 1-0 a 1"),
+            Cmd(0, "XADD s 2-0 a 2"),
+            Cmd(0, "XGROUP CREATE s g 0"),
+            Cmd(0, "WATCH s"),
+            Cmd(1, "XREADGROUP GROUP g c STREAMS s >"),
+            Cmd(1, "XACK s g 1-0"),
+            Cmd(1, "XCLAIM s g d 0 2-0 JUSTID"),
+            Cmd(1, "XGROUP CREATECONSUMER s g e"),
+            Cmd(1, "XGROUP SETID s g 0"),
+            Cmd(1, "XSETID s 5-0"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "XLEN s"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "WATCH s"),
+            Cmd(1, "XDEL s 1-0"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "XLEN s"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "WATCH s"),
+            Cmd(1, "XADD s 6-0 a 3"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "XLEN s"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
         "errors come before blocking",
         &[
             Cmd(0, "SET str x"),

@@ -7,7 +7,9 @@
 //! 1. Every change of a key that a client can see reports one call: a new
 //!    key `Created`, a new value or TTL `Written`, a removal `Deleted`
 //!    (DEL, an emptied collection, RENAME's source, a TTL in the past),
-//!    `Expired` or `Evicted`. FLUSHDB, FLUSHALL and SWAPDB report nothing
+//!    `Expired` or `Evicted`; a change Redis makes without signalling the
+//!    key modified (a stream's consumer groups: XREADGROUP, XACK ...)
+//!    `Quiet`, which breaks no WATCH. FLUSHDB, FLUSHALL and SWAPDB report nothing
 //!    per key (as Redis, whose notifications skip them).
 //! 2. Nothing the engine does on its own that leaves the value as it was
 //!    (demotion, promotion, the collector's moves, journaling) reports.
@@ -21,6 +23,8 @@ use std::sync::Arc;
 pub enum KeyChange {
     Created,
     Written,
+    /// Written, but not a modification for WATCH or client tracking.
+    Quiet,
     Deleted,
     Expired,
     Evicted,
@@ -33,15 +37,12 @@ pub trait KeyObserver: Send + Sync {
 
 impl Inner {
     /// Notes a change of `key` (a new value, a deletion, a TTL) for WATCH,
-    /// the observer and the journal; caller holds the key's shard lock (so
-    /// notes of one key are in order).
-    pub(crate) fn note_key(&self, db: usize, key: &[u8]) {
-        self.note_key_as(db, key, KeyChange::Written);
-    }
-
-    /// As `note_key`, saying what changed.
+    /// the observer and the journal, saying what changed; caller holds the
+    /// key's shard lock (so notes of one key are in order).
     pub(crate) fn note_key_as(&self, db: usize, key: &[u8], how: KeyChange) {
-        self.watches.touched(self, db, key);
+        if how != KeyChange::Quiet {
+            self.watches.touched(self, db, key);
+        }
         self.observe(db, key, how);
         self.journal_key(db, key);
     }

@@ -7,7 +7,11 @@
 //! replaced, renamed-over, swapped or flushed key never shows the version it
 //! had. What changes a key without a new value (a TTL) or leaves no entry
 //! to compare (a deletion; not an expiry, which changes nothing logically,
-//! as in Redis) stamps the watched key here (`touched`).
+//! as in Redis) stamps the watched key here (`touched`). A change Redis
+//! does not signal as a modification (a stream's consumer groups) gives a
+//! new version too, noted here as a *quiet* step from the old version to
+//! the new one (`quiet`), which a watch follows instead of counting a
+//! change.
 //!
 //! Invariants:
 //! 1. A watch takes its stamp (`at`) under the key's shard lock, and a
@@ -25,12 +29,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// A watched key: (database, key).
 type WatchKey = (usize, Box<[u8]>);
 
-/// The keys clients watch: for each, how many watches and the stamp of its
-/// last deletion.
+/// Of a watched key: how many watches, the stamp of its last deletion,
+/// and its quiet version steps (old -> new).
+type WatchState = (usize, u64, HashMap<u64, u64>);
+
+/// The keys clients watch.
 #[derive(Default)]
 pub(crate) struct Watches {
     count: AtomicUsize,
-    keys: Mutex<HashMap<WatchKey, (usize, u64)>>,
+    keys: Mutex<HashMap<WatchKey, WatchState>>,
 }
 
 impl Watches {
@@ -42,6 +49,17 @@ impl Watches {
         }
         if let Some(w) = self.keys.lock().get_mut(&(db, Box::from(key))) {
             w.1 = inner.next_seq();
+        }
+    }
+
+    /// Notes that `key` went from version `old` to `new` by a quiet change
+    /// (caller holds the key's shard lock).
+    pub(crate) fn quiet(&self, db: usize, key: &[u8], old: u64, new: u64) {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if let Some(w) = self.keys.lock().get_mut(&(db, Box::from(key))) {
+            w.2.insert(old, new);
         }
     }
 }
@@ -97,7 +115,7 @@ impl Watched {
             .keys
             .lock()
             .entry((db, Box::from(key)))
-            .or_insert((0, 0))
+            .or_insert((0, 0, HashMap::new()))
             .0 += 1;
         drop(sh);
         self.keys.push(Watch {
@@ -116,15 +134,18 @@ impl Watched {
         self.keys.iter().any(|w| {
             let sh = inner.shard(&w.key).lock();
             let now = live_version(&sh, w.db, &w.key);
-            if now != w.version {
-                return true;
+            let table = inner.watches.keys.lock();
+            let entry = table.get(&(w.db, w.key.clone()));
+            // Follow the quiet steps from the version watched.
+            let mut seen = w.version;
+            if let (Some(e), Some(v)) = (entry, seen) {
+                let mut v = v;
+                while let Some(&n) = e.2.get(&v) {
+                    v = n;
+                }
+                seen = Some(v);
             }
-            inner
-                .watches
-                .keys
-                .lock()
-                .get(&(w.db, w.key.clone()))
-                .is_some_and(|e| e.1 > w.at)
+            now != seen || entry.is_some_and(|e| e.1 > w.at)
         })
     }
 

@@ -221,7 +221,9 @@ impl Notifier {
 impl KeyObserver for Notifier {
     fn key_changed(&self, db: usize, key: &[u8], change: KeyChange) {
         self.blocking.key_changed(db, key);
-        if self.tracking.active() {
+        // A quiet change is no modification for client tracking (Redis
+        // does not signal it), but its events are sent.
+        if self.tracking.active() && change != KeyChange::Quiet {
             // One invalidation per key per command (the engine may report
             // a new key twice: created, then its first value).
             let cmd = RUNNING.with(|r| r.borrow().clone());

@@ -54,6 +54,8 @@ struct Touched {
     key: Bytes,
     old_len: usize,
     out: bool,
+    /// A change Redis does not signal as a modification (`quiet`).
+    quiet: bool,
 }
 
 /// The keys of one `with_keys` call, locked (module doc).
@@ -218,7 +220,12 @@ impl<'a> KeysView<'a> {
                 Some(k) => k.clone(),
                 None => Bytes::copy_from_slice(key),
             };
-            self.touched.push(Touched { key, old_len, out });
+            self.touched.push(Touched {
+                key,
+                old_len,
+                out,
+                quiet: false,
+            });
         }
         let sh = self.shard(key).ok_or(EngineError::WrongType)?;
         match &mut sh.dbs[db][idx].slot {
@@ -288,6 +295,15 @@ impl<'a> KeysView<'a> {
         });
         if !empty {
             self.settle(key);
+        }
+    }
+
+    /// The change of `key` made so far is one Redis does not signal as a
+    /// modification (a stream's consumer groups): it is journaled and
+    /// reported as `KeyChange::Quiet`, breaking no WATCH.
+    pub fn quiet(&mut self, key: &[u8]) {
+        if let Some(t) = self.touched.iter_mut().find(|t| &t.key[..] == key) {
+            t.quiet = true;
         }
     }
 
@@ -391,6 +407,9 @@ impl<'a> KeysView<'a> {
                 Slot::Chunked(c) => crate::types::aux(c.len(), c.encoding_is_big()),
                 Slot::Cold(_) => e.client_flags,
             };
+            if t.quiet {
+                inner.watches.quiet(db, &t.key, e.version, version);
+            }
             e.version = version;
             e.flags = F_REFERENCED | inner.dirty_flag();
             e.lru_secs = now_secs();
@@ -413,7 +432,12 @@ impl<'a> KeysView<'a> {
                 }
                 sh.acct.add(&e.slot, e.value_len, e.vtype);
             }
-            inner.note_key(db, &t.key);
+            let how = if t.quiet {
+                crate::keyspace::observe::KeyChange::Quiet
+            } else {
+                crate::keyspace::observe::KeyChange::Written
+            };
+            inner.note_key_as(db, &t.key, how);
             self.note_ready(&t.key, t_ready);
         }
     }

@@ -1,7 +1,7 @@
 //! The journal: with `appendonly yes`, every change of a key reaches the
 //! flash log as one record, so the log is the database (DESIGN.md).
 //!
-//! Shape: a mutation notes its key (`Inner::note_key`) in the shard's
+//! Shape: a mutation notes its key (`Inner::note_key_as`) in the shard's
 //! critical section and marks the entry `F_DIRTY` ("its current state is
 //! not yet in the log"); the journal thread drains the notes in batches,
 //! writes each key's *current* state (a value record, or a tombstone if the

@@ -161,6 +161,10 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 if let Ok(Some(s)) = get_mut(view, &key, true) {
                     s.create_group(g, id, entries_read);
                 }
+                // Only a stream MKSTREAM made is a modification for Redis.
+                if exists {
+                    view.quiet(&key);
+                }
                 events(&key, &["xgroup-create"]);
                 write_simple(out, b"OK");
             }
@@ -182,6 +186,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                         gr.entries_read = entries_read;
                     }
                 }
+                view.quiet(&key);
                 events(&key, &["xgroup-setid"]);
                 write_simple(out, b"OK");
             }
@@ -189,6 +194,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 if let Ok(Some(s)) = get_mut(view, &key, false) {
                     s.destroy_group(g);
                 }
+                view.quiet(&key);
                 events(&key, &["xgroup-destroy"]);
                 write_integer(out, 1);
             }
@@ -201,6 +207,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                     _ => false,
                 };
                 if created {
+                    view.quiet(&key);
                     events(&key, &["xgroup-createconsumer"]);
                 } else {
                     view.unchanged(&key);
@@ -214,6 +221,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 };
                 match pending {
                     Some(n) => {
+                        view.quiet(&key);
                         events(&key, &["xgroup-delconsumer"]);
                         write_integer(out, n as i64);
                     }
@@ -250,6 +258,8 @@ pub fn xack(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
         if n == 0 {
             view.unchanged(&key);
+        } else {
+            view.quiet(&key);
         }
         write_integer(out, n as i64);
     })
@@ -512,6 +522,8 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
         if !changed {
             view.unchanged(&key);
+        } else {
+            view.quiet(&key);
         }
         write_array_len(out, len);
         out.extend_from_slice(&body);
@@ -629,6 +641,8 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         if len == 0 && deleted.is_empty() {
             view.unchanged(&key);
+        } else {
+            view.quiet(&key);
         }
         write_array_len(out, 3);
         write_id(out, next);

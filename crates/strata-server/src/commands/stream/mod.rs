@@ -537,6 +537,7 @@ pub fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 s.max_deleted = maxdel;
             }
         }
+        view.quiet(&key);
         events(&key, &["xsetid"]);
         write_simple(out, b"OK");
     })

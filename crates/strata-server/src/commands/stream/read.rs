@@ -295,6 +295,8 @@ fn first_try(
                 } else {
                     serve_range(view, key, start, a.count, Some((g, c, a.noack)), &mut body);
                 }
+                // Group state is no modification of the key for Redis.
+                view.quiet(key);
             }
             None => serve_range(view, key, start, a.count, None, &mut body),
         }
@@ -358,6 +360,7 @@ fn blocked_try(
             Some((g, c)) => {
                 touch_consumer(view, key, g, c);
                 serve_range(view, key, start, count, Some((g, c, a.noack)), out);
+                view.quiet(key);
             }
             None => serve_range(view, key, start, count, None, out),
         }
