@@ -370,10 +370,7 @@ pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     ctx.with_keys(vec![key.clone()], move |view, out, v| {
         match view.get(&key) {
-            Some(val) => match crate::rdb::dump(val) {
-                Some(payload) => write_bulk(out, &payload),
-                None => reply::error(out, "ERR DUMP of a stream is not supported yet"),
-            },
+            Some(val) => write_bulk(out, &crate::rdb::dump(val)),
             None => write_null(out, v),
         }
     })

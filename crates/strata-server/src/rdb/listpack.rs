@@ -1,5 +1,6 @@
 //! Reading Redis's listpack and intset blobs (inside RDB payloads of small
-//! hashes, sorted sets, quicklist nodes and integer sets).
+//! hashes, sorted sets, quicklist nodes, integer sets and streams), and
+//! writing listpacks (a stream's nodes, as DUMP writes them).
 
 /// One listpack entry: a string or an integer.
 #[derive(Debug, PartialEq)]
@@ -32,9 +33,9 @@ fn signed(v: u64, bits: u32) -> i64 {
 fn backlen_size(len: usize) -> usize {
     match len {
         0..=127 => 1,
-        128..=16383 => 2,
-        16384..=2097151 => 3,
-        2097152..=268435455 => 4,
+        128..=16382 => 2,
+        16383..=2097150 => 3,
+        2097151..=268435454 => 4,
         _ => 5,
     }
 }
@@ -85,6 +86,117 @@ pub fn entries(lp: &[u8]) -> Option<Vec<Entry<'_>>> {
     (i == lp.len() - 1).then_some(out)
 }
 
+/// Builds a listpack as listpack.c encodes it (`lpAppend`,
+/// `lpAppendInteger`): a string that is a canonical i64 is stored as an
+/// integer, every element ends with its back length.
+#[derive(Default)]
+pub struct Writer {
+    buf: Vec<u8>,
+    count: usize,
+}
+
+impl Writer {
+    fn backlen(&mut self, l: usize) {
+        let l = l as u64;
+        if l <= 127 {
+            self.buf.push(l as u8);
+        } else if l < 16383 {
+            self.buf
+                .extend_from_slice(&[(l >> 7) as u8, ((l & 127) | 128) as u8]);
+        } else if l < 2097151 {
+            self.buf.extend_from_slice(&[
+                (l >> 14) as u8,
+                (((l >> 7) & 127) | 128) as u8,
+                ((l & 127) | 128) as u8,
+            ]);
+        } else if l < 268435455 {
+            self.buf.extend_from_slice(&[
+                (l >> 21) as u8,
+                (((l >> 14) & 127) | 128) as u8,
+                (((l >> 7) & 127) | 128) as u8,
+                ((l & 127) | 128) as u8,
+            ]);
+        } else {
+            self.buf.extend_from_slice(&[
+                (l >> 28) as u8,
+                (((l >> 21) & 127) | 128) as u8,
+                (((l >> 14) & 127) | 128) as u8,
+                (((l >> 7) & 127) | 128) as u8,
+                ((l & 127) | 128) as u8,
+            ]);
+        }
+    }
+
+    pub fn int(&mut self, v: i64) {
+        let start = self.buf.len();
+        let u = v as u64;
+        match v {
+            0..=127 => self.buf.push(v as u8),
+            -4096..=4095 => {
+                let x = (u & 0x1fff) as u16;
+                self.buf
+                    .extend_from_slice(&[0xC0 | (x >> 8) as u8, x as u8]);
+            }
+            -32768..=32767 => {
+                self.buf.push(0xF1);
+                self.buf.extend_from_slice(&(v as i16).to_le_bytes());
+            }
+            -8_388_608..=8_388_607 => {
+                self.buf.push(0xF2);
+                self.buf.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+            }
+            -2_147_483_648..=2_147_483_647 => {
+                self.buf.push(0xF3);
+                self.buf.extend_from_slice(&(v as i32).to_le_bytes());
+            }
+            _ => {
+                self.buf.push(0xF4);
+                self.buf.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let len = self.buf.len() - start;
+        self.backlen(len);
+        self.count += 1;
+    }
+
+    pub fn str(&mut self, s: &[u8]) {
+        if strata_engine::types::is_int_member(s) {
+            if let Some(v) = std::str::from_utf8(s)
+                .ok()
+                .and_then(|t| t.parse::<i64>().ok())
+            {
+                return self.int(v);
+            }
+        }
+        let start = self.buf.len();
+        let n = s.len();
+        if n < 64 {
+            self.buf.push(0x80 | n as u8);
+        } else if n < 4096 {
+            self.buf
+                .extend_from_slice(&[0xE0 | (n >> 8) as u8, n as u8]);
+        } else {
+            self.buf.push(0xF0);
+            self.buf.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        self.buf.extend_from_slice(s);
+        let len = self.buf.len() - start;
+        self.backlen(len);
+        self.count += 1;
+    }
+
+    /// The listpack: total bytes and element count (65535 when there are
+    /// more), the elements, the end byte.
+    pub fn finish(self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.buf.len() + 7);
+        out.extend_from_slice(&((self.buf.len() + 7) as u32).to_le_bytes());
+        out.extend_from_slice(&(self.count.min(65535) as u16).to_le_bytes());
+        out.extend_from_slice(&self.buf);
+        out.push(0xFF);
+        out
+    }
+}
+
 /// Parses an intset blob (encoding, length, little-endian integers).
 pub fn intset(b: &[u8]) -> Option<Vec<i64>> {
     let width = le(b.get(0..4)?) as usize;
@@ -127,5 +239,39 @@ mod tests {
         is.extend_from_slice(&(-3i16).to_le_bytes());
         is.extend_from_slice(&7i16.to_le_bytes());
         assert_eq!(intset(&is), Some(vec![-3, 7]));
+    }
+
+    #[test]
+    fn writes_what_it_reads() {
+        let mut w = Writer::default();
+        let ints = [
+            0i64,
+            127,
+            128,
+            -1,
+            -4096,
+            4095,
+            40000,
+            -40000,
+            1 << 22,
+            1 << 30,
+            i64::MIN,
+        ];
+        for i in ints {
+            w.int(i);
+        }
+        w.str(b"ab");
+        w.str(&[b'x'; 100]);
+        w.str(&[b'y'; 5000]);
+        w.str(b"123");
+        let lp = w.finish();
+        let e = entries(&lp).unwrap();
+        let mut want: Vec<Entry<'_>> = ints.iter().map(|&i| Entry::Int(i)).collect();
+        want.push(Entry::Str(b"ab"));
+        let (x, y) = ([b'x'; 100], [b'y'; 5000]);
+        want.push(Entry::Str(&x));
+        want.push(Entry::Str(&y));
+        want.push(Entry::Int(123));
+        assert_eq!(e, want);
     }
 }

@@ -4,7 +4,8 @@
 //! that (8 bytes LE).
 //!
 //! DUMP writes the plain encodings every Redis since 2.x reads (string,
-//! list, set, sorted set with binary scores, hash); RESTORE reads those and
+//! list, set, sorted set with binary scores, hash) and Redis 7.0's stream
+//! encoding (`stream`); RESTORE reads those and
 //! the compact ones Redis 7.0 itself dumps (int-encoded and LZF-compressed
 //! strings, intsets, listpacks of hashes and sorted sets, quicklists of
 //! listpacks). A payload that does not verify or decode is refused with
@@ -13,6 +14,7 @@
 mod crc64;
 mod listpack;
 mod lzf;
+mod stream;
 
 use bytes::Bytes;
 use listpack::Entry;
@@ -33,9 +35,8 @@ const TYPE_HASH_LISTPACK: u8 = 16;
 const TYPE_ZSET_LISTPACK: u8 = 17;
 const TYPE_LIST_QUICKLIST_2: u8 = 18;
 
-/// The DUMP payload of `v`; None for a stream (Redis's stream payload,
-/// listpacks of its nodes, is not written yet).
-pub fn dump(v: ValueRef<'_>) -> Option<Vec<u8>> {
+/// The DUMP payload of `v`.
+pub fn dump(v: ValueRef<'_>) -> Vec<u8> {
     let mut out = Vec::new();
     match v {
         ValueRef::Str(s) => {
@@ -73,10 +74,13 @@ pub fn dump(v: ValueRef<'_>) -> Option<Vec<u8>> {
                     put_string(&mut out, v);
                 }
             }
-            Collection::Stream(_) => return None,
+            Collection::Stream(st) => {
+                out.push(stream::TYPE_STREAM_LISTPACKS_2);
+                stream::dump(&mut out, st);
+            }
         },
     }
-    Some(seal(out))
+    seal(out)
 }
 
 /// Why a payload was refused (each is a Redis error reply).
@@ -347,6 +351,9 @@ impl<'a> Reader<'a> {
                 }
                 Collection::List(l)
             }
+            stream::TYPE_STREAM_LISTPACKS | stream::TYPE_STREAM_LISTPACKS_2 => {
+                Collection::Stream(Box::new(self.stream(t)?))
+            }
             _ => return None,
         };
         if c.is_empty() {
@@ -399,9 +406,9 @@ mod tests {
             Value::Coll(Box::new(Collection::List(l))),
             Value::Coll(Box::new(Collection::Set(s))),
         ] {
-            let p = dump(as_ref(&v)).unwrap();
+            let p = dump(as_ref(&v));
             let back = restore(&p).unwrap();
-            assert_eq!(dump(as_ref(&back)), Some(p.clone()));
+            assert_eq!(dump(as_ref(&back)), p);
             let mut bad = p.clone();
             let n = bad.len();
             bad[n - 1] ^= 1;

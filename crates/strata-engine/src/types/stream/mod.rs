@@ -25,7 +25,7 @@
 //! last id, first id, max deleted id, entries added (u64), length (u64),
 //! node count (u32) and each node (master id, master field names, live and
 //! deleted counts, modelled listpack bytes, entries: id, a deleted byte,
-//! and for a live one its packed pairs), then the group count (u32) and
+//! its packed pairs), then the group count (u32) and
 //! each group (`Group::encode`). Ids are ms then seq, u64 LE each.
 
 mod group;
@@ -176,9 +176,9 @@ fn get_id(r: &mut Reader<'_>) -> Result<StreamId, Malformed> {
     Ok(StreamId::new(r.u64()?, r.u64()?))
 }
 
-/// Encoded bytes of an entry with `data` (None: a tombstone).
-fn entry_enc(data: Option<&[u8]>) -> usize {
-    ID_LEN + 1 + data.map_or(0, |d| 4 + d.len())
+/// Encoded bytes of an entry with `data` (a tombstone keeps its data).
+fn entry_enc(data: &[u8]) -> usize {
+    ID_LEN + 1 + 4 + data.len()
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -239,7 +239,7 @@ impl Stream {
             self.nodes.push_back(n);
         }
         let data = pack(pairs);
-        self.enc += entry_enc(Some(&data));
+        self.enc += entry_enc(&data);
         if let Some(n) = self.nodes.back_mut() {
             n.push(id, pairs, data);
         }
@@ -262,8 +262,7 @@ impl Stream {
     /// The live entry `id`.
     pub fn get(&self, id: StreamId) -> Option<EntryRef<'_>> {
         let n = self.nodes.get(self.node_of(id))?;
-        let e = &n.entries[n.find(id)?];
-        e.data.as_deref().map(|data| EntryRef { id, data })
+        live_ref(&n.entries[n.find(id)?])
     }
 
     pub fn exists(&self, id: StreamId) -> bool {
@@ -328,15 +327,14 @@ impl Stream {
         let Some(i) = n.find(id) else {
             return false;
         };
-        if n.entries[i].data.is_none() {
+        if n.entries[i].deleted {
             return false;
         }
         if n.live == 1 {
             let n = self.nodes.remove(ni).unwrap_or_else(|| unreachable!());
             self.enc -= node_enc(&n);
         } else {
-            let freed = n.kill(i);
-            self.enc -= 4 + freed;
+            n.kill(i);
         }
         self.length -= 1;
         true
@@ -397,7 +395,6 @@ impl Stream {
             let Some(n) = self.nodes.front_mut() else {
                 break;
             };
-            let mut freed = 0;
             for i in 0..n.entries.len() {
                 let stop = match how {
                     Trim::MaxLen(max) => self.length <= max,
@@ -406,13 +403,12 @@ impl Stream {
                 if stop {
                     break;
                 }
-                if n.entries[i].data.is_some() {
-                    freed += 4 + n.kill(i);
+                if !n.entries[i].deleted {
+                    n.kill(i);
                     self.length -= 1;
                     deleted += 1;
                 }
             }
-            self.enc -= freed;
             break;
         }
         if self.length == 0 {
@@ -537,13 +533,8 @@ impl Stream {
             out.extend_from_slice(&(n.entries.len() as u32).to_le_bytes());
             for e in &n.entries {
                 put_id(out, e.id);
-                match &e.data {
-                    Some(d) => {
-                        out.push(0);
-                        put_bytes(out, d);
-                    }
-                    None => out.push(1),
-                }
+                out.push(e.deleted as u8);
+                put_bytes(out, &e.data);
             }
         }
         out.extend_from_slice(&(self.groups.len() as u32).to_le_bytes());
@@ -588,20 +579,23 @@ impl Stream {
                     return Err(Malformed);
                 }
                 prev = Some(id);
-                let data = match r.u8()? {
-                    0 => {
-                        let d = r.bytes()?;
-                        check_pairs(d)?;
-                        live += 1;
-                        Some(Box::from(d))
-                    }
-                    1 => {
-                        dead += 1;
-                        None
-                    }
+                let deleted = match r.u8()? {
+                    0 => false,
+                    1 => true,
                     _ => return Err(Malformed),
                 };
-                n.entries.push(Entry { id, data });
+                let data = r.bytes()?;
+                check_pairs(data)?;
+                if deleted {
+                    dead += 1;
+                } else {
+                    live += 1;
+                }
+                n.entries.push(Entry {
+                    id,
+                    data: data.into(),
+                    deleted,
+                });
             }
             if (live, dead) != (n.live, n.deleted) || (ne == 0) {
                 return Err(Malformed);
@@ -624,19 +618,133 @@ impl Stream {
     }
 }
 
+/// A node as DUMP writes it (one listpack of Redis's radix tree).
+pub struct NodeRef<'a> {
+    pub master: StreamId,
+    pub master_fields: &'a [Box<[u8]>],
+    pub live: u64,
+    pub deleted: u64,
+    node: &'a Node,
+}
+
+impl<'a> NodeRef<'a> {
+    /// Every entry, tombstones included, with whether it is deleted.
+    pub fn entries(&self) -> impl Iterator<Item = (EntryRef<'a>, bool)> + 'a {
+        self.node.entries.iter().map(|e| {
+            (
+                EntryRef {
+                    id: e.id,
+                    data: &e.data,
+                },
+                e.deleted,
+            )
+        })
+    }
+
+    /// Whether the entry's field names are the master's (listpack flag
+    /// SAMEFIELDS: they are left out).
+    pub fn same_fields(&self, e: &EntryRef<'_>) -> bool {
+        let pairs: Vec<&[u8]> = e.elems().collect();
+        self.node.same_fields(&pairs)
+    }
+}
+
+impl Stream {
+    /// The nodes, in id order (DUMP).
+    pub fn nodes(&self) -> impl Iterator<Item = NodeRef<'_>> + '_ {
+        self.nodes.iter().map(|n| NodeRef {
+            master: n.master,
+            master_fields: &n.master_fields,
+            live: n.live,
+            deleted: n.deleted,
+            node: n,
+        })
+    }
+}
+
+/// Builds a stream node by node, entry by entry (RESTORE of a payload of
+/// Redis's), checking what the stream's invariants need.
+#[derive(Default)]
+pub struct Builder {
+    s: Stream,
+    last: Option<StreamId>,
+}
+
+impl Builder {
+    /// Starts a node whose master entry has `fields`.
+    pub fn node(&mut self, master: StreamId, fields: Vec<Box<[u8]>>) -> Result<(), Malformed> {
+        if self.last.is_some_and(|l| master <= l)
+            || self.s.nodes.back().is_some_and(|n| n.entries.is_empty())
+        {
+            return Err(Malformed);
+        }
+        self.s.enc += NODE_ENC + fields.iter().map(|f| 4 + f.len()).sum::<usize>();
+        self.s.nodes.push_back(Node::with_fields(master, fields));
+        Ok(())
+    }
+
+    /// Adds an entry of `pairs` (fields and values alternating) to the
+    /// current node.
+    pub fn entry(&mut self, id: StreamId, pairs: &[&[u8]], deleted: bool) -> Result<(), Malformed> {
+        let last = self.last;
+        let Some(n) = self.s.nodes.back_mut() else {
+            return Err(Malformed);
+        };
+        if id < n.master
+            || last.is_some_and(|l| id <= l)
+            || pairs.is_empty()
+            || !pairs.len().is_multiple_of(2)
+        {
+            return Err(Malformed);
+        }
+        let data = pack(pairs);
+        self.s.enc += entry_enc(&data);
+        n.push(id, pairs, data);
+        if deleted {
+            n.kill(n.entries.len() - 1);
+        } else {
+            self.s.length += 1;
+        }
+        self.last = Some(id);
+        Ok(())
+    }
+
+    /// The stream, with its counters as the payload gives them.
+    pub fn finish(
+        mut self,
+        length: u64,
+        last_id: StreamId,
+        first_id: StreamId,
+        max_deleted: StreamId,
+        entries_added: u64,
+    ) -> Result<Stream, Malformed> {
+        if self.s.nodes.back().is_some_and(|n| n.entries.is_empty())
+            || length != self.s.length
+            || self.last.is_some_and(|l| l > last_id)
+        {
+            return Err(Malformed);
+        }
+        self.s.last_id = last_id;
+        self.s.first_id = first_id;
+        self.s.max_deleted = max_deleted;
+        self.s.entries_added = entries_added;
+        Ok(self.s)
+    }
+}
+
 /// An entry as seen by readers, None for a tombstone.
 fn live_ref(e: &Entry) -> Option<EntryRef<'_>> {
-    e.data.as_deref().map(|data| EntryRef { id: e.id, data })
+    (!e.deleted).then_some(EntryRef {
+        id: e.id,
+        data: &e.data,
+    })
 }
 
 /// Encoded bytes of a whole node.
 fn node_enc(n: &Node) -> usize {
     NODE_ENC
         + n.master_fields.iter().map(|f| 4 + f.len()).sum::<usize>()
-        + n.entries
-            .iter()
-            .map(|e| entry_enc(e.data.as_deref()))
-            .sum::<usize>()
+        + n.entries.iter().map(|e| entry_enc(&e.data)).sum::<usize>()
 }
 
 /// Checks packed pairs: a count, then that many pairs exactly.

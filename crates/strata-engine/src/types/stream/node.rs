@@ -12,9 +12,9 @@
 //! Invariants:
 //! 1. `entries` are in id order, all above `master` or equal to it (the
 //!    first entry added to a node is its master).
-//! 2. A deleted entry stays in `entries` as a tombstone (`data` None), as
-//!    Redis keeps deleted entries flagged in the listpack; `live` and
-//!    `deleted` count them.
+//! 2. A deleted entry stays in `entries` as a tombstone (`deleted`, its
+//!    data kept), as Redis keeps deleted entries flagged in the listpack
+//!    (DUMP writes them); `live` and `deleted` count them.
 //! 3. `lp_entries` is the modelled listpack bytes of every entry ever
 //!    added to the node (a tombstone keeps its bytes, as in Redis).
 
@@ -71,8 +71,9 @@ const SAMEFIELDS: i64 = 2;
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Entry {
     pub id: StreamId,
-    /// The packed field-value pairs (`super::pack`); None for a tombstone.
-    pub data: Option<Box<[u8]>>,
+    /// The packed field-value pairs (`super::pack`).
+    pub data: Box<[u8]>,
+    pub deleted: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -90,9 +91,17 @@ pub(super) struct Node {
 impl Node {
     /// A node whose master entry takes its fields from `pairs`.
     pub fn new(master: StreamId, pairs: &[&[u8]]) -> Node {
+        Node::with_fields(
+            master,
+            pairs.iter().step_by(2).map(|f| Box::from(*f)).collect(),
+        )
+    }
+
+    /// A node whose master entry has `fields`.
+    pub fn with_fields(master: StreamId, fields: Vec<Box<[u8]>>) -> Node {
         Node {
             master,
-            master_fields: pairs.iter().step_by(2).map(|f| Box::from(*f)).collect(),
+            master_fields: fields,
             entries: Vec::new(),
             live: 0,
             deleted: 0,
@@ -126,16 +135,22 @@ impl Node {
         max_entries != 0 && self.live + self.deleted >= max_entries
     }
 
-    /// Adds an entry (after every entry of the node) and returns its
-    /// modelled bytes.
-    pub fn push(&mut self, id: StreamId, pairs: &[&[u8]], data: Box<[u8]>) {
-        let n = pairs.len() / 2;
-        let same = n == self.master_fields.len()
+    /// Whether an entry of `pairs` would be written with the master's
+    /// field names left out (listpack flag SAMEFIELDS).
+    pub fn same_fields(&self, pairs: &[&[u8]]) -> bool {
+        pairs.len() / 2 == self.master_fields.len()
             && pairs
                 .iter()
                 .step_by(2)
                 .zip(&self.master_fields)
-                .all(|(a, b)| *a == &b[..]);
+                .all(|(a, b)| *a == &b[..])
+    }
+
+    /// Adds an entry (after every entry of the node), counting its
+    /// modelled bytes.
+    pub fn push(&mut self, id: StreamId, pairs: &[&[u8]], data: Box<[u8]>) {
+        let n = pairs.len() / 2;
+        let same = self.same_fields(pairs);
         let mut b = lp_int(if same { SAMEFIELDS } else { 0 })
             + lp_int(id.ms.wrapping_sub(self.master.ms) as i64)
             + lp_int(id.seq.wrapping_sub(self.master.seq) as i64);
@@ -156,7 +171,8 @@ impl Node {
         self.live += 1;
         self.entries.push(Entry {
             id,
-            data: Some(data),
+            data,
+            deleted: false,
         });
     }
 
@@ -170,13 +186,11 @@ impl Node {
         self.entries.last().map(|e| e.id)
     }
 
-    /// Marks entry `i` deleted; returns the bytes its data took.
-    pub fn kill(&mut self, i: usize) -> usize {
-        let e = &mut self.entries[i];
-        let n = e.data.take().map_or(0, |d| d.len());
+    /// Marks entry `i` deleted.
+    pub fn kill(&mut self, i: usize) {
+        self.entries[i].deleted = true;
         self.live -= 1;
         self.deleted += 1;
-        n
     }
 }
 

@@ -2,65 +2,12 @@
 //! between the servers), XRANGE XREVRANGE XLEN XDEL XTRIM XSETID, XREAD and
 //! XREADGROUP without BLOCK, XGROUP, XACK, XPENDING, XCLAIM, XAUTOCLAIM and
 //! XINFO. Idle times and delivery times depend on the clock: those
-//! replies are compared with them masked (`Check::Masked`).
+//! replies are compared with them masked (`Check::Masked`,
+//! `oracle::mask_clock`).
 
 use super::{b, Check, Cmd, Gen, KEYS_PER_KIND};
+use crate::oracle::mask_clock;
 use rand::Rng;
-use strata_protocol::Frame;
-
-/// Sets the integer after each field named in `names` to 0, at any depth
-/// (RESP2 maps are flat arrays of name, value).
-fn mask_fields(f: &mut Frame, names: &[&str]) {
-    match f {
-        Frame::Array(xs) => {
-            for i in 0..xs.len() {
-                let hit = matches!(&xs[i], Frame::Bulk(n) if names.iter().any(|m| n[..] == *m.as_bytes()));
-                if hit && i + 1 < xs.len() && matches!(xs[i + 1], Frame::Integer(_)) {
-                    xs[i + 1] = Frame::Integer(0);
-                }
-            }
-            for x in xs {
-                mask_fields(x, names);
-            }
-        }
-        Frame::Map(kv) => {
-            for (k, v) in kv {
-                if matches!(k, Frame::Bulk(n) if names.iter().any(|m| n[..] == *m.as_bytes())) {
-                    *v = Frame::Integer(0);
-                }
-                mask_fields(v, names);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Masks the delivery times of pending lists: the third element of
-/// `[id, consumer, time, count]` entries and the second of `[id, time,
-/// count]` ones (XPENDING's extended form, XINFO STREAM FULL).
-fn mask_pending(f: &mut Frame) {
-    if let Frame::Array(xs) = f {
-        let is_id = |x: &Frame| matches!(x, Frame::Bulk(b) if b.contains(&b'-'));
-        match xs.len() {
-            4 if is_id(&xs[0]) && matches!(xs[2], Frame::Integer(_)) => xs[2] = Frame::Integer(0),
-            3 if is_id(&xs[0])
-                && matches!(xs[1], Frame::Integer(_))
-                && matches!(xs[2], Frame::Integer(_)) =>
-            {
-                xs[1] = Frame::Integer(0)
-            }
-            _ => {}
-        }
-        for x in xs {
-            mask_pending(x);
-        }
-    }
-}
-
-pub fn mask_clock(f: &mut Frame) {
-    mask_fields(f, &["idle", "seen-time", "radix-tree-nodes"]);
-    mask_pending(f);
-}
 
 impl Gen {
     fn stream_key(&mut self) -> Vec<u8> {
@@ -385,7 +332,8 @@ impl Gen {
             }
             35 => (vec![b("XINFO"), b("GROUPS"), k], e),
             36 => (vec![b("XINFO"), b("CONSUMERS"), k, self.group()], masked),
-            37 => (vec![b("TYPE"), k], e),
+            37 if self.chance(0.5) => (vec![b("TYPE"), k], e),
+            37 => (vec![b("DUMP"), k.clone()], Check::DumpCross { key: k }),
             38 if self.chance(0.2) => (vec![b("DEL"), k], e),
             _ => (vec![b("OBJECT"), b("ENCODING"), k], e),
         }
