@@ -235,20 +235,19 @@ fn node(b: &mut Builder, master: StreamId, lp: &[u8]) -> Option<()> {
         let ms = master.ms.wrapping_add(int(it.next()?)? as u64);
         let seq = master.seq.wrapping_add(int(it.next()?)? as u64);
         let mut pairs: Vec<Vec<u8>> = Vec::new();
-        let taken;
-        if flags & SAMEFIELDS != 0 {
+        let taken = if flags & SAMEFIELDS != 0 {
             for f in &fields {
                 pairs.push(f.to_vec());
                 pairs.push(it.next()?.to_bytes());
             }
-            taken = nf.checked_add(3)?;
+            nf.checked_add(3)?
         } else {
             let n = usize::try_from(int(it.next()?)?).ok()?;
             for _ in 0..n.checked_mul(2)? {
                 pairs.push(it.next()?.to_bytes());
             }
-            taken = n.checked_mul(2)?.checked_add(4)?;
-        }
+            n.checked_mul(2)?.checked_add(4)?
+        };
         if usize::try_from(int(it.next()?)?).ok()? != taken {
             return None;
         }
