@@ -1779,7 +1779,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
         // One option per Config field, and the four ziplist aliases.
-        assert_eq!(before, 48, "one option per Config field (plus aliases)");
+        assert_eq!(before, 50, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)

@@ -29,8 +29,8 @@ use crate::types::ValueType;
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4
 /// kind 6, version 5 kind 7, version 6 kinds 8 and 9, version 7 kinds 8
 /// and 9 of lists, version 8 of sorted sets, version 9 `headed` chunks,
-/// version 10 kind 10).
-pub const FORMAT_VERSION: u32 = 10;
+/// version 10 kind 10, version 11 streams: value type 5 in kind 6).
+pub const FORMAT_VERSION: u32 = 11;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;

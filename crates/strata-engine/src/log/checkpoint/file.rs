@@ -19,8 +19,8 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// version 6 the directories of chunked collections; version 7 those of
 /// chunked lists (a part's `low` is its first position, depth 0); version
 /// 8 those of chunked sorted sets (order parts, depth `ORDER_DEPTH`, whose
-/// lower bounds follow the fixed parts).
-pub const CHECKPOINT_VERSION: u32 = 8;
+/// lower bounds follow the fixed parts); version 9 streams (value type 5).
+pub const CHECKPOINT_VERSION: u32 = 9;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;

@@ -559,7 +559,11 @@ mod tests {
         assert_eq!(id(b"18446744073709551616"), None);
         assert_eq!(parse_id(b"+", 0), Ok(StreamId::MAX));
         assert_eq!(parse_bound(b"(5", true), Ok(StreamId::new(5, 1)));
-        assert_eq!(parse_bound(b"(5", false), Ok(StreamId::new(4, u64::MAX)));
+        assert_eq!(
+            parse_bound(b"(5", false),
+            Ok(StreamId::new(5, u64::MAX - 1))
+        );
+        assert_eq!(parse_bound(b"(5-0", false), Ok(StreamId::new(4, u64::MAX)));
         assert!(parse_bound(b"(0-0", false).is_err());
     }
 }
