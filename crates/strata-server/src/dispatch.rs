@@ -35,6 +35,10 @@ pub fn execute(
         reply::arity(target, spec.name);
         return Outcome::Done;
     }
+    if !crate::commands::table::check_subcommand(spec, args, target) {
+        shared.cmdstats.rejected(spec);
+        return Outcome::Done;
+    }
     let reply_at = target.len();
     let started = Instant::now();
     conn.handle.touch(spec.name, started);

@@ -353,6 +353,7 @@ pub async fn start(
             listeners.push(l);
         }
     }
+    commands::server::init_command_table();
     let pubsub: Arc<session::pubsub::PubSub> = Arc::default();
     let tracking: Arc<session::tracking::Tracking> = Arc::default();
     let blocking: Arc<session::blocking::Blocking> = Arc::default();

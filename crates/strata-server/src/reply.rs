@@ -70,6 +70,19 @@ pub fn unknown_subcommand(out: &mut BytesMut, sub: &[u8], cmd: &str) {
     );
 }
 
+/// `addReplySubcommandSyntaxError`: `ERR unknown subcommand or wrong
+/// number of arguments for 'x'. Try CMD HELP.`
+pub fn subcommand_syntax(out: &mut BytesMut, sub: &[u8], cmd: &str) {
+    error(
+        out,
+        &format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+            lossy(sub, 128),
+            cmd.to_ascii_uppercase()
+        ),
+    );
+}
+
 /// `ERR invalid expire time in 'set' command`.
 pub fn invalid_expire(out: &mut BytesMut, cmd: &str) {
     error(out, &format!("ERR invalid expire time in '{cmd}' command"));

@@ -327,12 +327,16 @@ fn command_count_info_docs_list_getkeys() {
     assert_eq!(keys(&mut r, "COMMAND GETKEYS DEL x y z"), ["x", "y", "z"]);
     assert_eq!(keys(&mut r, "COMMAND GETKEYS RENAME s d"), ["s", "d"]);
     r.w(
-        "COMMAND GETKEYS PING",
+        "COMMAND GETKEYS PING x",
         "-ERR The command has no key arguments\r\n",
     );
     r.w(
-        "COMMAND GETKEYS GET",
+        "COMMAND GETKEYS GET a b",
         "-ERR Invalid number of arguments specified for command\r\n",
+    );
+    r.w(
+        "COMMAND GETKEYS GET",
+        "-ERR wrong number of arguments for 'command|getkeys' command\r\n",
     );
     r.w(
         "COMMAND GETKEYS NOSUCH a",

@@ -299,10 +299,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("shutdown", -1, &["admin", "noscript", "loading", "stale"], K0, "server", "Synchronously saves and shuts down the server.", server::shutdown),
 ];
 
-/// For a container whose subcommands have arities of their own (XGROUP,
-/// XINFO), checks the subcommand and its arity as Redis's command table
-/// does, before the command runs or is queued: writes the error and
-/// returns false if it fails.
+/// For a container whose subcommands have arities of their own, checks
+/// the subcommand's arity as Redis's command table does (XGROUP and XINFO
+/// also the subcommand's name), before the command runs or is queued:
+/// writes the error and returns false if it fails.
 pub fn check_subcommand(
     spec: &CommandSpec,
     args: &[bytes::Bytes],
@@ -311,7 +311,7 @@ pub fn check_subcommand(
     match spec.name {
         "xgroup" => stream::check_sub(out, args, "xgroup", stream::XGROUP_SUBS),
         "xinfo" => stream::check_sub(out, args, "xinfo", stream::XINFO_SUBS),
-        _ => true,
+        name => server::check_subcommand_arity(name, args, out),
     }
 }
 

@@ -5,144 +5,28 @@
 //! OBJECT SLOWLOG DEBUG.
 
 pub mod client;
+mod command_info;
 pub mod config;
 mod connection;
 mod databases;
 mod latency;
 mod transactions;
 
+pub use command_info::{check_subcommand_arity, command, init as init_command_table};
 pub use connection::*;
 pub use databases::*;
 pub use latency::*;
 pub use transactions::*;
 
 use crate::command::{Ctx, Outcome};
-use crate::commands::table::COMMANDS;
 use crate::commands::{is, parse_i64};
 use crate::reply;
 use bytes::Bytes;
 use strata_engine::Location;
 use strata_protocol::{
-    write_array_len, write_bulk, write_integer, write_map_len, write_null, write_set_len,
-    write_simple, write_verbatim, Version,
+    write_array_len, write_bulk, write_integer, write_map_len, write_null, write_simple,
+    write_verbatim,
 };
-
-fn write_command_info(out: &mut bytes::BytesMut, v: Version, c: &crate::command::CommandSpec) {
-    write_array_len(out, 10);
-    write_bulk(out, c.name.as_bytes());
-    write_integer(out, c.arity as i64);
-    write_set_len(out, v, c.flags.len());
-    for f in c.flags {
-        write_simple(out, f.as_bytes());
-    }
-    write_integer(out, c.keys.0 as i64);
-    write_integer(out, c.keys.1 as i64);
-    write_integer(out, c.keys.2 as i64);
-    write_set_len(out, v, 1);
-    write_simple(out, format!("@{}", c.group).as_bytes());
-    write_array_len(out, 0); // tips
-    write_array_len(out, 0); // key specs
-    write_array_len(out, 0); // subcommands
-}
-
-pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let v = ctx.version();
-    let out = &mut *ctx.out;
-    let Some(sub) = args.get(1) else {
-        write_array_len(out, COMMANDS.len());
-        for c in COMMANDS {
-            write_command_info(out, v, c);
-        }
-        return Outcome::Done;
-    };
-    if is(sub, "count") {
-        write_integer(out, COMMANDS.len() as i64);
-    } else if is(sub, "info") {
-        let names: Vec<&Bytes> = args[2..].iter().collect();
-        if names.is_empty() {
-            write_array_len(out, COMMANDS.len());
-            for c in COMMANDS {
-                write_command_info(out, v, c);
-            }
-        } else {
-            write_array_len(out, names.len());
-            for n in names {
-                match super::table::lookup(n) {
-                    Some(c) => write_command_info(out, v, c),
-                    None => write_null(out, v),
-                }
-            }
-        }
-    } else if is(sub, "docs") {
-        let specs: Vec<_> = if args.len() > 2 {
-            args[2..]
-                .iter()
-                .filter_map(|n| super::table::lookup(n))
-                .collect()
-        } else {
-            COMMANDS.iter().collect()
-        };
-        write_map_len(out, v, specs.len());
-        for c in specs {
-            write_bulk(out, c.name.as_bytes());
-            write_map_len(out, v, 3);
-            write_bulk(out, b"summary");
-            write_bulk(out, c.summary.as_bytes());
-            write_bulk(out, b"since");
-            write_bulk(out, b"1.0.0");
-            write_bulk(out, b"group");
-            write_bulk(out, c.group.as_bytes());
-        }
-    } else if is(sub, "list") {
-        write_array_len(out, COMMANDS.len());
-        for c in COMMANDS {
-            write_bulk(out, c.name.as_bytes());
-        }
-    } else if is(sub, "getkeys") {
-        let Some(c) = args.get(2).and_then(|n| super::table::lookup(n)) else {
-            reply::error(out, "ERR Invalid command specified");
-            return Outcome::Done;
-        };
-        let cmd_args = &args[2..];
-        let (first, last, step) = c.keys;
-        if !c.arity_ok(cmd_args.len()) {
-            reply::error(out, "ERR Invalid number of arguments specified for command");
-            return Outcome::Done;
-        }
-        if first == 0 {
-            reply::error(out, "ERR The command has no key arguments");
-            return Outcome::Done;
-        }
-        let last = if last < 0 {
-            cmd_args.len() as i32 + last
-        } else {
-            last
-        };
-        let keys: Vec<&Bytes> = (first..=last)
-            .step_by(step.max(1) as usize)
-            .filter_map(|i| cmd_args.get(i as usize))
-            .collect();
-        write_array_len(out, keys.len());
-        for k in keys {
-            write_bulk(out, k);
-        }
-    } else if is(sub, "help") {
-        help(
-            out,
-            "COMMAND",
-            &[
-                "COUNT",
-                "DOCS [<command-name> ...]",
-                "GETKEYS <full-command>",
-                "INFO [<command-name> ...]",
-                "LIST",
-            ],
-        );
-    } else {
-        reply::unknown_subcommand(out, sub, "command");
-    }
-    Outcome::Done
-}
 
 /// Writes a HELP reply: one line per subcommand.
 pub fn help(out: &mut bytes::BytesMut, cmd: &str, lines: &[&str]) {

@@ -14,18 +14,6 @@ use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple,
 };
 
-/// `addReplySubcommandSyntaxError`.
-pub fn subcommand_syntax(out: &mut bytes::BytesMut, sub: &[u8], cmd: &str) {
-    reply::error(
-        out,
-        &format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-            reply::lossy(sub, 128),
-            cmd.to_ascii_uppercase()
-        ),
-    );
-}
-
 fn nogroup(key: &[u8], group: &[u8]) -> String {
     format!(
         "NOGROUP No such key '{}' or consumer group '{}'",
@@ -115,7 +103,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             entries_read = n;
             i += 2;
         } else {
-            subcommand_syntax(ctx.out, &args[1], "xgroup");
+            reply::subcommand_syntax(ctx.out, &args[1], "xgroup");
             return Outcome::Done;
         }
     }
@@ -231,7 +219,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                     }
                 }
             }
-            _ => subcommand_syntax(out, &args[1], "xgroup"),
+            _ => reply::subcommand_syntax(out, &args[1], "xgroup"),
         }
     })
 }

@@ -3,7 +3,7 @@
 //! Redis cuts them; `radix-tree-nodes` has no equivalent here (there is no
 //! radix tree) and reports the same count.
 
-use super::group::{check_sub, subcommand_syntax};
+use super::group::check_sub;
 use super::{get, write_entry, write_id};
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
@@ -118,11 +118,11 @@ fn stream_info(out: &mut BytesMut, s: &Stream, opts: &[Bytes], sub: &[u8], v: Ve
     let full = !opts.is_empty();
     if full {
         if (opts.len() != 1 && opts.len() != 3) || !is(&opts[0], "full") {
-            return subcommand_syntax(out, sub, "xinfo");
+            return reply::subcommand_syntax(out, sub, "xinfo");
         }
         if opts.len() == 3 {
             if !is(&opts[1], "count") {
-                return subcommand_syntax(out, sub, "xinfo");
+                return reply::subcommand_syntax(out, sub, "xinfo");
             }
             match parse_i64(&opts[2]) {
                 Some(n) => count = if n < 0 { 10 } else { n },
