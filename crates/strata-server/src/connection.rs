@@ -45,6 +45,8 @@ pub struct ConnState {
     pub caching: Option<bool>,
     /// CLIENT NO-TOUCH ON: its reads leave keys' access times alone.
     pub no_touch: bool,
+    /// The client a script's `redis.call` runs as.
+    pub script: bool,
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
@@ -65,6 +67,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         pubsub: None,
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: None,
+        script: false,
         caching: None,
         no_touch: false,
     };

@@ -161,6 +161,16 @@ fn blocking_reads_match_redis_7() {
         ],
     );
     run(
+        "scripts may read streams but not block",
+        &[
+            Cmd(0, "XADD s 1-1 a 1"),
+            Cmd(0, "EVAL return(redis.call('XREAD','STREAMS',KEYS[1],'0')) 1 s"),
+            Cmd(0, "EVAL return(redis.call('XREAD','BLOCK','0','STREAMS',KEYS[1],'0')) 1 s"),
+            Cmd(0, "EVAL return(redis.call('xreadgroup','GROUP','g','c','BLOCK','0','STREAMS',KEYS[1],'>')) 1 s"),
+            Cmd(0, "EVAL return(redis.call('XREAD','BLOCK','0','STREAMS',KEYS[1])) 1 s"),
+        ],
+    );
+    run(
         "errors come before blocking",
         &[
             Cmd(0, "SET str x"),

@@ -36,7 +36,9 @@ struct ReadArgs {
     noack: bool,
 }
 
-fn parse(args: &[Bytes], xreadgroup: bool) -> Result<ReadArgs, &'static str> {
+/// XREAD's and XREADGROUP's arguments, checked in Redis's order (BLOCK is
+/// refused where it stands when a script runs the command).
+fn parse(args: &[Bytes], xreadgroup: bool, script: bool) -> Result<ReadArgs, String> {
     let mut a = ReadArgs {
         count: 0,
         block: None,
@@ -51,10 +53,16 @@ fn parse(args: &[Bytes], xreadgroup: bool) -> Result<ReadArgs, &'static str> {
         let more = args.len() - i - 1;
         let o = &args[i];
         if is(o, "block") && more > 0 {
+            if script {
+                return Err(format!(
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(&args[0])
+                ));
+            }
             i += 1;
             let t = parse_i64(&args[i]).ok_or("ERR timeout is not an integer or out of range")?;
             if t < 0 {
-                return Err("ERR timeout is negative");
+                return Err("ERR timeout is negative".into());
             }
             a.block = Some((t > 0).then(|| Duration::from_millis(t as u64)));
         } else if is(o, "count") && more > 0 {
@@ -63,31 +71,31 @@ fn parse(args: &[Bytes], xreadgroup: bool) -> Result<ReadArgs, &'static str> {
         } else if is(o, "streams") && more > 0 {
             let n = args.len() - i - 1;
             if !n.is_multiple_of(2) {
-                return Err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.");
+                return Err("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.".into());
             }
             streams = Some(i + 1);
             break;
         } else if is(o, "group") && more >= 2 {
             if !xreadgroup {
-                return Err("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.");
+                return Err("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.".into());
             }
             a.group = Some((args[i + 1].clone(), args[i + 2].clone()));
             i += 2;
         } else if is(o, "noack") {
             if !xreadgroup {
-                return Err("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.");
+                return Err("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.".into());
             }
             a.noack = true;
         } else {
-            return Err(reply::SYNTAX);
+            return Err(reply::SYNTAX.into());
         }
         i += 1;
     }
     let Some(s) = streams else {
-        return Err(reply::SYNTAX);
+        return Err(reply::SYNTAX.into());
     };
     if xreadgroup && a.group.is_none() {
-        return Err("ERR Missing GROUP option for XREADGROUP");
+        return Err("ERR Missing GROUP option for XREADGROUP".into());
     }
     let n = (args.len() - s) / 2;
     a.keys = args[s..s + n].to_vec();
@@ -370,10 +378,10 @@ fn blocked_try(
 }
 
 fn xread_generic(ctx: &mut Ctx<'_>, args: &[Bytes], xreadgroup: bool) -> Outcome {
-    let a = match parse(args, xreadgroup) {
+    let a = match parse(args, xreadgroup, ctx.conn.script) {
         Ok(a) => a,
         Err(e) => {
-            reply::error(ctx.out, e);
+            reply::error(ctx.out, &e);
             return Outcome::Done;
         }
     };

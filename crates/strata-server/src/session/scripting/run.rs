@@ -75,6 +75,7 @@ pub(super) fn run(
         exec_ready: Some(deferred.clone()),
         caching: None,
         no_touch: false,
+        script: true,
     };
     let result = (|| -> mlua::Result<(bool, Value)> {
         let lua = &vm.lua;
