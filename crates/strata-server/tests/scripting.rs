@@ -429,3 +429,79 @@ fn hostile_library_input_gets_an_error_not_a_crash() {
     assert!(text.contains("Bad data format"), "{text}");
     raw.w("PING", "+PONG\r\n");
 }
+
+/// `cjson.decode` against redis-server's lua-cjson: values (re-encoded)
+/// and errors, byte for byte, for well-formed, odd and broken texts.
+#[test]
+fn cjson_decode_matches_redis_7() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&[]);
+    let mut r = Conn::connect(redis.port);
+    let mut s = Conn::connect(strata.port);
+    let deep_ok = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
+    let deep = format!("{}{}", "[".repeat(1001), "]".repeat(1001));
+    let mut texts: Vec<Vec<u8>> = [
+        "{",
+        "[1,2",
+        "{\"a\":}",
+        "nul",
+        "\"abc",
+        "[1,]",
+        "{\"a\" 1}",
+        "1e999",
+        "[1] x",
+        "",
+        "0x10",
+        "+1",
+        "-",
+        "01",
+        "1.",
+        "NaN",
+        "-Infinity",
+        "\"\\u00e9\\ud83d\\ude00\"",
+        "\"\\ud800\"",
+        "\"\\udc00\"",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "[[[[",
+        "tru",
+        "fals",
+        "{\"a\":1,\"b\":[true,false,null]}",
+        "  3  ",
+        "\"a\\/b\"",
+        "1.5e",
+        ".5",
+        "1e-400",
+        "0x1p3",
+        "[1,2,3]",
+        "{\"k\":{\"k\":{}}}",
+        "[\"\\t\\n\\\\\"]",
+        "{1:2}",
+        "[1 2]",
+        "\"\\u0000x\"",
+        "123456789012345678901234567890",
+    ]
+    .iter()
+    .map(|t| t.as_bytes().to_vec())
+    .collect();
+    texts.push(deep_ok.into_bytes());
+    texts.push(deep.into_bytes());
+    texts.push(b"[1]\0garbage".to_vec());
+    texts.push(b"\0[1]".to_vec());
+    texts.push(b"\"a\0b\"".to_vec());
+    for t in &texts {
+        for script in [
+            "return cjson.encode(cjson.decode(ARGV[1]))",
+            "return type(cjson.decode(ARGV[1]))",
+        ] {
+            let args: [&[u8]; 4] = [b"EVAL", script.as_bytes(), b"0", t];
+            let (a, b) = (r.cmd(&args), s.cmd(&args));
+            assert_eq!(
+                String::from_utf8_lossy(&a.bytes),
+                String::from_utf8_lossy(&b.bytes),
+                "{script} of {:?}",
+                String::from_utf8_lossy(t)
+            );
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! The `cjson` library scripts use (encode, decode), as Redis bundles
 //! lua-cjson: numbers print with 14 significant digits, `/` is escaped,
-//! an empty table is an object, a table with keys 1..n an array.
+//! an empty table is an object, a table with keys 1..n an array; decoding
+//! is lua-cjson's own parser, ported (`json_decode`).
 
 use mlua::{LightUserData, Lua, Table, Value};
 
@@ -22,13 +23,7 @@ pub fn library(lua: &Lua) -> mlua::Result<Table> {
     t.set(
         "decode",
         lua.create_function(|lua, s: mlua::String| {
-            let v: serde_json::Value = serde_json::from_slice(&s.as_bytes()).map_err(|e| {
-                super::located(
-                    lua,
-                    mlua::Error::runtime(format!("Expected value but found invalid token: {e}")),
-                )
-            })?;
-            decode(lua, &v)
+            super::json_decode::decode(lua, &s.as_bytes()).map_err(|e| super::located(lua, e))
         })?,
     )?;
     t.set("null", null())?;
@@ -124,27 +119,4 @@ fn string(s: &[u8], out: &mut Vec<u8>) {
         }
     }
     out.push(b'"');
-}
-
-fn decode(lua: &Lua, v: &serde_json::Value) -> mlua::Result<Value> {
-    Ok(match v {
-        serde_json::Value::Null => null(),
-        serde_json::Value::Bool(b) => Value::Boolean(*b),
-        serde_json::Value::Number(n) => Value::Number(n.as_f64().unwrap_or(0.0)),
-        serde_json::Value::String(s) => Value::String(lua.create_string(s)?),
-        serde_json::Value::Array(a) => {
-            let t = lua.create_table()?;
-            for (i, x) in a.iter().enumerate() {
-                t.raw_set(i + 1, decode(lua, x)?)?;
-            }
-            Value::Table(t)
-        }
-        serde_json::Value::Object(m) => {
-            let t = lua.create_table()?;
-            for (k, x) in m {
-                t.raw_set(k.as_str(), decode(lua, x)?)?;
-            }
-            Value::Table(t)
-        }
-    })
 }

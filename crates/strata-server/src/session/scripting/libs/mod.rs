@@ -5,6 +5,7 @@
 
 pub mod bit;
 pub mod json;
+mod json_decode;
 pub mod msgpack;
 pub mod structs;
 
