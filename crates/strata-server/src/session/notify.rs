@@ -105,6 +105,9 @@ pub struct Command {
     sent: parking_lot::Mutex<Vec<(usize, Bytes, &'static str)>>,
     /// Stream events the command reported (`stream_events`), by key.
     staged: parking_lot::Mutex<Vec<(Bytes, &'static str)>>,
+    /// The command's writes are not modifications for Redis
+    /// (`no_modification`): its name's events are not sent.
+    silent: std::sync::atomic::AtomicBool,
 }
 
 impl Command {
@@ -114,6 +117,7 @@ impl Command {
             client,
             sent: Default::default(),
             staged: Default::default(),
+            silent: Default::default(),
         })
     }
 
@@ -141,6 +145,17 @@ pub fn stream_events(key: &[u8], names: &[&'static str]) {
             for n in names {
                 st.push((Bytes::copy_from_slice(key), n));
             }
+        }
+    });
+}
+
+/// Records that the running command's write is one Redis makes without
+/// signalling a modification (BITFIELD that only grew its string, every
+/// field write having failed): no event is sent for it beyond `new`.
+pub fn no_modification() {
+    RUNNING.with(|r| {
+        if let Some(c) = r.borrow().as_ref() {
+            c.silent.store(true, Relaxed);
         }
     });
 }
@@ -257,6 +272,9 @@ impl KeyObserver for Notifier {
             if cmd.first(db, key, e) {
                 self.send(STREAM, e, db, key);
             }
+        }
+        if cmd.silent.load(Relaxed) {
+            return;
         }
         for (class, event) in events(&cmd.args, key, change) {
             if cmd.first(db, key, event) {

@@ -452,8 +452,16 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (bool, i64
 
 /// Runs the operations on `v` (already grown to the highest bit written),
 /// writing one reply each; whether any wrote.
-fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Version) -> bool {
+/// Runs the fields on `v`, writing their replies; returns whether a field
+/// changed and whether any write was done (not refused by OVERFLOW FAIL).
+fn run_fields(
+    v: &mut [u8],
+    fields: &[Field],
+    out: &mut BytesMut,
+    version: Version,
+) -> (bool, bool) {
     let mut changed = false;
+    let mut wrote = false;
     write_array_len(out, fields.len());
     for f in fields {
         let before = get_unsigned(v, f.offset, f.bits);
@@ -493,12 +501,13 @@ fn run_fields(v: &mut [u8], fields: &[Field], out: &mut BytesMut, version: Versi
             continue;
         }
         write_integer(out, reply);
+        wrote = true;
         set_unsigned(v, f.offset, f.bits, new);
         // As Redis: a write that leaves the field as it was changes nothing
         // (the field holds `new`'s low `bits` bits).
         changed |= new & (u64::MAX >> (64 - f.bits)) != before;
     }
-    changed
+    (changed, wrote)
 }
 
 pub fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -548,7 +557,13 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outco
             let mut out = BytesMut::new();
             // Reads past the end see zeros (`get_bit`); writes fall inside
             // `v`, grown to the highest bit written.
-            let changed = run_fields(&mut v, &fields, &mut out, version);
+            let (changed, wrote) = run_fields(&mut v, &fields, &mut out, version);
+            if !wrote && (grew || cur.is_none()) {
+                // Redis grows (or creates) the string before its writes
+                // fail, and signals nothing. (Any write done to a grown
+                // string counts as a change, even of a field's own value.)
+                crate::session::notify::no_modification();
+            }
             let m = if changed || grew || cur.is_none() {
                 store_keeping_ttl(v, true).0
             } else {

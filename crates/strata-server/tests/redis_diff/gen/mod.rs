@@ -317,7 +317,7 @@ impl Gen {
     }
 
     fn generic(&mut self) -> Cmd {
-        let kind = self.pick(&["h", "l", "s", "z", "str"]);
+        let kind = self.pick(&["h", "l", "s", "z", "str", "x"]);
         let k = self.key(kind);
         let k2 = self.key(kind);
         let e = Check::Exact;
@@ -374,7 +374,7 @@ impl Gen {
                     b("SCAN"),
                     b("0"),
                     b("TYPE"),
-                    b(self.pick(&["hash", "list", "set", "zset", "string"])),
+                    b(self.pick(&["hash", "list", "set", "zset", "string", "stream"])),
                 ],
                 Check::ScanAll,
             ),
