@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&t, body)) = data.split_first() else {
         return;
     };
-    if let Some(vt) = ValueType::from_u8(t % 5) {
+    if let Some(vt) = ValueType::from_u8(t % 6) {
         if let Ok(c) = Collection::decode(vt, body) {
             assert!(!c.is_empty());
             assert_eq!(c.vtype(), vt);

@@ -47,7 +47,7 @@ proptest! {
     /// Invariant 3: any bytes decode to a collection or an error, never a
     /// panic.
     #[test]
-    fn any_bytes_never_panic(t in 1u8..5, b in proptest::collection::vec(any::<u8>(), 0..300)) {
+    fn any_bytes_never_panic(t in 1u8..6, b in proptest::collection::vec(any::<u8>(), 0..300)) {
         let _ = Collection::decode(ValueType::from_u8(t).unwrap(), &b);
     }
 }
