@@ -225,7 +225,8 @@ fn persistence(s: &Shared, out: &mut String) {
     );
     field!(out, "rdb_saves", p.checkpoints);
     field!(out, "aof_enabled", p.appendonly as u8);
-    field!(out, "aof_rewrite_in_progress", 0);
+    // BGREWRITEAOF takes a checkpoint: a rewrite is in progress while one is.
+    field!(out, "aof_rewrite_in_progress", p.checkpoint_running as u8);
     field!(
         out,
         "aof_last_write_status",

@@ -239,6 +239,20 @@ impl Blocking {
                     }
                     Read::Ready(Ok(((false, _), _))) if w.kind != Kind::Pop => tried.push(w.id),
                     Read::Ready(Ok(((false, _), _))) => break,
+                    // A stream reader's key now of another type: a group
+                    // reader gets Redis's UNBLOCKED, a plain reader waits on.
+                    Read::Ready(Err(strata_engine::EngineError::WrongType))
+                        if w.kind == Kind::GroupRead =>
+                    {
+                        let mut out = BytesMut::new();
+                        crate::reply::error(&mut out, "UNBLOCKED the stream key no longer exists");
+                        self.deliver(&w, out);
+                    }
+                    Read::Ready(Err(strata_engine::EngineError::WrongType))
+                        if w.kind == Kind::Read =>
+                    {
+                        tried.push(w.id)
+                    }
                     Read::Ready(Err(e)) => {
                         let mut out = BytesMut::new();
                         crate::reply::engine(&mut out, &e);

@@ -117,6 +117,15 @@ impl Shared {
             if let Err(e) = r.submit_queued() {
                 tracing::error!("io_uring submit failed: {e}");
             }
+            // Requests a runtime worker staged are submitted by a task of
+            // its tick; a caller blocked on that same worker (a checkpoint
+            // run by DEBUG RELOAD) polls here, and the task cannot run
+            // until it returns: submit them now, or it waits forever.
+            if !r.ring.submission().is_empty() {
+                if let Err(e) = r.ring.submit() {
+                    tracing::error!("io_uring submit failed: {e}");
+                }
+            }
         }
         for (req, res) in done {
             complete(req, res);

@@ -32,6 +32,7 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         if ctx.shared.tracking.active() {
             ctx.shared.tracking.flush(&ctx.shared.pubsub);
         }
+        wake_blocked(ctx, &[ctx.db()]);
         write_simple(ctx.out, b"OK");
     }
     Outcome::Done
@@ -43,9 +44,25 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         if ctx.shared.tracking.active() {
             ctx.shared.tracking.flush(&ctx.shared.pubsub);
         }
+        let dbs: Vec<usize> = (0..ctx.engine().databases()).collect();
+        wake_blocked(ctx, &dbs);
         write_simple(ctx.out, b"OK");
     }
     Outcome::Done
+}
+
+/// Tries again the clients blocked on keys of `dbs` after their contents
+/// changed wholesale (the engine reports no key of a flush or a swap): a
+/// blocked XREADGROUP gets Redis's UNBLOCKED error for a stream that went,
+/// a blocked pop is served if the key now has elements.
+fn wake_blocked(ctx: &mut Ctx<'_>, dbs: &[usize]) {
+    let blocking = &ctx.shared.blocking;
+    if blocking.any_waiting() {
+        let sink = ctx.ready_sink();
+        for &d in dbs {
+            sink.serve(d, blocking.keys_waited_in(d));
+        }
+    }
 }
 
 /// SWAPDB: the two databases trade contents for every client at once;
@@ -68,12 +85,8 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (a, b) = (a as usize, b as usize);
     match ctx.engine().swap_db(a, b) {
         Ok(()) => {
-            let blocking = &ctx.shared.blocking;
-            if a != b && blocking.any_waiting() {
-                let sink = ctx.ready_sink();
-                for d in [a, b] {
-                    sink.serve(d, blocking.keys_waited_in(d));
-                }
+            if a != b {
+                wake_blocked(ctx, &[a, b]);
             }
             write_simple(ctx.out, b"OK");
         }
@@ -124,6 +137,20 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             } else {
                 reply::error(ctx.out, reply::BGSAVE_RUNNING)
             }
+        }
+        Err(e) => reply::error(ctx.out, &format!("ERR {e}")),
+    }
+    Outcome::Done
+}
+
+/// BGREWRITEAOF: Redis rewrites its AOF; here the journal is the log and
+/// the collector compacts it, so this takes a checkpoint in the
+/// background (what lets a restart skip the log before it), as BGSAVE.
+pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    match ctx.engine().bgsave() {
+        Ok(()) => write_simple(ctx.out, b"Background append only file rewriting started"),
+        Err(e) if e.contains("in progress") => {
+            write_simple(ctx.out, b"Background append only file rewriting scheduled")
         }
         Err(e) => reply::error(ctx.out, &format!("ERR {e}")),
     }

@@ -339,11 +339,37 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             info.idle_secs
         );
         write_simple(ctx.out, text.as_bytes());
-    } else if is(sub, "reload") {
-        match ctx.engine().save() {
-            Ok(_) => write_simple(ctx.out, b"OK"),
-            Err(e) => reply::error(ctx.out, &format!("ERR Error trying to save the DB: {e}")),
-        }
+    } else if is(sub, "reload") || is(sub, "loadaof") {
+        // Redis reloads its dataset from its RDB or AOF; here the log is
+        // the dataset: a checkpoint, and the data stays as it is. (Off the
+        // runtime's workers, as SAVE: it waits for its writes.)
+        let engine = ctx.engine().clone();
+        return Outcome::Pending {
+            reply: Box::pin(async move {
+                let mut out = bytes::BytesMut::new();
+                // A checkpoint already running (BGSAVE) is waited for.
+                let save = move || {
+                    for _ in 0..6000 {
+                        match engine.save() {
+                            Err(e) if e.contains("in progress") => {
+                                std::thread::sleep(std::time::Duration::from_millis(10))
+                            }
+                            r => return r,
+                        }
+                    }
+                    engine.save()
+                };
+                match tokio::task::spawn_blocking(save).await {
+                    Ok(Ok(_)) => write_simple(&mut out, b"OK"),
+                    Ok(Err(e)) => {
+                        reply::error(&mut out, &format!("ERR Error trying to save the DB: {e}"))
+                    }
+                    Err(e) => reply::error(&mut out, &format!("ERR {e}")),
+                }
+                out
+            }),
+            write: true,
+        };
     } else if is(sub, "tier") && args.len() == 3 {
         let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
             reply::error(ctx.out, reply::NO_SUCH_KEY);
@@ -395,6 +421,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 "SLEEP <seconds>  -- stop the server for that long",
                 "SET-ACTIVE-EXPIRE <0|1>  -- stop or restart the background sweep of expired keys",
                 "RELOAD  -- take a checkpoint (the data stays as it is)",
+                "LOADAOF  -- the same as RELOAD",
             ],
         );
     } else {

@@ -351,10 +351,13 @@ fn blocked_try(
             },
             None => gt,
         };
-        if s.last_id <= gt {
+        let start = gt.incr().unwrap_or(StreamId::MIN);
+        // Redis serves a blocked reader when an XADD takes the last id
+        // past its own, which adds an entry to serve. A try with nothing
+        // past its id (tombstones only: XDEL) leaves it blocked.
+        if s.last_id <= gt || s.range(start, StreamId::MAX, false).next().is_none() {
             continue;
         }
-        let start = gt.incr().unwrap_or(StreamId::MIN);
         let count = if a.count == 0 { BLOCKED_COUNT } else { a.count };
         match v {
             Version::Resp2 => {
