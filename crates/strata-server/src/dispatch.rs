@@ -84,7 +84,29 @@ pub fn execute(
     }
     let took = started.elapsed();
     let failed = matches!(outcome, Outcome::Done) && ctx.out.get(reply_at) == Some(&b'-');
+    if failed {
+        shared.errorstats.record(&ctx.out[reply_at..]);
+    }
     shared.cmdstats.record(spec, took, failed);
+    // A reply that comes later (a flash read, a blocked client served or
+    // timed out) counts as an error, and the call as failed, when it comes.
+    let outcome = match outcome {
+        Outcome::Pending { reply, write } => {
+            let shared = shared.clone();
+            Outcome::Pending {
+                reply: Box::pin(async move {
+                    let out = reply.await;
+                    if out.first() == Some(&b'-') {
+                        shared.errorstats.record(&out);
+                        shared.cmdstats.failed_later(spec);
+                    }
+                    out
+                }),
+                write,
+            }
+        }
+        o => o,
+    };
     shared.slowlog.record(took, args, &ctx.conn.handle);
     outcome
 }

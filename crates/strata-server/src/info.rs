@@ -18,6 +18,7 @@ const SECTIONS: &[&str] = &[
     "persistence",
     "stats",
     "cpu",
+    "errorstats",
     "keyspace",
     "tiered",
     "commandstats",
@@ -50,6 +51,7 @@ pub fn render(shared: &Shared, requested: &[String]) -> String {
             "persistence" => persistence(shared, &mut out),
             "stats" => stats(shared, &mut out),
             "cpu" => cpu(&mut out),
+            "errorstats" => errorstats(shared, &mut out),
             "keyspace" => keyspace(shared, &mut out),
             "commandstats" => commandstats(shared, &mut out),
             "latencystats" => latencystats(shared, &mut out),
@@ -357,6 +359,7 @@ fn stats(s: &Shared, out: &mut String) {
     field!(out, "evicted_keys", t.evicted_keys);
     field!(out, "keyspace_hits", t.keyspace_hits);
     field!(out, "keyspace_misses", t.keyspace_misses);
+    field!(out, "total_error_replies", s.errorstats.total());
     let ps = &s.pubsub;
     field!(out, "pubsub_channels", ps.active(Kind::Channel, None).len());
     field!(out, "pubsub_patterns", ps.patterns());
@@ -486,6 +489,13 @@ fn escape(key: &[u8]) -> String {
 }
 
 /// `cmdstat_<name>:calls=..,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..`
+fn errorstats(shared: &Shared, out: &mut String) {
+    out.push_str("# Errorstats\r\n");
+    for (word, n) in shared.errorstats.by_prefix() {
+        out.push_str(&format!("errorstat_{word}:count={n}\r\n"));
+    }
+}
+
 fn commandstats(shared: &Shared, out: &mut String) {
     out.push_str("# Commandstats\r\n");
     for f in shared.cmdstats.figures() {

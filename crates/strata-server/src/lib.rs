@@ -78,6 +78,7 @@ pub struct Shared {
     pub slowlog: SlowLog,
     /// Per-command calls, time, errors and latency (INFO commandstats).
     pub cmdstats: metrics::commands::CommandStats,
+    pub errorstats: metrics::errors::ErrorStats,
     /// CLIENT PAUSE in force.
     pub pause: clients::Pause,
     /// Clients blocked on lists and sorted sets (BLPOP ...).
@@ -368,6 +369,7 @@ pub async fn start(
         notifier,
         tracking,
         cmdstats: Default::default(),
+        errorstats: Default::default(),
         pause: Default::default(),
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
         blocking: blocking.clone(),

@@ -93,6 +93,14 @@ impl CommandStats {
     }
 
     /// A call refused before it ran.
+    /// A call whose reply, an error, came after it was recorded (a flash
+    /// read, a blocked client).
+    pub fn failed_later(&self, spec: &CommandSpec) {
+        if let Some(i) = index(spec) {
+            self.slots[i].failed.fetch_add(1, Relaxed);
+        }
+    }
+
     pub fn rejected(&self, spec: &CommandSpec) {
         if let Some(i) = index(spec) {
             self.slots[i].rejected.fetch_add(1, Relaxed);

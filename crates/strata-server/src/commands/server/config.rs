@@ -57,6 +57,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "resetstat") && args.len() == 2 {
         ctx.engine().reset_stats();
         ctx.shared.cmdstats.reset();
+        ctx.shared.errorstats.reset();
         let s = &ctx.shared.stats;
         for c in [
             &s.commands_processed,
