@@ -1,0 +1,226 @@
+//! COMMAND (COUNT LIST INFO DOCS GETKEYS GETKEYSANDFLAGS HELP), answered
+//! from Redis 7.0's own command descriptions: `redis_commands.json`, made
+//! by `tools/redis_commands.py` from Redis's `src/commands/*.json` for the
+//! commands Strata serves (and, of its containers, the subcommands it
+//! serves). So flags, ACL categories, tips, key specs, the legacy key
+//! range, arguments and history are Redis's, and GETKEYS finds keys by the
+//! key specs as Redis does (`getKeysUsingKeySpecs`), with Redis's own
+//! procedures where a spec cannot (SORT's STORE, SET's and BITFIELD's
+//! variable flags).
+//!
+//! Invariant (tested): every command of the table has a description whose
+//! arity is the table's, and whose legacy key range is the table's.
+//!
+//! Rooms: this file is COMMAND itself and the descriptions file; `desc`
+//! one description (flags, ACL categories, key specs, the legacy range);
+//! `render` COMMAND INFO's and DOCS's replies; `keys` GETKEYS.
+
+mod desc;
+mod keys;
+mod render;
+
+use super::help;
+use crate::command::{Ctx, Outcome};
+use crate::commands::is;
+use crate::commands::table::{lookup, COMMANDS};
+use crate::reply;
+use bytes::{Bytes, BytesMut};
+use desc::Desc;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use strata_protocol::{write_array_len, write_bulk, write_integer, write_map_len, write_null};
+
+/// Full name (`xgroup|create`) -> Redis's description. Parsed for each
+/// COMMAND call and dropped after it: held, the parsed tree would count
+/// a few MB against `maxmemory-ram` (RAM is measured by the allocator).
+fn descriptions() -> Map<String, Value> {
+    serde_json::from_str(include_str!("../../redis_commands.json")).unwrap_or_default()
+}
+
+/// The arities of the subcommands Redis describes (`client|kill` -> -3),
+/// kept (a few KB) for the check every container command gets.
+fn sub_arities() -> &'static HashMap<String, i64> {
+    static A: OnceLock<HashMap<String, i64>> = OnceLock::new();
+    A.get_or_init(|| {
+        descriptions()
+            .iter()
+            .filter(|(k, _)| k.contains('|'))
+            .filter_map(|(k, v)| Some((k.clone(), v.get("arity")?.as_i64()?)))
+            .collect()
+    })
+}
+
+/// Builds the subcommand arities now (at start: parsing the descriptions
+/// takes a few MB for a moment, which should not count against a client's
+/// write later).
+pub fn init() {
+    sub_arities();
+}
+
+/// The description of the command `args` names, as `lookupCommand` finds
+/// it: a container's subcommand when there is a second argument.
+pub(super) fn lookup_desc<'a>(all: &'a Map<String, Value>, args: &[Bytes]) -> Option<Desc<'a>> {
+    let name = String::from_utf8_lossy(args.first()?).to_ascii_lowercase();
+    lookup(name.as_bytes())?;
+    let base = Desc::get(all, &name)?;
+    if args.len() == 1 || base.subcommands().is_empty() {
+        return Some(base);
+    }
+    let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    Desc::get(all, &format!("{name}|{sub}"))
+}
+
+/// Checks the arity of a container's subcommand that Redis describes
+/// (`client|kill`: -3 ...), as Redis's command table does before the
+/// command runs or is queued; writes the error and returns false if it
+/// fails. A subcommand Redis 7.0 does not describe is left to the
+/// handler (Strata's own, such as CLIENT NO-TOUCH, and unknown ones).
+pub fn check_subcommand_arity(name: &str, args: &[Bytes], out: &mut BytesMut) -> bool {
+    let Some(sub) = args.get(1) else {
+        return true;
+    };
+    if !CONTAINERS.contains(&name) {
+        return true;
+    }
+    let full = format!(
+        "{name}|{}",
+        String::from_utf8_lossy(sub).to_ascii_lowercase()
+    );
+    let Some(&a) = sub_arities().get(&full) else {
+        return true;
+    };
+    let n = args.len() as i64;
+    if (a > 0 && a != n) || n < -a {
+        reply::arity(out, &full);
+        return false;
+    }
+    true
+}
+
+/// The containers (commands with subcommands) Strata serves.
+const CONTAINERS: &[&str] = &[
+    "client", "command", "config", "function", "latency", "memory", "object", "pubsub", "script",
+    "slowlog", "xgroup", "xinfo",
+];
+
+/// A description by the name COMMAND INFO / DOCS are given (`get` or
+/// `xgroup|create`).
+fn by_name<'a>(all: &'a Map<String, Value>, n: &[u8]) -> Option<Desc<'a>> {
+    let name = String::from_utf8_lossy(n).to_ascii_lowercase();
+    let top = name.split('|').next().unwrap_or_default();
+    lookup(top.as_bytes())?;
+    Desc::get(all, &name)
+}
+
+fn every(all: &Map<String, Value>) -> Vec<Desc<'_>> {
+    COMMANDS
+        .iter()
+        .filter_map(|c| Desc::get(all, c.name))
+        .collect()
+}
+
+pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let v = ctx.version();
+    let out = &mut *ctx.out;
+    let all = descriptions();
+    let Some(sub) = args.get(1) else {
+        let descs = every(&all);
+        write_array_len(out, descs.len());
+        for d in descs {
+            d.write_info(out, v);
+        }
+        return Outcome::Done;
+    };
+    if is(sub, "count") && args.len() == 2 {
+        write_integer(out, COMMANDS.len() as i64);
+    } else if is(sub, "info") {
+        if args.len() == 2 {
+            let descs = every(&all);
+            write_array_len(out, descs.len());
+            for d in descs {
+                d.write_info(out, v);
+            }
+        } else {
+            write_array_len(out, args.len() - 2);
+            for n in &args[2..] {
+                match by_name(&all, n) {
+                    Some(d) => d.write_info(out, v),
+                    None => write_null(out, v),
+                }
+            }
+        }
+    } else if is(sub, "docs") {
+        let descs: Vec<Desc<'_>> = if args.len() > 2 {
+            args[2..].iter().filter_map(|n| by_name(&all, n)).collect()
+        } else {
+            every(&all)
+        };
+        write_map_len(out, v, descs.len());
+        for d in descs {
+            write_bulk(out, d.name.as_bytes());
+            d.write_docs(out, v);
+        }
+    } else if is(sub, "list") && args.len() == 2 {
+        write_array_len(out, COMMANDS.len());
+        for c in COMMANDS {
+            write_bulk(out, c.name.as_bytes());
+        }
+    } else if (is(sub, "getkeys") || is(sub, "getkeysandflags")) && args.len() >= 3 {
+        keys::getkeys(out, &all, &args[2..], is(sub, "getkeysandflags"), v);
+    } else if is(sub, "help") && args.len() == 2 {
+        help(
+            out,
+            "COMMAND",
+            &[
+                "(no subcommand)",
+                "    Return details about all Redis commands.",
+                "COUNT",
+                "    Return the total number of commands in this Redis server.",
+                "LIST",
+                "    Return a list of all commands in this Redis server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple Redis commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full Redis command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full Redis command.",
+                "HELP",
+                "    Prints this help.",
+            ],
+        );
+    } else {
+        reply::unknown_subcommand(out, sub, "command");
+    }
+    Outcome::Done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command of the table has Redis's description, with the same
+    /// arity and the same legacy key range.
+    #[test]
+    fn the_table_agrees_with_redis() {
+        let all = descriptions();
+        for c in COMMANDS {
+            let d =
+                Desc::get(&all, c.name).unwrap_or_else(|| panic!("{} has no description", c.name));
+            assert_eq!(d.arity(), c.arity as i64, "{}: arity", c.name);
+            let ((f, l, s), _) = d.legacy_range();
+            assert_eq!(
+                (f, l, s),
+                (c.keys.0 as i64, c.keys.1 as i64, c.keys.2 as i64),
+                "{}: keys",
+                c.name
+            );
+        }
+    }
+}
