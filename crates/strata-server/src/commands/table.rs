@@ -302,18 +302,15 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 /// For a container whose subcommands have arities of their own, checks
 /// the subcommand's arity as Redis's command table does (XGROUP and XINFO
-/// also the subcommand's name), before the command runs or is queued:
-/// writes the error and returns false if it fails.
+/// also the subcommand's name), before the command runs or is queued
+/// (`server::check_subcommand_arity`): writes the error and returns false
+/// if it fails.
 pub fn check_subcommand(
     spec: &CommandSpec,
     args: &[bytes::Bytes],
     out: &mut bytes::BytesMut,
 ) -> bool {
-    match spec.name {
-        "xgroup" => stream::check_sub(out, args, "xgroup", stream::XGROUP_SUBS),
-        "xinfo" => stream::check_sub(out, args, "xinfo", stream::XINFO_SUBS),
-        name => server::check_subcommand_arity(name, args, out),
-    }
+    server::check_subcommand_arity(spec.name, args, out)
 }
 
 /// Finds a command by name, case-insensitively, without allocating.

@@ -2,7 +2,10 @@
 //! DELCONSUMER HELP), XACK, XPENDING, XCLAIM and XAUTOCLAIM, as Redis 7.0's
 //! `t_stream.c` answers them.
 
-use super::{events, get, get_mut, parse_bound, parse_id, parse_strict_id, write_entry, write_id};
+use super::{
+    events, get, get_mut, no_such_group, nogroup, parse_bound, parse_id, parse_strict_id,
+    write_entry, write_id,
+};
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
 use crate::reply;
@@ -14,48 +17,7 @@ use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple,
 };
 
-fn nogroup(key: &[u8], group: &[u8]) -> String {
-    format!(
-        "NOGROUP No such key '{}' or consumer group '{}'",
-        String::from_utf8_lossy(key),
-        String::from_utf8_lossy(group)
-    )
-}
-
-/// XGROUP's subcommands and their arities (Redis's command table).
-pub const XGROUP_SUBS: &[(&str, i32)] = &[
-    ("create", -5),
-    ("setid", -5),
-    ("destroy", 4),
-    ("createconsumer", 5),
-    ("delconsumer", 5),
-    ("help", 2),
-];
-
-/// Checks a container's subcommand and its arity as Redis's command table
-/// does; writes the error and returns false if it fails.
-pub fn check_sub(
-    out: &mut bytes::BytesMut,
-    args: &[Bytes],
-    cmd: &str,
-    subs: &[(&str, i32)],
-) -> bool {
-    let Some(&(name, arity)) = subs.iter().find(|(n, _)| is(&args[1], n)) else {
-        reply::unknown_subcommand(out, &args[1], cmd);
-        return false;
-    };
-    let n = args.len() as i32;
-    if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
-        reply::arity(out, &format!("{cmd}|{name}"));
-        return false;
-    }
-    true
-}
-
 pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if !check_sub(ctx.out, args, "xgroup", XGROUP_SUBS) {
-        return Outcome::Done;
-    }
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     if sub == "help" {
         crate::commands::server::help(
@@ -120,14 +82,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 return reply::error(out, "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.");
             }
             if !has_group && matches!(sub.as_str(), "setid" | "createconsumer" | "delconsumer") {
-                return reply::error(
-                    out,
-                    &format!(
-                        "NOGROUP No such consumer group '{}' for key name '{}'",
-                        String::from_utf8_lossy(g),
-                        String::from_utf8_lossy(&key)
-                    ),
-                );
+                return reply::error(out, &no_such_group(&key, g));
             }
         }
         match sub.as_str() {
@@ -291,7 +246,7 @@ pub fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Ok(s) => s,
         };
         let Some(g) = s.and_then(|s| s.group(&gname)) else {
-            return reply::error(out, &nogroup(&key, &gname));
+            return reply::error(out, &nogroup(&key, &gname, ""));
         };
         let Some((minidle, start, end, mut count, consumer)) = range else {
             write_array_len(out, 4);
@@ -390,7 +345,7 @@ pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(s) if s.and_then(|s| s.group(g)).is_none() => {
-                return reply::error(out, &nogroup(&key, g))
+                return reply::error(out, &nogroup(&key, g, ""))
             }
             Ok(_) => {}
         }
@@ -557,7 +512,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         let ids: Vec<StreamId> = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(s) => match s.and_then(|s| s.group(g)) {
-                None => return reply::error(out, &nogroup(&key, g)),
+                None => return reply::error(out, &nogroup(&key, g, "")),
                 Some(gr) => gr
                     .pel_range(start, StreamId::MAX)
                     .map(|(id, _)| id)

@@ -3,7 +3,6 @@
 //! Redis cuts them; `radix-tree-nodes` has no equivalent here (there is no
 //! radix tree) and reports the same count.
 
-use super::group::check_sub;
 use super::{get, write_entry, write_id};
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
@@ -15,10 +14,6 @@ use strata_engine::types::Stream;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_map_len, write_null, Version,
 };
-
-/// XINFO's subcommands and their arities.
-pub const XINFO_SUBS: &[(&str, i32)] =
-    &[("consumers", 4), ("groups", 3), ("stream", -3), ("help", 2)];
 
 fn field(out: &mut BytesMut, name: &str) {
     write_bulk(out, name.as_bytes());
@@ -40,9 +35,6 @@ fn lag(out: &mut BytesMut, s: &Stream, g: &Group, v: Version) {
 }
 
 pub fn xinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if !check_sub(ctx.out, args, "xinfo", XINFO_SUBS) {
-        return Outcome::Done;
-    }
     if is(&args[1], "help") {
         crate::commands::server::help(
             ctx.out,
@@ -70,14 +62,7 @@ pub fn xinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         if is(&args[1], "consumers") {
             let Some(g) = s.group(&args[3]) else {
-                return reply::error(
-                    out,
-                    &format!(
-                        "NOGROUP No such consumer group '{}' for key name '{}'",
-                        String::from_utf8_lossy(&args[3]),
-                        String::from_utf8_lossy(&key)
-                    ),
-                );
+                return reply::error(out, &super::no_such_group(&key, &args[3]));
             };
             let now = now_ms() as i64;
             write_array_len(out, g.consumer_count());

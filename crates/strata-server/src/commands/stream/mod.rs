@@ -13,9 +13,8 @@ mod group;
 mod info;
 mod read;
 
-pub use group::{check_sub, xack, xautoclaim, xclaim, xgroup, xpending, XGROUP_SUBS};
+pub use group::{xack, xautoclaim, xclaim, xgroup, xpending};
 pub use info::xinfo;
-pub use info::XINFO_SUBS;
 pub use read::{xread, xreadgroup};
 
 use super::{is, parse_i64};
@@ -158,6 +157,24 @@ fn parse_bound(b: &[u8], start: bool) -> Result<StreamId, &'static str> {
     } else {
         parse_id(b, missing)
     }
+}
+
+/// `NOGROUP No such key 'k' or consumer group 'g'` (+ `suffix`).
+fn nogroup(key: &[u8], group: &[u8], suffix: &str) -> String {
+    format!(
+        "NOGROUP No such key '{}' or consumer group '{}'{suffix}",
+        String::from_utf8_lossy(key),
+        String::from_utf8_lossy(group)
+    )
+}
+
+/// `NOGROUP No such consumer group 'g' for key name 'k'`.
+fn no_such_group(key: &[u8], group: &[u8]) -> String {
+    format!(
+        "NOGROUP No such consumer group '{}' for key name '{}'",
+        String::from_utf8_lossy(group),
+        String::from_utf8_lossy(key)
+    )
 }
 
 /// Writes an id as a bulk string.
@@ -308,11 +325,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Some((id, true)) => Some(id),
             Some((id, false)) if id.ms == last.ms => last.incr().filter(|n| n.ms == id.ms),
             Some((id, false)) => Some(id),
-            None => {
-                let mut st = Stream::default();
-                st.last_id = last;
-                st.next_id(now_ms())
-            }
+            None => last.next_after(now_ms()),
         };
         let Some(id) = id else {
             return reply::error(out, "ERR Elements are too large to be stored");

@@ -229,14 +229,8 @@ fn first_try(
         };
         if let Some((g, _)) = &a.group {
             if s.and_then(|s| s.group(g)).is_none() {
-                reply::error(
-                    out,
-                    &format!(
-                        "NOGROUP No such key '{}' or consumer group '{}' in XREADGROUP with GROUP option",
-                        String::from_utf8_lossy(key),
-                        String::from_utf8_lossy(g)
-                    ),
-                );
+                let e = super::nogroup(key, g, " in XREADGROUP with GROUP option");
+                reply::error(out, &e);
                 return true;
             }
         }

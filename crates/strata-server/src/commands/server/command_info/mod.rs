@@ -74,8 +74,9 @@ pub(super) fn lookup_desc<'a>(all: &'a Map<String, Value>, args: &[Bytes]) -> Op
 /// Checks the arity of a container's subcommand that Redis describes
 /// (`client|kill`: -3 ...), as Redis's command table does before the
 /// command runs or is queued; writes the error and returns false if it
-/// fails. A subcommand Redis 7.0 does not describe is left to the
-/// handler (Strata's own, such as CLIENT NO-TOUCH, and unknown ones).
+/// fails. A subcommand Redis 7.0 does not describe is unknown for XGROUP
+/// and XINFO, else left to the handler (Strata's own, such as CLIENT
+/// NO-TOUCH, and unknown ones).
 pub fn check_subcommand_arity(name: &str, args: &[Bytes], out: &mut BytesMut) -> bool {
     let Some(sub) = args.get(1) else {
         return true;
@@ -88,6 +89,12 @@ pub fn check_subcommand_arity(name: &str, args: &[Bytes], out: &mut BytesMut) ->
         String::from_utf8_lossy(sub).to_ascii_lowercase()
     );
     let Some(&a) = sub_arities().get(&full) else {
+        // Where Strata serves exactly Redis's subcommands, any other is
+        // unknown here already (as Redis's table finds it).
+        if STRICT_CONTAINERS.contains(&name) {
+            reply::unknown_subcommand(out, sub, name);
+            return false;
+        }
         return true;
     };
     let n = args.len() as i64;
@@ -103,6 +110,9 @@ const CONTAINERS: &[&str] = &[
     "client", "command", "config", "function", "latency", "memory", "object", "pubsub", "script",
     "slowlog", "xgroup", "xinfo",
 ];
+
+/// The containers whose subcommands are exactly those Redis describes.
+const STRICT_CONTAINERS: &[&str] = &["xgroup", "xinfo"];
 
 /// A description by the name COMMAND INFO / DOCS are given (`get` or
 /// `xgroup|create`).
