@@ -249,6 +249,12 @@ fn persistence(s: &Shared, out: &mut String) {
     field!(out, "journal_records", p.journal_records);
     field!(out, "journal_bytes", p.journal_record_bytes);
     field!(out, "journal_batches", p.journal_batches);
+    field!(out, "journal_atomic_batches", p.journal_atomic_batches);
+    field!(
+        out,
+        "journal_exclusive_captures",
+        p.journal_exclusive_captures
+    );
     field!(out, "journal_fsyncs", p.fsyncs);
     field!(
         out,
@@ -298,6 +304,12 @@ fn persistence(s: &Shared, out: &mut String) {
     field!(out, "recovery_records_replayed", r.records_replayed);
     field!(out, "recovery_corrupt_records", r.corrupt_records);
     field!(out, "recovery_torn_tail_bytes", r.torn_tail_bytes);
+    field!(out, "recovery_torn_batch_records", r.torn_batch_records);
+    field!(
+        out,
+        "recovery_aborted_batch_records",
+        r.aborted_batch_records
+    );
     field!(out, "recovery_missing_keys", r.missing_segment_entries);
     if let Some(e) = &r.checkpoint_error {
         field!(

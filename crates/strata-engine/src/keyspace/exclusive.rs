@@ -146,25 +146,16 @@ impl Engine {
     /// Runs `f` with every shard held (module doc): no other thread reads
     /// or changes a key until it returns. Sections do not nest (an inner
     /// call runs `f` within the outer one).
+    /// Its changes are one group (`log::journal::groups`): recovery
+    /// restores all of them or none.
     pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
-        if in_section() {
-            return f();
-        }
-        let shards = &self.inner.shards;
-        let guards: Vec<MutexGuard<'_, Shard>> = shards.iter().map(|s| s.m.lock()).collect();
-        HELD.with(|h| {
-            h.set(Held {
-                first: shards.as_ptr(),
-                n: shards.len(),
-                all: true,
-                mask: 0,
-            })
-        });
-        let leave = Leave;
-        let r = f();
-        drop(leave);
-        drop(guards);
-        r
+        let inner = &self.inner;
+        inner.exclusive_raw(|| {
+            let group = inner.group();
+            let r = f();
+            drop(group);
+            r
+        })
     }
 
     /// Whether this thread runs inside an exclusive section (EXEC, a
@@ -175,7 +166,7 @@ impl Engine {
 
     /// As `exclusive`, holding only the shards of `keys`: for a command
     /// over several keys (MGET, DEL, EXISTS ...) that must see or change
-    /// them at one moment. `f` must lock no other shard (invariant 1: it
+    /// them at one moment (and its changes are one group). `f` must lock no other shard (invariant 1: it
     /// would take one out of order).
     pub fn exclusive_keys<R>(&self, keys: &[bytes::Bytes], f: impl FnOnce() -> R) -> R {
         if in_section() {
@@ -199,6 +190,33 @@ impl Engine {
                 n: inner.shards.len(),
                 all: false,
                 mask,
+            })
+        });
+        let leave = Leave;
+        let group = inner.group();
+        let r = f();
+        drop(group);
+        drop(leave);
+        drop(guards);
+        r
+    }
+}
+
+impl crate::Inner {
+    /// Runs `f` with every shard held, as `Engine::exclusive`, without
+    /// making its changes a group (the journal's capture of a batch).
+    pub(crate) fn exclusive_raw<R>(&self, f: impl FnOnce() -> R) -> R {
+        if in_section() {
+            return f();
+        }
+        let shards = &self.shards;
+        let guards: Vec<MutexGuard<'_, Shard>> = shards.iter().map(|s| s.m.lock()).collect();
+        HELD.with(|h| {
+            h.set(Held {
+                first: shards.as_ptr(),
+                n: shards.len(),
+                all: true,
+                mask: 0,
             })
         });
         let leave = Leave;

@@ -116,6 +116,12 @@ impl Inner {
             let gb = self.shards[b].lock();
             (self.shards[a].lock(), Some(gb))
         };
+        // Both keys change together (groups invariant 1: dropped first).
+        let _group = if db == dst_db && src == dst {
+            crate::log::journal::groups::GroupGuard::none()
+        } else {
+            self.group()
+        };
         let Some(si) = self.live_index(&mut ga, db, src) else {
             return Ok(None);
         };

@@ -229,6 +229,8 @@ impl Engine {
         ids.sort_unstable();
         ids.dedup();
         let mut guards: Vec<_> = ids.iter().map(|&i| inner.shards[i].lock()).collect();
+        let keys: Vec<&[u8]> = pairs.iter().map(|(k, _)| *k).collect();
+        let _group = inner.group_of(&keys);
         let guard_of = |key: &[u8]| ids.binary_search(&inner.shard_index(key)).unwrap_or(0);
         if nx {
             for (k, _) in pairs {

@@ -336,6 +336,10 @@ impl Collector {
                                 old: loc,
                             });
                         }
+                    } else if rec.header.kind == format::RecordKind::BatchEnd {
+                        if job.mode == Mode::Relocate {
+                            keep_batch_end(inner, &job.seg, &rec, loc, &mut live);
+                        }
                     } else if job.mode == Mode::Relocate {
                         keep_tombstone(
                             min_other,
@@ -493,6 +497,34 @@ fn keep_tombstone(
             db: rec.header.db,
             key: rec.key.into(),
             value: format::origin_value(origin).to_vec(),
+            meta: format::ItemMeta::default(),
+            header: rec.header,
+            old: loc,
+        });
+    }
+}
+
+/// An atomic batch's end is moved while another segment holding the
+/// batch's members exists: those members must never be left as the last
+/// records of the log without an end, or recovery would drop them as a
+/// torn batch (docs/format.md, "Atomic batches").
+fn keep_batch_end(
+    inner: &Inner,
+    seg: &Segment,
+    rec: &format::RecordRef<'_>,
+    loc: FlashLoc,
+    live: &mut Vec<Live>,
+) {
+    let Some(end) = format::BatchEnd::decode(rec.value) else {
+        return;
+    };
+    let others =
+        (end.first_segment..=end.last_segment).any(|s| s != seg.id && inner.table.get(s).is_some());
+    if others {
+        live.push(Live {
+            db: 0,
+            key: Box::default(),
+            value: rec.value.to_vec(),
             meta: format::ItemMeta::default(),
             header: rec.header,
             old: loc,

@@ -19,6 +19,9 @@
 //! 5. [`SegmentWriter::sync`] makes every byte written so far durable
 //!    (data of each segment written since the last sync, and the directory
 //!    entries of new segments).
+//! 6. Between `begin_batch` and `end_batch` every record is an atomic
+//!    batch's member (docs/format.md, "Atomic batches"); whoever opens a
+//!    batch appends nothing else and ends it before releasing the writer.
 
 use crate::flash::buf::{align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, ItemMeta, RecordHeader, SEGMENT_DATA_START};
@@ -47,6 +50,9 @@ pub struct SegmentWriter {
     unsynced: Vec<Arc<Segment>>,
     /// A segment file was created since the last `sync`.
     dir_dirty: bool,
+    /// An atomic batch is open (invariant 6): the segment of its first
+    /// member, once one was appended.
+    batch: Option<Option<u32>>,
 }
 
 /// A point in the log: everything before it was written before everything
@@ -92,7 +98,65 @@ impl SegmentWriter {
             reported: 0,
             unsynced: Vec::new(),
             dir_dirty: false,
+            batch: None,
         }
+    }
+
+    /// Opens an atomic batch: the records appended until `end_batch` are
+    /// its members (invariant 6).
+    pub fn begin_batch(&mut self) {
+        debug_assert!(self.batch.is_none(), "atomic batches do not nest");
+        self.batch = Some(None);
+    }
+
+    /// Ends the open batch with a [`RecordKind::BatchEnd`] record saying
+    /// whether it is whole (`commit`) or abandoned. Nothing is written when
+    /// no member was appended. Not subject to `capacity` (a few bytes that
+    /// must follow the members).
+    pub fn end_batch(&mut self, commit: bool) -> Result<(), AppendError> {
+        let Some(first) = self.batch.take().flatten() else {
+            return Ok(());
+        };
+        let last = self.current_segment().unwrap_or(first);
+        self.append_batch_end(format::BatchEnd {
+            commit,
+            first_segment: first,
+            last_segment: last,
+        })
+    }
+
+    /// Appends a batch's end record (outside any batch).
+    pub fn append_batch_end(&mut self, end: format::BatchEnd) -> Result<(), AppendError> {
+        debug_assert!(self.batch.is_none());
+        let value = end.encode();
+        let h = RecordHeader {
+            kind: format::RecordKind::BatchEnd,
+            db: 0,
+            key_len: 0,
+            value_len: value.len() as u32,
+            seq: 0,
+            expire_at_ms: 0,
+        };
+        self.append(&h, &[], &value, u64::MAX).map(|_| ())
+    }
+
+    /// Whether `bytes` of records (each at most a segment) fit in the log
+    /// without passing `capacity`: an atomic batch is written only if it
+    /// fits whole (a full log would leave half of it).
+    pub fn room_for(&self, bytes: u64, capacity: u64) -> bool {
+        let used = self.buf_offset + self.fill as u64;
+        let here = match &self.current {
+            Some(_) => self.segment_size.saturating_sub(used),
+            None => 0,
+        };
+        if bytes <= here {
+            return true;
+        }
+        // Every new segment may waste up to a page per record at its end:
+        // count a segment per `segment_size - PAGE` bytes, plus one.
+        let per = self.segment_size - PAGE as u64;
+        let segments = (bytes - here).div_ceil(per) + 1;
+        self.table.allocated_bytes() + segments * self.segment_size <= capacity
     }
 
     /// Where the next flushed record will go. Call after `flush`.
@@ -187,14 +251,19 @@ impl SegmentWriter {
         }
         let seg = self.current.as_ref().map(|s| s.id).unwrap_or(0);
         let offset = self.buf_offset + self.fill as u64;
+        let member = self.batch.is_some();
+        if let Some(first @ None) = &mut self.batch {
+            *first = Some(seg);
+        }
         if len > self.chunk_size {
             // Invariant 3: an oversized record is written from its own buffer.
             let mut big = AlignedBuf::zeroed(align_up(len));
-            format::encode_record_meta(&mut big[..len], header, key, meta, value);
+            format::encode_record_in(&mut big[..len], header, key, meta, value, member);
             self.write_out(big)?;
         } else {
             let end = self.fill + len;
-            format::encode_record_meta(&mut self.buf[self.fill..end], header, key, meta, value);
+            let out = &mut self.buf[self.fill..end];
+            format::encode_record_in(out, header, key, meta, value, member);
             self.fill = end;
         }
         if !header.kind.is_value() {

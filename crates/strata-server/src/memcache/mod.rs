@@ -798,7 +798,10 @@ fn stats(shared: &Shared, args: &[Bytes], out: &mut BytesMut) {
             put("total_items", g(&st.total_items));
             put("evictions", t.evicted_keys.to_string());
             // Tiering, named like memcached's extstore counters where they map.
-            put("extstore_objects_written", t.stashes.to_string());
+            put(
+                "extstore_objects_written",
+                (t.stashes + t.free_demotions).to_string(),
+            );
             put("extstore_bytes_written", t.stash_bytes.to_string());
             put("extstore_objects_read", t.fetches.to_string());
             put("extstore_objects_used", t.values_in_flash.to_string());

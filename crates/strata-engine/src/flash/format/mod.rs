@@ -29,8 +29,9 @@ use crate::types::ValueType;
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4
 /// kind 6, version 5 kind 7, version 6 kinds 8 and 9, version 7 kinds 8
 /// and 9 of lists, version 8 of sorted sets, version 9 `headed` chunks,
-/// version 10 kind 10, version 11 streams: value type 5 in kind 6).
-pub const FORMAT_VERSION: u32 = 11;
+/// version 10 kind 10, version 11 streams: value type 5 in kind 6, version
+/// 12 atomic batches: [`BATCH_MEMBER`] and kind 11).
+pub const FORMAT_VERSION: u32 = 12;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -94,6 +95,51 @@ pub enum RecordKind {
     /// key, `db` 0, the value an opaque blob (Redis's FUNCTION DUMP
     /// payload). The one with the largest sequence number is in force.
     Functions = 10,
+    /// Ends an atomic batch (the records before it marked
+    /// [`BATCH_MEMBER`]): empty key, `db` 0, the value [`BatchEnd`]'s
+    /// encoding. Recovery applies a batch's members only once it sees
+    /// how the batch ended (or any record that is not a member: the writer
+    /// went on after it), and drops members the log ends after.
+    BatchEnd = 11,
+}
+
+/// Bit of a record's kind byte: the record is one of an atomic batch's
+/// (the journal's batch of a transaction, a script or a multi-key command;
+/// `log::journal`), applied at recovery all together or not at all.
+pub const BATCH_MEMBER: u8 = 0x80;
+
+/// The value of a [`RecordKind::BatchEnd`] record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchEnd {
+    /// The batch was written whole (else it was abandoned after a failed
+    /// write: its members count for nothing).
+    pub commit: bool,
+    /// The segments its members were written to: `first..=last`. While a
+    /// segment before `last` in that range exists, the collector keeps
+    /// this record (moving it), so members are never left without an end.
+    pub first_segment: u32,
+    pub last_segment: u32,
+}
+
+/// Bytes of a [`BatchEnd`] value.
+pub const BATCH_END_LEN: usize = 9;
+
+impl BatchEnd {
+    pub fn encode(&self) -> [u8; BATCH_END_LEN] {
+        let mut b = [0u8; BATCH_END_LEN];
+        b[0] = self.commit as u8;
+        b[1..5].copy_from_slice(&self.first_segment.to_le_bytes());
+        b[5..9].copy_from_slice(&self.last_segment.to_le_bytes());
+        b
+    }
+
+    pub fn decode(v: &[u8]) -> Option<BatchEnd> {
+        (v.len() == BATCH_END_LEN).then(|| BatchEnd {
+            commit: v[0] == 1,
+            first_segment: le_u32(&v[1..5]),
+            last_segment: le_u32(&v[5..9]),
+        })
+    }
 }
 
 impl RecordKind {
@@ -282,6 +328,18 @@ pub fn encode_record_meta(
     meta: Option<&ItemMeta>,
     value: &[u8],
 ) {
+    encode_record_in(out, h, key, meta, value, false)
+}
+
+/// As `encode_record_meta`; `member` sets [`BATCH_MEMBER`].
+pub fn encode_record_in(
+    out: &mut [u8],
+    h: &RecordHeader,
+    key: &[u8],
+    meta: Option<&ItemMeta>,
+    value: &[u8],
+    member: bool,
+) {
     let prefix = meta.map_or(0, |m| m.prefix_len());
     debug_assert_eq!(
         out.len(),
@@ -290,7 +348,7 @@ pub fn encode_record_meta(
     debug_assert_eq!(h.key_len as usize, key.len());
     debug_assert_eq!(h.value_len as usize, prefix + value.len());
     out[4] = RECORD_MAGIC;
-    out[5] = h.kind as u8;
+    out[5] = h.kind as u8 | if member { BATCH_MEMBER } else { 0 };
     out[6..8].copy_from_slice(&h.db.to_le_bytes());
     out[8..12].copy_from_slice(&h.key_len.to_le_bytes());
     out[12..16].copy_from_slice(&h.value_len.to_le_bytes());
@@ -333,7 +391,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         RECORD_MAGIC => {}
         _ => return Err(DecodeError::BadHeader),
     }
-    let kind = match buf[5] {
+    let kind = match buf[5] & !BATCH_MEMBER {
         1 => RecordKind::Value,
         2 => RecordKind::Tombstone,
         3 => RecordKind::Flush,
@@ -344,6 +402,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         8 => RecordKind::CollHead,
         9 => RecordKind::Chunk,
         10 => RecordKind::Functions,
+        11 => RecordKind::BatchEnd,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {
@@ -366,6 +425,8 @@ pub struct RecordRef<'a> {
     pub value: &'a [u8],
     /// Memcached item metadata (kinds 4 and 5; all zero otherwise).
     pub meta: ItemMeta,
+    /// One of an atomic batch's records ([`BATCH_MEMBER`]).
+    pub member: bool,
 }
 
 /// Decodes and verifies the record at the start of `buf`.
@@ -407,6 +468,7 @@ pub fn decode_record(buf: &[u8]) -> Result<RecordRef<'_>, DecodeError> {
         key: &buf[RECORD_HEADER_LEN..k_end],
         value: &field[prefix..],
         meta,
+        member: buf[5] & BATCH_MEMBER != 0,
     })
 }
 

@@ -193,11 +193,13 @@ impl Inner {
         ids.sort_unstable();
         ids.dedup();
         let guards = ids.iter().map(|&i| self.shards[i].lock()).collect();
+        let group = self.group_of(keys);
         let mut view = KeysView {
             inner: self,
             db,
             keys,
             ids,
+            _group: group,
             guards,
             touched: SmallVec::new(),
             limits: self.tun.encoding_limits(),

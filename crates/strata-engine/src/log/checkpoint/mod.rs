@@ -6,8 +6,10 @@
 //! a flush): every record before P whose entry still points at it is in the
 //! checkpoint or superseded by a record after P; everything after P is
 //! replayed at recovery. Entries whose value is only in RAM (not yet
-//! journaled) are left out: their records come after P (appendonly yes), or
-//! `save_unbacked` wrote them first (appendonly no, clean shutdown).
+//! journaled) are left out: their records come after P (appendonly yes:
+//! the file becomes the checkpoint only once the journal synced every note
+//! taken while the shards were copied), or `save_unbacked` wrote them first
+//! (appendonly no, clean shutdown).
 //!
 //! Invariants:
 //! 1. The file is written to `checkpoint.tmp`, fsynced, renamed over
@@ -255,6 +257,15 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         out.write_all(&buf).map_err(io)?;
         table.extend_from_slice(&(buf.len() as u64).to_le_bytes());
         table.extend_from_slice(&(done.entries - before).to_le_bytes());
+    }
+    // An entry left out above (its state only in RAM, or changed after its
+    // shard was copied) has its newest record after `position` — once the
+    // journal writes it. Until then a restart from this checkpoint would
+    // miss the key altogether (its older record is before `position`), or
+    // restore another shard's half of a transaction: wait until every note
+    // taken so far is in the log and synced.
+    if inner.journal.enabled {
+        inner.journal.wait_synced(inner.journal.last_ticket())?;
     }
     crc = crc32c::crc32c_append(crc, &table);
     out.write_all(&table).map_err(io)?;

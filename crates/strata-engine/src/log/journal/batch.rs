@@ -3,6 +3,7 @@
 //! the writer, then publish each record to its entry if the entry still
 //! has the captured state (the journal invariants in `mod.rs`).
 
+use super::groups::GroupId;
 use super::Note;
 use crate::clock::now_ms;
 use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
@@ -55,41 +56,91 @@ enum Placed {
     },
 }
 
-/// Writes the current state of every noted key (once per key per batch)
-/// and publishes the records (invariants 2 and 5).
-pub(super) fn write_notes(
+/// What one batch captured: the keys' states (with the index of their
+/// note), flushes in note order, the mapping and libraries to write, and
+/// the groups whose end is in the batch.
+pub(super) struct Captures {
+    states: Vec<(usize, Captured)>,
+    flushes: Vec<(usize, u16, u64)>,
+    db_map: Option<u64>,
+    functions: Option<u64>,
+    pub groups: Vec<GroupId>,
+}
+
+/// A noted key's state may come from a group whose end is not in this
+/// batch (groups invariant 2): the batch must be captured with every shard
+/// held.
+pub(super) struct Unsafe;
+
+/// Captures the current state of every noted key (once per key per
+/// batch); with `check`, fails as soon as one is not safe to take alone.
+pub(super) fn capture_notes(
     inner: &Inner,
-    w: &mut SegmentWriter,
     notes: &[Note],
-) -> Result<(), AppendError> {
+    check: bool,
+) -> Result<Captures, Unsafe> {
     let now = now_ms();
     let mut seen: HashSet<(u16, &[u8])> = HashSet::with_capacity(notes.len());
+    let mut caps = Captures {
+        states: Vec::with_capacity(notes.len()),
+        flushes: Vec::new(),
+        db_map: None,
+        functions: None,
+        groups: notes
+            .iter()
+            .filter_map(|n| match n {
+                Note::GroupEnd { id } => Some(*id),
+                _ => None,
+            })
+            .collect(),
+    };
+    let check = check.then_some(&caps.groups[..]);
     let mut states = Vec::with_capacity(notes.len());
-    let mut flushes = Vec::new();
-    let mut db_map = None;
-    let mut functions = None;
     for (i, n) in notes.iter().enumerate() {
         match n {
-            Note::Flush { db, seq } => flushes.push((i, *db, *seq)),
-            Note::DbMap { seq } => db_map = db_map.max(Some(*seq)),
-            Note::Functions { seq } => functions = functions.max(Some(*seq)),
+            Note::Flush { db, seq } => caps.flushes.push((i, *db, *seq)),
+            Note::DbMap { seq } => caps.db_map = caps.db_map.max(Some(*seq)),
+            Note::Functions { seq } => caps.functions = caps.functions.max(Some(*seq)),
+            Note::GroupEnd { .. } => {}
             Note::Key { db, key } => {
                 if !seen.insert((*db, &key[..])) {
                     continue;
                 }
-                if let Some(c) = capture(inner, *db, key, now) {
+                if let Some(c) = capture(inner, *db, key, now, check)? {
                     states.push((i, c));
                 }
             }
         }
     }
+    caps.states = states;
+    Ok(caps)
+}
+
+/// Writes the captured states and publishes the records (invariants 2
+/// and 5). A batch with group ends is one atomic batch, written only if it
+/// fits whole.
+pub(super) fn write_captures(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    caps: &Captures,
+) -> Result<(), AppendError> {
+    let atomic = !caps.groups.is_empty();
+    if atomic {
+        let bytes: u64 = caps.states.iter().map(|(_, c)| estimate(c)).sum::<u64>()
+            + 64 * (caps.flushes.len() as u64 + 2);
+        if !w.room_for(bytes, inner.capacity) {
+            return Err(AppendError::Full);
+        }
+        w.begin_batch();
+    }
     let mut tally = Tally::default();
-    let mut placed: Vec<(Captured, Placed)> = Vec::with_capacity(states.len());
+    let mut placed: Vec<(&Captured, Placed)> = Vec::with_capacity(caps.states.len());
     let mut result = Ok(());
+    let flushes = &caps.flushes;
     let mut fi = 0;
-    for (i, c) in states {
+    for (i, c) in &caps.states {
         // Flush records keep their place among the key records.
-        while fi < flushes.len() && flushes[fi].0 < i {
+        while fi < flushes.len() && flushes[fi].0 < *i {
             let (_, db, seq) = flushes[fi];
             if let Err(e) = append_flush(inner, w, &mut tally, db, seq) {
                 result = Err(e);
@@ -100,7 +151,7 @@ pub(super) fn write_notes(
         if result.is_err() {
             break;
         }
-        match append_state(inner, w, &mut tally, &c) {
+        match append_state(inner, w, &mut tally, c) {
             Ok(Some(loc)) => placed.push((c, loc)),
             Ok(None) => {}
             Err(e) => {
@@ -119,7 +170,7 @@ pub(super) fn write_notes(
     }
     // The mapping in force now (a later swap's note writes it again).
     let mut db_map_loc = None;
-    if let (Some(seq), true) = (db_map, result.is_ok()) {
+    if let (Some(seq), true) = (caps.db_map, result.is_ok()) {
         match append_db_map(inner, w, seq) {
             Ok(loc) => {
                 count(&mut tally, loc);
@@ -130,7 +181,7 @@ pub(super) fn write_notes(
     }
     // The function libraries now (invariant 1 of `keyspace::functions`).
     let mut functions_loc = None;
-    if let (Some(seq), true) = (functions, result.is_ok()) {
+    if let (Some(seq), true) = (caps.functions, result.is_ok()) {
         match append_functions(inner, w, seq) {
             Ok(Some(loc)) => {
                 count(&mut tally, loc);
@@ -138,6 +189,14 @@ pub(super) fn write_notes(
             }
             Ok(None) => {}
             Err(e) => result = Err(e),
+        }
+    }
+    if atomic {
+        // The end says whether the members count: an abandoned batch (a
+        // failed write) is ended as such, so nothing after it applies half.
+        let end = w.end_batch(result.is_ok());
+        if result.is_ok() {
+            result = end;
         }
     }
     let flushed = w.flush_counted(&inner.stats.flash_bytes_written);
@@ -150,6 +209,9 @@ pub(super) fn write_notes(
     result?;
     Stats::add(&inner.journal.records, tally.records);
     Stats::add(&inner.journal.record_bytes, tally.bytes);
+    if atomic {
+        Stats::inc(&inner.journal.atomic_batches);
+    }
     for (c, p) in &placed {
         match p {
             Placed::One(loc) => publish(inner, c, *loc),
@@ -167,6 +229,23 @@ pub(super) fn write_notes(
         inner.functions.record.publish(inner, loc);
     }
     Ok(())
+}
+
+/// At least the bytes a captured state's records take.
+fn estimate(c: &Captured) -> u64 {
+    let head = (format::RECORD_HEADER_LEN + c.key.len() + 64) as u64;
+    match &c.what {
+        State::Gone { .. } => head,
+        State::Hot { value, .. } => head + value.len() as u64,
+        State::Cold { loc, .. } => head + loc.len as u64,
+        State::Chunked(st) => {
+            head + st
+                .parts
+                .iter()
+                .map(|p| head + p.value.len() as u64)
+                .sum::<u64>()
+        }
+    }
 }
 
 /// Appends the function libraries in force (kind 10) with sequence number
@@ -251,10 +330,29 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 }
 
 /// The state to log for a noted key, or None if its log copy is current.
-fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
+/// With `check` (the groups whose end is in the batch), a state that may
+/// come from another open group is `Unsafe` (groups invariant 2).
+fn capture(
+    inner: &Inner,
+    db: u16,
+    key: &CompactKey,
+    now: u64,
+    check: Option<&[GroupId]>,
+) -> Result<Option<Captured>, Unsafe> {
     let guard = inner.shard(key).lock();
     let d = inner.dbmap.logical(db);
-    let entry = guard.dbs.get(d)?.get(&key[..]);
+    let Some(map) = guard.dbs.get(d) else {
+        return Ok(None);
+    };
+    let entry = map.get(&key[..]);
+    if let Some(oldest) = check.and_then(|b| inner.journal.groups.oldest_other(b)) {
+        match entry {
+            Some(e) if e.flags & F_DIRTY == 0 && !e.is_expired(now) => {}
+            Some(e) if !e.is_expired(now) && e.version < oldest => {}
+            // A deletion has no version to tell when it happened.
+            _ => return Err(Unsafe),
+        }
+    }
     let meta = entry
         .map(|e| guard.item_meta(d, key, e))
         .unwrap_or_default();
@@ -265,11 +363,12 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
         Some(e) if e.is_expired(now) => State::Gone {
             seq: inner.next_seq(),
         },
-        Some(e) if e.flags & F_DIRTY == 0 => return None,
+        Some(e) if e.flags & F_DIRTY == 0 => return Ok(None),
         Some(e) => match &e.slot {
-            Slot::Chunked(coll) => {
-                State::Chunked(capture_chunked(coll, e.version, e.expire_at_ms)?)
-            }
+            Slot::Chunked(coll) => match capture_chunked(coll, e.version, e.expire_at_ms) {
+                Some(st) => State::Chunked(st),
+                None => return Ok(None),
+            },
             Slot::Hot(h) => State::Hot {
                 value: h.value.to_bytes(),
                 version: e.version,
@@ -282,12 +381,12 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
             },
         },
     };
-    Some(Captured {
+    Ok(Some(Captured {
         db,
         key: key.clone(),
         meta,
         what,
-    })
+    }))
 }
 
 /// Appends one captured state; returns the locations to publish (None for

@@ -35,16 +35,22 @@
 //!    collector capture a state, then write it later) checks at publish
 //!    time, and if the TTL or item state moved on, has the current state
 //!    logged again after its record (`Inner::metadata_changed`).
+//! 7. A batch holding the end of a group (a transaction, a script, a
+//!    multi-key command: `groups`) is written as one atomic batch, and its
+//!    states are captured so that no group is half in it (`groups`
+//!    invariant 2): recovery restores all of a group or none of it.
 
 mod batch;
+pub(crate) mod groups;
 
 use crate::clock::now_ms;
 use crate::index::CompactKey;
 use crate::log::writer::AppendError;
 use crate::stats::Stats;
 use crate::Inner;
-use batch::write_notes;
 pub(crate) use batch::{append_db_map, append_functions};
+use batch::{capture_notes, write_captures};
+use groups::{GroupId, Groups};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{
     AtomicU64, AtomicU8,
@@ -107,6 +113,8 @@ pub(crate) enum Note {
     DbMap { seq: u64 },
     /// The function libraries changed (`keyspace::functions`).
     Functions { seq: u64 },
+    /// A group's changes are all queued before this (`groups`).
+    GroupEnd { id: GroupId },
 }
 
 #[derive(Default)]
@@ -139,6 +147,12 @@ pub(crate) struct Journal {
     pub records: AtomicU64,
     pub record_bytes: AtomicU64,
     pub batches: AtomicU64,
+    /// Batches written as atomic batches (they held group ends).
+    pub atomic_batches: AtomicU64,
+    /// Batches captured with every shard held (groups invariant 2).
+    pub exclusive_captures: AtomicU64,
+    /// The open groups.
+    pub(crate) groups: Groups,
     pub fsyncs: AtomicU64,
     pub last_fsync_ms: AtomicU64,
     /// Microseconds spent in fdatasync, total.
@@ -163,6 +177,9 @@ impl Journal {
             records: AtomicU64::new(0),
             record_bytes: AtomicU64::new(0),
             batches: AtomicU64::new(0),
+            atomic_batches: AtomicU64::new(0),
+            exclusive_captures: AtomicU64::new(0),
+            groups: Groups::default(),
             fsyncs: AtomicU64::new(0),
             last_fsync_ms: AtomicU64::new(0),
             fsync_micros: AtomicU64::new(0),
@@ -204,6 +221,9 @@ impl Journal {
 
     /// Queues a note; returns its ticket.
     pub fn push(&self, note: Note) -> u64 {
+        if !matches!(note, Note::GroupEnd { .. }) {
+            groups::noted();
+        }
         let mut q = self.queue.lock();
         q.notes.push(note);
         q.queued += 1;
@@ -267,6 +287,27 @@ impl Journal {
         }
     }
 
+    /// Blocks until `ticket` is written and synced (a checkpoint's cut:
+    /// `log::checkpoint`); fails if the journal cannot write or takes
+    /// more than a minute.
+    pub(crate) fn wait_synced(&self, ticket: u64) -> Result<(), String> {
+        let t0 = Instant::now();
+        while self.synced_ticket() < ticket {
+            if self.status() != LogStatus::Ok {
+                return Err(format!(
+                    "the journal cannot write: {}",
+                    self.error().unwrap_or_default()
+                ));
+            }
+            if t0.elapsed() > Duration::from_secs(60) {
+                return Err("the journal did not sync the changes in time".into());
+            }
+            self.request_sync();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
     /// Asks for a sync at the journal's next turn (the collector has dead
     /// segments to free once the notes before them are durable).
     pub fn request_sync(&self) {
@@ -291,7 +332,7 @@ pub(crate) fn run_journal(inner: &Inner) {
         // last demotion or move may still note keys (invariant 6).
         let shutdown = inner.shutdown.load(Relaxed) && inner.background_done.load(Acquire);
         let policy = j.fsync_policy();
-        let (notes, ticket) = {
+        let (mut notes, mut ticket) = {
             let mut q = j.queue.lock();
             if q.notes.is_empty() && !shutdown {
                 let wait = match policy {
@@ -307,12 +348,7 @@ pub(crate) fn run_journal(inner: &Inner) {
                 // Let a batch gather a little company.
                 j.wake.wait_for(&mut q, BATCH_DELAY);
             }
-            let n = q.notes.len().min(MAX_BATCH);
-            let rest = q.notes.split_off(n);
-            let notes = std::mem::replace(&mut q.notes, rest);
-            j.pending.store(q.notes.len(), Relaxed);
-            let ticket = q.queued - q.notes.len() as u64;
-            (notes, ticket)
+            take(j, &mut q, MAX_BATCH)
         };
         if j.status() == LogStatus::Poisoned {
             // Nothing can be acknowledged any more; drop what was queued.
@@ -337,8 +373,25 @@ pub(crate) fn run_journal(inner: &Inner) {
         retry_at = None;
         if !notes.is_empty() {
             let mut w = inner.writer.lock();
-            match write_notes(inner, &mut w, &notes) {
+            let caps = match capture_notes(inner, &notes, true) {
+                Ok(caps) => caps,
+                Err(batch::Unsafe) => {
+                    // Groups invariant 2: with every shard held no group is
+                    // half done; take every note queued and capture them all.
+                    Stats::inc(&j.exclusive_captures);
+                    inner
+                        .exclusive_raw(|| {
+                            let (more, t) = take(j, &mut j.queue.lock(), usize::MAX);
+                            notes.extend(more);
+                            ticket = t;
+                            capture_notes(inner, &notes, false)
+                        })
+                        .unwrap_or_else(|_| unreachable!("captures are not checked"))
+                }
+            };
+            match write_captures(inner, &mut w, &caps) {
                 Ok(()) => {
+                    j.groups.close(&caps.groups);
                     j.written.store(ticket, Relaxed);
                     Stats::inc(&j.batches);
                     if matches!(j.status(), LogStatus::Full | LogStatus::NoSpace) {
@@ -420,6 +473,16 @@ pub(crate) fn run_journal(inner: &Inner) {
             return;
         }
     }
+}
+
+/// Takes up to `max` notes from the queue; returns them and the ticket of
+/// the last one.
+fn take(j: &Journal, q: &mut Queue, max: usize) -> (Vec<Note>, u64) {
+    let n = q.notes.len().min(max);
+    let rest = q.notes.split_off(n);
+    let notes = std::mem::replace(&mut q.notes, rest);
+    j.pending.store(q.notes.len(), Relaxed);
+    (notes, q.queued - q.notes.len() as u64)
 }
 
 fn requeue(j: &Journal, mut notes: Vec<Note>) {

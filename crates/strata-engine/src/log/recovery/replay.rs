@@ -1,6 +1,8 @@
 //! Replaying the log: what each record does to the index (values win by
 //! sequence number, tombstones and flush records delete older states, the
-//! latest database mapping is kept), and resynchronising after damage.
+//! latest database mapping is kept), atomic batches (members held until
+//! their end says the batch is whole; members the log ends after are
+//! dropped), and resynchronising after damage.
 
 use super::RecoveryReport;
 use crate::clock::now_secs;
@@ -26,7 +28,19 @@ pub(super) struct Replay<'a> {
     pub(super) functions: Option<(u64, bytes::Bytes, FlashLoc)>,
     /// Chunk records seen, per (db id, key): applied by `chunks::resolve`.
     pub(super) chunks: HashMap<(u16, Box<[u8]>), Vec<super::cand::Cand>>,
+    /// The members of an atomic batch seen since its start, not yet
+    /// applied (docs/format.md, "Atomic batches").
+    pub(super) batch: Vec<Member>,
     pub(super) report: RecoveryReport,
+}
+
+/// A batch member held until its batch's end.
+pub(super) struct Member {
+    header: format::RecordHeader,
+    key: Box<[u8]>,
+    value: Box<[u8]>,
+    meta: ItemMeta,
+    loc: FlashLoc,
 }
 
 impl Replay<'_> {
@@ -313,6 +327,58 @@ impl Replay<'_> {
             .retain(|(d, _), t| !(dbs.contains(&(*d as usize)) && *t < seq));
     }
 
+    /// Applies the held members of the batch that just ended whole.
+    fn apply_batch(&mut self) {
+        for m in std::mem::take(&mut self.batch) {
+            self.apply(m.header, &m.key, &m.value, m.meta, m.loc);
+        }
+    }
+
+    /// At the end of the log: members without an end are a batch the
+    /// crash interrupted; they count for nothing. Returns the segments
+    /// they are in, if any.
+    pub(super) fn drop_torn_batch(&mut self) -> Option<(u32, u32)> {
+        let first = self.batch.first()?.loc.segment;
+        let last = self.batch.last()?.loc.segment;
+        self.report.torn_batch_records += self.batch.len() as u64;
+        tracing::warn!(
+            "recovery: dropped the {} records of a batch the log ends inside (a transaction, \
+             script or multi-key command that was not acknowledged)",
+            self.batch.len()
+        );
+        self.batch.clear();
+        Some((first, last))
+    }
+
+    /// What one record does to the index.
+    fn apply(
+        &mut self,
+        h: format::RecordHeader,
+        key: &[u8],
+        value: &[u8],
+        meta: ItemMeta,
+        loc: FlashLoc,
+    ) {
+        match h.kind {
+            RecordKind::Value
+            | RecordKind::ValueFlags
+            | RecordKind::ValueMeta
+            | RecordKind::Collection => self.value(h.db, key, h.seq, h.expire_at_ms, loc, meta),
+            RecordKind::Tombstone => self.tombstone(h.db, key, h.seq),
+            RecordKind::Flush => self.flush(h.db, h.seq),
+            RecordKind::BatchEnd => {}
+            RecordKind::DbMap => self.db_map(h.seq, value, loc),
+            RecordKind::Functions => {
+                self.max_seq = self.max_seq.max(h.seq);
+                if self.functions.as_ref().is_none_or(|(s, _, _)| h.seq >= *s) {
+                    self.functions = Some((h.seq, bytes::Bytes::copy_from_slice(value), loc));
+                }
+            }
+            RecordKind::CollHead => self.head(h.db, key, h.seq, h.expire_at_ms, loc, value),
+            RecordKind::Chunk => self.chunk(h.db, key, h.seq, loc, value),
+        }
+    }
+
     /// Replays one segment from `start` (whole file in memory).
     pub(super) fn segment(&mut self, id: u32, path: &Path, start: u64, newest: bool) -> u64 {
         let buf = match std::fs::read(path) {
@@ -342,33 +408,31 @@ impl Replay<'_> {
                     };
                     self.report.records_replayed += 1;
                     let h = rec.header;
-                    match h.kind {
-                        RecordKind::Value
-                        | RecordKind::ValueFlags
-                        | RecordKind::ValueMeta
-                        | RecordKind::Collection => {
-                            self.value(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.meta)
-                        }
-                        RecordKind::Tombstone => {
-                            tomb_bytes += len as u64;
-                            self.tombstone(h.db, rec.key, h.seq)
-                        }
-                        RecordKind::Flush => {
-                            tomb_bytes += len as u64;
-                            self.flush(h.db, h.seq)
-                        }
-                        RecordKind::DbMap => self.db_map(h.seq, rec.value, loc),
-                        RecordKind::Functions => {
-                            self.max_seq = self.max_seq.max(h.seq);
-                            if self.functions.as_ref().is_none_or(|(s, _, _)| h.seq >= *s) {
-                                self.functions =
-                                    Some((h.seq, bytes::Bytes::copy_from_slice(rec.value), loc));
+                    if matches!(h.kind, RecordKind::Tombstone | RecordKind::Flush) {
+                        tomb_bytes += len as u64;
+                    }
+                    if rec.member {
+                        self.batch.push(Member {
+                            header: h,
+                            key: rec.key.into(),
+                            value: rec.value.into(),
+                            meta: rec.meta,
+                            loc,
+                        });
+                    } else if h.kind == RecordKind::BatchEnd {
+                        tomb_bytes += len as u64;
+                        match format::BatchEnd::decode(rec.value) {
+                            Some(end) if !end.commit => {
+                                self.report.aborted_batch_records += self.batch.len() as u64;
+                                self.batch.clear();
                             }
+                            _ => self.apply_batch(),
                         }
-                        RecordKind::CollHead => {
-                            self.head(h.db, rec.key, h.seq, h.expire_at_ms, loc, rec.value)
-                        }
-                        RecordKind::Chunk => self.chunk(h.db, rec.key, h.seq, loc, rec.value),
+                    } else {
+                        // The writer went on after the batch: it was whole
+                        // (its end was moved by the collector).
+                        self.apply_batch();
+                        self.apply(h, rec.key, rec.value, rec.meta, loc);
                     }
                     pos += len;
                 }
