@@ -250,11 +250,6 @@ fn persistence(s: &Shared, out: &mut String) {
     field!(out, "journal_bytes", p.journal_record_bytes);
     field!(out, "journal_batches", p.journal_batches);
     field!(out, "journal_atomic_batches", p.journal_atomic_batches);
-    field!(
-        out,
-        "journal_exclusive_captures",
-        p.journal_exclusive_captures
-    );
     field!(out, "journal_fsyncs", p.fsyncs);
     field!(
         out,

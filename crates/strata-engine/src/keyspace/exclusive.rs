@@ -150,12 +150,11 @@ impl Engine {
     /// restores all of them or none.
     pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
         let inner = &self.inner;
-        inner.exclusive_raw(|| {
-            let group = inner.group();
-            let r = f();
-            drop(group);
-            r
-        })
+        // Taken before the shards (groups invariant 1).
+        let group = inner.group();
+        let r = inner.lock_all(f);
+        drop(group);
+        r
     }
 
     /// Whether this thread runs inside an exclusive section (EXEC, a
@@ -176,6 +175,8 @@ impl Engine {
         if inner.shards.len() > 128 {
             return self.exclusive(f);
         }
+        // Taken before the shards (groups invariant 1).
+        let group = inner.group_of(keys);
         let mut mask = 0u128;
         for k in keys {
             mask |= 1 << inner.shard_index(k);
@@ -193,19 +194,18 @@ impl Engine {
             })
         });
         let leave = Leave;
-        let group = inner.group();
         let r = f();
-        drop(group);
         drop(leave);
         drop(guards);
+        drop(group);
         r
     }
 }
 
 impl crate::Inner {
-    /// Runs `f` with every shard held, as `Engine::exclusive`, without
-    /// making its changes a group (the journal's capture of a batch).
-    pub(crate) fn exclusive_raw<R>(&self, f: impl FnOnce() -> R) -> R {
+    /// Runs `f` with every shard held (`Engine::exclusive` without its
+    /// group).
+    fn lock_all<R>(&self, f: impl FnOnce() -> R) -> R {
         if in_section() {
             return f();
         }

@@ -106,6 +106,13 @@ impl Inner {
     ) -> Result<Option<bool>, Retry> {
         let a = self.shard_index(src);
         let b = self.shard_index(dst);
+        // Both keys change together: one group, taken before the shards
+        // (groups invariant 1).
+        let _group = if db == dst_db && src == dst {
+            crate::log::journal::groups::GroupGuard::none()
+        } else {
+            self.group()
+        };
         // Lock both shards in index order (no deadlock).
         let (mut ga, mut gb) = if a == b {
             (self.shards[a].lock(), None)
@@ -115,12 +122,6 @@ impl Inner {
         } else {
             let gb = self.shards[b].lock();
             (self.shards[a].lock(), Some(gb))
-        };
-        // Both keys change together (groups invariant 1: dropped first).
-        let _group = if db == dst_db && src == dst {
-            crate::log::journal::groups::GroupGuard::none()
-        } else {
-            self.group()
         };
         let Some(si) = self.live_index(&mut ga, db, src) else {
             return Ok(None);

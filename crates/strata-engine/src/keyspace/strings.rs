@@ -228,9 +228,10 @@ impl Engine {
         let mut ids: Vec<usize> = pairs.iter().map(|(k, _)| inner.shard_index(k)).collect();
         ids.sort_unstable();
         ids.dedup();
-        let mut guards: Vec<_> = ids.iter().map(|&i| inner.shards[i].lock()).collect();
         let keys: Vec<&[u8]> = pairs.iter().map(|(k, _)| *k).collect();
+        // Taken before the shards (groups invariant 1).
         let _group = inner.group_of(&keys);
+        let mut guards: Vec<_> = ids.iter().map(|&i| inner.shards[i].lock()).collect();
         let guard_of = |key: &[u8]| ids.binary_search(&inner.shard_index(key)).unwrap_or(0);
         if nx {
             for (k, _) in pairs {

@@ -25,9 +25,8 @@ pub struct PersistInfo {
     pub journal_record_bytes: u64,
     pub journal_batches: u64,
     /// Batches written atomically (they held a transaction, a script or a
-    /// multi-key command), and those captured with every shard held.
+    /// multi-key command).
     pub journal_atomic_batches: u64,
-    pub journal_exclusive_captures: u64,
     pub fsyncs: u64,
     pub fsync_micros: u64,
     pub last_fsync_ms: u64,
@@ -161,7 +160,6 @@ impl Engine {
             journal_record_bytes: Stats::get(&j.record_bytes),
             journal_batches: Stats::get(&j.batches),
             journal_atomic_batches: Stats::get(&j.atomic_batches),
-            journal_exclusive_captures: Stats::get(&j.exclusive_captures),
             fsyncs: Stats::get(&j.fsyncs),
             fsync_micros: Stats::get(&j.fsync_micros),
             last_fsync_ms: Stats::get(&j.last_fsync_ms),

@@ -66,8 +66,7 @@ pub struct KeysView<'a> {
     keys: &'a [Bytes],
     /// Small vectors: most commands name one or two keys.
     ids: SmallVec<[usize; 2]>,
-    /// Changes of several keys are one group; dropped before `guards`
-    /// (groups invariant 1: fields drop in declaration order).
+    /// Changes of several keys are one group (taken before `guards`).
     pub(super) _group: crate::log::journal::groups::GroupGuard<'a>,
     guards: SmallVec<[ShardGuard<'a>; 2]>,
     touched: SmallVec<[Touched; 1]>,

@@ -192,8 +192,9 @@ impl Inner {
         let mut ids: SmallVec<[usize; 2]> = keys.iter().map(|k| self.shard_index(k)).collect();
         ids.sort_unstable();
         ids.dedup();
-        let guards = ids.iter().map(|&i| self.shards[i].lock()).collect();
+        // Taken before the shards (groups invariant 1).
         let group = self.group_of(keys);
+        let guards = ids.iter().map(|&i| self.shards[i].lock()).collect();
         let mut view = KeysView {
             inner: self,
             db,

@@ -3,7 +3,6 @@
 //! the writer, then publish each record to its entry if the entry still
 //! has the captured state (the journal invariants in `mod.rs`).
 
-use super::groups::GroupId;
 use super::Note;
 use crate::clock::now_ms;
 use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
@@ -58,27 +57,18 @@ enum Placed {
 
 /// What one batch captured: the keys' states (with the index of their
 /// note), flushes in note order, the mapping and libraries to write, and
-/// the groups whose end is in the batch.
+/// whether it holds group ends (then it is one atomic batch).
 pub(super) struct Captures {
     states: Vec<(usize, Captured)>,
     flushes: Vec<(usize, u16, u64)>,
     db_map: Option<u64>,
     functions: Option<u64>,
-    pub groups: Vec<GroupId>,
+    atomic: bool,
 }
 
-/// A noted key's state may come from a group whose end is not in this
-/// batch (groups invariant 2): the batch must be captured with every shard
-/// held.
-pub(super) struct Unsafe;
-
 /// Captures the current state of every noted key (once per key per
-/// batch); with `check`, fails as soon as one is not safe to take alone.
-pub(super) fn capture_notes(
-    inner: &Inner,
-    notes: &[Note],
-    check: bool,
-) -> Result<Captures, Unsafe> {
+/// batch). Called with no group running (`groups`).
+pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
     let now = now_ms();
     let mut seen: HashSet<(u16, &[u8])> = HashSet::with_capacity(notes.len());
     let mut caps = Captures {
@@ -86,34 +76,25 @@ pub(super) fn capture_notes(
         flushes: Vec::new(),
         db_map: None,
         functions: None,
-        groups: notes
-            .iter()
-            .filter_map(|n| match n {
-                Note::GroupEnd { id } => Some(*id),
-                _ => None,
-            })
-            .collect(),
+        atomic: false,
     };
-    let check = check.then_some(&caps.groups[..]);
-    let mut states = Vec::with_capacity(notes.len());
     for (i, n) in notes.iter().enumerate() {
         match n {
             Note::Flush { db, seq } => caps.flushes.push((i, *db, *seq)),
             Note::DbMap { seq } => caps.db_map = caps.db_map.max(Some(*seq)),
             Note::Functions { seq } => caps.functions = caps.functions.max(Some(*seq)),
-            Note::GroupEnd { .. } => {}
-            Note::Key { db, key } => {
+            Note::GroupEnd { .. } => caps.atomic = true,
+            Note::Key { db, key, .. } => {
                 if !seen.insert((*db, &key[..])) {
                     continue;
                 }
-                if let Some(c) = capture(inner, *db, key, now, check)? {
-                    states.push((i, c));
+                if let Some(c) = capture(inner, *db, key, now) {
+                    caps.states.push((i, c));
                 }
             }
         }
     }
-    caps.states = states;
-    Ok(caps)
+    caps
 }
 
 /// Writes the captured states and publishes the records (invariants 2
@@ -124,7 +105,7 @@ pub(super) fn write_captures(
     w: &mut SegmentWriter,
     caps: &Captures,
 ) -> Result<(), AppendError> {
-    let atomic = !caps.groups.is_empty();
+    let atomic = caps.atomic;
     if atomic {
         let bytes: u64 = caps.states.iter().map(|(_, c)| estimate(c)).sum::<u64>()
             + 64 * (caps.flushes.len() as u64 + 2);
@@ -330,29 +311,10 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 }
 
 /// The state to log for a noted key, or None if its log copy is current.
-/// With `check` (the groups whose end is in the batch), a state that may
-/// come from another open group is `Unsafe` (groups invariant 2).
-fn capture(
-    inner: &Inner,
-    db: u16,
-    key: &CompactKey,
-    now: u64,
-    check: Option<&[GroupId]>,
-) -> Result<Option<Captured>, Unsafe> {
+fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
     let guard = inner.shard(key).lock();
     let d = inner.dbmap.logical(db);
-    let Some(map) = guard.dbs.get(d) else {
-        return Ok(None);
-    };
-    let entry = map.get(&key[..]);
-    if let Some(oldest) = check.and_then(|b| inner.journal.groups.oldest_other(b)) {
-        match entry {
-            Some(e) if e.flags & F_DIRTY == 0 && !e.is_expired(now) => {}
-            Some(e) if !e.is_expired(now) && e.version < oldest => {}
-            // A deletion has no version to tell when it happened.
-            _ => return Err(Unsafe),
-        }
-    }
+    let entry = guard.dbs.get(d)?.get(&key[..]);
     let meta = entry
         .map(|e| guard.item_meta(d, key, e))
         .unwrap_or_default();
@@ -363,12 +325,11 @@ fn capture(
         Some(e) if e.is_expired(now) => State::Gone {
             seq: inner.next_seq(),
         },
-        Some(e) if e.flags & F_DIRTY == 0 => return Ok(None),
+        Some(e) if e.flags & F_DIRTY == 0 => return None,
         Some(e) => match &e.slot {
-            Slot::Chunked(coll) => match capture_chunked(coll, e.version, e.expire_at_ms) {
-                Some(st) => State::Chunked(st),
-                None => return Ok(None),
-            },
+            Slot::Chunked(coll) => {
+                State::Chunked(capture_chunked(coll, e.version, e.expire_at_ms)?)
+            }
             Slot::Hot(h) => State::Hot {
                 value: h.value.to_bytes(),
                 version: e.version,
@@ -381,12 +342,12 @@ fn capture(
             },
         },
     };
-    Ok(Some(Captured {
+    Some(Captured {
         db,
         key: key.clone(),
         meta,
         what,
-    }))
+    })
 }
 
 /// Appends one captured state; returns the locations to publish (None for

@@ -4,50 +4,72 @@
 //!
 //! A group is the span of one thread's section over its keys' shards (an
 //! exclusive section, a `KeysView` over several keys, MSET's or RENAME's
-//! locks). While it runs, the group is *open* here; when it ends, still
-//! holding its shards, it queues a `Note::GroupEnd` after the notes of its
-//! keys. The journal writes a batch that contains group ends as one atomic
-//! batch (docs/format.md, "Atomic batches"), and closes those groups once
-//! the batch is written.
+//! locks). It holds the *barrier*'s read side for its whole span, and when
+//! it noted anything it queues a `Note::GroupEnd` after its notes. The
+//! journal takes the barrier's write side while it drains the queue and
+//! captures the batch's states: so no group runs meanwhile, and every
+//! group has either ended before the drain (all its notes and its end are
+//! in the batch) or starts after the capture (none of its changes is in
+//! the captured states). A batch holding group ends is written as one
+//! atomic batch (docs/format.md, "Atomic batches"): recovery restores all
+//! of each group or none of it.
 //!
 //! Invariants:
-//! 1. A group opens after it holds its shards and ends before it releases
-//!    them; its first sequence number is at most that of any change it
-//!    makes. So a key state with a version below every open group's first
-//!    (other than the groups whose end is in the batch being written) was
-//!    made by no group whose end is still to come.
-//! 2. A batch captures a key's state only if that state is not from a
-//!    group still to come (invariant 1, checked under the key's shard
-//!    lock; a deleted key's state has no version: unsafe while any other
-//!    group is open). Otherwise the journal captures the whole queue with
-//!    every shard held, when no group can be half done.
-//! 3. Groups do not nest: a section inside a section is part of the outer
-//!    group.
+//! 1. A group takes the barrier before it locks any shard (the journal
+//!    holds the barrier while it locks shards to capture), and queues its
+//!    end before it releases the barrier.
+//! 2. Groups do not nest: a section inside a section is part of the outer
+//!    group (a second read of the barrier on one thread could wait behind
+//!    the journal's write while the first blocks it).
+//! 3. Nothing in a group waits for the journal (the journal may be waiting
+//!    for the group).
+//! 4. Single-key changes do not take the barrier: a state one of them made
+//!    after the drain is a newer state of one key, which the batch may
+//!    hold alone.
 
+use super::Note;
 use crate::Inner;
-use parking_lot::Mutex;
+use parking_lot::{RwLock, RwLockReadGuard};
 use std::cell::Cell;
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
-/// A group's identity: its first sequence number and a unique id.
-pub(crate) type GroupId = (u64, u64);
-
-/// The open groups (module doc).
+/// The barrier between groups and the journal's capture (module doc).
 #[derive(Default)]
 pub(crate) struct Groups {
-    open: Mutex<BTreeSet<GroupId>>,
-    /// `open.len()`, read without the lock.
-    count: AtomicUsize,
-    next_id: AtomicU64,
+    barrier: RwLock<()>,
+    next_id: AtomicU32,
 }
 
-#[derive(Clone, Copy)]
+/// The groups with key notes in `notes` whose end is not among them.
+pub(crate) fn unended(notes: &[Note], open: &mut std::collections::HashSet<u32>) {
+    for n in notes {
+        match n {
+            Note::Key { group, .. } if *group != 0 => {
+                open.insert(*group);
+            }
+            Note::GroupEnd { id } => {
+                open.remove(id);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Groups {
+    /// Runs `f` (the journal's drain and capture) with no group running.
+    pub(crate) fn quiesced<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _w = self.barrier.write();
+        f()
+    }
+}
+
+#[derive(Clone, Copy, Default)]
 struct Current {
-    /// Sections entered on this thread (0: none).
+    /// Groups entered on this thread (0: none).
     depth: u32,
-    id: GroupId,
-    /// The group noted a key for the journal.
+    /// The open group's id (never 0).
+    id: u32,
+    /// The group queued a note.
     noted: bool,
 }
 
@@ -55,56 +77,41 @@ thread_local! {
     static CURRENT: Cell<Current> = const {
         Cell::new(Current {
             depth: 0,
-            id: (0, 0),
+            id: 0,
             noted: false,
         })
     };
 }
 
-impl Groups {
-    fn open(&self, first: u64) -> GroupId {
-        let id = (first, self.next_id.fetch_add(1, Relaxed));
-        let mut open = self.open.lock();
-        open.insert(id);
-        self.count.store(open.len(), Relaxed);
-        id
-    }
-
-    /// Closes groups whose batch was written (or that changed nothing).
-    pub(crate) fn close(&self, ids: &[GroupId]) {
-        if ids.is_empty() {
-            return;
+/// The id of this thread's open group, 0 when none (what a key note
+/// carries, so a batch is cut only where every group it has notes of
+/// ended).
+pub(crate) fn current() -> u32 {
+    CURRENT.with(|c| {
+        let cur = c.get();
+        if cur.depth > 0 {
+            cur.id
+        } else {
+            0
         }
-        let mut open = self.open.lock();
-        for id in ids {
-            open.remove(id);
-        }
-        self.count.store(open.len(), Relaxed);
-    }
-
-    /// The first sequence number of the oldest open group not in `batch`
-    /// (invariant 2), if any.
-    pub(crate) fn oldest_other(&self, batch: &[GroupId]) -> Option<u64> {
-        if self.count.load(Relaxed) == 0 {
-            return None;
-        }
-        let open = self.open.lock();
-        open.iter()
-            .find(|id| !batch.contains(id))
-            .map(|&(first, _)| first)
-    }
+    })
 }
 
-/// Ends its group when dropped (declare it after the shard guards, so it
-/// drops first: invariant 1).
+/// Ends its group when dropped. Created before the group's shards are
+/// locked (invariant 1).
 pub(crate) struct GroupGuard<'a> {
     inner: Option<&'a Inner>,
+    /// The outermost guard of this thread holds the barrier.
+    _read: Option<RwLockReadGuard<'a, ()>>,
 }
 
 impl GroupGuard<'_> {
     /// No group (a change of one key).
     pub(crate) fn none() -> Self {
-        GroupGuard { inner: None }
+        GroupGuard {
+            inner: None,
+            _read: None,
+        }
     }
 }
 
@@ -121,22 +128,26 @@ impl Inner {
     /// Without the journal it does nothing.
     pub(crate) fn group(&self) -> GroupGuard<'_> {
         if !self.journal.enabled {
-            return GroupGuard { inner: None };
+            return GroupGuard::none();
         }
-        CURRENT.with(|c| {
+        let outer = CURRENT.with(|c| {
             let mut cur = c.get();
-            if cur.depth == 0 {
-                cur.id = self.journal.groups.open(self.seq.load(Relaxed));
-                cur.noted = false;
-            }
             cur.depth += 1;
+            if cur.depth == 1 {
+                cur.noted = false;
+                cur.id = self.journal.groups.next_id.fetch_add(1, Relaxed).max(1);
+            }
             c.set(cur);
+            cur.depth == 1
         });
-        GroupGuard { inner: Some(self) }
+        GroupGuard {
+            inner: Some(self),
+            _read: outer.then(|| self.journal.groups.barrier.read()),
+        }
     }
 }
 
-/// A key is being noted for the journal: part of the open group, if any.
+/// A note is being queued: part of this thread's group, if one is open.
 #[inline]
 pub(crate) fn noted() {
     CURRENT.with(|c| {
@@ -151,20 +162,16 @@ pub(crate) fn noted() {
 impl Drop for GroupGuard<'_> {
     fn drop(&mut self) {
         let Some(inner) = self.inner else { return };
-        CURRENT.with(|c| {
+        let end = CURRENT.with(|c| {
             let mut cur = c.get();
             cur.depth -= 1;
             c.set(cur);
-            if cur.depth > 0 {
-                return;
-            }
-            if cur.noted {
-                inner
-                    .journal
-                    .push(crate::log::journal::Note::GroupEnd { id: cur.id });
-            } else {
-                inner.journal.groups.close(&[cur.id]);
-            }
+            (cur.depth == 0 && cur.noted).then_some(cur.id)
         });
+        if let Some(id) = end {
+            // Invariant 1: before the barrier is released (a field, dropped
+            // after this).
+            inner.journal.push(Note::GroupEnd { id });
+        }
     }
 }

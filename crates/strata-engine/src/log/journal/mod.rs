@@ -36,9 +36,9 @@
 //!    time, and if the TTL or item state moved on, has the current state
 //!    logged again after its record (`Inner::metadata_changed`).
 //! 7. A batch holding the end of a group (a transaction, a script, a
-//!    multi-key command: `groups`) is written as one atomic batch, and its
-//!    states are captured so that no group is half in it (`groups`
-//!    invariant 2): recovery restores all of a group or none of it.
+//!    multi-key command: `groups`) is written as one atomic batch, and it
+//!    is taken and captured while no group runs, so no group is half in
+//!    it: recovery restores all of a group or none of it.
 
 mod batch;
 pub(crate) mod groups;
@@ -50,7 +50,7 @@ use crate::stats::Stats;
 use crate::Inner;
 pub(crate) use batch::{append_db_map, append_functions};
 use batch::{capture_notes, write_captures};
-use groups::{GroupId, Groups};
+use groups::Groups;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{
     AtomicU64, AtomicU8,
@@ -105,16 +105,20 @@ const MAX_BATCH: usize = 8192;
 /// One note.
 pub(crate) enum Note {
     /// The state of this key changed (`db`: the database's id, see
-    /// `keyspace::swapdb`).
-    Key { db: u16, key: CompactKey },
+    /// `keyspace::swapdb`), in group `group` (0: none).
+    Key {
+        db: u16,
+        key: CompactKey,
+        group: u32,
+    },
     /// FLUSHDB (or FLUSHALL: `db` = ALL_DATABASES) at sequence number `seq`.
     Flush { db: u16, seq: u64 },
     /// SWAPDB changed the mapping of databases to ids.
     DbMap { seq: u64 },
     /// The function libraries changed (`keyspace::functions`).
     Functions { seq: u64 },
-    /// A group's changes are all queued before this (`groups`).
-    GroupEnd { id: GroupId },
+    /// Group `id`'s notes are all queued before this (`groups`).
+    GroupEnd { id: u32 },
 }
 
 #[derive(Default)]
@@ -149,9 +153,7 @@ pub(crate) struct Journal {
     pub batches: AtomicU64,
     /// Batches written as atomic batches (they held group ends).
     pub atomic_batches: AtomicU64,
-    /// Batches captured with every shard held (groups invariant 2).
-    pub exclusive_captures: AtomicU64,
-    /// The open groups.
+    /// The barrier between groups and the capture of a batch.
     pub(crate) groups: Groups,
     pub fsyncs: AtomicU64,
     pub last_fsync_ms: AtomicU64,
@@ -178,7 +180,6 @@ impl Journal {
             record_bytes: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             atomic_batches: AtomicU64::new(0),
-            exclusive_captures: AtomicU64::new(0),
             groups: Groups::default(),
             fsyncs: AtomicU64::new(0),
             last_fsync_ms: AtomicU64::new(0),
@@ -373,25 +374,25 @@ pub(crate) fn run_journal(inner: &Inner) {
         retry_at = None;
         if !notes.is_empty() {
             let mut w = inner.writer.lock();
-            let caps = match capture_notes(inner, &notes, true) {
-                Ok(caps) => caps,
-                Err(batch::Unsafe) => {
-                    // Groups invariant 2: with every shard held no group is
-                    // half done; take every note queued and capture them all.
-                    Stats::inc(&j.exclusive_captures);
-                    inner
-                        .exclusive_raw(|| {
-                            let (more, t) = take(j, &mut j.queue.lock(), usize::MAX);
-                            notes.extend(more);
-                            ticket = t;
-                            capture_notes(inner, &notes, false)
-                        })
-                        .unwrap_or_else(|_| unreachable!("captures are not checked"))
+            // Journal invariant 7: no group runs while the batch is taken
+            // and captured, so each group is in it whole or not at all.
+            let caps = j.groups.quiesced(|| {
+                // Every group has ended: take notes up to where each group
+                // the batch has notes of has its end too.
+                let mut open = std::collections::HashSet::new();
+                groups::unended(&notes, &mut open);
+                let mut q = j.queue.lock();
+                while !open.is_empty() && !q.notes.is_empty() {
+                    let (more, t) = take(j, &mut q, 1024);
+                    groups::unended(&more, &mut open);
+                    notes.extend(more);
+                    ticket = t;
                 }
-            };
+                drop(q);
+                capture_notes(inner, &notes)
+            });
             match write_captures(inner, &mut w, &caps) {
                 Ok(()) => {
-                    j.groups.close(&caps.groups);
                     j.written.store(ticket, Relaxed);
                     Stats::inc(&j.batches);
                     if matches!(j.status(), LogStatus::Full | LogStatus::NoSpace) {
