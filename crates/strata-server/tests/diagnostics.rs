@@ -93,7 +93,9 @@ fn probes_reply_as_redis_7() {
     // DEBUG: refused by default, as in Redis 7.
     let plain = common::Server::start(&["--enable-debug-command", "no"]);
     let mut p = Conn::connect(plain.port);
-    both(&mut r, &mut p, &[b"DEBUG", b"SLEEP", b"0"]);
+    let redis_plain = RedisServer::start_with(&[]);
+    let mut rp = Conn::connect(redis_plain.port);
+    both(&mut rp, &mut p, &[b"DEBUG", b"SLEEP", b"0"]);
 }
 
 #[test]

@@ -40,6 +40,21 @@ pub struct Segment {
     pub sealed: AtomicBool,
     /// See invariant 4.
     pub tomb_bytes: AtomicU64,
+    /// The first segment of the earliest atomic batch whose end is here
+    /// and whose members began in an older segment (`u32::MAX`: none).
+    /// While a segment from there up to this one exists, this one is not
+    /// collected (docs/format.md, "Atomic batches").
+    pub batch_from: AtomicU32,
+}
+
+impl Segment {
+    /// Notes an atomic batch's end in this segment whose first member is
+    /// in segment `first`.
+    pub fn pin_batch(&self, first: u32) {
+        if first < self.id {
+            self.batch_from.fetch_min(first, Ordering::Relaxed);
+        }
+    }
 }
 
 /// All segments of one flash directory.
@@ -125,6 +140,7 @@ impl SegmentTable {
             live_bytes: AtomicU64::new(0),
             sealed: AtomicBool::new(false),
             tomb_bytes: AtomicU64::new(0),
+            batch_from: AtomicU32::new(u32::MAX),
         });
         self.segments.write().insert(id, seg.clone());
         Ok(seg)
@@ -176,6 +192,18 @@ impl SegmentTable {
     }
 
     /// A snapshot of the segments, oldest first.
+    /// Whether a segment holds the end of an atomic batch whose members
+    /// are partly in older segments that still exist (it must stay).
+    pub fn pinned(&self, seg: &Segment) -> bool {
+        let from = seg.batch_from.load(Ordering::Relaxed);
+        from < seg.id
+            && self
+                .segments
+                .read()
+                .keys()
+                .any(|&s| s >= from && s < seg.id)
+    }
+
     pub fn snapshot(&self) -> Vec<Arc<Segment>> {
         let mut v: Vec<_> = self.segments.read().values().cloned().collect();
         v.sort_by_key(|s| s.id);
@@ -232,6 +260,7 @@ fn open_existing(path: &Path, id: u32, direct: bool) -> io::Result<Segment> {
         live_bytes: AtomicU64::new(0),
         sealed: AtomicBool::new(true),
         tomb_bytes: AtomicU64::new(1),
+        batch_from: AtomicU32::new(u32::MAX),
     })
 }
 

@@ -175,8 +175,9 @@ impl Engine {
         if inner.shards.len() > 128 {
             return self.exclusive(f);
         }
-        // Taken before the shards (groups invariant 1).
-        let group = inner.group_of(keys);
+        // Taken before the shards (groups invariant 1). Always a group:
+        // equal names may be keys of different databases (SELECT in EXEC).
+        let group = inner.group();
         let mut mask = 0u128;
         for k in keys {
             mask |= 1 << inner.shard_index(k);

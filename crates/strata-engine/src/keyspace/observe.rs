@@ -53,7 +53,6 @@ impl Inner {
             self.journal.push(crate::log::journal::Note::Key {
                 db: self.dbmap.id(db),
                 key: crate::index::CompactKey::from(key),
-                group: crate::log::journal::groups::current(),
             });
         }
     }

@@ -33,6 +33,10 @@
 //!    and a copy that turns out dead while its entry still has that
 //!    sequence number (a newer state was logged meanwhile, before the copy)
 //!    has the entry's state logged again after it.
+//! 8. An atomic batch's end is never moved; a segment holding one whose
+//!    members began in an older segment that still exists is neither
+//!    collected nor freed (`SegmentTable::pinned`), so members are never
+//!    left without their end. Moved members are plain records.
 
 use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
@@ -185,7 +189,10 @@ impl Collector {
             {
                 continue;
             }
-            if seg.live_bytes.load(Acquire) == 0 && seg.tomb_bytes.load(Acquire) == 0 {
+            if seg.live_bytes.load(Acquire) == 0
+                && seg.tomb_bytes.load(Acquire) == 0
+                && !inner.table.pinned(&seg)
+            {
                 self.release(inner, seg.id);
             }
         }
@@ -234,6 +241,11 @@ impl Collector {
         let mut best: Option<(u64, Arc<Segment>)> = None;
         for seg in inner.table.snapshot() {
             if Some(seg.id) == current || self.skip.contains(&seg.id) || self.is_pending(seg.id) {
+                continue;
+            }
+            if inner.table.pinned(&seg) {
+                // The end of an atomic batch whose members are partly in
+                // older segments: it goes after them (docs/format.md).
                 continue;
             }
             let live = seg.live_bytes.load(Acquire);
@@ -337,9 +349,8 @@ impl Collector {
                             });
                         }
                     } else if rec.header.kind == format::RecordKind::BatchEnd {
-                        if job.mode == Mode::Relocate {
-                            keep_batch_end(inner, &job.seg, &rec, loc, &mut live);
-                        }
+                        // Never moved: a segment holding an end its members
+                        // still need is not collected (`pick`).
                     } else if job.mode == Mode::Relocate {
                         keep_tombstone(
                             min_other,
@@ -497,34 +508,6 @@ fn keep_tombstone(
             db: rec.header.db,
             key: rec.key.into(),
             value: format::origin_value(origin).to_vec(),
-            meta: format::ItemMeta::default(),
-            header: rec.header,
-            old: loc,
-        });
-    }
-}
-
-/// An atomic batch's end is moved while another segment holding the
-/// batch's members exists: those members must never be left as the last
-/// records of the log without an end, or recovery would drop them as a
-/// torn batch (docs/format.md, "Atomic batches").
-fn keep_batch_end(
-    inner: &Inner,
-    seg: &Segment,
-    rec: &format::RecordRef<'_>,
-    loc: FlashLoc,
-    live: &mut Vec<Live>,
-) {
-    let Some(end) = format::BatchEnd::decode(rec.value) else {
-        return;
-    };
-    let others =
-        (end.first_segment..=end.last_segment).any(|s| s != seg.id && inner.table.get(s).is_some());
-    if others {
-        live.push(Live {
-            db: 0,
-            key: Box::default(),
-            value: rec.value.to_vec(),
             meta: format::ItemMeta::default(),
             header: rec.header,
             old: loc,

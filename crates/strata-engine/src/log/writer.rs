@@ -50,9 +50,12 @@ pub struct SegmentWriter {
     unsynced: Vec<Arc<Segment>>,
     /// A segment file was created since the last `sync`.
     dir_dirty: bool,
-    /// An atomic batch is open (invariant 6): the segment of its first
-    /// member, once one was appended.
-    batch: Option<Option<u32>>,
+    /// An atomic batch is open (invariant 6): where its first member is
+    /// and how many it has, once one was appended.
+    batch: Option<(Option<FlashLoc>, u32)>,
+    /// The last record appended (tests).
+    #[cfg(test)]
+    last: Option<FlashLoc>,
 }
 
 /// A point in the log: everything before it was written before everything
@@ -99,6 +102,8 @@ impl SegmentWriter {
             unsynced: Vec::new(),
             dir_dirty: false,
             batch: None,
+            #[cfg(test)]
+            last: None,
         }
     }
 
@@ -106,28 +111,23 @@ impl SegmentWriter {
     /// its members (invariant 6).
     pub fn begin_batch(&mut self) {
         debug_assert!(self.batch.is_none(), "atomic batches do not nest");
-        self.batch = Some(None);
+        self.batch = Some((None, 0));
     }
 
-    /// Ends the open batch with a [`RecordKind::BatchEnd`] record saying
-    /// whether it is whole (`commit`) or abandoned. Nothing is written when
-    /// no member was appended. Not subject to `capacity` (a few bytes that
-    /// must follow the members).
+    /// Ends the open batch with a [`format::RecordKind::BatchEnd`] record
+    /// saying whether it is whole (`commit`) or abandoned. Nothing is
+    /// written when no member was appended. Not subject to the log's
+    /// capacity (a few bytes that must follow the members).
     pub fn end_batch(&mut self, commit: bool) -> Result<(), AppendError> {
-        let Some(first) = self.batch.take().flatten() else {
+        let Some((Some(first), count)) = self.batch.take() else {
             return Ok(());
         };
-        let last = self.current_segment().unwrap_or(first);
-        self.append_batch_end(format::BatchEnd {
+        let end = format::BatchEnd {
             commit,
-            first_segment: first,
-            last_segment: last,
-        })
-    }
-
-    /// Appends a batch's end record (outside any batch).
-    pub fn append_batch_end(&mut self, end: format::BatchEnd) -> Result<(), AppendError> {
-        debug_assert!(self.batch.is_none());
+            first_segment: first.segment,
+            first_offset: first.offset,
+            count,
+        };
         let value = end.encode();
         let h = RecordHeader {
             kind: format::RecordKind::BatchEnd,
@@ -137,7 +137,24 @@ impl SegmentWriter {
             seq: 0,
             expire_at_ms: 0,
         };
-        self.append(&h, &[], &value, u64::MAX).map(|_| ())
+        self.append(&h, &[], &value, u64::MAX)?;
+        // Its members' older segments must outlive it (`Segment::pin_batch`).
+        if let Some(seg) = &self.current {
+            seg.pin_batch(first.segment);
+        }
+        Ok(())
+    }
+
+    /// Forgets the open batch without ending it (tests: a failed write).
+    #[cfg(test)]
+    pub fn abandon_for_test(&mut self) -> Option<FlashLoc> {
+        self.batch.take().and_then(|(first, _)| first)
+    }
+
+    /// Where the last record appended went (tests).
+    #[cfg(test)]
+    pub fn last_for_test(&self) -> FlashLoc {
+        self.last.expect("a record was appended")
     }
 
     /// Whether `bytes` of records (each at most a segment) fit in the log
@@ -252,9 +269,6 @@ impl SegmentWriter {
         let seg = self.current.as_ref().map(|s| s.id).unwrap_or(0);
         let offset = self.buf_offset + self.fill as u64;
         let member = self.batch.is_some();
-        if let Some(first @ None) = &mut self.batch {
-            *first = Some(seg);
-        }
         if len > self.chunk_size {
             // Invariant 3: an oversized record is written from its own buffer.
             let mut big = AlignedBuf::zeroed(align_up(len));
@@ -271,11 +285,20 @@ impl SegmentWriter {
                 s.tomb_bytes.fetch_add(len as u64, Ordering::Relaxed);
             }
         }
-        Ok(FlashLoc {
+        let loc = FlashLoc {
             segment: seg,
             offset: offset as u32,
             len: len as u32,
-        })
+        };
+        if let Some((first, count)) = &mut self.batch {
+            first.get_or_insert(loc);
+            *count += 1;
+        }
+        #[cfg(test)]
+        {
+            self.last = Some(loc);
+        }
+        Ok(loc)
     }
 
     /// Writes the buffered records (padded to a page) to the device.

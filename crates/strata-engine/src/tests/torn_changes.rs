@@ -350,3 +350,167 @@ fn transactions_torn_by_a_crash_come_back_whole_or_not_at_all() {
     assert!(torn > 0, "no cut fell inside a batch");
     assert!(restored.len() > 3, "cuts restored {restored:?}");
 }
+
+/// Recovery's rules for atomic batches, on logs written by hand: a batch
+/// counts only when its commit end follows all its members; members
+/// followed by anything else (a failed write), by another batch, by an
+/// abandoned end or by nothing count for nothing, and so does a batch that
+/// lost a member (a damaged record).
+#[test]
+fn recovery_applies_a_batch_only_with_its_end_and_all_its_members() {
+    use crate::flash::format::{RecordHeader, RecordKind};
+    type Step = (&'static str, Option<&'static str>);
+    /// Name, steps, keys there after recovery, keys not there.
+    type Case = (
+        &'static str,
+        &'static [Step],
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    // Steps: ("begin" | "end" | "abort" | "fail" | "corrupt-last", None) or
+    // ("put", key); "fail" forgets the open batch without its end.
+    let cases: [Case; 6] = [
+        (
+            "committed",
+            &[
+                ("begin", None),
+                ("put", Some("a")),
+                ("put", Some("b")),
+                ("end", None),
+            ],
+            &["a", "b"],
+            &[],
+        ),
+        (
+            "no end, then a plain record",
+            &[
+                ("begin", None),
+                ("put", Some("a")),
+                ("put", Some("b")),
+                ("fail", None),
+                ("put", Some("c")),
+            ],
+            &["c"],
+            &["a", "b"],
+        ),
+        (
+            "no end, then another batch",
+            &[
+                ("begin", None),
+                ("put", Some("a")),
+                ("begin", None),
+                ("put", Some("b")),
+                ("put", Some("c")),
+                ("end", None),
+            ],
+            &["b", "c"],
+            &["a"],
+        ),
+        (
+            "abandoned",
+            &[
+                ("begin", None),
+                ("put", Some("a")),
+                ("abort", None),
+                ("put", Some("c")),
+            ],
+            &["c"],
+            &["a"],
+        ),
+        (
+            "a member damaged",
+            &[
+                ("begin", None),
+                ("put", Some("a")),
+                ("put", Some("b")),
+                ("corrupt-last", None),
+                ("put", Some("c")),
+                ("end", None),
+            ],
+            &[],
+            &["a", "b", "c"],
+        ),
+        (
+            "the log ends inside",
+            &[("put", Some("c")), ("begin", None), ("put", Some("a"))],
+            &["c"],
+            &["a"],
+        ),
+    ];
+    for (name, steps, present, absent) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path());
+        c.checkpoint_interval = 0;
+        let mut corrupt = Vec::new();
+        {
+            let e = Engine::open(c.clone()).unwrap();
+            let inner = &e.inner;
+            let mut w = inner.writer.lock();
+            let mut in_batch = false;
+            for (what, key) in steps {
+                match *what {
+                    "begin" => {
+                        if in_batch {
+                            // A batch whose end was never written.
+                            let _ = w.abandon_for_test();
+                        }
+                        w.begin_batch();
+                        in_batch = true;
+                    }
+                    "end" | "abort" => {
+                        w.end_batch(*what == "end").unwrap();
+                        in_batch = false;
+                    }
+                    "fail" => {
+                        let _ = w.abandon_for_test();
+                        in_batch = false;
+                    }
+                    "corrupt-last" => corrupt.push(w.last_for_test()),
+                    _ => {
+                        let key = key.unwrap().as_bytes();
+                        let h = RecordHeader {
+                            kind: RecordKind::Value,
+                            db: 0,
+                            key_len: key.len() as u32,
+                            value_len: 1,
+                            seq: inner.next_seq(),
+                            expire_at_ms: 0,
+                        };
+                        w.append(&h, key, b"v", u64::MAX).unwrap();
+                    }
+                }
+            }
+            if in_batch {
+                let _ = w.abandon_for_test();
+            }
+            w.flush().unwrap();
+            w.sync().unwrap();
+        }
+        let _ = std::fs::remove_file(dir.path().join("flash").join("checkpoint"));
+        for loc in corrupt {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(segment(dir.path()))
+                .unwrap();
+            f.write_at(b"X", loc.offset as u64 + loc.len as u64 - 1)
+                .unwrap();
+        }
+        let e = Engine::open(c).unwrap();
+        for k in present {
+            assert!(e.exists(0, k.as_bytes()), "{name}: {k} should be there");
+        }
+        for k in absent {
+            assert!(
+                !e.exists(0, k.as_bytes()),
+                "{name}: {k} should not be there"
+            );
+        }
+        let r = e.recovery_report();
+        assert_eq!(
+            r.torn_batch_records + r.aborted_batch_records > 0,
+            !absent.is_empty(),
+            "{name}: {r:?}"
+        );
+    }
+}

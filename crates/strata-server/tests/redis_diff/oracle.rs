@@ -41,7 +41,13 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
+    /// With DEBUG enabled (`compare_key` asks for DEBUG DIGEST-VALUE).
     pub fn start() -> RedisServer {
+        Self::start_with(&["--enable-debug-command", "yes"])
+    }
+
+    /// With Redis's defaults but for `args`.
+    pub fn start_with(args: &[&str]) -> RedisServer {
         let find = || {
             ["redis-server", "/usr/bin/redis-server"]
                 .into_iter()
@@ -66,6 +72,7 @@ impl RedisServer {
             let child = Command::new(bin)
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .args(args)
                 .args(["--dir", dir.path().to_str().unwrap()])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -450,7 +457,12 @@ pub fn mask_clock(f: &mut Frame) {
 
 /// Compares the whole value, type and encoding of `key`.
 pub fn compare_key(r: &mut Conn, s: &mut Conn, key: &[u8]) -> Result<(), String> {
-    let mut cmds: Vec<Vec<&[u8]>> = vec![vec![b"TYPE", key], vec![b"OBJECT", b"ENCODING", key]];
+    let mut cmds: Vec<Vec<&[u8]>> = vec![
+        vec![b"TYPE", key],
+        vec![b"OBJECT", b"ENCODING", key],
+        // Redis's SHA1 digest of the whole value (and whether it has a TTL).
+        vec![b"DEBUG", b"DIGEST-VALUE", key],
+    ];
     match kind(r, key) {
         Kind::None => {}
         Kind::Hash => cmds.push(vec![b"HGETALL", key]),

@@ -97,9 +97,9 @@ pub enum RecordKind {
     Functions = 10,
     /// Ends an atomic batch (the records before it marked
     /// [`BATCH_MEMBER`]): empty key, `db` 0, the value [`BatchEnd`]'s
-    /// encoding. Recovery applies a batch's members only once it sees
-    /// how the batch ended (or any record that is not a member: the writer
-    /// went on after it), and drops members the log ends after.
+    /// encoding. Recovery applies a batch's members only when it reaches
+    /// its commit end with all of them; members followed by anything else,
+    /// or by nothing, count for nothing.
     BatchEnd = 11,
 }
 
@@ -114,22 +114,23 @@ pub struct BatchEnd {
     /// The batch was written whole (else it was abandoned after a failed
     /// write: its members count for nothing).
     pub commit: bool,
-    /// The segments its members were written to: `first..=last`. While a
-    /// segment before `last` in that range exists, the collector keeps
-    /// this record (moving it), so members are never left without an end.
+    /// Where its first member is (segment, offset): which members are its.
     pub first_segment: u32,
-    pub last_segment: u32,
+    pub first_offset: u32,
+    /// How many members it has (a batch missing one is not applied).
+    pub count: u32,
 }
 
 /// Bytes of a [`BatchEnd`] value.
-pub const BATCH_END_LEN: usize = 9;
+pub const BATCH_END_LEN: usize = 13;
 
 impl BatchEnd {
     pub fn encode(&self) -> [u8; BATCH_END_LEN] {
         let mut b = [0u8; BATCH_END_LEN];
         b[0] = self.commit as u8;
         b[1..5].copy_from_slice(&self.first_segment.to_le_bytes());
-        b[5..9].copy_from_slice(&self.last_segment.to_le_bytes());
+        b[5..9].copy_from_slice(&self.first_offset.to_le_bytes());
+        b[9..13].copy_from_slice(&self.count.to_le_bytes());
         b
     }
 
@@ -137,7 +138,8 @@ impl BatchEnd {
         (v.len() == BATCH_END_LEN).then(|| BatchEnd {
             commit: v[0] == 1,
             first_segment: le_u32(&v[1..5]),
-            last_segment: le_u32(&v[5..9]),
+            first_offset: le_u32(&v[5..9]),
+            count: le_u32(&v[9..13]),
         })
     }
 }

@@ -66,9 +66,10 @@ pub struct KeysView<'a> {
     keys: &'a [Bytes],
     /// Small vectors: most commands name one or two keys.
     ids: SmallVec<[usize; 2]>,
-    /// Changes of several keys are one group (taken before `guards`).
-    pub(super) _group: crate::log::journal::groups::GroupGuard<'a>,
     guards: SmallVec<[ShardGuard<'a>; 2]>,
+    /// Changes of several keys are one group: taken before `guards`,
+    /// released after them (fields drop in declaration order).
+    pub(super) _group: crate::log::journal::groups::GroupGuard<'a>,
     touched: SmallVec<[Touched; 1]>,
     limits: EncodingLimits,
     /// Lists and sorted sets that got elements (for blocked clients), when

@@ -83,8 +83,8 @@ pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
             Note::Flush { db, seq } => caps.flushes.push((i, *db, *seq)),
             Note::DbMap { seq } => caps.db_map = caps.db_map.max(Some(*seq)),
             Note::Functions { seq } => caps.functions = caps.functions.max(Some(*seq)),
-            Note::GroupEnd { .. } => caps.atomic = true,
-            Note::Key { db, key, .. } => {
+            Note::GroupEnd => caps.atomic = true,
+            Note::Key { db, key } => {
                 if !seen.insert((*db, &key[..])) {
                     continue;
                 }

@@ -6,11 +6,11 @@
 //! exclusive section, a `KeysView` over several keys, MSET's or RENAME's
 //! locks). It holds the *barrier*'s read side for its whole span, and when
 //! it noted anything it queues a `Note::GroupEnd` after its notes. The
-//! journal takes the barrier's write side while it drains the queue and
-//! captures the batch's states: so no group runs meanwhile, and every
-//! group has either ended before the drain (all its notes and its end are
-//! in the batch) or starts after the capture (none of its changes is in
-//! the captured states). A batch holding group ends is written as one
+//! journal takes the barrier's write side while it takes the whole queue
+//! and captures the batch's states: so no group runs meanwhile, and every
+//! group has either ended before (all its notes and its end are in the
+//! batch) or starts after the capture (none of its changes is in the
+//! captured states). A batch holding group ends is written as one
 //! atomic batch (docs/format.md, "Atomic batches"): recovery restores all
 //! of each group or none of it.
 //!
@@ -29,37 +29,21 @@
 
 use super::Note;
 use crate::Inner;
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::time::Duration;
 
 /// The barrier between groups and the journal's capture (module doc).
 #[derive(Default)]
 pub(crate) struct Groups {
     barrier: RwLock<()>,
-    next_id: AtomicU32,
-}
-
-/// The groups with key notes in `notes` whose end is not among them.
-pub(crate) fn unended(notes: &[Note], open: &mut std::collections::HashSet<u32>) {
-    for n in notes {
-        match n {
-            Note::Key { group, .. } if *group != 0 => {
-                open.insert(*group);
-            }
-            Note::GroupEnd { id } => {
-                open.remove(id);
-            }
-            _ => {}
-        }
-    }
 }
 
 impl Groups {
-    /// Runs `f` (the journal's drain and capture) with no group running.
-    pub(crate) fn quiesced<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _w = self.barrier.write();
-        f()
+    /// Holds back every group (the journal's drain and capture), once the
+    /// running ones ended; None if they did not within `wait`.
+    pub(crate) fn quiesce(&self, wait: Duration) -> Option<RwLockWriteGuard<'_, ()>> {
+        self.barrier.try_write_for(wait)
     }
 }
 
@@ -67,34 +51,12 @@ impl Groups {
 struct Current {
     /// Groups entered on this thread (0: none).
     depth: u32,
-    /// The open group's id (never 0).
-    id: u32,
     /// The group queued a note.
     noted: bool,
 }
 
 thread_local! {
-    static CURRENT: Cell<Current> = const {
-        Cell::new(Current {
-            depth: 0,
-            id: 0,
-            noted: false,
-        })
-    };
-}
-
-/// The id of this thread's open group, 0 when none (what a key note
-/// carries, so a batch is cut only where every group it has notes of
-/// ended).
-pub(crate) fn current() -> u32 {
-    CURRENT.with(|c| {
-        let cur = c.get();
-        if cur.depth > 0 {
-            cur.id
-        } else {
-            0
-        }
-    })
+    static CURRENT: Cell<Current> = const { Cell::new(Current { depth: 0, noted: false }) };
 }
 
 /// Ends its group when dropped. Created before the group's shards are
@@ -135,7 +97,6 @@ impl Inner {
             cur.depth += 1;
             if cur.depth == 1 {
                 cur.noted = false;
-                cur.id = self.journal.groups.next_id.fetch_add(1, Relaxed).max(1);
             }
             c.set(cur);
             cur.depth == 1
@@ -166,12 +127,12 @@ impl Drop for GroupGuard<'_> {
             let mut cur = c.get();
             cur.depth -= 1;
             c.set(cur);
-            (cur.depth == 0 && cur.noted).then_some(cur.id)
+            cur.depth == 0 && cur.noted
         });
-        if let Some(id) = end {
+        if end {
             // Invariant 1: before the barrier is released (a field, dropped
             // after this).
-            inner.journal.push(Note::GroupEnd { id });
+            inner.journal.push(Note::GroupEnd);
         }
     }
 }

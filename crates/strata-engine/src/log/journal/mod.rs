@@ -99,26 +99,26 @@ pub enum LogStatus {
 const BATCH_DELAY: Duration = Duration::from_millis(5);
 /// Notes queued beyond this make writers wait (backpressure).
 pub(crate) const MAX_QUEUED: usize = 200_000;
-/// A batch writes at most this many notes before publishing.
+/// A batch starts without waiting for company once this many notes are
+/// queued (it takes every note queued when it is captured).
 const MAX_BATCH: usize = 8192;
+/// The journal waits this long for running groups before it syncs what it
+/// has and tries again.
+const BARRIER_WAIT: Duration = Duration::from_millis(50);
 
 /// One note.
 pub(crate) enum Note {
     /// The state of this key changed (`db`: the database's id, see
-    /// `keyspace::swapdb`), in group `group` (0: none).
-    Key {
-        db: u16,
-        key: CompactKey,
-        group: u32,
-    },
+    /// `keyspace::swapdb`).
+    Key { db: u16, key: CompactKey },
     /// FLUSHDB (or FLUSHALL: `db` = ALL_DATABASES) at sequence number `seq`.
     Flush { db: u16, seq: u64 },
     /// SWAPDB changed the mapping of databases to ids.
     DbMap { seq: u64 },
     /// The function libraries changed (`keyspace::functions`).
     Functions { seq: u64 },
-    /// Group `id`'s notes are all queued before this (`groups`).
-    GroupEnd { id: u32 },
+    /// A group's notes are all queued before this (`groups`).
+    GroupEnd,
 }
 
 #[derive(Default)]
@@ -222,7 +222,7 @@ impl Journal {
 
     /// Queues a note; returns its ticket.
     pub fn push(&self, note: Note) -> u64 {
-        if !matches!(note, Note::GroupEnd { .. }) {
+        if !matches!(note, Note::GroupEnd) {
             groups::noted();
         }
         let mut q = self.queue.lock();
@@ -333,7 +333,7 @@ pub(crate) fn run_journal(inner: &Inner) {
         // last demotion or move may still note keys (invariant 6).
         let shutdown = inner.shutdown.load(Relaxed) && inner.background_done.load(Acquire);
         let policy = j.fsync_policy();
-        let (mut notes, mut ticket) = {
+        let (mut notes, _) = {
             let mut q = j.queue.lock();
             if q.notes.is_empty() && !shutdown {
                 let wait = match policy {
@@ -372,25 +372,29 @@ pub(crate) fn run_journal(inner: &Inner) {
             continue;
         }
         retry_at = None;
-        if !notes.is_empty() {
-            let mut w = inner.writer.lock();
-            // Journal invariant 7: no group runs while the batch is taken
-            // and captured, so each group is in it whole or not at all.
-            let caps = j.groups.quiesced(|| {
-                // Every group has ended: take notes up to where each group
-                // the batch has notes of has its end too.
-                let mut open = std::collections::HashSet::new();
-                groups::unended(&notes, &mut open);
-                let mut q = j.queue.lock();
-                while !open.is_empty() && !q.notes.is_empty() {
-                    let (more, t) = take(j, &mut q, 1024);
-                    groups::unended(&more, &mut open);
-                    notes.extend(more);
-                    ticket = t;
+        // Journal invariant 7: no group runs while the batch is taken and
+        // captured, so each group is in it whole or not at all. (A group
+        // that runs long — a script — holds the barrier: the journal syncs
+        // what it wrote meanwhile and tries again.)
+        let barrier = if notes.is_empty() {
+            None
+        } else {
+            match j.groups.quiesce(BARRIER_WAIT) {
+                Some(b) => Some(b),
+                None => {
+                    requeue(j, std::mem::take(&mut notes));
+                    None
                 }
-                drop(q);
-                capture_notes(inner, &notes)
-            });
+            }
+        };
+        if let Some(barrier) = barrier {
+            let mut w = inner.writer.lock();
+            // Every note queued before the barrier: every group that ran
+            // has all its notes and its end here.
+            let (more, ticket) = take(j, &mut j.queue.lock(), usize::MAX);
+            notes.extend(more);
+            let caps = capture_notes(inner, &notes);
+            drop(barrier);
             match write_captures(inner, &mut w, &caps) {
                 Ok(()) => {
                     j.written.store(ticket, Relaxed);

@@ -192,32 +192,10 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         seg.tomb_bytes
             .store(if known { tomb } else { tomb.max(1) }, Relaxed);
     }
-    if let Some((first, last)) = replay.drop_torn_batch() {
-        // New records will follow the dropped members: end their batch as
-        // abandoned first, so that no later recovery applies them.
-        if let Err(e) = abandon_batch(inner, first, last) {
-            tracing::error!("recovery: cannot end the torn batch ({e}); it may be applied later");
-        }
-    }
+    replay.drop_torn_batch();
     chunks::resolve_all(inner, &mut replay);
     finish(inner, &mut replay, appendonly, t0);
     replay.report
-}
-
-/// Writes (and syncs) the end of a batch the log ended inside.
-fn abandon_batch(inner: &Inner, first: u32, last: u32) -> std::io::Result<()> {
-    let mut w = inner.writer.lock();
-    let end = format::BatchEnd {
-        commit: false,
-        first_segment: first,
-        last_segment: last,
-    };
-    w.append_batch_end(end).map_err(|e| match e {
-        crate::log::writer::AppendError::Io(e) => e,
-        crate::log::writer::AppendError::Full => std::io::Error::other("the log is full"),
-    })?;
-    w.flush_counted(&inner.stats.flash_bytes_written)?;
-    w.sync()
 }
 
 fn load_entries(inner: &Inner, cp: &checkpoint::Loaded, replay: &mut Replay<'_>) {

@@ -34,6 +34,17 @@ pub(super) struct Replay<'a> {
     pub(super) report: RecoveryReport,
 }
 
+/// Whether the held members are all of `end`'s: its count, unless its
+/// first segment is gone (members there were collected; those that were
+/// live live on as plain records).
+fn at_whole(held: &[Member], end: &format::BatchEnd, first_exists: bool) -> bool {
+    if first_exists {
+        held.len() == end.count as usize
+    } else {
+        held.len() <= end.count as usize
+    }
+}
+
 /// A batch member held until its batch's end.
 pub(super) struct Member {
     header: format::RecordHeader,
@@ -327,27 +338,73 @@ impl Replay<'_> {
             .retain(|(d, _), t| !(dbs.contains(&(*d as usize)) && *t < seq));
     }
 
-    /// Applies the held members of the batch that just ended whole.
-    fn apply_batch(&mut self) {
-        for m in std::mem::take(&mut self.batch) {
-            self.apply(m.header, &m.key, &m.value, m.meta, m.loc);
+    /// A batch's end in segment `seg`: its members are applied if they
+    /// are all here, in a row, and it committed. Members before its first
+    /// one are an earlier batch's that never ended; members missing (a
+    /// page lost or damaged mid-batch) void it.
+    fn batch_end(&mut self, seg: u32, end: format::BatchEnd) {
+        if let Some(s) = self.inner.table.get(seg) {
+            s.pin_batch(end.first_segment);
+        }
+        let first = (end.first_segment, end.first_offset);
+        let at = self
+            .batch
+            .iter()
+            .position(|m| (m.loc.segment, m.loc.offset) == first);
+        let at = match at {
+            Some(i) => i,
+            // Its first segment was collected: its members there that were
+            // live were moved out as plain records; the rest are here.
+            None if end.first_segment < self.batch.first().map_or(seg, |m| m.loc.segment)
+                && self.inner.table.get(end.first_segment).is_none() =>
+            {
+                0
+            }
+            None => {
+                self.drop_batch("does not match its end");
+                return;
+            }
+        };
+        if at > 0 {
+            let rest = self.batch.split_off(at);
+            self.drop_batch("was never ended");
+            self.batch = rest;
+        }
+        let whole = at_whole(
+            &self.batch,
+            &end,
+            self.inner.table.get(end.first_segment).is_some(),
+        );
+        if !end.commit {
+            self.report.aborted_batch_records += self.batch.len() as u64;
+            self.batch.clear();
+        } else if !whole {
+            self.drop_batch("lost some of its records");
+        } else {
+            for m in std::mem::take(&mut self.batch) {
+                self.apply(m.header, &m.key, &m.value, m.meta, m.loc);
+            }
         }
     }
 
-    /// At the end of the log: members without an end are a batch the
-    /// crash interrupted; they count for nothing. Returns the segments
-    /// they are in, if any.
-    pub(super) fn drop_torn_batch(&mut self) -> Option<(u32, u32)> {
-        let first = self.batch.first()?.loc.segment;
-        let last = self.batch.last()?.loc.segment;
+    /// Drops the held members (a batch that cannot be applied whole).
+    fn drop_batch(&mut self, why: &str) {
+        if self.batch.is_empty() {
+            return;
+        }
         self.report.torn_batch_records += self.batch.len() as u64;
         tracing::warn!(
-            "recovery: dropped the {} records of a batch the log ends inside (a transaction, \
+            "recovery: dropped the {} records of an atomic batch that {why} (a transaction, \
              script or multi-key command that was not acknowledged)",
             self.batch.len()
         );
         self.batch.clear();
-        Some((first, last))
+    }
+
+    /// At the end of the log: members without an end are a batch the
+    /// crash interrupted; they count for nothing.
+    pub(super) fn drop_torn_batch(&mut self) {
+        self.drop_batch("the log ends inside");
     }
 
     /// What one record does to the index.
@@ -421,17 +478,13 @@ impl Replay<'_> {
                         });
                     } else if h.kind == RecordKind::BatchEnd {
                         tomb_bytes += len as u64;
-                        match format::BatchEnd::decode(rec.value) {
-                            Some(end) if !end.commit => {
-                                self.report.aborted_batch_records += self.batch.len() as u64;
-                                self.batch.clear();
-                            }
-                            _ => self.apply_batch(),
+                        if let Some(end) = format::BatchEnd::decode(rec.value) {
+                            self.batch_end(id, end);
                         }
                     } else {
-                        // The writer went on after the batch: it was whole
-                        // (its end was moved by the collector).
-                        self.apply_batch();
+                        // Members followed by another writer's record: their
+                        // batch never got its end (a failed write).
+                        self.drop_batch("was never ended");
                         self.apply(h, rec.key, rec.value, rec.meta, loc);
                     }
                     pos += len;

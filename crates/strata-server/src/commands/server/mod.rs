@@ -1,20 +1,22 @@
 //! Server commands, in rooms: `connection` (PING ECHO HELLO AUTH SELECT
 //! QUIT RESET), `databases` (DBSIZE FLUSHDB FLUSHALL SWAPDB LASTSAVE SAVE
 //! BGSAVE SHUTDOWN), `transactions` (MULTI EXEC DISCARD WATCH UNWATCH),
-//! `client` (CLIENT), `config` (CONFIG); here: COMMAND INFO TIME MEMORY
-//! OBJECT SLOWLOG DEBUG.
+//! `client` (CLIENT), `config` (CONFIG), `debug` (DEBUG); here: COMMAND
+//! INFO TIME MEMORY OBJECT SLOWLOG.
 
 pub mod client;
 mod command_info;
 pub mod config;
 mod connection;
 mod databases;
+mod debug;
 mod latency;
 mod transactions;
 
 pub use command_info::{check_subcommand_arity, command, init as init_command_table};
 pub use connection::*;
 pub use databases::*;
+pub use debug::debug;
 pub use latency::*;
 pub use transactions::*;
 
@@ -22,7 +24,6 @@ use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
 use crate::reply;
 use bytes::Bytes;
-use strata_engine::Location;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_map_len, write_null, write_simple,
     write_verbatim,
@@ -275,157 +276,6 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         help(ctx.out, "SLOWLOG", &["GET [<count>]", "LEN", "RESET"]);
     } else {
         reply::unknown_subcommand(ctx.out, sub, "slowlog");
-    }
-    Outcome::Done
-}
-
-/// DEBUG, refused unless `enable-debug-command` allows it (as Redis 7):
-/// TIER `<key>` (where the value lives), LIVE-BYTES, and the subcommands
-/// test harnesses use: SLEEP (the whole server stops: every shard is held),
-/// OBJECT, SET-ACTIVE-EXPIRE, RELOAD (a checkpoint; the data is as
-/// before, as after Redis's save-and-load).
-pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let allowed = match ctx.shared.config.read().enable_debug_command.as_str() {
-        "yes" => true,
-        "local" => ctx.conn.handle.is_local(),
-        _ => false,
-    };
-    if !allowed {
-        reply::error(ctx.out, "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
-        return Outcome::Done;
-    }
-    let sub = &args[1];
-    if is(sub, "sleep") && args.len() == 3 {
-        let secs: f64 = std::str::from_utf8(&args[2])
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0.0);
-        let engine = ctx.engine().clone();
-        if engine.in_section() {
-            // Inside EXEC the shards are held already.
-            std::thread::sleep(std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6)));
-            write_simple(ctx.out, b"OK");
-            return Outcome::Done;
-        }
-        return Outcome::Pending {
-            reply: Box::pin(async move {
-                let took = std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6));
-                let _ = tokio::task::spawn_blocking(move || {
-                    engine.exclusive(|| std::thread::sleep(took))
-                })
-                .await;
-                let mut out = bytes::BytesMut::new();
-                write_simple(&mut out, b"OK");
-                out
-            }),
-            write: true,
-        };
-    } else if is(sub, "set-active-expire") && args.len() == 3 {
-        let on = super::parse_i64(&args[2]).unwrap_or(0) != 0;
-        ctx.engine().set_active_expire(on);
-        write_simple(ctx.out, b"OK");
-    } else if is(sub, "object") && args.len() == 3 {
-        let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
-            reply::error(ctx.out, reply::NO_SUCH_KEY);
-            return Outcome::Done;
-        };
-        let lru = strata_engine::clock::now_secs().saturating_sub(info.idle_secs as u32);
-        let text = format!(
-            "Value at:0x{:012x} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
-            0x7f00_0000_0000u64 | (info.value_len & 0xffff_ffff),
-            encoding_name(&info),
-            info.value_len,
-            lru & 0xff_ffff,
-            info.idle_secs
-        );
-        write_simple(ctx.out, text.as_bytes());
-    } else if is(sub, "reload") || is(sub, "loadaof") {
-        // Redis reloads its dataset from its RDB or AOF; here the log is
-        // the dataset: a checkpoint, and the data stays as it is. (Off the
-        // runtime's workers, as SAVE: it waits for its writes.)
-        let engine = ctx.engine().clone();
-        return Outcome::Pending {
-            reply: Box::pin(async move {
-                let mut out = bytes::BytesMut::new();
-                // A checkpoint already running (BGSAVE) is waited for.
-                let save = move || {
-                    for _ in 0..6000 {
-                        match engine.save() {
-                            Err(e) if e.contains("in progress") => {
-                                std::thread::sleep(std::time::Duration::from_millis(10))
-                            }
-                            r => return r,
-                        }
-                    }
-                    engine.save()
-                };
-                match tokio::task::spawn_blocking(save).await {
-                    Ok(Ok(_)) => write_simple(&mut out, b"OK"),
-                    Ok(Err(e)) => {
-                        reply::error(&mut out, &format!("ERR Error trying to save the DB: {e}"))
-                    }
-                    Err(e) => reply::error(&mut out, &format!("ERR {e}")),
-                }
-                out
-            }),
-            write: true,
-        };
-    } else if is(sub, "tier") && args.len() == 3 {
-        let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
-            reply::error(ctx.out, reply::NO_SUCH_KEY);
-            return Outcome::Done;
-        };
-        let text = match info.location {
-            Location::Ram => format!("tier:ram value_len:{}", info.value_len),
-            Location::RamAndFlash(l) => format!(
-                "tier:ram+flash value_len:{} segment:{} offset:{} record_len:{}",
-                info.value_len, l.segment, l.offset, l.len
-            ),
-            Location::Flash(l) => format!(
-                "tier:flash value_len:{} segment:{} offset:{} record_len:{}",
-                info.value_len, l.segment, l.offset, l.len
-            ),
-            Location::Chunked { parts, in_ram } => format!(
-                "tier:chunked value_len:{} chunks:{parts} chunks_in_ram:{in_ram}",
-                info.value_len
-            ),
-        };
-        // The memcached view of the item (database 0 is shared with the
-        // memcached port).
-        let text = if info.vtype == strata_engine::ValueType::String {
-            format!("{text} client_flags:{} cas:{}", info.client_flags, info.cas)
-        } else {
-            format!(
-                "{text} type:{} elements:{} encoding:{}",
-                info.vtype.name(),
-                info.elements,
-                encoding_name(&info)
-            )
-        };
-        write_simple(ctx.out, text.as_bytes());
-    } else if is(sub, "live-bytes") && args.len() == 2 {
-        // Segments whose live-byte count differs from the records the
-        // index points at: "segment counted pointed" per line (empty when
-        // the accounting is right; meaningful when the server is idle).
-        let bad = ctx.engine().audit_live_bytes();
-        let text: Vec<String> = bad.iter().map(|(s, c, p)| format!("{s} {c} {p}")).collect();
-        write_bulk(ctx.out, text.join("\n").as_bytes());
-    } else if is(sub, "help") {
-        help(
-            ctx.out,
-            "DEBUG",
-            &[
-                "TIER <key>  -- where the value lives: ram, ram+flash or flash",
-                "LIVE-BYTES  -- segments whose live bytes differ from what the index points at",
-                "OBJECT <key>  -- the value's encoding, length and idle time",
-                "SLEEP <seconds>  -- stop the server for that long",
-                "SET-ACTIVE-EXPIRE <0|1>  -- stop or restart the background sweep of expired keys",
-                "RELOAD  -- take a checkpoint (the data stays as it is)",
-                "LOADAOF  -- the same as RELOAD",
-            ],
-        );
-    } else {
-        reply::unknown_subcommand(ctx.out, sub, "debug");
     }
     Outcome::Done
 }
