@@ -6,7 +6,29 @@
 # Each file runs with `--tags -needs:repl --ignore-encoding` (no replicas
 # here; OBJECT ENCODING checks of Redis's internal encodings skipped) on a
 # fresh target/release/strata-server with its default configuration.
+#
+# Skipped by name (SKIP adds more, one name per line): tests that read the
+# replication stream (`attach_to_replication_stream`: Strata has no
+# replication, and Redis 7.0 tags them nothing we can filter on), and one
+# that drives Redis's dict rehashing through DEBUG HTSTATS-KEY and a forked
+# BGSAVE child.
 set -euo pipefail
+skip_default="SWAPDB wants to wake blocked client, but the key already expired
+MULTI + LPUSH + EXPIRE + DEBUG SLEEP on blocked client, key already expired
+BLMPOP propagate as pop with count command to replica
+LMPOP propagate as pop with count command to replica
+ZMPOP propagate as pop with count command to replica
+BZMPOP propagate as pop with count command to replica
+All TTL in commands are propagated as absolute timestamp in replication stream
+GETEX propagate as to replica as PERSIST, DEL, or nothing
+SCAN: Lazy-expire should not be wrapped in MULTI/EXEC
+RANDOMKEY: Lazy-expire should not be wrapped in MULTI/EXEC
+SRANDMEMBER with a dict containing long chain"
+skip_args=()
+while IFS= read -r t; do
+    [ -n "$t" ] && skip_args+=(--skiptest "$t")
+done <<<"$skip_default
+${SKIP:-}"
 src=$(cd "$1" && pwd); shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${STRATA_BIN:-$here/target/release/strata-server}
@@ -20,8 +42,11 @@ for unit in "$@"; do
     for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
     echo "=== $unit"
     out=$(cd "$src" && ./runtest --host 127.0.0.1 --port "$port" --single "$unit" \
-        --tags -needs:repl --ignore-encoding 2>&1 || true)
-    grep -E '\[(err|exception)\]|All tests passed' <<<"$out" || true
+        --tags -needs:repl --ignore-encoding "${skip_args[@]}" 2>&1 || true)
+    out=$(sed 's/\x1b\[[0-9;]*m//g' <<<"$out")
+    grep -E -A3 '^\[(err|exception)\]' <<<"$out" || true
+    echo "$(grep -c '^\[ok\]' <<<"$out" || true) passed, $(grep -c '^\[skip\]' <<<"$out" || true) skipped"
+    grep -E 'All tests passed' <<<"$out" || true
     grep -q 'All tests passed' <<<"$out" || status=1
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true

@@ -91,6 +91,37 @@ fn blmove_serves_a_client_blocked_on_its_destination() {
     assert_eq!(exists, 0, "both lists emptied and deleted");
 }
 
+/// As Redis 7.0 (`serveClientBlockedOnList`): a blocked BLMOVE whose
+/// destination is of another type when the source fills gets WRONGTYPE and
+/// is unblocked; the element stays, and the next client is served.
+#[test]
+fn a_blocked_blmove_with_a_wrong_destination_gets_wrongtype() {
+    let srv = start();
+    let mut con = srv.client();
+    let _: () = q(&mut con, "SET target nolist");
+    let mut a = Raw::new(&srv);
+    let mut b = Raw::new(&srv);
+    a.send(&[b"BRPOPLPUSH", b"blist", b"target", b"0"]);
+    wait_until("a blocked", || blocked(&srv, &mut con) == 1);
+    b.send(&[b"BLPOP", b"blist", b"0"]);
+    wait_until("b blocked", || blocked(&srv, &mut con) == 2);
+    let _: i64 = q(&mut con, "RPUSH blist foo");
+    assert_eq!(
+        format!("{:?}", a.frame()),
+        format!(
+            "{:?}",
+            strata_protocol::Frame::Error(
+                "WRONGTYPE Operation against a key holding the wrong kind of value".into()
+            )
+        )
+    );
+    assert_eq!(
+        format!("{:?}", b.frame()),
+        format!("{:?}", b_frame(&["blist", "foo"]))
+    );
+    assert_eq!(blocked(&srv, &mut con), 0);
+}
+
 #[test]
 fn a_client_that_hangs_up_while_blocked_leaves_and_loses_nothing() {
     let srv = start();
@@ -171,4 +202,52 @@ fn bad_input_gets_redis_errors_and_blocks_nothing() {
     assert!(matches!(r.frame(), strata_protocol::Frame::Null));
     assert!(matches!(r.frame(), strata_protocol::Frame::Simple(_)));
     assert!(t0.elapsed() >= Duration::from_millis(150));
+}
+
+/// CLIENT UNBLOCK as Redis 7.0: TIMEOUT (the default) answers the blocked
+/// client as its timeout would, ERROR with Redis's UNBLOCKED error; 1 when
+/// the client was blocked, 0 otherwise; the reason is checked first.
+#[test]
+fn client_unblock_ends_a_wait_as_a_timeout_or_an_error() {
+    let srv = start();
+    let mut con = srv.client();
+    let mut a = Raw::new(&srv);
+    let mut b = Raw::new(&srv);
+    let a_id = match a.cmd("CLIENT ID") {
+        strata_protocol::Frame::Integer(i) => i,
+        f => panic!("{f:?}"),
+    };
+    let b_id = match b.cmd("CLIENT ID") {
+        strata_protocol::Frame::Integer(i) => i,
+        f => panic!("{f:?}"),
+    };
+    a.send(&[b"BLPOP", b"nolist", b"0"]);
+    b.send(&[b"XREAD", b"BLOCK", b"0", b"STREAMS", b"nostream", b"$"]);
+    wait_until("both blocked", || blocked(&srv, &mut con) == 2);
+    let one: i64 = q(&mut con, &format!("CLIENT UNBLOCK {a_id}"));
+    assert_eq!(one, 1);
+    assert_eq!(
+        format!("{:?}", a.frame()),
+        format!("{:?}", strata_protocol::Frame::Null)
+    );
+    let one: i64 = q(&mut con, &format!("CLIENT UNBLOCK {b_id} ERROR"));
+    assert_eq!(one, 1);
+    assert_eq!(
+        format!("{:?}", b.frame()),
+        format!(
+            "{:?}",
+            strata_protocol::Frame::Error("UNBLOCKED client unblocked via CLIENT UNBLOCK".into())
+        )
+    );
+    let zero: i64 = q(&mut con, &format!("CLIENT UNBLOCK {a_id}"));
+    assert_eq!(zero, 0, "no longer blocked");
+    let mut r = Raw::new(&srv);
+    r.w(
+        "CLIENT UNBLOCK abc bad",
+        "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n",
+    );
+    r.w(
+        "CLIENT UNBLOCK abc",
+        "-ERR value is not an integer or out of range\r\n",
+    );
 }

@@ -73,15 +73,20 @@ impl Engine {
             for key in keys {
                 let mut guard = inner.shard(key).lock();
                 let sh = &mut *guard;
-                let Some(e) = sh.dbs[db].get_mut(&key[..]) else {
+                let Some(idx) = sh.dbs[db].get_index_of(&key[..]) else {
                     inc(&stats.keyspace_misses);
                     values.push(None);
                     continue;
                 };
-                if e.is_expired(now) || e.value_type() != ValueType::String {
-                    if e.is_expired(now) {
-                        inc(&stats.keyspace_misses);
-                    }
+                if sh.dbs[db][idx].is_expired(now) {
+                    // Expired keys go when read, as Redis's lazy expiry.
+                    inner.remove_index(sh, db, idx, true);
+                    inc(&stats.keyspace_misses);
+                    values.push(None);
+                    continue;
+                }
+                let e = &mut sh.dbs[db][idx];
+                if e.value_type() != ValueType::String {
                     values.push(None);
                     continue;
                 }

@@ -76,6 +76,7 @@ fn block_as(
     let shared = ctx.shared.clone();
     let db = ctx.db();
     let version = ctx.version();
+    let client = ctx.conn.handle.id;
     let deny = ctx.conn.exec_ready.is_some();
     let sink = ctx.ready_sink();
     let refuse = move |out: &mut BytesMut| {
@@ -108,7 +109,9 @@ fn block_as(
             Outcome::Done
         }
         Read::Ready(Ok(((false, _), _))) => Outcome::Pending {
-            reply: Box::pin(wait(shared, db, watch, keys, op, version, timeout, kind)),
+            reply: Box::pin(wait(
+                shared, client, db, watch, keys, op, version, timeout, kind,
+            )),
             write: true,
         },
         Read::Pending(fut) => Outcome::Pending {
@@ -124,7 +127,7 @@ fn block_as(
                         out
                     }
                     Ok(((false, _), _)) => {
-                        wait(shared, db, watch, keys, op, version, timeout, kind).await
+                        wait(shared, client, db, watch, keys, op, version, timeout, kind).await
                     }
                     Err(e) => {
                         let mut out = BytesMut::new();
@@ -141,6 +144,7 @@ fn block_as(
 #[allow(clippy::too_many_arguments)]
 async fn wait(
     shared: Arc<crate::Shared>,
+    client: u64,
     db: usize,
     watch: Vec<Bytes>,
     keys: (Vec<Bytes>, Vec<Need>),
@@ -149,9 +153,10 @@ async fn wait(
     timeout: Option<Duration>,
     kind: Kind,
 ) -> BytesMut {
-    let (registration, rx) = shared
-        .blocking
-        .block(db, watch.clone(), keys, op, version, kind);
+    let (registration, rx) =
+        shared
+            .blocking
+            .block(client, db, watch.clone(), keys, op, version, kind);
     // A push between the first try and the registration serves it now.
     shared.blocking.serve(&shared.engine, db, watch);
     let got = match timeout {
@@ -267,9 +272,8 @@ fn bmove(
             return false;
         }
         if let Err(e) = view.coll(&d, ValueType::List) {
-            if blocked {
-                return false;
-            }
+            // Also when it was blocked: Redis 7.0 answers the client
+            // WRONGTYPE and unblocks it, the element staying where it is.
             reply::engine(out, &e);
             return true;
         }

@@ -47,6 +47,8 @@ pub type PopOp = Arc<dyn Fn(&mut KeysView<'_>, &mut BytesMut, Version, bool) -> 
 
 pub struct Waiter {
     id: u64,
+    /// The client's id (CLIENT UNBLOCK).
+    client: u64,
     db: usize,
     /// The keys the pop needs (watched keys and a destination), and which
     /// of their elements (a pop touches one end of a list).
@@ -130,8 +132,10 @@ impl Blocking {
     }
 
     /// Registers a waiter (invariant 1); the receiver gets its reply.
+    #[allow(clippy::too_many_arguments)]
     pub fn block(
         self: &Arc<Self>,
+        client: u64,
         db: usize,
         watch: Vec<Bytes>,
         (keys, needs): (Vec<Bytes>, Vec<Need>),
@@ -142,6 +146,7 @@ impl Blocking {
         let (tx, rx) = oneshot::channel();
         let waiter = Arc::new(Waiter {
             id: self.next_id.fetch_add(1, Relaxed) as u64,
+            client,
             db,
             keys,
             needs,
@@ -316,6 +321,27 @@ impl Blocking {
                 self.serve(&engine, db, vec![key]);
             }
         }
+    }
+
+    /// CLIENT UNBLOCK: ends `client`'s wait with the reply of a timeout,
+    /// or with Redis's UNBLOCKED error; false if it was not blocked.
+    pub fn unblock(&self, client: u64, error: bool) -> bool {
+        let w = self
+            .queues
+            .lock()
+            .values()
+            .flat_map(|q| q.iter())
+            .find(|w| w.client == client && w.waiting())
+            .cloned();
+        let Some(w) = w else { return false };
+        let mut out = BytesMut::new();
+        if error {
+            crate::reply::error(&mut out, "UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        } else {
+            strata_protocol::write_null_array(&mut out, w.version);
+        }
+        self.deliver(&w, out);
+        true
     }
 
     fn deliver(&self, w: &Arc<Waiter>, out: BytesMut) {

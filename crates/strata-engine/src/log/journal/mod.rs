@@ -124,6 +124,8 @@ pub(crate) enum Note {
 #[derive(Default)]
 struct Queue {
     notes: Vec<Note>,
+    /// Group ends among `notes`.
+    group_ends: usize,
     /// Notes ever queued: the ticket of the last one.
     queued: u64,
 }
@@ -226,6 +228,7 @@ impl Journal {
             groups::noted();
         }
         let mut q = self.queue.lock();
+        q.group_ends += matches!(note, Note::GroupEnd) as usize;
         q.notes.push(note);
         q.queued += 1;
         self.pending.store(q.notes.len(), Relaxed);
@@ -389,9 +392,16 @@ pub(crate) fn run_journal(inner: &Inner) {
         };
         if let Some(barrier) = barrier {
             let mut w = inner.writer.lock();
-            // Every note queued before the barrier: every group that ran
-            // has all its notes and its end here.
-            let (more, ticket) = take(j, &mut j.queue.lock(), usize::MAX);
+            // Every note queued before the barrier when a group ended since
+            // the first take: every group that ran has all its notes and
+            // its end here. (Without one, the notes taken are whole.)
+            let mut q = j.queue.lock();
+            let (more, ticket) = if q.group_ends > 0 {
+                take(j, &mut q, usize::MAX)
+            } else {
+                (Vec::new(), q.queued - q.notes.len() as u64)
+            };
+            drop(q);
             notes.extend(more);
             let caps = capture_notes(inner, &notes);
             drop(barrier);
@@ -486,12 +496,14 @@ fn take(j: &Journal, q: &mut Queue, max: usize) -> (Vec<Note>, u64) {
     let n = q.notes.len().min(max);
     let rest = q.notes.split_off(n);
     let notes = std::mem::replace(&mut q.notes, rest);
+    q.group_ends -= notes.iter().filter(|n| matches!(n, Note::GroupEnd)).count();
     j.pending.store(q.notes.len(), Relaxed);
     (notes, q.queued - q.notes.len() as u64)
 }
 
 fn requeue(j: &Journal, mut notes: Vec<Note>) {
     let mut q = j.queue.lock();
+    q.group_ends += notes.iter().filter(|n| matches!(n, Note::GroupEnd)).count();
     notes.append(&mut q.notes);
     q.notes = notes;
     j.pending.store(q.notes.len(), Relaxed);

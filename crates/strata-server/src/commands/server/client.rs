@@ -25,6 +25,26 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let v = ctx.version();
     if is(sub, "id") && args.len() == 2 {
         write_integer(ctx.out, ctx.conn.handle.id as i64);
+    } else if is(sub, "unblock") && (args.len() == 3 || args.len() == 4) {
+        // Redis 7.0's order: the reason, then the id.
+        let error = match args.get(3) {
+            None => false,
+            Some(r) if is(r, "timeout") => false,
+            Some(r) if is(r, "error") => true,
+            Some(_) => {
+                reply::error(
+                    ctx.out,
+                    "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+                );
+                return Outcome::Done;
+            }
+        };
+        let Some(id) = crate::commands::parse_i64(&args[2]) else {
+            reply::error(ctx.out, reply::NOT_INTEGER);
+            return Outcome::Done;
+        };
+        let done = id >= 0 && ctx.shared.blocking.unblock(id as u64, error);
+        write_integer(ctx.out, done as i64);
     } else if is(sub, "setname") && args.len() == 3 {
         match set_name(ctx, &args[2]) {
             Ok(()) => write_simple(ctx.out, b"OK"),
@@ -196,7 +216,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     } else if is(sub, "help") {
         super::help(ctx.out, "CLIENT", &[
-            "ID", "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
+            "ID", "UNBLOCK <clientid> [TIMEOUT|ERROR]", "SETNAME <name>", "GETNAME", "SETINFO <LIB-NAME|LIB-VER> <value>", "LIST",
             "INFO", "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [USER <name>] [TYPE <type>] [SKIPME yes|no]",
             "NO-EVICT (ON|OFF)", "NO-TOUCH (ON|OFF)", "PAUSE <timeout> [WRITE|ALL]", "UNPAUSE", "REPLY (ON|OFF|SKIP)",
             "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> ...] [OPTIN] [OPTOUT] [NOLOOP]",
@@ -218,6 +238,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         "caching",
         "trackinginfo",
         "getredir",
+        "unblock",
     ]
     .into_iter()
     .find(|n| is(sub, n))

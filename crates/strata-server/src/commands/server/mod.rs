@@ -206,7 +206,21 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "idletime") {
         write_integer(ctx.out, info.idle_secs as i64);
     } else if is(sub, "refcount") {
-        write_integer(ctx.out, 1);
+        // Redis shares one object for each integer 0..9999 (unless an LRU
+        // policy under maxmemory needs per-key access times), whose
+        // refcount reads INT_MAX; every other value has its own.
+        let shareable = {
+            let c = ctx.shared.config.read();
+            c.maxmemory == 0 || c.maxmemory_policy != crate::config::MaxmemoryPolicy::AllkeysLru
+        };
+        let shared_int = shareable
+            && encoding_name(&info) == "int"
+            && info
+                .hot_value
+                .as_deref()
+                .and_then(parse_i64)
+                .is_some_and(|v| (0..10_000).contains(&v));
+        write_integer(ctx.out, if shared_int { i32::MAX as i64 } else { 1 });
     } else if is(sub, "freq") {
         reply::error(ctx.out, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
     } else {
