@@ -6,11 +6,11 @@
 //! exclusive section, a `KeysView` over several keys, MSET's or RENAME's
 //! locks). It holds the *barrier*'s read side for its whole span, and when
 //! it noted anything it queues a `Note::GroupEnd` after its notes. The
-//! journal takes the barrier's write side while it takes the whole queue
-//! and captures the batch's states: so no group runs meanwhile, and every
-//! group has either ended before (all its notes and its end are in the
-//! batch) or starts after the capture (none of its changes is in the
-//! captured states). A batch holding group ends is written as one
+//! journal takes the barrier's write side while it captures the batch's
+//! states, after taking the rest of the queue if a group ended since its
+//! first look at it: so no group runs meanwhile, and every group has either
+//! ended before (all its notes and its end are in the batch) or starts
+//! after the capture (none of its changes is in the captured states). A batch holding group ends is written as one
 //! atomic batch (docs/format.md, "Atomic batches"): recovery restores all
 //! of each group or none of it.
 //!
