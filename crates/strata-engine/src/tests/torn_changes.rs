@@ -112,6 +112,24 @@ fn segment(dir: &Path) -> PathBuf {
     v.pop().unwrap()
 }
 
+/// A copy of `dir`'s log with its one segment cut at byte `cut` (what a
+/// crash left of the last writes).
+fn cut_copy(dir: &Path, cut: u64) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::create_dir(copy.path().join("flash")).unwrap();
+    for f in std::fs::read_dir(dir.join("flash")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, copy.path().join("flash").join(f.file_name().unwrap())).unwrap();
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(segment(copy.path()))
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    copy
+}
+
 fn read(e: &Engine, key: &str) -> Option<Collection> {
     let k = Bytes::from(key.to_owned());
     block_on(
@@ -161,19 +179,7 @@ fn a_change_torn_before_its_head_comes_back_whole_or_not_at_all() {
     cuts.push(len1);
     let (mut saw_before, mut saw_after) = (0, 0);
     for cut in cuts {
-        let copy = tempfile::tempdir().unwrap();
-        std::fs::create_dir(copy.path().join("flash")).unwrap();
-        for f in std::fs::read_dir(dir.path().join("flash")).unwrap() {
-            let f = f.unwrap().path();
-            std::fs::copy(&f, copy.path().join("flash").join(f.file_name().unwrap())).unwrap();
-        }
-        let seg = segment(copy.path());
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&seg)
-            .unwrap()
-            .set_len(cut)
-            .unwrap();
+        let copy = cut_copy(dir.path(), cut);
         let e = Engine::open(config(copy.path())).unwrap();
         let r = e.recovery_report();
         assert_eq!(
@@ -305,19 +311,7 @@ fn transactions_torn_by_a_crash_come_back_whole_or_not_at_all() {
     let mut torn = 0;
     let mut restored = std::collections::BTreeSet::new();
     for cut in cuts {
-        let copy = tempfile::tempdir().unwrap();
-        std::fs::create_dir(copy.path().join("flash")).unwrap();
-        for f in std::fs::read_dir(dir.path().join("flash")).unwrap() {
-            let f = f.unwrap().path();
-            std::fs::copy(&f, copy.path().join("flash").join(f.file_name().unwrap())).unwrap();
-        }
-        let seg = segment(copy.path());
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&seg)
-            .unwrap()
-            .set_len(cut)
-            .unwrap();
+        let copy = cut_copy(dir.path(), cut);
         let e = Engine::open(config(copy.path())).unwrap();
         let r = e.recovery_report();
         torn += (r.torn_batch_records > 0) as u32;

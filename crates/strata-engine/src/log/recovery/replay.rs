@@ -37,7 +37,7 @@ pub(super) struct Replay<'a> {
 /// Whether the held members are all of `end`'s: its count, unless its
 /// first segment is gone (members there were collected; those that were
 /// live live on as plain records).
-fn at_whole(held: &[Member], end: &format::BatchEnd, first_exists: bool) -> bool {
+fn all_members(held: &[Member], end: &format::BatchEnd, first_exists: bool) -> bool {
     if first_exists {
         held.len() == end.count as usize
     } else {
@@ -370,7 +370,7 @@ impl Replay<'_> {
             self.drop_batch("was never ended");
             self.batch = rest;
         }
-        let whole = at_whole(
+        let whole = all_members(
             &self.batch,
             &end,
             self.inner.table.get(end.first_segment).is_some(),
