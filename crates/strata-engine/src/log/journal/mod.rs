@@ -99,8 +99,9 @@ pub enum LogStatus {
 const BATCH_DELAY: Duration = Duration::from_millis(5);
 /// Notes queued beyond this make writers wait (backpressure).
 pub(crate) const MAX_QUEUED: usize = 200_000;
-/// A batch starts without waiting for company once this many notes are
-/// queued (it takes every note queued when it is captured).
+/// A batch takes at most this many notes (and starts without waiting for
+/// company once that many are queued), more only when a group ended since:
+/// then every note queued, so each group is whole in it.
 const MAX_BATCH: usize = 8192;
 /// The journal waits this long for running groups before it syncs what it
 /// has and tries again.
