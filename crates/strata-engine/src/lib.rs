@@ -145,6 +145,10 @@ pub(crate) struct Inner {
     /// Set by the background thread when a full pass found nothing to demote
     /// or the flash is full: waiting for room would not help.
     pub demotion_stuck: AtomicBool,
+    /// Set by the background thread when demotion found nothing to demote
+    /// while the journal had a batch in hand: the journal wakes it when
+    /// the batch is published (its values can then leave RAM).
+    pub demotion_awaits_journal: AtomicBool,
     /// Part records being read, and how to wait for each: a part many
     /// commands want at once (a queue's cold tail) is read once
     /// (`keyspace::chunks::load_parts`).
@@ -251,6 +255,7 @@ impl Engine {
             background_done: AtomicBool::new(false),
             room: tokio::sync::Notify::new(),
             demotion_stuck: AtomicBool::new(false),
+            demotion_awaits_journal: AtomicBool::new(false),
             part_loads: Mutex::new(Default::default()),
             flash_full: AtomicBool::new(false),
             flash_live_bytes: AtomicU64::new(0),

@@ -91,13 +91,23 @@ pub(crate) fn run_background(inner: &Inner) {
                     Ok(p) if p.moved + p.spared == 0 => {
                         // Stuck only once the hands passed every key without
                         // finding anything: waiting writers would wait forever.
+                        // Not while the journal has a batch in hand: its
+                        // captured values are RAM it gives back when the
+                        // batch is written (and the values it publishes can
+                        // then leave RAM without I/O), so writers wait.
                         idle_scanned += p.scanned;
-                        if idle_scanned >= inner.key_count() {
-                            pause(tick);
-                            demoting = false;
-                            idle_scanned = 0;
-                        } else {
+                        if idle_scanned < inner.key_count() {
                             busy = true;
+                        } else {
+                            idle_scanned = 0;
+                            // Set before the look: a batch that ends
+                            // meanwhile still wakes this thread.
+                            inner.demotion_awaits_journal.store(true, Relaxed);
+                            if !inner.journal.busy() {
+                                inner.demotion_awaits_journal.store(false, Relaxed);
+                                pause(tick);
+                                demoting = false;
+                            }
                         }
                     }
                     Ok(_) => {

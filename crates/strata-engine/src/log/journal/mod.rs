@@ -254,6 +254,12 @@ impl Journal {
         self.pending.load(Relaxed)
     }
 
+    /// Whether the journal has notes queued or a batch in hand (whose
+    /// captured values hold RAM until it is written and published).
+    pub fn busy(&self) -> bool {
+        self.enabled && (self.queued() > 0 || !self.idle.load(Relaxed))
+    }
+
     pub fn written_ticket(&self) -> u64 {
         self.written.load(Relaxed)
     }
@@ -446,7 +452,12 @@ pub(crate) fn run_journal(inner: &Inner) {
                 }
             }
             drop(w);
+            // The captured values' RAM is given back now, not after the sync.
+            drop(caps);
             inner.room.notify_waiters();
+            if inner.demotion_awaits_journal.swap(false, Relaxed) {
+                inner.wake_background();
+            }
         }
         let policy = j.fsync_policy();
         let sync_due = match policy {
