@@ -257,6 +257,13 @@ fn collections_match_redis_7() {
             );
         }
     }
+    // And Redis's digest of the whole dataset, every database.
+    let (a, b) = (r.cmd(&[b"DEBUG", b"DIGEST"]), s.cmd(&[b"DEBUG", b"DIGEST"]));
+    assert_eq!(
+        String::from_utf8_lossy(&a.bytes),
+        String::from_utf8_lossy(&b.bytes),
+        "redis_diff: seed {seed}, DEBUG DIGEST of the final dataset"
+    );
     // The run exercised the flash tier: values were demoted, fetched back,
     // and the collector moved records.
     let info = oracle::info(&mut s, "tiered");

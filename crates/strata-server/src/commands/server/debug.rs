@@ -1,8 +1,9 @@
 //! DEBUG, refused unless `enable-debug-command` allows it (as Redis 7):
 //! TIER `<key>` (where the value lives), LIVE-BYTES, and the subcommands
 //! test harnesses use: SLEEP, OBJECT, SET-ACTIVE-EXPIRE, RELOAD,
-//! DIGEST-VALUE (Redis's digest of a value: the same SHA1 mix, so values
-//! Redis digests alike digest alike here), QUICKLIST-PACKED-THRESHOLD.
+//! DIGEST and DIGEST-VALUE (Redis's digests of the dataset and of values:
+//! the same SHA1 mix, so data Redis digests alike digests alike here),
+//! QUICKLIST-PACKED-THRESHOLD.
 
 use super::{encoding_name, help};
 use crate::command::{Ctx, Outcome};
@@ -122,20 +123,24 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return ctx.with_keys(keys.clone(), move |view, out, _| {
             write_array_len(out, keys.len());
             for k in &keys {
-                let d = match view.get(k) {
-                    Some(v) => {
-                        let mut d = value_digest(&v);
-                        if view.expire_at(k).is_some_and(|at| at != 0) {
-                            xor_digest(&mut d, b"!!expire!!");
-                        }
-                        d
-                    }
-                    None => [0u8; 20],
-                };
-                let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
-                write_simple(out, hex.as_bytes());
+                let mut d = [0u8; 20];
+                object_digest(&mut d, view, k);
+                write_simple(out, hex(&d).as_bytes());
             }
         });
+    } else if is(sub, "digest") && args.len() == 2 {
+        let engine = ctx.engine().clone();
+        return Outcome::Pending {
+            reply: Box::pin(async move {
+                let mut out = bytes::BytesMut::new();
+                match dataset_digest(&engine).await {
+                    Ok(d) => write_simple(&mut out, hex(&d).as_bytes()),
+                    Err(e) => reply::error(&mut out, &format!("ERR {e}")),
+                }
+                out
+            }),
+            write: false,
+        };
     } else if is(sub, "tier") && args.len() == 3 {
         let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
             reply::error(ctx.out, reply::NO_SUCH_KEY);
@@ -188,6 +193,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 "SET-ACTIVE-EXPIRE <0|1>  -- stop or restart the background sweep of expired keys",
                 "RELOAD  -- take a checkpoint (the data stays as it is)",
                 "LOADAOF  -- the same as RELOAD",
+                "DIGEST  -- Redis's digest of the whole dataset (zeros when it is empty)",
                 "DIGEST-VALUE <key> ...  -- Redis's digest of each value (zeros for a missing key)",
                 "QUICKLIST-PACKED-THRESHOLD <size>  -- accepted (lists have no plain nodes here)",
             ],
@@ -196,6 +202,64 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::unknown_subcommand(ctx.out, sub, "debug");
     }
     Outcome::Done
+}
+
+fn hex(d: &[u8; 20]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Redis's `computeDatasetDigest`: per database with keys, its number is
+/// mixed in, then the SHA1 of each key's digest (the key mixed, then its
+/// value's) is xored in, so the order of keys does not matter. The keys are read in
+/// batches, cold values too; a dataset that changes meanwhile gives a
+/// digest of no single moment (Redis's is of one, being single-threaded).
+async fn dataset_digest(engine: &strata_engine::Engine) -> Result<[u8; 20], String> {
+    let mut total = [0u8; 20];
+    for db in 0..engine.databases() {
+        if engine.dbsize(db) == 0 {
+            continue;
+        }
+        mix_digest(&mut total, &(db as u32).to_be_bytes());
+        let mut cursor = 0;
+        loop {
+            let (next, keys) = engine.scan(db, cursor, 256, |_, _| true);
+            if !keys.is_empty() {
+                let read = engine.with_keys(db, keys.clone(), move |view| {
+                    let mut acc = [0u8; 20];
+                    for k in &keys {
+                        let mut d = [0u8; 20];
+                        mix_digest(&mut d, k);
+                        if object_digest(&mut d, view, k) {
+                            xor_digest(&mut acc, &d);
+                        }
+                    }
+                    acc
+                });
+                let acc = read.wait().await.map_err(|e| e.to_string())?;
+                for (x, y) in total.iter_mut().zip(acc) {
+                    *x ^= y;
+                }
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+    }
+    Ok(total)
+}
+
+/// Redis's `xorObjectDigest` of `key`'s value into `d`, with the expire
+/// mark; false (and `d` untouched) if the key is missing.
+fn object_digest(d: &mut [u8; 20], view: &mut strata_engine::KeysView<'_>, key: &[u8]) -> bool {
+    let Some(v) = view.get(key) else {
+        return false;
+    };
+    value_digest(d, &v);
+    if view.expire_at(key).is_some_and(|at| at != 0) {
+        xor_digest(d, b"!!expire!!");
+    }
+    true
 }
 
 /// Redis's `xorDigest`: SHA1 of `b` xored into `d` (order-free).
@@ -215,9 +279,9 @@ fn mix_digest(d: &mut [u8; 20], b: &[u8]) {
     d.copy_from_slice(&h);
 }
 
-/// Redis's `xorObjectDigest` of one value, without the expire mark.
-fn value_digest(v: &ValueRef<'_>) -> [u8; 20] {
-    let mut d = [0u8; 20];
+/// Redis's `xorObjectDigest` of one value into `d`, without the expire
+/// mark.
+fn value_digest(d: &mut [u8; 20], v: &ValueRef<'_>) {
     // Redis's object type numbers.
     let t: u32 = match v {
         ValueRef::Str(_) => 0,
@@ -227,18 +291,18 @@ fn value_digest(v: &ValueRef<'_>) -> [u8; 20] {
         ValueRef::Coll(Collection::Hash(_)) => 4,
         ValueRef::Coll(Collection::Stream(_)) => 6,
     };
-    mix_digest(&mut d, &t.to_be_bytes());
+    mix_digest(d, &t.to_be_bytes());
     match v {
-        ValueRef::Str(s) => mix_digest(&mut d, s),
+        ValueRef::Str(s) => mix_digest(d, s),
         ValueRef::Coll(c) => match c {
             Collection::List(l) => {
                 for e in l.iter() {
-                    mix_digest(&mut d, e);
+                    mix_digest(d, e);
                 }
             }
             Collection::Set(s) => {
                 for m in s.iter() {
-                    xor_digest(&mut d, m);
+                    xor_digest(d, m);
                 }
             }
             Collection::ZSet(z) => {
@@ -246,7 +310,7 @@ fn value_digest(v: &ValueRef<'_>) -> [u8; 20] {
                     let mut e = [0u8; 20];
                     mix_digest(&mut e, m);
                     mix_digest(&mut e, crate::commands::zset::fmt_score(score).as_bytes());
-                    xor_digest(&mut d, &e);
+                    xor_digest(d, &e);
                 }
             }
             Collection::Hash(h) => {
@@ -254,19 +318,18 @@ fn value_digest(v: &ValueRef<'_>) -> [u8; 20] {
                     let mut e = [0u8; 20];
                     mix_digest(&mut e, f);
                     mix_digest(&mut e, val);
-                    xor_digest(&mut d, &e);
+                    xor_digest(d, &e);
                 }
             }
             Collection::Stream(st) => {
                 use strata_engine::types::stream::StreamId;
                 for e in st.range(StreamId::MIN, StreamId::MAX, false) {
-                    mix_digest(&mut d, format!("{}.{}", e.id.ms, e.id.seq).as_bytes());
+                    mix_digest(d, format!("{}.{}", e.id.ms, e.id.seq).as_bytes());
                     for el in e.elems() {
-                        mix_digest(&mut d, el);
+                        mix_digest(d, el);
                     }
                 }
             }
         },
     }
-    d
 }
