@@ -22,6 +22,9 @@ pub struct ClientHandle {
     pub resp: AtomicU64,
     pub commands: AtomicU64,
     pub info: Mutex<ClientInfo>,
+    /// Channels, patterns and shard channels subscribed to (kept by the
+    /// connection's pub/sub listener).
+    pub subs: [AtomicU64; 3],
     killed: AtomicBool,
     kill: Notify,
 }
@@ -63,9 +66,16 @@ impl ClientHandle {
                 last_cmd: "NULL",
                 ..ClientInfo::default()
             }),
+            subs: Default::default(),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }
+    }
+
+    /// Whether it is subscribed to anything (CLIENT LIST's `P`, its
+    /// `pubsub` type).
+    pub fn is_pubsub(&self) -> bool {
+        self.subs.iter().any(|n| n.load(Relaxed) > 0)
     }
 
     /// Records that a command runs from `now`.
@@ -106,14 +116,23 @@ impl ClientHandle {
     /// The CLIENT LIST line of this client.
     pub fn list_line(&self) -> String {
         let info = self.info.lock().clone();
-        let flags = match (info.no_evict, info.no_touch) {
-            (false, false) => "N",
-            (true, false) => "e",
-            (false, true) => "T",
-            (true, true) => "eT",
-        };
+        // In Redis's order (`getClientInfoString`).
+        let mut flags = String::new();
+        for (on, c) in [
+            (self.is_pubsub(), 'P'),
+            (info.no_evict, 'e'),
+            (info.no_touch, 'T'),
+        ] {
+            if on {
+                flags.push(c);
+            }
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        let [sub, psub, ssub] = [0, 1, 2].map(|i| self.subs[i].load(Relaxed));
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,

@@ -208,6 +208,35 @@ fn client_id_name_list_info() {
     assert!(ids.contains(&format!("id={id}")), "{list}");
     assert!(ids.contains(&format!("id={other_id}")), "{list}");
     assert!(list.contains("name=worker-1"));
+    // Filters: by id (in the order asked; unknown ids skipped), by type (a
+    // subscriber is `pubsub`, flag P, with its counts); Redis's errors.
+    let ids_of = |list: String| -> Vec<String> {
+        list.lines()
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    };
+    let list = bulk(&r.cmd(&format!("CLIENT LIST ID {other_id} 99999 {id}")));
+    assert_eq!(ids_of(list), [format!("id={other_id}"), format!("id={id}")]);
+    other.send(&[b"SUBSCRIBE", b"a", b"b"]);
+    other.frame();
+    other.frame();
+    other.send(&[b"PSUBSCRIBE", b"x*"]);
+    other.frame();
+    let list = bulk(&r.cmd("CLIENT LIST TYPE pubsub"));
+    assert_eq!(ids_of(list.clone()), [format!("id={other_id}")]);
+    assert!(
+        list.contains(" flags=P ") && list.contains(" sub=2 psub=1 ssub=0 "),
+        "{list}"
+    );
+    let list = bulk(&r.cmd("CLIENT LIST TYPE normal"));
+    assert!(ids_of(list.clone()).contains(&format!("id={id}")), "{list}");
+    assert!(!ids_of(list).contains(&format!("id={other_id}")));
+    assert_eq!(bulk(&r.cmd("CLIENT LIST TYPE replica")), "");
+    r.w("CLIENT LIST TYPE foo", "-ERR Unknown client type 'foo'\r\n");
+    r.w("CLIENT LIST ID x", "-ERR Invalid client ID\r\n");
+    r.w("CLIENT LIST foo", "-ERR syntax error\r\n");
+    // CLIENT KILL TYPE pubsub closes the subscriber only.
+    assert_eq!(int(&r.cmd("CLIENT KILL TYPE pubsub")), 1);
     // Unknown subcommands (Redis wording) and wrong arities.
     r.w(
         "CLIENT FOO",

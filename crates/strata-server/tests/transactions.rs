@@ -60,6 +60,29 @@ fn transactions_match_redis_7() {
         ],
     );
     run(
+        "SAVE and SHUTDOWN are refused while queueing; admin commands run in the transaction",
+        &[
+            Cmd(0, "MULTI"),
+            Cmd(0, "SET a 1"),
+            Cmd(0, "SAVE"),
+            Cmd(0, "SHUTDOWN"),
+            Cmd(0, "EXEC"),
+            Cmd(0, "EXISTS a"),
+            Cmd(0, "MULTI"),
+            Cmd(0, "CONFIG SET hash-max-listpack-entries 0"),
+            Cmd(0, "HSET h f v"),
+            Cmd(0, "OBJECT ENCODING h"),
+            Cmd(0, "CONFIG SET hash-max-listpack-entries 128"),
+            Cmd(0, "DEBUG DIGEST-VALUE h"),
+            Cmd(0, "DEBUG DIGEST"),
+            Cmd(0, "BGSAVE"),
+            Cmd(0, "LATENCY LATEST"),
+            Cmd(0, "CLIENT LIST ID 99999"),
+            Cmd(0, "DEBUG SLEEP 0"),
+            Cmd(0, "EXEC"),
+        ],
+    );
+    run(
         "misuse",
         &[
             Cmd(0, "EXEC"),

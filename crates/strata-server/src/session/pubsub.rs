@@ -311,6 +311,7 @@ impl Listener {
             .entry(name.clone())
             .or_default()
             .insert(self.me.handle.id, self.me.clone());
+        self.me.handle.subs[kind.index()].fetch_add(1, Relaxed);
         true
     }
 
@@ -327,6 +328,7 @@ impl Listener {
                 map.remove(name);
             }
         }
+        self.me.handle.subs[kind.index()].fetch_sub(1, Relaxed);
         true
     }
 

@@ -21,9 +21,12 @@
 //! (SORT with BY or GET, GEORADIUS with STORE) or that reads the whole
 //! keyspace (SCAN, FLUSHDB, DBSIZE ...) holds every shard.
 //!
-//! Commands flagged `admin` (SAVE, SHUTDOWN, CONFIG, DEBUG ...) wait for
-//! background threads that take shards, so they run between sections: a
-//! transaction holding one is atomic in the parts before and after it.
+//! SAVE and SHUTDOWN are refused while queueing (`no_multi`, as Redis
+//! 7.0). DEBUG RELOAD waits for the checkpoint thread, which takes shards,
+//! so it runs between sections: a transaction holding one is atomic in the
+//! parts before and after it. Every other command runs in the section
+//! (BGSAVE and BGREWRITEAOF start their checkpoint, which waits for the
+//! section, and answer "scheduled", as Redis answers inside EXEC).
 
 use crate::command::{CommandSpec, Deferred, Outcome};
 use crate::connection::ConnState;
@@ -72,6 +75,11 @@ pub fn queue(
     }
     if !conn.authenticated && !matches!(spec.name, "auth" | "hello") {
         reply::error(out, reply::NOAUTH);
+        multi.failed = true;
+        return true;
+    }
+    if spec.has_flag("no_multi") {
+        reply::error(out, "ERR Command not allowed inside a transaction");
         multi.failed = true;
         return true;
     }
@@ -127,7 +135,7 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
     while !rest.is_empty() || first {
         let n = rest
             .iter()
-            .position(|(s, _)| s.has_flag("admin"))
+            .position(|(s, a)| between_sections(s, a))
             .unwrap_or(rest.len());
         let (now, later) = rest.split_at(n);
         let section = |conn: &mut ConnState, body: &mut BytesMut, first: &mut bool| {
@@ -157,7 +165,7 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
             write_null_array(out, conn.version);
             return;
         }
-        // An admin command runs outside a section (module doc).
+        // DEBUG RELOAD runs outside a section (module doc).
         if let Some(((spec, args), after)) = later.split_first() {
             let mut one = BytesMut::new();
             match execute(shared, conn, Some(spec), args, &mut one) {
@@ -177,6 +185,15 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
     for (db, keys) in std::mem::take(&mut *ready.lock()) {
         shared.blocking.serve(&shared.engine, db, keys);
     }
+}
+
+/// Whether a queued command waits for a background thread that takes
+/// shards (module doc): it runs between sections.
+fn between_sections(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    spec.name == "debug"
+        && args
+            .get(1)
+            .is_some_and(|s| crate::commands::is(s, "reload") || crate::commands::is(s, "loadaof"))
 }
 
 /// Runs one queued command inside the section, its reply appended to

@@ -82,8 +82,40 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         drop(info);
         write_simple(ctx.out, b"OK");
     } else if is(sub, "list") {
+        // `CLIENT LIST [TYPE type | ID id ...]`, as Redis 7.0 parses it.
+        let clients = if args.len() == 4 && is(&args[2], "type") {
+            let t = String::from_utf8_lossy(&args[3]).to_ascii_lowercase();
+            let Some(pubsub) = client_type(&t) else {
+                let text = String::from_utf8_lossy(&args[3]);
+                reply::error(ctx.out, &format!("ERR Unknown client type '{text}'"));
+                return Outcome::Done;
+            };
+            let all = ctx.shared.clients.all();
+            all.into_iter()
+                .filter(|c| pubsub.is_some_and(|p| p == c.is_pubsub()))
+                .collect()
+        } else if args.len() > 3 && is(&args[2], "id") {
+            let mut found = Vec::new();
+            for a in &args[3..] {
+                let Some(id) = parse_i64(a) else {
+                    reply::error(ctx.out, "ERR Invalid client ID");
+                    return Outcome::Done;
+                };
+                found.extend(
+                    u64::try_from(id)
+                        .ok()
+                        .and_then(|id| ctx.shared.clients.get(id)),
+                );
+            }
+            found
+        } else if args.len() != 2 {
+            reply::error(ctx.out, reply::SYNTAX);
+            return Outcome::Done;
+        } else {
+            ctx.shared.clients.all()
+        };
         let mut text = String::new();
-        for c in ctx.shared.clients.all() {
+        for c in clients {
             text.push_str(&c.list_line());
             text.push('\n');
         }
@@ -449,8 +481,8 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             || laddr.as_ref().is_some_and(|a| *a != c.laddr)
             // Every client is the default user's.
             || user.as_ref().is_some_and(|u| u != "default")
-            // No replicas or masters; subscribers count as normal here.
-            || kind.as_ref().is_some_and(|t| t != "normal" && t != "pubsub")
+            // No replicas or masters here.
+            || kind.as_deref().is_some_and(|t| client_type(t).flatten() != Some(c.is_pubsub()))
         {
             continue;
         }
@@ -458,4 +490,16 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         n += 1;
     }
     write_integer(ctx.out, n);
+}
+
+/// A client type's name as Redis knows it (`getClientTypeByName`): None if
+/// unknown; Some(None) for replicas and masters (there are none here);
+/// Some(Some(pubsub)) for normal and pubsub clients.
+fn client_type(name: &str) -> Option<Option<bool>> {
+    match name {
+        "normal" => Some(Some(false)),
+        "pubsub" => Some(Some(true)),
+        "master" | "replica" | "slave" => Some(None),
+        _ => None,
+    }
 }

@@ -129,7 +129,11 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, reply::SYNTAX);
         return Outcome::Done;
     }
+    // Inside EXEC the checkpoint starts now and copies the shards once the
+    // transaction's section ends (Redis schedules it there too).
+    let in_exec = ctx.engine().in_section();
     match ctx.engine().bgsave() {
+        Ok(()) if in_exec => write_simple(ctx.out, b"Background saving scheduled"),
         Ok(()) => write_simple(ctx.out, b"Background saving started"),
         Err(e) if e.contains("in progress") => {
             if args.len() == 2 {
@@ -147,7 +151,11 @@ pub fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// the collector compacts it, so this takes a checkpoint in the
 /// background (what lets a restart skip the log before it), as BGSAVE.
 pub fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    let in_exec = ctx.engine().in_section();
     match ctx.engine().bgsave() {
+        Ok(()) if in_exec => {
+            write_simple(ctx.out, b"Background append only file rewriting scheduled")
+        }
         Ok(()) => write_simple(ctx.out, b"Background append only file rewriting started"),
         Err(e) if e.contains("in progress") => {
             write_simple(ctx.out, b"Background append only file rewriting scheduled")
