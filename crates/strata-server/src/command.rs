@@ -176,23 +176,14 @@ impl Ctx<'_> {
         self.with_key_need(key, strata_engine::Need::Elems(elems), f)
     }
 
-    /// As `with_key_elems`, for the parts of one key `need` names.
+    /// As `with_key_elems`, for the parts of one key `need` names. (A ZADD
+    /// through here serves the clients blocked on the key, as every write
+    /// through `with_keys_needs` does.)
     pub fn with_key_need<F>(&mut self, key: Bytes, need: strata_engine::Need, f: F) -> Outcome
     where
         F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
     {
-        let version = self.version();
-        let db = self.db();
-        let read = self
-            .engine()
-            .with_keys_need(db, vec![key], need, move |view| {
-                let mut out = BytesMut::new();
-                f(view, &mut out, version);
-                out
-            });
-        self.reply_with(read, true, move |out, _, reply| {
-            out.extend_from_slice(&reply)
-        })
+        self.with_keys_needs(vec![key], vec![need], f)
     }
 }
 

@@ -1,4 +1,4 @@
-//! Blocking list pops against the real server: immediate pops, timeouts,
+//! Blocking list and sorted-set pops against the real server: immediate pops, timeouts,
 //! service in arrival order by the push that fills the key (before the
 //! pusher's reply), BLMOVE chains, clients that hang up while blocked, and
 //! Redis's errors.
@@ -250,4 +250,36 @@ fn client_unblock_ends_a_wait_as_a_timeout_or_an_error() {
         "CLIENT UNBLOCK abc",
         "-ERR value is not an integer or out of range\r\n",
     );
+}
+
+/// Clients blocked on a sorted set are served by every command that fills
+/// it: ZADD, ZINCRBY and GEOADD (which load only the members' parts of a
+/// chunked set) as well as the whole-key writes.
+#[test]
+fn zset_writes_serve_the_clients_blocked_on_the_key() {
+    let srv = start();
+    let mut con = srv.client();
+    let mut a = Raw::new(&srv);
+    a.send(&[b"BZPOPMIN", b"z", b"5"]);
+    wait_until("a blocked", || blocked(&srv, &mut con) == 1);
+    let _: i64 = q(&mut con, "ZADD z 1 m");
+    assert_eq!(
+        format!("{:?}", a.frame()),
+        format!("{:?}", b_frame(&["z", "m", "1"]))
+    );
+    a.send(&[b"BZPOPMAX", b"z", b"5"]);
+    wait_until("a blocked again", || blocked(&srv, &mut con) == 1);
+    let _: String = q(&mut con, "ZINCRBY z 2 n");
+    assert_eq!(
+        format!("{:?}", a.frame()),
+        format!("{:?}", b_frame(&["z", "n", "2"]))
+    );
+    a.send(&[b"BZMPOP", b"5", b"1", b"z", b"MIN"]);
+    wait_until("a blocked on BZMPOP", || blocked(&srv, &mut con) == 1);
+    let _: i64 = q(&mut con, "GEOADD z 13.361389 38.115556 p");
+    match a.frame() {
+        strata_protocol::Frame::Array(v) => assert_eq!(v.len(), 2, "{v:?}"),
+        f => panic!("BZMPOP got {f:?}"),
+    }
+    assert_eq!(blocked(&srv, &mut con), 0);
 }
