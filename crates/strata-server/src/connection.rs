@@ -151,9 +151,11 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             let spec = table::lookup(&args[0]);
             if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
                 shared.stats.commands_processed.fetch_add(1, Relaxed);
-                transaction::fail(&mut conn);
                 let mut refusal = BytesMut::new();
-                reply::error(&mut refusal, reply::LOADING);
+                reply::error(
+                    &mut refusal,
+                    &transaction::refuse(&mut conn, spec, reply::LOADING),
+                );
                 if pending.is_empty() {
                     out.extend_from_slice(&refusal);
                 } else {
@@ -161,7 +163,12 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 }
                 continue;
             }
-            if spec.is_some_and(|s| s.has_flag("denyoom") && s.arity_ok(args.len())) {
+            let denyoom = match spec {
+                Some(s) if s.name == "exec" => transaction::has_denyoom(&conn),
+                Some(s) => s.has_flag("denyoom") && s.arity_ok(args.len()),
+                None => false,
+            };
+            if denyoom {
                 if let Some(refusal) = admit(&shared, &mut pending, &mut out).await {
                     // `admit` drained the pending replies: order is kept.
                     shared.stats.commands_processed.fetch_add(1, Relaxed);
@@ -169,8 +176,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     if let Some(spec) = spec {
                         shared.cmdstats.rejected(spec);
                     }
-                    reply::error(&mut out, &refusal);
-                    transaction::fail(&mut conn);
+                    reply::error(&mut out, &transaction::refuse(&mut conn, spec, &refusal));
                     continue;
                 }
             }
@@ -197,9 +203,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 && !scripting::allowed_while_busy(spec, &args)
                 && !shared.scripts.busy.wait().await
             {
-                transaction::fail(&mut conn);
                 let mut busy = BytesMut::new();
-                reply::error(&mut busy, shared.scripts.busy.message());
+                let message = shared.scripts.busy.message();
+                reply::error(&mut busy, &transaction::refuse(&mut conn, spec, message));
                 if pending.is_empty() {
                     out.extend_from_slice(&busy);
                 } else {

@@ -342,10 +342,24 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
             .unwrap_err()
             .to_string()
     });
+    // A transaction opened before the script: a command refused with BUSY
+    // fails it, and EXEC refused with BUSY discards it (EXECABORT with the
+    // reason, as Redis's rejectCommand), leaving no transaction open.
+    let mut tx = common::raw::Raw::new(&srv);
+    tx.w("MULTI", "+OK\r\n");
+    tx.w("INCR counter", "+QUEUED\r\n");
     std::thread::sleep(std::time::Duration::from_millis(400));
     raw.w(
         "PING",
         "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+    );
+    tx.w(
+        "INCR counter",
+        "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
+    );
+    tx.w(
+        "EXEC",
+        "-EXECABORT Transaction discarded because of: BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n",
     );
     raw.w("SCRIPT KILL", "+OK\r\n");
     let err = looping.join().unwrap();
@@ -354,6 +368,8 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
         "{err}"
     );
     raw.w("PING", "+PONG\r\n");
+    tx.w("EXEC", "-ERR EXEC without MULTI\r\n");
+    raw.w("EXISTS counter", ":0\r\n");
     // A script that wrote cannot be killed; it ends by itself here.
     let url = srv.url();
     let writing = std::thread::spawn(move || {

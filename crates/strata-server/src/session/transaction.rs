@@ -97,11 +97,23 @@ pub fn queue(
     true
 }
 
-/// Marks the open transaction failed (a refusal while queueing: OOM ...).
-pub fn fail(conn: &mut ConnState) {
+/// A command refused before it ran (OOM, LOADING, BUSY): inside MULTI
+/// the transaction is marked failed; EXEC itself refused discards it and
+/// answers `EXECABORT` with the reason, as Redis's `rejectCommand`.
+/// Returns the error to reply.
+pub fn refuse(conn: &mut ConnState, spec: Option<&CommandSpec>, err: &str) -> String {
+    if conn.multi.is_none() {
+        return err.to_string();
+    }
+    if spec.is_some_and(|s| s.name == "exec") {
+        conn.multi = None;
+        conn.watched.clear();
+        return format!("EXECABORT Transaction discarded because of: {err}");
+    }
     if let Some(m) = conn.multi.as_mut() {
         m.failed = true;
     }
+    err.to_string()
 }
 
 /// Whether the open transaction queued a write (EXEC then waits for the
@@ -110,6 +122,14 @@ pub fn has_writes(conn: &ConnState) -> bool {
     conn.multi
         .as_ref()
         .is_some_and(|m| m.queued.iter().any(|(s, _)| s.has_flag("write")))
+}
+
+/// Whether EXEC is subject to the memory limit: the open transaction
+/// queued a command that is (`denyoom`, as Redis's `mstate.cmd_flags`).
+pub fn has_denyoom(conn: &ConnState) -> bool {
+    conn.multi
+        .as_ref()
+        .is_some_and(|m| m.queued.iter().any(|(s, _)| s.has_flag("denyoom")))
 }
 
 /// EXEC: runs the queued commands (module doc) and writes the reply.
