@@ -48,7 +48,12 @@ for unit in "$@"; do
     echo "$(grep -c '^\[ok\]' <<<"$out" || true) passed, $(grep -c '^\[skip\]' <<<"$out" || true) skipped"
     grep -E 'All tests passed' <<<"$out" || true
     grep -q 'All tests passed' <<<"$out" || status=1
+    # SIGTERM, then SIGKILL: a file that leaves a script looping (as
+    # unit/multi's BUSY tests do) keeps a server from shutting down, as it
+    # would keep redis-server.
     kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     rm -rf "$dir"
 done
