@@ -429,6 +429,8 @@ pub struct Config {
     pub zset_max_listpack_value: u64,
     pub stream_node_max_bytes: u64,
     pub stream_node_max_entries: u64,
+    /// A sparse HyperLogLog growing past this many bytes becomes dense.
+    pub hll_sparse_max_bytes: u64,
     /// Accepted for compatibility; no effect on Strata's layout.
     /// Defaults: -2 and 0.
     pub list_max_listpack_size: i64,
@@ -497,6 +499,7 @@ impl Default for Config {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             stream_node_max_bytes: 4096,
+            hll_sparse_max_bytes: 3000,
             stream_node_max_entries: 100,
             list_max_listpack_size: -2,
             list_compress_depth: 0,
@@ -1202,6 +1205,17 @@ static OPTIONS: &[OptionDef] = &[
         get: |c| c.stream_node_max_bytes.to_string(),
     },
     OptionDef {
+        name: "hll-sparse-max-bytes",
+        default: "3000",
+        doc: "bytes; a sparse HyperLogLog growing past this size becomes dense (Redis's encoding choice)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.hll_sparse_max_bytes = parse_size_arg(v, 0, i64::MAX as u64)?;
+            Ok(())
+        }),
+        get: |c| c.hll_sparse_max_bytes.to_string(),
+    },
+    OptionDef {
         name: "stream-node-max-entries",
         default: "100",
         doc: "entries (live and deleted) a stream node holds before a new one starts",
@@ -1834,6 +1848,7 @@ mod tests {
                 "zset-max-ziplist-value",
                 "stream-node-max-bytes",
                 "stream-node-max-entries",
+                "hll-sparse-max-bytes",
                 "list-compress-depth",
                 "list-max-listpack-size",
                 "list-max-ziplist-size",

@@ -93,6 +93,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("pfadd", -2, WF, K1, "hyperloglog", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", strings::hll::pfadd),
     cmd("pfcount", -2, R, KALL, "hyperloglog", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", strings::hll::pfcount),
     cmd("pfmerge", -2, W, KALL, "hyperloglog", "Merges one or more HyperLogLog values into a single key.", strings::hll::pfmerge),
+    cmd("pfdebug", 3, &["write", "denyoom", "admin"], (2, 2, 1), "hyperloglog", "Internal commands for debugging HyperLogLog values.", strings::hll::pfdebug),
+    cmd("pfselftest", 1, &["admin"], K0, "hyperloglog", "An internal command for testing HyperLogLog values.", strings::hll::pfselftest),
     cmd("incr", 2, WF, K1, "string", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", strings::incr),
     cmd("decr", 2, WF, K1, "string", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", strings::decr),
     cmd("incrby", 3, WF, K1, "string", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", strings::incrby),

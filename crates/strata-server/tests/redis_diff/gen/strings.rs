@@ -1,6 +1,6 @@
 //! The string family of the mix beyond GET/SET: bitmaps (SETBIT GETBIT
 //! BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO), LCS, and HyperLogLog
-//! (PFADD PFCOUNT PFMERGE, whose strings are compared byte for byte).
+//! (PFADD PFCOUNT PFMERGE PFDEBUG, whose strings are compared byte for byte).
 
 use super::{b, Check, Cmd, Gen, KEYS_PER_KIND};
 use rand::Rng;
@@ -81,7 +81,7 @@ impl Gen {
     pub(super) fn strings(&mut self) -> Cmd {
         let e = Check::Exact;
         let bm = self.key("bm");
-        match self.rng.gen_range(0..30) {
+        match self.rng.gen_range(0..32) {
             0..=4 => {
                 let bit = b(self.pick(&["0", "1", "1", "2"]));
                 (vec![b("SETBIT"), bm, self.bit_offset(), bit], e)
@@ -176,6 +176,10 @@ impl Gen {
                 ],
                 e,
             ),
+            29 | 30 => {
+                let sub = self.pick(&["GETREG", "DECODE", "encoding", "TODENSE", "FOO"]);
+                (vec![b("PFDEBUG"), b(sub), self.key("hll")], e)
+            }
             _ => (vec![b("STRLEN"), bm], e),
         }
     }

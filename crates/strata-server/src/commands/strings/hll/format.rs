@@ -1,40 +1,30 @@
-//! HyperLogLog: PFADD PFCOUNT PFMERGE over Redis's own string format
-//! (hyperloglog.c, Redis 7.0), so the bytes a GET returns, the counts and
-//! the sparse/dense choices are Redis's: a 16-byte header ("HYLL", the
-//! encoding, 3 unused bytes, the cached cardinality, little-endian, its
-//! top bit set when stale), then 16384 6-bit registers, dense (packed) or
-//! sparse (ZERO / XZERO / VAL run-length opcodes, promoted to dense past
-//! 3000 bytes or a register above 32). Counts use Ertl's estimator.
+//! Redis's HyperLogLog string format (hyperloglog.c, Redis 7.0): a
+//! 16-byte header ("HYLL", the encoding, 3 unused bytes, the cached
+//! cardinality, little-endian, its top bit set when stale), then 16384
+//! 6-bit registers, dense (packed) or sparse (ZERO / XZERO / VAL
+//! run-length opcodes, promoted to dense past `hll-sparse-max-bytes` or a
+//! register above 32); MurmurHash64A of the elements; Ertl's estimator.
 
-use super::{rmw, set_raw, store_keeping_ttl, with_strings};
-use crate::command::{Ctx, Outcome};
-use crate::reply;
-use bytes::Bytes;
-use strata_engine::{ExpireUpdate, Mutation};
-use strata_protocol::{write_integer, write_simple};
+pub(super) const P: u32 = 14;
+pub(super) const Q: u32 = 64 - P;
+pub(super) const REGISTERS: usize = 1 << P;
+pub(super) const BITS: usize = 6;
+pub(super) const REGISTER_MAX: u8 = 63;
+pub(super) const HDR: usize = 16;
+pub(super) const DENSE_SIZE: usize = HDR + (REGISTERS * BITS).div_ceil(8);
+pub(super) const DENSE: u8 = 0;
+pub(super) const SPARSE: u8 = 1;
+pub(super) const VAL_MAX_VALUE: u8 = 32;
+pub(super) const VAL_MAX_LEN: usize = 4;
+pub(super) const ZERO_MAX_LEN: usize = 64;
+pub(super) const XZERO_MAX_LEN: usize = 16384;
+pub(super) const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
 
-const P: u32 = 14;
-const Q: u32 = 64 - P;
-const REGISTERS: usize = 1 << P;
-const BITS: usize = 6;
-const REGISTER_MAX: u8 = 63;
-const HDR: usize = 16;
-const DENSE_SIZE: usize = HDR + (REGISTERS * BITS).div_ceil(8);
-const DENSE: u8 = 0;
-const SPARSE: u8 = 1;
-/// Redis's `hll-sparse-max-bytes` default.
-const SPARSE_MAX_BYTES: usize = 3000;
-const VAL_MAX_VALUE: u8 = 32;
-const VAL_MAX_LEN: usize = 4;
-const ZERO_MAX_LEN: usize = 64;
-const XZERO_MAX_LEN: usize = 16384;
-const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
-
-const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
-const CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
+pub(super) const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
+pub(super) const CORRUPT: &str = "INVALIDOBJ Corrupted HLL object detected";
 
 /// MurmurHash64A, as Redis hashes HLL elements (seed 0xadc83b19).
-fn murmur64a(key: &[u8]) -> u64 {
+pub(super) fn murmur64a(key: &[u8]) -> u64 {
     const M: u64 = 0xc6a4_a793_5bd1_e995;
     const R: u32 = 47;
     let mut h: u64 = 0xadc8_3b19 ^ (key.len() as u64).wrapping_mul(M);
@@ -61,21 +51,21 @@ fn murmur64a(key: &[u8]) -> u64 {
 }
 
 /// The register an element goes to and its run of zeros plus one.
-fn pattern(ele: &[u8]) -> (usize, u8) {
+pub(super) fn pattern(ele: &[u8]) -> (usize, u8) {
     let hash = murmur64a(ele);
     let index = (hash & (REGISTERS as u64 - 1)) as usize;
     let rest = (hash >> P) | (1 << Q);
     (index, rest.trailing_zeros() as u8 + 1)
 }
 
-fn dense_get(r: &[u8], i: usize) -> u8 {
+pub(super) fn dense_get(r: &[u8], i: usize) -> u8 {
     let (byte, fb) = (i * BITS / 8, (i * BITS) & 7);
     let b0 = r[byte] as u16;
     let b1 = r.get(byte + 1).copied().unwrap_or(0) as u16;
     (((b0 >> fb) | (b1 << (8 - fb))) & REGISTER_MAX as u16) as u8
 }
 
-fn dense_set(r: &mut [u8], i: usize, v: u8) {
+pub(super) fn dense_set(r: &mut [u8], i: usize, v: u8) {
     let (byte, fb) = (i * BITS / 8, (i * BITS) & 7);
     let v = v as u16;
     r[byte] &= !((REGISTER_MAX as u16) << fb) as u8;
@@ -88,7 +78,7 @@ fn dense_set(r: &mut [u8], i: usize, v: u8) {
 
 /// A sparse opcode at `p`: (is a VAL, its value, registers it covers,
 /// bytes it takes).
-fn opcode(s: &[u8], p: usize) -> (bool, u8, usize, usize) {
+pub(super) fn opcode(s: &[u8], p: usize) -> (bool, u8, usize, usize) {
     let b = s[p];
     if b & 0x80 != 0 {
         (true, ((b >> 2) & 0x1f) + 1, (b & 3) as usize + 1, 1)
@@ -100,12 +90,12 @@ fn opcode(s: &[u8], p: usize) -> (bool, u8, usize, usize) {
     }
 }
 
-fn val(v: u8, len: usize) -> u8 {
+pub(super) fn val(v: u8, len: usize) -> u8 {
     ((v - 1) << 2 | (len as u8 - 1)) | 0x80
 }
 
 /// ZERO or XZERO for a run of `len` zero registers.
-fn zeros(len: usize, out: &mut Vec<u8>) {
+pub(super) fn zeros(len: usize, out: &mut Vec<u8>) {
     if len > ZERO_MAX_LEN {
         let l = len - 1;
         out.push((l >> 8) as u8 | 0x40);
@@ -116,7 +106,7 @@ fn zeros(len: usize, out: &mut Vec<u8>) {
 }
 
 /// A new, empty HLL (sparse: XZERO opcodes over every register).
-fn empty() -> Vec<u8> {
+pub(super) fn empty() -> Vec<u8> {
     let mut v = b"HYLL".to_vec();
     v.resize(HDR, 0);
     v[4] = SPARSE;
@@ -130,21 +120,21 @@ fn empty() -> Vec<u8> {
 }
 
 /// Whether `v` is an HLL Redis accepts (`isHLLObjectOrReply`).
-fn valid(v: &[u8]) -> bool {
+pub(super) fn valid(v: &[u8]) -> bool {
     v.len() >= HDR
         && &v[..4] == b"HYLL"
         && v[4] <= SPARSE
         && (v[4] != DENSE || v.len() == DENSE_SIZE)
 }
 
-fn invalidate(v: &mut [u8]) {
+pub(super) fn invalidate(v: &mut [u8]) {
     v[15] |= 0x80;
 }
 
 /// The registers of a sparse HLL, or None when it is corrupt: its
 /// opcodes must cover exactly the registers (any opcode past the last
 /// register is corruption, as since Redis's fix of CVE-2025-32023).
-fn sparse_registers(v: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn sparse_registers(v: &[u8]) -> Option<Vec<u8>> {
     let mut regs = vec![0u8; REGISTERS];
     let (mut p, mut i) = (HDR, 0usize);
     while p < v.len() {
@@ -162,7 +152,7 @@ fn sparse_registers(v: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The registers of a valid HLL (one byte each), None when corrupt.
-fn registers(v: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn registers(v: &[u8]) -> Option<Vec<u8>> {
     if v[4] == DENSE {
         Some((0..REGISTERS).map(|i| dense_get(&v[HDR..], i)).collect())
     } else {
@@ -172,7 +162,7 @@ fn registers(v: &[u8]) -> Option<Vec<u8>> {
 
 /// Sparse to dense (`hllSparseToDense`): the header (cache included) is
 /// kept.
-fn to_dense(v: &mut Vec<u8>) -> bool {
+pub(super) fn to_dense(v: &mut Vec<u8>) -> bool {
     if v[4] == DENSE {
         return true;
     }
@@ -191,7 +181,7 @@ fn to_dense(v: &mut Vec<u8>) -> bool {
     true
 }
 
-fn dense_update(v: &mut [u8], i: usize, count: u8) -> bool {
+pub(super) fn dense_update(v: &mut [u8], i: usize, count: u8) -> bool {
     let r = &mut v[HDR..];
     if count > dense_get(r, i) {
         dense_set(r, i, count);
@@ -203,7 +193,12 @@ fn dense_update(v: &mut [u8], i: usize, count: u8) -> bool {
 
 /// `hllSparseSet`: raises register `index` to `count`; Some(changed), or
 /// None when the HLL is corrupt. May promote to dense.
-fn sparse_set(v: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
+pub(super) fn sparse_set(
+    v: &mut Vec<u8>,
+    index: usize,
+    count: u8,
+    sparse_max: usize,
+) -> Option<bool> {
     if count > VAL_MAX_VALUE {
         return promote(v, index, count);
     }
@@ -260,7 +255,7 @@ fn sparse_set(v: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
         }
     }
     // Step 3: put it in place, unless the HLL grows past the limit.
-    if seq.len() > size && v.len() + seq.len() - size > SPARSE_MAX_BYTES {
+    if seq.len() > size && v.len() + seq.len() - size > sparse_max {
         return promote(v, index, count);
     }
     v.splice(p..p + size, seq);
@@ -270,7 +265,7 @@ fn sparse_set(v: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
 
 /// Step 4 of `hllSparseSet`: merges adjacent VALs of one value, scanning
 /// up to 5 opcodes from `prev`; then the cached count is stale.
-fn merge(v: &mut Vec<u8>, prev: Option<usize>) {
+pub(super) fn merge(v: &mut Vec<u8>, prev: Option<usize>) {
     invalidate(v);
     let mut p = prev.unwrap_or(HDR);
     let mut scan = 5;
@@ -298,7 +293,7 @@ fn merge(v: &mut Vec<u8>, prev: Option<usize>) {
     }
 }
 
-fn promote(v: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
+pub(super) fn promote(v: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
     if !to_dense(v) {
         return None;
     }
@@ -306,17 +301,18 @@ fn promote(v: &mut Vec<u8>, index: usize, count: u8) -> Option<bool> {
     Some(true)
 }
 
-/// `hllAdd`: Some(changed), None when corrupt.
-fn add(v: &mut Vec<u8>, ele: &[u8]) -> Option<bool> {
+/// `hllAdd` (a sparse HLL past `sparse_max` bytes becomes dense):
+/// Some(changed), None when corrupt.
+pub(super) fn add(v: &mut Vec<u8>, ele: &[u8], sparse_max: usize) -> Option<bool> {
     let (index, count) = pattern(ele);
     match v[4] {
         DENSE => Some(dense_update(v, index, count)),
-        SPARSE => sparse_set(v, index, count),
+        SPARSE => sparse_set(v, index, count, sparse_max),
         _ => None,
     }
 }
 
-fn sigma(mut x: f64) -> f64 {
+pub(super) fn sigma(mut x: f64) -> f64 {
     if x == 1.0 {
         return f64::INFINITY;
     }
@@ -332,7 +328,7 @@ fn sigma(mut x: f64) -> f64 {
     }
 }
 
-fn tau(mut x: f64) -> f64 {
+pub(super) fn tau(mut x: f64) -> f64 {
     if x == 0.0 || x == 1.0 {
         return 0.0;
     }
@@ -349,7 +345,7 @@ fn tau(mut x: f64) -> f64 {
 }
 
 /// `hllCount` over one register per byte.
-fn count(regs: &[u8]) -> u64 {
+pub(super) fn count(regs: &[u8]) -> u64 {
     let mut histo = [0u32; 64];
     for &r in regs {
         histo[(r & 63) as usize] += 1;
@@ -362,170 +358,6 @@ fn count(regs: &[u8]) -> u64 {
     }
     z += m * sigma(histo[0] as f64 / m);
     (ALPHA_INF * m * m / z).round() as u64
-}
-
-/// The registers of several HLLs merged (each the largest of its inputs),
-/// whether any input was dense, and the first input (PFMERGE's
-/// destination).
-struct Merged {
-    max: Vec<u8>,
-    use_dense: bool,
-    first: Option<Bytes>,
-}
-
-/// Why inputs could not be merged (each a Redis error reply).
-enum Refusal {
-    Engine(strata_engine::EngineError),
-    NotHll,
-    Corrupt,
-}
-
-impl Refusal {
-    fn write(&self, out: &mut bytes::BytesMut) {
-        match self {
-            Refusal::Engine(e) => reply::engine(out, e),
-            Refusal::NotHll => reply::error(out, NOT_HLL),
-            Refusal::Corrupt => reply::error(out, CORRUPT),
-        }
-    }
-}
-
-/// Merges the values of PFCOUNT's or PFMERGE's keys (a missing key is an
-/// empty HLL), checking each as Redis does.
-fn merge_inputs(
-    values: Vec<Result<Option<Bytes>, strata_engine::EngineError>>,
-) -> Result<Merged, Refusal> {
-    let mut m = Merged {
-        max: vec![0u8; REGISTERS],
-        use_dense: false,
-        first: None,
-    };
-    for (j, v) in values.into_iter().enumerate() {
-        let v = match v {
-            Ok(Some(v)) => v,
-            Ok(None) => continue,
-            Err(e) => return Err(Refusal::Engine(e)),
-        };
-        if !valid(&v) {
-            return Err(Refusal::NotHll);
-        }
-        m.use_dense |= v[4] == DENSE;
-        let regs = registers(&v).ok_or(Refusal::Corrupt)?;
-        for (x, r) in m.max.iter_mut().zip(regs) {
-            *x = (*x).max(r);
-        }
-        if j == 0 {
-            m.first = Some(v);
-        }
-    }
-    Ok(m)
-}
-
-pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let elements = args[2..].to_vec();
-    rmw(
-        ctx,
-        &args[1],
-        move |cur| {
-            let (mut v, mut updated) = match &cur {
-                None => (empty(), true),
-                Some(c) if valid(c.value) => (c.value.to_vec(), false),
-                Some(_) => return (Mutation::None, Err(NOT_HLL)),
-            };
-            for e in &elements {
-                match add(&mut v, e) {
-                    Some(changed) => updated |= changed,
-                    // As Redis, which changes the string in place: what the
-                    // elements before changed stays.
-                    None if updated && cur.is_some() => {
-                        return (store_keeping_ttl(v, true).0, Err(CORRUPT))
-                    }
-                    None => return (Mutation::None, Err(CORRUPT)),
-                }
-            }
-            if !updated {
-                return (Mutation::MarkRaw, Ok(0));
-            }
-            invalidate(&mut v);
-            (store_keeping_ttl(v, true).0, Ok(1))
-        },
-        |out, _, n| write_integer(out, n),
-    )
-}
-
-pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if args.len() > 2 {
-        return with_strings(ctx, args[1..].to_vec(), Vec::new(), |_, _, values, out| {
-            match merge_inputs(values) {
-                Ok(m) => write_integer(out, count(&m.max) as i64),
-                Err(e) => e.write(out),
-            }
-        });
-    }
-    rmw(
-        ctx,
-        &args[1],
-        |cur| {
-            let Some(c) = cur else {
-                return (Mutation::None, Ok(0));
-            };
-            if !valid(c.value) {
-                return (Mutation::None, Err(NOT_HLL));
-            }
-            let v = c.value;
-            if v[15] & 0x80 == 0 {
-                let card = u64::from_le_bytes(v[8..16].try_into().unwrap_or_default());
-                return (Mutation::MarkRaw, Ok(card as i64));
-            }
-            let Some(regs) = registers(v) else {
-                return (Mutation::None, Err(CORRUPT));
-            };
-            let card = count(&regs);
-            let mut v = v.to_vec();
-            v[8..16].copy_from_slice(&card.to_le_bytes());
-            (store_keeping_ttl(v, true).0, Ok(card as i64))
-        },
-        |out, _, n| write_integer(out, n),
-    )
-}
-
-pub fn pfmerge(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let dest = args[1].clone();
-    with_strings(
-        ctx,
-        args[1..].to_vec(),
-        vec![dest.clone()],
-        move |engine, db, values, out| {
-            let Merged {
-                max,
-                use_dense,
-                first,
-            } = match merge_inputs(values) {
-                Ok(m) => m,
-                Err(e) => return e.write(out),
-            };
-            let mut v = first.map(|d| d.to_vec()).unwrap_or_else(empty);
-            if use_dense && !to_dense(&mut v) {
-                return reply::error(out, CORRUPT);
-            }
-            for (j, &m) in max.iter().enumerate() {
-                if m == 0 {
-                    continue;
-                }
-                if v[4] == DENSE {
-                    dense_update(&mut v, j, m);
-                } else {
-                    // Redis ignores a failed set here (the inputs were checked).
-                    let _ = sparse_set(&mut v, j, m);
-                }
-            }
-            invalidate(&mut v);
-            match set_raw(engine, db, &dest, v, ExpireUpdate::Keep) {
-                Ok(_) => write_simple(out, b"OK"),
-                Err(e) => reply::engine(out, &e),
-            }
-        },
-    )
 }
 
 #[cfg(test)]
@@ -547,8 +379,8 @@ mod tests {
         assert!(to_dense(&mut d));
         for i in 0..2000 {
             let e = format!("e{i}");
-            add(&mut s, e.as_bytes()).unwrap();
-            add(&mut d, e.as_bytes()).unwrap();
+            add(&mut s, e.as_bytes(), 3000).unwrap();
+            add(&mut d, e.as_bytes(), 3000).unwrap();
         }
         assert_eq!(registers(&s), registers(&d));
         let n = count(&registers(&d).unwrap());
