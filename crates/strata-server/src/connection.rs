@@ -222,9 +222,13 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     true
                 }
             };
-            // CLIENT REPLY ON answers, whatever the mode was.
+            // CLIENT REPLY ON answers, whatever the mode was; so do the
+            // (un)subscribe confirmations, which Redis pushes past the
+            // reply mode (its CLIENT_PUSHING), as it does messages.
             let sets_mode = client_reply(spec, &args);
-            let silent = silent && sets_mode != Some(ReplyMode::On);
+            let silent = silent
+                && sets_mode != Some(ReplyMode::On)
+                && !spec.is_some_and(|s| s.has_flag("pubsub") && s.name.contains("subscribe"));
             let out_mark = out.len();
             let in_order = pending.is_empty();
             let mut scratch = BytesMut::new();
@@ -234,7 +238,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 &mut scratch
             };
             if let Some(refusal) = subscriber_refusal(&conn, spec) {
-                reply::error(target, &refusal);
+                if !silent {
+                    reply::error(target, &refusal);
+                }
                 if !scratch.is_empty() {
                     pending.push_back(Box::pin(std::future::ready(scratch)));
                 }

@@ -55,6 +55,32 @@ fn pubsub_matches_redis_7() {
         ],
     );
     run(
+        "CLIENT REPLY OFF silences replies but not (un)subscribe confirmations or messages",
+        &[
+            Any(1, "HELLO 3"),
+            Send(1, "CLIENT REPLY OFF"),
+            Cmd(1, "SUBSCRIBE channel"),
+            Cmd(1, "PSUBSCRIBE ch*"),
+            Cmd(0, "PUBLISH channel hello"),
+            Recv(1),
+            Recv(1),
+            Cmd(1, "UNSUBSCRIBE channel"),
+            Cmd(1, "PUNSUBSCRIBE ch*"),
+            Send(1, "SET k v"),
+            Send(1, "CLIENT REPLY ON"),
+            Recv(1),
+            Cmd(1, "GET k"),
+            // RESP2: a command refused in subscriber mode is silenced too.
+            Send(2, "CLIENT REPLY OFF"),
+            Cmd(2, "SUBSCRIBE c2"),
+            Send(2, "GET k"),
+            Cmd(2, "UNSUBSCRIBE c2"),
+            Send(2, "CLIENT REPLY ON"),
+            Recv(2),
+            Cmd(2, "PING"),
+        ],
+    );
+    run(
         "RESP2 subscriber mode",
         &[
             Cmd(0, "SUBSCRIBE c"),
