@@ -122,6 +122,14 @@ local function fix(ok, ...)
     if type(e) == "table" and type(rawget(e, "err")) == "string" then
       return false, rawget(e, "err")
     end
+    if type(e) == "userdata" then
+      -- An error of a library written in Rust (cjson, cmsgpack ...): its
+      -- message, a string, as the C libraries Redis bundles raise.
+      local s = tostring(e):gsub("^runtime error: ", "")
+      local cut = s:find("\nstack traceback:", 1, true)
+      if cut then s = s:sub(1, cut - 1) end
+      return false, s
+    end
     return false, e
   end
   return true, ...

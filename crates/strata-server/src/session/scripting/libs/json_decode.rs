@@ -3,13 +3,11 @@
 //! same errors: `Expected value but found T_END at character 1`, numbers
 //! read as C's `strtod` reads them (so `1e999` is `inf`, `0x10` and
 //! `Infinity` are numbers, as Redis decodes them), strings taken byte for
-//! byte with lua-cjson's escapes, and at most 1000 nested levels. The text
+//! byte with lua-cjson's escapes, and at most `decode_max_depth` (1000)
+//! nested levels. The text
 //! ends at its first NUL byte, as a C string does.
 
 use mlua::{LightUserData, Lua, Value};
-
-/// Nested arrays and objects a decode may open (`decode_max_depth`).
-const MAX_DEPTH: usize = 1000;
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Tok {
@@ -60,6 +58,11 @@ struct Parser<'a> {
     data: &'a [u8],
     ptr: usize,
     depth: usize,
+    /// `decode_max_depth`: nested arrays and objects a decode may open.
+    max_depth: usize,
+    /// `decode_invalid_numbers`: what strict JSON refuses but `strtod`
+    /// reads (hex, `inf`, `nan`, a leading `+` ...) is a number.
+    invalid_numbers: bool,
 }
 
 fn hex(c: u8) -> Option<u32> {
@@ -356,7 +359,11 @@ impl Parser<'_> {
         if ch == b'"' {
             self.string(&mut tok);
         } else if ch == b'-' || ch.is_ascii_digit() {
-            self.number(&mut tok);
+            if !self.invalid_numbers && self.invalid_number() {
+                self.error(&mut tok, "invalid number");
+            } else {
+                self.number(&mut tok);
+            }
         } else if !matches!(ch, b'f' | b'i' | b'I' | b'n' | b'N' | b't' | b'+') {
             self.error(&mut tok, "invalid token");
         } else if rest.starts_with(b"true") {
@@ -369,7 +376,7 @@ impl Parser<'_> {
         } else if rest.starts_with(b"null") {
             tok.t = Tok::Null;
             self.ptr += 4;
-        } else if self.invalid_number() {
+        } else if self.invalid_numbers && self.invalid_number() {
             self.number(&mut tok);
         } else {
             self.error(&mut tok, "invalid token");
@@ -387,7 +394,7 @@ impl Parser<'_> {
 
     fn descend(&mut self) -> mlua::Result<()> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > self.max_depth {
             return Err(mlua::Error::runtime(format!(
                 "Found too many nested data structures ({}) at character {}",
                 self.depth, self.ptr
@@ -461,7 +468,7 @@ impl Parser<'_> {
 }
 
 /// Decodes `text` as lua-cjson does (module doc).
-pub fn decode(lua: &Lua, text: &[u8]) -> mlua::Result<Value> {
+pub fn decode(lua: &Lua, text: &[u8], cfg: &super::json::Config) -> mlua::Result<Value> {
     if text.len() >= 2 && (text[0] == 0 || text[1] == 0) {
         return Err(mlua::Error::runtime(
             "JSON parser does not support UTF-16 or UTF-32",
@@ -471,6 +478,8 @@ pub fn decode(lua: &Lua, text: &[u8]) -> mlua::Result<Value> {
         data: text,
         ptr: 0,
         depth: 0,
+        max_depth: cfg.decode_max_depth,
+        invalid_numbers: cfg.decode_invalid_numbers,
     };
     let tok = p.next();
     let v = p.value(lua, tok)?;
