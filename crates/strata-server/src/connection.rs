@@ -327,6 +327,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         // Input that arrived while replies waited is decoded before the
         // next read.
         skip_read = inbuf.len() > before;
+        // The batch is answered: BCAST tracking clients get its changes
+        // (Redis broadcasts them before its event loop sleeps).
+        shared.tracking.flush_bcast(&shared.pubsub);
         if !durable(&shared, &mut wrote).await
             || flush(&shared, &conn, &mut stream, &mut out).await.is_err()
             || close

@@ -409,6 +409,10 @@ pub async fn start(
     }
     tokio::spawn(alloc::return_freed_memory(shared.clone()));
     tokio::spawn(blocking.serve_changed(shared.engine.clone()));
+    tokio::spawn(session::tracking::broadcast_changes(
+        shared.tracking.clone(),
+        shared.pubsub.clone(),
+    ));
     Ok(ServerHandle { shared, addrs })
 }
 

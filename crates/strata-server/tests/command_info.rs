@@ -65,6 +65,31 @@ fn command_info_and_docs_match_redis_7() {
         f => panic!("COMMAND LIST: {f:?}"),
     };
     assert!(names.len() > 200, "{} commands", names.len());
+    // COMMAND LIST's filters and errors (compared as sets: the order is
+    // Redis's dict order).
+    let sorted = |f: Frame| -> Vec<String> {
+        let mut v: Vec<String> = match f {
+            Frame::Array(v) | Frame::Set(v) => v.iter().map(|x| format!("{x:?}")).collect(),
+            f => vec![format!("{f:?}")],
+        };
+        v.sort();
+        v
+    };
+    for args in [
+        &[&b"COMMAND"[..], b"LIST", b"bad_arg"][..],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"bad", b"x"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"PATTERN", b"config*"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"pattern", b"x*|*e*"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"ACLCAT", b"hyperloglog"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"ACLCAT", b"none"],
+        &[b"COMMAND", b"LIST", b"FILTERBY", b"MODULE", b"none"],
+    ] {
+        assert_eq!(
+            sorted(r.cmd(args).frame),
+            sorted(s.cmd(args).frame),
+            "{args:?}"
+        );
+    }
     for n in names {
         let Frame::Bulk(name) = n else {
             panic!("a name: {n:?}")

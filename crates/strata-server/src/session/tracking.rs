@@ -5,7 +5,11 @@
 //! unless CLIENT CACHING no); the first change of such a key (the
 //! engine's key observer, `session::notify`) sends it one invalidation
 //! and forgets it. A BCAST client is sent every change of a key under one
-//! of its prefixes (all keys without one). Invalidations go to the client
+//! of its prefixes (all keys without one), gathered as Redis gathers them
+//! until its event loop sleeps: the keys changed meanwhile go in one
+//! message per prefix, in key order (`flush_bcast`, run when a
+//! connection has answered a batch of commands, and shortly after a
+//! change made elsewhere: expiry, eviction). Invalidations go to the client
 //! itself as RESP3 `invalidate` pushes, or to its REDIRECT client (a RESP3
 //! push, or for RESP2 a message on `__redis__:invalidate` if it listens to
 //! that channel). NOLOOP leaves out the client's own changes. FLUSHDB and
@@ -19,8 +23,8 @@
 use crate::session::pubsub::{Message, PubSub, Subscriber, INVALIDATE_CHANNEL};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// One client's tracking settings.
@@ -52,6 +56,13 @@ pub struct Tracking {
     count: AtomicUsize,
     /// `tracking-table-max-keys` (0: no limit).
     pub max_keys: AtomicUsize,
+    /// BCAST: keys changed since the last broadcast, each with the client
+    /// that changed it last (NOLOOP), in key order.
+    bcast_keys: Mutex<BTreeMap<Bytes, Option<u64>>>,
+    /// `bcast_keys` is not empty (a cheap check after every batch).
+    bcast_due: AtomicBool,
+    /// Woken when `bcast_keys` gets its first key (`broadcast_changes`).
+    pub bcast_wake: tokio::sync::Notify,
 }
 
 impl Tracking {
@@ -135,25 +146,80 @@ impl Tracking {
         }
     }
 
-    /// A key changed (by client `by`, if a client's command changed it).
+    /// A key changed (by client `by`, if a client's command changed it):
+    /// its readers are told now; BCAST clients at the next `flush_bcast`.
     pub fn invalidate(&self, pubsub: &PubSub, key: &[u8], by: Option<u64>) {
         let readers = self.keys.lock().remove(key);
         let clients = self.clients.lock();
-        let mut to: Vec<u64> = readers.into_iter().flatten().collect();
-        for (id, t) in clients.iter() {
-            if t.settings.bcast
+        let bcast = clients.values().any(|t| {
+            t.settings.bcast
                 && (t.settings.prefixes.is_empty()
                     || t.settings.prefixes.iter().any(|p| key.starts_with(p)))
-            {
-                to.push(*id);
+        });
+        if bcast {
+            let mut keys = self.bcast_keys.lock();
+            keys.insert(Bytes::copy_from_slice(key), by);
+            if !self.bcast_due.swap(true, Relaxed) {
+                self.bcast_wake.notify_one();
             }
         }
-        for id in to {
+        for id in readers.into_iter().flatten() {
             let Some(t) = clients.get(&id) else { continue };
-            if t.settings.noloop && by == Some(id) {
+            // A reader that switched to BCAST since: its broadcast tells it.
+            if t.settings.bcast || (t.settings.noloop && by == Some(id)) {
                 continue;
             }
             self.deliver(pubsub, &clients, t, Some(vec![Bytes::copy_from_slice(key)]));
+        }
+    }
+
+    /// Sends BCAST clients the keys changed since the last call under
+    /// their prefixes (`trackingBroadcastInvalidationMessages`): per
+    /// prefix, in prefix order, one message of those keys in key order,
+    /// without a NOLOOP client's own changes.
+    pub fn flush_bcast(&self, pubsub: &PubSub) {
+        if !self.bcast_due.load(Relaxed) {
+            return;
+        }
+        let keys = {
+            let mut keys = self.bcast_keys.lock();
+            self.bcast_due.store(false, Relaxed);
+            std::mem::take(&mut *keys)
+        };
+        let clients = self.clients.lock();
+        let mut prefixes: BTreeMap<&[u8], Vec<u64>> = BTreeMap::new();
+        for (id, t) in clients.iter().filter(|(_, t)| t.settings.bcast) {
+            if t.settings.prefixes.is_empty() {
+                prefixes.entry(b"").or_default().push(*id);
+            }
+            for p in &t.settings.prefixes {
+                prefixes.entry(&p[..]).or_default().push(*id);
+            }
+        }
+        for (prefix, ids) in prefixes {
+            let under: Vec<(&Bytes, Option<u64>)> = keys
+                .range::<[u8], _>((
+                    std::ops::Bound::Included(prefix),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, by)| (k, *by))
+                .collect();
+            if under.is_empty() {
+                continue;
+            }
+            for id in ids {
+                let Some(t) = clients.get(&id) else { continue };
+                let mine = |by: Option<u64>| t.settings.noloop && by == Some(id);
+                let list: Vec<Bytes> = under
+                    .iter()
+                    .filter(|(_, by)| !mine(*by))
+                    .map(|(k, _)| (*k).clone())
+                    .collect();
+                if !list.is_empty() {
+                    self.deliver(pubsub, &clients, t, Some(list));
+                }
+            }
         }
     }
 
@@ -185,5 +251,15 @@ impl Tracking {
         if let Some(sub) = target {
             pubsub.send_to(&sub, Message::invalidate(keys));
         }
+    }
+}
+
+/// Broadcasts the changes made outside a connection's batch (expiry,
+/// eviction, a reply that waited for flash) shortly after the first one.
+pub async fn broadcast_changes(tracking: Arc<Tracking>, pubsub: Arc<PubSub>) {
+    loop {
+        tracking.bcast_wake.notified().await;
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        tracking.flush_bcast(&pubsub);
     }
 }

@@ -130,6 +130,46 @@ fn every(all: &Map<String, Value>) -> Vec<Desc<'_>> {
         .collect()
 }
 
+/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT cat | PATTERN pattern]`
+/// (`commandListCommand`): every command and each of its subcommands, by
+/// full name, those the filter keeps (a subcommand is looked at on its
+/// own: `config|*re*` finds `config|resetstat`); None for a syntax error.
+fn list(all: &Map<String, Value>, opts: &[Bytes]) -> Option<Vec<String>> {
+    let filter = match opts {
+        [] => None,
+        [f, kind, arg] if is(f, "filterby") => {
+            let kind = String::from_utf8_lossy(kind).to_ascii_lowercase();
+            if !["module", "aclcat", "pattern"].contains(&kind.as_str()) {
+                return None;
+            }
+            Some((kind, arg.clone()))
+        }
+        _ => return None,
+    };
+    let keep = |d: &Desc<'_>| match &filter {
+        None => true,
+        // No modules here: a module filter keeps nothing.
+        Some((k, _)) if k == "module" => false,
+        Some((k, cat)) if k == "aclcat" => {
+            let cat = String::from_utf8_lossy(cat).to_ascii_lowercase();
+            d.categories().contains(&cat.as_str())
+        }
+        Some((_, pattern)) => crate::glob::glob_match(pattern, d.name.as_bytes(), true),
+    };
+    let mut names = Vec::new();
+    for d in every(all) {
+        if keep(&d) {
+            names.push(d.name.to_string());
+        }
+        for sub in d.subcommands() {
+            if keep(&sub) {
+                names.push(sub.name.to_string());
+            }
+        }
+    }
+    Some(names)
+}
+
 pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let v = ctx.version();
     let out = &mut *ctx.out;
@@ -171,10 +211,15 @@ pub fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             write_bulk(out, d.name.as_bytes());
             d.write_docs(out, v);
         }
-    } else if is(sub, "list") && args.len() == 2 {
-        write_array_len(out, COMMANDS.len());
-        for c in COMMANDS {
-            write_bulk(out, c.name.as_bytes());
+    } else if is(sub, "list") {
+        match list(&all, &args[2..]) {
+            Some(names) => {
+                write_array_len(out, names.len());
+                for n in names {
+                    write_bulk(out, n.as_bytes());
+                }
+            }
+            None => reply::error(out, reply::SYNTAX),
         }
     } else if (is(sub, "getkeys") || is(sub, "getkeysandflags")) && args.len() >= 3 {
         keys::getkeys(out, &all, &args[2..], is(sub, "getkeysandflags"), v);
