@@ -41,7 +41,8 @@ pub fn execute(
     }
     let reply_at = target.len();
     let started = Instant::now();
-    conn.handle.touch(spec.name, started);
+    let full = crate::commands::server::full_name(spec.name, args);
+    conn.handle.touch(full, started);
     let mut ctx = Ctx {
         shared,
         conn,

@@ -13,7 +13,7 @@ mod debug;
 mod latency;
 mod transactions;
 
-pub use command_info::{check_subcommand_arity, command, init as init_command_table};
+pub use command_info::{check_subcommand_arity, command, full_name, init as init_command_table};
 pub use connection::*;
 pub use databases::*;
 pub use debug::debug;

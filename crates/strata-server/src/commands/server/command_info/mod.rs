@@ -105,6 +105,22 @@ pub fn check_subcommand_arity(name: &str, args: &[Bytes], out: &mut BytesMut) ->
     true
 }
 
+/// The name CLIENT LIST shows for a command (Redis's `fullname`):
+/// `client|list` for a subcommand Redis describes, else the command's.
+pub fn full_name(name: &'static str, args: &[Bytes]) -> &'static str {
+    let Some(sub) = args.get(1).filter(|_| CONTAINERS.contains(&name)) else {
+        return name;
+    };
+    let full = format!(
+        "{name}|{}",
+        String::from_utf8_lossy(sub).to_ascii_lowercase()
+    );
+    match sub_arities().get_key_value(&full) {
+        Some((k, _)) => k.as_str(),
+        None => name,
+    }
+}
+
 /// The containers (commands with subcommands) Strata serves.
 const CONTAINERS: &[&str] = &[
     "client", "command", "config", "function", "latency", "memory", "object", "pubsub", "script",
