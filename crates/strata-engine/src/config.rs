@@ -46,6 +46,10 @@ pub enum PromotePolicy {
 /// Returns the RAM the process uses, in bytes (an allocator counter).
 pub type RamGauge = Arc<dyn Fn() -> u64 + Send + Sync>;
 
+/// Told how long a background event took (event name, milliseconds): the
+/// server's latency monitor (`expire-cycle`).
+pub type LatencySink = Arc<dyn Fn(&'static str, u64) + Send + Sync>;
+
 #[derive(Clone)]
 pub struct EngineConfig {
     /// Number of logical databases. Default: 16.
@@ -80,6 +84,8 @@ pub struct EngineConfig {
     /// How RAM use is measured; None = the engine's own accounting
     /// (index bytes + hot value bytes).
     pub ram_gauge: Option<RamGauge>,
+    /// Where background events' durations go (None: nowhere).
+    pub latency_sink: Option<LatencySink>,
     /// Background ticks per second. Default: 10.
     pub hz: u32,
     /// Journal every change to the flash log (Redis's `appendonly`).
@@ -114,6 +120,7 @@ impl EngineConfig {
             min_value_size: DEFAULT_MIN_VALUE_SIZE,
             promote: PromotePolicy::SecondRead,
             ram_gauge: None,
+            latency_sink: None,
             hz: 10,
             appendonly: true,
             appendfsync: crate::log::journal::FsyncPolicy::EverySec,

@@ -61,7 +61,7 @@ mod tests;
 pub mod tiering;
 pub mod types;
 
-pub use config::{EngineConfig, EvictionPolicy, PromotePolicy, RamGauge};
+pub use config::{EngineConfig, EvictionPolicy, LatencySink, PromotePolicy, RamGauge};
 pub use error::EngineError;
 pub use flash::io::IoBackend;
 pub use index::Value;
@@ -133,6 +133,7 @@ pub(crate) struct Inner {
     pub write_chunk: usize,
     pub hz: u32,
     pub ram_gauge: Option<RamGauge>,
+    pub latency_sink: Option<config::LatencySink>,
     /// Wakes the background thread.
     pub wake: (Mutex<bool>, Condvar),
     pub shutdown: AtomicBool,
@@ -248,6 +249,7 @@ impl Engine {
             write_chunk: cfg.write_chunk,
             hz: cfg.hz.clamp(1, 500),
             ram_gauge: cfg.ram_gauge.clone(),
+            latency_sink: cfg.latency_sink.clone(),
             wake: (Mutex::new(false), Condvar::new()),
             graveyard: Mutex::new(Vec::new()),
             watches: Default::default(),

@@ -402,6 +402,8 @@ pub struct Config {
     /// Microseconds: commands slower than this are logged in the slowlog;
     /// negative disables the slowlog, 0 logs every command. Default: 10000.
     pub slowlog_log_slower_than: i64,
+    /// Milliseconds; events at least this long are sampled (0: off).
+    pub latency_monitor_threshold: u64,
     /// Entries kept in the slowlog. Default: 128.
     pub slowlog_max_len: usize,
     /// Log verbosity. Default: `notice`.
@@ -476,6 +478,7 @@ impl Default for Config {
             timeout: DEFAULT_TIMEOUT,
             hz: DEFAULT_HZ,
             slowlog_log_slower_than: DEFAULT_SLOWLOG_LOG_SLOWER_THAN,
+            latency_monitor_threshold: 0,
             slowlog_max_len: DEFAULT_SLOWLOG_MAX_LEN,
             loglevel: DEFAULT_LOGLEVEL,
             logfile: String::new(),
@@ -1004,6 +1007,17 @@ static OPTIONS: &[OptionDef] = &[
             Ok(())
         }),
         get: |c| c.slowlog_log_slower_than.to_string(),
+    },
+    OptionDef {
+        name: "latency-monitor-threshold",
+        default: "0",
+        doc: "milliseconds; commands and expiry cycles at least this long are sampled for LATENCY (0: off)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.latency_monitor_threshold = parse_uint(v, 0, i64::MAX as u64, "latency-monitor-threshold")?;
+            Ok(())
+        }),
+        get: |c| c.latency_monitor_threshold.to_string(),
     },
     OptionDef {
         name: "slowlog-max-len",
@@ -1832,6 +1846,7 @@ mod tests {
                 "timeout",
                 "hz",
                 "slowlog-log-slower-than",
+                "latency-monitor-threshold",
                 "slowlog-max-len",
                 "loglevel",
                 "requirepass",

@@ -89,6 +89,16 @@ pub fn execute(
         shared.errorstats.record(&ctx.out[reply_at..]);
     }
     shared.cmdstats.record(spec, took, failed);
+    let event = if spec.has_flag("fast") {
+        "fast-command"
+    } else {
+        "command"
+    };
+    if !matches!(outcome, Outcome::Pending { .. }) {
+        shared
+            .latency
+            .sample_if_needed(event, took.as_millis() as u64);
+    }
     // A reply that comes later (a flash read, a blocked client served or
     // timed out) counts as an error, and the call as failed, when it comes.
     let outcome = match outcome {
@@ -97,6 +107,12 @@ pub fn execute(
             Outcome::Pending {
                 reply: Box::pin(async move {
                     let out = reply.await;
+                    // A reply that came later counts from the call to it,
+                    // unless the command blocked (Redis counts no wait).
+                    if !spec.has_flag("blocking") {
+                        let ms = started.elapsed().as_millis() as u64;
+                        shared.latency.sample_if_needed(event, ms);
+                    }
                     if out.first() == Some(&b'-') {
                         shared.errorstats.record(&out);
                         shared.cmdstats.failed_later(spec);

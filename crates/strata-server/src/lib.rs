@@ -76,6 +76,8 @@ pub struct Shared {
     /// The memcached listener's counters.
     pub mc: memcache::McStats,
     pub slowlog: SlowLog,
+    /// The latency monitor (LATENCY LATEST / HISTORY / RESET).
+    pub latency: Arc<metrics::latency::LatencyMonitor>,
     /// Per-command calls, time, errors and latency (INFO commandstats).
     pub cmdstats: metrics::commands::CommandStats,
     pub errorstats: metrics::errors::ErrorStats,
@@ -218,6 +220,9 @@ impl Shared {
             .slower_than
             .store(c.slowlog_log_slower_than, Relaxed);
         self.slowlog.max_len.store(c.slowlog_max_len, Relaxed);
+        self.latency
+            .threshold_ms
+            .store(c.latency_monitor_threshold, Relaxed);
         let e = &self.engine;
         e.set_maxmemory_ram(c.maxmemory_ram);
         e.set_maxmemory(c.maxmemory);
@@ -333,7 +338,14 @@ pub async fn start(
 ) -> std::io::Result<ServerHandle> {
     std::fs::create_dir_all(&config.dir)?;
     // Recovery runs in the background; commands get -LOADING meanwhile.
-    let engine = Engine::start(engine_config(&config)).map_err(std::io::Error::other)?;
+    let latency: Arc<metrics::latency::LatencyMonitor> = Arc::default();
+    latency
+        .threshold_ms
+        .store(config.latency_monitor_threshold, Relaxed);
+    let mut ecfg = engine_config(&config);
+    let sink = latency.clone();
+    ecfg.latency_sink = Some(Arc::new(move |event, ms| sink.sample_if_needed(event, ms)));
+    let engine = Engine::start(ecfg).map_err(std::io::Error::other)?;
     let mut mc_listeners = Vec::new();
     if config.memcached_port != 0 {
         for addr in &config.bind {
@@ -372,6 +384,7 @@ pub async fn start(
         errorstats: Default::default(),
         pause: Default::default(),
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
+        latency,
         blocking: blocking.clone(),
         pubsub,
         scripts: Default::default(),

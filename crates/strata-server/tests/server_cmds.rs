@@ -687,3 +687,44 @@ fn requirepass_is_enforced() {
     let r = roundtrip(&mut s2, b"HELLO 3 AUTH default s3cret\r\n", 4);
     assert!(r.starts_with(b"%7\r\n"), "{}", String::from_utf8_lossy(&r));
 }
+
+/// The latency monitor: off by default (DOCTOR says so); with
+/// `latency-monitor-threshold` set, a command at least that long is a
+/// `command` event in LATEST, HISTORY and GRAPH; RESET forgets events.
+#[test]
+fn latency_monitor_samples_slow_commands() {
+    let srv = start();
+    let mut r = Raw::new(&srv);
+    assert!(bulk(&r.cmd("LATENCY DOCTOR")).starts_with("I'm sorry, Dave"));
+    r.w("LATENCY LATEST", "*0\r\n");
+    r.w("CONFIG SET latency-monitor-threshold 100", "+OK\r\n");
+    assert!(bulk(&r.cmd("LATENCY DOCTOR")).starts_with("Dave, no latency spike"));
+    r.w("DEBUG SLEEP 0.2", "+OK\r\n");
+    r.w("GET fast", "$-1\r\n");
+    let latest = array(r.cmd("LATENCY LATEST"));
+    assert_eq!(latest.len(), 1, "{latest:?}");
+    let ev = array(latest[0].clone());
+    assert_eq!(bulk(&ev[0]), "command");
+    assert!((now_secs() - int(&ev[1])).abs() <= 2);
+    let ms = int(&ev[2]);
+    assert!((200..1000).contains(&ms), "{ms}");
+    assert_eq!(int(&ev[3]), ms);
+    let history = array(r.cmd("LATENCY HISTORY command"));
+    assert_eq!(history.len(), 1);
+    let graph = bulk(&r.cmd("LATENCY GRAPH command"));
+    assert!(
+        graph.starts_with(&format!(
+            "command - high {ms} ms, low {ms} ms (all time high {ms} ms)\n"
+        )),
+        "{graph}"
+    );
+    assert!(bulk(&r.cmd("LATENCY DOCTOR")).contains("1. command: 1 latency spikes"));
+    r.w("LATENCY HISTORY nosuch", "*0\r\n");
+    r.w(
+        "LATENCY GRAPH nosuch",
+        "-ERR No samples available for event 'nosuch'\r\n",
+    );
+    r.w("LATENCY RESET nosuch", ":0\r\n");
+    r.w("LATENCY RESET", ":1\r\n");
+    r.w("LATENCY LATEST", "*0\r\n");
+}

@@ -66,7 +66,14 @@ pub(crate) fn run_background(inner: &Inner) {
         let mut busy = inner.release_buried();
         if last_sweep.elapsed() >= tick {
             if inner.tun.active_expire.load(Ordering::Relaxed) {
-                inner.sweep_expired(1000);
+                let t0 = Instant::now();
+                let removed = inner.sweep_expired(1000);
+                let ms = t0.elapsed().as_millis() as u64;
+                // (A cycle that expired nothing only waited for shards a
+                // command held: no expiry spike.)
+                if let (Some(sink), true) = (&inner.latency_sink, ms > 0 && removed > 0) {
+                    sink("expire-cycle", ms);
+                }
             }
             inner.maybe_checkpoint();
             last_sweep = Instant::now();

@@ -1,8 +1,10 @@
 //! What the server measures about the commands it runs: the slow log
 //! (`slowlog`) and per-command calls, time, errors and latency histograms
 //! (`commands`: INFO commandstats and latencystats, LATENCY HISTOGRAM),
-//! and error replies by their first word (`errors`: INFO errorstats).
+//! error replies by their first word (`errors`: INFO errorstats), and the
+//! latency monitor's events (`latency`: LATENCY LATEST, HISTORY, RESET).
 
 pub mod commands;
 pub mod errors;
+pub mod latency;
 pub mod slowlog;
