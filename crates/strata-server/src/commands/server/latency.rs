@@ -177,10 +177,7 @@ const GRAPH_ROWS: usize = 4;
 fn sparkline(out: &mut String, samples: &[(u64, String)], lo: u64, hi: u64) {
     const FILL: &[u8] = b"_o#";
     let steps = (FILL.len() * GRAPH_ROWS) as f64;
-    let relmax = match (hi - lo) as f64 {
-        x if x == 0.0 => 1.0,
-        x => x,
-    };
+    let relmax = if hi == lo { 1.0 } else { (hi - lo) as f64 };
     let mut row = 0;
     loop {
         let mut line = vec![b' '; samples.len()];
