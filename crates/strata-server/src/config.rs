@@ -1826,7 +1826,7 @@ mod tests {
         names.dedup();
         assert_eq!(before, names.len(), "an option is listed twice");
         // One option per Config field, and the four ziplist aliases.
-        assert_eq!(before, 51, "one option per Config field (plus aliases)");
+        assert_eq!(before, 53, "one option per Config field (plus aliases)");
         let runtime: Vec<&str> = OPTIONS
             .iter()
             .filter(|d| d.runtime)
@@ -1862,8 +1862,8 @@ mod tests {
                 "zset-max-listpack-value",
                 "zset-max-ziplist-value",
                 "stream-node-max-bytes",
-                "stream-node-max-entries",
                 "hll-sparse-max-bytes",
+                "stream-node-max-entries",
                 "list-compress-depth",
                 "list-max-listpack-size",
                 "list-max-ziplist-size",

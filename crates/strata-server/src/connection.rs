@@ -165,7 +165,11 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             }
             let denyoom = match spec {
                 Some(s) if s.name == "exec" => transaction::has_denyoom(&conn),
-                Some(s) => s.has_flag("denyoom") && s.arity_ok(args.len()),
+                Some(s) => {
+                    (s.has_flag("denyoom")
+                        || crate::commands::server::sub_is_denyoom(s.name, &args))
+                        && s.arity_ok(args.len())
+                }
                 None => false,
             };
             if denyoom {

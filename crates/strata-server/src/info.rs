@@ -1,5 +1,5 @@
 //! INFO: renders the sections server, clients, memory, persistence, stats,
-//! cpu, keyspace and tiered in Redis's `field:value` format. Field names are
+//! replication, cpu, keyspace and tiered in Redis's `field:value` format. Field names are
 //! fixed here and only here. Every figure is read from a counter or gauge
 //! kept where the event happens (engine `Stats`, `ServerStats`, the
 //! counting allocator), never estimated.
@@ -17,6 +17,7 @@ const SECTIONS: &[&str] = &[
     "memory",
     "persistence",
     "stats",
+    "replication",
     "cpu",
     "errorstats",
     "keyspace",
@@ -50,6 +51,7 @@ pub fn render(shared: &Shared, requested: &[String]) -> String {
             "memory" => memory(shared, &mut out),
             "persistence" => persistence(shared, &mut out),
             "stats" => stats(shared, &mut out),
+            "replication" => replication(shared, &mut out),
             "cpu" => cpu(&mut out),
             "errorstats" => errorstats(shared, &mut out),
             "keyspace" => keyspace(shared, &mut out),
@@ -330,6 +332,23 @@ fn log_status_name(s: strata_engine::LogStatus) -> &'static str {
         strata_engine::LogStatus::NoSpace => "no_space",
         strata_engine::LogStatus::Poisoned => "poisoned",
     }
+}
+
+/// A master without replicas (Strata has no replication): Redis's fields
+/// with the values they have then, the replication id being the run id.
+fn replication(s: &Shared, out: &mut String) {
+    out.push_str("# Replication\r\n");
+    field!(out, "role", "master");
+    field!(out, "connected_slaves", 0);
+    field!(out, "master_failover_state", "no-failover");
+    field!(out, "master_replid", s.run_id);
+    field!(out, "master_replid2", "0".repeat(40));
+    field!(out, "master_repl_offset", 0);
+    field!(out, "second_repl_offset", -1);
+    field!(out, "repl_backlog_active", 0);
+    field!(out, "repl_backlog_size", 1048576);
+    field!(out, "repl_backlog_first_byte_offset", 0);
+    field!(out, "repl_backlog_histlen", 0);
 }
 
 fn stats(s: &Shared, out: &mut String) {

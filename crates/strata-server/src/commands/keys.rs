@@ -378,10 +378,11 @@ pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`, with
 /// Redis 7.0's order of checks (options, BUSYKEY, TTL, payload). IDLETIME
-/// and FREQ are checked and otherwise ignored (no LFU here).
+/// sets the key's idle time (OBJECT IDLETIME); FREQ is checked and
+/// otherwise ignored (no LFU here).
 pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (mut replace, mut absttl) = (false, false);
-    let (mut idle, mut freq) = (false, false);
+    let (mut idle, mut freq) = (None, false);
     let mut j = 4;
     while j < args.len() {
         let more = args.len() - j - 1;
@@ -399,10 +400,10 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                     reply::error(ctx.out, "ERR Invalid IDLETIME value, must be >= 0");
                     return Outcome::Done;
                 }
-                Some(_) => idle = true,
+                Some(n) => idle = Some(n as u64),
             }
             j += 1;
-        } else if is(&args[j], "freq") && more >= 1 && !idle {
+        } else if is(&args[j], "freq") && more >= 1 && idle.is_none() {
             match parse_i64(&args[j + 1]) {
                 None => {
                     reply::error(ctx.out, reply::NOT_INTEGER);
@@ -458,6 +459,9 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             view.delete(&key);
         } else {
             view.put_expiring(&key, value, at);
+            if let Some(secs) = idle {
+                view.set_idle(&key, secs);
+            }
         }
         write_simple(out, b"OK");
     })

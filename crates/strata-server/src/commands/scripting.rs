@@ -87,10 +87,20 @@ pub fn function(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     let n = args.len();
     let arity_ok = match sub.as_str() {
-        "load" | "restore" => n >= 3,
+        "load" => n >= 3,
         "delete" => n == 3,
         "list" => true,
-        "flush" => n <= 3,
+        // Redis's own checks of these (`addReplySubcommandSyntaxError`).
+        "flush" | "restore" if n > if sub == "flush" { 3 } else { 4 } => {
+            let typed = String::from_utf8_lossy(&args[1]);
+            reply::error(
+                ctx.out,
+                &format!("ERR unknown subcommand or wrong number of arguments for '{typed}'. Try FUNCTION HELP."),
+            );
+            return Outcome::Done;
+        }
+        "restore" => n >= 3,
+        "flush" => true,
         "dump" | "stats" | "kill" | "help" => n == 2,
         _ => {
             reply::unknown_subcommand(ctx.out, &args[1], "function");

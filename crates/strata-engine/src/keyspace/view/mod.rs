@@ -341,6 +341,18 @@ impl<'a> KeysView<'a> {
         Some(sh.dbs[db][i].expire_at_ms)
     }
 
+    /// RESTORE ... IDLETIME: the key was last used `secs` seconds ago.
+    pub fn set_idle(&mut self, key: &[u8], secs: u64) {
+        let Some(i) = self.live(key) else {
+            return;
+        };
+        let db = self.db;
+        if let Some(sh) = self.shard(key) {
+            let secs = u32::try_from(secs).unwrap_or(u32::MAX);
+            sh.dbs[db][i].lru_secs = crate::clock::now_secs().saturating_sub(secs);
+        }
+    }
+
     /// Applies invariant 2 to every changed collection (noting the ready
     /// keys when tracked).
     fn finish(&mut self) {

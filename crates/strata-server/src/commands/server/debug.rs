@@ -3,6 +3,7 @@
 //! test harnesses use: SLEEP, OBJECT, SET-ACTIVE-EXPIRE, RELOAD,
 //! DIGEST and DIGEST-VALUE (Redis's digests of the dataset and of values:
 //! the same SHA1 mix, so data Redis digests alike digests alike here),
+//! PROTOCOL (a reply of each RESP type, for client tests),
 //! QUICKLIST-PACKED-THRESHOLD.
 
 use super::{encoding_name, help};
@@ -105,6 +106,8 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }),
             write: true,
         };
+    } else if is(sub, "protocol") && args.len() == 3 {
+        protocol(ctx, &args[2]);
     } else if is(sub, "quicklist-packed-threshold") && args.len() == 3 {
         // Redis's lists keep elements this big in nodes of their own; a
         // list here has no such nodes, so only the argument is checked.
@@ -195,6 +198,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 "LOADAOF  -- the same as RELOAD",
                 "DIGEST  -- Redis's digest of the whole dataset (zeros when it is empty)",
                 "DIGEST-VALUE <key> ...  -- Redis's digest of each value (zeros for a missing key)",
+                "PROTOCOL <type>  -- a reply of that type: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
                 "QUICKLIST-PACKED-THRESHOLD <size>  -- accepted (lists have no plain nodes here)",
             ],
         );
@@ -331,5 +335,72 @@ fn value_digest(d: &mut [u8; 20], v: &ValueRef<'_>) {
                 }
             }
         },
+    }
+}
+
+/// DEBUG PROTOCOL `type`: Redis's sample reply of each RESP type (as RESP2
+/// renders it on a RESP2 connection), for client libraries' tests.
+fn protocol(ctx: &mut Ctx<'_>, name: &[u8]) {
+    use strata_protocol::{
+        write_bool, write_double, write_integer, write_map_len, write_null, write_push_len,
+        write_set_len, write_verbatim, Version,
+    };
+    let v = ctx.version();
+    let resp3 = v == Version::Resp3;
+    let out = &mut *ctx.out;
+    let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+    match name.as_str() {
+        "string" => write_bulk(out, b"Hello World"),
+        "integer" => write_integer(out, 12345),
+        "double" => write_double(out, v, 3.141),
+        "bignum" => {
+            let n = b"1234567999999999999999999999999999999";
+            if resp3 {
+                out.extend_from_slice(b"(");
+                out.extend_from_slice(n);
+                out.extend_from_slice(b"\r\n");
+            } else {
+                write_bulk(out, n);
+            }
+        }
+        "null" => write_null(out, v),
+        "array" | "set" => {
+            if name == "set" {
+                write_set_len(out, v, 3);
+            } else {
+                write_array_len(out, 3);
+            }
+            for j in 0..3 {
+                write_integer(out, j);
+            }
+        }
+        "map" => {
+            write_map_len(out, v, 3);
+            for j in 0..3 {
+                write_integer(out, j);
+                write_bool(out, v, j == 1);
+            }
+        }
+        "attrib" => {
+            if resp3 {
+                out.extend_from_slice(b"|1\r\n");
+                write_bulk(out, b"key-popularity");
+                write_array_len(out, 2);
+                write_bulk(out, b"key:123");
+                write_integer(out, 90);
+            }
+            write_bulk(out, b"Some real reply following the attribute");
+        }
+        "push" if !resp3 => reply::error(out, "ERR RESP2 is not supported by this command"),
+        "push" => {
+            write_push_len(out, v, 2);
+            write_bulk(out, b"server-cpu-usage");
+            write_integer(out, 42);
+            write_bulk(out, b"Some real reply following the push reply");
+        }
+        "true" => write_bool(out, v, true),
+        "false" => write_bool(out, v, false),
+        "verbatim" => write_verbatim(out, v, b"txt", b"This is a verbatim\nstring"),
+        _ => reply::error(out, "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"),
     }
 }

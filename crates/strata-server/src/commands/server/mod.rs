@@ -13,7 +13,9 @@ mod debug;
 mod latency;
 mod transactions;
 
-pub use command_info::{check_subcommand_arity, command, full_name, init as init_command_table};
+pub use command_info::{
+    check_subcommand_arity, command, full_name, init as init_command_table, sub_is_denyoom,
+};
 pub use connection::*;
 pub use databases::*;
 pub use debug::debug;

@@ -50,7 +50,9 @@ struct LibraryEnv {
     meta: Table,
     load_api: Table,
     globals: Table,
-    registered: Arc<Mutex<Vec<super::functions::Registered>>>,
+    /// What the library being loaded registered; None outside FUNCTION
+    /// LOAD (a `register_function` kept by a function is refused then).
+    registered: Arc<Mutex<Option<Vec<super::functions::Registered>>>>,
 }
 
 /// The registry slot of the function `redis.call` and `redis.pcall` send
@@ -373,13 +375,13 @@ impl Vm {
             .set_environment(lib.env.clone())
             .into_function()
             .map_err(|e| format!("ERR Error compiling function: {}", compile_message(&e)))?;
-        lib.registered.lock().clear();
+        *lib.registered.lock() = Some(Vec::new());
         let _ = lib.meta.raw_set("__index", lib.load_api.clone());
         *self.deadline.lock() = Some(Instant::now() + std::time::Duration::from_millis(500));
         let r: mlua::Result<MultiValue> = self.run.call(f);
         *self.deadline.lock() = None;
         let _ = lib.meta.raw_set("__index", lib.globals.clone());
-        let registered = std::mem::take(&mut *lib.registered.lock());
+        let registered = lib.registered.lock().take().unwrap_or_default();
         let r = r.map_err(|e| format!("ERR Error registering functions: ERR {e}"))?;
         let mut r = r.into_iter();
         if !matches!(r.next(), Some(Value::Boolean(true))) {
@@ -402,7 +404,7 @@ pub fn compile_message(e: &mlua::Error) -> String {
 /// looking names up in the load API (`redis` with `register_function`,
 /// `log` and the constants) or, once loaded, in the globals.
 fn library_env(lua: &Lua, redis: &Table, protect: &Function) -> mlua::Result<LibraryEnv> {
-    let registered: Arc<Mutex<Vec<super::functions::Registered>>> = Arc::default();
+    let registered: Arc<Mutex<Option<Vec<super::functions::Registered>>>> = Arc::default();
     let load_redis = lua.create_table()?;
     for name in [
         "log",
@@ -419,8 +421,13 @@ fn library_env(lua: &Lua, redis: &Table, protect: &Function) -> mlua::Result<Lib
     load_redis.raw_set(
         "register_function",
         lua.create_function(move |_, args: MultiValue| {
-            let r = super::functions::register_args(&args).map_err(mlua::Error::runtime)?;
             let mut list = list.lock();
+            let Some(list) = list.as_mut() else {
+                return Err(mlua::Error::runtime(
+                    "redis.register_function can only be called on FUNCTION LOAD command",
+                ));
+            };
+            let r = super::functions::register_args(&args).map_err(mlua::Error::runtime)?;
             if list.iter().any(|x| x.name == r.name) {
                 return Err(mlua::Error::runtime(
                     "Function already exists in the library",

@@ -51,11 +51,44 @@ fn sub_arities() -> &'static HashMap<String, i64> {
     })
 }
 
+/// The subcommands Redis flags `denyoom` (`function|load`,
+/// `function|restore`): refused under the memory limit as their own
+/// commands are.
+fn sub_denyoom() -> &'static std::collections::HashSet<String> {
+    static D: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
+    D.get_or_init(|| {
+        descriptions()
+            .iter()
+            .filter(|(k, _)| k.contains('|'))
+            .filter(|(_, v)| {
+                v.get("command_flags")
+                    .and_then(Value::as_array)
+                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("DENYOOM")))
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    })
+}
+
+/// Whether the command `args` (of the container `name`, if it is one) is
+/// a subcommand Redis flags `denyoom`.
+pub fn sub_is_denyoom(name: &str, args: &[Bytes]) -> bool {
+    let Some(sub) = args.get(1).filter(|_| CONTAINERS.contains(&name)) else {
+        return false;
+    };
+    let full = format!(
+        "{name}|{}",
+        String::from_utf8_lossy(sub).to_ascii_lowercase()
+    );
+    sub_denyoom().contains(&full)
+}
+
 /// Builds the subcommand arities now (at start: parsing the descriptions
 /// takes a few MB for a moment, which should not count against a client's
 /// write later).
 pub fn init() {
     sub_arities();
+    sub_denyoom();
 }
 
 /// The description of the command `args` names, as `lookupCommand` finds
