@@ -476,6 +476,7 @@ fn info_sections() {
             "# Memory",
             "# Persistence",
             "# Stats",
+            "# Replication",
             "# CPU",
             "# Errorstats",
             "# Keyspace",
@@ -486,7 +487,7 @@ fn info_sections() {
     assert!(text.contains("\r\nstrata_version:"));
     // `all` and `everything` are the same set, `default` that set but the
     // per-command sections (as Redis); sections are case-insensitive.
-    for (arg, n) in [("all", 11), ("everything", 11), ("default", 9)] {
+    for (arg, n) in [("all", 12), ("everything", 12), ("default", 10)] {
         let t: String = q(&mut con, &format!("INFO {arg}"));
         assert_eq!(t.lines().filter(|l| l.starts_with('#')).count(), n, "{arg}");
     }
