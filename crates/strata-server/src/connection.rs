@@ -47,6 +47,8 @@ pub struct ConnState {
     pub no_touch: bool,
     /// The client a script's `redis.call` runs as.
     pub script: bool,
+    /// It ran MONITOR (`session::monitor`).
+    pub monitor: bool,
 }
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
@@ -68,6 +70,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         watched: strata_engine::Watched::new(&shared.engine),
         exec_ready: None,
         script: false,
+        monitor: false,
         caching: None,
         no_touch: false,
     };
@@ -288,6 +291,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     if matches!(outcome, Outcome::Exec) {
                         wrote |= transaction::has_writes(&conn);
                         transaction::exec(&shared, &mut conn, &mut out).await;
+                        // MONITOR shows EXEC after the commands it ran.
+                        let addr = conn.handle.addr.clone();
+                        shared.monitors.feed(&shared.pubsub, conn.db, &addr, &args);
                     } else {
                         wrote = true;
                         scripting::eval(&shared, &mut conn, &args, &mut out).await;

@@ -59,6 +59,16 @@ pub fn execute(
     } else {
         ctx.conn.caching.take()
     };
+    // MONITOR: scripts and functions before the commands they run (as
+    // Redis feeds them); every other command once it ran, but EXEC (after
+    // its commands: `connection`) and admin commands (never).
+    let before = matches!(
+        spec.name,
+        "eval" | "eval_ro" | "evalsha" | "evalsha_ro" | "fcall" | "fcall_ro"
+    );
+    if before && shared.monitors.active() {
+        monitor_feed(shared, ctx.conn, args);
+    }
     let outcome = {
         let _clock = strata_engine::clock::snapshot();
         let _running = running.clone().map(notify::Running::enter);
@@ -74,6 +84,9 @@ pub fn execute(
         },
         (o, _) => o,
     };
+    if !before && spec.name != "exec" && !spec.has_flag("admin") && shared.monitors.active() {
+        monitor_feed(shared, ctx.conn, args);
+    }
     // Client tracking remembers what a tracking client's reads read.
     if shared.tracking.active() && spec.has_flag("readonly") {
         let id = ctx.conn.handle.id;
@@ -126,4 +139,15 @@ pub fn execute(
     };
     shared.slowlog.record(took, args, &ctx.conn.handle);
     outcome
+}
+
+/// Sends MONITOR clients the command `args` of `conn` (a script's calls
+/// show as `lua`).
+fn monitor_feed(shared: &Shared, conn: &ConnState, args: &[Bytes]) {
+    let origin = if conn.script {
+        "lua"
+    } else {
+        conn.handle.addr.as_str()
+    };
+    shared.monitors.feed(&shared.pubsub, conn.db, origin, args);
 }

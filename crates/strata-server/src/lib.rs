@@ -76,6 +76,8 @@ pub struct Shared {
     /// The memcached listener's counters.
     pub mc: memcache::McStats,
     pub slowlog: SlowLog,
+    /// MONITOR clients.
+    pub monitors: session::monitor::Monitors,
     /// The latency monitor (LATENCY LATEST / HISTORY / RESET).
     pub latency: Arc<metrics::latency::LatencyMonitor>,
     /// Per-command calls, time, errors and latency (INFO commandstats).
@@ -385,6 +387,7 @@ pub async fn start(
         pause: Default::default(),
         slowlog: SlowLog::new(config.slowlog_log_slower_than, config.slowlog_max_len),
         latency,
+        monitors: Default::default(),
         blocking: blocking.clone(),
         pubsub,
         scripts: Default::default(),
@@ -484,6 +487,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, protocol: Proto
             }
             s.clients.unregister(id);
             s.tracking.off(id);
+            s.monitors.remove(id);
         });
     }
 }

@@ -118,3 +118,57 @@ fn function_argument_errors_and_oom_match_redis_7() {
         same(&mut r, &mut s, args);
     }
 }
+
+/// MONITOR: each command another client runs, scripts' calls as `lua`
+/// after their script, a transaction's commands before EXEC, secrets
+/// redacted, admin commands left out; lines compared with Redis's but for
+/// the time and the client's address.
+#[test]
+fn monitor_lines_match_redis_7() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&[]);
+    let mask = |line: &[u8]| -> String {
+        let l = String::from_utf8_lossy(line).into_owned();
+        let (_, rest) = l.split_once(' ').unwrap_or_default();
+        let (db_origin, args) = rest.split_once("] ").unwrap_or_default();
+        let (db, origin) = db_origin
+            .trim_start_matches('[')
+            .split_once(' ')
+            .unwrap_or_default();
+        let origin = if origin == "lua" { "lua" } else { "addr" };
+        format!("[{db} {origin}] {args}")
+    };
+    let mut lines = Vec::new();
+    for port in [redis.port, strata.port] {
+        let mut m = Conn::connect(port);
+        let mut c = Conn::connect(port);
+        assert_eq!(m.cmd(&[b"MONITOR"]).bytes, b"+OK\r\n");
+        let steps: &[&[&[u8]]] = &[
+            &[b"SET", b"foo", b"b\"a r\n\x01"],
+            &[b"GET", b"foo"],
+            &[
+                b"EVAL",
+                b"redis.call('set', KEYS[1], ARGV[1])",
+                b"1",
+                b"foo",
+                b"x",
+            ],
+            &[b"MULTI"],
+            &[b"INCR", b"n"],
+            &[b"EXEC"],
+            &[b"AUTH", b"user", b"secret"],
+            &[b"CONFIG", b"GET", b"maxmemory"],
+            &[b"SELECT", b"3"],
+            &[b"SET", b"a", b"1"],
+        ];
+        for s in steps {
+            c.cmd(s);
+        }
+        let mut got = Vec::new();
+        for _ in 0..10 {
+            got.push(mask(&m.reply().bytes));
+        }
+        lines.push(got);
+    }
+    assert_eq!(lines[0], lines[1]);
+}

@@ -296,6 +296,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("wait", 3, &["noscript"], K0, "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", server::wait),
     cmd("debug", -2, ADMIN, K0, "server", "A container for debugging commands (DEBUG TIER key says where a value lives).", server::debug),
     cmd("lastsave", 1, FAST, K0, "server", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave),
+    cmd("monitor", 1, ADMIN, K0, "server", "Listens for all requests received by the server in real-time.", server::monitor),
     cmd("save", 1, &["admin", "noscript", "no_multi"], K0, "server", "Synchronously writes an index checkpoint (and, with appendonly no, RAM-only values) to disk.", server::save),
     cmd("bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], K0, "server", "Asynchronously rewrites the append-only file to disk.", server::bgrewriteaof),
     cmd("bgsave", -1, &["admin", "noscript"], K0, "server", "Writes an index checkpoint in the background.", server::bgsave),

@@ -8,6 +8,7 @@
 //! writes pub/sub messages.
 
 pub mod blocking;
+pub mod monitor;
 pub mod notify;
 pub mod pubsub;
 pub mod scripting;

@@ -52,6 +52,8 @@ pub struct Message {
     /// A client tracking invalidation instead (`session::tracking`): the
     /// keys, or None for all (FLUSHALL).
     invalidate: Option<Option<Vec<Bytes>>>,
+    /// Bytes written as they are instead (a MONITOR line).
+    raw: Option<Bytes>,
 }
 
 /// The channel RESP2 clients receive redirected invalidations on.
@@ -65,6 +67,7 @@ impl Message {
         };
         self.channel.len()
             + self.payload.len()
+            + self.raw.as_ref().map_or(0, |r| r.len())
             + self.pattern.as_ref().map_or(0, |p| p.len())
             + 32
             + keys
@@ -78,6 +81,19 @@ impl Message {
             channel: Bytes::from_static(INVALIDATE_CHANNEL),
             payload: Bytes::new(),
             invalidate: Some(keys),
+            raw: None,
+        }
+    }
+
+    /// Bytes sent as they are (a MONITOR line, already RESP).
+    pub fn raw(line: Bytes) -> Message {
+        Message {
+            kind: Kind::Channel,
+            pattern: None,
+            channel: Bytes::new(),
+            payload: Bytes::new(),
+            invalidate: None,
+            raw: Some(line),
         }
     }
 
@@ -86,6 +102,10 @@ impl Message {
     /// `invalidate` push, or RESP2's message on `__redis__:invalidate`
     /// whose payload is the array of keys.
     pub fn write(&self, out: &mut BytesMut, v: Version) {
+        if let Some(raw) = &self.raw {
+            out.extend_from_slice(raw);
+            return;
+        }
         if let Some(keys) = &self.invalidate {
             if v == Version::Resp3 {
                 write_push_len(out, v, 2);
@@ -210,6 +230,7 @@ impl PubSub {
                 channel: channel.clone(),
                 payload: payload.clone(),
                 invalidate: None,
+                raw: None,
             };
             n += 1;
             let queued = sub.queued.fetch_add(msg.size(), Relaxed) + msg.size();

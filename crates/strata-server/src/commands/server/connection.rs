@@ -171,6 +171,30 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     ctx.conn.pubsub = None;
     ctx.conn.caching = None;
     ctx.shared.tracking.off(ctx.conn.handle.id);
+    ctx.shared.monitors.remove(ctx.conn.handle.id);
+    ctx.conn.monitor = false;
     write_simple(ctx.out, b"RESET");
+    Outcome::Done
+}
+
+/// MONITOR: from now on this client is sent every command the server runs
+/// (`session::monitor`). A second MONITOR is ignored without a reply, as
+/// Redis ignores it; inside EXEC it is refused, as Redis refuses it to a
+/// client that expects one reply per command.
+pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
+    if ctx.conn.exec_ready.is_some() || ctx.conn.script {
+        crate::reply::error(
+            ctx.out,
+            "ERR MONITOR isn't allowed for DENY BLOCKING client",
+        );
+        return Outcome::Done;
+    }
+    if ctx.conn.monitor {
+        return Outcome::Done;
+    }
+    let me = crate::command::listener(ctx.shared, ctx.conn).me();
+    ctx.shared.monitors.add(ctx.conn.handle.id, me);
+    ctx.conn.monitor = true;
+    write_simple(ctx.out, b"OK");
     Outcome::Done
 }

@@ -76,6 +76,7 @@ pub(super) fn run(
         caching: None,
         no_touch: false,
         script: true,
+        monitor: false,
     };
     let result = (|| -> mlua::Result<(bool, Value)> {
         let lua = &vm.lua;
