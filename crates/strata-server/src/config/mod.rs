@@ -1,0 +1,523 @@
+//! Strata's one configuration type, [`Config`], and everything that turns raw
+//! input (a redis.conf-style file, `--name value` command-line options,
+//! `CONFIG SET`) into it.
+//!
+//! What this module owns:
+//!
+//! * the option table ([`options`]): exactly one [`OptionDef`] per option,
+//!   giving its name, default (as text), one-line doc, whether `CONFIG SET`
+//!   may change it at runtime, and how to parse and render it. The table is
+//!   the single source for `--help` ([`help_text`]), `CONFIG GET`
+//!   ([`Config::get_matching`]), `CONFIG SET` ([`Config::set`]) and file and
+//!   command-line parsing. No option is listed anywhere else.
+//! * the defaults, as named `DEFAULT_*` constants;
+//! * the redis.conf lexer (Redis's `sdssplitargs` rules for quotes and
+//!   escapes) and size parser ([`parse_size`], Redis's `memtoll` rules).
+//!
+//! Rooms: this file holds the defaults, [`Config`] and the option
+//! machinery; `values` the errors and enumerated values; `options` the
+//! option table (one declarative entry per option: it is long, and stays
+//! one table); `parse` `--help`, the size and value parsers and the
+//! redis.conf lexer; `tests` the tests.
+//!
+//! Invariants:
+//!
+//! * Raw input is checked once. Parsing first collects *directives* (name +
+//!   arguments + where they came from: file line or command line), then
+//!   applies them in order to [`Config::default`]; command-line directives
+//!   come after the file's, so they override it. Every value in a [`Config`]
+//!   has passed its option's validation, and computed defaults (`threads`,
+//!   `maxmemory-ram`) are stored already resolved to numbers.
+//! * Every error names the option and the offending value (and, for files,
+//!   the line number and text).
+//! * `CONFIG SET` either applies the whole value or leaves the `Config`
+//!   untouched.
+//! * Names are case-insensitive everywhere; values of enumerated options are
+//!   case-insensitive too (as in Redis) and rendered in lower case.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::glob::glob_match;
+
+mod options;
+mod parse;
+#[cfg(test)]
+mod tests;
+mod values;
+
+use options::OPTIONS;
+use parse::*;
+pub use parse::{help_text, parse_size};
+pub use values::*;
+
+// ---------------------------------------------------------------------------
+// Defaults and limits
+// ---------------------------------------------------------------------------
+
+/// Default TCP port.
+pub const DEFAULT_PORT: u16 = 6379;
+/// Default listen address.
+pub const DEFAULT_BIND: &str = "127.0.0.1";
+/// Default working directory.
+pub const DEFAULT_DIR: &str = "./strata-data";
+/// Default number of logical databases.
+pub const DEFAULT_DATABASES: usize = 16;
+/// Largest accepted `databases`.
+pub const MAX_DATABASES: usize = 1024;
+/// Default `maxmemory` (0 = no limit beyond `flash-max-size`).
+pub const DEFAULT_MAXMEMORY: u64 = 0;
+/// Default `maxmemory-ram`, as a percentage of physical RAM.
+pub const DEFAULT_MAXMEMORY_RAM_PERCENT: u64 = 50;
+/// Physical RAM assumed when the OS cannot tell us (bytes).
+pub const FALLBACK_PHYSICAL_RAM: u64 = 1 << 30;
+/// Default `maxmemory-policy`.
+pub const DEFAULT_MAXMEMORY_POLICY: MaxmemoryPolicy = MaxmemoryPolicy::NoEviction;
+/// Default `flash-max-size` (0 = deduced by the engine from free space).
+pub const DEFAULT_FLASH_MAX_SIZE: u64 = 0;
+/// Default flash segment size (bytes).
+pub const DEFAULT_FLASH_SEGMENT_SIZE: u64 = 64 << 20;
+/// Smallest accepted flash segment size (bytes).
+pub const MIN_FLASH_SEGMENT_SIZE: u64 = 1 << 20;
+/// Largest accepted flash segment size (bytes).
+pub const MAX_FLASH_SEGMENT_SIZE: u64 = 1 << 30;
+/// Default flash I/O backend.
+pub const DEFAULT_FLASH_IO: IoBackend = IoBackend::Auto;
+/// Default for `flash-direct-io`.
+pub const DEFAULT_FLASH_DIRECT_IO: bool = true;
+/// Default smallest value size (bytes) that may move to flash.
+pub const DEFAULT_TIERING_MIN_VALUE_SIZE: usize = 64;
+/// Default promotion policy.
+pub const DEFAULT_TIERING_PROMOTE: PromotePolicy = PromotePolicy::SecondRead;
+/// Largest accepted `threads`.
+pub const MAX_THREADS: usize = 256;
+/// Default `proto-max-bulk-len` (bytes).
+pub const DEFAULT_PROTO_MAX_BULK_LEN: u64 = 512 << 20;
+/// Smallest accepted `proto-max-bulk-len` (bytes), as in Redis.
+pub const MIN_PROTO_MAX_BULK_LEN: u64 = 1 << 20;
+/// Default `maxclients`.
+pub const DEFAULT_MAXCLIENTS: usize = 10_000;
+/// Largest accepted `maxclients`.
+pub const MAX_MAXCLIENTS: usize = 1_000_000;
+/// Default client idle timeout (seconds, 0 = never).
+pub const DEFAULT_TIMEOUT: u64 = 0;
+/// Default background task frequency (Hz).
+pub const DEFAULT_HZ: u32 = 10;
+/// Smallest accepted `hz`.
+pub const MIN_HZ: u32 = 1;
+/// Largest accepted `hz`.
+pub const MAX_HZ: u32 = 500;
+/// Default slowlog threshold (microseconds).
+pub const DEFAULT_SLOWLOG_LOG_SLOWER_THAN: i64 = 10_000;
+/// Default slowlog length (entries).
+pub const DEFAULT_SLOWLOG_MAX_LEN: usize = 128;
+/// Default log level.
+pub const DEFAULT_LOGLEVEL: LogLevel = LogLevel::Notice;
+/// Default `appendonly`: yes. Strata is a database first (the Redis on
+/// Flash users we follow run with the AOF and fsync every second), and the
+/// journal costs one sequential log write per change, which demotion then
+/// reuses for free.
+pub const DEFAULT_APPENDONLY: bool = true;
+/// Default `appendfsync`.
+pub const DEFAULT_APPENDFSYNC: &str = "everysec";
+/// Accepted `appendfsync` values.
+pub const APPENDFSYNC_VALUES: [&str; 3] = ["always", "everysec", "no"];
+
+// ---------------------------------------------------------------------------
+// Config
+// ---------------------------------------------------------------------------
+
+/// The checked server configuration. Build it with [`Config::from_args`],
+/// [`Config::from_conf_str`] or [`Config::default`]; change it at runtime
+/// with [`Config::set`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// TCP port to listen on; 0 = do not listen. Default: 6379.
+    pub port: u16,
+    /// Addresses to listen on (`bind a b c` takes several). Default: `["127.0.0.1"]`.
+    pub bind: Vec<String>,
+    /// TCP port of the Memcached protocol (same `bind`, database 0); 0 =
+    /// off. Default: 11211.
+    pub memcached_port: u16,
+    /// Bytes: largest value a memcached client may store. Default: 1mb.
+    pub memcached_max_item_size: u64,
+    /// Working directory for data files. Default: `./strata-data`.
+    pub dir: PathBuf,
+    /// Number of logical databases, 1..=1024. Default: 16.
+    pub databases: usize,
+    /// Bytes of data (RAM + flash) before the eviction policy applies;
+    /// 0 = no limit beyond `flash_max_size`. Default: 0.
+    pub maxmemory: u64,
+    /// Bytes of RAM for keys and hot values (resolved; the option also
+    /// accepts `N%` of physical RAM). Default: 50% of physical RAM.
+    pub maxmemory_ram: u64,
+    /// What to do when `maxmemory` is reached. Default: `noeviction`.
+    pub maxmemory_policy: MaxmemoryPolicy,
+    /// Directory of the flash log; `None` = `<dir>/flash` (see
+    /// [`Config::flash_dir`]). Default: `None`.
+    pub flash_dir: Option<PathBuf>,
+    /// Bytes of flash the log may use; 0 = deduced at startup by the engine
+    /// from the partition's free space. Default: 0.
+    pub flash_max_size: u64,
+    /// Bytes per flash log segment, 1mb..=1gb. Default: 64mb.
+    pub flash_segment_size: u64,
+    /// Flash I/O backend. Default: `auto`.
+    pub flash_io: IoBackend,
+    /// Open flash files with O_DIRECT. Default: yes.
+    pub flash_direct_io: bool,
+    /// Bytes: values smaller than this always stay in RAM. Default: 64.
+    pub tiering_min_value_size: usize,
+    /// When a flash value is promoted back to RAM. Default: `second`.
+    pub tiering_promote: PromotePolicy,
+    /// Worker threads (resolved; the option's 0 means the number of CPUs),
+    /// at most 256. Default: number of CPUs.
+    pub threads: usize,
+    /// Bytes: largest bulk string a client may send, at least 1mb.
+    /// Default: 512mb.
+    pub proto_max_bulk_len: u64,
+    /// Maximum simultaneous clients. Default: 10000.
+    pub maxclients: usize,
+    /// Seconds a client may stay idle before being closed; 0 = never.
+    /// Default: 0.
+    pub timeout: u64,
+    /// Background task runs per second, 1..=500. Default: 10.
+    pub hz: u32,
+    /// Microseconds: commands slower than this are logged in the slowlog;
+    /// negative disables the slowlog, 0 logs every command. Default: 10000.
+    pub slowlog_log_slower_than: i64,
+    /// Milliseconds; events at least this long are sampled (0: off).
+    pub latency_monitor_threshold: u64,
+    /// Entries kept in the slowlog. Default: 128.
+    pub slowlog_max_len: usize,
+    /// Log verbosity. Default: `notice`.
+    pub loglevel: LogLevel,
+    /// Log file path; "" = standard output. Default: "".
+    pub logfile: String,
+    /// Password clients must AUTH with; `None` = none (config value "").
+    /// Default: `None`.
+    pub requirepass: Option<String>,
+    /// Journal every change to the flash log. Default: yes.
+    pub appendonly: bool,
+    /// `always`, `everysec` or `no`. Default: `everysec`.
+    pub appendfsync: String,
+    /// RDB save points, accepted for compatibility and ignored
+    /// (normalised: pairs separated by single spaces). Default: "".
+    pub save: String,
+    /// Only `no` is accepted. Default: no.
+    pub daemonize: bool,
+    /// The thresholds of Redis's small encodings, which decide what OBJECT
+    /// ENCODING reports (Redis 7.0's defaults: 128, 64, 512, 128, 64).
+    pub hash_max_listpack_entries: u64,
+    pub hash_max_listpack_value: u64,
+    pub set_max_intset_entries: u64,
+    pub zset_max_listpack_entries: u64,
+    pub zset_max_listpack_value: u64,
+    pub stream_node_max_bytes: u64,
+    pub stream_node_max_entries: u64,
+    /// A sparse HyperLogLog growing past this many bytes becomes dense.
+    pub hll_sparse_max_bytes: u64,
+    /// Accepted for compatibility; no effect on Strata's layout.
+    /// Defaults: -2 and 0.
+    pub list_max_listpack_size: i64,
+    pub list_compress_depth: u64,
+    pub aof_use_rdb_preamble: bool,
+    /// Milliseconds a script may run before other clients get `-BUSY`
+    /// (and SCRIPT KILL may stop it). Default: 5000.
+    pub busy_reply_threshold: u64,
+    /// Output limits per client class (normal, replica, pubsub): hard
+    /// bytes, soft bytes, soft seconds (0 = none). Only pubsub's are
+    /// enforced (a subscriber's queued messages). Default: Redis's.
+    pub client_output_buffer_limit: [[u64; 3]; 3],
+    /// `enable-debug-command`: "no", "yes" or "local" (loopback clients).
+    pub enable_debug_command: String,
+    /// `tracking-table-max-keys`: keys client tracking remembers, at most.
+    pub tracking_table_max_keys: u64,
+    /// `notify-keyspace-events`, as `session::notify` flags.
+    pub notify_keyspace_events: u32,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            port: DEFAULT_PORT,
+            memcached_port: 11211,
+            memcached_max_item_size: 1 << 20,
+            bind: vec![DEFAULT_BIND.to_string()],
+            dir: PathBuf::from(DEFAULT_DIR),
+            databases: DEFAULT_DATABASES,
+            maxmemory: DEFAULT_MAXMEMORY,
+            maxmemory_ram: percent_of_ram(DEFAULT_MAXMEMORY_RAM_PERCENT),
+            maxmemory_policy: DEFAULT_MAXMEMORY_POLICY,
+            flash_dir: None,
+            flash_max_size: DEFAULT_FLASH_MAX_SIZE,
+            flash_segment_size: DEFAULT_FLASH_SEGMENT_SIZE,
+            flash_io: DEFAULT_FLASH_IO,
+            flash_direct_io: DEFAULT_FLASH_DIRECT_IO,
+            tiering_min_value_size: DEFAULT_TIERING_MIN_VALUE_SIZE,
+            tiering_promote: DEFAULT_TIERING_PROMOTE,
+            threads: cpu_count(),
+            proto_max_bulk_len: DEFAULT_PROTO_MAX_BULK_LEN,
+            maxclients: DEFAULT_MAXCLIENTS,
+            timeout: DEFAULT_TIMEOUT,
+            hz: DEFAULT_HZ,
+            slowlog_log_slower_than: DEFAULT_SLOWLOG_LOG_SLOWER_THAN,
+            latency_monitor_threshold: 0,
+            slowlog_max_len: DEFAULT_SLOWLOG_MAX_LEN,
+            loglevel: DEFAULT_LOGLEVEL,
+            logfile: String::new(),
+            requirepass: None,
+            appendonly: DEFAULT_APPENDONLY,
+            appendfsync: DEFAULT_APPENDFSYNC.to_string(),
+            save: String::new(),
+            daemonize: false,
+            notify_keyspace_events: 0,
+            tracking_table_max_keys: 1_000_000,
+            enable_debug_command: "no".into(),
+            client_output_buffer_limit: [
+                [0, 0, 0],
+                [256 << 20, 64 << 20, 60],
+                [32 << 20, 8 << 20, 60],
+            ],
+            busy_reply_threshold: 5000,
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            stream_node_max_bytes: 4096,
+            hll_sparse_max_bytes: 3000,
+            stream_node_max_entries: 100,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
+            aof_use_rdb_preamble: true,
+        }
+    }
+}
+
+/// Where a directive came from (for error messages).
+#[derive(Debug)]
+enum Origin {
+    /// A config file line: number (1-based) and trimmed text.
+    Line(usize, String),
+    /// A `--name value...` command-line option.
+    Arg,
+}
+
+/// One raw, unchecked directive: the "low-level" form of the input.
+#[derive(Debug)]
+struct Directive {
+    origin: Origin,
+    name: String,
+    args: Vec<String>,
+}
+
+impl Directive {
+    fn error(&self, reason: String) -> ConfigError {
+        match &self.origin {
+            Origin::Line(line, text) => ConfigError::BadLine {
+                line: *line,
+                text: text.clone(),
+                reason,
+            },
+            Origin::Arg => ConfigError::BadArg {
+                name: self.name.clone(),
+                reason,
+            },
+        }
+    }
+}
+
+impl Config {
+    /// Builds the configuration from the command line, like redis-server:
+    /// `args` is argv WITHOUT the program name. The first argument, if it does
+    /// not start with `--`, is the config file path (read from disk). Then
+    /// come `--name value [value...]` options (values run until the next
+    /// argument starting with `--`), which override the file.
+    pub fn from_args<I: IntoIterator<Item = String>>(args: I) -> Result<Config, ConfigError> {
+        let mut args = args.into_iter().peekable();
+        let mut file = None;
+        if let Some(first) = args.next_if(|a| !a.starts_with("--")) {
+            file = Some(PathBuf::from(first));
+        }
+        let mut cli = Vec::new();
+        while let Some(arg) = args.next() {
+            let name = match arg.strip_prefix("--") {
+                Some(name) if !name.is_empty() => name.to_ascii_lowercase(),
+                _ => return Err(ConfigError::UnexpectedArg(arg)),
+            };
+            let mut values = Vec::new();
+            while let Some(v) = args.next_if(|a| !a.starts_with("--")) {
+                values.push(v);
+            }
+            cli.push(Directive {
+                origin: Origin::Arg,
+                name,
+                args: values,
+            });
+        }
+        let mut directives = match &file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                parse_conf(&text)?
+            }
+            None => Vec::new(),
+        };
+        directives.extend(cli);
+        Config::from_directives(directives)
+    }
+
+    /// Builds the configuration from the text of a config file alone.
+    pub fn from_conf_str(text: &str) -> Result<Config, ConfigError> {
+        Config::from_directives(parse_conf(text)?)
+    }
+
+    /// Applies directives in order to the defaults: the one place raw input
+    /// becomes a checked `Config`.
+    fn from_directives(directives: Vec<Directive>) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        for d in &directives {
+            let def = find_option(&d.name)
+                .ok_or_else(|| d.error(format!("unknown option '{}'", d.name)))?;
+            def.apply(&mut config, &d.args)
+                .map_err(|reason| match d.origin {
+                    // A file line may hold any option: say which one failed.
+                    Origin::Line(..) => d.error(format!("{}: {reason}", def.name)),
+                    // `--name` is already in the message.
+                    Origin::Arg => d.error(reason),
+                })?;
+        }
+        Ok(config)
+    }
+
+    /// Directory of the flash log: `flash-dir` if set, else `<dir>/flash`.
+    /// Whether `maxmemory-policy` evicts keys (rather than refusing writes).
+    pub fn maxmemory_policy_evicts(&self) -> bool {
+        self.maxmemory_policy != MaxmemoryPolicy::NoEviction
+    }
+
+    pub fn flash_dir(&self) -> PathBuf {
+        match &self.flash_dir {
+            Some(dir) => dir.clone(),
+            None => self.dir.join("flash"),
+        }
+    }
+
+    /// `CONFIG GET`: `(name, value)` for every option whose name matches the
+    /// glob `pattern` (case-insensitive), in table order. Sizes are rendered
+    /// as plain byte counts, like Redis.
+    pub fn get_matching(&self, pattern: &[u8]) -> Vec<(String, String)> {
+        OPTIONS
+            .iter()
+            .filter(|def| glob_match(pattern, def.name.as_bytes(), true))
+            .map(|def| (def.name.to_string(), (def.get)(self)))
+            .collect()
+    }
+
+    /// The current value of one option, rendered as `CONFIG GET` would
+    /// (`None` if no option has that name; case-insensitive).
+    pub fn get(&self, name: &str) -> Option<String> {
+        find_option(name).map(|def| (def.get)(self))
+    }
+
+    /// `CONFIG SET name value`: validates and applies one option if it may be
+    /// changed at runtime; on error the config is unchanged. Options taking
+    /// several arguments (`save`) split `value` on whitespace, like Redis.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let def = find_option(name).ok_or_else(|| ConfigError::UnknownOption(name.to_string()))?;
+        let args: Vec<String> = match def.set {
+            Setter::One(_) => vec![value.to_string()],
+            Setter::Many(_) => {
+                let parts: Vec<String> = value.split_ascii_whitespace().map(String::from).collect();
+                if parts.is_empty() {
+                    vec![String::new()]
+                } else {
+                    parts
+                }
+            }
+        };
+        let mut updated = self.clone();
+        let applied = def.apply(&mut updated, &args);
+        if !def.runtime {
+            // An option read only at startup may be "set" to the value it
+            // has (test harnesses do so): no change. Any other value is
+            // refused, as Redis refuses an immutable option.
+            if applied.is_ok() && (def.get)(&updated) == (def.get)(self) {
+                return Ok(());
+            }
+            return Err(ConfigError::Immutable(def.name.to_string()));
+        }
+        applied.map_err(|reason| ConfigError::InvalidValue {
+            name: def.name.to_string(),
+            reason,
+        })?;
+        *self = updated;
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The option table
+// ---------------------------------------------------------------------------
+
+/// How an option takes its arguments.
+#[derive(Clone, Copy, Debug)]
+enum Setter {
+    /// Exactly one argument.
+    One(fn(&mut Config, &str) -> Result<(), String>),
+    /// One or more arguments.
+    Many(fn(&mut Config, &[String]) -> Result<(), String>),
+}
+
+/// One configuration option: the single definition used for parsing,
+/// `--help`, `CONFIG GET` and `CONFIG SET`.
+#[derive(Debug)]
+pub struct OptionDef {
+    /// Lower-case name, as written in the file (`name`) and on the command
+    /// line (`--name`).
+    pub name: &'static str,
+    /// The default, as it would be written in the config file.
+    pub default: &'static str,
+    /// One-line description (with unit).
+    pub doc: &'static str,
+    /// Whether `CONFIG SET` may change it at runtime.
+    pub runtime: bool,
+    set: Setter,
+    get: fn(&Config) -> String,
+}
+
+impl OptionDef {
+    /// Checks arity, then parses and stores the arguments. Returns the reason
+    /// on error (naming the value; the caller adds the option name).
+    fn apply(&self, config: &mut Config, args: &[String]) -> Result<(), String> {
+        match self.set {
+            Setter::One(f) => match args {
+                [value] => f(config, value),
+                _ => Err(format!(
+                    "wrong number of arguments (expected 1, got {})",
+                    args.len()
+                )),
+            },
+            Setter::Many(f) => {
+                if args.is_empty() {
+                    Err("wrong number of arguments (expected at least 1, got 0)".to_string())
+                } else {
+                    f(config, args)
+                }
+            }
+        }
+    }
+}
+
+/// All options, in the order of `CONFIG GET *` and `--help`.
+pub fn options() -> &'static [OptionDef] {
+    OPTIONS
+}
+
+fn find_option(name: &str) -> Option<&'static OptionDef> {
+    OPTIONS
+        .iter()
+        .find(|def| def.name.eq_ignore_ascii_case(name))
+}

@@ -1,0 +1,239 @@
+//! The configuration's errors and its enumerated values (maxmemory-policy,
+//! tiering-promote, flash-io, loglevel), each parsed case-insensitively and
+//! rendered in lower case.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/// Why configuration input was refused. Every variant names the option (and
+/// the value, where there is one).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("can't read config file '{}': {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A line of a config file is bad (unknown directive, wrong number of
+    /// arguments, invalid value, unbalanced quotes).
+    #[error("bad config at line {line}: '{text}' — {reason}")]
+    BadLine {
+        line: usize,
+        text: String,
+        reason: String,
+    },
+    /// A `--name value...` command-line option is bad.
+    #[error("bad option --{name}: {reason}")]
+    BadArg { name: String, reason: String },
+    /// A command-line argument that is neither the config file (first
+    /// position) nor an option nor an option's value.
+    #[error("unexpected argument '{0}' (options are written --name value)")]
+    UnexpectedArg(String),
+    /// `CONFIG SET` of an option that does not exist.
+    #[error("unknown option '{0}'")]
+    UnknownOption(String),
+    /// `CONFIG SET` of an option that can only be set at startup.
+    #[error("can't set immutable config '{0}'")]
+    Immutable(String),
+    /// `CONFIG SET` with a value the option refuses.
+    #[error("bad value for {name}: {reason}")]
+    InvalidValue { name: String, reason: String },
+}
+
+impl ConfigError {
+    /// The Redis error reply for this error, without the leading `-` (and
+    /// without CR/LF, so it is always a valid simple error).
+    pub fn redis_error_text(&self) -> String {
+        let text = match self {
+            ConfigError::UnknownOption(name) => {
+                format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
+            }
+            ConfigError::Immutable(name) => format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            ),
+            ConfigError::InvalidValue { name, reason } => {
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")
+            }
+            other => format!("ERR {other}"),
+        };
+        text.replace(['\r', '\n'], " ")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Enumerated option values
+// ---------------------------------------------------------------------------
+
+/// What happens when `maxmemory` is reached.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MaxmemoryPolicy {
+    /// `noeviction`: refuse writes that need memory.
+    NoEviction,
+    /// `allkeys-lru`: evict approximately least recently used keys.
+    AllkeysLru,
+    /// `allkeys-random`: evict random keys.
+    AllkeysRandom,
+}
+
+impl MaxmemoryPolicy {
+    /// The Redis name of the policy.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            MaxmemoryPolicy::NoEviction => "noeviction",
+            MaxmemoryPolicy::AllkeysLru => "allkeys-lru",
+            MaxmemoryPolicy::AllkeysRandom => "allkeys-random",
+        }
+    }
+}
+
+impl FromStr for MaxmemoryPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "noeviction" => Ok(MaxmemoryPolicy::NoEviction),
+            "allkeys-lru" => Ok(MaxmemoryPolicy::AllkeysLru),
+            "allkeys-random" => Ok(MaxmemoryPolicy::AllkeysRandom),
+            "volatile-lru" | "volatile-lfu" | "allkeys-lfu" | "volatile-random"
+            | "volatile-ttl" => Err(format!(
+                "maxmemory-policy '{s}' is not supported yet \
+                 (supported: noeviction, allkeys-lru, allkeys-random)"
+            )),
+            _ => Err(format!(
+                "invalid maxmemory-policy '{s}' (expected noeviction, allkeys-lru or allkeys-random)"
+            )),
+        }
+    }
+}
+
+/// When a value stored on flash is brought back to RAM.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PromotePolicy {
+    /// `first`: on the first read.
+    FirstRead,
+    /// `second`: on the second read within the recency window.
+    SecondRead,
+    /// `never`: values are read from flash in place.
+    Never,
+}
+
+impl PromotePolicy {
+    /// The configuration name of the policy.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PromotePolicy::FirstRead => "first",
+            PromotePolicy::SecondRead => "second",
+            PromotePolicy::Never => "never",
+        }
+    }
+}
+
+impl FromStr for PromotePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "first" => Ok(PromotePolicy::FirstRead),
+            "second" => Ok(PromotePolicy::SecondRead),
+            "never" => Ok(PromotePolicy::Never),
+            _ => Err(format!(
+                "invalid promote policy '{s}' (expected first, second or never)"
+            )),
+        }
+    }
+}
+
+/// How the flash log is accessed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum IoBackend {
+    /// `auto`: io_uring when the kernel allows it, else psync.
+    Auto,
+    /// `io_uring`: io_uring only (startup fails if unavailable).
+    IoUring,
+    /// `psync`: pread/pwrite on a thread pool.
+    Psync,
+}
+
+impl IoBackend {
+    /// The configuration name of the backend.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            IoBackend::Auto => "auto",
+            IoBackend::IoUring => "io_uring",
+            IoBackend::Psync => "psync",
+        }
+    }
+}
+
+impl FromStr for IoBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "auto" => Ok(IoBackend::Auto),
+            "io_uring" => Ok(IoBackend::IoUring),
+            "psync" => Ok(IoBackend::Psync),
+            _ => Err(format!(
+                "invalid I/O backend '{s}' (expected auto, io_uring or psync)"
+            )),
+        }
+    }
+}
+
+/// Log verbosity, with Redis's names.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LogLevel {
+    /// `debug`: a lot of information.
+    Debug,
+    /// `verbose`: useful information, less than debug.
+    Verbose,
+    /// `notice`: moderately verbose (production).
+    Notice,
+    /// `warning`: only important messages.
+    Warning,
+    /// `nothing`: nothing at all.
+    Nothing,
+}
+
+impl LogLevel {
+    /// The Redis name of the level.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Verbose => "verbose",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Nothing => "nothing",
+        }
+    }
+}
+
+impl FromStr for LogLevel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "debug" => Ok(LogLevel::Debug),
+            "verbose" => Ok(LogLevel::Verbose),
+            "notice" => Ok(LogLevel::Notice),
+            "warning" => Ok(LogLevel::Warning),
+            "nothing" => Ok(LogLevel::Nothing),
+            _ => Err(format!(
+                "invalid log level '{s}' (expected debug, verbose, notice, warning or nothing)"
+            )),
+        }
+    }
+}
+
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(MaxmemoryPolicy, PromotePolicy, IoBackend, LogLevel);
