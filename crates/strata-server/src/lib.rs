@@ -233,6 +233,9 @@ impl Shared {
         e.set_promote(promote(&c.tiering_promote));
         e.set_fsync_policy(fsync_policy(&c.appendfsync));
         e.set_encoding_limits(encoding_limits(&c));
+        drop(c);
+        // Over a lowered maxmemory: evict now, as Redis does.
+        e.evict_to_limit();
     }
 }
 

@@ -174,3 +174,33 @@ fn expired_new_and_config_as_redis() {
         assert_eq!(got, want, "port {port}");
     }
 }
+
+/// CONFIG SET maxmemory below what is used evicts at once under an
+/// evicting policy (as Redis: not at the next write), with its events; under
+/// noeviction it evicts nothing.
+#[test]
+fn lowering_maxmemory_evicts_at_once_as_redis() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&[]);
+    for port in [redis.port, strata.port] {
+        let mut c = Conn::connect(port);
+        let mut s = Conn::connect(port);
+        c.cmd(&[b"SET", b"keep", b"1"]);
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1"]);
+        assert_eq!(c.cmd(&[b"DBSIZE"]).bytes, b":1\r\n", "{port}: noeviction");
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"0"]);
+        c.cmd(&[b"CONFIG", b"SET", b"notify-keyspace-events", b"Ee"]);
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory-policy", b"allkeys-lru"]);
+        s.cmd(&[b"PSUBSCRIBE", b"__key*__:*"]);
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"1"]);
+        let r = s.reply();
+        assert!(
+            String::from_utf8_lossy(&r.bytes).contains("__keyevent@0__:evicted"),
+            "{port}: {:?}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        assert_eq!(c.cmd(&[b"DBSIZE"]).bytes, b":0\r\n", "{port}");
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory", b"0"]);
+        c.cmd(&[b"CONFIG", b"SET", b"maxmemory-policy", b"noeviction"]);
+    }
+}

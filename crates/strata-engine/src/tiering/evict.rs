@@ -41,6 +41,28 @@ impl Engine {
     pub async fn wait_for_room(&self) {
         self.inner.room.notified().await;
     }
+
+    /// Evicts by the policy until RAM + live flash bytes fit `maxmemory`
+    /// or no key is left (CONFIG SET maxmemory below what is used: Redis
+    /// evicts at once, not at the next write). Returns the keys evicted.
+    pub fn evict_to_limit(&self) -> usize {
+        let inner = &self.inner;
+        let policy = inner.tun.eviction();
+        let (mut evicted, mut misses) = (0, 0);
+        loop {
+            let max = inner.tun.maxmemory.load(Relaxed);
+            let used = inner.ram_used() + inner.flash_live_bytes.load(Relaxed);
+            if max == 0 || used <= max || policy == EvictionPolicy::NoEviction {
+                return evicted;
+            }
+            // (Sampling may miss the few keys left: a few tries, then stop.)
+            match inner.evict_some(policy, 32) {
+                0 if inner.key_count() == 0 || misses >= 16 => return evicted,
+                0 => misses += 1,
+                n => evicted += n,
+            }
+        }
+    }
 }
 
 impl Inner {
