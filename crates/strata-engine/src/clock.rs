@@ -6,7 +6,9 @@
 //! command returns (Redis's command time snapshot: a command sees one
 //! instant, and a key cannot expire half-way through it). Elsewhere
 //! (background threads, completions of cold reads) `now_ms` reads the
-//! clock.
+//! clock. A transaction or a script [`freeze`]s the clock for all its
+//! commands (Redis's `fixed_time_expire`): the snapshots they take keep
+//! the frozen instant, so no key expires half-way through it.
 
 use std::cell::Cell;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -14,6 +16,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 thread_local! {
     /// The running command's time (0: none).
     static SNAPSHOT: Cell<u64> = const { Cell::new(0) };
+    /// Freezes in force on this thread (`freeze`).
+    static FROZEN: Cell<u32> = const { Cell::new(0) };
 }
 
 fn read_clock() -> u64 {
@@ -42,10 +46,33 @@ pub struct Snapshot {
     prev: u64,
 }
 
-/// Reads the clock once for the command about to run on this thread.
+/// Reads the clock once for the command about to run on this thread
+/// (inside a `freeze`, keeps the frozen instant).
 pub fn snapshot() -> Snapshot {
-    let prev = SNAPSHOT.with(|c| c.replace(read_clock()));
+    let prev = SNAPSHOT.with(Cell::get);
+    if FROZEN.with(Cell::get) == 0 || prev == 0 {
+        SNAPSHOT.with(|c| c.set(read_clock()));
+    }
     Snapshot { prev }
+}
+
+/// The clock of a transaction or a script: one instant for every command
+/// it runs, until dropped.
+pub struct Freeze {
+    _snapshot: Snapshot,
+}
+
+/// Freezes this thread's clock now (nested freezes keep the outer one).
+pub fn freeze() -> Freeze {
+    let s = snapshot();
+    FROZEN.with(|f| f.set(f.get() + 1));
+    Freeze { _snapshot: s }
+}
+
+impl Drop for Freeze {
+    fn drop(&mut self) {
+        FROZEN.with(|f| f.set(f.get() - 1));
+    }
 }
 
 impl Drop for Snapshot {
@@ -73,5 +100,20 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         assert!(now_ms() > t);
         assert!(std::thread::spawn(now_ms).join().unwrap() > t);
+    }
+
+    #[test]
+    fn a_freeze_holds_the_time_for_the_snapshots_inside_it() {
+        let f = freeze();
+        let t = now_ms();
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        {
+            let _cmd = snapshot();
+            assert_eq!(now_ms(), t);
+        }
+        assert_eq!(now_ms(), t);
+        drop(f);
+        let _cmd = snapshot();
+        assert!(now_ms() > t);
     }
 }

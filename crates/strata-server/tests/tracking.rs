@@ -114,6 +114,11 @@ fn tracking_matches_redis_7() {
         Cmd(0, "SET item:9 c"),
         Cmd(1, "HSET item:2 f v"),
         Recv(0),
+        // BCAST gathers a batch's keys in one message per prefix, in key
+        // order.
+        Cmd(1, "MSET user:3 a user:2 b item:1 c other d"),
+        Recv(0),
+        Recv(0),
         // FLUSHALL: a null key list.
         Cmd(1, "FLUSHALL"),
         Recv(0),
@@ -159,5 +164,51 @@ fn the_tracking_table_is_bounded() {
         c.cmd(&[b"PING"]).bytes,
         b"+PONG\r\n",
         "a second invalidation"
+    );
+}
+
+/// A transaction sees one instant (Redis's fixed_time_expire): a key it
+/// set with a 1 ms TTL is still there for its GET; once it expires (the
+/// background sweep), the NOLOOP client that set it is told, since an
+/// expiry is no client's change.
+#[test]
+fn a_transaction_sees_one_instant_and_expiry_is_not_hidden_by_noloop() {
+    let redis = RedisServer::start();
+    let strata = common::Server::start(&[]);
+    let mut got = Vec::new();
+    for port in [redis.port, strata.port] {
+        let mut c = Conn::connect(port);
+        let mut sub = Conn::connect(port);
+        let id = match sub.cmd(&[b"CLIENT", b"ID"]).frame {
+            strata_protocol::Frame::Integer(i) => i.to_string(),
+            f => panic!("{f:?}"),
+        };
+        sub.cmd(&[b"SUBSCRIBE", b"__redis__:invalidate"]);
+        let on = [
+            &b"CLIENT"[..],
+            b"TRACKING",
+            b"on",
+            b"BCAST",
+            b"NOLOOP",
+            b"REDIRECT",
+            id.as_bytes(),
+        ];
+        c.cmd(&on);
+        c.cmd(&[b"MULTI"]);
+        c.cmd(&[b"SET", b"mykey", b"myval", b"PX", b"1"]);
+        c.cmd(&[b"SET", b"mykeyotherkey", b"myval"]);
+        c.cmd(&[b"DEBUG", b"SLEEP", b"0.05"]);
+        c.cmd(&[b"GET", b"mykey"]);
+        let exec = c.cmd(&[b"EXEC"]);
+        got.push(String::from_utf8_lossy(&exec.bytes).into_owned());
+        got.push(String::from_utf8_lossy(&sub.reply().bytes).into_owned());
+    }
+    assert_eq!(got[0], got[2]);
+    assert!(got[2].ends_with("$5\r\nmyval\r\n"), "{}", got[2]);
+    assert_eq!(got[1], got[3]);
+    assert!(
+        got[3].contains("mykey") && !got[3].contains("mykeyotherkey"),
+        "{}",
+        got[3]
     );
 }

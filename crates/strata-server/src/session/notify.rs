@@ -243,7 +243,12 @@ impl KeyObserver for Notifier {
             // a new key twice: created, then its first value).
             let cmd = RUNNING.with(|r| r.borrow().clone());
             if cmd.as_ref().is_none_or(|c| c.first(db, key, "\0tracking")) {
-                let by = cmd.as_ref().map(|c| c.client);
+                // An expiry or eviction is no client's change (Redis signals
+                // it with no client): NOLOOP does not hide it.
+                let by = match change {
+                    KeyChange::Expired | KeyChange::Evicted => None,
+                    _ => cmd.as_ref().map(|c| c.client),
+                };
                 self.tracking.invalidate(&self.pubsub, key, by);
             }
         }

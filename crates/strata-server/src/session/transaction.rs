@@ -159,6 +159,9 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
             .unwrap_or(rest.len());
         let (now, later) = rest.split_at(n);
         let section = |conn: &mut ConnState, body: &mut BytesMut, first: &mut bool| {
+            // One instant for every command (Redis's fixed_time_expire):
+            // no key expires half-way through the transaction.
+            let _clock = strata_engine::clock::freeze();
             if std::mem::take(first) && conn.watched.changed() {
                 return true;
             }

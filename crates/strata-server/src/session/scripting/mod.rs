@@ -311,6 +311,8 @@ pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], ou
             let deferred = Deferred::default();
             shared.scripts.busy.begin(&call);
             shared.engine.exclusive(|| {
+                // One instant for the whole script, as Redis 7.
+                let _clock = strata_engine::clock::freeze();
                 run::run(&shared, db, &handle, version, &call, &deferred, &mut reply)
             });
             shared.scripts.busy.end();
