@@ -156,6 +156,10 @@ const SCRIPTS: &[&str] = &[
     "return cmsgpack.pack()",
     "return bit.band('x')",
     "return cjson.encode(function() end)",
+    // Tables past mlua's 8,000 references (a crash of the script thread
+    // before), and an unpack of more values than Lua's stack holds.
+    "local m = {} for i=1,100000 do m[tostring(i)] = i end local a = {} for i=1,100000 do a[i]=i end local e = cmsgpack.pack({m2=m, a3=a, s='x'}) local d = cmsgpack.unpack(e) local n = 0 for k,v in pairs(d.m2) do n = n + 1 end return {#e, n, #d.a3}",
+    "local ok, e = pcall(cmsgpack.unpack, string.rep(string.char(1), 9000)) return {tostring(ok), type(e)}",
     // lua-cjson's settings (kept across scripts, restored by the last
     // ones), sparse arrays, numbers past 14 digits, invalid numbers.
     "return cjson.encode({1,nil,3})",

@@ -310,11 +310,20 @@ pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], ou
             let mut reply = BytesMut::new();
             let deferred = Deferred::default();
             shared.scripts.busy.begin(&call);
-            shared.engine.exclusive(|| {
-                // One instant for the whole script, as Redis 7.
-                let _clock = strata_engine::clock::freeze();
-                run::run(&shared, db, &handle, version, &call, &deferred, &mut reply)
-            });
+            // A bug that panics in a script's call must not take the script
+            // thread (and every later script) with it: the script gets an
+            // error instead.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                shared.engine.exclusive(|| {
+                    // One instant for the whole script, as Redis 7.
+                    let _clock = strata_engine::clock::freeze();
+                    run::run(&shared, db, &handle, version, &call, &deferred, &mut reply)
+                })
+            }));
+            if ran.is_err() {
+                reply.clear();
+                crate::reply::error(&mut reply, "ERR the script failed on an internal error");
+            }
             shared.scripts.busy.end();
             // Clients blocked on keys the script filled are served now, as
             // Redis serves them after each command.

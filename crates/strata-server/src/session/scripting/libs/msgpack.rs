@@ -153,30 +153,38 @@ fn encode_len(n: usize, fix: u8, wide: u8, out: &mut Vec<u8>) {
     }
 }
 
+/// A table as lua-cmsgpack writes it. The pairs are walked twice rather
+/// than collected: a collected big table would hold a Lua reference per
+/// key and value, past mlua's reference stack (8,000).
 fn encode_table(t: &Table, out: &mut Vec<u8>, level: usize) -> mlua::Result<()> {
-    let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
     // An array when the keys are exactly 1..n (lua-cmsgpack's test).
-    let mut max = 0f64;
-    let is_array = pairs.iter().all(|(k, _)| {
+    let (mut max, mut count, mut numeric) = (0f64, 0usize, true);
+    for pair in t.pairs::<Value, Value>() {
+        let (k, _) = pair?;
+        count += 1;
         let n = match k {
-            Value::Integer(i) => *i as f64,
-            Value::Number(n) => *n,
-            _ => return false,
+            Value::Integer(i) => i as f64,
+            Value::Number(n) => n,
+            _ => {
+                numeric = false;
+                continue;
+            }
         };
         max = max.max(n);
-        n > 0.0 && n.fract() == 0.0
-    }) && max == pairs.len() as f64;
-    if is_array {
+        numeric &= n > 0.0 && n.fract() == 0.0;
+    }
+    if numeric && max == count as f64 {
         let len = t.raw_len();
         encode_len(len, 0x90, 0xdc, out);
         for i in 1..=len {
             encode(&t.raw_get::<Value>(i)?, out, level + 1)?;
         }
     } else {
-        encode_len(pairs.len(), 0x80, 0xde, out);
-        for (k, v) in &pairs {
-            encode(k, out, level + 1)?;
-            encode(v, out, level + 1)?;
+        encode_len(count, 0x80, 0xde, out);
+        for pair in t.pairs::<Value, Value>() {
+            let (k, v) = pair?;
+            encode(&k, out, level + 1)?;
+            encode(&v, out, level + 1)?;
         }
     }
     Ok(())
@@ -187,6 +195,9 @@ enum Stop {
     Missing,
     BadFormat,
 }
+
+/// The most values one unpack returns.
+const MAX_RESULTS: usize = 7000;
 
 /// Decodes up to `limit` values (0: all) from `offset`: the offset after
 /// them (-1 at the end of the input) and the values.
@@ -199,6 +210,13 @@ fn unpack(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> mlua::Result<(i64, Ve
     let mut pos = offset as usize;
     let mut values = Vec::new();
     while pos < s.len() && (limit == 0 || (values.len() as i64) < limit) {
+        // Each value is a result on the Lua stack (8,000 slots, as
+        // lua-cmsgpack's luaL_checkstack finds them).
+        if values.len() >= MAX_RESULTS {
+            return Err(mlua::Error::runtime(
+                "stack overflow (too many values to unpack)",
+            ));
+        }
         match decode(lua, s, &mut pos, 0) {
             Ok(v) => values.push(v),
             Err(Stop::Missing) => return Err(mlua::Error::runtime("Missing bytes in input.")),
