@@ -376,6 +376,12 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
         "SCRIPT KILL",
         "-NOTBUSY No scripts in execution right now.\r\n",
     );
+    // A transaction opened before the script: a command refused with BUSY
+    // fails it, and EXEC refused with BUSY discards it (EXECABORT with the
+    // reason, as Redis's rejectCommand), leaving no transaction open.
+    let mut tx = common::raw::Raw::new(&srv);
+    tx.w("MULTI", "+OK\r\n");
+    tx.w("INCR counter", "+QUEUED\r\n");
     let url = srv.url();
     let looping = std::thread::spawn(move || {
         let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
@@ -386,12 +392,6 @@ fn a_busy_script_answers_busy_and_script_kill_stops_it() {
             .unwrap_err()
             .to_string()
     });
-    // A transaction opened before the script: a command refused with BUSY
-    // fails it, and EXEC refused with BUSY discards it (EXECABORT with the
-    // reason, as Redis's rejectCommand), leaving no transaction open.
-    let mut tx = common::raw::Raw::new(&srv);
-    tx.w("MULTI", "+OK\r\n");
-    tx.w("INCR counter", "+QUEUED\r\n");
     std::thread::sleep(std::time::Duration::from_millis(400));
     raw.w(
         "PING",
