@@ -102,6 +102,7 @@ fn function_argument_errors_and_oom_match_redis_7() {
     let mut r = Conn::connect(redis.port);
     let mut s = Conn::connect(strata.port);
     let lib = b"#!lua name=lib1\nlocal lib = redis\nlib.register_function('f2', function() lib.register_function('f1', function() return 1 end) end)";
+    let oom_lib: &[u8] = b"#!lua name=oom\nredis.register_function('w', function() return redis.call('set', 'x', '1') end)\nredis.register_function{function_name='ro', callback=function() return 'hello' end, flags={'no-writes'}}\nredis.register_function{function_name='oom_ok', callback=function() return redis.call('set', 'y', '1') end, flags={'allow-oom'}}";
     let steps: &[&[&[u8]]] = &[
         &[b"FUNCTION", b"FLUSH"],
         &[b"FUNCTION", b"RESTORE", b"a", b"b", b"c"],
@@ -113,6 +114,17 @@ fn function_argument_errors_and_oom_match_redis_7() {
         &[b"FUNCTION", b"LOAD", b"REPLACE", lib],
         &[b"CONFIG", b"SET", b"maxmemory", b"0"],
         &[b"FUNCTION", b"LOAD", b"REPLACE", lib],
+        // Under the memory limit: a function that may write is refused
+        // unless flagged allow-oom; a no-writes one runs; a script without
+        // flags runs, its writes refused.
+        &[b"FUNCTION", b"LOAD", b"REPLACE", oom_lib],
+        &[b"CONFIG", b"SET", b"maxmemory", b"1"],
+        &[b"FCALL", b"w", b"1", b"k"],
+        &[b"FCALL", b"ro", b"1", b"k"],
+        &[b"FCALL", b"oom_ok", b"1", b"k"],
+        &[b"EVAL", b"return redis.call('set','z','1')", b"0"],
+        &[b"EVAL", b"return redis.call('get','z')", b"0"],
+        &[b"CONFIG", b"SET", b"maxmemory", b"0"],
     ];
     for args in steps {
         same(&mut r, &mut s, args);

@@ -4,7 +4,7 @@
 //!
 //! What this module owns:
 //!
-//! * the option table ([`options`]): exactly one [`OptionDef`] per option,
+//! * the option table ([`options()`]): exactly one [`OptionDef`] per option,
 //!   giving its name, default (as text), one-line doc, whether `CONFIG SET`
 //!   may change it at runtime, and how to parse and render it. The table is
 //!   the single source for `--help` ([`help_text`]), `CONFIG GET`

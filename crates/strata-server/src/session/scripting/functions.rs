@@ -37,6 +37,8 @@ pub const FLAGS: [&str; 5] = [
 ];
 /// The `no-writes` bit of `Registered::flags`.
 pub const NO_WRITES: u8 = 1;
+/// The `allow-oom` bit of `Registered::flags`.
+pub const ALLOW_OOM: u8 = 2;
 
 /// One loaded library.
 #[derive(Clone)]

@@ -60,6 +60,15 @@ pub(super) fn run(
         return crate::reply::error(out, WRITE_FLAG_RO);
     }
     let read_only = call.read_only || no_writes;
+    // Out of memory (Redis's pre-command OOM state): a script that may
+    // write and is not flagged allow-oom is refused before it runs if it
+    // declares flags (a function, a shebang), and its commands that use
+    // memory are refused in any case.
+    let deny_oom = flags.is_none_or(|f| f & functions::ALLOW_OOM == 0)
+        && shared.engine.admission() == strata_engine::Admission::OutOfMemory;
+    if deny_oom && flags.is_some() && !no_writes {
+        return crate::reply::error(out, OOM);
+    }
     let function = call.kind == Kind::Function;
     let vm = if function { &cache.fvm } else { &cache.vm };
     vm.resp.store(2, Relaxed);
@@ -100,7 +109,7 @@ pub(super) fn run(
                 } else {
                     Version::Resp2
                 };
-                command(lua, shared, &mut me, &args, read_only)
+                command(lua, shared, &mut me, &args, read_only, deny_oom)
             })?;
             lua.set_named_registry_value(vm::RAW_CALL, raw)?;
             let r: mlua::Result<MultiValue> = if function {
@@ -186,6 +195,7 @@ fn command(
     me: &mut ConnState,
     args: &MultiValue,
     read_only: bool,
+    deny_oom: bool,
 ) -> mlua::Result<(Value, bool)> {
     let err = |msg: &[u8]| -> mlua::Result<(Value, bool)> {
         let t = lua.create_table()?;
@@ -214,6 +224,9 @@ fn command(
     if read_only && spec.has_flag("write") {
         return err(b"ERR Write commands are not allowed from read-only scripts.");
     }
+    if deny_oom && spec.has_flag("denyoom") {
+        return err(OOM.as_bytes());
+    }
     if spec.has_flag("write") {
         shared.scripts.busy.wrote.store(true, Relaxed);
     }
@@ -229,6 +242,9 @@ fn command(
         _ => err(b"ERR the command's reply could not be read"),
     }
 }
+
+/// Redis's OOM refusal.
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 fn run_command(
     shared: &Arc<Shared>,
