@@ -42,6 +42,17 @@ impl Engine {
         self.inner.room.notified().await;
     }
 
+    /// Whether `maxmemory` is set, exceeded, and the policy evicts
+    /// nothing (Redis's OOM state for scripts: not the RAM budget, whose
+    /// excess makes writers wait for demotion).
+    pub fn over_maxmemory(&self) -> bool {
+        let inner = &self.inner;
+        let max = inner.tun.maxmemory.load(Relaxed);
+        max > 0
+            && inner.tun.eviction() == EvictionPolicy::NoEviction
+            && inner.ram_used() + inner.flash_live_bytes.load(Relaxed) > max
+    }
+
     /// Evicts by the policy until RAM + live flash bytes fit `maxmemory`
     /// or no key is left (CONFIG SET maxmemory below what is used: Redis
     /// evicts at once, not at the next write). Returns the keys evicted.

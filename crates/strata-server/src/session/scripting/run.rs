@@ -60,12 +60,12 @@ pub(super) fn run(
         return crate::reply::error(out, WRITE_FLAG_RO);
     }
     let read_only = call.read_only || no_writes;
-    // Out of memory (Redis's pre-command OOM state): a script that may
+    // Over `maxmemory` (Redis's pre-command OOM state): a script that may
     // write and is not flagged allow-oom is refused before it runs if it
     // declares flags (a function, a shebang), and its commands that use
     // memory are refused in any case.
-    let deny_oom = flags.is_none_or(|f| f & functions::ALLOW_OOM == 0)
-        && shared.engine.admission() == strata_engine::Admission::OutOfMemory;
+    let deny_oom =
+        flags.is_none_or(|f| f & functions::ALLOW_OOM == 0) && shared.engine.over_maxmemory();
     if deny_oom && flags.is_some() && !no_writes {
         return crate::reply::error(out, OOM);
     }
