@@ -38,57 +38,57 @@ fn descriptions() -> Map<String, Value> {
     serde_json::from_str(include_str!("../../redis_commands.json")).unwrap_or_default()
 }
 
-/// The arities of the subcommands Redis describes (`client|kill` -> -3),
-/// kept (a few KB) for the check every container command gets.
-fn sub_arities() -> &'static HashMap<String, i64> {
-    static A: OnceLock<HashMap<String, i64>> = OnceLock::new();
-    A.get_or_init(|| {
+/// What dispatch needs of a subcommand Redis describes.
+struct Sub {
+    arity: i64,
+    /// Flagged `denyoom` (`function|load`): refused under the memory
+    /// limit as such commands are.
+    denyoom: bool,
+}
+
+/// The subcommands Redis describes, by full name (`client|kill`), kept (a
+/// few KB) for the check every container command gets.
+fn subcommands() -> &'static HashMap<String, Sub> {
+    static S: OnceLock<HashMap<String, Sub>> = OnceLock::new();
+    S.get_or_init(|| {
         descriptions()
             .iter()
             .filter(|(k, _)| k.contains('|'))
-            .filter_map(|(k, v)| Some((k.clone(), v.get("arity")?.as_i64()?)))
+            .filter_map(|(k, v)| {
+                let denyoom = v
+                    .get("command_flags")
+                    .and_then(Value::as_array)
+                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("DENYOOM")));
+                let arity = v.get("arity")?.as_i64()?;
+                Some((k.clone(), Sub { arity, denyoom }))
+            })
             .collect()
     })
 }
 
-/// The subcommands Redis flags `denyoom` (`function|load`,
-/// `function|restore`): refused under the memory limit as their own
-/// commands are.
-fn sub_denyoom() -> &'static std::collections::HashSet<String> {
-    static D: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
-    D.get_or_init(|| {
-        descriptions()
-            .iter()
-            .filter(|(k, _)| k.contains('|'))
-            .filter(|(_, v)| {
-                v.get("command_flags")
-                    .and_then(Value::as_array)
-                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("DENYOOM")))
-            })
-            .map(|(k, _)| k.clone())
-            .collect()
-    })
+/// The full name (`client|kill`) of the subcommand `args` names, if
+/// `name` is a container and there is a second argument.
+fn sub_name(name: &str, args: &[Bytes]) -> Option<String> {
+    let sub = args.get(1).filter(|_| CONTAINERS.contains(&name))?;
+    Some(format!(
+        "{name}|{}",
+        String::from_utf8_lossy(sub).to_ascii_lowercase()
+    ))
 }
 
 /// Whether the command `args` (of the container `name`, if it is one) is
 /// a subcommand Redis flags `denyoom`.
 pub fn sub_is_denyoom(name: &str, args: &[Bytes]) -> bool {
-    let Some(sub) = args.get(1).filter(|_| CONTAINERS.contains(&name)) else {
-        return false;
-    };
-    let full = format!(
-        "{name}|{}",
-        String::from_utf8_lossy(sub).to_ascii_lowercase()
-    );
-    sub_denyoom().contains(&full)
+    sub_name(name, args)
+        .and_then(|full| subcommands().get(&full))
+        .is_some_and(|s| s.denyoom)
 }
 
-/// Builds the subcommand arities now (at start: parsing the descriptions
+/// Builds the subcommand table now (at start: parsing the descriptions
 /// takes a few MB for a moment, which should not count against a client's
 /// write later).
 pub fn init() {
-    sub_arities();
-    sub_denyoom();
+    subcommands();
 }
 
 /// The description of the command `args` names, as `lookupCommand` finds
@@ -111,21 +111,14 @@ pub(super) fn lookup_desc<'a>(all: &'a Map<String, Value>, args: &[Bytes]) -> Op
 /// and XINFO, else left to the handler (Strata's own, such as CLIENT
 /// NO-TOUCH, and unknown ones).
 pub fn check_subcommand_arity(name: &str, args: &[Bytes], out: &mut BytesMut) -> bool {
-    let Some(sub) = args.get(1) else {
+    let Some(full) = sub_name(name, args) else {
         return true;
     };
-    if !CONTAINERS.contains(&name) {
-        return true;
-    }
-    let full = format!(
-        "{name}|{}",
-        String::from_utf8_lossy(sub).to_ascii_lowercase()
-    );
-    let Some(&a) = sub_arities().get(&full) else {
+    let Some(a) = subcommands().get(&full).map(|s| s.arity) else {
         // Where Strata serves exactly Redis's subcommands, any other is
         // unknown here already (as Redis's table finds it).
         if STRICT_CONTAINERS.contains(&name) {
-            reply::unknown_subcommand(out, sub, name);
+            reply::unknown_subcommand(out, &args[1], name);
             return false;
         }
         return true;
@@ -141,17 +134,9 @@ pub fn check_subcommand_arity(name: &str, args: &[Bytes], out: &mut BytesMut) ->
 /// The name CLIENT LIST shows for a command (Redis's `fullname`):
 /// `client|list` for a subcommand Redis describes, else the command's.
 pub fn full_name(name: &'static str, args: &[Bytes]) -> &'static str {
-    let Some(sub) = args.get(1).filter(|_| CONTAINERS.contains(&name)) else {
-        return name;
-    };
-    let full = format!(
-        "{name}|{}",
-        String::from_utf8_lossy(sub).to_ascii_lowercase()
-    );
-    match sub_arities().get_key_value(&full) {
-        Some((k, _)) => k.as_str(),
-        None => name,
-    }
+    sub_name(name, args)
+        .and_then(|full| subcommands().get_key_value(&full))
+        .map_or(name, |(k, _)| k.as_str())
 }
 
 /// The containers (commands with subcommands) Strata serves.

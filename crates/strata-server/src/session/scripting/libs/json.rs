@@ -139,66 +139,20 @@ fn bool_arg(lua: &Lua, v: &Value, n: usize, name: &str) -> mlua::Result<Option<b
 /// The settings functions: each sets what it is given and returns the
 /// setting's value(s) now.
 fn settings(lua: &Lua, t: &Table, cfg: &Arc<Mutex<Config>>) -> mlua::Result<()> {
-    let c = cfg.clone();
-    t.set(
-        "encode_max_depth",
-        lua.create_function(move |lua, v: Value| {
-            const NAME: &str = "encode_max_depth";
-            let mut c = c.lock();
-            if let Some(n) = int_arg(lua, &v, 1, NAME, 1, i32::MAX as i64)? {
-                c.encode_max_depth = n as usize;
-            }
-            Ok(c.encode_max_depth as i64)
-        })?,
-    )?;
-    let c = cfg.clone();
-    t.set(
-        "decode_max_depth",
-        lua.create_function(move |lua, v: Value| {
-            const NAME: &str = "decode_max_depth";
-            let mut c = c.lock();
-            if let Some(n) = int_arg(lua, &v, 1, NAME, 1, i32::MAX as i64)? {
-                c.decode_max_depth = n as usize;
-            }
-            Ok(c.decode_max_depth as i64)
-        })?,
-    )?;
-    let c = cfg.clone();
-    t.set(
-        "encode_number_precision",
-        lua.create_function(move |lua, v: Value| {
-            const NAME: &str = "encode_number_precision";
-            let mut c = c.lock();
-            if let Some(n) = int_arg(lua, &v, 1, NAME, 1, 14)? {
-                c.encode_number_precision = n as usize;
-            }
-            Ok(c.encode_number_precision as i64)
-        })?,
-    )?;
-    let c = cfg.clone();
-    t.set(
-        "encode_keep_buffer",
-        lua.create_function(move |lua, v: Value| {
-            const NAME: &str = "encode_keep_buffer";
-            let mut c = c.lock();
-            if let Some(b) = bool_arg(lua, &v, 1, NAME)? {
-                c.keep_buffer = b;
-            }
-            Ok(c.keep_buffer)
-        })?,
-    )?;
-    let c = cfg.clone();
-    t.set(
-        "decode_invalid_numbers",
-        lua.create_function(move |lua, v: Value| {
-            const NAME: &str = "decode_invalid_numbers";
-            let mut c = c.lock();
-            if let Some(b) = bool_arg(lua, &v, 1, NAME)? {
-                c.decode_invalid_numbers = b;
-            }
-            Ok(c.decode_invalid_numbers)
-        })?,
-    )?;
+    let max = i32::MAX as i64;
+    int_setting(lua, t, cfg, "encode_max_depth", max, |c| {
+        &mut c.encode_max_depth
+    })?;
+    int_setting(lua, t, cfg, "decode_max_depth", max, |c| {
+        &mut c.decode_max_depth
+    })?;
+    let precision = "encode_number_precision";
+    int_setting(lua, t, cfg, precision, 14, |c| {
+        &mut c.encode_number_precision
+    })?;
+    bool_setting(lua, t, cfg, "encode_keep_buffer", |c| &mut c.keep_buffer)?;
+    let invalid = "decode_invalid_numbers";
+    bool_setting(lua, t, cfg, invalid, |c| &mut c.decode_invalid_numbers)?;
     let c = cfg.clone();
     t.set(
         "encode_invalid_numbers",
@@ -239,6 +193,45 @@ fn settings(lua: &Lua, t: &Table, cfg: &Arc<Mutex<Config>>) -> mlua::Result<()> 
         })?,
     )?;
     Ok(())
+}
+
+/// An integer setting `name` in `1..=max` (`json_integer_option`).
+fn int_setting(
+    lua: &Lua,
+    t: &Table,
+    cfg: &Arc<Mutex<Config>>,
+    name: &'static str,
+    max: i64,
+    field: fn(&mut Config) -> &mut usize,
+) -> mlua::Result<()> {
+    let c = cfg.clone();
+    let f = lua.create_function(move |lua, v: Value| {
+        let mut c = c.lock();
+        if let Some(n) = int_arg(lua, &v, 1, name, 1, max)? {
+            *field(&mut c) = n as usize;
+        }
+        Ok(*field(&mut c) as i64)
+    })?;
+    t.set(name, f)
+}
+
+/// An on/off setting `name` (`json_enum_option`).
+fn bool_setting(
+    lua: &Lua,
+    t: &Table,
+    cfg: &Arc<Mutex<Config>>,
+    name: &'static str,
+    field: fn(&mut Config) -> &mut bool,
+) -> mlua::Result<()> {
+    let c = cfg.clone();
+    let f = lua.create_function(move |lua, v: Value| {
+        let mut c = c.lock();
+        if let Some(b) = bool_arg(lua, &v, 1, name)? {
+            *field(&mut c) = b;
+        }
+        Ok(*field(&mut c))
+    })?;
+    t.set(name, f)
 }
 
 /// A number as lua-cjson writes it (`json_append_number`).
