@@ -15,6 +15,7 @@ use crate::index::{Entry, FlashLoc, Slot, Value};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget};
 use crate::types::chunked::{elem_hash, zkey, ChunkedZSet, ORDER_DEPTH};
+use crate::types::stream::{StreamNeed, STREAM_DEPTH};
 use crate::{EngineError, Inner};
 use bytes::Bytes;
 use smallvec::SmallVec;
@@ -80,6 +81,8 @@ pub enum Need {
     /// element hash (`Engine::stream_windows`): the parts (a sorted set's
     /// member parts) whose range meets `[lo, hi]`.
     Hashes { lo: u64, hi: u64 },
+    /// A stream command's parts (`StreamNeed`, planned on the parts' ids).
+    Stream(Vec<StreamNeed>),
 }
 
 /// The score a sorted-set member may get (`Need::ZMembers`).
@@ -153,6 +156,10 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
         Need::Hashes { .. } if d.head_span().is_some() => return (0..d.part_count()).collect(),
         Need::Hashes { lo, hi } => return (d.part_of(*lo)..=d.part_of(*hi)).collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
+        Need::Stream(needs) => match d.stream() {
+            Some(st) => return st.need_parts(needs).into_iter().collect(),
+            None => (0..d.part_count()).collect(),
+        },
         Need::ZMembers(ms) => match d.zset() {
             Some(z) => zset_member_parts(z, ms),
             None => SmallVec::new(),
@@ -437,7 +444,7 @@ fn install(
         // A hash range or list position finds the part that holds it now
         // (a record of a wider range installs filtered); an order part is
         // found by its id.
-        let i = if t.depth == ORDER_DEPTH {
+        let i = if t.depth == ORDER_DEPTH || t.depth == STREAM_DEPTH {
             match d.find_part(t.low, t.depth, t.index) {
                 Some(i) => i,
                 None => return Ok(()),

@@ -20,8 +20,12 @@ pub(crate) struct ChunkedState {
     pub expire_at_ms: u64,
     pub parts: Vec<CapturedPart>,
     pub head: bool,
-    /// A list's positions, for its head.
+    /// A list's positions (a stream's part numbers), for its head.
     pub span: Option<(u64, u64)>,
+    /// A stream's head fields, and the version they were captured at
+    /// (`Dir::head_version`).
+    pub meta: Vec<u8>,
+    pub head_version: u64,
 }
 
 /// One dirty part, encoded under the shard lock.
@@ -80,15 +84,22 @@ pub(crate) fn capture_dir(
             .map(|i| capture_part(vtype, d, i, false))
             .collect(),
     };
+    let head = !parts.is_empty() || d.head_dirty() || d.head_loc().is_none();
+    let mut meta = Vec::new();
+    if head {
+        d.head_meta(&mut meta);
+    }
     ChunkedState {
         cid: d.cid(),
         vtype,
         bits,
         version,
         expire_at_ms,
-        head: !parts.is_empty() || d.head_dirty() || d.head_loc().is_none(),
+        head,
         parts,
         span: d.head_span(),
+        meta,
+        head_version: d.head_version(),
     }
 }
 
@@ -147,6 +158,7 @@ pub(crate) fn append_chunked(
             bits: st.bits,
             cid: st.cid,
             span: st.span,
+            meta: st.meta.clone(),
         });
         let h = RecordHeader {
             kind: RecordKind::CollHead,
@@ -213,8 +225,9 @@ pub(crate) fn publish_chunked(
             release.extend(dir.head_loc());
             dir.set_head_loc(Some(loc));
             dir.set_head_seq(st.version);
-            // A list's positions may have moved since the capture.
-            if dir.head_span() == st.span {
+            // A list's positions (a stream's fields) may have moved since
+            // the capture.
+            if dir.head_span() == st.span && dir.head_version() == st.head_version {
                 dir.set_head_dirty(false);
             }
         }

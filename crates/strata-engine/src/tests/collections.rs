@@ -38,6 +38,7 @@ fn type_of(key: &[u8]) -> ValueType {
         Some(b'h') => ValueType::Hash,
         Some(b'l') => ValueType::List,
         Some(b's') => ValueType::Set,
+        Some(b'x') => ValueType::Stream,
         _ => ValueType::ZSet,
     }
 }
@@ -58,12 +59,31 @@ fn change(c: &mut Collection, r: &mut StdRng, step: u32, span: u32) {
             }
         }
         Collection::Stream(s) => {
+            use crate::types::stream::{StreamId, Trim};
             if add {
                 let id = s.last_id.incr().unwrap_or_default();
                 s.append(id, &[&member, &value], Default::default());
             } else {
-                let first = s.first_id;
-                s.delete(&[first]);
+                // Deletes at the front, inside, and trims of each kind.
+                let last = s.last_id;
+                match r.gen_range(0..40) {
+                    0..=29 => {
+                        let first = s.first_id;
+                        s.delete(&[first]);
+                    }
+                    30..=35 => {
+                        let back = r.gen_range(0..span as u64);
+                        s.delete(&[StreamId::new(last.ms, last.seq.saturating_sub(back))]);
+                    }
+                    36..=37 => {
+                        let keep = s.len().saturating_sub(r.gen_range(0..20));
+                        s.trim(Trim::MaxLen(keep), r.gen_bool(0.5), 0);
+                    }
+                    _ => {
+                        let min = last.seq.saturating_sub(r.gen_range(0..2 * span as u64));
+                        s.trim(Trim::MinId(StreamId::new(last.ms, min)), r.gen_bool(0.5), 0);
+                    }
+                }
             }
         }
         Collection::List(l) => match (add, r.gen_bool(0.5)) {
@@ -113,7 +133,7 @@ struct Shape {
 
 /// Many small collections of every type.
 const SMALL: Shape = Shape {
-    prefixes: &["h", "l", "s", "z"],
+    prefixes: &["h", "l", "s", "z", "x"],
     keys: 60,
     span: 40,
     ops: 20,
@@ -122,7 +142,7 @@ const SMALL: Shape = Shape {
 /// Few big hashes, sets, lists and sorted sets: chunked, their parts
 /// demoted and loaded.
 const CHUNKED: Shape = Shape {
-    prefixes: &["h", "s", "l", "z"],
+    prefixes: &["h", "s", "l", "z", "x"],
     keys: 6,
     span: 1500,
     ops: 500,

@@ -352,7 +352,7 @@ impl Collection {
             Collection::Set(s) => s.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::List(l) => l.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::ZSet(z) => z.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
-            Collection::Stream(_) => None,
+            Collection::Stream(s) => s.is_chunked().then_some(&**s as &dyn chunked::Dir),
         }
     }
 
@@ -362,7 +362,13 @@ impl Collection {
             Collection::Set(s) => s.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::List(l) => l.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::ZSet(z) => z.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::Stream(_) => None,
+            Collection::Stream(s) => {
+                if s.is_chunked() {
+                    Some(&mut **s as &mut dyn chunked::Dir)
+                } else {
+                    None
+                }
+            }
         }
     }
 
@@ -380,7 +386,7 @@ impl Collection {
             Collection::Set(s) => s.big && !s.is_chunked(),
             Collection::List(l) => !l.is_chunked(),
             Collection::ZSet(z) => z.big && !z.is_chunked(),
-            Collection::Stream(_) => false,
+            Collection::Stream(s) => !s.is_chunked(),
         };
         candidate && self.encoded_len() > chunked::CHUNKED_AT
     }
@@ -392,7 +398,7 @@ impl Collection {
             Collection::Set(s) => s.make_chunked(cid),
             Collection::List(l) => l.make_chunked(cid),
             Collection::ZSet(z) => z.make_chunked(cid),
-            Collection::Stream(_) => {}
+            Collection::Stream(s) => s.make_chunked(cid),
         }
     }
 
@@ -427,6 +433,14 @@ impl Collection {
                 big,
                 chunked::Chunked::from_infos(cid, parts, head_loc, head_seq),
             ))),
+            // A stream's parts come with their bounds (`stream_from_directory`).
+            ValueType::Stream => {
+                let mut s = Stream::from_infos(cid, &[], head_loc, head_seq);
+                if let Some(span) = span {
+                    chunked::Dir::set_recovered_span(&mut s, span);
+                }
+                Some(Collection::Stream(Box::new(s)))
+            }
             _ => None,
         }
     }
@@ -467,7 +481,27 @@ impl Collection {
                 n.big = z.big;
                 Collection::ZSet(n)
             }
+            Collection::Stream(s) if s.is_chunked() => Collection::Stream(Box::new(s.detached())),
             c => c.clone(),
+        }
+    }
+
+    /// A chunked stream rebuilt from its directory (recovery): its parts
+    /// with their bounds.
+    pub fn stream_from_directory(
+        cid: u64,
+        parts: &[stream::StreamPartInfo],
+        head_loc: Option<crate::index::FlashLoc>,
+        head_seq: u64,
+    ) -> Collection {
+        Collection::Stream(Box::new(Stream::from_infos(cid, parts, head_loc, head_seq)))
+    }
+
+    /// A write is about to change the collection through `&mut` (a
+    /// chunked stream's head fields may change with it).
+    pub fn will_change(&mut self) {
+        if let Collection::Stream(s) = self {
+            s.will_change();
         }
     }
 

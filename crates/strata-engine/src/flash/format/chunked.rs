@@ -61,6 +61,7 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
                 || depth == 0
                 || (depth <= 64 && low & (u64::MAX >> depth) == 0)
         }
+        ValueType::Stream => depth == crate::types::stream::STREAM_DEPTH,
         _ => false,
     };
     if !ok {
@@ -77,18 +78,20 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
 }
 
 /// What a kind-8 record says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Head {
     pub vtype: ValueType,
     pub bits: u8,
     pub cid: u64,
-    /// A list's positions `[start, end)`.
+    /// A list's positions `[start, end)`; a stream's part numbers.
     pub span: Option<(u64, u64)>,
+    /// A stream's counters and groups (empty for other types).
+    pub meta: Vec<u8>,
 }
 
 /// The value of a kind-8 record (`span` for a list, None otherwise).
 pub fn head_value(h: &Head) -> Vec<u8> {
-    let mut b = Vec::with_capacity(LIST_HEAD_VALUE_LEN);
+    let mut b = Vec::with_capacity(LIST_HEAD_VALUE_LEN + h.meta.len());
     b.push(h.vtype as u8);
     b.push(h.bits);
     b.extend_from_slice(&h.cid.to_le_bytes());
@@ -96,6 +99,7 @@ pub fn head_value(h: &Head) -> Vec<u8> {
         b.extend_from_slice(&start.to_le_bytes());
         b.extend_from_slice(&end.to_le_bytes());
     }
+    b.extend_from_slice(&h.meta);
     b
 }
 
@@ -105,13 +109,15 @@ pub fn decode_head(value: &[u8]) -> Option<Head> {
     let vtype = ValueType::from_u8(*value.first()?)?;
     let want = match vtype {
         ValueType::Hash | ValueType::Set | ValueType::ZSet => HEAD_VALUE_LEN,
-        ValueType::List => LIST_HEAD_VALUE_LEN,
+        ValueType::List | ValueType::Stream => LIST_HEAD_VALUE_LEN,
         _ => return None,
     };
-    if value.len() != want {
+    // A stream's head has its fields after the span.
+    if value.len() != want && !(vtype == ValueType::Stream && value.len() > want) {
         return None;
     }
-    let span = (vtype == ValueType::List).then(|| (le_u64(&value[10..18]), le_u64(&value[18..26])));
+    let span =
+        (want == LIST_HEAD_VALUE_LEN).then(|| (le_u64(&value[10..18]), le_u64(&value[18..26])));
     if span.is_some_and(|(s, e)| s > e) {
         return None;
     }
@@ -120,5 +126,6 @@ pub fn decode_head(value: &[u8]) -> Option<Head> {
         bits: value[1],
         cid: le_u64(&value[2..10]),
         span,
+        meta: value[want..].to_vec(),
     })
 }

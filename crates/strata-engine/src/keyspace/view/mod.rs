@@ -236,7 +236,10 @@ impl<'a> KeysView<'a> {
                 Value::Coll(c) => Ok(Some(c)),
                 Value::Str(_) => Err(EngineError::WrongType),
             },
-            Slot::Chunked(c) => Ok(Some(c)),
+            Slot::Chunked(c) => {
+                c.will_change();
+                Ok(Some(c))
+            }
             Slot::Cold(_) => Ok(None),
         }
     }

@@ -19,8 +19,10 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// version 6 the directories of chunked collections; version 7 those of
 /// chunked lists (a part's `low` is its first position, depth 0); version
 /// 8 those of chunked sorted sets (order parts, depth `ORDER_DEPTH`, whose
-/// lower bounds follow the fixed parts); version 9 streams (value type 5).
-pub const CHECKPOINT_VERSION: u32 = 9;
+/// lower bounds follow the fixed parts); version 9 streams (value type 5);
+/// version 10 chunked streams (parts of depth `STREAM_DEPTH`, whose
+/// bounds follow the fixed parts as order parts' do).
+pub const CHECKPOINT_VERSION: u32 = 10;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;
@@ -143,8 +145,8 @@ pub struct CpChunks<'a> {
     pub head_seq: u64,
     /// `CP_PART_LEN` bytes per part.
     parts: &'a [u8],
-    /// The lower bound of each order part (depth `ORDER_DEPTH`), in order:
-    /// u32 LE length and bytes.
+    /// The lower bound of each order part (depth `ORDER_DEPTH`) or stream
+    /// part (`STREAM_DEPTH`: its bound), in order: u32 LE length and bytes.
     firsts: &'a [u8],
 }
 
@@ -281,7 +283,10 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
         let parts = b.get(key_end + 20..parts_end)?;
         let orders = parts
             .chunks_exact(CP_PART_LEN)
-            .filter(|p| p[0] == crate::types::chunked::ORDER_DEPTH)
+            .filter(|p| {
+                p[0] == crate::types::chunked::ORDER_DEPTH
+                    || p[0] == crate::types::stream::STREAM_DEPTH
+            })
             .count();
         let mut end = parts_end;
         for _ in 0..orders {

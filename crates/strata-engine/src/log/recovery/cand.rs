@@ -8,10 +8,12 @@ use crate::types::chunked::{
     decode_order, elem_hash, measure_elems, measure_list, measure_order, range_high, Score,
     ORDER_DEPTH,
 };
+use crate::types::stream::{measure_stream_part, STREAM_DEPTH};
 use crate::types::ValueType;
 
 /// The bounds of a sorted set's order record: lower (inclusive, empty:
-/// none) and upper (exclusive, None: none).
+/// none) and upper (exclusive, None: none); a stream part's bound (first
+/// id and node count) and None.
 pub(crate) type Bounds = std::sync::Arc<(Box<[u8]>, Option<Box<[u8]>>)>;
 
 /// A record that may hold part of a directory.
@@ -35,7 +37,14 @@ impl Cand {
     /// The candidate a kind-9 record's value describes (None if malformed).
     pub(crate) fn of_record(seq: u64, loc: FlashLoc, value: &[u8]) -> Option<Cand> {
         let (name, body) = format::decode_chunk(value)?;
-        let (count, bytes, bounds) = if name.depth == ORDER_DEPTH {
+        let (count, bytes, bounds) = if name.depth == STREAM_DEPTH {
+            let (bound, n, b) = measure_stream_part(body).ok()?;
+            (
+                n,
+                b,
+                Some(std::sync::Arc::new((Box::from(&bound[..]), None))),
+            )
+        } else if name.depth == ORDER_DEPTH {
             let r = decode_order(body).ok()?;
             let (n, b) = measure_order(body, r.lo, r.hi).ok()?;
             let bounds = std::sync::Arc::new((Box::from(r.lo), r.hi.map(Box::from)));

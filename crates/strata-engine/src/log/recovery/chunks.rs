@@ -24,6 +24,7 @@ use crate::flash::format;
 use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::chunked::{measure_list, measure_list_range, range_high, PartInfo, ORDER_DEPTH};
+use crate::types::stream::{measure_stream_part, StreamPartInfo, BOUND_LEN, STREAM_DEPTH};
 use crate::types::{Collection, ValueType};
 use crate::Inner;
 use std::collections::BTreeMap;
@@ -148,6 +149,10 @@ fn resolve(
         .iter()
         .filter(|c| c.cid == cid && !(c.headed && c.seq > head_seq))
         .collect();
+    if vtype == ValueType::Stream {
+        cands.extend(tail.into_iter().cloned());
+        return resolve_stream(inner, sh, d, i, key, cands);
+    }
     let clean_checkpoint = tail.is_empty()
         && cands.iter().all(|c| c.count != UNKNOWN_COUNT)
         && dir.part_count() > 0
@@ -450,4 +455,98 @@ fn gap(parts: &mut Vec<PartInfo>, from: u64, to: u64) {
         }
         a = high + 1;
     }
+}
+
+/// Resolves a chunked stream (module doc, by part number): each number the
+/// head names, `[start, end)`, takes the newest record of it; the head's
+/// own fields (counters, groups) are read from it. A stream whose head
+/// cannot be read is dropped (its counters are lost); one whose parts do
+/// not hold what the head counts keeps what they hold (damage).
+fn resolve_stream(
+    inner: &Inner,
+    sh: &mut Shard,
+    d: usize,
+    i: usize,
+    key: &[u8],
+    mut cands: Vec<Cand>,
+) -> (bool, u64) {
+    let Slot::Chunked(c) = &sh.dbs[d][i].slot else {
+        return (true, 0);
+    };
+    let Some(dir) = c.dir() else {
+        return (true, 0);
+    };
+    let (cid, head_loc, head_seq) = (dir.cid(), dir.head_loc(), dir.head_seq());
+    let head = head_loc
+        .and_then(|loc| crate::log::read_value_blocking(inner, key, loc, head_seq))
+        .and_then(|v| format::decode_head(&v));
+    let Some(format::Head {
+        span: Some((start, end)),
+        meta,
+        ..
+    }) = head
+    else {
+        return (false, 1);
+    };
+    let mut damaged = 0;
+    // Records the checkpoint named as changed are measured by reading.
+    cands.retain_mut(|c| {
+        if c.count != UNKNOWN_COUNT {
+            return true;
+        }
+        let m = crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
+            let (_, body) = format::decode_chunk(&v)?;
+            measure_stream_part(body).ok()
+        });
+        match m {
+            Some((bound, n, b)) => {
+                (c.count, c.body) = (n, b);
+                c.bounds = Some(std::sync::Arc::new((Box::from(&bound[..]), None)));
+                true
+            }
+            None => false,
+        }
+    });
+    let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
+    for (ci, c) in cands.iter().enumerate() {
+        if c.low < start || c.low >= end {
+            continue;
+        }
+        match newest.get(&c.low) {
+            Some(&o) if cands[o].seq > c.seq => {}
+            _ => {
+                newest.insert(c.low, ci);
+            }
+        }
+    }
+    let parts: Vec<StreamPartInfo> = newest
+        .values()
+        .filter_map(|&ci| {
+            let c = &cands[ci];
+            let bound: [u8; BOUND_LEN] = c.bounds.as_ref()?.0.as_ref().try_into().ok()?;
+            Some(StreamPartInfo {
+                info: PartInfo {
+                    low: c.low,
+                    depth: STREAM_DEPTH,
+                    dirty: false,
+                    resident: false,
+                    count: c.count,
+                    body: c.body,
+                    ver: 0,
+                    loc: Some(c.loc),
+                    seq: c.seq,
+                },
+                bound,
+            })
+        })
+        .collect();
+    let mut coll = Collection::stream_from_directory(cid, &parts, head_loc, head_seq);
+    if let Collection::Stream(s) = &mut coll {
+        if s.set_meta(&meta, (start, end)).is_err() {
+            damaged += 1;
+        }
+    }
+    install_resolved(sh, d, i, coll, false, damaged);
+    // An empty stream is a key still (stream invariant 4).
+    (true, damaged)
 }

@@ -30,6 +30,7 @@ use crate::index::{CompactKey, Entry, Shard, Slot};
 use crate::log::checkpoint;
 use crate::log::writer::LogPosition;
 use crate::types::chunked::{OrderInfo, PartInfo, ORDER_DEPTH};
+use crate::types::stream::{StreamPartInfo, STREAM_DEPTH};
 use crate::types::Collection;
 use crate::Inner;
 use replay::Replay;
@@ -235,7 +236,28 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
             let mut firsts = c.firsts();
             let mut order = Vec::new();
             let mut parts: Vec<PartInfo> = Vec::new();
+            let mut stream = Vec::new();
             for p in c.parts() {
+                if p.depth == STREAM_DEPTH {
+                    let Some(bound) = firsts.next().and_then(|b| b.try_into().ok()) else {
+                        return;
+                    };
+                    stream.push(StreamPartInfo {
+                        info: PartInfo {
+                            low: p.low,
+                            depth: p.depth,
+                            dirty: false,
+                            resident: false,
+                            count: p.count,
+                            body: p.body,
+                            ver: 0,
+                            loc: Some(p.loc),
+                            seq: p.seq,
+                        },
+                        bound,
+                    });
+                    continue;
+                }
                 if p.depth == ORDER_DEPTH {
                     let Some(first) = firsts.next() else { return };
                     order.push(OrderInfo {
@@ -261,16 +283,26 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
                 });
             }
             let big = e.meta.client_flags & crate::types::AUX_BIG != 0;
-            let Some(coll) = Collection::from_directory(
-                e.meta.vtype,
-                big,
-                c.cid,
-                &parts,
-                &order,
-                Some(e.loc),
-                c.head_seq,
-                None,
-            ) else {
+            let coll = if e.meta.vtype == crate::types::ValueType::Stream {
+                Some(Collection::stream_from_directory(
+                    c.cid,
+                    &stream,
+                    Some(e.loc),
+                    c.head_seq,
+                ))
+            } else {
+                Collection::from_directory(
+                    e.meta.vtype,
+                    big,
+                    c.cid,
+                    &parts,
+                    &order,
+                    Some(e.loc),
+                    c.head_seq,
+                    None,
+                )
+            };
+            let Some(coll) = coll else {
                 return;
             };
             let len = coll.encoded_len().min(u32::MAX as usize) as u32;

@@ -160,6 +160,7 @@ impl Replay<'_> {
             bits,
             cid,
             span,
+            ..
         }) = format::decode_head(value)
         else {
             self.report.corrupt_records += 1;

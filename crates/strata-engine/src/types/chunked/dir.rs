@@ -233,6 +233,21 @@ pub trait Dir {
     fn head_span(&self) -> Option<(u64, u64)> {
         None
     }
+    /// Changes whenever the head's own fields may have changed (a
+    /// stream's counters and groups): a head is published clean only if
+    /// this did not move since its capture. 0 for types whose head holds
+    /// only the span.
+    fn head_version(&self) -> u64 {
+        0
+    }
+    /// Appends the fields the head record carries after the span (a
+    /// stream's counters and groups; nothing for other types).
+    fn head_meta(&self, _out: &mut Vec<u8>) {}
+    /// The stream behind this directory, if it is one (its needs are
+    /// planned on its parts' ids).
+    fn stream(&self) -> Option<&crate::types::Stream> {
+        None
+    }
     /// The span the newest head record found by recovery names (lists).
     fn recovered_span(&self) -> Option<(u64, u64)> {
         None

@@ -42,6 +42,7 @@ mod list;
 mod part;
 mod zset;
 
+pub(crate) use dir::{clock_walk, PartClock};
 pub use dir::{Changes, Dir, DirHead, PartInfo, ScanStep, PART_RAM_BYTES};
 pub use list::{measure_list, measure_list_range, ChunkedList};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};

@@ -20,10 +20,17 @@
 //!    `encoded_len` exact (types invariant 2).
 //! 4. A stream may be empty: it is a key until deleted (XADD with
 //!    MAXLEN 0, XDEL of every entry, XGROUP CREATE MKSTREAM).
+//! 5. The nodes are held in parts (`part`): one part (or none, when
+//!    empty) unless the stream is chunked (`chunks`), when each part is a
+//!    flash record of its own and may be on flash. `length`, `enc` and
+//!    `node_count` are the sums over the parts, in RAM or not.
 //!
-//! Rooms: this file is the stream and its operations; `node` one node and
-//! the listpack size model; `group` consumer groups; `codec` the packed
-//! record and the DUMP/RESTORE views (`NodeRef`, `Builder`).
+//! Rooms: this file is the stream and its operations; `id` ids and the
+//! trimming settings; `node` one node and the listpack size model; `part`
+//! a run of nodes; `chunks` a chunked stream's directory (the engine's
+//! `Dir`); `plan` which parts a command needs in RAM; `group` consumer
+//! groups; `codec` the packed record, the chunk and head bodies, and the
+//! DUMP/RESTORE views (`NodeRef`, `Builder`).
 //!
 //! Packed layout (after the collection header; docs/format.md, "Streams"):
 //! last id, first id, max deleted id, entries added (u64), length (u64),
@@ -32,16 +39,26 @@
 //! its packed pairs), then the group count (u32) and
 //! each group (`Group::encode`). Ids are ms then seq, u64 LE each.
 
+mod chunks;
 mod codec;
 mod group;
+mod id;
 mod node;
+mod part;
+mod plan;
 
+pub use chunks::{measure_stream_part, StreamPartInfo, STREAM_DEPTH};
 pub use codec::{Builder, NodeRef};
 pub use group::{Consumer, Group, Nack, ENTRIES_READ_UNKNOWN};
+pub use id::{NodeLimits, StreamId, Trim};
+pub use part::BOUND_LEN;
+pub use plan::StreamNeed;
 
+use super::chunked::CHUNK_MAX;
 use super::{Malformed, Reader};
 use node::{Entry, Node};
-use std::collections::{BTreeMap, VecDeque};
+use part::SPart;
+use std::collections::BTreeMap;
 
 /// `STREAM_LISTPACK_MAX_SIZE`: the largest listpack (and entry) Redis
 /// builds.
@@ -54,90 +71,6 @@ const FIXED_ENC: usize = 3 * ID_LEN + 8 + 8 + 4 + 4;
 /// Bytes of a node's fixed fields (master id, field count, counts, bytes,
 /// entry count).
 const NODE_ENC: usize = ID_LEN + 4 + 8 + 8 + 8 + 4;
-
-/// A stream entry id.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StreamId {
-    pub ms: u64,
-    pub seq: u64,
-}
-
-impl StreamId {
-    pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
-    pub const MAX: StreamId = StreamId {
-        ms: u64::MAX,
-        seq: u64::MAX,
-    };
-
-    pub fn new(ms: u64, seq: u64) -> StreamId {
-        StreamId { ms, seq }
-    }
-
-    pub fn is_zero(self) -> bool {
-        self == StreamId::MIN
-    }
-
-    /// The next id (`streamIncrID`); None past the last one.
-    pub fn incr(self) -> Option<StreamId> {
-        if self.seq < u64::MAX {
-            Some(StreamId::new(self.ms, self.seq + 1))
-        } else if self.ms < u64::MAX {
-            Some(StreamId::new(self.ms + 1, 0))
-        } else {
-            None
-        }
-    }
-
-    /// The id XADD `*` gives after `self` at `now_ms` (`streamNextID`),
-    /// None when `self` is the largest id there is.
-    pub fn next_after(self, now_ms: u64) -> Option<StreamId> {
-        if now_ms > self.ms {
-            Some(StreamId::new(now_ms, 0))
-        } else {
-            self.incr()
-        }
-    }
-
-    /// The previous id (`streamDecrID`); None before 0-0.
-    pub fn decr(self) -> Option<StreamId> {
-        if self.seq > 0 {
-            Some(StreamId::new(self.ms, self.seq - 1))
-        } else if self.ms > 0 {
-            Some(StreamId::new(self.ms - 1, u64::MAX))
-        } else {
-            None
-        }
-    }
-}
-
-impl std::fmt::Display for StreamId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.ms, self.seq)
-    }
-}
-
-/// How XADD and XTRIM trim (`streamAddTrimArgs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trim {
-    MaxLen(u64),
-    MinId(StreamId),
-}
-
-/// The node limits in force (`stream-node-max-bytes`, `-entries`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NodeLimits {
-    pub max_bytes: u64,
-    pub max_entries: u64,
-}
-
-impl Default for NodeLimits {
-    fn default() -> Self {
-        NodeLimits {
-            max_bytes: 4096,
-            max_entries: 100,
-        }
-    }
-}
 
 /// A live entry: its id and its packed field-value pairs.
 #[derive(Clone, Copy, Debug)]
@@ -197,9 +130,10 @@ fn entry_enc(data: &[u8]) -> usize {
     ID_LEN + 1 + 4 + data.len()
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Stream {
-    nodes: VecDeque<Node>,
+    /// The nodes, in parts (one part unless chunked; `part`).
+    parts: Vec<SPart>,
     length: u64,
     pub last_id: StreamId,
     pub first_id: StreamId,
@@ -208,6 +142,30 @@ pub struct Stream {
     groups: BTreeMap<Box<[u8]>, Group>,
     /// Bytes of the nodes' encoding (invariant 3).
     enc: usize,
+    /// Nodes over all parts.
+    node_count: usize,
+    /// The directory's bookkeeping, when chunked (`chunks`).
+    chunks: Option<Box<chunks::Chunks>>,
+}
+
+impl PartialEq for Stream {
+    /// The same entries in the same nodes, counters and groups, whatever
+    /// the parts (every part in RAM).
+    fn eq(&self, o: &Self) -> bool {
+        self.length == o.length
+            && self.last_id == o.last_id
+            && self.first_id == o.first_id
+            && self.max_deleted == o.max_deleted
+            && self.entries_added == o.entries_added
+            && self.groups == o.groups
+            && self.node_count == o.node_count
+            && self.all_nodes().eq(o.all_nodes())
+    }
+}
+
+/// The nodes of a part that is in RAM (none for one on flash).
+fn part_nodes(p: &SPart) -> impl DoubleEndedIterator<Item = &Node> + '_ {
+    p.nodes.iter().flat_map(|ns| ns.iter())
 }
 
 impl Stream {
@@ -222,33 +180,88 @@ impl Stream {
 
     /// Nodes (XINFO's `radix-tree-keys`).
     pub fn node_count(&self) -> usize {
-        self.nodes.len()
+        self.node_count
     }
 
     /// Bytes of the packed encoding after the collection header.
     pub fn body_len(&self) -> usize {
-        FIXED_ENC + self.enc + self.groups.values().map(|g| g.enc_len()).sum::<usize>()
+        FIXED_ENC + self.enc + self.groups_enc()
+    }
+
+    /// Bytes of the groups' encoding.
+    fn groups_enc(&self) -> usize {
+        self.groups.values().map(|g| g.enc_len()).sum::<usize>()
+    }
+
+    /// Every node of the parts in RAM, in order.
+    fn all_nodes(&self) -> impl DoubleEndedIterator<Item = &Node> + '_ {
+        self.parts.iter().flat_map(part_nodes)
+    }
+
+    /// Index of the part whose ids would hold `id`: the last whose first
+    /// id is at or below it (0 if none; part invariant 1).
+    fn part_for(&self, id: StreamId) -> usize {
+        self.parts
+            .partition_point(|p| p.first() <= id)
+            .saturating_sub(1)
+    }
+
+    /// The part and node that would hold `id` (None if none could, or the
+    /// part is not in RAM).
+    fn locate(&self, id: StreamId) -> Option<(usize, usize)> {
+        let pi = self.part_for(id);
+        let ns = self.parts.get(pi)?.nodes.as_deref()?;
+        let ni = ns.partition_point(|n| n.master <= id).checked_sub(1)?;
+        Some((pi, ni))
     }
 
     /// Appends an entry of `pairs` (fields and values alternating) at `id`,
-    /// which must be above `last_id` (`streamAppendItem`).
+    /// which must be above `last_id` (`streamAppendItem`). The last part
+    /// must be in RAM.
     pub fn append(&mut self, id: StreamId, pairs: &[&[u8]], lim: NodeLimits) {
         debug_assert!(id > self.last_id);
         let elems: usize = pairs.iter().map(|p| p.len()).sum();
-        let fresh = match self.nodes.back() {
-            Some(n) => n.full(elems, lim.max_bytes, lim.max_entries),
-            None => true,
-        };
+        let last_node = self
+            .parts
+            .last()
+            .and_then(|p| p.nodes.as_deref())
+            .and_then(|ns| ns.back());
+        debug_assert!(
+            self.parts.last().is_none_or(|p| p.is_resident()),
+            "last part not loaded"
+        );
+        let fresh = last_node.is_none_or(|n| n.full(elems, lim.max_bytes, lim.max_entries));
         if fresh {
+            let new_part = match self.parts.last() {
+                None => true,
+                Some(p) => !p.is_resident() || (self.chunks.is_some() && p.enc >= CHUNK_MAX),
+            };
+            if new_part {
+                let num = self.take_part_number();
+                self.parts.push(SPart::new(num, id));
+            }
             let n = Node::new(id, pairs);
-            self.enc += NODE_ENC + n.master_fields.iter().map(|f| 4 + f.len()).sum::<usize>();
-            self.nodes.push_back(n);
+            let e = NODE_ENC + n.master_fields.iter().map(|f| 4 + f.len()).sum::<usize>();
+            let p = self.parts.last_mut().unwrap_or_else(|| unreachable!());
+            if let Some(ns) = p.nodes.as_mut() {
+                ns.push_back(n);
+            }
+            p.enc += e;
+            p.set_node_count(p.node_count() + 1);
+            self.enc += e;
+            self.node_count += 1;
         }
         let data = pack(pairs);
-        self.enc += entry_enc(&data);
-        if let Some(n) = self.nodes.back_mut() {
+        let e = entry_enc(&data);
+        let pi = self.parts.len() - 1;
+        let p = &mut self.parts[pi];
+        if let Some(n) = p.nodes.as_mut().and_then(|ns| ns.back_mut()) {
             n.push(id, pairs, data);
         }
+        p.enc += e;
+        p.live += 1;
+        self.enc += e;
+        self.part_changed(pi);
         self.length += 1;
         self.entries_added += 1;
         self.last_id = id;
@@ -257,17 +270,10 @@ impl Stream {
         }
     }
 
-    /// Index of the node that would hold `id`: the last whose master is at
-    /// or below it (0 if none).
-    fn node_of(&self, id: StreamId) -> usize {
-        self.nodes
-            .partition_point(|n| n.master <= id)
-            .saturating_sub(1)
-    }
-
     /// The live entry `id`.
     pub fn get(&self, id: StreamId) -> Option<EntryRef<'_>> {
-        let n = self.nodes.get(self.node_of(id))?;
+        let (pi, ni) = self.locate(id)?;
+        let n = self.parts[pi].nodes.as_deref()?.get(ni)?;
         live_ref(&n.entries[n.find(id)?])
     }
 
@@ -276,32 +282,39 @@ impl Stream {
     }
 
     /// The live entries from `start` to `end` (inclusive), ascending or
-    /// descending.
+    /// descending. The parts holding them must be in RAM (a chunked
+    /// stream's command loads them first: `plan`).
     pub fn range(
         &self,
         start: StreamId,
         end: StreamId,
         rev: bool,
     ) -> Box<dyn Iterator<Item = EntryRef<'_>> + '_> {
-        if start > end || self.nodes.is_empty() {
+        if start > end || self.parts.is_empty() {
             return Box::new(std::iter::empty());
         }
         if !rev {
-            let first = self.node_of(start);
+            let (pi, ni) = self.locate(start).unwrap_or((self.part_for(start), 0));
             Box::new(
-                self.nodes
-                    .range(first..)
+                self.parts[pi..]
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(k, p)| {
+                        debug_assert!(p.is_resident() || p.first() > end, "part not loaded");
+                        part_nodes(p).skip(if k == 0 { ni } else { 0 })
+                    })
                     .flat_map(|n| n.entries.iter())
                     .skip_while(move |e| e.id < start)
                     .take_while(move |e| e.id <= end)
                     .filter_map(live_ref),
             )
         } else {
-            let last = self.node_of(end);
+            let last = self.part_for(end);
             Box::new(
-                self.nodes
-                    .range(..=last)
+                self.parts[..=last]
+                    .iter()
                     .rev()
+                    .flat_map(part_nodes_rev)
                     .flat_map(|n| n.entries.iter().rev())
                     .skip_while(move |e| e.id > end)
                     .take_while(move |e| e.id >= start)
@@ -310,26 +323,41 @@ impl Stream {
         }
     }
 
-    /// The last live entry's id (`streamLastValidID`).
+    /// The last live entry's id (`streamLastValidID`); the last part with
+    /// a live entry must be in RAM.
     pub fn last_valid_id(&self) -> Option<StreamId> {
-        self.range(StreamId::MIN, StreamId::MAX, true)
-            .next()
+        let p = self.parts.iter().rev().find(|p| p.live > 0)?;
+        debug_assert!(p.is_resident(), "last live part not loaded");
+        part_nodes(p)
+            .rev()
+            .flat_map(|n| n.entries.iter().rev())
+            .find(|e| !e.deleted)
             .map(|e| e.id)
     }
 
+    /// The first live entry's id (the first part with one must be in RAM).
     fn first_valid_id(&self) -> StreamId {
-        self.range(StreamId::MIN, StreamId::MAX, false)
-            .next()
-            .map_or(StreamId::MAX, |e| e.id)
+        let Some(p) = self.parts.iter().find(|p| p.live > 0) else {
+            return StreamId::MAX;
+        };
+        debug_assert!(p.is_resident(), "first live part not loaded");
+        part_nodes(p)
+            .flat_map(|n| n.entries.iter())
+            .find(|e| !e.deleted)
+            .map_or(p.first(), |e| e.id)
     }
 
     /// Deletes the live entry `id` (`streamDeleteItem`): it becomes a
     /// tombstone, or its node goes if it was the node's last live entry.
     fn delete_one(&mut self, id: StreamId) -> bool {
-        let ni = self.node_of(id);
-        let Some(n) = self.nodes.get_mut(ni) else {
+        let Some((pi, ni)) = self.locate(id) else {
             return false;
         };
+        let p = &mut self.parts[pi];
+        let Some(ns) = p.nodes.as_mut() else {
+            return false;
+        };
+        let n = &mut ns[ni];
         let Some(i) = n.find(id) else {
             return false;
         };
@@ -337,12 +365,19 @@ impl Stream {
             return false;
         }
         if n.live == 1 {
-            let n = self.nodes.remove(ni).unwrap_or_else(|| unreachable!());
-            self.enc -= node_enc(&n);
+            let n = ns.remove(ni).unwrap_or_else(|| unreachable!());
+            let e = node_enc(&n);
+            p.enc -= e;
+            p.set_node_count(p.node_count() - 1);
+            self.enc -= e;
+            self.node_count -= 1;
         } else {
             n.kill(i);
         }
+        p.live -= 1;
         self.length -= 1;
+        self.part_changed(pi);
+        self.drop_empty_front();
         true
     }
 
@@ -372,50 +407,93 @@ impl Stream {
     /// Trims as `streamTrim` does: whole nodes from the head while they may
     /// go, then (unless `approx`) entries inside the next node; at most
     /// `limit` entries when `limit` is not 0. Returns how many went.
+    ///
+    /// A part on flash goes whole, unread, when every node of it would
+    /// (`whole_part`); else it must be in RAM (`plan`).
     pub fn trim(&mut self, how: Trim, approx: bool, limit: u64) -> u64 {
         let mut deleted = 0u64;
-        while let Some(n) = self.nodes.front() {
-            if let Trim::MaxLen(max) = how {
-                if self.length <= max {
-                    break;
-                }
-            }
-            let entries = n.live;
-            if limit != 0 && deleted + entries > limit {
-                break;
-            }
-            let whole = match how {
-                Trim::MaxLen(max) => self.length - entries >= max,
-                Trim::MinId(min) => n.last_id().is_some_and(|l| l < min),
-            };
-            if whole {
-                let n = self.nodes.pop_front().unwrap_or_else(|| unreachable!());
-                self.enc -= node_enc(&n);
-                self.length -= entries;
-                deleted += entries;
+        'parts: while let Some(p) = self.parts.first() {
+            if p.node_count() == 0 {
+                self.drop_front_part();
                 continue;
             }
-            if approx {
-                break;
-            }
-            let Some(n) = self.nodes.front_mut() else {
-                break;
-            };
-            for i in 0..n.entries.len() {
-                let stop = match how {
-                    Trim::MaxLen(max) => self.length <= max,
-                    Trim::MinId(min) => n.entries[i].id >= min,
-                };
-                if stop {
+            if !p.is_resident() {
+                if self.trim_stops(0, self.length, how) {
                     break;
                 }
-                if !n.entries[i].deleted {
-                    n.kill(i);
-                    self.length -= 1;
-                    deleted += 1;
+                if self.whole_part(0, self.length, deleted, how, limit) {
+                    let live = p.live;
+                    self.drop_front_part();
+                    self.length -= live;
+                    deleted += live;
+                    continue;
                 }
+                debug_assert!(false, "trimmed part not loaded");
+                break;
             }
-            break;
+            loop {
+                let p = &mut self.parts[0];
+                let Some(ns) = p.nodes.as_mut() else {
+                    break 'parts;
+                };
+                let Some(n) = ns.front() else {
+                    self.drop_front_part();
+                    continue 'parts;
+                };
+                if let Trim::MaxLen(max) = how {
+                    if self.length <= max {
+                        break 'parts;
+                    }
+                }
+                let entries = n.live;
+                if limit != 0 && deleted + entries > limit {
+                    break 'parts;
+                }
+                let whole = match how {
+                    Trim::MaxLen(max) => self.length - entries >= max,
+                    Trim::MinId(min) => n.last_id().is_some_and(|l| l < min),
+                };
+                if whole {
+                    let n = ns.pop_front().unwrap_or_else(|| unreachable!());
+                    let e = node_enc(&n);
+                    p.enc -= e;
+                    p.live -= entries;
+                    p.set_node_count(p.node_count() - 1);
+                    self.enc -= e;
+                    self.node_count -= 1;
+                    self.length -= entries;
+                    deleted += entries;
+                    self.part_changed(0);
+                    continue;
+                }
+                if approx {
+                    break 'parts;
+                }
+                let Some(n) = ns.front_mut() else {
+                    break 'parts;
+                };
+                let mut killed = 0;
+                for i in 0..n.entries.len() {
+                    let stop = match how {
+                        Trim::MaxLen(max) => self.length <= max,
+                        Trim::MinId(min) => n.entries[i].id >= min,
+                    };
+                    if stop {
+                        break;
+                    }
+                    if !n.entries[i].deleted {
+                        n.kill(i);
+                        self.length -= 1;
+                        killed += 1;
+                    }
+                }
+                if killed > 0 {
+                    p.live -= killed;
+                    deleted += killed;
+                    self.part_changed(0);
+                }
+                break 'parts;
+            }
         }
         if self.length == 0 {
             self.first_id = StreamId::MIN;
@@ -423,6 +501,34 @@ impl Stream {
             self.first_id = self.first_valid_id();
         }
         deleted
+    }
+
+    /// Whether trimming stops before part `i` with `length` entries left
+    /// (MAXLEN reached; MINID at or below the part's first id, so no node
+    /// of it goes).
+    fn trim_stops(&self, i: usize, length: u64, how: Trim) -> bool {
+        match how {
+            Trim::MaxLen(max) => length <= max,
+            Trim::MinId(min) => min <= self.parts[i].first(),
+        }
+    }
+
+    /// Whether every node of part `i` goes whole when trimming reaches it
+    /// with `length` entries left and `deleted` gone so far: then trimming
+    /// drops it without reading it. For MAXLEN the part must leave more
+    /// than `max` entries (a node with no live entry, left by an exact
+    /// trim, stops Redis's loop once `length` is `max`); for MINID the
+    /// next part must start at or below `min` (every id of this one is
+    /// below it).
+    fn whole_part(&self, i: usize, length: u64, deleted: u64, how: Trim, limit: u64) -> bool {
+        let p = &self.parts[i];
+        if limit != 0 && deleted + p.live > limit {
+            return false;
+        }
+        match how {
+            Trim::MaxLen(max) => length - p.live > max,
+            Trim::MinId(min) => self.parts.get(i + 1).is_some_and(|q| q.first() <= min),
+        }
     }
 
     /// Whether a tombstone may lie at or after `start`
@@ -519,6 +625,11 @@ impl Stream {
     pub fn destroy_group(&mut self, name: &[u8]) -> bool {
         self.groups.remove(name).is_some()
     }
+}
+
+/// The nodes of a part in RAM, last first.
+fn part_nodes_rev(p: &SPart) -> impl Iterator<Item = &Node> + '_ {
+    part_nodes(p).rev()
 }
 
 /// An entry as seen by readers, None for a tombstone.

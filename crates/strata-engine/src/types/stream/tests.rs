@@ -154,3 +154,185 @@ fn changed_bytes_never_panic_and_decode_consistently() {
         }
     }
 }
+
+/// A chunked stream whose parts go to "flash" and back at random runs the
+/// same operations as a stream in RAM, loading only the parts its command
+/// names (`need_parts`): every reply and the final stream agree. This is
+/// what lets a command read a cold stream part by part.
+#[test]
+fn a_chunked_stream_needs_only_the_parts_it_plans() {
+    let seeds: u64 = std::env::var("STREAM_PLAN_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    for seed in 0..seeds {
+        needs_only_planned_parts(seed, 3);
+        needs_only_planned_parts(seed, 40);
+    }
+}
+
+/// One run of `a_chunked_stream_needs_only_the_parts_it_plans`; MAXLEN
+/// trims cut up to `cut` entries.
+fn needs_only_planned_parts(seed: u64, cut: u64) {
+    use crate::index::FlashLoc;
+    use crate::types::chunked::Dir;
+    use std::collections::HashMap;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let lim = NodeLimits {
+        max_bytes: 400,
+        max_entries: 6,
+    };
+    let mut model = Stream::default();
+    let mut s = Stream::default();
+    s.make_chunked(1);
+    let mut flash: HashMap<FlashLoc, Vec<u8>> = HashMap::new();
+    let mut next_loc = 0u32;
+    let mut next = 1u64;
+    for step in 0..6000u64 {
+        let op = rng.gen_range(0..20);
+        let trim = |rng: &mut rand::rngs::StdRng, s: &Stream| {
+            let how = if rng.gen_bool(0.5) {
+                Trim::MaxLen(s.len().saturating_sub(rng.gen_range(0..cut)))
+            } else {
+                Trim::MinId(id(s.first_id.ms + rng.gen_range(0..12), 0))
+            };
+            let limit = if rng.gen_bool(0.2) {
+                rng.gen_range(1..40)
+            } else {
+                0
+            };
+            (how, rng.gen_bool(0.5), limit)
+        };
+        let need = match op {
+            0..=9 => StreamNeed::Append(rng.gen_bool(0.1).then(|| trim(&mut rng, &s))),
+            10 => {
+                let (h, a, l) = trim(&mut rng, &s);
+                StreamNeed::Trim(h, a, l)
+            }
+            11..=12 => {
+                let mut ids: Vec<StreamId> = (0..rng.gen_range(1..4))
+                    .map(|_| id(rng.gen_range(0..next), 0))
+                    .collect();
+                if rng.gen_bool(0.5) {
+                    ids.push(s.first_id);
+                }
+                StreamNeed::Ids { ids, deletes: true }
+            }
+            13..=16 => {
+                let a = id(rng.gen_range(0..next), 0);
+                let b = id(rng.gen_range(a.ms..next + 2), 0);
+                StreamNeed::Range {
+                    start: a,
+                    end: if rng.gen_bool(0.2) { StreamId::MAX } else { b },
+                    rev: rng.gen_bool(0.5),
+                    count: rng.gen_range(1..30),
+                }
+            }
+            17 => StreamNeed::Ids {
+                ids: vec![id(rng.gen_range(0..next), 0)],
+                deletes: false,
+            },
+            _ => StreamNeed::Edges,
+        };
+        // Load what the plan names, then run on both.
+        for i in s.need_parts(std::slice::from_ref(&need)) {
+            let p = s.part(i);
+            if !p.resident {
+                let loc = p.loc.unwrap();
+                assert!(s
+                    .install(i, loc, &flash[&loc], (p.low, STREAM_DEPTH))
+                    .unwrap());
+            }
+        }
+        let what = format!("step {step}: {need:?}");
+        match need {
+            StreamNeed::Append(t) => {
+                let v = vec![b'v'; rng.gen_range(0..60)];
+                let pairs: [&[u8]; 4] = [b"f", &v, b"n", b"1"];
+                model.append(id(next, 0), &pairs, lim);
+                s.append(id(next, 0), &pairs, lim);
+                next += rng.gen_range(1..3);
+                if let Some((h, a, l)) = t {
+                    assert_eq!(s.trim(h, a, l), model.trim(h, a, l), "{what}");
+                }
+            }
+            StreamNeed::Trim(h, a, l) => assert_eq!(s.trim(h, a, l), model.trim(h, a, l), "{what}"),
+            StreamNeed::Ids { ids, deletes: true } => {
+                assert_eq!(s.delete(&ids), model.delete(&ids), "{what}")
+            }
+            StreamNeed::Ids { ids, .. } => assert_eq!(
+                s.get(ids[0]).map(|e| e.id),
+                model.get(ids[0]).map(|e| e.id),
+                "{what}"
+            ),
+            StreamNeed::Range {
+                start,
+                end,
+                rev,
+                count,
+            } => {
+                let a: Vec<StreamId> = s
+                    .range(start, end, rev)
+                    .take(count as usize)
+                    .map(|e| e.id)
+                    .collect();
+                let b: Vec<StreamId> = model
+                    .range(start, end, rev)
+                    .take(count as usize)
+                    .map(|e| e.id)
+                    .collect();
+                assert_eq!(a, b, "{what}");
+            }
+            StreamNeed::Edges | StreamNeed::Whole => {
+                assert_eq!(s.last_valid_id(), model.last_valid_id(), "{what}")
+            }
+        }
+        assert_eq!(
+            (s.len(), s.first_id, s.max_deleted, s.node_count()),
+            (
+                model.len(),
+                model.first_id,
+                model.max_deleted,
+                model.node_count()
+            ),
+            "{what}"
+        );
+        assert_eq!(s.check(), Ok(()), "{what}");
+        // Write the changed parts, and let some clean ones leave RAM.
+        for i in s.dirty_parts() {
+            let mut body = Vec::new();
+            s.encode_part(i, &mut body);
+            next_loc += 1;
+            let loc = FlashLoc {
+                segment: next_loc,
+                offset: 0,
+                len: body.len() as u32,
+            };
+            flash.insert(loc, body);
+            let ver = s.part(i).ver;
+            s.published(i, ver, loc, step);
+        }
+        s.take_dropped_refs();
+        for i in 0..s.part_count() {
+            if rng.gen_bool(0.3) {
+                s.evict(i);
+            }
+        }
+    }
+    for i in 0..s.part_count() {
+        let p = s.part(i);
+        if !p.resident {
+            let loc = p.loc.unwrap();
+            s.install(i, loc, &flash[&loc], (p.low, STREAM_DEPTH))
+                .unwrap();
+        }
+    }
+    if cut < 10 {
+        assert!(
+            s.part_count() > 3,
+            "the stream was chunked into parts: {} parts",
+            s.part_count()
+        );
+    }
+    assert!(s == model);
+}

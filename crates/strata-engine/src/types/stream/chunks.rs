@@ -1,0 +1,516 @@
+//! A chunked stream (docs/collections.md, "As built (streams)"): past
+//! `CHUNKED_AT` a stream's parts become flash records of their own (kind
+//! 9, one per part), so the newest entries stay in RAM and old ones go to
+//! flash part by part; the head record (kind 8) carries the counters and
+//! the consumer groups.
+//!
+//! Parts are numbered in stream order (`SPart::num`): a new part at the
+//! end takes `next_num`, trimming and XDEL drop parts at the front. The
+//! head names the numbers in force, `[start, next_num)`; recovery gives
+//! each number the newest record of it, so a part that left the front
+//! needs no record (as a list's popped part). A part emptied further in
+//! stays, empty, and its record says so (part invariant 3).
+//!
+//! Invariants:
+//! 1. Parts' numbers increase along the stream and are below `next_num`.
+//! 2. `cold_enc` and `cold_parts` are the bytes and count of the parts not
+//!    in RAM; such a part is clean and has a record.
+//! 3. `head_ver` changes whenever the head's fields may have changed (a
+//!    part, a counter, a group): the head is published clean only if no
+//!    change came after its capture.
+
+use super::codec::{decode_meta, decode_part};
+use super::part::{bound_of, SPart, BOUND_LEN};
+use super::{part_nodes, Stream};
+use crate::index::FlashLoc;
+use crate::types::chunked::{clock_walk, Dir, DirHead, PartClock, PartInfo};
+use crate::types::Malformed;
+
+/// The depth byte of a stream part's chunk record and checkpoint entry
+/// (its `low` is the part's number).
+pub const STREAM_DEPTH: u8 = 0xFE;
+
+/// A chunked stream's directory bookkeeping.
+#[derive(Clone, Debug)]
+pub(super) struct Chunks {
+    pub head: DirHead,
+    /// The number the next new part takes.
+    pub next_num: u64,
+    /// The last part version handed out.
+    pub vers: u32,
+    pub head_ver: u64,
+    /// Where the demoter's hand stopped (a hint).
+    pub hand: usize,
+    pub cold_enc: usize,
+    pub cold_parts: usize,
+    /// Records no part refers to any more (parts gone from the front).
+    pub dropped: Vec<FlashLoc>,
+    /// The numbers a recovered head named, until recovery resolves them.
+    pub recovered_span: Option<(u64, u64)>,
+}
+
+impl Chunks {
+    fn new(head: DirHead) -> Chunks {
+        Chunks {
+            head,
+            next_num: 0,
+            vers: 0,
+            head_ver: 0,
+            hand: 0,
+            cold_enc: 0,
+            cold_parts: 0,
+            dropped: Vec::new(),
+            recovered_span: None,
+        }
+    }
+}
+
+/// A part of a recovered directory: what the engine knows of it, and its
+/// bound (first id and node count).
+#[derive(Clone, Debug)]
+pub struct StreamPartInfo {
+    pub info: PartInfo,
+    pub bound: [u8; BOUND_LEN],
+}
+
+impl Stream {
+    pub fn is_chunked(&self) -> bool {
+        self.chunks.is_some()
+    }
+
+    fn ch(&self) -> &Chunks {
+        self.chunks
+            .as_deref()
+            .unwrap_or_else(|| unreachable!("not chunked"))
+    }
+
+    fn ch_mut(&mut self) -> &mut Chunks {
+        self.chunks
+            .as_deref_mut()
+            .unwrap_or_else(|| unreachable!("not chunked"))
+    }
+
+    /// Every part in RAM (a whole read may run).
+    pub fn all_resident(&self) -> bool {
+        self.chunks.as_ref().is_none_or(|c| c.cold_parts == 0)
+    }
+
+    /// Makes the stream chunked, as incarnation `cid`: its nodes are cut
+    /// into parts of at least `CHUNK_MAX` bytes, all in RAM and changed.
+    pub fn make_chunked(&mut self, cid: u64) {
+        if self.chunks.is_some() {
+            return;
+        }
+        let old = std::mem::take(&mut self.parts);
+        let (length, enc, nodes) = (self.length, self.enc, self.node_count);
+        self.chunks = Some(Box::new(Chunks::new(DirHead::new(cid))));
+        self.length = 0;
+        self.enc = 0;
+        self.node_count = 0;
+        for n in old
+            .into_iter()
+            .flat_map(|p| p.nodes.into_iter().flat_map(|ns| ns.into_iter()))
+        {
+            let start = self.parts.last().is_none_or(|p| p.enc >= super::CHUNK_MAX);
+            if start {
+                let num = self.take_part_number();
+                self.parts.push(SPart::new(num, n.master));
+            }
+            let e = super::node_enc(&n);
+            let p = self.parts.last_mut().unwrap_or_else(|| unreachable!());
+            p.enc += e;
+            p.live += n.live;
+            p.set_node_count(p.node_count() + 1);
+            if let Some(ns) = p.nodes.as_mut() {
+                ns.push_back(n);
+            }
+            self.enc += e;
+            self.node_count += 1;
+        }
+        self.length = length;
+        debug_assert_eq!((self.enc, self.node_count), (enc, nodes));
+        for i in 0..self.parts.len() {
+            self.part_changed(i);
+        }
+    }
+
+    /// A chunked stream rebuilt from a directory (recovery): its parts on
+    /// flash, counters and groups to come from its head (`set_meta`).
+    pub fn from_infos(
+        cid: u64,
+        parts: &[StreamPartInfo],
+        head_loc: Option<FlashLoc>,
+        head_seq: u64,
+    ) -> Stream {
+        let mut s = Stream {
+            chunks: Some(Box::new(Chunks::new(DirHead::written(
+                cid, head_loc, head_seq,
+            )))),
+            ..Stream::default()
+        };
+        for sp in parts {
+            let p = &sp.info;
+            let Some(loc) = p.loc else { continue };
+            let part = SPart::cold(p.low, sp.bound, p.count as u64, p.body as usize, loc, p.seq);
+            s.length += part.live;
+            s.enc += part.enc;
+            s.node_count += part.node_count();
+            let c = s.ch_mut();
+            c.cold_enc += part.enc;
+            c.cold_parts += 1;
+            c.next_num = c.next_num.max(p.low + 1);
+            s.parts.push(part);
+        }
+        s
+    }
+
+    /// Sets the counters and groups from a head's fields (recovery), and
+    /// the numbers it names; Malformed if they do not decode, or if the
+    /// parts do not hold the entries and nodes the head counts.
+    pub fn set_meta(&mut self, meta: &[u8], span: (u64, u64)) -> Result<(), Malformed> {
+        let m = decode_meta(meta)?;
+        self.last_id = m.last_id;
+        self.first_id = m.first_id;
+        self.max_deleted = m.max_deleted;
+        self.entries_added = m.entries_added;
+        self.groups = m.groups;
+        if let Some(c) = self.chunks.as_deref_mut() {
+            c.next_num = c.next_num.max(span.1);
+        }
+        // The parts found must hold what the head counts (else records
+        // were lost: the parts' totals stand).
+        if (m.length, m.node_count) != (self.length, self.node_count as u64) {
+            return Err(Malformed);
+        }
+        Ok(())
+    }
+
+    /// The number a new part takes (0 when not chunked: one part).
+    pub(super) fn take_part_number(&mut self) -> u64 {
+        match self.chunks.as_deref_mut() {
+            Some(c) => {
+                c.next_num += 1;
+                c.next_num - 1
+            }
+            None => 0,
+        }
+    }
+
+    /// Part `i` changed (so did the head).
+    pub(super) fn part_changed(&mut self, i: usize) {
+        if let Some(c) = self.chunks.as_deref_mut() {
+            self.parts[i].changed(&mut c.vers);
+            c.head.dirty = true;
+            c.head_ver += 1;
+        }
+    }
+
+    /// The head's fields may change (a write is under way).
+    pub fn will_change(&mut self) {
+        if let Some(c) = self.chunks.as_deref_mut() {
+            c.head.dirty = true;
+            c.head_ver += 1;
+        }
+    }
+
+    /// Drops the first part; its entries must be accounted for by the
+    /// caller (`length`), its bytes and nodes are here.
+    pub(super) fn drop_front_part(&mut self) {
+        if self.parts.is_empty() {
+            return;
+        }
+        let p = self.parts.remove(0);
+        self.enc -= p.enc;
+        self.node_count -= p.node_count();
+        if let Some(c) = self.chunks.as_deref_mut() {
+            if !p.is_resident() {
+                c.cold_enc -= p.enc;
+                c.cold_parts -= 1;
+            }
+            c.dropped.extend(p.loc);
+            c.head.dirty = true;
+            c.head_ver += 1;
+            c.hand = 0;
+        }
+    }
+
+    /// Drops the parts with no node at the front (part invariant 3).
+    pub(super) fn drop_empty_front(&mut self) {
+        while self.parts.first().is_some_and(|p| p.node_count() == 0) {
+            self.drop_front_part();
+        }
+    }
+
+    /// The numbers in force, `[start, end)`.
+    fn span(&self) -> (u64, u64) {
+        let end = self.ch().next_num;
+        (self.parts.first().map_or(end, |p| p.num), end)
+    }
+
+    /// The part numbered `num`, if it is in the stream.
+    fn part_numbered(&self, num: u64) -> Option<usize> {
+        let i = self.parts.partition_point(|p| p.num < num);
+        (self.parts.get(i)?.num == num).then_some(i)
+    }
+
+    fn install_part(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed> {
+        let p = &self.parts[i];
+        if p.is_resident() || p.loc != Some(loc) {
+            return Ok(false);
+        }
+        let b = decode_part(body)?;
+        if b.first != p.first()
+            || b.live != p.live
+            || b.enc != p.enc
+            || b.nodes.len() != p.node_count()
+        {
+            return Err(Malformed);
+        }
+        let enc = p.enc;
+        let p = &mut self.parts[i];
+        p.nodes = Some(Box::new(b.nodes));
+        p.referenced = true;
+        let c = self.ch_mut();
+        c.cold_enc -= enc;
+        c.cold_parts -= 1;
+        Ok(true)
+    }
+
+    fn evict_part(&mut self, i: usize) -> usize {
+        let p = &mut self.parts[i];
+        if p.dirty || p.loc.is_none() || !p.is_resident() {
+            return 0;
+        }
+        p.nodes = None;
+        let enc = p.enc;
+        let c = self.ch_mut();
+        c.cold_enc += enc;
+        c.cold_parts += 1;
+        enc
+    }
+}
+
+/// Measures a stream chunk body: its bound, live entries and bytes.
+pub fn measure_stream_part(body: &[u8]) -> Result<([u8; BOUND_LEN], u32, u32), Malformed> {
+    let b = decode_part(body)?;
+    Ok((
+        bound_of(b.first, b.nodes.len() as u32),
+        u32::try_from(b.live).map_err(|_| Malformed)?,
+        u32::try_from(b.enc).map_err(|_| Malformed)?,
+    ))
+}
+
+impl Dir for Stream {
+    fn head(&self) -> &DirHead {
+        &self.ch().head
+    }
+    fn head_mut(&mut self) -> &mut DirHead {
+        &mut self.ch_mut().head
+    }
+    fn head_span(&self) -> Option<(u64, u64)> {
+        Some(self.span())
+    }
+    fn head_version(&self) -> u64 {
+        self.ch().head_ver
+    }
+    fn head_meta(&self, out: &mut Vec<u8>) {
+        self.encode_meta(out);
+    }
+    fn recovered_span(&self) -> Option<(u64, u64)> {
+        self.ch().recovered_span
+    }
+    fn set_recovered_span(&mut self, span: (u64, u64)) {
+        self.ch_mut().recovered_span = Some(span);
+    }
+    fn stream(&self) -> Option<&Stream> {
+        Some(self)
+    }
+    fn part_count(&self) -> usize {
+        self.parts.len()
+    }
+    fn part(&self, i: usize) -> PartInfo {
+        let p = &self.parts[i];
+        PartInfo {
+            low: p.num,
+            depth: STREAM_DEPTH,
+            dirty: p.dirty,
+            resident: p.is_resident(),
+            count: p.live.min(u32::MAX as u64) as u32,
+            body: p.enc.min(u32::MAX as usize) as u32,
+            ver: p.ver,
+            loc: p.loc,
+            seq: p.seq,
+        }
+    }
+    fn part_first(&self, i: usize) -> Option<&[u8]> {
+        Some(&self.parts[i].bound)
+    }
+    fn find_part(&self, low: u64, _: u8, _: usize) -> Option<usize> {
+        self.part_numbered(low)
+    }
+    fn part_of(&self, num: u64) -> usize {
+        self.parts
+            .partition_point(|p| p.num <= num)
+            .saturating_sub(1)
+    }
+    fn part_at(&self, _: usize) -> Option<usize> {
+        None
+    }
+    fn scan_parts(&self, _: u64, _: usize) -> std::ops::Range<usize> {
+        0..0
+    }
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+        let mut hand = self.ch().hand;
+        let parts = &mut self.parts;
+        let step = clock_walk(parts.len(), &mut hand, want, |i| {
+            let p = &mut parts[i];
+            PartClock {
+                resident: p.is_resident(),
+                referenced: std::mem::replace(&mut p.referenced, false),
+                dirty: p.dirty,
+                has_record: p.loc.is_some(),
+                body: p.enc,
+            }
+        });
+        self.ch_mut().hand = hand;
+        for &i in &step.free {
+            self.evict_part(i);
+        }
+        step.into_counts()
+    }
+    fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
+        if let Some(p) = self.parts.get_mut(i) {
+            p.loc = Some(loc);
+        }
+    }
+    fn parts_at(&self, loc: FlashLoc, low: u64, _: u8, _: &[u8]) -> Vec<usize> {
+        self.part_numbered(low)
+            .filter(|&i| self.parts[i].loc == Some(loc))
+            .into_iter()
+            .collect()
+    }
+    fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
+        self.encode_part_body(i, out)
+    }
+    fn published(
+        &mut self,
+        i: usize,
+        ver: u32,
+        loc: FlashLoc,
+        seq: u64,
+    ) -> Option<Option<FlashLoc>> {
+        let p = self.parts.get_mut(i)?;
+        if p.ver != ver || !p.dirty {
+            return None;
+        }
+        p.dirty = false;
+        p.seq = seq;
+        Some(p.loc.replace(loc))
+    }
+    fn evict(&mut self, i: usize) -> usize {
+        self.evict_part(i)
+    }
+    fn touch(&mut self, i: usize) {
+        if let Some(p) = self.parts.get_mut(i) {
+            p.referenced = true;
+        }
+    }
+    fn clock(&mut self, i: usize) -> bool {
+        match self.parts.get_mut(i) {
+            Some(p) => std::mem::replace(&mut p.referenced, false),
+            None => false,
+        }
+    }
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        named: (u64, u8),
+    ) -> Result<bool, Malformed> {
+        if self.parts.get(i).is_none_or(|p| p.num != named.0) {
+            return Ok(false);
+        }
+        self.install_part(i, loc, body)
+    }
+    fn take_new_refs(&mut self) -> Vec<FlashLoc> {
+        Vec::new()
+    }
+    fn take_dropped_refs(&mut self) -> Vec<FlashLoc> {
+        std::mem::take(&mut self.ch_mut().dropped)
+    }
+    fn resident_bytes(&self) -> usize {
+        self.body_len() - self.ch().cold_enc
+    }
+    fn resident_parts(&self) -> usize {
+        self.parts.len() - self.ch().cold_parts
+    }
+    fn body_len(&self) -> usize {
+        Stream::body_len(self)
+    }
+    fn len(&self) -> usize {
+        usize::try_from(self.length).unwrap_or(usize::MAX)
+    }
+    fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+    fn check(&self) -> Result<(), String> {
+        let c = self.ch();
+        let (mut len, mut enc, mut nodes, mut cold, mut cold_n) = (0, 0, 0, 0, 0);
+        let mut prev: Option<(u64, super::StreamId)> = None;
+        for p in &self.parts {
+            if prev.is_some_and(|(n, f)| n >= p.num || f > p.first()) || p.num >= c.next_num {
+                return Err(format!("part {} out of order", p.num));
+            }
+            prev = Some((p.num, p.first()));
+            len += p.live;
+            enc += p.enc;
+            nodes += p.node_count();
+            match p.nodes.as_deref() {
+                Some(ns) => {
+                    let live: u64 = ns.iter().map(|n| n.live).sum();
+                    let e: usize = ns.iter().map(super::node_enc).sum();
+                    if (live, e, ns.len()) != (p.live, p.enc, p.node_count()) {
+                        return Err(format!("part {}: counts", p.num));
+                    }
+                    if part_nodes(p).any(|n| n.master < p.first()) {
+                        return Err(format!("part {}: a node below its first id", p.num));
+                    }
+                }
+                None if p.dirty || p.loc.is_none() => {
+                    return Err("cold part without a clean record".into())
+                }
+                None => {
+                    cold += p.enc;
+                    cold_n += 1;
+                }
+            }
+        }
+        if (len, enc, nodes) != (self.length, self.enc, self.node_count) {
+            return Err("totals".into());
+        }
+        if (cold, cold_n) != (c.cold_enc, c.cold_parts) {
+            return Err("cold totals".into());
+        }
+        Ok(())
+    }
+}
+
+impl Stream {
+    /// The same stream, not chunked (every part must be in RAM): a copy
+    /// for another key (COPY, RENAME, MOVE), whose records name their key.
+    pub fn detached(&self) -> Stream {
+        let mut s = Stream {
+            last_id: self.last_id,
+            first_id: self.first_id,
+            max_deleted: self.max_deleted,
+            entries_added: self.entries_added,
+            groups: self.groups.clone(),
+            ..Stream::default()
+        };
+        for n in self.parts.iter().flat_map(part_nodes) {
+            s.push_node(n.clone());
+        }
+        s
+    }
+}

@@ -1,0 +1,168 @@
+//! Which parts of a chunked stream a command needs in RAM (`StreamNeed`),
+//! decided from what RAM holds of every part (its first id, live entries
+//! and node count) before anything is read. Planned and run under the
+//! same lock, so the command finds what it reads in RAM; a part it does
+//! not name is never read (`Stream::range` and `trim` rely on it).
+
+use super::{Stream, StreamId, Trim};
+
+/// What a stream command reads or changes.
+#[derive(Clone, Debug)]
+pub enum StreamNeed {
+    /// XADD: the last part (the entry joins its last node or starts one),
+    /// and what trimming the stream one entry longer reaches.
+    Append(Option<(Trim, bool, u64)>),
+    /// XTRIM (how, approx, limit): the parts trimming changes without
+    /// dropping them whole, and the one where the first live entry is
+    /// then.
+    Trim(Trim, bool, u64),
+    /// The entries of these ids (XCLAIM, a consumer's history); with
+    /// `deletes` (XDEL), also the parts where the first live entry may be
+    /// once they are gone.
+    Ids { ids: Vec<StreamId>, deletes: bool },
+    /// The live entries from `start` to `end`, at most `count`, ascending
+    /// or (`rev`) descending (XRANGE, XREVRANGE, XREAD, XREADGROUP).
+    Range {
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+        count: u64,
+    },
+    /// The first and last live entries (XINFO STREAM, XSETID, whether
+    /// XREAD has anything to serve).
+    Edges,
+    /// Every part (DUMP, XINFO STREAM FULL, copies).
+    Whole,
+}
+
+impl Stream {
+    /// The parts `needs` name, in order, each once.
+    pub fn need_parts(&self, needs: &[StreamNeed]) -> Vec<usize> {
+        let mut out = Vec::new();
+        if self.parts.is_empty() {
+            return out;
+        }
+        for need in needs {
+            match need {
+                StreamNeed::Whole => out.extend(0..self.parts.len()),
+                StreamNeed::Append(trim) => {
+                    out.push(self.parts.len() - 1);
+                    if let Some((how, _, limit)) = *trim {
+                        self.trim_parts(how, limit, self.length + 1, &mut out);
+                    }
+                }
+                StreamNeed::Trim(how, _, limit) => {
+                    self.trim_parts(*how, *limit, self.length, &mut out)
+                }
+                StreamNeed::Ids { ids, deletes } => self.id_parts(ids, *deletes, &mut out),
+                StreamNeed::Range {
+                    start,
+                    end,
+                    rev,
+                    count,
+                } => self.range_parts(*start, *end, *rev, *count, &mut out),
+                StreamNeed::Edges => {
+                    out.extend(self.parts.iter().position(|p| p.live > 0));
+                    out.extend(self.parts.iter().rposition(|p| p.live > 0));
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// The first part from `i` on with a live entry.
+    fn live_from(&self, i: usize) -> Option<usize> {
+        (i..self.parts.len()).find(|&j| self.parts[j].live > 0)
+    }
+
+    /// The parts trimming reaches (`Stream::trim`) from `length` entries:
+    /// the first it cannot drop whole, unread; and the first live part
+    /// after it if that part may be emptied (the new first entry), or the
+    /// first live part where trimming stopped after dropping some.
+    /// (Whether it is approximate does not change which parts: the part
+    /// trimming stops in is read either way.)
+    fn trim_parts(&self, how: Trim, limit: u64, length: u64, out: &mut Vec<usize>) {
+        let (mut len, mut deleted) = (length, 0u64);
+        for i in 0..self.parts.len() {
+            let p = &self.parts[i];
+            if p.node_count() == 0 {
+                continue;
+            }
+            if self.trim_stops(i, len, how) {
+                if deleted > 0 {
+                    out.extend(self.live_from(i));
+                }
+                return;
+            }
+            if self.whole_part(i, len, deleted, how, limit) {
+                len -= p.live;
+                deleted += p.live;
+                continue;
+            }
+            out.push(i);
+            let keeps = matches!(how, Trim::MaxLen(max) if len - p.live < max);
+            if !keeps {
+                out.extend(self.live_from(i + 1));
+            }
+            return;
+        }
+    }
+
+    fn id_parts(&self, ids: &[StreamId], deletes: bool, out: &mut Vec<usize>) {
+        out.extend(ids.iter().map(|&id| self.part_for(id)));
+        if !deletes || !ids.contains(&self.first_id) {
+            return;
+        }
+        let mut i = self.part_for(self.first_id);
+        while i < self.parts.len() {
+            out.push(i);
+            let here = ids.iter().filter(|&&id| self.part_for(id) == i).count() as u64;
+            if self.parts[i].live > here {
+                return;
+            }
+            i += 1;
+        }
+    }
+
+    fn range_parts(
+        &self,
+        start: StreamId,
+        end: StreamId,
+        rev: bool,
+        count: u64,
+        out: &mut Vec<usize>,
+    ) {
+        if start > end || count == 0 {
+            return;
+        }
+        let (a, b) = (self.part_for(start), self.part_for(end));
+        let mut got = 0u64;
+        if !rev {
+            for i in a..=b {
+                out.push(i);
+                if i > a || start <= self.parts[a].first() {
+                    got += self.parts[i].live;
+                }
+                if got >= count {
+                    return;
+                }
+            }
+        } else {
+            let all_of_b = match self.parts.get(b + 1) {
+                Some(q) => end >= q.first(),
+                None => end >= self.last_id,
+            };
+            for i in (a..=b).rev() {
+                out.push(i);
+                if i < b || all_of_b {
+                    got += self.parts[i].live;
+                }
+                if got >= count {
+                    return;
+                }
+            }
+        }
+    }
+}
