@@ -48,20 +48,13 @@ pub fn block(
 pub fn block_stream(
     ctx: &mut Ctx<'_>,
     keys: Vec<Bytes>,
+    needs: Vec<Need>,
     timeout: Option<Duration>,
     op: PopOp,
     group: bool,
 ) -> Outcome {
     let kind = if group { Kind::GroupRead } else { Kind::Read };
-    block_as(
-        ctx,
-        keys.clone(),
-        (keys, Vec::new()),
-        timeout,
-        op,
-        false,
-        kind,
-    )
+    block_as(ctx, keys.clone(), (keys, needs), timeout, op, false, kind)
 }
 
 fn block_as(

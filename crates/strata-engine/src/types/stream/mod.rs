@@ -52,7 +52,7 @@ pub use codec::{Builder, NodeRef};
 pub use group::{Consumer, Group, Nack, ENTRIES_READ_UNKNOWN};
 pub use id::{NodeLimits, StreamId, Trim};
 pub use part::BOUND_LEN;
-pub use plan::StreamNeed;
+pub use plan::{Planner, StreamNeed};
 
 use super::chunked::CHUNK_MAX;
 use super::{Malformed, Reader};
@@ -300,7 +300,10 @@ impl Stream {
                     .iter()
                     .enumerate()
                     .flat_map(move |(k, p)| {
-                        debug_assert!(p.is_resident() || p.first() > end, "part not loaded");
+                        debug_assert!(
+                            p.is_resident() || p.live == 0 || p.first() > end,
+                            "part not loaded"
+                        );
                         part_nodes(p).skip(if k == 0 { ni } else { 0 })
                     })
                     .flat_map(|n| n.entries.iter())

@@ -5,6 +5,7 @@
 //! not name is never read (`Stream::range` and `trim` rely on it).
 
 use super::{Stream, StreamId, Trim};
+use std::sync::Arc;
 
 /// What a stream command reads or changes.
 #[derive(Clone, Debug)]
@@ -31,8 +32,25 @@ pub enum StreamNeed {
     /// The first and last live entries (XINFO STREAM, XSETID, whether
     /// XREAD has anything to serve).
     Edges,
-    /// Every part (DUMP, XINFO STREAM FULL, copies).
+    /// Every part (DUMP, copies).
     Whole,
+    /// What the command works out from the stream under the lock (the ids
+    /// an XREAD resolved at its first try, a group's last id, a
+    /// consumer's pending ids).
+    Planned(Planner),
+}
+
+/// Works out needs from the stream under the lock.
+pub type PlanFn = dyn Fn(&Stream) -> Vec<StreamNeed> + Send + Sync;
+
+/// A need computed from the stream itself (`StreamNeed::Planned`).
+#[derive(Clone)]
+pub struct Planner(pub Arc<PlanFn>);
+
+impl std::fmt::Debug for Planner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Planner")
+    }
 }
 
 impl Stream {
@@ -61,6 +79,7 @@ impl Stream {
                     rev,
                     count,
                 } => self.range_parts(*start, *end, *rev, *count, &mut out),
+                StreamNeed::Planned(p) => out.extend(self.need_parts(&(p.0)(self))),
                 StreamNeed::Edges => {
                     out.extend(self.parts.iter().position(|p| p.live > 0));
                     out.extend(self.parts.iter().rposition(|p| p.live > 0));
@@ -126,6 +145,11 @@ impl Stream {
         }
     }
 
+    /// The parts of a range: from the part where it starts, until those
+    /// after it hold `count` live entries. The first part's entries in the
+    /// range are counted once it is in RAM (a second round of planning:
+    /// until then it alone is named), so a short range inside one part
+    /// reads that part only.
     fn range_parts(
         &self,
         start: StreamId,
@@ -138,30 +162,34 @@ impl Stream {
             return;
         }
         let (a, b) = (self.part_for(start), self.part_for(end));
+        let in_range = |i: usize| -> Option<u64> {
+            let p = &self.parts[i];
+            let ns = p.nodes.as_deref()?;
+            Some(
+                ns.iter()
+                    .flat_map(|n| n.entries.iter())
+                    .filter(|e| !e.deleted && e.id >= start && e.id <= end)
+                    .count() as u64,
+            )
+        };
         let mut got = 0u64;
-        if !rev {
-            for i in a..=b {
-                out.push(i);
-                if i > a || start <= self.parts[a].first() {
-                    got += self.parts[i].live;
-                }
-                if got >= count {
-                    return;
-                }
-            }
+        let order: Box<dyn Iterator<Item = usize>> = if rev {
+            Box::new((a..=b).rev())
         } else {
-            let all_of_b = match self.parts.get(b + 1) {
-                Some(q) => end >= q.first(),
-                None => end >= self.last_id,
+            Box::new(a..=b)
+        };
+        for (k, i) in order.enumerate() {
+            out.push(i);
+            got += if k == 0 {
+                match in_range(i) {
+                    Some(n) => n,
+                    None => return,
+                }
+            } else {
+                self.parts[i].live
             };
-            for i in (a..=b).rev() {
-                out.push(i);
-                if i < b || all_of_b {
-                    got += self.parts[i].live;
-                }
-                if got >= count {
-                    return;
-                }
+            if got >= count {
+                return;
             }
         }
     }

@@ -3,15 +3,17 @@
 //! `t_stream.c` answers them.
 
 use super::{
-    events, get, get_mut, no_such_group, nogroup, parse_bound, parse_id, parse_strict_id,
+    events, get, get_mut, need, no_such_group, nogroup, parse_bound, parse_id, parse_strict_id,
     write_entry, write_id,
 };
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
 use crate::reply;
 use bytes::Bytes;
+use std::sync::Arc;
 use strata_engine::clock::now_ms;
-use strata_engine::types::stream::{StreamId, ENTRIES_READ_UNKNOWN};
+use strata_engine::types::stream::{Planner, StreamId, StreamNeed, ENTRIES_READ_UNKNOWN};
+use strata_engine::types::Stream;
 use strata_engine::KeysView;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple,
@@ -71,7 +73,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let args = args.to_vec();
     let key = args[2].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_need(key.clone(), need(Vec::new()), move |view, out, _| {
         let g = &args[3][..];
         let (exists, has_group) = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
@@ -182,7 +184,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn xack(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let args = args.to_vec();
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_need(key.clone(), need(Vec::new()), move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(s) if s.and_then(|s| s.group(&args[2])).is_none() => return write_integer(out, 0),
@@ -240,7 +242,7 @@ pub fn xpending(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     }
     let (key, gname) = (args[1].clone(), args[2].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    ctx.with_key_need(key.clone(), need(Vec::new()), move |view, out, v| {
         let s = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(s) => s,
@@ -340,7 +342,17 @@ fn drop_nack(view: &mut KeysView<'_>, key: &[u8], g: &[u8], id: StreamId) {
 pub fn xclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let args = args.to_vec();
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    // The entries of the ids claimed (they end where the options start).
+    let ids: Vec<StreamId> = args
+        .iter()
+        .skip(5)
+        .map_while(|a| parse_strict_id(a).ok())
+        .collect();
+    let plan = need(vec![StreamNeed::Ids {
+        ids,
+        deletes: false,
+    }]);
+    ctx.with_key_need(key.clone(), plan, move |view, out, _| {
         let (g, consumer) = (&args[2][..], &args[3][..]);
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
@@ -506,7 +518,23 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     };
     let args = args.to_vec();
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    // The entries of the pending ids the scan may reach.
+    let gname = args[2].clone();
+    let plan = need(vec![StreamNeed::Planned(Planner(Arc::new(
+        move |s: &Stream| {
+            let ids = s.group(&gname).map_or_else(Vec::new, |gr| {
+                gr.pel_range(start, StreamId::MAX)
+                    .map(|(id, _)| id)
+                    .take(usize::try_from(count.saturating_mul(10)).unwrap_or(usize::MAX))
+                    .collect()
+            });
+            vec![StreamNeed::Ids {
+                ids,
+                deletes: false,
+            }]
+        },
+    )))]);
+    ctx.with_key_need(key.clone(), plan, move |view, out, _| {
         let (g, consumer) = (&args[2][..], &args[3][..]);
         let attempts_max = count.saturating_mul(10);
         let ids: Vec<StreamId> = match get(view, &key) {

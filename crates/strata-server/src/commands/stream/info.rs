@@ -9,7 +9,7 @@ use crate::commands::{is, parse_i64};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
-use strata_engine::types::stream::{Group, StreamId, ENTRIES_READ_UNKNOWN};
+use strata_engine::types::stream::{Group, StreamId, StreamNeed, ENTRIES_READ_UNKNOWN};
 use strata_engine::types::Stream;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_map_len, write_null, Version,
@@ -54,7 +54,29 @@ pub fn xinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let args = args.to_vec();
     let key = args[2].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    // STREAM reads its first and last entries, FULL its first COUNT ones;
+    // GROUPS and CONSUMERS no entry.
+    let plan = if is(&args[1], "stream") {
+        let full = args.get(3).is_some_and(|a| is(a, "full"));
+        let count = match args.get(5).and_then(|c| parse_i64(c)) {
+            Some(0) => u64::MAX,
+            Some(n) if n > 0 => n as u64,
+            _ => 10,
+        };
+        let mut v = vec![StreamNeed::Edges];
+        if full {
+            v.push(StreamNeed::Range {
+                start: StreamId::MIN,
+                end: StreamId::MAX,
+                rev: false,
+                count,
+            });
+        }
+        v
+    } else {
+        Vec::new()
+    };
+    ctx.with_key_need(key.clone(), super::need(plan), move |view, out, v| {
         let s = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return reply::error(out, reply::NO_SUCH_KEY),

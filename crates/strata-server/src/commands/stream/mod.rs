@@ -22,9 +22,9 @@ use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
-use strata_engine::types::stream::{EntryRef, StreamId, Trim, LISTPACK_MAX};
+use strata_engine::types::stream::{EntryRef, StreamId, StreamNeed, Trim, LISTPACK_MAX};
 use strata_engine::types::Stream;
-use strata_engine::{Collection, EngineError, KeysView, ValueType};
+use strata_engine::{Collection, EngineError, KeysView, Need, ValueType};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple,
 };
@@ -49,6 +49,12 @@ fn get_mut<'v>(
         Some(Collection::Stream(s)) => Ok(Some(s)),
         _ => Ok(None),
     }
+}
+
+/// The parts of a chunked stream these needs name (the others stay where
+/// they are: a command on a cold stream reads only the parts it touches).
+fn need(needs: Vec<StreamNeed>) -> Need {
+    Need::Stream(needs)
 }
 
 /// Records the stream events a command caused on `key` (keyspace
@@ -307,7 +313,10 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let key = args[1].clone();
     let pairs: Vec<Bytes> = args[a.id_pos + 1..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    let plan = need(vec![StreamNeed::Append(
+        a.trim.map(|t| (t, a.approx, a.limit)),
+    )]);
+    ctx.with_key_need(key.clone(), plan, move |view, out, v| {
         let lim = view.encoding_limits().stream;
         let s = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
@@ -362,12 +371,14 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn xlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
-        match get(view, &key) {
+    ctx.with_key_need(
+        key.clone(),
+        need(Vec::new()),
+        move |view, out, _| match get(view, &key) {
             Ok(s) => write_integer(out, s.map_or(0, |s| s.len()) as i64),
             Err(e) => reply::engine(out, &e),
-        }
-    })
+        },
+    )
 }
 
 fn xrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Outcome {
@@ -402,7 +413,13 @@ fn xrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Outcome {
         }
     }
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
+    let plan = need(vec![StreamNeed::Range {
+        start,
+        end,
+        rev,
+        count: u64::try_from(count).unwrap_or(u64::MAX),
+    }]);
+    ctx.with_key_need(key.clone(), plan, move |view, out, v| {
         let s = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_array_len(out, 0),
@@ -434,14 +451,20 @@ pub fn xrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn xdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
-    let raw: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    let ids: Result<Vec<StreamId>, _> = args[2..].iter().map(|b| parse_strict_id(b)).collect();
+    let plan = need(match &ids {
+        Ok(ids) => vec![StreamNeed::Ids {
+            ids: ids.clone(),
+            deletes: true,
+        }],
+        Err(_) => Vec::new(),
+    });
+    ctx.with_key_need(key.clone(), plan, move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_integer(out, 0),
             Ok(Some(_)) => {}
         }
-        let ids: Result<Vec<StreamId>, _> = raw.iter().map(|b| parse_strict_id(b)).collect();
         let ids = match ids {
             Ok(ids) => ids,
             Err(e) => return reply::error(out, e),
@@ -469,7 +492,13 @@ pub fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     };
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    let plan = need(
+        a.trim
+            .map(|t| StreamNeed::Trim(t, a.approx, a.limit))
+            .into_iter()
+            .collect(),
+    );
+    ctx.with_key_need(key.clone(), plan, move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_integer(out, 0),
@@ -521,7 +550,7 @@ pub fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     };
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key_need(key.clone(), need(vec![StreamNeed::Edges]), move |view, out, _| {
         let s = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return reply::error(out, reply::NO_SUCH_KEY),

@@ -18,8 +18,9 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::clock::now_ms;
-use strata_engine::types::stream::StreamId;
-use strata_engine::KeysView;
+use strata_engine::types::stream::{Planner, StreamId, StreamNeed};
+use strata_engine::types::Stream;
+use strata_engine::{KeysView, Need};
 use strata_protocol::{write_array_len, write_bulk, write_map_len, write_null_array, Version};
 
 /// Entries a blocked read returns without COUNT (`XREAD_BLOCKED_DEFAULT_COUNT`).
@@ -374,6 +375,61 @@ fn blocked_try(
     false
 }
 
+/// The parts of each stream a read needs: where its first and last live
+/// entries are (whether there is anything to serve), and the entries it
+/// serves, worked out under the lock from what the try sees: the id given,
+/// the one `$` resolved to at the first try, the group's last id (`>`),
+/// or the consumer's pending ids (a history read).
+fn read_needs(a: &Arc<ReadArgs>, resolved: &Resolved) -> Vec<Need> {
+    (0..a.keys.len())
+        .map(|i| {
+            let (a, resolved) = (a.clone(), resolved.clone());
+            let plan = move |s: &Stream| -> Vec<StreamNeed> {
+                let raw = &a.ids[i][..];
+                let count = if a.count == 0 {
+                    u64::MAX
+                } else {
+                    a.count as u64
+                };
+                let after = |from: StreamId| StreamNeed::Range {
+                    start: from.incr().unwrap_or(StreamId::MAX),
+                    end: StreamId::MAX,
+                    rev: false,
+                    count,
+                };
+                let from = match &a.group {
+                    Some((g, c)) => {
+                        let Some(gr) = s.group(g) else {
+                            return Vec::new();
+                        };
+                        if raw != b">" {
+                            let ids = match (parse_strict_id(raw), gr.consumer(c)) {
+                                (Ok(id), Some(c)) => c
+                                    .pel_from(id)
+                                    .take(usize::try_from(count).unwrap_or(usize::MAX))
+                                    .collect(),
+                                _ => Vec::new(),
+                            };
+                            return vec![StreamNeed::Ids {
+                                ids,
+                                deletes: false,
+                            }];
+                        }
+                        Some(gr.last_id)
+                    }
+                    None if raw == b"$" => resolved.lock().get(i).copied(),
+                    None => parse_strict_id(raw).ok(),
+                };
+                from.map(after).into_iter().collect()
+            };
+            Need::Stream(vec![
+                StreamNeed::Edges,
+                StreamNeed::Planned(Planner(Arc::new(plan))),
+            ])
+        })
+        .collect()
+}
+
 fn xread_generic(ctx: &mut Ctx<'_>, args: &[Bytes], xreadgroup: bool) -> Outcome {
     let a = match parse(args, xreadgroup, ctx.conn.script) {
         Ok(a) => a,
@@ -387,6 +443,7 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &[Bytes], xreadgroup: bool) -> Outcome
     let group = a.group.is_some();
     let resolved: Resolved = Arc::default();
     let a = Arc::new(a);
+    let needs = read_needs(&a, &resolved);
     let op: PopOp = Arc::new(move |view, out, v, blocked| {
         if blocked {
             blocked_try(view, &a, &resolved, out, v)
@@ -395,8 +452,10 @@ fn xread_generic(ctx: &mut Ctx<'_>, args: &[Bytes], xreadgroup: bool) -> Outcome
         }
     });
     match block {
-        Some(timeout) => crate::commands::blocking::block_stream(ctx, keys, timeout, op, group),
-        None => ctx.with_keys(keys, move |view, out, v| {
+        Some(timeout) => {
+            crate::commands::blocking::block_stream(ctx, keys, needs, timeout, op, group)
+        }
+        None => ctx.with_keys_needs(keys, needs, move |view, out, v| {
             if !op(view, out, v, false) {
                 write_null_array(out, v);
             }
