@@ -32,11 +32,12 @@ fn config(dir: &Path) -> EngineConfig {
     c
 }
 
-const KEYS: [(&str, ValueType); 4] = [
+const KEYS: [(&str, ValueType); 5] = [
     ("h", ValueType::Hash),
     ("z", ValueType::ZSet),
     ("s", ValueType::Set),
     ("l", ValueType::List),
+    ("x", ValueType::Stream),
 ];
 
 /// Fills (`gen` 0) or changes (`gen` 1) collection `c` of type `t` so
@@ -73,8 +74,26 @@ fn shape(c: &mut Collection, gen: u32) {
                 l.push_back(vec![b'a' + (i % 26) as u8 + gen as u8; 60].into());
             }
         }
-        // Streams are never chunked.
-        Collection::Stream(_) => {}
+        // Appends, trims from the front (parts leave), deletes inside
+        // (parts change) and a group's reads (the head changes).
+        Collection::Stream(x) => {
+            use crate::types::stream::{StreamId, Trim};
+            let base = x.last_id.ms;
+            for i in 1..=if gen == 0 { 600 } else { 200 } {
+                let v = vec![b'a' + gen as u8; 60];
+                x.append(StreamId::new(base + i, 0), &[b"f", &v], Default::default());
+            }
+            if gen == 1 {
+                x.trim(Trim::MaxLen(500), false, 0);
+                let ids: Vec<StreamId> = (0..40).map(|i| StreamId::new(base - 10 * i, 0)).collect();
+                x.delete(&ids);
+            }
+            x.create_group(b"g", StreamId::MIN, 0);
+            if let Some(g) = x.group_mut(b"g") {
+                g.create_consumer(b"c", 1);
+                g.deliver(StreamId::new(base + 1, 0), b"c", 2 + gen as u64);
+            }
+        }
     }
 }
 

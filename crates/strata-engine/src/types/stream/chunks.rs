@@ -23,7 +23,7 @@ use super::codec::{decode_meta, decode_part};
 use super::part::{bound_of, SPart, BOUND_LEN};
 use super::{part_nodes, Stream};
 use crate::index::FlashLoc;
-use crate::types::chunked::{clock_walk, Dir, DirHead, PartClock, PartInfo};
+use crate::types::chunked::{clock_walk, Changes, Dir, DirHead, PartClock, PartInfo};
 use crate::types::Malformed;
 
 /// The depth byte of a stream part's chunk record and checkpoint entry
@@ -47,6 +47,9 @@ pub(super) struct Chunks {
     pub dropped: Vec<FlashLoc>,
     /// The numbers a recovered head named, until recovery resolves them.
     pub recovered_span: Option<(u64, u64)>,
+    /// The changed parts, by number (`Chunked` invariant 7): a journal
+    /// write of a big stream finds them without a pass over every part.
+    pub changes: Changes<u64>,
 }
 
 impl Chunks {
@@ -61,6 +64,7 @@ impl Chunks {
             cold_parts: 0,
             dropped: Vec::new(),
             recovered_span: None,
+            changes: Changes::of(Vec::new()),
         }
     }
 }
@@ -199,9 +203,16 @@ impl Stream {
     /// Part `i` changed (so did the head).
     pub(super) fn part_changed(&mut self, i: usize) {
         if let Some(c) = self.chunks.as_deref_mut() {
+            let was = self.parts[i].dirty;
             self.parts[i].changed(&mut c.vers);
             c.head.dirty = true;
             c.head_ver += 1;
+            if !was {
+                let parts = &self.parts;
+                c.changes.marked(parts[i].num, || {
+                    parts.iter().filter(|p| p.dirty).map(|p| p.num).collect()
+                });
+            }
         }
     }
 
@@ -228,6 +239,9 @@ impl Stream {
                 c.cold_parts -= 1;
             }
             c.dropped.extend(p.loc);
+            if p.dirty {
+                c.changes.cleaned();
+            }
             c.head.dirty = true;
             c.head_ver += 1;
             c.hand = 0;
@@ -405,7 +419,20 @@ impl Dir for Stream {
         }
         p.dirty = false;
         p.seq = seq;
-        Some(p.loc.replace(loc))
+        let old = p.loc.replace(loc);
+        self.ch_mut().changes.cleaned();
+        Some(old)
+    }
+    fn any_dirty(&self) -> bool {
+        self.ch().changes.any()
+    }
+    fn dirty_parts(&self) -> Vec<usize> {
+        let parts = &self.parts;
+        self.ch().changes.parts(
+            parts.len(),
+            |&num| Dir::part_of(self, num),
+            |i| parts[i].dirty,
+        )
     }
     fn evict(&mut self, i: usize) -> usize {
         self.evict_part(i)

@@ -44,7 +44,8 @@ pub(super) struct SPart {
 }
 
 impl SPart {
-    /// A new part in RAM, with no node yet, changed.
+    /// A new part in RAM, with no node yet (a chunked stream marks it
+    /// changed: `Stream::part_changed`).
     pub fn new(num: u64, first: StreamId) -> SPart {
         let mut p = SPart {
             num,
@@ -52,7 +53,7 @@ impl SPart {
             live: 0,
             enc: 0,
             nodes: Some(Box::default()),
-            dirty: true,
+            dirty: false,
             referenced: true,
             ver: 0,
             loc: None,
