@@ -10,6 +10,8 @@
 # Prints ops/s per test per run.
 #   N (200000)  PIPELINE (16)  CLIENTS (50)  RUNS (3)
 #   STRATA_ARGS  extra strata-server options (default --appendonly no)
+#   SERVERS   what to run, alternating (default "strata redis"; a path is a
+#             strata-server binary: A/B of a change, old binary first)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -31,12 +33,14 @@ bench() {  # bench PORT N COMMAND... -> ops/s
 
 set -f
 echo "# redis-benchmark -n $N -P $PIPELINE -c $CLIENTS --threads 1: XADD capped | XADD growing | XREADGROUP COUNT 1 | XRANGE COUNT 10"
+SERVERS=${SERVERS:-strata redis}
 for run in $(seq "$RUNS"); do
-    for srv in strata redis; do
+    for srv in $SERVERS; do
         port=$(free_port)
         if [ "$srv" = redis ]; then
             start_redis "$port" "$(bench_tmpdir redis)" --appendonly no
         else
+            [ "$srv" = strata ] || STRATA_BIN=$srv STRATA_ID=
             # shellcheck disable=SC2086
             start_strata "$port" "$(bench_tmpdir strata)" --maxmemory-ram 4gb $STRATA_ARGS
         fi

@@ -157,7 +157,7 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
         Need::Hashes { lo, hi } => return (d.part_of(*lo)..=d.part_of(*hi)).collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
         Need::Stream(needs) => match d.stream() {
-            Some(st) => return st.need_parts(needs).into_iter().collect(),
+            Some(st) => return st.need_parts(needs),
             None => (0..d.part_count()).collect(),
         },
         Need::ZMembers(ms) => match d.zset() {

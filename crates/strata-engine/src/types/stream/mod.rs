@@ -294,36 +294,90 @@ impl Stream {
             return Box::new(std::iter::empty());
         }
         if !rev {
-            let (pi, ni) = self.locate(start).unwrap_or((self.part_for(start), 0));
             Box::new(
-                self.parts[pi..]
-                    .iter()
-                    .enumerate()
-                    .flat_map(move |(k, p)| {
-                        debug_assert!(
-                            p.is_resident() || p.live == 0 || p.first() > end,
-                            "part not loaded"
-                        );
-                        part_nodes(p).skip(if k == 0 { ni } else { 0 })
-                    })
-                    .flat_map(|n| n.entries.iter())
-                    .skip_while(move |e| e.id < start)
+                self.entries_from(start)
                     .take_while(move |e| e.id <= end)
                     .filter_map(live_ref),
             )
         } else {
-            let last = self.part_for(end);
             Box::new(
-                self.parts[..=last]
-                    .iter()
-                    .rev()
-                    .flat_map(part_nodes_rev)
-                    .flat_map(|n| n.entries.iter().rev())
-                    .skip_while(move |e| e.id > end)
+                self.entries_back_from(end)
                     .take_while(move |e| e.id >= start)
                     .filter_map(live_ref),
             )
         }
+    }
+
+    /// Every entry (tombstones too) from the first at or after `start`, in
+    /// order, found by binary searches (parts, nodes, entries). Parts not
+    /// in RAM give nothing: the caller's plan loaded those it reads.
+    fn entries_from(&self, start: StreamId) -> impl Iterator<Item = &Entry> + '_ {
+        let pi = self.part_for(start);
+        let (ni, ei) = match self.parts.get(pi).and_then(|p| p.nodes.as_deref()) {
+            Some(ns) => {
+                let ni = ns.partition_point(|n| n.master <= start).saturating_sub(1);
+                let ei = ns
+                    .get(ni)
+                    .map_or(0, |n| n.entries.partition_point(|e| e.id < start));
+                (ni, ei)
+            }
+            None => (0, 0),
+        };
+        self.parts[pi.min(self.parts.len())..]
+            .iter()
+            .enumerate()
+            .flat_map(move |(k, p)| {
+                let (ni, ei) = if k == 0 { (ni, ei) } else { (0, 0) };
+                p.nodes.as_deref().into_iter().flat_map(move |ns| {
+                    ns.range(ni.min(ns.len())..)
+                        .enumerate()
+                        .flat_map(move |(j, n)| {
+                            let from = if j == 0 { ei.min(n.entries.len()) } else { 0 };
+                            n.entries[from..].iter()
+                        })
+                })
+            })
+    }
+
+    /// Every entry (tombstones too) at or before `end`, last first (as
+    /// `entries_from`).
+    fn entries_back_from(&self, end: StreamId) -> impl Iterator<Item = &Entry> + '_ {
+        let pi = self.part_for(end);
+        let (nn, ei) = match self.parts.get(pi).and_then(|p| p.nodes.as_deref()) {
+            Some(ns) => {
+                let nn = ns.partition_point(|n| n.master <= end);
+                let ei = nn
+                    .checked_sub(1)
+                    .map_or(0, |i| ns[i].entries.partition_point(|e| e.id <= end));
+                (nn, ei)
+            }
+            None => (0, 0),
+        };
+        let upto = if self.parts.is_empty() { 0 } else { pi + 1 };
+        self.parts[..upto]
+            .iter()
+            .rev()
+            .enumerate()
+            .flat_map(move |(k, p)| {
+                p.nodes.as_deref().into_iter().flat_map(move |ns| {
+                    let (nn, ei) = if k == 0 {
+                        (nn, ei)
+                    } else {
+                        (ns.len(), usize::MAX)
+                    };
+                    ns.range(..nn.min(ns.len()))
+                        .rev()
+                        .enumerate()
+                        .flat_map(move |(j, n)| {
+                            let to = if j == 0 {
+                                ei.min(n.entries.len())
+                            } else {
+                                n.entries.len()
+                            };
+                            n.entries[..to].iter().rev()
+                        })
+                })
+            })
     }
 
     /// The last live entry's id (`streamLastValidID`); the last part with
@@ -628,11 +682,6 @@ impl Stream {
     pub fn destroy_group(&mut self, name: &[u8]) -> bool {
         self.groups.remove(name).is_some()
     }
-}
-
-/// The nodes of a part in RAM, last first.
-fn part_nodes_rev(p: &SPart) -> impl Iterator<Item = &Node> + '_ {
-    part_nodes(p).rev()
 }
 
 /// An entry as seen by readers, None for a tombstone.

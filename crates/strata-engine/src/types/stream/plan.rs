@@ -5,7 +5,11 @@
 //! not name is never read (`Stream::range` and `trim` rely on it).
 
 use super::{Stream, StreamId, Trim};
+use smallvec::SmallVec;
 use std::sync::Arc;
+
+/// Part indexes, in order.
+pub type Parts = SmallVec<[usize; 4]>;
 
 /// What a stream command reads or changes.
 #[derive(Clone, Debug)]
@@ -55,8 +59,8 @@ impl std::fmt::Debug for Planner {
 
 impl Stream {
     /// The parts `needs` name, in order, each once.
-    pub fn need_parts(&self, needs: &[StreamNeed]) -> Vec<usize> {
-        let mut out = Vec::new();
+    pub fn need_parts(&self, needs: &[StreamNeed]) -> Parts {
+        let mut out = Parts::new();
         if self.parts.is_empty() {
             return out;
         }
@@ -86,8 +90,10 @@ impl Stream {
                 }
             }
         }
-        out.sort_unstable();
-        out.dedup();
+        if out.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
         out
     }
 
@@ -102,7 +108,7 @@ impl Stream {
     /// first live part where trimming stopped after dropping some.
     /// (Whether it is approximate does not change which parts: the part
     /// trimming stops in is read either way.)
-    fn trim_parts(&self, how: Trim, limit: u64, length: u64, out: &mut Vec<usize>) {
+    fn trim_parts(&self, how: Trim, limit: u64, length: u64, out: &mut Parts) {
         let (mut len, mut deleted) = (length, 0u64);
         for i in 0..self.parts.len() {
             let p = &self.parts[i];
@@ -129,7 +135,7 @@ impl Stream {
         }
     }
 
-    fn id_parts(&self, ids: &[StreamId], deletes: bool, out: &mut Vec<usize>) {
+    fn id_parts(&self, ids: &[StreamId], deletes: bool, out: &mut Parts) {
         out.extend(ids.iter().map(|&id| self.part_for(id)));
         if !deletes || !ids.contains(&self.first_id) {
             return;
@@ -149,28 +155,35 @@ impl Stream {
     /// after it hold `count` live entries. The first part's entries in the
     /// range are counted once it is in RAM (a second round of planning:
     /// until then it alone is named), so a short range inside one part
-    /// reads that part only.
-    fn range_parts(
-        &self,
-        start: StreamId,
-        end: StreamId,
-        rev: bool,
-        count: u64,
-        out: &mut Vec<usize>,
-    ) {
+    /// reads that part only; and only when the next part is on flash (else
+    /// naming it costs nothing).
+    fn range_parts(&self, start: StreamId, end: StreamId, rev: bool, count: u64, out: &mut Parts) {
         if start > end || count == 0 {
             return;
         }
         let (a, b) = (self.part_for(start), self.part_for(end));
+        // The live entries in range of part `i` (in RAM), up to `count`,
+        // from the range's end nearest to it: O(count), not O(part).
         let in_range = |i: usize| -> Option<u64> {
-            let p = &self.parts[i];
-            let ns = p.nodes.as_deref()?;
-            Some(
-                ns.iter()
-                    .flat_map(|n| n.entries.iter())
-                    .filter(|e| !e.deleted && e.id >= start && e.id <= end)
-                    .count() as u64,
-            )
+            self.parts[i].nodes.as_ref()?;
+            let take = usize::try_from(count).unwrap_or(usize::MAX);
+            // Only this part's entries (the iterators go on past it).
+            let n = if rev {
+                let low = start.max(self.parts[i].first());
+                self.entries_back_from(end)
+                    .take_while(|e| e.id >= low)
+                    .filter(|e| !e.deleted)
+                    .take(take)
+                    .count()
+            } else {
+                let next = self.parts.get(i + 1).map(|q| q.first());
+                self.entries_from(start)
+                    .take_while(|e| e.id <= end && next.is_none_or(|f| e.id < f))
+                    .filter(|e| !e.deleted)
+                    .take(take)
+                    .count()
+            };
+            Some(n as u64)
         };
         let mut got = 0u64;
         let order: Box<dyn Iterator<Item = usize>> = if rev {
@@ -178,16 +191,25 @@ impl Stream {
         } else {
             Box::new(a..=b)
         };
-        for (k, i) in order.enumerate() {
+        let mut order = order.peekable();
+        let mut first = true;
+        while let Some(i) = order.next() {
             out.push(i);
-            got += if k == 0 {
+            // `got` is a lower bound of the entries the named parts hold.
+            // The first part's are counted only when that decides whether
+            // the next part must be read (it is on flash): else 0 will do.
+            let next_cold = order.peek().is_some_and(|&j| !self.parts[j].is_resident());
+            got += if !first {
+                self.parts[i].live
+            } else if next_cold {
                 match in_range(i) {
                     Some(n) => n,
                     None => return,
                 }
             } else {
-                self.parts[i].live
+                0
             };
+            first = false;
             if got >= count {
                 return;
             }
