@@ -10,7 +10,9 @@
 // zrangebyscore10 (scores i..i+9). Transactions over strings `k:i`
 // (i, j drawn from [0, len)): txnincr sends MULTI, INCR k:i, INCR k:j,
 // EXEC together; txnset sends MULTI, SET k:i VALUE, SET k:j VALUE, EXEC
-// (one op = one transaction).
+// (one op = one transaction). On stream `s`, whose entry ids are i-0 for i
+// in [1, len]: xrange10 (XRANGE s i-0 + COUNT 10), xrevrange10 (XREVRANGE
+// s i-0 - COUNT 10).
 //
 // Prints "ops_per_sec p50_ms p99_ms" (one request in flight per connection).
 package main
@@ -75,7 +77,7 @@ func member(i, size int) string {
 
 func main() {
 	port := flag.Int("p", 6379, "port")
-	cmd := flag.String("cmd", "lindex", "lindex, lset, lrange10, zscore, zrank, zadd, zrange10, zrangebyscore10, txnincr or txnset")
+	cmd := flag.String("cmd", "lindex", "lindex, lset, lrange10, zscore, zrank, zadd, zrange10, zrangebyscore10, txnincr, txnset, xrange10 or xrevrange10")
 	n := flag.Int("n", 100000, "requests")
 	conns := flag.Int("c", 32, "connections")
 	length := flag.Int("len", 1000000, "list length (indexes are drawn from [0, len))")
@@ -117,6 +119,10 @@ func main() {
 					req = resp("ZRANGE", "z", strconv.Itoa(idx), strconv.Itoa(idx+9))
 				case "zrangebyscore10":
 					req = resp("ZRANGEBYSCORE", "z", strconv.Itoa(idx), strconv.Itoa(idx+9))
+				case "xrange10":
+					req = resp("XRANGE", "s", strconv.Itoa(idx+1)+"-0", "+", "COUNT", "10")
+				case "xrevrange10":
+					req = resp("XREVRANGE", "s", strconv.Itoa(idx+1)+"-0", "-", "COUNT", "10")
 				case "txnincr", "txnset":
 					j := strconv.Itoa(rng.Intn(*length))
 					a, b := "k:"+strconv.Itoa(idx), "k:"+j

@@ -166,10 +166,17 @@ fn a_cold_stream_is_read_part_by_part_and_answers_as_redis_7() {
         let (x, y) = both(&mut r, &mut s, &words(&c));
         assert_eq!(x, y, "step {step}: {c}");
     }
+    // The last change moves only the group (the head): it must be durable.
+    let (x, y) = both(
+        &mut r,
+        &mut s,
+        &words("XREADGROUP GROUP g c9 COUNT 3 NOACK STREAMS s >"),
+    );
+    assert_eq!(x, y);
     let whole = words("XRANGE s - +");
     let (x, y) = both(&mut r, &mut s, &whole);
     assert_eq!(x, y, "the whole stream");
-    let state = ["XINFO STREAM s", "XPENDING s g", "XLEN s"];
+    let state = ["XINFO STREAM s", "XINFO GROUPS s", "XPENDING s g", "XLEN s"];
     let want: Vec<String> = state
         .iter()
         .map(|c| both(&mut r, &mut s, &words(c)).0)

@@ -3,11 +3,9 @@
 //! views DUMP and RESTORE use: each node as Redis's listpack holds it
 //! (`NodeRef`), and a stream built node by node from one (`Builder`).
 
-use super::node::{Entry, Node};
+use super::node::Node;
 use super::part::{SPart, BOUND_LEN};
-use super::{
-    get_id, node_enc, pack, part_nodes, put_bytes, put_id, EntryRef, Group, Stream, StreamId,
-};
+use super::{get_id, node_enc, part_nodes, put_bytes, put_id, EntryRef, Group, Stream, StreamId};
 use crate::types::{Malformed, Reader};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -25,7 +23,7 @@ fn encode_node(n: &Node, out: &mut Vec<u8>) {
     for e in &n.entries {
         put_id(out, e.id);
         out.push(e.deleted as u8);
-        put_bytes(out, &e.data);
+        put_bytes(out, n.data_of(e));
     }
 }
 
@@ -42,15 +40,12 @@ fn decode_node(
     for _ in 0..nf {
         fields.push(Box::<[u8]>::from(r.bytes()?));
     }
-    let mut n = Node {
-        master,
-        master_fields: fields,
-        entries: Vec::new(),
-        live: r.u64()?,
-        deleted: r.u64()?,
-        lp_entries: r.u64()?,
-    };
+    let mut n = Node::with_fields(master, fields);
+    n.live = r.u64()?;
+    n.deleted = r.u64()?;
+    n.lp_entries = r.u64()?;
     let ne = r.u32()? as usize;
+    n.entries.reserve_exact(ne.min(1 << 16));
     let (mut live, mut dead) = (0, 0);
     for _ in 0..ne {
         let id = get_id(r)?;
@@ -70,11 +65,7 @@ fn decode_node(
         } else {
             live += 1;
         }
-        n.entries.push(Entry {
-            id,
-            data: data.into(),
-            deleted,
-        });
+        n.push_packed(id, data, deleted);
     }
     if (live, dead) != (n.live, n.deleted) || (ne == 0) {
         return Err(Malformed);
@@ -264,7 +255,7 @@ impl<'a> NodeRef<'a> {
             (
                 EntryRef {
                     id: e.id,
-                    data: &e.data,
+                    data: self.node.data_of(e),
                 },
                 e.deleted,
             )
@@ -331,8 +322,7 @@ impl Builder {
         {
             return Err(Malformed);
         }
-        let data = pack(pairs);
-        n.push(id, pairs, data);
+        n.push(id, pairs);
         if deleted {
             n.kill(n.entries.len() - 1);
         }

@@ -100,15 +100,19 @@ impl<'a> EntryRef<'a> {
     }
 }
 
-/// Packs field-value pairs as an entry's data: a count of pairs, then each
-/// element length-prefixed (u32 LE).
-fn pack(pairs: &[&[u8]]) -> Box<[u8]> {
-    let mut v = Vec::with_capacity(4 + pairs.iter().map(|p| 4 + p.len()).sum::<usize>());
-    v.extend_from_slice(&((pairs.len() / 2) as u32).to_le_bytes());
+/// Appends field-value pairs packed as an entry's data: a count of pairs,
+/// then each element length-prefixed (u32 LE).
+fn pack_into(out: &mut Vec<u8>, pairs: &[&[u8]]) {
+    out.reserve(packed_pairs_len(pairs));
+    out.extend_from_slice(&((pairs.len() / 2) as u32).to_le_bytes());
     for p in pairs {
-        put_bytes(&mut v, p);
+        put_bytes(out, p);
     }
-    v.into()
+}
+
+/// Bytes `pack_into` writes for `pairs`.
+fn packed_pairs_len(pairs: &[&[u8]]) -> usize {
+    4 + pairs.iter().map(|p| 4 + p.len()).sum::<usize>()
 }
 
 fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
@@ -125,9 +129,10 @@ fn get_id(r: &mut Reader<'_>) -> Result<StreamId, Malformed> {
     Ok(StreamId::new(r.u64()?, r.u64()?))
 }
 
-/// Encoded bytes of an entry with `data` (a tombstone keeps its data).
-fn entry_enc(data: &[u8]) -> usize {
-    ID_LEN + 1 + 4 + data.len()
+/// Encoded bytes of an entry with `data_len` bytes of packed pairs (a
+/// tombstone keeps its data).
+fn entry_enc(data_len: usize) -> usize {
+    ID_LEN + 1 + 4 + data_len
 }
 
 #[derive(Clone, Debug, Default)]
@@ -232,6 +237,15 @@ impl Stream {
         );
         let fresh = last_node.is_none_or(|n| n.full(elems, lim.max_bytes, lim.max_entries));
         if fresh {
+            // The node before is full: its spare capacity goes back.
+            if let Some(n) = self
+                .parts
+                .last_mut()
+                .and_then(|p| p.nodes.as_mut())
+                .and_then(|ns| ns.back_mut())
+            {
+                n.shrink();
+            }
             let new_part = match self.parts.last() {
                 None => true,
                 Some(p) => !p.is_resident() || (self.chunks.is_some() && p.enc >= CHUNK_MAX),
@@ -251,12 +265,11 @@ impl Stream {
             self.enc += e;
             self.node_count += 1;
         }
-        let data = pack(pairs);
-        let e = entry_enc(&data);
+        let e = entry_enc(packed_pairs_len(pairs));
         let pi = self.parts.len() - 1;
         let p = &mut self.parts[pi];
         if let Some(n) = p.nodes.as_mut().and_then(|ns| ns.back_mut()) {
-            n.push(id, pairs, data);
+            n.push(id, pairs);
         }
         p.enc += e;
         p.live += 1;
@@ -274,7 +287,7 @@ impl Stream {
     pub fn get(&self, id: StreamId) -> Option<EntryRef<'_>> {
         let (pi, ni) = self.locate(id)?;
         let n = self.parts[pi].nodes.as_deref()?.get(ni)?;
-        live_ref(&n.entries[n.find(id)?])
+        live_ref((n, &n.entries[n.find(id)?]))
     }
 
     pub fn exists(&self, id: StreamId) -> bool {
@@ -296,22 +309,24 @@ impl Stream {
         if !rev {
             Box::new(
                 self.entries_from(start)
-                    .take_while(move |e| e.id <= end)
+                    .take_while(move |(_, e)| e.id <= end)
                     .filter_map(live_ref),
             )
         } else {
             Box::new(
                 self.entries_back_from(end)
-                    .take_while(move |e| e.id >= start)
+                    .take_while(move |(_, e)| e.id >= start)
                     .filter_map(live_ref),
             )
         }
     }
 
     /// Every entry (tombstones too) from the first at or after `start`, in
-    /// order, found by binary searches (parts, nodes, entries). Parts not
-    /// in RAM give nothing: the caller's plan loaded those it reads.
-    fn entries_from(&self, start: StreamId) -> impl Iterator<Item = &Entry> + '_ {
+    /// order, found by binary searches (parts, nodes, entries). It ends at
+    /// the first part on flash with a live entry: the caller's plan loaded
+    /// the parts it reads (so walking on past a cold stream's parts costs
+    /// nothing); a part on flash without one is passed over.
+    fn entries_from(&self, start: StreamId) -> impl Iterator<Item = (&Node, &Entry)> + '_ {
         let pi = self.part_for(start);
         let (ni, ei) = match self.parts.get(pi).and_then(|p| p.nodes.as_deref()) {
             Some(ns) => {
@@ -325,6 +340,7 @@ impl Stream {
         };
         self.parts[pi.min(self.parts.len())..]
             .iter()
+            .take_while(|p| p.is_resident() || p.live == 0)
             .enumerate()
             .flat_map(move |(k, p)| {
                 let (ni, ei) = if k == 0 { (ni, ei) } else { (0, 0) };
@@ -333,7 +349,7 @@ impl Stream {
                         .enumerate()
                         .flat_map(move |(j, n)| {
                             let from = if j == 0 { ei.min(n.entries.len()) } else { 0 };
-                            n.entries[from..].iter()
+                            n.entries[from..].iter().map(move |e| (n, e))
                         })
                 })
             })
@@ -341,7 +357,7 @@ impl Stream {
 
     /// Every entry (tombstones too) at or before `end`, last first (as
     /// `entries_from`).
-    fn entries_back_from(&self, end: StreamId) -> impl Iterator<Item = &Entry> + '_ {
+    fn entries_back_from(&self, end: StreamId) -> impl Iterator<Item = (&Node, &Entry)> + '_ {
         let pi = self.part_for(end);
         let (nn, ei) = match self.parts.get(pi).and_then(|p| p.nodes.as_deref()) {
             Some(ns) => {
@@ -357,6 +373,7 @@ impl Stream {
         self.parts[..upto]
             .iter()
             .rev()
+            .take_while(|p| p.is_resident() || p.live == 0)
             .enumerate()
             .flat_map(move |(k, p)| {
                 p.nodes.as_deref().into_iter().flat_map(move |ns| {
@@ -374,7 +391,7 @@ impl Stream {
                             } else {
                                 n.entries.len()
                             };
-                            n.entries[..to].iter().rev()
+                            n.entries[..to].iter().rev().map(move |e| (n, e))
                         })
                 })
             })
@@ -685,10 +702,10 @@ impl Stream {
 }
 
 /// An entry as seen by readers, None for a tombstone.
-fn live_ref(e: &Entry) -> Option<EntryRef<'_>> {
-    (!e.deleted).then_some(EntryRef {
+fn live_ref<'a>((n, e): (&'a Node, &'a Entry)) -> Option<EntryRef<'a>> {
+    (!e.deleted).then(|| EntryRef {
         id: e.id,
-        data: &e.data,
+        data: n.data_of(e),
     })
 }
 
@@ -696,7 +713,10 @@ fn live_ref(e: &Entry) -> Option<EntryRef<'_>> {
 fn node_enc(n: &Node) -> usize {
     NODE_ENC
         + n.master_fields.iter().map(|f| 4 + f.len()).sum::<usize>()
-        + n.entries.iter().map(|e| entry_enc(&e.data)).sum::<usize>()
+        + n.entries
+            .iter()
+            .map(|e| entry_enc(e.data_len()))
+            .sum::<usize>()
 }
 
 #[cfg(test)]

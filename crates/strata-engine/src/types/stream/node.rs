@@ -17,6 +17,8 @@
 //!    (DUMP writes them); `live` and `deleted` count them.
 //! 3. `lp_entries` is the modelled listpack bytes of every entry ever
 //!    added to the node (a tombstone keeps its bytes, as in Redis).
+//! 4. `data` holds the packed pairs of every entry, in entry order, each
+//!    entry naming its own bytes there.
 
 use super::StreamId;
 
@@ -68,12 +70,21 @@ const LP_EMPTY: usize = 7;
 /// Flag of an entry whose fields are the master's (listpack encoding).
 const SAMEFIELDS: i64 = 2;
 
+/// An entry of a node: its id, and where its packed field-value pairs
+/// (`pack_into`) are in the node's `data`.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Entry {
     pub id: StreamId,
-    /// The packed field-value pairs (`super::pack`).
-    pub data: Box<[u8]>,
+    off: u32,
+    len: u32,
     pub deleted: bool,
+}
+
+impl Entry {
+    /// Bytes of the packed pairs.
+    pub fn data_len(&self) -> usize {
+        self.len as usize
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +93,9 @@ pub(super) struct Node {
     /// The field names of the node's first entry (its master entry).
     pub master_fields: Vec<Box<[u8]>>,
     pub entries: Vec<Entry>,
+    /// Every entry's packed pairs, one after the other (invariant 4): one
+    /// allocation per node, not one per entry.
+    data: Vec<u8>,
     pub live: u64,
     pub deleted: u64,
     /// Modelled listpack bytes of the entries (invariant 3).
@@ -103,6 +117,7 @@ impl Node {
             master,
             master_fields: fields,
             entries: Vec::new(),
+            data: Vec::new(),
             live: 0,
             deleted: 0,
             lp_entries: 0,
@@ -146,9 +161,34 @@ impl Node {
                 .all(|(a, b)| *a == &b[..])
     }
 
+    /// The packed pairs of entry `e` (of this node).
+    pub fn data_of(&self, e: &Entry) -> &[u8] {
+        self.data
+            .get(e.off as usize..e.off as usize + e.len as usize)
+            .unwrap_or_default()
+    }
+
+    /// Adds an entry whose packed pairs are `data` (decoding).
+    pub fn push_packed(&mut self, id: StreamId, data: &[u8], deleted: bool) {
+        let off = self.data.len() as u32;
+        self.data.extend_from_slice(data);
+        self.entries.push(Entry {
+            id,
+            off,
+            len: data.len() as u32,
+            deleted,
+        });
+    }
+
+    /// Gives back the spare capacity (a node that is full).
+    pub fn shrink(&mut self) {
+        self.data.shrink_to_fit();
+        self.entries.shrink_to_fit();
+    }
+
     /// Adds an entry (after every entry of the node), counting its
     /// modelled bytes.
-    pub fn push(&mut self, id: StreamId, pairs: &[&[u8]], data: Box<[u8]>) {
+    pub fn push(&mut self, id: StreamId, pairs: &[&[u8]]) {
         let n = pairs.len() / 2;
         let same = self.same_fields(pairs);
         let mut b = lp_int(if same { SAMEFIELDS } else { 0 })
@@ -169,9 +209,12 @@ impl Node {
         b += lp_int(parts as i64);
         self.lp_entries += b as u64;
         self.live += 1;
+        let off = self.data.len() as u32;
+        super::pack_into(&mut self.data, pairs);
         self.entries.push(Entry {
             id,
-            data,
+            off,
+            len: self.data.len() as u32 - off,
             deleted: false,
         });
     }

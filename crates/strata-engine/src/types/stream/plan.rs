@@ -171,15 +171,15 @@ impl Stream {
             let n = if rev {
                 let low = start.max(self.parts[i].first());
                 self.entries_back_from(end)
-                    .take_while(|e| e.id >= low)
-                    .filter(|e| !e.deleted)
+                    .take_while(|(_, e)| e.id >= low)
+                    .filter(|(_, e)| !e.deleted)
                     .take(take)
                     .count()
             } else {
                 let next = self.parts.get(i + 1).map(|q| q.first());
                 self.entries_from(start)
-                    .take_while(|e| e.id <= end && next.is_none_or(|f| e.id < f))
-                    .filter(|e| !e.deleted)
+                    .take_while(|(_, e)| e.id <= end && next.is_none_or(|f| e.id < f))
+                    .filter(|(_, e)| !e.deleted)
                     .take(take)
                     .count()
             };
