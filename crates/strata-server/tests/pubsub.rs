@@ -182,6 +182,8 @@ fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
     let _ = slow.read(&mut confirm).unwrap();
     // A subscriber that reads everything, on its own thread.
     let mut fast_con = srv.client();
+    let fast_got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = fast_got.clone();
     let fast = std::thread::spawn(move || {
         let mut ps = fast_con.as_pubsub();
         ps.subscribe("c").unwrap();
@@ -194,6 +196,7 @@ fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
                 return got;
             }
             got += 1;
+            counter.store(got, std::sync::atomic::Ordering::Release);
         }
     });
     let numsub = |con: &mut redis::Connection| -> redis::Value {
@@ -209,7 +212,7 @@ fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
     });
     let payload = vec![b'x'; 64 << 10];
     let mut receivers = Vec::new();
-    for _ in 0..2000 {
+    for sent in 1..=2000 {
         let n: u64 = redis::cmd("PUBLISH")
             .arg("c")
             .arg(&payload)
@@ -219,6 +222,12 @@ fn a_subscriber_that_does_not_read_is_cut_off_at_its_output_limit() {
         if n == 1 {
             break;
         }
+        // The reading subscriber stays within 1 MB of the publisher (under
+        // the limits, however the test threads are scheduled: on a loaded
+        // machine it fell 4 MB behind and was cut off too).
+        common::wait_until("the reading subscriber keeps up", || {
+            sent - fast_got.load(std::sync::atomic::Ordering::Acquire) <= 16
+        });
     }
     // Up to 128 MB were published; the slow subscriber was cut off on the
     // way, the fast one got every message.
