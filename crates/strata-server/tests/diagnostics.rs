@@ -237,6 +237,49 @@ fn debug_sleep_object_active_expire_and_reload() {
     }
     assert_eq!(c.cmd(&[b"DEBUG", b"RELOAD"]).bytes, b"+OK\r\n");
     assert_eq!(c.cmd(&[b"GET", b"k"]).bytes, b"$5\r\nhello\r\n");
+    // DEBUG RELOAD reads every value back from its record, as Redis reads
+    // its file back: after it a value is on flash only, and the next read
+    // fetches and decodes it (a string, a hash, a stream).
+    let long = vec![b'v'; 300];
+    c.cmd(&[b"SET", b"s", &long]);
+    c.cmd(&[b"HSET", b"h", b"f", &long, b"g", b"2"]);
+    c.cmd(&[b"XADD", b"x", b"1-1", b"f", &long]);
+    let tier = |c: &mut Conn, k: &[u8]| {
+        String::from_utf8_lossy(&c.cmd(&[b"DEBUG", b"TIER", k]).bytes).to_string()
+    };
+    assert!(
+        tier(&mut c, b"s").contains("tier:ram"),
+        "{}",
+        tier(&mut c, b"s")
+    );
+    assert_eq!(c.cmd(&[b"DEBUG", b"RELOAD"]).bytes, b"+OK\r\n");
+    for k in [&b"s"[..], b"h", b"x"] {
+        let t = tier(&mut c, k);
+        assert!(
+            t.contains("tier:flash"),
+            "{}: {t}",
+            String::from_utf8_lossy(k)
+        );
+    }
+    let fetches = |c: &mut Conn| -> u64 {
+        oracle::info(c, "tiered")["tiered_total_fetches"]
+            .parse()
+            .unwrap()
+    };
+    let before = fetches(&mut c);
+    assert_eq!(
+        c.cmd(&[b"GET", b"s"]).bytes,
+        [&b"$300\r\n"[..], &long, b"\r\n"].concat()
+    );
+    assert_eq!(
+        c.cmd(&[b"HGET", b"h", b"f"]).bytes,
+        [&b"$300\r\n"[..], &long, b"\r\n"].concat()
+    );
+    assert_eq!(c.cmd(&[b"XLEN", b"x"]).bytes, b":1\r\n");
+    assert!(
+        fetches(&mut c) >= before + 2,
+        "the values were read from flash"
+    );
 }
 
 /// CLIENT NO-TOUCH ON: the client's reads leave a key's idle time alone

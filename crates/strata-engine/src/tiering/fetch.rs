@@ -188,3 +188,45 @@ pub(crate) fn promote_fetched(
     }
     promote
 }
+
+impl crate::Engine {
+    /// Drops from RAM every value and collection part that has an
+    /// unchanged copy on flash, so that the next read of each decodes its
+    /// record (DEBUG RELOAD after a checkpoint: what Redis's save-and-load
+    /// does to every value). Values changed since their record, and those
+    /// being written, stay. Returns (values, parts) dropped.
+    pub fn drop_ram_copies(&self) -> (usize, usize) {
+        let (mut values, mut parts) = (0, 0);
+        for shard in self.inner.shards.iter() {
+            let mut guard = shard.lock();
+            let sh = &mut *guard;
+            for db in 0..sh.dbs.len() {
+                for i in 0..sh.dbs[db].len() {
+                    let Some((_, e)) = sh.dbs[db].get_index_mut(i) else {
+                        break;
+                    };
+                    if e.flags & crate::index::F_STASHING != 0 {
+                        continue;
+                    }
+                    match &e.slot {
+                        Slot::Hot(h) => {
+                            if let Some(loc) = h.backing {
+                                e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+                                values += 1;
+                            }
+                        }
+                        Slot::Chunked(_) => {
+                            parts += e
+                                .with_dir(&mut sh.acct, |d| {
+                                    (0..d.part_count()).filter(|&p| d.evict(p) > 0).count()
+                                })
+                                .unwrap_or(0);
+                        }
+                        Slot::Cold(_) => {}
+                    }
+                }
+            }
+        }
+        (values, parts)
+    }
+}

@@ -18,8 +18,8 @@ use strata_protocol::{write_array_len, write_bulk, write_simple};
 /// DEBUG, refused unless `enable-debug-command` allows it (as Redis 7):
 /// TIER `<key>` (where the value lives), LIVE-BYTES, and the subcommands
 /// test harnesses use: SLEEP (the whole server stops: every shard is held),
-/// OBJECT, SET-ACTIVE-EXPIRE, RELOAD (a checkpoint; the data is as
-/// before, as after Redis's save-and-load).
+/// OBJECT, SET-ACTIVE-EXPIRE, RELOAD (a checkpoint, then every value read
+/// back from its record, as after Redis's save-and-load).
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let allowed = match ctx.shared.config.read().enable_debug_command.as_str() {
         "yes" => true,
@@ -77,25 +77,38 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_simple(ctx.out, text.as_bytes());
     } else if is(sub, "reload") || is(sub, "loadaof") {
         // Redis reloads its dataset from its RDB or AOF; here the log is
-        // the dataset: a checkpoint, and the data stays as it is. (Off the
-        // runtime's workers, as SAVE: it waits for its writes.)
+        // the dataset: a checkpoint, then every value and part with a copy
+        // on flash leaves RAM, so each is read back from its record, as
+        // Redis reads every value back from its file. (The index stays:
+        // this is not a restart. Off the runtime's workers, as SAVE: it
+        // waits for its writes.)
         let engine = ctx.engine().clone();
         return Outcome::Pending {
             reply: Box::pin(async move {
                 let mut out = bytes::BytesMut::new();
                 // A checkpoint already running (BGSAVE) is waited for.
-                let save = move || {
-                    for _ in 0..6000 {
-                        match engine.save() {
-                            Err(e) if e.contains("in progress") => {
-                                std::thread::sleep(std::time::Duration::from_millis(10))
+                let reload = move || {
+                    let save = || {
+                        for _ in 0..6000 {
+                            match engine.save() {
+                                Err(e) if e.contains("in progress") => {
+                                    std::thread::sleep(std::time::Duration::from_millis(10))
+                                }
+                                r => return r,
                             }
-                            r => return r,
                         }
+                        engine.save()
+                    };
+                    let r = save();
+                    if r.is_ok() {
+                        let (values, parts) = engine.drop_ram_copies();
+                        tracing::info!(
+                            "DEBUG RELOAD: {values} values, {parts} parts to read back from flash"
+                        );
                     }
-                    engine.save()
+                    r
                 };
-                match tokio::task::spawn_blocking(save).await {
+                match tokio::task::spawn_blocking(reload).await {
                     Ok(Ok(_)) => write_simple(&mut out, b"OK"),
                     Ok(Err(e)) => {
                         reply::error(&mut out, &format!("ERR Error trying to save the DB: {e}"))
@@ -194,7 +207,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 "OBJECT <key>  -- the value's encoding, length and idle time",
                 "SLEEP <seconds>  -- stop the server for that long",
                 "SET-ACTIVE-EXPIRE <0|1>  -- stop or restart the background sweep of expired keys",
-                "RELOAD  -- take a checkpoint (the data stays as it is)",
+                "RELOAD  -- take a checkpoint, then read every value back from flash",
                 "LOADAOF  -- the same as RELOAD",
                 "DIGEST  -- Redis's digest of the whole dataset (zeros when it is empty)",
                 "DIGEST-VALUE <key> ...  -- Redis's digest of each value (zeros for a missing key)",
