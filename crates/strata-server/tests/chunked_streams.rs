@@ -110,7 +110,17 @@ fn command(rng: &mut StdRng, next: &mut u64) -> String {
         }
         80..=81 => format!("XTRIM s MINID ~ {}", id(rng, n.min(20_000))),
         82..=83 => format!("XTRIM s MINID {}", id(rng, n.min(10_000))),
-        84..=89 => "XLEN s".into(),
+        84..=86 => "XLEN s".into(),
+        // Without COUNT: read a batch of parts at a time.
+        87..=89 => {
+            let a = rng.gen_range(1..n);
+            let b = a + rng.gen_range(0..5000);
+            if rng.gen_bool(0.5) {
+                format!("XRANGE s {a} {b}")
+            } else {
+                format!("XREVRANGE s {b} {a}")
+            }
+        }
         90..=94 => "XINFO STREAM s".into(),
         _ => "XPENDING s g".into(),
     }

@@ -115,6 +115,61 @@ fn lrange_of_a_list_larger_than_ram_streams_its_parts() {
         .all(|(i, v)| *v == value(i + 1000).into_bytes()));
 }
 
+/// A stream entry as redis-rs reads it: id, then field-value pairs.
+type Entry = (String, Vec<(String, Vec<u8>)>);
+
+#[test]
+fn xrange_of_a_stream_larger_than_ram_streams_its_parts() {
+    let (srv, mut con) = server(|p, chunk| {
+        for &i in chunk {
+            p.cmd("XADD")
+                .arg("s")
+                .arg(format!("{}-0", i + 1))
+                .arg("f")
+                .arg(value(i))
+                .ignore();
+        }
+    });
+    let mut cmd = redis::cmd("XRANGE");
+    cmd.arg("s").arg("-").arg("+");
+    let before = srv.info_u64(&mut con, "memory", "used_memory_peak");
+    let all: Vec<Entry> = cmd.query(&mut con).unwrap();
+    let grew = srv
+        .info_u64(&mut con, "memory", "used_memory_peak")
+        .saturating_sub(before);
+    assert_eq!(all.len(), N);
+    for (i, (id, fields)) in all.iter().enumerate() {
+        assert_eq!(id, &format!("{}-0", i + 1));
+        assert_eq!(fields, &vec![("f".to_string(), value(i).into_bytes())]);
+    }
+    // The reply as sent (RESP: an entry's framing is a fifth of its
+    // bytes). Measured: peak RAM grew 64 MB for the 37 MB reply; with every
+    // part loaded first (a range with COUNT), 132 MB.
+    let reply: Vec<Vec<u8>> = all
+        .iter()
+        .map(|(id, f)| {
+            format!(
+                "*2\r\n${}\r\n{id}\r\n*2\r\n$1\r\nf\r\n${}\r\n{}\r\n",
+                id.len(),
+                f[0].1.len(),
+                String::from_utf8_lossy(&f[0].1)
+            )
+            .into_bytes()
+        })
+        .collect();
+    assert_streamed("XRANGE - +", &reply, grew);
+    // Descending, a window in the middle.
+    let mid: Vec<Entry> = redis::cmd("XREVRANGE")
+        .arg("s")
+        .arg("150000")
+        .arg("(1000")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(mid.len(), 150_000 - 1000);
+    assert_eq!(mid[0].0, "150000-0");
+    assert_eq!(mid.last().unwrap().0, "1001-0");
+}
+
 /// SINTER, SUNION, SDIFF, SINTERCARD and SINTERSTORE of two sets larger
 /// than RAM go by windows of the member hash (`Engine::stream_windows`):
 /// RAM holds a window of each set's parts, never both sets: SINTERCARD

@@ -36,6 +36,9 @@ pub enum StreamNeed {
     /// The first and last live entries (XINFO STREAM, XSETID, whether
     /// XREAD has anything to serve).
     Edges,
+    /// The parts where a range starts and ends (a whole range read in
+    /// batches counts its entries from them first: `Stream::range_len`).
+    Ends { start: StreamId, end: StreamId },
     /// Every part (DUMP, copies).
     Whole,
     /// What the command works out from the stream under the lock (the ids
@@ -84,6 +87,12 @@ impl Stream {
                     count,
                 } => self.range_parts(*start, *end, *rev, *count, &mut out),
                 StreamNeed::Planned(p) => out.extend(self.need_parts(&(p.0)(self))),
+                StreamNeed::Ends { start, end } => {
+                    if start <= end {
+                        out.push(self.part_for(*start));
+                        out.push(self.part_for(*end));
+                    }
+                }
                 StreamNeed::Edges => {
                     out.extend(self.parts.iter().position(|p| p.live > 0));
                     out.extend(self.parts.iter().rposition(|p| p.live > 0));
@@ -214,5 +223,56 @@ impl Stream {
                 return;
             }
         }
+    }
+}
+
+impl Stream {
+    /// The live entries from `start` to `end`, counted from the parts'
+    /// counts and the two end parts (which must be in RAM: `Ends`); None
+    /// if one is not.
+    pub fn range_len(&self, start: StreamId, end: StreamId) -> Option<u64> {
+        if start > end || self.parts.is_empty() {
+            return Some(0);
+        }
+        let (a, b) = (self.part_for(start), self.part_for(end));
+        let inside = |i: usize| -> Option<u64> {
+            let ns = self.parts[i].nodes.as_deref()?;
+            Some(
+                ns.iter()
+                    .flat_map(|n| n.entries.iter())
+                    .filter(|e| !e.deleted && e.id >= start && e.id <= end)
+                    .count() as u64,
+            )
+        };
+        if a == b {
+            return inside(a);
+        }
+        let middle: u64 = self.parts[a + 1..b].iter().map(|p| p.live).sum();
+        Some(inside(a)? + middle + inside(b)?)
+    }
+
+    /// The parts a range from `start` to `end` lies in.
+    pub fn range_part_indexes(&self, start: StreamId, end: StreamId) -> std::ops::Range<usize> {
+        if start > end || self.parts.is_empty() {
+            return 0..0;
+        }
+        self.part_for(start)..self.part_for(end) + 1
+    }
+
+    /// The live entries of parts `parts` (in RAM) from `start` to `end`,
+    /// ascending (a batch of a whole range read).
+    pub fn range_in_parts(
+        &self,
+        parts: std::ops::Range<usize>,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl Iterator<Item = super::EntryRef<'_>> + '_ {
+        let parts = parts.start.min(self.parts.len())..parts.end.min(self.parts.len());
+        self.parts[parts]
+            .iter()
+            .flat_map(super::part_nodes)
+            .flat_map(|n| n.entries.iter().map(move |e| (n, e)))
+            .filter(move |(_, e)| e.id >= start && e.id <= end)
+            .filter_map(super::live_ref)
     }
 }

@@ -413,6 +413,9 @@ fn xrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Outcome {
         }
     }
     let key = args[1].clone();
+    if count < 0 {
+        return xrange_whole(ctx, key, start, end, rev);
+    }
     let plan = need(vec![StreamNeed::Range {
         start,
         end,
@@ -439,6 +442,63 @@ fn xrange_generic(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> Outcome {
             write_entry(out, e);
         }
     })
+}
+
+/// A range without COUNT: of a chunked stream, read a batch of parts at a
+/// time (`Ctx::stream_key_from`), so a range larger than RAM is never held
+/// in RAM at once; its length is counted first from the parts' counts and
+/// its two end parts.
+fn xrange_whole(
+    ctx: &mut Ctx<'_>,
+    key: Bytes,
+    start: StreamId,
+    end: StreamId,
+    rev: bool,
+) -> Outcome {
+    let first = need(vec![StreamNeed::Ends { start, end }]);
+    let k = key.clone();
+    ctx.stream_key_from(
+        key,
+        rev,
+        first,
+        move |view, out, _| {
+            let s = match get(view, &k) {
+                Err(e) => {
+                    reply::engine(out, &e);
+                    return None;
+                }
+                Ok(None) => {
+                    write_array_len(out, 0);
+                    return None;
+                }
+                Ok(Some(s)) => s,
+            };
+            if !s.is_chunked() {
+                let entries: Vec<EntryRef<'_>> = s.range(start, end, rev).collect();
+                write_array_len(out, entries.len());
+                for e in &entries {
+                    write_entry(out, e);
+                }
+                return None;
+            }
+            let n = s.range_len(start, end).unwrap_or(0) as usize;
+            write_array_len(out, n);
+            Some(s.range_part_indexes(start, end))
+        },
+        move |c, parts, out, _| {
+            let Collection::Stream(s) = c else {
+                return;
+            };
+            let entries: Vec<EntryRef<'_>> = s.range_in_parts(parts, start, end).collect();
+            // A descending range: each batch last first (the batches are
+            // joined last to first).
+            if rev {
+                entries.iter().rev().for_each(|e| write_entry(out, e));
+            } else {
+                entries.iter().for_each(|e| write_entry(out, e));
+            }
+        },
+    )
 }
 
 pub fn xrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
