@@ -46,6 +46,7 @@ fn decode_node(
     n.lp_entries = r.u64()?;
     let ne = r.u32()? as usize;
     n.entries.reserve_exact(ne.min(1 << 16));
+    n.reserve_data(data_bytes(r.b, ne));
     let (mut live, mut dead) = (0, 0);
     for _ in 0..ne {
         let id = get_id(r)?;
@@ -71,6 +72,21 @@ fn decode_node(
         return Err(Malformed);
     }
     Ok(n)
+}
+
+/// The packed pairs' bytes of the `ne` entries at the start of `b` (a
+/// decode sizes the node's buffer once); a short count if `b` ends first.
+fn data_bytes(b: &[u8], ne: usize) -> usize {
+    let mut r = Reader { b };
+    let mut total = 0usize;
+    for _ in 0..ne {
+        let ok = r.take(super::ID_LEN + 1).is_ok();
+        match r.bytes() {
+            Ok(d) if ok => total += d.len(),
+            _ => break,
+        }
+    }
+    total
 }
 
 /// A chunk body decoded: the part's first id, its nodes, live entries and

@@ -180,6 +180,11 @@ impl Node {
         });
     }
 
+    /// Makes room for `n` more bytes of packed pairs, exactly.
+    pub fn reserve_data(&mut self, n: usize) {
+        self.data.reserve_exact(n);
+    }
+
     /// Gives back the spare capacity (a node that is full).
     pub fn shrink(&mut self) {
         self.data.shrink_to_fit();
