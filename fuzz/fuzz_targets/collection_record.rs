@@ -9,7 +9,9 @@
 //! - a chunk body (kind 9) decodes to distinct elements or an error, and
 //!   the elements a range filter keeps are a subset of the whole;
 //! - a sorted set's order chunk decodes to sorted zkeys inside its bounds
-//!   or an error, and measuring a narrower range counts a subset.
+//!   or an error, and measuring a narrower range counts a subset;
+//! - a stream part's chunk body measures to the bytes its nodes take
+//!   (all of the body after the bound), or an error.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,6 +22,7 @@ use strata_engine::types::chunked::{
     cmp_zkey, decode_elems, decode_order, elem_hash, in_range, measure_list, measure_list_range,
     measure_order, range_high, Score,
 };
+use strata_engine::types::stream::measure_stream_part;
 use strata_engine::types::{Collection, ValueType};
 
 fuzz_target!(|data: &[u8]| {
@@ -46,6 +49,11 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(head_value(&h), rec.value);
             }
         }
+    }
+    // A stream part: its measured bytes are the body's after the bound's
+    // 20 (a part's encoding is exactly its nodes').
+    if let Ok((_, _live, bytes)) = measure_stream_part(body) {
+        assert_eq!(bytes as usize + 20, body.len());
     }
     // A list chunk body: counting never panics, and a range's bytes are at
     // most the whole body's.

@@ -311,6 +311,11 @@ fn needs_only_planned_parts(seed: u64, cut: u64) {
         for i in s.dirty_parts() {
             let mut body = Vec::new();
             s.encode_part(i, &mut body);
+            // The body measures to the part's bound, entries and bytes.
+            let p = s.part(i);
+            let (bound, live, bytes) = measure_stream_part(&body).unwrap();
+            assert_eq!((live, bytes as usize + BOUND_LEN), (p.count, body.len()));
+            assert_eq!(&bound[..], s.part_first(i).unwrap());
             next_loc += 1;
             let loc = FlashLoc {
                 segment: next_loc,
