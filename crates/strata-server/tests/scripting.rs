@@ -38,6 +38,11 @@ const SCRIPTS: &[&str] = &[
     "return nil",
     "return redis.sha1hex('')",
     "return redis.sha1hex('hello')",
+    "return redis.sha1hex(12)",
+    "return redis.sha1hex({})",
+    "return redis.sha1hex(nil)",
+    "return redis.sha1hex()",
+    "return redis.sha1hex(1, 2)",
     "error('boom')",
     "error({err='E2 custom'})",
     "return redis.call('set', 'k', 1.5)",
@@ -564,4 +569,33 @@ fn cjson_decode_matches_redis_7() {
             );
         }
     }
+}
+
+/// A script returning a table that contains itself: the reply nests
+/// arrays of one element until Redis's Lua stack limit, where an error
+/// takes the next level (Redis's unit/scripting "Script return recursive
+/// object" reads it so); the connection goes on.
+#[test]
+fn a_recursive_table_ends_in_a_stack_limit_error() {
+    use std::io::{Read, Write};
+    let srv = common::Server::start(&[]);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    let script = b"local a = {}; local b = {a}; a[1] = b; return a";
+    let mut cmd = format!("*3\r\n$4\r\nEVAL\r\n${}\r\n", script.len()).into_bytes();
+    cmd.extend_from_slice(script);
+    cmd.extend_from_slice(b"\r\n$1\r\n0\r\n*1\r\n$4\r\nPING\r\n");
+    s.write_all(&cmd).unwrap();
+    let end = b"-ERR reached lua stack limit\r\n+PONG\r\n";
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    while !got.ends_with(end) {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed after {} bytes", got.len());
+        got.extend_from_slice(&buf[..n]);
+    }
+    let levels = &got[..got.len() - end.len()];
+    assert!(levels.len() > 400 && levels.len() % 4 == 0);
+    assert!(levels.chunks(4).all(|l| l == b"*1\r\n"));
 }

@@ -153,8 +153,11 @@ pub fn lua_to_reply(val: &Value, out: &mut BytesMut, depth: usize, p: Protocols)
                 out.extend_from_slice(b"\r\n");
                 return;
             }
+            // A table nested this deep (or one that contains itself) ends
+            // as Redis's does where its Lua stack runs out: with an error
+            // in place of the next level.
             if depth > 1000 {
-                write_null(out, v);
+                out.extend_from_slice(b"-ERR reached lua stack limit\r\n");
                 return;
             }
             if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {

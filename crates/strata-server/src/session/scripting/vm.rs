@@ -190,7 +190,23 @@ impl Vm {
         let redis = lua.create_table()?;
         redis.set(
             "sha1hex",
-            lua.create_function(|_, s: mlua::String| Ok(super::sha1hex(&s.as_bytes())))?,
+            lua.create_function(|_, args: mlua::MultiValue| {
+                // As `luaRedisSha1hexCommand`: one argument, a string or a
+                // number (converted as Lua converts it).
+                if args.len() != 1 {
+                    return Err(mlua::Error::RuntimeError(
+                        "wrong number of arguments".into(),
+                    ));
+                }
+                // (A table or nil hashes as the empty string, as
+                // `lua_tolstring`'s NULL does.)
+                let b = args
+                    .iter()
+                    .next()
+                    .and_then(super::convert::lua_string)
+                    .unwrap_or_default();
+                Ok(super::sha1hex(&b))
+            })?,
         )?;
         redis.set(
             "error_reply",
