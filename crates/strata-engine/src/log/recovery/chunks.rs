@@ -369,17 +369,7 @@ fn resolve_list(
             damaged += 1;
             continue;
         };
-        parts.push(PartInfo {
-            low: a,
-            depth: 0,
-            dirty: false,
-            resident: false,
-            count,
-            body,
-            ver: 0,
-            loc: Some(c.loc),
-            seq: c.seq,
-        });
+        parts.push(PartInfo::on_flash(a, 0, count, body, c.loc, c.seq));
     }
     let covered: u64 = parts.iter().map(|p| p.count as u64).sum();
     if covered != end - start {
@@ -525,17 +515,7 @@ fn resolve_stream(
             let c = &cands[ci];
             let bound: [u8; BOUND_LEN] = c.bounds.as_ref()?.0.as_ref().try_into().ok()?;
             Some(StreamPartInfo {
-                info: PartInfo {
-                    low: c.low,
-                    depth: STREAM_DEPTH,
-                    dirty: false,
-                    resident: false,
-                    count: c.count,
-                    body: c.body,
-                    ver: 0,
-                    loc: Some(c.loc),
-                    seq: c.seq,
-                },
+                info: PartInfo::on_flash(c.low, STREAM_DEPTH, c.count, c.body, c.loc, c.seq),
                 bound,
             })
         })

@@ -243,17 +243,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
                         return;
                     };
                     stream.push(StreamPartInfo {
-                        info: PartInfo {
-                            low: p.low,
-                            depth: p.depth,
-                            dirty: false,
-                            resident: false,
-                            count: p.count,
-                            body: p.body,
-                            ver: 0,
-                            loc: Some(p.loc),
-                            seq: p.seq,
-                        },
+                        info: PartInfo::on_flash(p.low, p.depth, p.count, p.body, p.loc, p.seq),
                         bound,
                     });
                     continue;
@@ -270,17 +260,9 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
                     });
                     continue;
                 }
-                parts.push(PartInfo {
-                    low: p.low,
-                    depth: p.depth,
-                    dirty: false,
-                    resident: false,
-                    count: p.count,
-                    body: p.body,
-                    ver: 0,
-                    loc: Some(p.loc),
-                    seq: p.seq,
-                });
+                parts.push(PartInfo::on_flash(
+                    p.low, p.depth, p.count, p.body, p.loc, p.seq,
+                ));
             }
             let big = e.meta.client_flags & crate::types::AUX_BIG != 0;
             let coll = if e.meta.vtype == crate::types::ValueType::Stream {

@@ -26,6 +26,24 @@ pub struct PartInfo {
     pub seq: u64,
 }
 
+impl PartInfo {
+    /// A part on flash whose record at `loc` (sequence `seq`) holds
+    /// `count` elements of `body` bytes (a checkpoint's or recovery's).
+    pub fn on_flash(low: u64, depth: u8, count: u32, body: u32, loc: FlashLoc, seq: u64) -> Self {
+        PartInfo {
+            low,
+            depth,
+            dirty: false,
+            resident: false,
+            count,
+            body,
+            ver: 0,
+            loc: Some(loc),
+            seq,
+        }
+    }
+}
+
 /// What the demoter's hand sees of one part (`clock_walk`). Reading it
 /// clears the part's used mark.
 pub(crate) struct PartClock {
