@@ -158,7 +158,7 @@ pub(crate) fn append_chunked(
             bits: st.bits,
             cid: st.cid,
             span: st.span,
-            meta: st.meta.clone(),
+            meta: &st.meta,
         });
         let h = RecordHeader {
             kind: RecordKind::CollHead,

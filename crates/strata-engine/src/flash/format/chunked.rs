@@ -78,19 +78,19 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
 }
 
 /// What a kind-8 record says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Head {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head<'a> {
     pub vtype: ValueType,
     pub bits: u8,
     pub cid: u64,
     /// A list's positions `[start, end)`; a stream's part numbers.
     pub span: Option<(u64, u64)>,
     /// A stream's counters and groups (empty for other types).
-    pub meta: Vec<u8>,
+    pub meta: &'a [u8],
 }
 
 /// The value of a kind-8 record (`span` for a list, None otherwise).
-pub fn head_value(h: &Head) -> Vec<u8> {
+pub fn head_value(h: &Head<'_>) -> Vec<u8> {
     let mut b = Vec::with_capacity(LIST_HEAD_VALUE_LEN + h.meta.len());
     b.push(h.vtype as u8);
     b.push(h.bits);
@@ -99,13 +99,13 @@ pub fn head_value(h: &Head) -> Vec<u8> {
         b.extend_from_slice(&start.to_le_bytes());
         b.extend_from_slice(&end.to_le_bytes());
     }
-    b.extend_from_slice(&h.meta);
+    b.extend_from_slice(h.meta);
     b
 }
 
 /// A kind-8 value (None if malformed: a list without its span, a hash,
 /// set or sorted set with one, or a string).
-pub fn decode_head(value: &[u8]) -> Option<Head> {
+pub fn decode_head(value: &[u8]) -> Option<Head<'_>> {
     let vtype = ValueType::from_u8(*value.first()?)?;
     let want = match vtype {
         ValueType::Hash | ValueType::Set | ValueType::ZSet => HEAD_VALUE_LEN,
@@ -126,6 +126,6 @@ pub fn decode_head(value: &[u8]) -> Option<Head> {
         bits: value[1],
         cid: le_u64(&value[2..10]),
         span,
-        meta: value[want..].to_vec(),
+        meta: &value[want..],
     })
 }

@@ -467,9 +467,8 @@ fn resolve_stream(
         return (true, 0);
     };
     let (cid, head_loc, head_seq) = (dir.cid(), dir.head_loc(), dir.head_seq());
-    let head = head_loc
-        .and_then(|loc| crate::log::read_value_blocking(inner, key, loc, head_seq))
-        .and_then(|v| format::decode_head(&v));
+    let value = head_loc.and_then(|loc| crate::log::read_value_blocking(inner, key, loc, head_seq));
+    let head = value.as_deref().and_then(format::decode_head);
     let Some(format::Head {
         span: Some((start, end)),
         meta,
@@ -522,7 +521,7 @@ fn resolve_stream(
         .collect();
     let mut coll = Collection::stream_from_directory(cid, &parts, head_loc, head_seq);
     if let Collection::Stream(s) = &mut coll {
-        if s.set_meta(&meta, (start, end)).is_err() {
+        if s.set_meta(meta, (start, end)).is_err() {
             damaged += 1;
         }
     }

@@ -94,11 +94,6 @@ impl Stream {
             .unwrap_or_else(|| unreachable!("not chunked"))
     }
 
-    /// Every part in RAM (a whole read may run).
-    pub fn all_resident(&self) -> bool {
-        self.chunks.as_ref().is_none_or(|c| c.cold_parts == 0)
-    }
-
     /// Makes the stream chunked, as incarnation `cid`: its nodes are cut
     /// into parts of at least `CHUNK_MAX` bytes, all in RAM and changed.
     pub fn make_chunked(&mut self, cid: u64) {
@@ -108,31 +103,17 @@ impl Stream {
         let old = std::mem::take(&mut self.parts);
         let (length, enc, nodes) = (self.length, self.enc, self.node_count);
         self.chunks = Some(Box::new(Chunks::new(DirHead::new(cid))));
-        self.length = 0;
-        self.enc = 0;
-        self.node_count = 0;
+        (self.length, self.enc, self.node_count) = (0, 0, 0);
         for n in old
             .into_iter()
             .flat_map(|p| p.nodes.into_iter().flat_map(|ns| ns.into_iter()))
         {
-            let start = self.parts.last().is_none_or(|p| p.enc >= super::CHUNK_MAX);
-            if start {
-                let num = self.take_part_number();
-                self.parts.push(SPart::new(num, n.master));
-            }
-            let e = super::node_enc(&n);
-            let p = self.parts.last_mut().unwrap_or_else(|| unreachable!());
-            p.enc += e;
-            p.live += n.live;
-            p.set_node_count(p.node_count() + 1);
-            if let Some(ns) = p.nodes.as_mut() {
-                ns.push_back(n);
-            }
-            self.enc += e;
-            self.node_count += 1;
+            self.push_node(n);
         }
-        self.length = length;
-        debug_assert_eq!((self.enc, self.node_count), (enc, nodes));
+        debug_assert_eq!(
+            (self.length, self.enc, self.node_count),
+            (length, enc, nodes)
+        );
         for i in 0..self.parts.len() {
             self.part_changed(i);
         }

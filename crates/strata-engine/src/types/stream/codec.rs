@@ -206,10 +206,15 @@ impl Stream {
         Ok(s)
     }
 
-    /// Adds a whole node after every other (decoding, building).
+    /// Adds a whole node after every other (decoding, building, cutting a
+    /// stream into parts): in a new part when there is none, or when the
+    /// stream is chunked and the last part holds `CHUNK_MAX` bytes.
     pub(super) fn push_node(&mut self, n: Node) {
-        if self.parts.is_empty() {
-            self.parts.push(SPart::new(0, n.master));
+        let full =
+            self.chunks.is_some() && self.parts.last().is_some_and(|p| p.enc >= super::CHUNK_MAX);
+        if self.parts.is_empty() || full {
+            let num = self.take_part_number();
+            self.parts.push(SPart::new(num, n.master));
         }
         let e = node_enc(&n);
         let p = self.parts.last_mut().unwrap_or_else(|| unreachable!());

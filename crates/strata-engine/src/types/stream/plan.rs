@@ -15,12 +15,13 @@ pub type Parts = SmallVec<[usize; 4]>;
 #[derive(Clone, Debug)]
 pub enum StreamNeed {
     /// XADD: the last part (the entry joins its last node or starts one),
-    /// and what trimming the stream one entry longer reaches.
-    Append(Option<(Trim, bool, u64)>),
-    /// XTRIM (how, approx, limit): the parts trimming changes without
-    /// dropping them whole, and the one where the first live entry is
-    /// then.
-    Trim(Trim, bool, u64),
+    /// and what trimming (how, limit) the stream one entry longer reaches.
+    Append(Option<(Trim, u64)>),
+    /// XTRIM (how, limit): the parts trimming changes without dropping
+    /// them whole, and the one where the first live entry is then. (Whether
+    /// it is approximate does not change which parts: the part trimming
+    /// stops in is read either way.)
+    Trim(Trim, u64),
     /// The entries of these ids (XCLAIM, a consumer's history); with
     /// `deletes` (XDEL), also the parts where the first live entry may be
     /// once they are gone.
@@ -72,11 +73,11 @@ impl Stream {
                 StreamNeed::Whole => out.extend(0..self.parts.len()),
                 StreamNeed::Append(trim) => {
                     out.push(self.parts.len() - 1);
-                    if let Some((how, _, limit)) = *trim {
+                    if let Some((how, limit)) = *trim {
                         self.trim_parts(how, limit, self.length + 1, &mut out);
                     }
                 }
-                StreamNeed::Trim(how, _, limit) => {
+                StreamNeed::Trim(how, limit) => {
                     self.trim_parts(*how, *limit, self.length, &mut out)
                 }
                 StreamNeed::Ids { ids, deletes } => self.id_parts(ids, *deletes, &mut out),
@@ -115,8 +116,6 @@ impl Stream {
     /// the first it cannot drop whole, unread; and the first live part
     /// after it if that part may be emptied (the new first entry), or the
     /// first live part where trimming stopped after dropping some.
-    /// (Whether it is approximate does not change which parts: the part
-    /// trimming stops in is read either way.)
     fn trim_parts(&self, how: Trim, limit: u64, length: u64, out: &mut Parts) {
         let (mut len, mut deleted) = (length, 0u64);
         for i in 0..self.parts.len() {
@@ -171,29 +170,6 @@ impl Stream {
             return;
         }
         let (a, b) = (self.part_for(start), self.part_for(end));
-        // The live entries in range of part `i` (in RAM), up to `count`,
-        // from the range's end nearest to it: O(count), not O(part).
-        let in_range = |i: usize| -> Option<u64> {
-            self.parts[i].nodes.as_ref()?;
-            let take = usize::try_from(count).unwrap_or(usize::MAX);
-            // Only this part's entries (the iterators go on past it).
-            let n = if rev {
-                let low = start.max(self.parts[i].first());
-                self.entries_back_from(end)
-                    .take_while(|(_, e)| e.id >= low)
-                    .filter(|(_, e)| !e.deleted)
-                    .take(take)
-                    .count()
-            } else {
-                let next = self.parts.get(i + 1).map(|q| q.first());
-                self.entries_from(start)
-                    .take_while(|(_, e)| e.id <= end && next.is_none_or(|f| e.id < f))
-                    .filter(|(_, e)| !e.deleted)
-                    .take(take)
-                    .count()
-            };
-            Some(n as u64)
-        };
         let mut got = 0u64;
         let order: Box<dyn Iterator<Item = usize>> = if rev {
             Box::new((a..=b).rev())
@@ -211,7 +187,7 @@ impl Stream {
             got += if !first {
                 self.parts[i].live
             } else if next_cold {
-                match in_range(i) {
+                match self.live_at_end(start, end, rev, count) {
                     Some(n) => n,
                     None => return,
                 }
@@ -235,20 +211,41 @@ impl Stream {
             return Some(0);
         }
         let (a, b) = (self.part_for(start), self.part_for(end));
-        let inside = |i: usize| -> Option<u64> {
-            let ns = self.parts[i].nodes.as_deref()?;
-            Some(
-                ns.iter()
-                    .flat_map(|n| n.entries.iter())
-                    .filter(|e| !e.deleted && e.id >= start && e.id <= end)
-                    .count() as u64,
-            )
-        };
         if a == b {
-            return inside(a);
+            return self.live_at_end(start, end, false, u64::MAX);
         }
         let middle: u64 = self.parts[a + 1..b].iter().map(|p| p.live).sum();
-        Some(inside(a)? + middle + inside(b)?)
+        Some(
+            self.live_at_end(start, end, false, u64::MAX)?
+                + middle
+                + self.live_at_end(start, end, true, u64::MAX)?,
+        )
+    }
+
+    /// The live entries from `start` to `end` in the part where the range
+    /// starts (or, `rev`, ends), at most `cap`, walked from that end of the
+    /// range: O(cap), not O(part). None if that part is on flash.
+    fn live_at_end(&self, start: StreamId, end: StreamId, rev: bool, cap: u64) -> Option<u64> {
+        let i = self.part_for(if rev { end } else { start });
+        self.parts.get(i)?.nodes.as_ref()?;
+        let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+        // Only this part's entries (the iterators go on past it).
+        let n = if rev {
+            let low = start.max(self.parts[i].first());
+            self.entries_back_from(end)
+                .take_while(|(_, e)| e.id >= low)
+                .filter(|(_, e)| !e.deleted)
+                .take(cap)
+                .count()
+        } else {
+            let next = self.parts.get(i + 1).map(|q| q.first());
+            self.entries_from(start)
+                .take_while(|(_, e)| e.id <= end && next.is_none_or(|f| e.id < f))
+                .filter(|(_, e)| !e.deleted)
+                .take(cap)
+                .count()
+        };
+        Some(n as u64)
     }
 
     /// The parts a range from `start` to `end` lies in.

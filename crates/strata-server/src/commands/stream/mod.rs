@@ -315,9 +315,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let key = args[1].clone();
     let pairs: Vec<Bytes> = args[a.id_pos + 1..].to_vec();
-    let plan = need(vec![StreamNeed::Append(
-        a.trim.map(|t| (t, a.approx, a.limit)),
-    )]);
+    let plan = need(vec![StreamNeed::Append(a.trim.map(|t| (t, a.limit)))]);
     ctx.with_key_need(key.clone(), plan, move |view, out, v| {
         let lim = view.encoding_limits().stream;
         let s = match get(view, &key) {
@@ -428,7 +426,7 @@ pub fn xtrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     let plan = need(
         a.trim
-            .map(|t| StreamNeed::Trim(t, a.approx, a.limit))
+            .map(|t| StreamNeed::Trim(t, a.limit))
             .into_iter()
             .collect(),
     );
