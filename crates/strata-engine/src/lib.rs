@@ -65,6 +65,7 @@ pub use config::{EngineConfig, EvictionPolicy, LatencySink, PromotePolicy, RamGa
 pub use error::EngineError;
 pub use flash::io::IoBackend;
 pub use index::Value;
+pub use keyspace::bigstr::{StrEdit, StrRef};
 pub use keyspace::chunks::{pick_index, Need, ZTo};
 pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use keyspace::observe::{KeyChange, KeyObserver};
@@ -79,6 +80,7 @@ pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
 pub use tiering::evict::Admission;
 pub use tiering::fetch::Read;
+pub use types::bigstr::Piece;
 pub use types::{Collection, ValueType};
 
 use config::Tunables;

@@ -68,7 +68,7 @@ impl ShardCounters {
             }
             Slot::Chunked(c) => {
                 let Some(d) = c.dir() else { return };
-                let (hot, total) = (d.resident_bytes() as u64, c.encoded_len() as u64);
+                let (hot, total) = (d.resident_bytes() as u64, c.stored_len() as u64);
                 self.hot_bytes += hot;
                 self.hot_count += 1;
                 self.coll_hot_bytes += hot;
@@ -105,7 +105,7 @@ impl ShardCounters {
             }
             Slot::Chunked(c) => {
                 let Some(d) = c.dir() else { return };
-                let (hot, total) = (d.resident_bytes() as u64, c.encoded_len() as u64);
+                let (hot, total) = (d.resident_bytes() as u64, c.stored_len() as u64);
                 self.hot_bytes -= hot;
                 self.hot_count -= 1;
                 self.coll_hot_bytes -= hot;

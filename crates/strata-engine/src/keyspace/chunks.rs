@@ -14,8 +14,10 @@ use crate::flash::format;
 use crate::index::{Entry, FlashLoc, Slot, Value};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget};
+use crate::types::bigstr::{STR_CHUNKED_AT, STR_DEPTH};
 use crate::types::chunked::{elem_hash, zkey, ChunkedZSet, ORDER_DEPTH};
 use crate::types::stream::{StreamNeed, STREAM_DEPTH};
+use crate::types::{ChunkedStr, Collection};
 use crate::{EngineError, Inner};
 use bytes::Bytes;
 use smallvec::SmallVec;
@@ -290,13 +292,17 @@ pub(crate) struct PartTarget {
 
 impl Inner {
     /// The slot a new value of a key takes: a big hash or set past
-    /// `CHUNKED_AT` is stored chunked (a new incarnation, `cid`), anything
-    /// else hot and unbacked.
+    /// `CHUNKED_AT`, or a string past `STR_CHUNKED_AT`, is stored chunked
+    /// (a new incarnation, `cid`), anything else hot and unbacked.
     pub(crate) fn new_slot(&self, value: Value) -> Slot {
         match value {
             Value::Coll(mut c) if c.wants_chunks() => {
                 c.make_chunked(self.next_seq());
                 Slot::Chunked(c)
+            }
+            Value::Str(b) if b.len() > STR_CHUNKED_AT => {
+                let s = ChunkedStr::from_bytes(self.next_seq(), &b);
+                Slot::Chunked(Box::new(Collection::Str(Box::new(s))))
             }
             v => Slot::hot_value(v, None),
         }
@@ -444,7 +450,7 @@ fn install(
         // A hash range or list position finds the part that holds it now
         // (a record of a wider range installs filtered); an order part is
         // found by its id.
-        let i = if t.depth == ORDER_DEPTH || t.depth == STREAM_DEPTH {
+        let i = if t.depth == ORDER_DEPTH || t.depth == STREAM_DEPTH || t.depth == STR_DEPTH {
             match d.find_part(t.low, t.depth, t.index) {
                 Some(i) => i,
                 None => return Ok(()),

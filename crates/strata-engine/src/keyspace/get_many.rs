@@ -3,11 +3,16 @@
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Slot, F_REFERENCED};
+use crate::keyspace::chunks::{load_parts, Need, PartTarget};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, promote_fetched, FetchTarget, Read};
-use crate::types::ValueType;
+use crate::types::{Collection, ValueType};
 use crate::{Engine, EngineError};
 use bytes::Bytes;
+
+/// What `get_many` must read before it looks again: values of one record
+/// and parts of chunked strings.
+type ToRead = (Vec<FetchTarget>, Vec<PartTarget>);
 
 /// Values `get_many` read from flash, by key, with what they were read for.
 type Fetched = std::collections::HashMap<Box<[u8]>, (FetchTarget, Bytes)>;
@@ -31,8 +36,12 @@ impl Engine {
             Err(targets) => {
                 let engine = self.clone();
                 Read::Pending(Box::pin(async move {
-                    let mut targets = targets;
+                    let mut next = targets;
                     loop {
+                        let (targets, parts) = next;
+                        if !parts.is_empty() {
+                            load_parts(&engine.inner, parts).await?;
+                        }
                         let reads = targets.iter().map(|t| fetch_value(engine.inner.clone(), t));
                         let values = crate::keyspace::view::join_all(reads).await;
                         for (t, v) in targets.into_iter().zip(values) {
@@ -40,7 +49,7 @@ impl Engine {
                         }
                         match engine.get_many_once(db, &keys, &fetched, false) {
                             Ok(values) => return Ok(values),
-                            Err(t) => targets = t,
+                            Err(t) => next = t,
                         }
                     }
                 }))
@@ -57,7 +66,7 @@ impl Engine {
         keys: &[Bytes],
         fetched: &Fetched,
         count: bool,
-    ) -> Result<Vec<Option<Bytes>>, Vec<FetchTarget>> {
+    ) -> Result<Vec<Option<Bytes>>, ToRead> {
         let inner = &self.inner;
         let stats = &inner.stats;
         let inc = |c: &std::sync::atomic::AtomicU64| {
@@ -70,6 +79,7 @@ impl Engine {
         let r = self.exclusive_keys(keys, || {
             let mut values = Vec::with_capacity(keys.len());
             let mut cold = Vec::new();
+            let mut parts = Vec::new();
             for key in keys {
                 let mut guard = inner.shard(key).lock();
                 let sh = &mut *guard;
@@ -120,13 +130,23 @@ impl Engine {
                             }
                         }
                     }
-                    Slot::Chunked(_) => values.push(None),
+                    // A chunked string: whole, once every part is in RAM.
+                    Slot::Chunked(c) => match c.as_ref() {
+                        Collection::Str(s) => match s.detached() {
+                            Ok(b) => values.push(Some(b)),
+                            Err(_) => {
+                                parts.extend(inner.cold_parts(db, key, e, &Need::Whole));
+                                values.push(None);
+                            }
+                        },
+                        _ => values.push(None),
+                    },
                 }
             }
-            if cold.is_empty() {
+            if cold.is_empty() && parts.is_empty() {
                 Ok(values)
             } else {
-                Err(cold)
+                Err((cold, parts))
             }
         });
         if promoted {

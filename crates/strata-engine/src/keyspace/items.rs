@@ -194,7 +194,13 @@ impl Engine {
             won,
         };
         match &e.slot {
-            Slot::Chunked(_) => Read::Ready(Ok(None)),
+            // A chunked string (memcached's item_size_max allows 1 MB and
+            // more): whole, as GET reads it.
+            Slot::Chunked(_) => {
+                drop(guard);
+                let read = self.get(db, key);
+                read.map(move |r| r.map(|v| v.map(item)))
+            }
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
                 if h.backing.is_some() {

@@ -5,6 +5,7 @@
 //! (which parts of a chunked collection a command needs, and loading
 //! them), `rename`.
 
+pub mod bigstr;
 pub mod chunks;
 pub mod exclusive;
 pub mod functions;

@@ -139,11 +139,16 @@ impl Inner {
             let e = &ga.dbs[db][si];
             match &e.slot {
                 Slot::Hot(h) => (h.value.clone(), e.expire_at_ms, e.client_flags),
-                Slot::Chunked(c) => (
-                    Value::Coll(Box::new(c.detached())),
-                    e.expire_at_ms,
-                    e.client_flags,
-                ),
+                Slot::Chunked(c) => {
+                    let value = match &**c {
+                        crate::types::Collection::Str(s) => Value::Str(
+                            s.detached()
+                                .map_err(|_| Retry::Fail(EngineError::Malformed))?,
+                        ),
+                        c => Value::Coll(Box::new(c.detached())),
+                    };
+                    (value, e.expire_at_ms, e.client_flags)
+                }
                 Slot::Cold(loc) => match &fetched {
                     Some((v, value)) if *v == e.version => {
                         let value = Value::from_record(e.value_type(), value.clone())

@@ -9,9 +9,10 @@
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Entry, Slot, F_REFERENCED};
+use crate::keyspace::chunks::{load_parts, Need, PartTarget};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_and_promote, fetch_value, FetchTarget, Read};
-use crate::types::ValueType;
+use crate::types::{Collection, ValueType};
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -135,7 +136,26 @@ impl Engine {
             e.lru_secs = now_secs();
         }
         match &e.slot {
-            Slot::Chunked(_) => Read::Ready(Err(EngineError::WrongType)),
+            Slot::Chunked(_) => {
+                // A chunked string: every part loaded, then copied out.
+                drop(guard);
+                let key = Bytes::copy_from_slice(key);
+                let mut next = match inner.whole_str(db, &key) {
+                    Whole::Done(v) => return Read::Ready(v),
+                    w => w,
+                };
+                let inner = inner.clone();
+                Read::Pending(Box::pin(async move {
+                    loop {
+                        match next {
+                            Whole::Done(v) => return v,
+                            Whole::Parts(p) => load_parts(&inner, p).await?,
+                            Whole::Fetch(t) => return fetch_and_promote(inner, t).await,
+                        }
+                        next = inner.whole_str(db, &key);
+                    }
+                }))
+            }
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
                 if h.backing.is_some() {
@@ -214,8 +234,22 @@ impl Engine {
                 Read::Pending(Box::pin(async move { update_cold(inner, t, f).await }))
             }
             Err(Retry::Fail(e)) => Read::Ready(Err(e)),
-            // Only collections are chunked, and strings refuse them first.
-            Err(Retry::Parts(_)) => Read::Ready(Err(EngineError::WrongType)),
+            Err(Retry::Parts(parts)) => {
+                let inner = self.inner.clone();
+                let key = Bytes::copy_from_slice(key);
+                Read::Pending(Box::pin(async move {
+                    let mut parts = parts;
+                    loop {
+                        load_parts(&inner, parts).await?;
+                        match inner.try_update(db, &key, &mut f, None) {
+                            Ok(r) => return Ok(r),
+                            Err(Retry::Parts(p)) => parts = p,
+                            Err(Retry::Fetch(t)) => return update_cold(inner, t, f).await,
+                            Err(Retry::Fail(e)) => return Err(e),
+                        }
+                    }
+                }))
+            }
         }
     }
 
@@ -278,7 +312,16 @@ where
             Ok(r) => return Ok(r),
             Err(Retry::Fetch(next)) => t = next,
             Err(Retry::Fail(e)) => return Err(e),
-            Err(Retry::Parts(_)) => return Err(EngineError::WrongType),
+            Err(Retry::Parts(parts)) => {
+                load_parts(&inner, parts).await?;
+                match inner.try_update(t.db, &t.key, &mut f, None) {
+                    Ok(r) => return Ok(r),
+                    Err(Retry::Fetch(next)) => t = next,
+                    Err(Retry::Fail(e)) => return Err(e),
+                    // Loaded parts went cold again: fetch them next turn.
+                    Err(Retry::Parts(_)) => {}
+                }
+            }
         }
     }
 }
@@ -290,6 +333,13 @@ fn resolve_expire(u: ExpireUpdate, old: u64) -> u64 {
         ExpireUpdate::Keep => old,
         ExpireUpdate::At(ms) => ms,
     }
+}
+
+/// Where a GET of a chunked string stands (`Inner::whole_str`).
+pub(crate) enum Whole {
+    Done(Result<Option<Bytes>, EngineError>),
+    Parts(Vec<PartTarget>),
+    Fetch(FetchTarget),
 }
 
 /// Why `try_update` (or a rename) did not apply.
@@ -335,7 +385,24 @@ impl Inner {
                     return Err(Retry::Fail(EngineError::WrongType));
                 }
                 match &e.slot {
-                    Slot::Chunked(_) => return Err(Retry::Fail(EngineError::WrongType)),
+                    Slot::Chunked(c) => {
+                        // A chunked string: its bytes copied out once every
+                        // part is in RAM (a whole read-modify-write).
+                        let whole = match &**c {
+                            Collection::Str(s) => s.detached().ok(),
+                            _ => return Err(Retry::Fail(EngineError::WrongType)),
+                        };
+                        let Some(value) = whole else {
+                            let e = &mut sh.dbs[db][i];
+                            return Err(Retry::Parts(self.cold_parts(db, key, e, &Need::Whole)));
+                        };
+                        f(Some(Current {
+                            value: &value,
+                            expire_at_ms,
+                            client_flags,
+                            cas,
+                        }))
+                    }
                     Slot::Hot(h) => f(Some(Current {
                         value: match &h.value {
                             crate::index::Value::Str(b) => b,
@@ -476,7 +543,13 @@ impl Inner {
         let version = self.next_seq();
         let value_len = value.len() as u32;
         let vtype = value.vtype() as u8;
-        let slot = self.new_slot(value);
+        let mut slot = self.new_slot(value);
+        if let Slot::Chunked(c) = &mut slot {
+            if let Collection::Str(s) = &mut **c {
+                // Its head carries the memcached flags.
+                s.client_flags = client_flags;
+            }
+        }
         let existing = idx.and_then(|i| sh.dbs[db].get_index_mut(i).map(|(_, e)| (i, e)));
         let created = existing.is_none();
         let idx = match existing {
@@ -521,6 +594,47 @@ impl Inner {
         };
         self.note_key_as(db, key, how);
         Some(idx)
+    }
+
+    /// GET of a key that was a chunked string: its bytes once every part
+    /// is in RAM (or the value it has now), else what to load first.
+    pub(crate) fn whole_str(&self, db: usize, key: &[u8]) -> Whole {
+        let now = now_ms();
+        let mut guard = self.shard(key).lock();
+        let sh = &mut *guard;
+        let Some(i) = sh.dbs[db].get_index_of(key) else {
+            return Whole::Done(Ok(None));
+        };
+        let e = &mut sh.dbs[db][i];
+        if e.is_expired(now) {
+            return Whole::Done(Ok(None));
+        }
+        let whole = match &e.slot {
+            Slot::Chunked(c) => match &**c {
+                Collection::Str(s) => s.detached().ok(),
+                _ => return Whole::Done(Err(EngineError::WrongType)),
+            },
+            Slot::Hot(h) => {
+                return Whole::Done(
+                    h.value
+                        .as_str()
+                        .cloned()
+                        .ok_or(EngineError::WrongType)
+                        .map(Some),
+                )
+            }
+            // Replaced by a string of one record meanwhile.
+            Slot::Cold(loc) => {
+                if e.value_type() != ValueType::String {
+                    return Whole::Done(Err(EngineError::WrongType));
+                }
+                return Whole::Fetch(FetchTarget::new(self, db, key, *loc, e.version));
+            }
+        };
+        match whole {
+            Some(b) => Whole::Done(Ok(Some(b))),
+            None => Whole::Parts(self.cold_parts(db, key, e, &Need::Whole)),
+        }
     }
 
     /// Runs `f` on the live (unexpired) entry of `key`, if any.

@@ -74,6 +74,20 @@ fn shape(c: &mut Collection, gen: u32) {
                 l.push_back(vec![b'a' + (i % 26) as u8 + gen as u8; 60].into());
             }
         }
+        // A write to every part, and growth past the end.
+        Collection::Str(s) => {
+            let len = s.len();
+            let mut off = 0;
+            while off < len {
+                if let Err(e) = s.write(off, &[b'a' + gen as u8; 100]) {
+                    panic!("{e}");
+                }
+                off += 30_000;
+            }
+            if let Err(e) = s.append(&[b'z'; 70_000]) {
+                panic!("{e}");
+            }
+        }
         // Appends, trims from the front (parts leave), deletes inside
         // (parts change) and a group's reads (the head changes).
         Collection::Stream(x) => {

@@ -23,6 +23,7 @@
 //! a u32 LE length and the bytes: hash = field, value; set and list =
 //! member; sorted set = score (f64 LE bits) then member.
 
+pub mod bigstr;
 pub mod chunked;
 pub mod hash;
 pub mod list;
@@ -30,6 +31,7 @@ pub mod set;
 pub mod stream;
 pub mod zset;
 
+pub use bigstr::ChunkedStr;
 pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
@@ -145,6 +147,9 @@ pub enum Collection {
     Set(Set),
     ZSet(ZSet),
     Stream(Box<Stream>),
+    /// A string past `bigstr::STR_CHUNKED_AT`: only ever chunked (a
+    /// shorter string is a `Value::Str`).
+    Str(Box<ChunkedStr>),
 }
 
 /// A packed collection that does not decode.
@@ -172,10 +177,11 @@ impl Collection {
             Collection::Set(_) => ValueType::Set,
             Collection::ZSet(_) => ValueType::ZSet,
             Collection::Stream(_) => ValueType::Stream,
+            Collection::Str(_) => ValueType::String,
         }
     }
 
-    /// Number of elements (fields, members).
+    /// Number of elements (fields, members; a string's bytes).
     pub fn len(&self) -> usize {
         match self {
             Collection::Hash(h) => h.len(),
@@ -183,6 +189,7 @@ impl Collection {
             Collection::Set(s) => s.len(),
             Collection::ZSet(z) => z.len(),
             Collection::Stream(s) => usize::try_from(s.len()).unwrap_or(usize::MAX),
+            Collection::Str(s) => usize::try_from(s.len()).unwrap_or(usize::MAX),
         }
     }
 
@@ -194,8 +201,12 @@ impl Collection {
 
     /// Exact length of the packed encoding (invariant 2); of a chunked
     /// collection, the bytes its parts hold (a chunked sorted set holds
-    /// each member twice: in a member part and in an order part).
+    /// each member twice: in a member part and in an order part); of a
+    /// chunked string, its length (STRLEN).
     pub fn encoded_len(&self) -> usize {
+        if let Collection::Str(s) = self {
+            return usize::try_from(s.len()).unwrap_or(usize::MAX);
+        }
         PACKED_HEADER_LEN
             + match self {
                 Collection::Hash(h) => h.body_len(),
@@ -203,7 +214,17 @@ impl Collection {
                 Collection::Set(s) => s.body_len(),
                 Collection::ZSet(z) => z.body_len(),
                 Collection::Stream(s) => s.body_len(),
+                Collection::Str(_) => 0,
             }
+    }
+
+    /// The bytes RAM and flash hold of the value: `encoded_len`, but a
+    /// chunked string's holes hold none.
+    pub fn stored_len(&self) -> usize {
+        match self {
+            Collection::Str(s) => s.stored_len(),
+            c => c.encoded_len(),
+        }
     }
 
     /// Whether Redis would report the big encoding (one-way).
@@ -213,7 +234,7 @@ impl Collection {
             Collection::List(_) => false,
             Collection::Set(s) => s.big,
             Collection::ZSet(z) => z.big,
-            Collection::Stream(_) => false,
+            Collection::Stream(_) | Collection::Str(_) => false,
         }
     }
 
@@ -254,6 +275,8 @@ impl Collection {
                 }
             }
             Collection::Stream(s) => s.encode(out),
+            // Never packed: a chunked string's records are its parts.
+            Collection::Str(_) => {}
         }
     }
 
@@ -342,6 +365,7 @@ impl Collection {
             Collection::ZSet(z) if z.big => "skiplist",
             Collection::ZSet(_) => "listpack",
             Collection::Stream(_) => "stream",
+            Collection::Str(_) => "raw",
         }
     }
 
@@ -353,6 +377,7 @@ impl Collection {
             Collection::List(l) => l.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::ZSet(z) => z.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
             Collection::Stream(s) => s.is_chunked().then_some(&**s as &dyn chunked::Dir),
+            Collection::Str(s) => Some(&**s as &dyn chunked::Dir),
         }
     }
 
@@ -369,6 +394,7 @@ impl Collection {
                     None
                 }
             }
+            Collection::Str(s) => Some(&mut **s as &mut dyn chunked::Dir),
         }
     }
 
@@ -387,6 +413,7 @@ impl Collection {
             Collection::List(l) => !l.is_chunked(),
             Collection::ZSet(z) => z.big && !z.is_chunked(),
             Collection::Stream(s) => !s.is_chunked(),
+            Collection::Str(_) => false,
         };
         candidate && self.encoded_len() > chunked::CHUNKED_AT
     }
@@ -399,6 +426,7 @@ impl Collection {
             Collection::List(l) => l.make_chunked(cid),
             Collection::ZSet(z) => z.make_chunked(cid),
             Collection::Stream(s) => s.make_chunked(cid),
+            Collection::Str(_) => {}
         }
     }
 
@@ -441,7 +469,14 @@ impl Collection {
                 }
                 Some(Collection::Stream(Box::new(s)))
             }
-            _ => None,
+            // Its length and flags come from its head (`bigstr` set_meta).
+            ValueType::String => {
+                let mut s = ChunkedStr::from_infos(cid, parts, head_loc, head_seq);
+                if let Some(span) = span {
+                    chunked::Dir::set_recovered_span(&mut s, span);
+                }
+                Some(Collection::Str(Box::new(s)))
+            }
         }
     }
 
@@ -500,8 +535,10 @@ impl Collection {
     /// A write is about to change the collection through `&mut` (a
     /// chunked stream's head fields may change with it).
     pub fn will_change(&mut self) {
-        if let Collection::Stream(s) = self {
-            s.will_change();
+        match self {
+            Collection::Stream(s) => s.will_change(),
+            Collection::Str(s) => s.will_change(),
+            _ => {}
         }
     }
 
@@ -511,7 +548,7 @@ impl Collection {
             Collection::Hash(h) => h.update_encoding(lim),
             Collection::Set(s) => s.update_encoding(lim),
             Collection::ZSet(z) => z.update_encoding(lim),
-            Collection::List(_) | Collection::Stream(_) => {}
+            Collection::List(_) | Collection::Stream(_) | Collection::Str(_) => {}
         }
     }
 }

@@ -102,6 +102,7 @@ fn lookup(view: &mut KeysView<'_>, pattern: &[u8], elem: &[u8]) -> Option<Vec<u8
     let (key, field) = pattern_target(pattern, elem)?;
     match (view.get(&key), field) {
         (Some(ValueRef::Str(s)), None) => Some(s.to_vec()),
+        (Some(ValueRef::Coll(Collection::Str(s))), None) => s.to_vec().ok(),
         (Some(ValueRef::Coll(Collection::Hash(h))), Some(f)) => h.get(&f).map(|v| v.to_vec()),
         _ => None,
     }

@@ -44,6 +44,13 @@ pub fn dump(v: ValueRef<'_>) -> Vec<u8> {
             put_string(&mut out, s);
         }
         ValueRef::Coll(c) => match c {
+            // DUMP reads its key whole: every part is in RAM.
+            Collection::Str(s) => {
+                let b = s.to_vec().unwrap_or_default();
+                debug_assert_eq!(b.len() as u64, s.len());
+                out.push(TYPE_STRING);
+                put_string(&mut out, &b);
+            }
             Collection::List(l) => {
                 out.push(TYPE_LIST);
                 put_len(&mut out, l.len() as u64);
@@ -502,6 +509,7 @@ mod tests {
                             .join(",")
                     ),
                     Collection::Stream(_) => "stream".to_string(),
+                    Collection::Str(_) => "chunked string".to_string(),
                 },
             };
             assert_eq!(&got, want);

@@ -40,9 +40,10 @@ pub fn chunk_prefix(n: &ChunkName) -> [u8; CHUNK_PREFIX_LEN] {
 }
 
 /// A kind-9 value's name and body; None if malformed (a depth over 64, a
-/// range start not aligned to its depth, a list chunk with a depth, or a
-/// string). A list chunk's `low` is its first position; a sorted set's
-/// order chunk (depth `ORDER_DEPTH`) names its part's id.
+/// range start not aligned to its depth, a list chunk with a depth). A
+/// list chunk's `low` is its first position; a sorted set's order chunk
+/// (depth `ORDER_DEPTH`) names its part's id, a stream's or a string's
+/// chunk (`STREAM_DEPTH`, `STR_DEPTH`) its part's number.
 pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     if value.len() < CHUNK_PREFIX_LEN {
         return None;
@@ -62,7 +63,7 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
                 || (depth <= 64 && low & (u64::MAX >> depth) == 0)
         }
         ValueType::Stream => depth == crate::types::stream::STREAM_DEPTH,
-        _ => false,
+        ValueType::String => depth == crate::types::bigstr::STR_DEPTH,
     };
     if !ok {
         return None;
@@ -85,7 +86,8 @@ pub struct Head<'a> {
     pub cid: u64,
     /// A list's positions `[start, end)`; a stream's part numbers.
     pub span: Option<(u64, u64)>,
-    /// A stream's counters and groups (empty for other types).
+    /// A stream's counters and groups, a string's length, parts and flags
+    /// (empty for other types).
     pub meta: &'a [u8],
 }
 
@@ -103,17 +105,22 @@ pub fn head_value(h: &Head<'_>) -> Vec<u8> {
     b
 }
 
-/// A kind-8 value (None if malformed: a list without its span, a hash,
-/// set or sorted set with one, or a string).
+/// A kind-8 value (None if malformed: a list, stream or string without
+/// its span, a hash, set or sorted set with one).
 pub fn decode_head(value: &[u8]) -> Option<Head<'_>> {
     let vtype = ValueType::from_u8(*value.first()?)?;
     let want = match vtype {
         ValueType::Hash | ValueType::Set | ValueType::ZSet => HEAD_VALUE_LEN,
-        ValueType::List | ValueType::Stream => LIST_HEAD_VALUE_LEN,
-        _ => return None,
+        ValueType::List | ValueType::Stream | ValueType::String => LIST_HEAD_VALUE_LEN,
     };
-    // A stream's head has its fields after the span.
-    if value.len() != want && !(vtype == ValueType::Stream && value.len() > want) {
+    // A stream's head has its fields after the span, a string's exactly
+    // `STR_META_LEN` of them.
+    let fits = match vtype {
+        ValueType::Stream => value.len() > want,
+        ValueType::String => value.len() == want + crate::types::bigstr::STR_META_LEN,
+        _ => value.len() == want,
+    };
+    if !fits {
         return None;
     }
     let span =

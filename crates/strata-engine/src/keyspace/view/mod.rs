@@ -272,6 +272,26 @@ impl<'a> KeysView<'a> {
         }
     }
 
+    /// Stores the string `value` at `key`, keeping its TTL and memcached
+    /// flags (a change of part of a string); with `raw`, reported `raw`
+    /// (OBJECT ENCODING) as Redis's changes in place are.
+    pub fn put_str(&mut self, key: &[u8], value: Bytes, raw: bool) {
+        let (inner, db) = (self.inner, self.db);
+        self.settle(key);
+        let idx = self.live(key);
+        let Some(sh) = self.shard(key) else {
+            return;
+        };
+        let (expire, flags) = idx
+            .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
+            .unwrap_or((0, 0));
+        if let Some(i) = inner.store_value(sh, db, key, idx, Value::Str(value), expire, flags) {
+            if raw {
+                sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
+            }
+        }
+    }
+
     /// Deletes `key`; returns whether it existed.
     pub fn delete(&mut self, key: &[u8]) -> bool {
         let (inner, db) = (self.inner, self.db);
@@ -422,6 +442,8 @@ impl<'a> KeysView<'a> {
             }
             e.client_flags = match &e.slot {
                 Slot::Hot(h) => aux_of(&h.value),
+                // A string keeps its memcached flags.
+                Slot::Chunked(c) if c.vtype() == ValueType::String => e.client_flags,
                 Slot::Chunked(c) => crate::types::aux(c.len(), c.encoding_is_big()),
                 Slot::Cold(_) => e.client_flags,
             };

@@ -4,6 +4,7 @@
 
 use crate::flash::format;
 use crate::index::FlashLoc;
+use crate::types::bigstr::STR_DEPTH;
 use crate::types::chunked::{
     decode_order, elem_hash, measure_elems, measure_list, measure_order, range_high, Score,
     ORDER_DEPTH,
@@ -44,6 +45,8 @@ impl Cand {
                 b,
                 Some(std::sync::Arc::new((Box::from(&bound[..]), None))),
             )
+        } else if name.depth == STR_DEPTH {
+            (1, u32::try_from(body.len()).ok()?, None)
         } else if name.depth == ORDER_DEPTH {
             let r = decode_order(body).ok()?;
             let (n, b) = measure_order(body, r.lo, r.hi).ok()?;

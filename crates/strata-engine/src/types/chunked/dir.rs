@@ -121,7 +121,7 @@ pub(crate) fn clock_walk(
 /// entries of parts written since dropped now and then; and how many parts
 /// are changed. So a big collection's changed parts are found without a
 /// pass over all of them (`Chunked` invariant 7).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Changes<K> {
     keys: Vec<K>,
     count: usize,

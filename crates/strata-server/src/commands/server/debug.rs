@@ -301,7 +301,7 @@ fn mix_digest(d: &mut [u8; 20], b: &[u8]) {
 fn value_digest(d: &mut [u8; 20], v: &ValueRef<'_>) {
     // Redis's object type numbers.
     let t: u32 = match v {
-        ValueRef::Str(_) => 0,
+        ValueRef::Str(_) | ValueRef::Coll(Collection::Str(_)) => 0,
         ValueRef::Coll(Collection::List(_)) => 1,
         ValueRef::Coll(Collection::Set(_)) => 2,
         ValueRef::Coll(Collection::ZSet(_)) => 3,
@@ -312,6 +312,8 @@ fn value_digest(d: &mut [u8; 20], v: &ValueRef<'_>) {
     match v {
         ValueRef::Str(s) => mix_digest(d, s),
         ValueRef::Coll(c) => match c {
+            // Read whole (every part in RAM: the digest's keys are).
+            Collection::Str(s) => mix_digest(d, &s.to_vec().unwrap_or_default()),
             Collection::List(l) => {
                 for e in l.iter() {
                     mix_digest(d, e);

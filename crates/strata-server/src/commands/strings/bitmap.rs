@@ -3,16 +3,18 @@
 //! of byte 0; a missing key reads as zeros; writes grow the string with
 //! zero bytes; offsets stop below `proto-max-bulk-len` bytes.
 //!
-//! Writes change the whole value (the engine's read-modify-write), so a
-//! SETBIT costs a copy of the string: cheap for the common small bitmaps,
-//! O(size) for big ones (in-place edits are engine work still to do).
+//! A string of one record is changed by a copy (the engine's
+//! read-modify-write: cheap for the common small bitmaps); a chunked one
+//! (past 256 KiB, `types::bigstr`) loads and changes only the parts of the
+//! bytes a command names, so a bit of a cold 512 MB string costs one
+//! device read.
 
-use super::{rmw, set_raw, store_keeping_ttl, with_strings};
+use super::{edit, set_raw, with_strings};
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
-use strata_engine::{ExpireUpdate, Mutation};
+use strata_engine::{EngineError, ExpireUpdate, Need, Piece, StrEdit, StrRef};
 use strata_protocol::{write_array_len, write_integer, write_null, Version};
 
 const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
@@ -49,26 +51,24 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     };
-    rmw(
+    let byte = bit >> 3;
+    edit(
         ctx,
         &args[1],
-        move |cur| {
-            let byte = (bit >> 3) as usize;
-            let old_value = cur.as_ref().map(|c| &c.value[..]);
-            let old = old_value.map_or(0, |v| get_bit(v, bit));
+        Need::indexes(&[(byte as i64, byte as i64), (-1, -1)]),
+        move |ed| {
+            let mut b = [0u8];
+            ed.read(byte, &mut b)?;
+            let old = get_bit(&b, bit & 7);
+            ed.mark_raw();
             // As Redis: no write unless the key is new, grows or the bit
             // flips.
-            if old_value.is_some_and(|v| v.len() > byte) && old == on {
-                return (Mutation::MarkRaw, Ok(old as i64));
-            }
-            let mut v = old_value.map(|v| v.to_vec()).unwrap_or_default();
-            if v.len() <= byte {
-                v.resize(byte + 1, 0);
+            if ed.len() > byte && old == on {
+                return Ok(Ok(old as i64));
             }
             let mask = 1 << (7 - (bit & 7));
-            v[byte] = (v[byte] & !mask) | (on * mask);
-            let (m, _) = store_keeping_ttl(v, true);
-            (m, Ok(old as i64))
+            ed.write(byte, &[(b[0] & !mask) | (on * mask)])?;
+            Ok(Ok(old as i64))
         },
         |out, _, n| write_integer(out, n),
     )
@@ -79,9 +79,19 @@ pub fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, BAD_OFFSET);
         return Outcome::Done;
     };
-    let read = ctx.engine().get(ctx.db(), &args[1]);
-    ctx.reply_with(read, false, move |out, _, v| {
-        write_integer(out, v.map_or(0, |v| get_bit(&v, bit)) as i64)
+    let byte = bit >> 3;
+    let need = Need::indexes(&[(byte as i64, byte as i64)]);
+    let read = ctx
+        .engine()
+        .read_str(ctx.db(), args[1].clone(), need, move |v| {
+            let mut b = [0u8];
+            if let Some(v) = v {
+                v.read(byte, &mut b)?;
+            }
+            Ok(get_bit(&b, bit & 7))
+        });
+    ctx.reply_with(read, false, move |out, _, bit| {
+        write_integer(out, bit as i64)
     })
 }
 
@@ -119,37 +129,115 @@ fn range(len: i64, start: i64, end: i64, bits: bool) -> Option<(usize, usize, u8
     }
 }
 
-pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let args = args.to_vec();
-    let read = ctx.engine().get(ctx.db(), &args[1]);
-    ctx.reply_with(read, false, move |out, _, v| {
-        let Some(v) = v else {
-            return write_integer(out, 0);
-        };
-        let len = v.len() as i64;
-        let r = match args.len() {
-            2 => Ok((len > 0).then(|| (0, v.len() - 1, 0, 0))),
-            4 | 5 => (|| {
-                let start = parse_i64(&args[2]).ok_or(reply::NOT_INTEGER)?;
-                let end = parse_i64(&args[3]).ok_or(reply::NOT_INTEGER)?;
-                if start < 0 && end < 0 && start > end {
-                    return Ok(None);
-                }
-                let bits = in_bits(args.get(4))?;
-                Ok(range(len, start, end, bits))
-            })(),
-            _ => Err(reply::SYNTAX),
-        };
-        match r {
-            Err(e) => reply::error(out, e),
-            Ok(None) => write_integer(out, 0),
-            Ok(Some((s, e, first, last))) => {
-                let mut n: u32 = v[s..=e].iter().map(|b| b.count_ones()).sum();
-                n -= (v[s] & first).count_ones() + (v[e] & last).count_ones();
-                write_integer(out, n as i64)
-            }
+/// The bytes a BYTE / BIT range may touch, as a need (inclusive, negative
+/// from the end): a bit index `-k` lies in byte `-ceil(k / 8)`.
+fn range_need(start: i64, end: i64, bits: bool) -> Need {
+    let byte = |x: i64| {
+        if !bits {
+            x
+        } else if x >= 0 {
+            x >> 3
+        } else {
+            -((-(x as i128) + 7) >> 3).min(i64::MAX as i128) as i64
         }
-    })
+    };
+    Need::indexes(&[(byte(start), byte(end))])
+}
+
+/// BITCOUNT's or BITPOS's range arguments: (start, end, BIT unit); `end`
+/// None: to the end of the string. Errors in Redis's order: BITCOUNT
+/// parses start, end, then the unit (a negative range with start past end
+/// is empty before the unit is looked at: `Ok(None)` here, and the command
+/// answers 0); BITPOS parses start, the unit, then end.
+type RangeArgs = (i64, Option<i64>, bool);
+
+fn int_arg(a: &[u8]) -> Result<i64, &'static str> {
+    parse_i64(a).ok_or(reply::NOT_INTEGER)
+}
+
+fn bitcount_args(args: &[Bytes]) -> Result<Option<RangeArgs>, &'static str> {
+    let (start, end) = (int_arg(&args[2])?, int_arg(&args[3])?);
+    if start < 0 && end < 0 && start > end {
+        return Ok(None);
+    }
+    Ok(Some((start, Some(end), in_bits(args.get(4))?)))
+}
+
+fn bitpos_args(args: &[Bytes]) -> Result<RangeArgs, &'static str> {
+    let start = int_arg(&args[3])?;
+    let bits = in_bits(args.get(5))?;
+    let end = match args.get(4) {
+        Some(e) => Some(int_arg(e)?),
+        None => None,
+    };
+    Ok((start, end, bits))
+}
+
+pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    // Bad arguments are reported after the key is looked up, as Redis.
+    // Some(None): the whole string; None: an empty range.
+    let r = match args.len() {
+        2 => Ok(Some(None)),
+        4 | 5 => bitcount_args(args).map(|r| r.map(Some)),
+        _ => Err(reply::SYNTAX),
+    };
+    let need = match r {
+        Ok(Some(None)) => Need::indexes(&[(0, -1)]),
+        Ok(Some(Some((start, end, bits)))) => range_need(start, end.unwrap_or(-1), bits),
+        _ => Need::indexes(&[]),
+    };
+    let read = ctx
+        .engine()
+        .read_str(ctx.db(), args[1].clone(), need, move |v| {
+            let Some(v) = v else { return Ok(Ok(0)) };
+            let r = match r {
+                Ok(Some(r)) => r,
+                Ok(None) => return Ok(Ok(0)),
+                Err(e) => return Ok(Err(e)),
+            };
+            let len = v.len() as i64;
+            let range = match r {
+                None => (len > 0).then(|| (0, len as usize - 1, 0, 0)),
+                Some((start, end, bits)) => range(len, start, end.unwrap_or(-1), bits),
+            };
+            let Some((s, e, first, last)) = range else {
+                return Ok(Ok(0));
+            };
+            let mut n: u64 = 0;
+            v.pieces(s as u64, e as u64 + 1, |p| {
+                if let Piece::Bytes(b) = p {
+                    n += popcount(b);
+                }
+            })?;
+            let (mut fb, mut lb) = ([0u8], [0u8]);
+            v.read(s as u64, &mut fb)?;
+            v.read(e as u64, &mut lb)?;
+            n -= (fb[0] & first).count_ones() as u64 + (lb[0] & last).count_ones() as u64;
+            Ok(Ok(n as i64))
+        });
+    ctx.reply_with(read, false, integer_or_error)
+}
+
+fn integer_or_error(out: &mut BytesMut, _: Version, r: Result<i64, &'static str>) {
+    match r {
+        Ok(n) => write_integer(out, n),
+        Err(e) => reply::error(out, e),
+    }
+}
+
+/// Bits set in `b`, a word at a time.
+fn popcount(b: &[u8]) -> u64 {
+    let mut words = b.chunks_exact(8);
+    let mut n: u64 = words
+        .by_ref()
+        .map(|w| u64::from_ne_bytes(w.try_into().unwrap_or_default()).count_ones() as u64)
+        .sum();
+    n += words
+        .remainder()
+        .iter()
+        .map(|x| x.count_ones() as u64)
+        .sum::<u64>();
+    n
 }
 
 pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -164,36 +252,63 @@ pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     };
-    let args = args.to_vec();
-    let read = ctx.engine().get(ctx.db(), &args[1]);
-    ctx.reply_with(read, false, move |out, _, v| {
-        let Some(v) = v else {
-            return write_integer(out, if bit == 1 { -1 } else { 0 });
-        };
-        let len = v.len() as i64;
-        let r = match args.len() {
-            3 => Ok(((len > 0).then(|| (0, v.len() - 1, 0, 0)), false)),
-            4..=6 => (|| {
-                let start = parse_i64(&args[3]).ok_or(reply::NOT_INTEGER)?;
-                let bits = in_bits(args.get(5))?;
-                let (end, given) = match args.get(4) {
-                    Some(e) => (parse_i64(e).ok_or(reply::NOT_INTEGER)?, true),
-                    None if bits => ((len << 3) + 7, false),
-                    None => (len - 1, false),
+    // Bad arguments are reported after the key is looked up, as Redis.
+    let r = match args.len() {
+        3 => Ok(None),
+        4..=6 => bitpos_args(args).map(Some),
+        _ => Err(reply::SYNTAX),
+    };
+    let need = match r {
+        Ok(None) => Need::indexes(&[(0, -1)]),
+        Ok(Some((start, end, bits))) => range_need(start, end.unwrap_or(-1), bits),
+        Err(_) => Need::indexes(&[]),
+    };
+    let read = ctx
+        .engine()
+        .read_str(ctx.db(), args[1].clone(), need, move |v| {
+            let Some(v) = v else {
+                return Ok(Ok(if bit == 1 { -1 } else { 0 }));
+            };
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(e)),
+            };
+            let len = v.len() as i64;
+            let (range, end_given) = match r {
+                None => ((len > 0).then(|| (0, len as usize - 1, 0, 0)), false),
+                Some((start, end, bits)) => {
+                    let e = match end {
+                        Some(e) => e,
+                        None if bits => (len << 3) + 7,
+                        None => len - 1,
+                    };
+                    (range(len, start, e, bits), end.is_some())
+                }
+            };
+            let Some((s, e, first, last)) = range else {
+                return Ok(Ok(-1));
+            };
+            // Bits outside the range read as the opposite of `bit`.
+            let outside = |b: u8, mask: u8| if bit == 1 { b & !mask } else { b | mask };
+            let mut found = None;
+            let mut at = s;
+            v.pieces(s as u64, e as u64 + 1, |p| {
+                if found.is_some() {
+                    return;
+                }
+                let (n, bytes) = match p {
+                    Piece::Bytes(b) => (b.len(), Some(b)),
+                    Piece::Zeros(n) => (n, None),
                 };
-                Ok((range(len, start, end, bits), given))
-            })(),
-            _ => Err(reply::SYNTAX),
-        };
-        match r {
-            Err(e) => reply::error(out, e),
-            Ok((None, _)) => write_integer(out, -1),
-            Ok((Some((s, e, first, last)), end_given)) => {
-                // Bits outside the range read as the opposite of `bit`.
-                let outside = |b: u8, mask: u8| if bit == 1 { b & !mask } else { b | mask };
-                let mut found = None;
-                for i in s..=e {
-                    let mut b = v[i];
+                for j in 0..n {
+                    let i = at + j;
+                    // A run of zeros holds no set bit; its first byte decides
+                    // for a clear one.
+                    let mut b = match bytes {
+                        Some(b) => b[j],
+                        None if bit == 1 && i != s && i != e => continue,
+                        None => 0,
+                    };
                     if i == s {
                         b = outside(b, first);
                     }
@@ -206,16 +321,16 @@ pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                         break;
                     }
                 }
-                let pos = match found {
-                    Some(p) => p,
-                    None if bit == 1 || end_given => -1,
-                    // No clear bit: the string is zero-padded on the right.
-                    None => (e as i64 + 1) * 8,
-                };
-                write_integer(out, pos)
-            }
-        }
-    })
+                at += n;
+            })?;
+            Ok(Ok(match found {
+                Some(p) => p,
+                None if bit == 1 || end_given => -1,
+                // No clear bit: the string is zero-padded on the right.
+                None => (e as i64 + 1) * 8,
+            }))
+        });
+    ctx.reply_with(read, false, integer_or_error)
 }
 
 pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -450,21 +565,56 @@ fn signed_overflow(value: i64, incr: i64, bits: u32, ow: Overflow) -> (bool, i64
     }
 }
 
-/// Runs the operations on `v` (already grown to the highest bit written),
-/// writing one reply each; whether any wrote.
-/// Runs the fields on `v`, writing their replies; returns whether a field
+/// Where BITFIELD's fields are read and written: a string being changed,
+/// or only read (BITFIELD_RO, GET-only).
+enum Fields<'a, 'b> {
+    Edit(&'a mut StrEdit<'b>),
+    Read(Option<StrRef<'b>>),
+}
+
+impl Fields<'_, '_> {
+    /// The bytes holding bits `[offset, offset + bits)` (at most 9) and
+    /// where they start.
+    fn bytes(&self, offset: u64, bits: u32) -> Result<([u8; 9], u64, usize), EngineError> {
+        let (a, b) = (offset >> 3, (offset + bits as u64 - 1) >> 3);
+        let n = (b - a + 1) as usize;
+        let mut buf = [0u8; 9];
+        match self {
+            Fields::Edit(ed) => ed.read(a, &mut buf[..n])?,
+            Fields::Read(Some(v)) => v.read(a, &mut buf[..n])?,
+            Fields::Read(None) => {}
+        }
+        Ok((buf, a, n))
+    }
+
+    fn get(&self, offset: u64, bits: u32) -> Result<u64, EngineError> {
+        let (buf, _, _) = self.bytes(offset, bits)?;
+        Ok(get_unsigned(&buf, offset & 7, bits))
+    }
+
+    fn set(&mut self, offset: u64, bits: u32, value: u64) -> Result<(), EngineError> {
+        let (mut buf, a, n) = self.bytes(offset, bits)?;
+        set_unsigned(&mut buf, offset & 7, bits, value);
+        match self {
+            Fields::Edit(ed) => ed.write(a, &buf[..n]),
+            Fields::Read(_) => Err(EngineError::Corrupt("a BITFIELD write on a read")),
+        }
+    }
+}
+
+/// Runs the fields, writing their replies; returns whether a field
 /// changed and whether any write was done (not refused by OVERFLOW FAIL).
 fn run_fields(
-    v: &mut [u8],
+    io: &mut Fields<'_, '_>,
     fields: &[Field],
     out: &mut BytesMut,
     version: Version,
-) -> (bool, bool) {
+) -> Result<(bool, bool), EngineError> {
     let mut changed = false;
     let mut wrote = false;
     write_array_len(out, fields.len());
     for f in fields {
-        let before = get_unsigned(v, f.offset, f.bits);
+        let before = io.get(f.offset, f.bits)?;
         if f.op == Op::Get {
             if f.signed {
                 write_integer(out, signed(before, f.bits));
@@ -502,12 +652,15 @@ fn run_fields(
         }
         write_integer(out, reply);
         wrote = true;
-        set_unsigned(v, f.offset, f.bits, new);
         // As Redis: a write that leaves the field as it was changes nothing
         // (the field holds `new`'s low `bits` bits).
-        changed |= new & (u64::MAX >> (64 - f.bits)) != before;
+        let new = new & (u64::MAX >> (64 - f.bits));
+        if new != before {
+            io.set(f.offset, f.bits, new)?;
+            changed = true;
+        }
     }
-    (changed, wrote)
+    Ok((changed, wrote))
 }
 
 pub fn bitfield(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -532,44 +685,55 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outco
         .map(|f| f.offset + f.bits as u64 - 1)
         .max();
     let version = ctx.version();
+    // The bytes each field touches (a chunked string loads their parts).
+    let mut ranges: Vec<(i64, i64)> = fields
+        .iter()
+        .map(|f| {
+            let (a, b) = (f.offset >> 3, (f.offset + f.bits as u64 - 1) >> 3);
+            (a as i64, b as i64)
+        })
+        .collect();
     let Some(highest) = highest else {
-        let read = ctx.engine().get(ctx.db(), &args[1]);
-        return ctx.reply_with(read, false, move |out, _, v| {
-            // Reads past the end see zeros (`get_bit`): nothing to grow.
-            let mut v = v.map(|v| v.to_vec()).unwrap_or_default();
-            run_fields(&mut v, &fields, out, version);
-        });
+        let read = ctx.engine().read_str(
+            ctx.db(),
+            args[1].clone(),
+            Need::indexes(&ranges),
+            move |v| {
+                // Reads past the end see zeros: nothing to grow.
+                let mut out = BytesMut::new();
+                run_fields(&mut Fields::Read(v), &fields, &mut out, version)?;
+                Ok(out)
+            },
+        );
+        return ctx.reply_with(read, false, move |out, _, r| out.extend_from_slice(&r));
     };
     if read_only {
         reply::error(ctx.out, "ERR BITFIELD_RO only supports the GET subcommand");
         return Outcome::Done;
     }
-    rmw(
+    // A write past the end grows the last part (a chunked string).
+    ranges.push((-1, -1));
+    edit(
         ctx,
         &args[1],
-        move |cur| {
-            let mut v = cur.as_ref().map(|c| c.value.to_vec()).unwrap_or_default();
-            let need = (highest >> 3) as usize + 1;
-            let grew = v.len() < need;
+        Need::indexes(&ranges),
+        move |ed| {
+            let need = (highest >> 3) + 1;
+            let existed = ed.exists();
+            // Redis grows (or creates) the string to the highest bit
+            // written before its writes, which may then fail.
+            let grew = ed.len() < need;
             if grew {
-                v.resize(need, 0);
+                ed.write(need - 1, &[0])?;
             }
+            ed.mark_raw();
             let mut out = BytesMut::new();
-            // Reads past the end see zeros (`get_bit`); writes fall inside
-            // `v`, grown to the highest bit written.
-            let (changed, wrote) = run_fields(&mut v, &fields, &mut out, version);
-            if !wrote && (grew || cur.is_none()) {
-                // Redis grows (or creates) the string before its writes
-                // fail, and signals nothing. (Any write done to a grown
-                // string counts as a change, even of a field's own value.)
+            let (_, wrote) = run_fields(&mut Fields::Edit(ed), &fields, &mut out, version)?;
+            if !wrote && (grew || !existed) {
+                // ... and signals nothing then.
                 crate::session::notify::no_modification();
             }
-            let m = if changed || grew || cur.is_none() {
-                store_keeping_ttl(v, true).0
-            } else {
-                Mutation::MarkRaw
-            };
-            (m, Ok(out))
+            Ok(Ok(out))
         },
         |out, _, reply: BytesMut| out.extend_from_slice(&reply),
     )

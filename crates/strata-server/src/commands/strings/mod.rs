@@ -18,7 +18,9 @@ use crate::command::{Ctx, Outcome};
 use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
-use strata_engine::{EngineError, ExpireUpdate, Mutation, Read, SetCond, SetOptions};
+use strata_engine::{
+    EngineError, ExpireUpdate, Mutation, Need, Read, SetCond, SetOptions, StrEdit,
+};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_simple, Version,
 };
@@ -323,22 +325,39 @@ pub(super) fn store_keeping_ttl(
 
 pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let suffix = args[2].clone();
-    let max = ctx.shared.limits().max_bulk_len;
-    rmw(
+    let max = ctx.shared.limits().max_bulk_len as u64;
+    // The last byte: its part grows (a chunked string).
+    edit(
         ctx,
         &args[1],
-        move |cur| {
-            let old = cur.as_ref().map(|c| &c.value[..]).unwrap_or(b"");
-            if old.len() + suffix.len() > max {
-                return (Mutation::None, Err(reply::STRING_TOO_LONG));
+        Need::indexes(&[(-1, -1)]),
+        move |ed| {
+            let len = ed.len();
+            if len + suffix.len() as u64 > max {
+                return Ok(Err(reply::STRING_TOO_LONG));
             }
-            let mut v = Vec::with_capacity(old.len() + suffix.len());
-            v.extend_from_slice(old);
-            v.extend_from_slice(&suffix);
-            store_keeping_ttl(v, cur.is_some())
+            // An empty suffix is a write too (Redis signals it).
+            ed.write(len, &suffix)?;
+            Ok(Ok(ed.len() as i64))
         },
         |out, _, n| write_integer(out, n),
     )
+}
+
+/// A write of part of a string (`Engine::write_str`): `need` names the
+/// bytes `f` reads or writes (a chunked string loads only their parts).
+pub(super) fn edit<T: Send + 'static>(
+    ctx: &mut Ctx<'_>,
+    key: &Bytes,
+    need: Need,
+    f: impl FnMut(&mut StrEdit<'_>) -> Result<Result<T, &'static str>, EngineError> + Send + 'static,
+    render: impl FnOnce(&mut BytesMut, Version, T) + Send + 'static,
+) -> Outcome {
+    let read = ctx.engine().write_str(ctx.db(), key.clone(), need, f);
+    ctx.reply_with(read, true, move |out, v, r| match r {
+        Ok(t) => render(out, v, t),
+        Err(e) => reply::error(out, e),
+    })
 }
 
 pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -349,11 +368,12 @@ pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// Redis's GETRANGE index arithmetic.
-fn substring(v: &[u8], start: i64, end: i64) -> &[u8] {
-    let len = v.len() as i64;
+/// Redis's GETRANGE index arithmetic over a string of `len` bytes: the
+/// bytes `[s, e]`, or None when empty.
+fn substring(len: u64, start: i64, end: i64) -> Option<(u64, u64)> {
+    let len = len as i64;
     if len == 0 || (start < 0 && end < 0 && start > end) {
-        return b"";
+        return None;
     }
     let mut s = if start < 0 { len + start } else { start };
     let mut e = if end < 0 { len + end } else { end };
@@ -363,9 +383,9 @@ fn substring(v: &[u8], start: i64, end: i64) -> &[u8] {
         e = len - 1;
     }
     if s > e || s >= len {
-        return b"";
+        return None;
     }
-    &v[s as usize..=e as usize]
+    Some((s as u64, e as u64))
 }
 
 pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -373,15 +393,21 @@ pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, reply::NOT_INTEGER);
         return Outcome::Done;
     };
-    let read = ctx.engine().get(ctx.db(), &args[1]);
-    ctx.reply_with(read, false, move |out, _, v| {
-        write_bulk(
-            out,
-            v.as_deref()
-                .map(|v| substring(v, start, end))
-                .unwrap_or(b""),
-        )
-    })
+    let need = Need::indexes(&[(start, end)]);
+    let read = ctx
+        .engine()
+        .read_str(ctx.db(), args[1].clone(), need, move |v| {
+            let Some(v) = v else {
+                return Ok(Bytes::new());
+            };
+            let Some((s, e)) = substring(v.len(), start, end) else {
+                return Ok(Bytes::new());
+            };
+            let mut b = vec![0u8; (e - s + 1) as usize];
+            v.read(s, &mut b)?;
+            Ok(Bytes::from(b))
+        });
+    ctx.reply_with(read, false, move |out, _, v| write_bulk(out, &v))
 }
 
 pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -393,28 +419,25 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, reply::OFFSET_RANGE);
         return Outcome::Done;
     }
-    let offset = offset as usize;
     let patch = args[3].clone();
     let max = ctx.shared.limits().max_bulk_len;
-    if !patch.is_empty() && offset.saturating_add(patch.len()) > max {
+    if !patch.is_empty() && (offset as usize).saturating_add(patch.len()) > max {
         reply::error(ctx.out, reply::STRING_TOO_LONG);
         return Outcome::Done;
     }
-    rmw(
+    let last = offset + patch.len().max(1) as i64 - 1;
+    edit(
         ctx,
         &args[1],
-        move |cur| {
-            let old = cur.as_ref().map(|c| &c.value[..]);
+        Need::indexes(&[(offset, last), (-1, -1)]),
+        move |ed| {
             if patch.is_empty() {
                 // Redis: an empty patch creates nothing and returns the length.
-                return (Mutation::None, Ok(old.map_or(0, |o| o.len()) as i64));
+                return Ok(Ok(ed.len() as i64));
             }
-            let mut v = old.map(|o| o.to_vec()).unwrap_or_default();
-            if v.len() < offset + patch.len() {
-                v.resize(offset + patch.len(), 0);
-            }
-            v[offset..offset + patch.len()].copy_from_slice(&patch);
-            store_keeping_ttl(v, true)
+            ed.mark_raw();
+            ed.write(offset as u64, &patch)?;
+            Ok(Ok(ed.len() as i64))
         },
         |out, _, n| write_integer(out, n),
     )
@@ -512,12 +535,15 @@ mod tests {
     #[test]
     fn getrange_index_rules() {
         let v = b"This is a string";
-        assert_eq!(substring(v, 0, 3), b"This");
-        assert_eq!(substring(v, -3, -1), b"ing");
-        assert_eq!(substring(v, 0, -1), &v[..]);
-        assert_eq!(substring(v, 10, 100), b"string");
-        assert_eq!(substring(v, 5, 3), b"");
-        assert_eq!(substring(v, -1, -5), b"");
-        assert_eq!(substring(b"", 0, -1), b"");
+        fn sub(v: &[u8], a: i64, b: i64) -> &[u8] {
+            substring(v.len() as u64, a, b).map_or(&b""[..], |(s, e)| &v[s as usize..=e as usize])
+        }
+        assert_eq!(sub(v, 0, 3), b"This");
+        assert_eq!(sub(v, -3, -1), b"ing");
+        assert_eq!(sub(v, 0, -1), &v[..]);
+        assert_eq!(sub(v, 10, 100), b"string");
+        assert_eq!(sub(v, 5, 3), b"");
+        assert_eq!(sub(v, -1, -5), b"");
+        assert_eq!(sub(b"", 0, -1), b"");
     }
 }

@@ -1,0 +1,280 @@
+//! Reads and writes of part of a string: GETRANGE, SETRANGE, APPEND and
+//! the bit commands. A string of one record goes through GET's and the
+//! read-modify-write path (`strings`); a chunked string (`types::bigstr`)
+//! loads only the parts holding the bytes the command names (a
+//! `Need::Indexes` counts bytes of a string) and changes them in place, so
+//! a bit of a cold 512 MB string costs one device read.
+//!
+//! Invariants:
+//! 1. A closure sees one state of the key and runs once per attempt under
+//!    its shard's lock; a write that changed nothing leaves the key's
+//!    version, its journal state and its watchers alone.
+//! 2. A chunked string's part outside the need is never read or written
+//!    (`NotLoaded` is an error reply, never a guess of its bytes).
+
+use crate::index::Slot;
+use crate::keyspace::chunks::Need;
+use crate::keyspace::strings::{ExpireUpdate, Mutation};
+use crate::tiering::fetch::Read;
+use crate::types::bigstr::{NotLoaded, Piece};
+use crate::types::{ChunkedStr, Collection, ValueType};
+use crate::{Engine, EngineError, ValueRef};
+use bytes::Bytes;
+
+impl From<NotLoaded> for EngineError {
+    fn from(_: NotLoaded) -> EngineError {
+        EngineError::Corrupt("a string part the command needs is not loaded")
+    }
+}
+
+/// A string as a read sees it.
+pub enum StrRef<'a> {
+    Flat(&'a [u8]),
+    Chunked(&'a ChunkedStr),
+}
+
+impl StrRef<'_> {
+    pub fn len(&self) -> u64 {
+        match self {
+            StrRef::Flat(b) => b.len() as u64,
+            StrRef::Chunked(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f` on the pieces of bytes `[a, b)` (clamped to the length).
+    pub fn pieces(&self, a: u64, b: u64, mut f: impl FnMut(Piece<'_>)) -> Result<(), EngineError> {
+        match self {
+            StrRef::Flat(v) => {
+                let b = (b.min(v.len() as u64)) as usize;
+                if (a as usize) < b {
+                    f(Piece::Bytes(&v[a as usize..b]));
+                }
+                Ok(())
+            }
+            StrRef::Chunked(s) => Ok(s.pieces(a, b, f)?),
+        }
+    }
+
+    /// Copies bytes from `off` into `out` (zeros past the end).
+    pub fn read(&self, off: u64, out: &mut [u8]) -> Result<(), EngineError> {
+        out.fill(0);
+        let mut at = 0;
+        self.pieces(off, off.saturating_add(out.len() as u64), |p| match p {
+            Piece::Bytes(b) => {
+                out[at..at + b.len()].copy_from_slice(b);
+                at += b.len();
+            }
+            Piece::Zeros(n) => at += n,
+        })
+    }
+}
+
+/// A string a write changes; a missing key reads as an empty string and
+/// is created by the first write.
+pub struct StrEdit<'a> {
+    target: Target<'a>,
+    changed: bool,
+    raw: bool,
+}
+
+enum Target<'a> {
+    Flat {
+        old: Option<&'a [u8]>,
+        new: Option<Vec<u8>>,
+    },
+    Chunked(&'a mut ChunkedStr),
+}
+
+impl<'a> StrEdit<'a> {
+    fn flat(old: Option<&'a [u8]>) -> StrEdit<'a> {
+        StrEdit {
+            target: Target::Flat { old, new: None },
+            changed: false,
+            raw: false,
+        }
+    }
+
+    /// Whether the key exists (a missing one reads as "").
+    pub fn exists(&self) -> bool {
+        match &self.target {
+            Target::Flat { old, new } => old.is_some() || new.is_some(),
+            Target::Chunked(_) => true,
+        }
+    }
+
+    pub fn len(&self) -> u64 {
+        match &self.target {
+            Target::Flat { old, new } => match new {
+                Some(v) => v.len() as u64,
+                None => old.map_or(0, |o| o.len() as u64),
+            },
+            Target::Chunked(s) => s.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies bytes from `off` into `out` (zeros past the end).
+    pub fn read(&self, off: u64, out: &mut [u8]) -> Result<(), EngineError> {
+        match &self.target {
+            Target::Flat { old, new } => {
+                let v = new.as_deref().or(*old).unwrap_or_default();
+                StrRef::Flat(v).read(off, out)
+            }
+            Target::Chunked(s) => Ok(s.read(off, out)?),
+        }
+    }
+
+    /// Writes `data` at `off`, growing the string with zeros to reach it.
+    pub fn write(&mut self, off: u64, data: &[u8]) -> Result<(), EngineError> {
+        let end = off as usize + data.len();
+        match &mut self.target {
+            Target::Flat { old, new } => {
+                let v = new.get_or_insert_with(|| old.map(<[u8]>::to_vec).unwrap_or_default());
+                if v.len() < end {
+                    v.resize(end, 0);
+                }
+                v[off as usize..end].copy_from_slice(data);
+            }
+            Target::Chunked(s) => s.write(off, data)?,
+        }
+        self.changed = true;
+        Ok(())
+    }
+
+    /// The string is reported `raw` from now on (OBJECT ENCODING), as
+    /// Redis does once it unshared it for a change that may not come
+    /// (SETBIT that flips nothing), or created it for a change in place
+    /// (SETBIT, SETRANGE of a new key; APPEND's new key is not raw).
+    pub fn mark_raw(&mut self) {
+        self.raw = true;
+    }
+}
+
+impl Engine {
+    /// Whether `key` holds a chunked string now (a hint: it may change
+    /// before the caller acts, and both paths stay correct).
+    fn is_chunked_str(&self, db: usize, key: &[u8]) -> bool {
+        self.inner
+            .with_live(
+                db,
+                key,
+                |_, e| matches!(&e.slot, Slot::Chunked(c) if c.vtype() == ValueType::String),
+            )
+            .unwrap_or(false)
+    }
+
+    /// Reads part of the string at `key`: `need` names the bytes `f` looks
+    /// at (inclusive ranges, negative from the end, as GETRANGE's), `f`
+    /// gets the string (None if missing). `WrongType` for another type.
+    pub fn read_str<R, F>(
+        &self,
+        db: usize,
+        key: Bytes,
+        need: Need,
+        f: F,
+    ) -> Read<Result<R, EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(Option<StrRef<'_>>) -> Result<R, EngineError> + Send + 'static,
+    {
+        if !self.is_chunked_str(db, &key) {
+            return self
+                .get(db, &key)
+                .map(|r| r.and_then(|v| f(v.as_deref().map(StrRef::Flat))));
+        }
+        let k = key.clone();
+        self.with_keys_need(db, vec![key], need, move |v| match v.get(&k) {
+            None => f(None),
+            Some(ValueRef::Str(b)) => f(Some(StrRef::Flat(b))),
+            Some(ValueRef::Coll(Collection::Str(s))) => f(Some(StrRef::Chunked(s))),
+            Some(ValueRef::Coll(_)) => Err(EngineError::WrongType),
+        })
+        .map(|r| r.and_then(|x| x))
+    }
+
+    /// Changes part of the string at `key` (created if missing and `f`
+    /// writes): `need` names the bytes `f` reads or writes, as for
+    /// `read_str`; a write past the end also needs the last byte (`-1`).
+    /// The key keeps its TTL and memcached flags. `f` may run more than
+    /// once (a race with a flash read), each time on the current string.
+    pub fn write_str<R, F>(
+        &self,
+        db: usize,
+        key: Bytes,
+        need: Need,
+        mut f: F,
+    ) -> Read<Result<R, EngineError>>
+    where
+        R: Send + 'static,
+        F: FnMut(&mut StrEdit<'_>) -> Result<R, EngineError> + Send + 'static,
+    {
+        if !self.is_chunked_str(db, &key) {
+            return self
+                .update(db, &key, move |cur| {
+                    let exists = cur.is_some();
+                    let mut ed = StrEdit::flat(cur.as_ref().map(|c| &c.value[..]));
+                    let r = f(&mut ed);
+                    let raw = ed.raw;
+                    let m = match (r.is_ok(), ed.target) {
+                        // A change of an existing string is in place (`raw`);
+                        // a new one is, if the command says so.
+                        (true, Target::Flat { new: Some(v), .. }) if exists || raw => {
+                            Mutation::SetRaw {
+                                value: Bytes::from(v),
+                                expire: ExpireUpdate::Keep,
+                            }
+                        }
+                        (true, Target::Flat { new: Some(v), .. }) => Mutation::Set {
+                            value: Bytes::from(v),
+                            expire: ExpireUpdate::Keep,
+                        },
+                        (true, _) if exists && raw => Mutation::MarkRaw,
+                        _ => Mutation::None,
+                    };
+                    (m, r)
+                })
+                .map(|r| r.and_then(|x| x));
+        }
+        let k = key.clone();
+        self.with_keys_need(db, vec![key], need, move |v| {
+            let flat = match v.get(&k) {
+                None => None,
+                Some(ValueRef::Str(b)) => Some(b.clone()),
+                Some(ValueRef::Coll(Collection::Str(_))) => {
+                    let c = v.coll_mut(&k, ValueType::String, false)?;
+                    let Some(Collection::Str(s)) = c else {
+                        return Err(EngineError::WrongType);
+                    };
+                    let mut ed = StrEdit {
+                        target: Target::Chunked(s),
+                        changed: false,
+                        raw: false,
+                    };
+                    let r = f(&mut ed);
+                    if !ed.changed {
+                        v.unchanged(&k);
+                    }
+                    return r;
+                }
+                Some(ValueRef::Coll(_)) => return Err(EngineError::WrongType),
+            };
+            // Not chunked (any more): as the read-modify-write path.
+            let exists = flat.is_some();
+            let mut ed = StrEdit::flat(flat.as_deref());
+            let r = f(&mut ed);
+            let raw = exists || ed.raw;
+            if let (true, Target::Flat { new: Some(n), .. }) = (r.is_ok(), ed.target) {
+                v.put_str(&k, Bytes::from(n), raw);
+            }
+            r
+        })
+        .map(|r| r.and_then(|x| x))
+    }
+}
