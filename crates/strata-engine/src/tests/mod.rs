@@ -2,6 +2,7 @@
 //! without injected faults. Each test runs the real background thread with
 //! a tiny RAM budget so values really move to flash.
 
+mod big_strings;
 mod collections;
 mod durability;
 mod swapdb;

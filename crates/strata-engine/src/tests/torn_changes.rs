@@ -18,7 +18,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-fn config(dir: &Path) -> EngineConfig {
+pub(super) fn config(dir: &Path) -> EngineConfig {
     let mut c = EngineConfig::new(dir.join("flash"));
     c.io_backend = IoBackend::Psync;
     // Nothing is demoted: every record of the change is the journal's.
@@ -74,20 +74,8 @@ fn shape(c: &mut Collection, gen: u32) {
                 l.push_back(vec![b'a' + (i % 26) as u8 + gen as u8; 60].into());
             }
         }
-        // A write to every part, and growth past the end.
-        Collection::Str(s) => {
-            let len = s.len();
-            let mut off = 0;
-            while off < len {
-                if let Err(e) = s.write(off, &[b'a' + gen as u8; 100]) {
-                    panic!("{e}");
-                }
-                off += 30_000;
-            }
-            if let Err(e) = s.append(&[b'z'; 70_000]) {
-                panic!("{e}");
-            }
-        }
+        // Not among KEYS: tests/big_strings.rs tears strings.
+        Collection::Str(_) => {}
         // Appends, trims from the front (parts leave), deletes inside
         // (parts change) and a group's reads (the head changes).
         Collection::Stream(x) => {
@@ -135,7 +123,7 @@ fn apply(e: &Engine, model: &mut HashMap<&'static str, Collection>, gen: u32) {
     block_on(e.wait_durable(e.journal_ticket())).unwrap();
 }
 
-fn segment(dir: &Path) -> PathBuf {
+pub(super) fn segment(dir: &Path) -> PathBuf {
     let mut v: Vec<_> = std::fs::read_dir(dir.join("flash"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -147,7 +135,7 @@ fn segment(dir: &Path) -> PathBuf {
 
 /// A copy of `dir`'s log with its one segment cut at byte `cut` (what a
 /// crash left of the last writes).
-fn cut_copy(dir: &Path, cut: u64) -> tempfile::TempDir {
+pub(super) fn cut_copy(dir: &Path, cut: u64) -> tempfile::TempDir {
     let copy = tempfile::tempdir().unwrap();
     std::fs::create_dir(copy.path().join("flash")).unwrap();
     for f in std::fs::read_dir(dir.join("flash")).unwrap() {

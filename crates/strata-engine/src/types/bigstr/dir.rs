@@ -283,8 +283,9 @@ impl Dir for ChunkedStr {
     fn resident_bytes(&self) -> usize {
         self.resident
     }
+    /// Parts not on flash: in RAM, or holes (nothing to load).
     fn resident_parts(&self) -> usize {
-        self.resident_parts
+        self.resident_parts + (self.parts.len() - self.solid)
     }
     fn body_len(&self) -> usize {
         self.stored
