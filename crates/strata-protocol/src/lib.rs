@@ -42,9 +42,9 @@ pub mod resp;
 pub use error::ProtocolError;
 pub use limits::Limits;
 pub use resp::encode::{
-    write_array_len, write_bool, write_bulk, write_double, write_error, write_integer,
-    write_map_len, write_null, write_null_array, write_push_len, write_request, write_set_len,
-    write_simple, write_verbatim, Version,
+    write_array_len, write_bool, write_bulk, write_bulk_len, write_double, write_error,
+    write_integer, write_map_len, write_null, write_null_array, write_push_len, write_request,
+    write_set_len, write_simple, write_verbatim, Version,
 };
 pub use resp::frame::{parse_frame, Frame, Parsed, MAX_FRAME_DEPTH};
 pub use resp::request::decode_request;

@@ -244,6 +244,7 @@ impl Ctx<'_> {
                 } else {
                     emit(c, parts, head, version);
                 }
+                true
             },
         );
         // A barrier, as for other reads of collections: a later command of

@@ -366,3 +366,74 @@ fn sorted_set_operations_on_sets_larger_than_ram_stream_by_hash_windows() {
         .unwrap();
     assert_eq!(first, vec![value(60_000).into_bytes()]);
 }
+
+/// A 32 MB string under a 4 MB budget: BITCOUNT and GETRANGE of all of it
+/// read a batch of parts at a time (loading every part first would hold
+/// 32 MB of parts), and BITPOS stops at the batch holding its bit.
+#[test]
+fn bit_reads_of_a_string_larger_than_ram_stream_its_parts() {
+    const PIECE: usize = 64 << 10;
+    const PIECES: usize = 512;
+    let srv = Server::start(&["--maxmemory-ram", "4mb", "--flash-segment-size", "1mb"]);
+    let mut con = srv.client();
+    for i in 0..PIECES {
+        // Every byte 0x0F, but the last piece starts with a set high bit.
+        let mut piece = vec![0x0Fu8; PIECE];
+        if i == PIECES - 1 {
+            piece[0] = 0x8F;
+        }
+        redis::cmd("SETRANGE")
+            .arg("s")
+            .arg(i * PIECE)
+            .arg(piece)
+            .query::<()>(&mut con)
+            .unwrap();
+    }
+    wait_until("parts demoted", || {
+        srv.info_u64(&mut con, "tiered", "ram_used_bytes")
+            <= srv.info_u64(&mut con, "tiered", "maxmemory_ram")
+    });
+    let total = (PIECE * PIECES) as u64;
+    let before = srv.info_u64(&mut con, "memory", "used_memory_peak");
+    let n: u64 = redis::cmd("BITCOUNT").arg("s").query(&mut con).unwrap();
+    let grew = srv
+        .info_u64(&mut con, "memory", "used_memory_peak")
+        .saturating_sub(before);
+    eprintln!("BITCOUNT of a {total} B string: peak RAM grew {grew} B");
+    assert_eq!(n, total * 4 + 1);
+    assert!(grew < total / 4, "BITCOUNT: peak RAM grew {grew} B");
+    // The first set bit of the last piece: every part before it is read,
+    // a batch at a time.
+    let from = (PIECE * (PIECES - 1) - 10) as i64;
+    let loads = srv.info_u64(&mut con, "tiered", "chunk_loads");
+    let pos: i64 = redis::cmd("BITPOS")
+        .arg("s")
+        .arg(1)
+        .arg(from)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(pos, from * 8 + 4);
+    // The first set bit is in the first byte: one batch (16 parts) at most.
+    let pos: i64 = redis::cmd("BITPOS")
+        .arg("s")
+        .arg(1)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(pos, 4);
+    let loads = srv.info_u64(&mut con, "tiered", "chunk_loads") - loads;
+    assert!(loads <= 2 * 16, "BITPOS read {loads} parts");
+    let before = srv.info_u64(&mut con, "memory", "used_memory_peak");
+    let all: Vec<u8> = redis::cmd("GETRANGE")
+        .arg("s")
+        .arg(0)
+        .arg(-1)
+        .query(&mut con)
+        .unwrap();
+    let grew = srv
+        .info_u64(&mut con, "memory", "used_memory_peak")
+        .saturating_sub(before);
+    eprintln!("GETRANGE of a {total} B string: peak RAM grew {grew} B");
+    assert_eq!(all.len() as u64, total);
+    assert_eq!(all[PIECE * (PIECES - 1)], 0x8F);
+    assert!(grew < total * 2, "GETRANGE: peak RAM grew {grew} B");
+}

@@ -16,7 +16,7 @@ use crate::index::Slot;
 use crate::keyspace::chunks::Need;
 use crate::keyspace::strings::{ExpireUpdate, Mutation};
 use crate::tiering::fetch::Read;
-use crate::types::bigstr::{NotLoaded, Piece};
+use crate::types::bigstr::{NotLoaded, Piece, STR_PART};
 use crate::types::{ChunkedStr, Collection, ValueType};
 use crate::{Engine, EngineError, ValueRef};
 use bytes::Bytes;
@@ -276,5 +276,130 @@ impl Engine {
             r
         })
         .map(|r| r.and_then(|x| x))
+    }
+}
+
+/// A streamed read's state (`Engine::scan_str`).
+struct Scan<S> {
+    user: S,
+    /// The bytes `[a, b)` being read, and where the next piece starts.
+    b: u64,
+    at: u64,
+    err: Option<EngineError>,
+}
+
+impl<S> Scan<S> {
+    /// Hands the pieces of `[from, to)` to `emit` until it says stop.
+    fn feed<E>(&mut self, s: StrRef<'_>, from: u64, to: u64, emit: &mut E) -> bool
+    where
+        E: FnMut(&mut S, u64, Piece<'_>) -> bool,
+    {
+        let mut more = true;
+        let (user, at) = (&mut self.user, &mut self.at);
+        let r = s.pieces(from, to, |p| {
+            if more {
+                more = emit(user, *at, p);
+            }
+            *at += match p {
+                Piece::Bytes(b) => b.len() as u64,
+                Piece::Zeros(n) => n as u64,
+            };
+        });
+        if let Err(e) = r {
+            self.err = Some(e);
+            return false;
+        }
+        more
+    }
+}
+
+impl Engine {
+    /// Reads bytes of the string at `key` in order: a chunked string a
+    /// batch of parts at a time (`stream_coll`), so BITCOUNT, BITPOS or
+    /// GETRANGE over a string larger than RAM never holds it in RAM at
+    /// once. `init(len)` makes the state (`len` None: no such key), and
+    /// `range(len)` names the bytes `[a, b)` to read; `emit(state, offset,
+    /// piece)` gets them in order and returns whether to go on. `init`
+    /// runs again if the key changes between batches. `WrongType` for
+    /// another type.
+    pub fn scan_str<S, I, R, E>(
+        &self,
+        db: usize,
+        key: Bytes,
+        mut init: I,
+        mut range: R,
+        emit: E,
+    ) -> Read<Result<S, EngineError>>
+    where
+        S: Send + 'static,
+        I: FnMut(Option<u64>) -> S + Send + 'static,
+        R: FnMut(u64) -> Option<(u64, u64)> + Send + 'static,
+        E: FnMut(&mut S, u64, Piece<'_>) -> bool + Send + 'static,
+    {
+        // Both steps below hand pieces to `emit` (one at a time).
+        let emit = std::sync::Arc::new(parking_lot::Mutex::new(emit));
+        let mut start = move |len: Option<u64>| {
+            let mut st = Scan {
+                user: init(len),
+                b: 0,
+                at: 0,
+                err: None,
+            };
+            if let Some(len) = len {
+                if let Some((a, b)) = range(len).filter(|&(a, b)| a < b.min(len)) {
+                    (st.at, st.b) = (a, b.min(len));
+                }
+            }
+            st
+        };
+        if !self.is_chunked_str(db, &key) {
+            return self.get(db, &key).map(move |r| {
+                let v = r?;
+                let mut st = start(v.as_ref().map(|v| v.len() as u64));
+                if let Some(v) = &v {
+                    let (a, b) = (st.at, st.b);
+                    st.feed(StrRef::Flat(v), a, b, &mut *emit.lock());
+                }
+                st.err.map_or(Ok(st.user), Err)
+            });
+        }
+        let k = key.clone();
+        let emit2 = emit.clone();
+        let read = self.stream_coll(
+            db,
+            key,
+            move |view| match view.get(&k) {
+                None => (start(None), None),
+                Some(ValueRef::Coll(Collection::Str(s))) => {
+                    let st = start(Some(s.len()));
+                    let parts = (st.at < st.b).then(|| {
+                        ChunkedStr::part_of_byte(st.at)..ChunkedStr::part_of_byte(st.b - 1) + 1
+                    });
+                    (st, parts)
+                }
+                Some(ValueRef::Str(v)) => {
+                    // Not chunked any more: read here, at once.
+                    let mut st = start(Some(v.len() as u64));
+                    let (a, b) = (st.at, st.b);
+                    st.feed(StrRef::Flat(v), a, b, &mut *emit2.lock());
+                    (st, None)
+                }
+                Some(ValueRef::Coll(_)) => {
+                    let mut st = start(None);
+                    st.err = Some(EngineError::WrongType);
+                    (st, None)
+                }
+            },
+            move |c, parts, st| {
+                let Collection::Str(s) = c else {
+                    st.err = Some(EngineError::WrongType);
+                    return false;
+                };
+                let to = st.b.min((parts.end * STR_PART) as u64);
+                let from = st.at;
+                st.feed(StrRef::Chunked(s), from, to, &mut *emit.lock())
+            },
+        );
+        read.map(|r| r.and_then(|st| st.err.map_or(Ok(st.user), Err)))
     }
 }

@@ -9,9 +9,10 @@
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Entry, Slot, F_REFERENCED};
-use crate::keyspace::chunks::{load_parts, Need, PartTarget};
+use crate::keyspace::chunks::{load_parts, Need};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_and_promote, fetch_value, FetchTarget, Read};
+use crate::types::bigstr::Piece;
 use crate::types::{Collection, ValueType};
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
@@ -137,24 +138,26 @@ impl Engine {
         }
         match &e.slot {
             Slot::Chunked(_) => {
-                // A chunked string: every part loaded, then copied out.
+                // A chunked string: copied out a batch of parts at a time
+                // (never all of it in RAM as parts at once).
                 drop(guard);
                 let key = Bytes::copy_from_slice(key);
-                let mut next = match inner.whole_str(db, &key) {
-                    Whole::Done(v) => return Read::Ready(v),
-                    w => w,
-                };
-                let inner = inner.clone();
-                Read::Pending(Box::pin(async move {
-                    loop {
-                        match next {
-                            Whole::Done(v) => return v,
-                            Whole::Parts(p) => load_parts(&inner, p).await?,
-                            Whole::Fetch(t) => return fetch_and_promote(inner, t).await,
+                self.scan_str(
+                    db,
+                    key,
+                    |len| len.map(|n| Vec::with_capacity(n as usize)),
+                    |len| Some((0, len)),
+                    |v, _, p| {
+                        if let Some(v) = v {
+                            match p {
+                                Piece::Bytes(b) => v.extend_from_slice(b),
+                                Piece::Zeros(n) => v.resize(v.len() + n, 0),
+                            }
                         }
-                        next = inner.whole_str(db, &key);
-                    }
-                }))
+                        true
+                    },
+                )
+                .map(|r| r.map(|v| v.map(Bytes::from)))
             }
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
@@ -333,13 +336,6 @@ fn resolve_expire(u: ExpireUpdate, old: u64) -> u64 {
         ExpireUpdate::Keep => old,
         ExpireUpdate::At(ms) => ms,
     }
-}
-
-/// Where a GET of a chunked string stands (`Inner::whole_str`).
-pub(crate) enum Whole {
-    Done(Result<Option<Bytes>, EngineError>),
-    Parts(Vec<PartTarget>),
-    Fetch(FetchTarget),
 }
 
 /// Why `try_update` (or a rename) did not apply.
@@ -594,47 +590,6 @@ impl Inner {
         };
         self.note_key_as(db, key, how);
         Some(idx)
-    }
-
-    /// GET of a key that was a chunked string: its bytes once every part
-    /// is in RAM (or the value it has now), else what to load first.
-    pub(crate) fn whole_str(&self, db: usize, key: &[u8]) -> Whole {
-        let now = now_ms();
-        let mut guard = self.shard(key).lock();
-        let sh = &mut *guard;
-        let Some(i) = sh.dbs[db].get_index_of(key) else {
-            return Whole::Done(Ok(None));
-        };
-        let e = &mut sh.dbs[db][i];
-        if e.is_expired(now) {
-            return Whole::Done(Ok(None));
-        }
-        let whole = match &e.slot {
-            Slot::Chunked(c) => match &**c {
-                Collection::Str(s) => s.detached().ok(),
-                _ => return Whole::Done(Err(EngineError::WrongType)),
-            },
-            Slot::Hot(h) => {
-                return Whole::Done(
-                    h.value
-                        .as_str()
-                        .cloned()
-                        .ok_or(EngineError::WrongType)
-                        .map(Some),
-                )
-            }
-            // Replaced by a string of one record meanwhile.
-            Slot::Cold(loc) => {
-                if e.value_type() != ValueType::String {
-                    return Whole::Done(Err(EngineError::WrongType));
-                }
-                return Whole::Fetch(FetchTarget::new(self, db, key, *loc, e.version));
-            }
-        };
-        match whole {
-            Some(b) => Whole::Done(Ok(Some(b))),
-            None => Whole::Parts(self.cold_parts(db, key, e, &Need::Whole)),
-        }
     }
 
     /// Runs `f` on the live (unexpired) entry of `key`, if any.

@@ -72,6 +72,12 @@ pub fn write_bulk(out: &mut BytesMut, data: &[u8]) {
     out.extend_from_slice(CRLF);
 }
 
+/// The header of a bulk string of `n` bytes (`$n\r\n`): the bytes and
+/// the closing CRLF follow (a reply built in steps).
+pub fn write_bulk_len(out: &mut BytesMut, n: usize) {
+    write_header(out, b'$', n);
+}
+
 /// Null bulk: RESP2 `$-1\r\n`, RESP3 `_\r\n`.
 pub fn write_null(out: &mut BytesMut, v: Version) {
     out.extend_from_slice(match v {

@@ -53,7 +53,7 @@ struct Streamer<S, I, E> {
 impl<S, I, E> Streamer<S, I, E>
 where
     I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>),
-    E: FnMut(&Collection, Range<usize>, &mut S),
+    E: FnMut(&Collection, Range<usize>, &mut S) -> bool,
 {
     /// One step under the key's lock: (re)start, or emit the next batch;
     /// or the parts to load first.
@@ -120,9 +120,9 @@ where
                     return;
                 }
             }
-            emit(c, p.next..to, &mut p.state);
+            let more = emit(c, p.next..to, &mut p.state);
             p.next = to;
-            *done = p.next >= p.end;
+            *done = !more || p.next >= p.end;
         });
         inner
             .try_with_keys(*db, keys, &[need], false, &mut f)
@@ -150,7 +150,7 @@ impl<S, I, E> Steps for Streamer<S, I, E>
 where
     S: Send + 'static,
     I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>) + Send + 'static,
-    E: FnMut(&Collection, Range<usize>, &mut S) + Send + 'static,
+    E: FnMut(&Collection, Range<usize>, &mut S) -> bool + Send + 'static,
 {
     type Out = S;
     fn step(&mut self, inner: &Inner) -> Result<(), ColdKeys> {
@@ -195,9 +195,10 @@ impl Engine {
     /// the key as `with_keys` gives it: it answers alone (returning None)
     /// for a missing key, another type or a collection that is not chunked,
     /// or returns the directory's parts to walk; `emit` then runs once per
-    /// batch of those parts, in order, with the batch in RAM. `init` runs
-    /// again if the key changes between batches. Returns the final state;
-    /// ready at once while every batch is in RAM.
+    /// batch of those parts, in order, with the batch in RAM, and returns
+    /// whether to go on (BITPOS stops at its bit). `init` runs again if the
+    /// key changes between batches. Returns the final state; ready at once
+    /// while every batch is in RAM.
     pub fn stream_coll<S, I, E>(
         &self,
         db: usize,
@@ -208,7 +209,7 @@ impl Engine {
     where
         S: Send + 'static,
         I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>) + Send + 'static,
-        E: FnMut(&Collection, Range<usize>, &mut S) + Send + 'static,
+        E: FnMut(&Collection, Range<usize>, &mut S) -> bool + Send + 'static,
     {
         self.stream_coll_from(db, key, Need::Elems(Vec::new()), init, emit)
     }
@@ -226,7 +227,7 @@ impl Engine {
     where
         S: Send + 'static,
         I: FnMut(&mut KeysView<'_>) -> (S, Option<Range<usize>>) + Send + 'static,
-        E: FnMut(&Collection, Range<usize>, &mut S) + Send + 'static,
+        E: FnMut(&Collection, Range<usize>, &mut S) -> bool + Send + 'static,
     {
         let st = Streamer {
             db,

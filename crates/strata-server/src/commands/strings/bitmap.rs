@@ -129,21 +129,6 @@ fn range(len: i64, start: i64, end: i64, bits: bool) -> Option<(usize, usize, u8
     }
 }
 
-/// The bytes a BYTE / BIT range may touch, as a need (inclusive, negative
-/// from the end): a bit index `-k` lies in byte `-ceil(k / 8)`.
-fn range_need(start: i64, end: i64, bits: bool) -> Need {
-    let byte = |x: i64| {
-        if !bits {
-            x
-        } else if x >= 0 {
-            x >> 3
-        } else {
-            -((-(x as i128) + 7) >> 3).min(i64::MAX as i128) as i64
-        }
-    };
-    Need::indexes(&[(byte(start), byte(end))])
-}
-
 /// BITCOUNT's or BITPOS's range arguments: (start, end, BIT unit); `end`
 /// None: to the end of the string. Errors in Redis's order: BITCOUNT
 /// parses start, end, then the unit (a negative range with start past end
@@ -173,49 +158,58 @@ fn bitpos_args(args: &[Bytes]) -> Result<RangeArgs, &'static str> {
     Ok((start, end, bits))
 }
 
+/// BITCOUNT's arguments: Some(None) the whole string, Some(Some(range)),
+/// None an empty range; or the error, reported once the key is found.
+type CountArgs = Result<Option<Option<RangeArgs>>, &'static str>;
+
+/// The bytes `[s, e]` a BITCOUNT counts in a string of `len` bytes, with
+/// the masks of the bits of `s` and `e` outside the range (None: empty).
+fn count_range(r: CountArgs, len: u64) -> Result<Option<(u64, u64, u8, u8)>, &'static str> {
+    let Some(r) = r? else { return Ok(None) };
+    let len = len as i64;
+    let range = match r {
+        None => (len > 0).then(|| (0, len as usize - 1, 0, 0)),
+        Some((start, end, bits)) => range(len, start, end.unwrap_or(-1), bits),
+    };
+    Ok(range.map(|(s, e, f, l)| (s as u64, e as u64, f, l)))
+}
+
 pub fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    // Bad arguments are reported after the key is looked up, as Redis.
-    // Some(None): the whole string; None: an empty range.
-    let r = match args.len() {
+    let r: CountArgs = match args.len() {
         2 => Ok(Some(None)),
         4 | 5 => bitcount_args(args).map(|r| r.map(Some)),
         _ => Err(reply::SYNTAX),
     };
-    let need = match r {
-        Ok(Some(None)) => Need::indexes(&[(0, -1)]),
-        Ok(Some(Some((start, end, bits)))) => range_need(start, end.unwrap_or(-1), bits),
-        _ => Need::indexes(&[]),
-    };
-    let read = ctx
-        .engine()
-        .read_str(ctx.db(), args[1].clone(), need, move |v| {
-            let Some(v) = v else { return Ok(Ok(0)) };
-            let r = match r {
-                Ok(Some(r)) => r,
-                Ok(None) => return Ok(Ok(0)),
-                Err(e) => return Ok(Err(e)),
+    // A cold chunked string is read a batch of parts at a time.
+    let read = ctx.engine().scan_str(
+        ctx.db(),
+        args[1].clone(),
+        // A missing key counts 0 whatever the arguments, as Redis.
+        move |len| (len.map_or(Ok(None), |len| count_range(r, len)), 0u64),
+        move |len| {
+            count_range(r, len)
+                .ok()
+                .flatten()
+                .map(|(s, e, ..)| (s, e + 1))
+        },
+        |(range, n), off, p| {
+            let (Ok(Some((s, e, first, last))), Piece::Bytes(b)) = (*range, p) else {
+                return true;
             };
-            let len = v.len() as i64;
-            let range = match r {
-                None => (len > 0).then(|| (0, len as usize - 1, 0, 0)),
-                Some((start, end, bits)) => range(len, start, end.unwrap_or(-1), bits),
-            };
-            let Some((s, e, first, last)) = range else {
-                return Ok(Ok(0));
-            };
-            let mut n: u64 = 0;
-            v.pieces(s as u64, e as u64 + 1, |p| {
-                if let Piece::Bytes(b) = p {
-                    n += popcount(b);
-                }
-            })?;
-            let (mut fb, mut lb) = ([0u8], [0u8]);
-            v.read(s as u64, &mut fb)?;
-            v.read(e as u64, &mut lb)?;
-            n -= (fb[0] & first).count_ones() as u64 + (lb[0] & last).count_ones() as u64;
-            Ok(Ok(n as i64))
-        });
-    ctx.reply_with(read, false, integer_or_error)
+            *n += popcount(b);
+            let end = off + b.len() as u64;
+            if (off..end).contains(&s) {
+                *n -= (b[(s - off) as usize] & first).count_ones() as u64;
+            }
+            if (off..end).contains(&e) {
+                *n -= (b[(e - off) as usize] & last).count_ones() as u64;
+            }
+            true
+        },
+    );
+    ctx.reply_with(read, false, |out, v, (range, n)| {
+        integer_or_error(out, v, range.map(|_| n as i64))
+    })
 }
 
 fn integer_or_error(out: &mut BytesMut, _: Version, r: Result<i64, &'static str>) {
@@ -240,6 +234,60 @@ fn popcount(b: &[u8]) -> u64 {
     n
 }
 
+/// The bytes `[s, e]` a BITPOS looks at in a string of `len` bytes, the
+/// masks of the bits of `s` and `e` outside the range, and whether the
+/// end was given (None: empty).
+type PosRange = Option<(u64, u64, u8, u8, bool)>;
+
+fn pos_range(
+    r: Result<Option<RangeArgs>, &'static str>,
+    len: u64,
+) -> Result<PosRange, &'static str> {
+    let len = len as i64;
+    let (range, end_given) = match r? {
+        None => ((len > 0).then(|| (0, len as usize - 1, 0, 0)), false),
+        Some((start, end, bits)) => {
+            let e = match end {
+                Some(e) => e,
+                None if bits => (len << 3) + 7,
+                None => len - 1,
+            };
+            (range(len, start, e, bits), end.is_some())
+        }
+    };
+    Ok(range.map(|(s, e, f, l)| (s as u64, e as u64, f, l, end_given)))
+}
+
+/// BITPOS's search: the first byte at or after `i` of `piece` (whose
+/// first byte is byte `off`) holding `bit`, as a bit position.
+fn find_bit(bit: u8, r: (u64, u64, u8, u8, bool), off: u64, piece: Piece<'_>) -> Option<i64> {
+    let (s, e, first, last, _) = r;
+    // Bits outside the range read as the opposite of `bit`.
+    let outside = |b: u8, mask: u8| if bit == 1 { b & !mask } else { b | mask };
+    let (n, bytes) = match piece {
+        Piece::Bytes(b) => (b.len(), Some(b)),
+        // A run of zeros holds no set bit; its first byte holds a clear
+        // one (the masks never cover a whole byte).
+        Piece::Zeros(_) if bit == 1 => return None,
+        Piece::Zeros(n) => (n.min(1), None),
+    };
+    for j in 0..n {
+        let i = off + j as u64;
+        let mut b = bytes.map_or(0, |b| b[j]);
+        if i == s {
+            b = outside(b, first);
+        }
+        if i == e {
+            b = outside(b, last);
+        }
+        let b = if bit == 1 { b } else { !b };
+        if b != 0 {
+            return Some(i as i64 * 8 + b.leading_zeros() as i64);
+        }
+    }
+    None
+}
+
 pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let bit = match parse_i64(&args[2]) {
         None => {
@@ -258,79 +306,40 @@ pub fn bitpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         4..=6 => bitpos_args(args).map(Some),
         _ => Err(reply::SYNTAX),
     };
-    let need = match r {
-        Ok(None) => Need::indexes(&[(0, -1)]),
-        Ok(Some((start, end, bits))) => range_need(start, end.unwrap_or(-1), bits),
-        Err(_) => Need::indexes(&[]),
-    };
-    let read = ctx
-        .engine()
-        .read_str(ctx.db(), args[1].clone(), need, move |v| {
-            let Some(v) = v else {
-                return Ok(Ok(if bit == 1 { -1 } else { 0 }));
-            };
-            let r = match r {
-                Ok(r) => r,
-                Err(e) => return Ok(Err(e)),
-            };
-            let len = v.len() as i64;
-            let (range, end_given) = match r {
-                None => ((len > 0).then(|| (0, len as usize - 1, 0, 0)), false),
-                Some((start, end, bits)) => {
-                    let e = match end {
-                        Some(e) => e,
-                        None if bits => (len << 3) + 7,
-                        None => len - 1,
-                    };
-                    (range(len, start, e, bits), end.is_some())
-                }
-            };
-            let Some((s, e, first, last)) = range else {
-                return Ok(Ok(-1));
-            };
-            // Bits outside the range read as the opposite of `bit`.
-            let outside = |b: u8, mask: u8| if bit == 1 { b & !mask } else { b | mask };
-            let mut found = None;
-            let mut at = s;
-            v.pieces(s as u64, e as u64 + 1, |p| {
-                if found.is_some() {
-                    return;
-                }
-                let (n, bytes) = match p {
-                    Piece::Bytes(b) => (b.len(), Some(b)),
-                    Piece::Zeros(n) => (n, None),
-                };
-                for j in 0..n {
-                    let i = at + j;
-                    // A run of zeros holds no set bit; its first byte decides
-                    // for a clear one.
-                    let mut b = match bytes {
-                        Some(b) => b[j],
-                        None if bit == 1 && i != s && i != e => continue,
-                        None => 0,
-                    };
-                    if i == s {
-                        b = outside(b, first);
-                    }
-                    if i == e {
-                        b = outside(b, last);
-                    }
-                    let b = if bit == 1 { b } else { !b };
-                    if b != 0 {
-                        found = Some(i as i64 * 8 + b.leading_zeros() as i64);
-                        break;
-                    }
-                }
-                at += n;
-            })?;
-            Ok(Ok(match found {
+    // A cold chunked string is read a batch of parts at a time, up to the
+    // part where the bit is.
+    let read = ctx.engine().scan_str(
+        ctx.db(),
+        args[1].clone(),
+        move |len| (len.map(|len| pos_range(r, len)), None),
+        move |len| {
+            pos_range(r, len)
+                .ok()
+                .flatten()
+                .map(|(s, e, ..)| (s, e + 1))
+        },
+        move |(range, found), off, p| {
+            if let Some(Ok(Some(r))) = range {
+                *found = find_bit(bit, *r, off, p);
+            }
+            found.is_none()
+        },
+    );
+    ctx.reply_with(read, false, move |out, v, (range, found)| {
+        let pos = match range {
+            // No such key: an endless run of zeros.
+            None => Ok(if bit == 1 { -1 } else { 0 }),
+            Some(Err(e)) => Err(e),
+            Some(Ok(None)) => Ok(-1),
+            Some(Ok(Some((_, e, _, _, end_given)))) => Ok(match found {
                 Some(p) => p,
                 None if bit == 1 || end_given => -1,
                 // No clear bit: the string is zero-padded on the right.
                 None => (e as i64 + 1) * 8,
-            }))
-        });
-    ctx.reply_with(read, false, integer_or_error)
+            }),
+        };
+        integer_or_error(out, v, pos)
+    })
 }
 
 pub fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {

@@ -19,7 +19,7 @@ use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
 use strata_engine::{
-    EngineError, ExpireUpdate, Mutation, Need, Read, SetCond, SetOptions, StrEdit,
+    EngineError, ExpireUpdate, Mutation, Need, Piece, Read, SetCond, SetOptions, StrEdit,
 };
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_simple, Version,
@@ -393,21 +393,36 @@ pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, reply::NOT_INTEGER);
         return Outcome::Done;
     };
-    let need = Need::indexes(&[(start, end)]);
-    let read = ctx
-        .engine()
-        .read_str(ctx.db(), args[1].clone(), need, move |v| {
-            let Some(v) = v else {
-                return Ok(Bytes::new());
-            };
-            let Some((s, e)) = substring(v.len(), start, end) else {
-                return Ok(Bytes::new());
-            };
-            let mut b = vec![0u8; (e - s + 1) as usize];
-            v.read(s, &mut b)?;
-            Ok(Bytes::from(b))
-        });
-    ctx.reply_with(read, false, move |out, _, v| write_bulk(out, &v))
+    // A long range of a cold chunked string is read a batch of parts at a
+    // time, into the reply itself (moved, not copied, when it is the only
+    // one: it can be 512 MB).
+    let range = move |len: u64| substring(len, start, end).map(|(s, e)| (s, e + 1));
+    let read = ctx.engine().scan_str(
+        ctx.db(),
+        args[1].clone(),
+        move |len| {
+            let n = len.and_then(range).map_or(0, |(s, e)| (e - s) as usize);
+            let mut out = BytesMut::with_capacity(n + 16);
+            strata_protocol::write_bulk_len(&mut out, n);
+            out
+        },
+        range,
+        |out, _, p| {
+            match p {
+                Piece::Bytes(b) => out.extend_from_slice(b),
+                Piece::Zeros(n) => out.resize(out.len() + n, 0),
+            }
+            true
+        },
+    );
+    ctx.reply_with(read, false, move |out, _, mut reply| {
+        reply.extend_from_slice(b"\r\n");
+        if out.is_empty() {
+            *out = reply;
+        } else {
+            out.extend_from_slice(&reply);
+        }
+    })
 }
 
 pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
