@@ -12,7 +12,9 @@
 // EXEC together; txnset sends MULTI, SET k:i VALUE, SET k:j VALUE, EXEC
 // (one op = one transaction). On stream `s`, whose entry ids are i-0 for i
 // in [1, len]: xrange10 (XRANGE s i-0 + COUNT 10), xrevrange10 (XREVRANGE
-// s i-0 - COUNT 10).
+// s i-0 - COUNT 10). On string `b` (i drawn from [0, len), a bit offset):
+// getbit (GETBIT b i), setbit (SETBIT b i 1), bitfield (BITFIELD b GET u32
+// i), getrange100 (GETRANGE b i/8 i/8+99).
 //
 // Prints "ops_per_sec p50_ms p99_ms" (one request in flight per connection).
 package main
@@ -77,7 +79,7 @@ func member(i, size int) string {
 
 func main() {
 	port := flag.Int("p", 6379, "port")
-	cmd := flag.String("cmd", "lindex", "lindex, lset, lrange10, zscore, zrank, zadd, zrange10, zrangebyscore10, txnincr, txnset, xrange10 or xrevrange10")
+	cmd := flag.String("cmd", "lindex", "lindex, lset, lrange10, zscore, zrank, zadd, zrange10, zrangebyscore10, txnincr, txnset, xrange10, xrevrange10, getbit, setbit, bitfield or getrange100")
 	n := flag.Int("n", 100000, "requests")
 	conns := flag.Int("c", 32, "connections")
 	length := flag.Int("len", 1000000, "list length (indexes are drawn from [0, len))")
@@ -123,6 +125,14 @@ func main() {
 					req = resp("XRANGE", "s", strconv.Itoa(idx+1)+"-0", "+", "COUNT", "10")
 				case "xrevrange10":
 					req = resp("XREVRANGE", "s", strconv.Itoa(idx+1)+"-0", "-", "COUNT", "10")
+				case "getbit":
+					req = resp("GETBIT", "b", strconv.Itoa(idx))
+				case "setbit":
+					req = resp("SETBIT", "b", strconv.Itoa(idx), "1")
+				case "bitfield":
+					req = resp("BITFIELD", "b", "GET", "u32", strconv.Itoa(idx))
+				case "getrange100":
+					req = resp("GETRANGE", "b", strconv.Itoa(idx/8), strconv.Itoa(idx/8+99))
 				case "txnincr", "txnset":
 					j := strconv.Itoa(rng.Intn(*length))
 					a, b := "k:"+strconv.Itoa(idx), "k:"+j

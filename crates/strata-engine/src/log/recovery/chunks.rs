@@ -565,6 +565,10 @@ fn resolve_string(
     else {
         return (false, 1);
     };
+    if !ChunkedStr::meta_fits(meta) {
+        // Parts of another size (or no string's head): nothing to read.
+        return (false, 1);
+    }
     // Records the checkpoint named as changed are measured by reading.
     cands.retain_mut(|c| {
         if c.count != UNKNOWN_COUNT {

@@ -8,8 +8,9 @@ use crate::types::chunked::{clock_walk, Dir, DirHead, PartClock, PartInfo};
 use crate::types::Malformed;
 
 /// Bytes of a string head's fields after its span: length (u64 LE), parts
-/// that are not holes (u64 LE), memcached flags (u32 LE).
-pub const STR_META_LEN: usize = 20;
+/// that are not holes (u64 LE), memcached flags (u32 LE), bytes per part
+/// (u32 LE: `STR_PART`; a head of another part size is refused).
+pub const STR_META_LEN: usize = 24;
 
 impl ChunkedStr {
     /// A chunked string rebuilt from a directory (recovery): its parts on
@@ -44,11 +45,17 @@ impl ChunkedStr {
         s
     }
 
+    /// Whether a head's fields are a string's of this part size.
+    pub fn meta_fits(meta: &[u8]) -> bool {
+        meta.len() == STR_META_LEN && meta[20..24] == (STR_PART as u32).to_le_bytes()
+    }
+
     /// The head's fields (after its span).
     pub fn encode_meta(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.len.to_le_bytes());
         out.extend_from_slice(&(self.solid as u64).to_le_bytes());
         out.extend_from_slice(&self.client_flags.to_le_bytes());
+        out.extend_from_slice(&(STR_PART as u32).to_le_bytes());
     }
 
     /// Sets the length and flags from a head's fields (recovery), given
@@ -62,7 +69,7 @@ impl ChunkedStr {
         span: (u64, u64),
         bodies: &std::collections::BTreeMap<u64, u32>,
     ) -> Result<(), Malformed> {
-        if meta.len() != STR_META_LEN {
+        if !Self::meta_fits(meta) {
             return Err(Malformed);
         }
         let u64_at =

@@ -38,7 +38,7 @@ use crate::index::FlashLoc;
 use crate::types::chunked::{Changes, DirHead};
 
 /// Bytes of one part (the last may be shorter).
-pub const STR_PART: usize = 64 << 10;
+pub const STR_PART: usize = 16 << 10;
 /// A string longer than this is stored chunked: below it one record (one
 /// device read for a cold GET) costs less than parts would.
 pub const STR_CHUNKED_AT: usize = 256 << 10;
