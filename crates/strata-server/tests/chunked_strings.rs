@@ -195,3 +195,37 @@ fn a_cold_string_is_read_part_by_part_and_answers_as_redis_7() {
         assert_eq!(srv.info_u64(&mut con, "persistence", f), 0, "{f}");
     }
 }
+
+/// SETBIT at the last offset of a new key makes a 512 MB string of two
+/// parts and holes: RAM grows by a few parts, not the 512 MB Redis
+/// allocates (before, the whole string was built in RAM, then copied).
+#[test]
+fn a_far_setbit_makes_holes_not_gigabytes() {
+    let srv = common::Server::start(&["--maxmemory-ram", "64mb"]);
+    let mut con = srv.client();
+    let before = srv.info_u64(&mut con, "memory", "used_memory_peak");
+    let old: i64 = redis::cmd("SETBIT")
+        .arg("far")
+        .arg(4294967295u64)
+        .arg(1)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(old, 0);
+    let grew = srv
+        .info_u64(&mut con, "memory", "used_memory_peak")
+        .saturating_sub(before);
+    assert!(grew < 16 << 20, "peak RAM grew {grew} B");
+    let len: u64 = redis::cmd("STRLEN").arg("far").query(&mut con).unwrap();
+    assert_eq!(len, 1 << 29);
+    let n: u64 = redis::cmd("BITCOUNT").arg("far").query(&mut con).unwrap();
+    assert_eq!(n, 1);
+    let pos: i64 = redis::cmd("BITPOS").arg("far").arg(1).query(&mut con).unwrap();
+    assert_eq!(pos, 4294967295);
+    let tail: Vec<u8> = redis::cmd("GETRANGE")
+        .arg("far")
+        .arg(-2)
+        .arg(-1)
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(tail, [0, 1]);
+}

@@ -13,10 +13,11 @@
 //!    (`NotLoaded` is an error reply, never a guess of its bytes).
 
 use crate::index::Slot;
+use crate::index::Value;
 use crate::keyspace::chunks::Need;
 use crate::keyspace::strings::{ExpireUpdate, Mutation};
 use crate::tiering::fetch::Read;
-use crate::types::bigstr::{NotLoaded, Piece, STR_PART};
+use crate::types::bigstr::{NotLoaded, Piece, STR_CHUNKED_AT, STR_PART};
 use crate::types::{ChunkedStr, Collection, ValueType};
 use crate::{Engine, EngineError, ValueRef};
 use bytes::Bytes;
@@ -86,6 +87,9 @@ enum Target<'a> {
         old: Option<&'a [u8]>,
         new: Option<Vec<u8>>,
     },
+    /// A flat string a write grew past `STR_CHUNKED_AT`, cut into parts
+    /// (so a SETBIT far past the end makes holes, not gigabytes of zeros).
+    Grown(Box<ChunkedStr>),
     Chunked(&'a mut ChunkedStr),
 }
 
@@ -102,7 +106,7 @@ impl<'a> StrEdit<'a> {
     pub fn exists(&self) -> bool {
         match &self.target {
             Target::Flat { old, new } => old.is_some() || new.is_some(),
-            Target::Chunked(_) => true,
+            Target::Grown(_) | Target::Chunked(_) => true,
         }
     }
 
@@ -112,6 +116,7 @@ impl<'a> StrEdit<'a> {
                 Some(v) => v.len() as u64,
                 None => old.map_or(0, |o| o.len() as u64),
             },
+            Target::Grown(s) => s.len(),
             Target::Chunked(s) => s.len(),
         }
     }
@@ -127,6 +132,7 @@ impl<'a> StrEdit<'a> {
                 let v = new.as_deref().or(*old).unwrap_or_default();
                 StrRef::Flat(v).read(off, out)
             }
+            Target::Grown(s) => Ok(s.read(off, out)?),
             Target::Chunked(s) => Ok(s.read(off, out)?),
         }
     }
@@ -134,6 +140,12 @@ impl<'a> StrEdit<'a> {
     /// Writes `data` at `off`, growing the string with zeros to reach it.
     pub fn write(&mut self, off: u64, data: &[u8]) -> Result<(), EngineError> {
         let end = off as usize + data.len();
+        if let Target::Flat { old, new } = &mut self.target {
+            if end > STR_CHUNKED_AT {
+                let base = new.as_deref().or(*old).unwrap_or_default();
+                self.target = Target::Grown(Box::new(ChunkedStr::from_bytes(0, base)));
+            }
+        }
         match &mut self.target {
             Target::Flat { old, new } => {
                 let v = new.get_or_insert_with(|| old.map(<[u8]>::to_vec).unwrap_or_default());
@@ -142,6 +154,7 @@ impl<'a> StrEdit<'a> {
                 }
                 v[off as usize..end].copy_from_slice(data);
             }
+            Target::Grown(s) => s.write(off, data)?,
             Target::Chunked(s) => s.write(off, data)?,
         }
         self.changed = true;
@@ -235,6 +248,10 @@ impl Engine {
                             value: Bytes::from(v),
                             expire: ExpireUpdate::Keep,
                         },
+                        (true, Target::Grown(s)) => Mutation::SetParts {
+                            value: s,
+                            expire: ExpireUpdate::Keep,
+                        },
                         (true, _) if exists && raw => Mutation::MarkRaw,
                         _ => Mutation::None,
                     };
@@ -270,8 +287,14 @@ impl Engine {
             let mut ed = StrEdit::flat(flat.as_deref());
             let r = f(&mut ed);
             let raw = exists || ed.raw;
-            if let (true, Target::Flat { new: Some(n), .. }) = (r.is_ok(), ed.target) {
-                v.put_str(&k, Bytes::from(n), raw);
+            match (r.is_ok(), ed.target) {
+                (true, Target::Flat { new: Some(n), .. }) => {
+                    v.put_str(&k, Value::Str(Bytes::from(n)), raw);
+                }
+                (true, Target::Grown(s)) => {
+                    v.put_str(&k, Value::Coll(Box::new(Collection::Str(s))), true);
+                }
+                _ => {}
             }
             r
         })

@@ -304,6 +304,13 @@ impl Inner {
                 let s = ChunkedStr::from_bytes(self.next_seq(), &b);
                 Slot::Chunked(Box::new(Collection::Str(Box::new(s))))
             }
+            // Cut into parts already (`store`): a new incarnation.
+            Value::Coll(mut c) if matches!(*c, Collection::Str(_)) => {
+                if let Collection::Str(s) = &mut *c {
+                    s.set_cid(self.next_seq());
+                }
+                Slot::Chunked(c)
+            }
             v => Slot::hot_value(v, None),
         }
     }

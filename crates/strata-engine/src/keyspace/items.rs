@@ -258,7 +258,7 @@ impl Engine {
             db,
             key,
             existing,
-            Bytes::copy_from_slice(item.value),
+            item.value,
             expire_at_ms,
             item.client_flags,
         ) else {
@@ -294,7 +294,7 @@ impl Engine {
         if inner.live_index(sh, db, key).is_some() {
             return None;
         }
-        let idx = inner.store(sh, db, key, None, Bytes::new(), expire_at_ms, 0)?;
+        let idx = inner.store(sh, db, key, None, b"", expire_at_ms, 0)?;
         sh.dbs[db][idx].flags |= F_WIN_PENDING;
         if item.explicit_cas.is_some() {
             sh.set_explicit_cas(db, idx, item.explicit_cas);
@@ -345,8 +345,7 @@ impl Engine {
                 .explicit_cas
                 .unwrap_or_else(|| sh.cas_of(db, key, &sh.dbs[db][idx]));
             let flags = x.client_flags;
-            let Some(i) = inner.store(sh, db, key, Some(idx), Bytes::new(), x.expire_at_ms, flags)
-            else {
+            let Some(i) = inner.store(sh, db, key, Some(idx), b"", x.expire_at_ms, flags) else {
                 return StoreOutcome::Stored(0);
             };
             idx = i;

@@ -12,7 +12,8 @@ use crate::index::{Entry, Slot, F_REFERENCED};
 use crate::keyspace::chunks::{load_parts, Need};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_and_promote, fetch_value, FetchTarget, Read};
-use crate::types::bigstr::Piece;
+use crate::types::bigstr::{Piece, STR_CHUNKED_AT};
+use crate::types::ChunkedStr;
 use crate::types::{Collection, ValueType};
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
@@ -95,6 +96,12 @@ pub enum Mutation {
     /// does after unsharing a string it may change in place (SETBIT that
     /// flips nothing, PFCOUNT): not a change (nothing noted).
     MarkRaw,
+    /// As `SetRaw`, for a string a write grew past `STR_CHUNKED_AT`, cut
+    /// into parts already (`Engine::write_str`).
+    SetParts {
+        value: Box<ChunkedStr>,
+        expire: ExpireUpdate,
+    },
     /// As `Set`, for INCRBYFLOAT's result: Redis stores it as text
     /// (`embstr` / `raw`), never `int`, whatever it reads as.
     SetFloat {
@@ -194,15 +201,7 @@ impl Engine {
         }
         let old_expire = existing.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
         let expire = resolve_expire(opts.expire, old_expire);
-        inner.store(
-            sh,
-            db,
-            key,
-            existing,
-            Bytes::copy_from_slice(value),
-            expire,
-            0,
-        );
+        inner.store(sh, db, key, existing, value, expire, 0);
         Ok(true)
     }
 
@@ -283,7 +282,7 @@ impl Engine {
         for (k, v) in pairs {
             let sh = &mut *guards[guard_of(k)];
             let idx = sh.dbs[db].get_index_of(*k);
-            inner.store(sh, db, k, idx, Bytes::copy_from_slice(v), 0, 0);
+            inner.store(sh, db, k, idx, v, 0, 0);
         }
         true
     }
@@ -456,9 +455,8 @@ impl Inner {
                 let (old, flags) = idx
                     .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
                     .unwrap_or((0, 0));
-                let value = Bytes::copy_from_slice(&value);
                 let at = resolve_expire(expire, old);
-                if let Some(i) = self.store(sh, db, key, idx, value, at, flags) {
+                if let Some(i) = self.store(sh, db, key, idx, &value, at, flags) {
                     sh.dbs[db][i].vtype |= mark;
                 }
             }
@@ -469,18 +467,27 @@ impl Inner {
                 explicit_cas,
             } => {
                 let old = idx.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
-                let value = Bytes::copy_from_slice(&value);
                 let stored = self.store(
                     sh,
                     db,
                     key,
                     idx,
-                    value,
+                    &value,
                     resolve_expire(expire, old),
                     client_flags,
                 );
                 if let (Some(i), Some(_)) = (stored, explicit_cas) {
                     sh.set_explicit_cas(db, i, explicit_cas);
+                }
+            }
+            Mutation::SetParts { value, expire } => {
+                let (old, flags) = idx
+                    .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
+                    .unwrap_or((0, 0));
+                let value = crate::index::Value::Coll(Box::new(Collection::Str(value)));
+                let at = resolve_expire(expire, old);
+                if let Some(i) = self.store_value(sh, db, key, idx, value, at, flags) {
+                    sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
                 }
             }
             Mutation::SetExpire(at) => {
@@ -496,9 +503,10 @@ impl Inner {
         Ok((r, after))
     }
 
-    /// Writes a hot value into slot `idx` (or a new entry). Caller holds
-    /// the shard lock; `value` is already an exact allocation. Returns the
-    /// entry's index (None if the value was already expired: gone).
+    /// Writes the string `value` into slot `idx` (or a new entry), copied
+    /// into an exact allocation (a string past `STR_CHUNKED_AT` straight
+    /// into its parts). Caller holds the shard lock. Returns the entry's
+    /// index (None if the value was already expired: gone).
     // The entry's whole new state is the argument list; a struct for it
     // would only rename the fields at every call site.
     #[allow(clippy::too_many_arguments)]
@@ -508,11 +516,16 @@ impl Inner {
         db: usize,
         key: &[u8],
         idx: Option<usize>,
-        value: Bytes,
+        value: &[u8],
         expire_at_ms: u64,
         client_flags: u32,
     ) -> Option<usize> {
-        let value = crate::index::Value::Str(value);
+        let value = if value.len() > STR_CHUNKED_AT {
+            let s = ChunkedStr::from_bytes(0, value);
+            crate::index::Value::Coll(Box::new(Collection::Str(Box::new(s))))
+        } else {
+            crate::index::Value::Str(Bytes::copy_from_slice(value))
+        };
         self.store_value(sh, db, key, idx, value, expire_at_ms, client_flags)
     }
 

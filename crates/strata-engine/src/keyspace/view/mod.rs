@@ -275,7 +275,7 @@ impl<'a> KeysView<'a> {
     /// Stores the string `value` at `key`, keeping its TTL and memcached
     /// flags (a change of part of a string); with `raw`, reported `raw`
     /// (OBJECT ENCODING) as Redis's changes in place are.
-    pub fn put_str(&mut self, key: &[u8], value: Bytes, raw: bool) {
+    pub fn put_str(&mut self, key: &[u8], value: Value, raw: bool) {
         let (inner, db) = (self.inner, self.db);
         self.settle(key);
         let idx = self.live(key);
@@ -285,7 +285,7 @@ impl<'a> KeysView<'a> {
         let (expire, flags) = idx
             .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
             .unwrap_or((0, 0));
-        if let Some(i) = inner.store_value(sh, db, key, idx, Value::Str(value), expire, flags) {
+        if let Some(i) = inner.store_value(sh, db, key, idx, value, expire, flags) {
             if raw {
                 sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
             }

@@ -21,8 +21,9 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// 8 those of chunked sorted sets (order parts, depth `ORDER_DEPTH`, whose
 /// lower bounds follow the fixed parts); version 9 streams (value type 5);
 /// version 10 chunked streams (parts of depth `STREAM_DEPTH`, whose
-/// bounds follow the fixed parts as order parts' do).
-pub const CHECKPOINT_VERSION: u32 = 10;
+/// bounds follow the fixed parts as order parts' do); version 11 chunked
+/// strings (value type 0, parts of depth `STR_DEPTH`).
+pub const CHECKPOINT_VERSION: u32 = 11;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;

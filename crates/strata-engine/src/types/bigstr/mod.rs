@@ -144,6 +144,13 @@ impl ChunkedStr {
         s
     }
 
+    /// Names a string built apart (`from_bytes`, nothing written yet) as
+    /// incarnation `cid`.
+    pub fn set_cid(&mut self, cid: u64) {
+        debug_assert!(self.head.loc.is_none());
+        self.head = DirHead::new(cid);
+    }
+
     fn empty(head: DirHead, len: u64) -> ChunkedStr {
         ChunkedStr {
             head,

@@ -200,5 +200,8 @@ fn recovery_keeps_what_the_records_hold() {
     assert!(r.set_meta(&meta, span, &bodies).is_err());
     r.check().unwrap();
     // The part where `init` ended grew to a whole part with the far write.
-    assert_eq!(r.len(), (init.len() / STR_PART + 1) as u64 * STR_PART as u64);
+    assert_eq!(
+        r.len(),
+        (init.len() / STR_PART + 1) as u64 * STR_PART as u64
+    );
 }
