@@ -219,7 +219,11 @@ fn a_far_setbit_makes_holes_not_gigabytes() {
     assert_eq!(len, 1 << 29);
     let n: u64 = redis::cmd("BITCOUNT").arg("far").query(&mut con).unwrap();
     assert_eq!(n, 1);
-    let pos: i64 = redis::cmd("BITPOS").arg("far").arg(1).query(&mut con).unwrap();
+    let pos: i64 = redis::cmd("BITPOS")
+        .arg("far")
+        .arg(1)
+        .query(&mut con)
+        .unwrap();
     assert_eq!(pos, 4294967295);
     let tail: Vec<u8> = redis::cmd("GETRANGE")
         .arg("far")

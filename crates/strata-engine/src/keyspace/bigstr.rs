@@ -12,10 +12,9 @@
 //! 2. A chunked string's part outside the need is never read or written
 //!    (`NotLoaded` is an error reply, never a guess of its bytes).
 
-use crate::index::Slot;
 use crate::index::Value;
 use crate::keyspace::chunks::Need;
-use crate::keyspace::strings::{ExpireUpdate, Mutation};
+use crate::keyspace::strings::{update_cold, Current, ExpireUpdate, Mutation, Retry};
 use crate::tiering::fetch::Read;
 use crate::types::bigstr::{NotLoaded, Piece, STR_CHUNKED_AT, STR_PART};
 use crate::types::{ChunkedStr, Collection, ValueType};
@@ -171,18 +170,6 @@ impl<'a> StrEdit<'a> {
 }
 
 impl Engine {
-    /// Whether `key` holds a chunked string now (a hint: it may change
-    /// before the caller acts, and both paths stay correct).
-    fn is_chunked_str(&self, db: usize, key: &[u8]) -> bool {
-        self.inner
-            .with_live(
-                db,
-                key,
-                |_, e| matches!(&e.slot, Slot::Chunked(c) if c.vtype() == ValueType::String),
-            )
-            .unwrap_or(false)
-    }
-
     /// Reads part of the string at `key`: `need` names the bytes `f` looks
     /// at (inclusive ranges, negative from the end, as GETRANGE's), `f`
     /// gets the string (None if missing). `WrongType` for another type.
@@ -197,10 +184,8 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce(Option<StrRef<'_>>) -> Result<R, EngineError> + Send + 'static,
     {
-        if !self.is_chunked_str(db, &key) {
-            return self
-                .get(db, &key)
-                .map(|r| r.and_then(|v| f(v.as_deref().map(StrRef::Flat))));
+        if let Some(read) = self.get_flat(db, &key) {
+            return read.map(|r| r.and_then(|v| f(v.as_deref().map(StrRef::Flat))));
         }
         let k = key.clone();
         self.with_keys_need(db, vec![key], need, move |v| match v.get(&k) {
@@ -222,42 +207,53 @@ impl Engine {
         db: usize,
         key: Bytes,
         need: Need,
-        mut f: F,
+        f: F,
     ) -> Read<Result<R, EngineError>>
     where
         R: Send + 'static,
         F: FnMut(&mut StrEdit<'_>) -> Result<R, EngineError> + Send + 'static,
     {
-        if !self.is_chunked_str(db, &key) {
-            return self
-                .update(db, &key, move |cur| {
-                    let exists = cur.is_some();
-                    let mut ed = StrEdit::flat(cur.as_ref().map(|c| &c.value[..]));
-                    let r = f(&mut ed);
-                    let raw = ed.raw;
-                    let m = match (r.is_ok(), ed.target) {
-                        // A change of an existing string is in place (`raw`);
-                        // a new one is, if the command says so.
-                        (true, Target::Flat { new: Some(v), .. }) if exists || raw => {
-                            Mutation::SetRaw {
-                                value: Bytes::from(v),
-                                expire: ExpireUpdate::Keep,
-                            }
-                        }
-                        (true, Target::Flat { new: Some(v), .. }) => Mutation::Set {
-                            value: Bytes::from(v),
-                            expire: ExpireUpdate::Keep,
-                        },
-                        (true, Target::Grown(s)) => Mutation::SetParts {
-                            value: s,
-                            expire: ExpireUpdate::Keep,
-                        },
-                        (true, _) if exists && raw => Mutation::MarkRaw,
-                        _ => Mutation::None,
-                    };
-                    (m, r)
-                })
-                .map(|r| r.and_then(|x| x));
+        // One look at the key (the read-modify-write path); a chunked
+        // string leaves it to change its parts alone. `f` serves both.
+        let f = std::sync::Arc::new(parking_lot::Mutex::new(f));
+        let flat_f = f.clone();
+        let mut flat = move |cur: Option<Current<'_>>| {
+            let exists = cur.is_some();
+            let mut ed = StrEdit::flat(cur.as_ref().map(|c| &c.value[..]));
+            let r = (flat_f.lock())(&mut ed);
+            let raw = ed.raw;
+            let m = match (r.is_ok(), ed.target) {
+                // A change of an existing string is in place (`raw`); a
+                // new one is, if the command says so.
+                (true, Target::Flat { new: Some(v), .. }) if exists || raw => Mutation::SetRaw {
+                    value: Bytes::from(v),
+                    expire: ExpireUpdate::Keep,
+                },
+                (true, Target::Flat { new: Some(v), .. }) => Mutation::Set {
+                    value: Bytes::from(v),
+                    expire: ExpireUpdate::Keep,
+                },
+                (true, Target::Grown(s)) => Mutation::SetParts {
+                    value: s,
+                    expire: ExpireUpdate::Keep,
+                },
+                (true, _) if exists && raw => Mutation::MarkRaw,
+                _ => Mutation::None,
+            };
+            (m, r)
+        };
+        match self.inner.try_update(db, &key, &mut flat, None, false) {
+            Ok((r, _)) => return Read::Ready(r),
+            Err(Retry::Fail(e)) => return Read::Ready(Err(e)),
+            // Cold (one record): read it, then as any read-modify-write
+            // (taken whole if it became chunked meanwhile).
+            Err(Retry::Fetch(t)) => {
+                let inner = self.inner.clone();
+                return Read::Pending(Box::pin(async move {
+                    update_cold(inner, t, flat).await.and_then(|(r, _)| r)
+                }));
+            }
+            Err(Retry::Chunked | Retry::Parts(_)) => {}
         }
         let k = key.clone();
         self.with_keys_need(db, vec![key], need, move |v| {
@@ -274,7 +270,7 @@ impl Engine {
                         changed: false,
                         raw: false,
                     };
-                    let r = f(&mut ed);
+                    let r = (f.lock())(&mut ed);
                     if !ed.changed {
                         v.unchanged(&k);
                     }
@@ -285,7 +281,7 @@ impl Engine {
             // Not chunked (any more): as the read-modify-write path.
             let exists = flat.is_some();
             let mut ed = StrEdit::flat(flat.as_deref());
-            let r = f(&mut ed);
+            let r = (f.lock())(&mut ed);
             let raw = exists || ed.raw;
             match (r.is_ok(), ed.target) {
                 (true, Target::Flat { new: Some(n), .. }) => {
@@ -375,8 +371,8 @@ impl Engine {
             }
             st
         };
-        if !self.is_chunked_str(db, &key) {
-            return self.get(db, &key).map(move |r| {
+        if let Some(read) = self.get_flat(db, &key) {
+            return read.map(move |r| {
                 let v = r?;
                 let mut st = start(v.as_ref().map(|v| v.len() as u64));
                 if let Some(v) = &v {

@@ -78,6 +78,7 @@ impl Engine {
                         None
                     }
                     Retry::Fail(e) => return Err(e),
+                    Retry::Chunked => return Err(Retry::NOT_WHOLE),
                 };
                 match inner.try_rename(db, &src, dst_db, &dst, nx, copy, fetched) {
                     Ok(r) => return Ok(r),

@@ -117,55 +117,67 @@ enum MutationKind {
 }
 
 impl Engine {
-    /// GET: the value, from RAM or after one flash read.
+    /// GET: the value, from RAM or after one flash read (a chunked string:
+    /// copied out a batch of parts at a time, never all of it in RAM as
+    /// parts at once).
     pub fn get(&self, db: usize, key: &[u8]) -> Read<Result<Option<Bytes>, EngineError>> {
+        if let Some(read) = self.get_flat(db, key) {
+            return read;
+        }
+        self.scan_str(
+            db,
+            Bytes::copy_from_slice(key),
+            |len| len.map(|n| Vec::with_capacity(n as usize)),
+            |len| Some((0, len)),
+            |v, _, p| {
+                if let Some(v) = v {
+                    match p {
+                        Piece::Bytes(b) => v.extend_from_slice(b),
+                        Piece::Zeros(n) => v.resize(v.len() + n, 0),
+                    }
+                }
+                true
+            },
+        )
+        .map(|r| r.map(|v| v.map(Bytes::from)))
+    }
+
+    /// GET of a string of one record (or a missing key, or another type:
+    /// `WrongType`); None for a chunked string, which the caller reads by
+    /// its parts (nothing is counted then).
+    pub(crate) fn get_flat(
+        &self,
+        db: usize,
+        key: &[u8],
+    ) -> Option<Read<Result<Option<Bytes>, EngineError>>> {
         let inner = &self.inner;
         let now = now_ms();
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
         let Some(idx) = sh.dbs[db].get_index_of(key) else {
             Stats::inc(&inner.stats.keyspace_misses);
-            return Read::Ready(Ok(None));
+            return Some(Read::Ready(Ok(None)));
         };
         let Some((_, e)) = sh.dbs[db].get_index_mut(idx) else {
-            return Read::Ready(Ok(None));
+            return Some(Read::Ready(Ok(None)));
         };
         if e.is_expired(now) {
             inner.remove_index(sh, db, idx, true);
             Stats::inc(&inner.stats.keyspace_misses);
-            return Read::Ready(Ok(None));
+            return Some(Read::Ready(Ok(None)));
         }
         if e.value_type() != ValueType::String {
-            return Read::Ready(Err(EngineError::WrongType));
+            return Some(Read::Ready(Err(EngineError::WrongType)));
+        }
+        if matches!(e.slot, Slot::Chunked(_)) {
+            return None;
         }
         Stats::inc(&inner.stats.keyspace_hits);
         if crate::keyspace::touches() {
             e.flags |= F_REFERENCED;
             e.lru_secs = now_secs();
         }
-        match &e.slot {
-            Slot::Chunked(_) => {
-                // A chunked string: copied out a batch of parts at a time
-                // (never all of it in RAM as parts at once).
-                drop(guard);
-                let key = Bytes::copy_from_slice(key);
-                self.scan_str(
-                    db,
-                    key,
-                    |len| len.map(|n| Vec::with_capacity(n as usize)),
-                    |len| Some((0, len)),
-                    |v, _, p| {
-                        if let Some(v) = v {
-                            match p {
-                                Piece::Bytes(b) => v.extend_from_slice(b),
-                                Piece::Zeros(n) => v.resize(v.len() + n, 0),
-                            }
-                        }
-                        true
-                    },
-                )
-                .map(|r| r.map(|v| v.map(Bytes::from)))
-            }
+        Some(match &e.slot {
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
                 if h.backing.is_some() {
@@ -179,7 +191,8 @@ impl Engine {
                 drop(guard);
                 Read::Pending(Box::pin(fetch_and_promote(inner.clone(), t)))
             }
-        }
+            Slot::Chunked(_) => return None,
+        })
     }
 
     /// SET: stores `value` under `key` if `opts.cond` holds; returns whether
@@ -229,13 +242,14 @@ impl Engine {
         F: FnMut(Option<Current<'_>>) -> (Mutation, R) + Send + 'static,
     {
         let mut f = f;
-        match self.inner.try_update(db, key, &mut f, None) {
+        match self.inner.try_update(db, key, &mut f, None, true) {
             Ok(r) => Read::Ready(Ok(r)),
             Err(Retry::Fetch(t)) => {
                 let inner = self.inner.clone();
                 Read::Pending(Box::pin(async move { update_cold(inner, t, f).await }))
             }
             Err(Retry::Fail(e)) => Read::Ready(Err(e)),
+            Err(Retry::Chunked) => Read::Ready(Err(Retry::NOT_WHOLE)),
             Err(Retry::Parts(parts)) => {
                 let inner = self.inner.clone();
                 let key = Bytes::copy_from_slice(key);
@@ -243,11 +257,12 @@ impl Engine {
                     let mut parts = parts;
                     loop {
                         load_parts(&inner, parts).await?;
-                        match inner.try_update(db, &key, &mut f, None) {
+                        match inner.try_update(db, &key, &mut f, None, true) {
                             Ok(r) => return Ok(r),
                             Err(Retry::Parts(p)) => parts = p,
                             Err(Retry::Fetch(t)) => return update_cold(inner, t, f).await,
                             Err(Retry::Fail(e)) => return Err(e),
+                            Err(Retry::Chunked) => return Err(Retry::NOT_WHOLE),
                         }
                     }
                 }))
@@ -300,7 +315,7 @@ impl Engine {
     }
 }
 
-async fn update_cold<R, F>(
+pub(crate) async fn update_cold<R, F>(
     inner: Arc<Inner>,
     mut t: FetchTarget,
     mut f: F,
@@ -310,16 +325,18 @@ where
 {
     loop {
         let value = fetch_value(inner.clone(), &t).await?;
-        match inner.try_update(t.db, &t.key, &mut f, Some((t.version, &value))) {
+        match inner.try_update(t.db, &t.key, &mut f, Some((t.version, &value)), true) {
             Ok(r) => return Ok(r),
             Err(Retry::Fetch(next)) => t = next,
             Err(Retry::Fail(e)) => return Err(e),
+            Err(Retry::Chunked) => return Err(Retry::NOT_WHOLE),
             Err(Retry::Parts(parts)) => {
                 load_parts(&inner, parts).await?;
-                match inner.try_update(t.db, &t.key, &mut f, None) {
+                match inner.try_update(t.db, &t.key, &mut f, None, true) {
                     Ok(r) => return Ok(r),
                     Err(Retry::Fetch(next)) => t = next,
                     Err(Retry::Fail(e)) => return Err(e),
+                    Err(Retry::Chunked) => return Err(Retry::NOT_WHOLE),
                     // Loaded parts went cold again: fetch them next turn.
                     Err(Retry::Parts(_)) => {}
                 }
@@ -343,19 +360,29 @@ pub(crate) enum Retry {
     Fetch(FetchTarget),
     /// A chunked collection has parts on flash: load them and try again.
     Parts(Vec<crate::keyspace::chunks::PartTarget>),
+    /// A chunked string, when the caller asked not to take it whole
+    /// (`Engine::write_str` then changes only its parts).
+    Chunked,
     Fail(EngineError),
+}
+
+impl Retry {
+    /// `Chunked` where a whole read was asked for (not reachable).
+    pub(crate) const NOT_WHOLE: EngineError =
+        EngineError::Corrupt("a chunked string was not read whole");
 }
 
 impl Inner {
     /// Applies `f` if the value is in RAM (or was fetched at `fetched`'s
     /// version); otherwise returns what to fetch. A key of another type
     /// than string fails with `WrongType` (nothing changes).
-    fn try_update<R, F>(
+    pub(crate) fn try_update<R, F>(
         &self,
         db: usize,
         key: &[u8],
         f: &mut F,
         fetched: Option<(u64, &Bytes)>,
+        whole: bool,
     ) -> Result<(R, Option<ItemState>), Retry>
     where
         F: FnMut(Option<Current<'_>>) -> (Mutation, R),
@@ -384,6 +411,7 @@ impl Inner {
                         // A chunked string: its bytes copied out once every
                         // part is in RAM (a whole read-modify-write).
                         let whole = match &**c {
+                            Collection::Str(_) if !whole => return Err(Retry::Chunked),
                             Collection::Str(s) => s.detached().ok(),
                             _ => return Err(Retry::Fail(EngineError::WrongType)),
                         };
