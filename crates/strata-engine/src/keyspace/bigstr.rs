@@ -29,7 +29,7 @@ impl From<NotLoaded> for EngineError {
 
 /// A string as a read sees it.
 pub enum StrRef<'a> {
-    Flat(&'a [u8]),
+    Flat(&'a Bytes),
     Chunked(&'a ChunkedStr),
 }
 
@@ -56,6 +56,23 @@ impl StrRef<'_> {
                 Ok(())
             }
             StrRef::Chunked(s) => Ok(s.pieces(a, b, f)?),
+        }
+    }
+
+    /// Bytes `[a, b)` (clamped to the length) as one value: a string of
+    /// one record shares its bytes, a chunked one copies them.
+    pub fn slice(&self, a: u64, b: u64) -> Result<Bytes, EngineError> {
+        let b = b.min(self.len());
+        if a >= b {
+            return Ok(Bytes::new());
+        }
+        match self {
+            StrRef::Flat(v) => Ok(v.slice(a as usize..b as usize)),
+            StrRef::Chunked(_) => {
+                let mut v = vec![0u8; (b - a) as usize];
+                self.read(a, &mut v)?;
+                Ok(Bytes::from(v))
+            }
         }
     }
 
@@ -129,7 +146,11 @@ impl<'a> StrEdit<'a> {
         match &self.target {
             Target::Flat { old, new } => {
                 let v = new.as_deref().or(*old).unwrap_or_default();
-                StrRef::Flat(v).read(off, out)
+                out.fill(0);
+                let from = (off.min(v.len() as u64)) as usize;
+                let n = (v.len() - from).min(out.len());
+                out[..n].copy_from_slice(&v[from..from + n]);
+                Ok(())
             }
             Target::Grown(s) => Ok(s.read(off, out)?),
             Target::Chunked(s) => Ok(s.read(off, out)?),
@@ -147,7 +168,13 @@ impl<'a> StrEdit<'a> {
         }
         match &mut self.target {
             Target::Flat { old, new } => {
-                let v = new.get_or_insert_with(|| old.map(<[u8]>::to_vec).unwrap_or_default());
+                // One copy of the old bytes, with room for the write.
+                let v = new.get_or_insert_with(|| {
+                    let old = old.unwrap_or_default();
+                    let mut v = Vec::with_capacity(old.len().max(end));
+                    v.extend_from_slice(old);
+                    v
+                });
                 if v.len() < end {
                     v.resize(end, 0);
                 }
@@ -185,7 +212,7 @@ impl Engine {
         F: FnOnce(Option<StrRef<'_>>) -> Result<R, EngineError> + Send + 'static,
     {
         if let Some(read) = self.get_flat(db, &key) {
-            return read.map(|r| r.and_then(|v| f(v.as_deref().map(StrRef::Flat))));
+            return read.map(|r| r.and_then(|v| f(v.as_ref().map(StrRef::Flat))));
         }
         let k = key.clone();
         self.with_keys_need(db, vec![key], need, move |v| match v.get(&k) {
@@ -214,41 +241,19 @@ impl Engine {
         F: FnMut(&mut StrEdit<'_>) -> Result<R, EngineError> + Send + 'static,
     {
         // One look at the key (the read-modify-write path); a chunked
-        // string leaves it to change its parts alone. `f` serves both.
-        let f = std::sync::Arc::new(parking_lot::Mutex::new(f));
-        let flat_f = f.clone();
-        let mut flat = move |cur: Option<Current<'_>>| {
-            let exists = cur.is_some();
-            let mut ed = StrEdit::flat(cur.as_ref().map(|c| &c.value[..]));
-            let r = (flat_f.lock())(&mut ed);
-            let raw = ed.raw;
-            let m = match (r.is_ok(), ed.target) {
-                // A change of an existing string is in place (`raw`); a
-                // new one is, if the command says so.
-                (true, Target::Flat { new: Some(v), .. }) if exists || raw => Mutation::SetRaw {
-                    value: Bytes::from(v),
-                    expire: ExpireUpdate::Keep,
-                },
-                (true, Target::Flat { new: Some(v), .. }) => Mutation::Set {
-                    value: Bytes::from(v),
-                    expire: ExpireUpdate::Keep,
-                },
-                (true, Target::Grown(s)) => Mutation::SetParts {
-                    value: s,
-                    expire: ExpireUpdate::Keep,
-                },
-                (true, _) if exists && raw => Mutation::MarkRaw,
-                _ => Mutation::None,
-            };
-            (m, r)
-        };
-        match self.inner.try_update(db, &key, &mut flat, None, false) {
+        // string leaves it to change its parts alone.
+        let mut f = f;
+        let first = self
+            .inner
+            .try_update(db, &key, &mut |cur| flat_step(&mut f, cur), None, false);
+        match first {
             Ok((r, _)) => return Read::Ready(r),
             Err(Retry::Fail(e)) => return Read::Ready(Err(e)),
             // Cold (one record): read it, then as any read-modify-write
             // (taken whole if it became chunked meanwhile).
             Err(Retry::Fetch(t)) => {
                 let inner = self.inner.clone();
+                let flat = move |cur: Option<Current<'_>>| flat_step(&mut f, cur);
                 return Read::Pending(Box::pin(async move {
                     update_cold(inner, t, flat).await.and_then(|(r, _)| r)
                 }));
@@ -257,6 +262,7 @@ impl Engine {
         }
         let k = key.clone();
         self.with_keys_need(db, vec![key], need, move |v| {
+            let mut f = f;
             let flat = match v.get(&k) {
                 None => None,
                 Some(ValueRef::Str(b)) => Some(b.clone()),
@@ -270,7 +276,7 @@ impl Engine {
                         changed: false,
                         raw: false,
                     };
-                    let r = (f.lock())(&mut ed);
+                    let r = f(&mut ed);
                     if !ed.changed {
                         v.unchanged(&k);
                     }
@@ -281,7 +287,7 @@ impl Engine {
             // Not chunked (any more): as the read-modify-write path.
             let exists = flat.is_some();
             let mut ed = StrEdit::flat(flat.as_deref());
-            let r = (f.lock())(&mut ed);
+            let r = f(&mut ed);
             let raw = exists || ed.raw;
             match (r.is_ok(), ed.target) {
                 (true, Target::Flat { new: Some(n), .. }) => {
@@ -296,6 +302,37 @@ impl Engine {
         })
         .map(|r| r.and_then(|x| x))
     }
+}
+
+/// One attempt of `write_str` on a string of one record (or none): `f`
+/// on a `StrEdit` of it, and the mutation its writes make.
+fn flat_step<R, F>(f: &mut F, cur: Option<Current<'_>>) -> (Mutation, Result<R, EngineError>)
+where
+    F: FnMut(&mut StrEdit<'_>) -> Result<R, EngineError>,
+{
+    let exists = cur.is_some();
+    let mut ed = StrEdit::flat(cur.as_ref().map(|c| &c.value[..]));
+    let r = f(&mut ed);
+    let raw = ed.raw;
+    let m = match (r.is_ok(), ed.target) {
+        // A change of an existing string is in place (`raw`); a new one
+        // is, if the command says so.
+        (true, Target::Flat { new: Some(v), .. }) if exists || raw => Mutation::SetRaw {
+            value: Bytes::from(v),
+            expire: ExpireUpdate::Keep,
+        },
+        (true, Target::Flat { new: Some(v), .. }) => Mutation::Set {
+            value: Bytes::from(v),
+            expire: ExpireUpdate::Keep,
+        },
+        (true, Target::Grown(s)) => Mutation::SetParts {
+            value: s,
+            expire: ExpireUpdate::Keep,
+        },
+        (true, _) if exists && raw => Mutation::MarkRaw,
+        _ => Mutation::None,
+    };
+    (m, r)
 }
 
 /// A streamed read's state (`Engine::scan_str`).
@@ -347,7 +384,7 @@ impl Engine {
         key: Bytes,
         mut init: I,
         mut range: R,
-        emit: E,
+        mut emit: E,
     ) -> Read<Result<S, EngineError>>
     where
         S: Send + 'static,
@@ -355,8 +392,6 @@ impl Engine {
         R: FnMut(u64) -> Option<(u64, u64)> + Send + 'static,
         E: FnMut(&mut S, u64, Piece<'_>) -> bool + Send + 'static,
     {
-        // Both steps below hand pieces to `emit` (one at a time).
-        let emit = std::sync::Arc::new(parking_lot::Mutex::new(emit));
         let mut start = move |len: Option<u64>| {
             let mut st = Scan {
                 user: init(len),
@@ -377,11 +412,13 @@ impl Engine {
                 let mut st = start(v.as_ref().map(|v| v.len() as u64));
                 if let Some(v) = &v {
                     let (a, b) = (st.at, st.b);
-                    st.feed(StrRef::Flat(v), a, b, &mut *emit.lock());
+                    st.feed(StrRef::Flat(v), a, b, &mut emit);
                 }
                 st.err.map_or(Ok(st.user), Err)
             });
         }
+        // Both steps below hand pieces to `emit` (one at a time).
+        let emit = std::sync::Arc::new(parking_lot::Mutex::new(emit));
         let k = key.clone();
         let emit2 = emit.clone();
         let read = self.stream_coll(

@@ -393,6 +393,23 @@ pub fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, reply::NOT_INTEGER);
         return Outcome::Done;
     };
+    // A short range (the common case) in one step: a string of one record
+    // shares its bytes, a chunked one loads the parts of the range.
+    if start >= 0 && end >= start && end - start < 1 << 20 {
+        let need = Need::indexes(&[(start, end)]);
+        let read = ctx
+            .engine()
+            .read_str(ctx.db(), args[1].clone(), need, move |v| {
+                let Some(v) = v else {
+                    return Ok(Bytes::new());
+                };
+                match substring(v.len(), start, end) {
+                    Some((s, e)) => v.slice(s, e + 1),
+                    None => Ok(Bytes::new()),
+                }
+            });
+        return ctx.reply_with(read, false, move |out, _, v| write_bulk(out, &v));
+    }
     // A long range of a cold chunked string is read a batch of parts at a
     // time, into the reply itself (moved, not copied, when it is the only
     // one: it can be 512 MB).
