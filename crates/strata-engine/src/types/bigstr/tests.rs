@@ -68,7 +68,7 @@ fn a_chunked_string_reads_and_writes_as_a_flat_one() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(4);
     for seed in 1..=seeds {
-        let mut rng = Rng(seed * 0x9E37_79B9_7F4A_7C15);
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let init: Vec<u8> = (0..STR_CHUNKED_AT + 1 + rng.below(100_000) as usize)
             .map(|i| if i % 3 == 0 { 0 } else { i as u8 })
             .collect();
