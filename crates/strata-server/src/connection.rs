@@ -6,6 +6,7 @@
 //! barrier (see `dispatch`). Protocol errors get `-ERR Protocol error: ...`
 //! and the connection is closed, as Redis does.
 
+use crate::client_buffers::{Backlog, BufGauge, BUFFER_KEEP};
 use crate::clients::ClientHandle;
 use crate::command::Outcome;
 use crate::commands::table;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::Admission;
 use strata_protocol::{decode_request, Version};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 /// Per-connection state that commands change (SELECT, HELLO, CLIENT ...).
@@ -80,13 +81,27 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
     let mut out = BytesMut::with_capacity(16 * 1024);
     let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
     let mut skip_read = false;
+    let mut backlog = Backlog::default();
+    let mut gauge = BufGauge::default();
     loop {
+        gauge.set(&inbuf, &out, &backlog);
         // Read more input (or stop when killed / idle / shut down).
         // (Subscribers are never idle: they wait for messages.)
         let timeout = shared.idle_timeout().filter(|_| conn.pubsub.is_none());
         if !std::mem::take(&mut skip_read) {
             let read = tokio::select! {
-                r = stream.read_buf(&mut inbuf) => r,
+                r = stream.readable() => match r.and_then(|()| stream.try_read_buf(&mut inbuf)) {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    r => r,
+                },
+                // Replies the client has not taken yet go out as it takes
+                // them, while its input is still read and served.
+                r = stream.writable(), if !out.is_empty() || !backlog.is_empty() => {
+                    if r.is_err() || flush_some(&shared, &stream, &mut out, &mut backlog).is_err() {
+                        return;
+                    }
+                    continue;
+                }
                 m = next_message(&mut conn.pubsub) => {
                     m.write(&mut out, conn.version);
                     if let Some(l) = conn.pubsub.as_mut() {
@@ -94,7 +109,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                             m.write(&mut out, conn.version);
                         }
                     }
-                    if flush(&shared, &conn, &mut stream, &mut out).await.is_err() {
+                    if flush(&shared, &conn, &mut stream, &mut out, &mut backlog).await.is_err() {
                         return;
                     }
                     continue;
@@ -123,7 +138,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 Err(e) => {
                     drain(&mut pending, &mut out).await;
                     reply::error(&mut out, &format!("ERR {e}"));
-                    let _ = stream.write_all(&out).await;
+                    let _ = flush(&shared, &conn, &mut stream, &mut out, &mut backlog).await;
                     return;
                 }
             };
@@ -176,6 +191,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 None => false,
             };
             if denyoom {
+                gauge.set(&inbuf, &out, &backlog);
                 if let Some(refusal) = admit(&shared, &mut pending, &mut out).await {
                     // `admit` drained the pending replies: order is kept.
                     shared.stats.commands_processed.fetch_add(1, Relaxed);
@@ -197,7 +213,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     // (Acknowledged writes only once durable, as always.)
                     if !out.is_empty()
                         && (!durable(&shared, &mut wrote).await
-                            || flush(&shared, &conn, &mut stream, &mut out).await.is_err())
+                            || flush(&shared, &conn, &mut stream, &mut out, &mut backlog)
+                                .await
+                                .is_err())
                     {
                         return;
                     }
@@ -312,11 +330,14 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             if close {
                 break;
             }
-            // Keep the output buffer bounded for huge pipelines.
+            // Send what the client takes of a huge pipeline's replies; the
+            // rest waits in `out` (never blocking: a client that writes its
+            // whole pipeline before it reads would wait for us, and we for
+            // it; Redis buffers a normal client's replies so too).
             if out.len() > 1 << 20
                 && pending.is_empty()
                 && (!durable(&shared, &mut wrote).await
-                    || flush(&shared, &conn, &mut stream, &mut out).await.is_err())
+                    || flush_some(&shared, &stream, &mut out, &mut backlog).is_err())
             {
                 return;
             }
@@ -340,10 +361,15 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         // The batch is answered: BCAST tracking clients get its changes
         // (Redis broadcasts them before its event loop sleeps).
         shared.tracking.flush_bcast(&shared.pubsub);
-        if !durable(&shared, &mut wrote).await
-            || flush(&shared, &conn, &mut stream, &mut out).await.is_err()
-            || close
-        {
+        if !durable(&shared, &mut wrote).await {
+            return;
+        }
+        if close {
+            // The last replies go out whole (QUIT's +OK).
+            let _ = flush(&shared, &conn, &mut stream, &mut out, &mut backlog).await;
+            return;
+        }
+        if flush_some(&shared, &stream, &mut out, &mut backlog).is_err() {
             return;
         }
         // A big buffer left by one big request or reply is given back:
@@ -443,36 +469,46 @@ fn append_reply(out: &mut BytesMut, reply: BytesMut) {
     }
 }
 
-/// The largest input or output buffer a connection keeps between turns.
-const BUFFER_KEEP: usize = 256 << 10;
-
-/// Writes the output; a client killed meanwhile (CLIENT KILL, a
-/// subscriber past its output limit) ends the connection even while its
-/// socket is full.
+/// Writes the backlog and the output, waiting for the socket; a client
+/// killed meanwhile (CLIENT KILL, a subscriber past its output limit) ends
+/// the connection even while its socket is full.
 async fn flush(
     shared: &Shared,
     conn: &ConnState,
     stream: &mut TcpStream,
     out: &mut BytesMut,
+    backlog: &mut Backlog,
 ) -> std::io::Result<()> {
-    if out.is_empty() {
+    if out.is_empty() && backlog.is_empty() {
         return Ok(());
     }
     // (Biased: the write is tried first, so a client that killed itself
     // still gets the reply, as from Redis.)
-    tokio::select! {
+    let sent = tokio::select! {
         biased;
-        r = stream.write_all(out) => r?,
+        r = backlog.flush_all(stream, out) => r?,
         _ = conn.handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
-    }
+    };
     shared
         .stats
         .net_output_bytes
-        .fetch_add(out.len() as u64, Relaxed);
-    out.clear();
-    if out.capacity() > BUFFER_KEEP {
-        *out = BytesMut::with_capacity(16 * 1024);
-    }
+        .fetch_add(sent as u64, Relaxed);
+    Ok(())
+}
+
+/// Writes what the socket takes now; the rest waits in the backlog
+/// (`client_buffers`).
+fn flush_some(
+    shared: &Shared,
+    stream: &TcpStream,
+    out: &mut BytesMut,
+    backlog: &mut Backlog,
+) -> std::io::Result<()> {
+    let sent = backlog.flush_some(stream, out)?;
+    shared
+        .stats
+        .net_output_bytes
+        .fetch_add(sent as u64, Relaxed);
     Ok(())
 }
 

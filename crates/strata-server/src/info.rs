@@ -179,6 +179,11 @@ fn memory(s: &Shared, out: &mut String) {
     field!(out, "used_memory_rss", rss);
     field!(out, "used_memory_rss_human", human(rss));
     field!(out, "used_memory_dataset", t.index_bytes + t.hot_bytes);
+    field!(
+        out,
+        "mem_clients_normal",
+        crate::client_buffers::CLIENT_BUFFERS.load(std::sync::atomic::Ordering::Relaxed)
+    );
     field!(out, "maxmemory", c.maxmemory);
     field!(out, "maxmemory_human", human(c.maxmemory));
     field!(out, "maxmemory_policy", c.maxmemory_policy.as_str());

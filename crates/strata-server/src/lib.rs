@@ -11,6 +11,7 @@
 //! are atomics.
 
 pub mod alloc;
+pub mod client_buffers;
 pub mod clients;
 pub mod command;
 pub mod commands;
@@ -301,7 +302,13 @@ pub fn engine_config(c: &Config) -> EngineConfig {
     e.appendfsync = fsync_policy(&c.appendfsync);
     e.encoding = encoding_limits(c);
     if alloc::allocated_bytes().is_some() {
-        e.ram_gauge = Some(Arc::new(|| alloc::allocated_bytes().unwrap_or(0)));
+        // All the process holds but the clients' buffers (`CLIENT_BUFFERS`).
+        e.ram_gauge = Some(Arc::new(|| {
+            let clients = client_buffers::CLIENT_BUFFERS.load(std::sync::atomic::Ordering::Relaxed);
+            alloc::allocated_bytes()
+                .unwrap_or(0)
+                .saturating_sub(clients)
+        }));
     }
     e
 }

@@ -347,6 +347,35 @@ fn pipeline_of_ten_thousand_set_get() {
     assert_serving(&mut srv, &mut other, "deep pipeline");
 }
 
+/// A client that writes its whole pipeline before it reads a reply (a
+/// plain `sendall`, then `recv`): megabytes of requests and of replies,
+/// more than both sides' socket buffers hold. Redis reads on and buffers
+/// the replies; so must we (before, the server waited for the client to
+/// take its replies while the client waited for the server to take its
+/// requests: both stuck).
+#[test]
+fn a_client_that_writes_its_whole_pipeline_before_reading_gets_every_reply() {
+    let mut srv = Server::start(&["--maxmemory-ram", "64mb"]);
+    let mut s = srv.raw();
+    s.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+    let value = "v".repeat(100);
+    assert_eq!(
+        roundtrip(&mut s, format!("SET k {value}\r\n").as_bytes(), 5),
+        b"+OK\r\n"
+    );
+    let n = 300_000;
+    let req = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".repeat(n);
+    let one = format!("${}\r\n{value}\r\n", value.len());
+    // All of it written first, on this thread.
+    s.write_all(&req)
+        .expect("the server stopped reading the pipeline");
+    let got = read_n(&mut s, one.len() * n);
+    assert_eq!(got.len(), one.len() * n);
+    assert!(got == one.repeat(n).as_bytes(), "pipelined replies differ");
+    let mut other = srv.raw();
+    assert_serving(&mut srv, &mut other, "a pipeline written before reading");
+}
+
 #[test]
 fn proto_max_bulk_len_is_respected() {
     let mut srv = Server::start(&["--maxmemory-ram", "16mb", "--proto-max-bulk-len", "1mb"]);
