@@ -424,6 +424,7 @@ fn bit_reads_of_a_string_larger_than_ram_stream_its_parts() {
     let loads = srv.info_u64(&mut con, "tiered", "chunk_loads") - loads;
     assert!(loads <= 2 * 64, "BITPOS read {loads} parts");
     let before = srv.info_u64(&mut con, "memory", "used_memory_peak");
+    let hits = srv.info_u64(&mut con, "stats", "keyspace_hits");
     let all: Vec<u8> = redis::cmd("GETRANGE")
         .arg("s")
         .arg(0)
@@ -436,5 +437,7 @@ fn bit_reads_of_a_string_larger_than_ram_stream_its_parts() {
     eprintln!("GETRANGE of a {total} B string: peak RAM grew {grew} B");
     assert_eq!(all.len() as u64, total);
     assert_eq!(all[PIECE * (PIECES - 1)], 0x8F);
+    // One read, one keyspace hit (not one per batch of parts).
+    assert_eq!(srv.info_u64(&mut con, "stats", "keyspace_hits") - hits, 1);
     assert!(grew < total * 2, "GETRANGE: peak RAM grew {grew} B");
 }

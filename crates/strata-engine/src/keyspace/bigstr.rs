@@ -78,16 +78,22 @@ impl StrRef<'_> {
 
     /// Copies bytes from `off` into `out` (zeros past the end).
     pub fn read(&self, off: u64, out: &mut [u8]) -> Result<(), EngineError> {
-        out.fill(0);
-        let mut at = 0;
-        self.pieces(off, off.saturating_add(out.len() as u64), |p| match p {
-            Piece::Bytes(b) => {
-                out[at..at + b.len()].copy_from_slice(b);
-                at += b.len();
+        match self {
+            StrRef::Flat(v) => {
+                read_flat(v, off, out);
+                Ok(())
             }
-            Piece::Zeros(n) => at += n,
-        })
+            StrRef::Chunked(s) => Ok(s.read(off, out)?),
+        }
     }
+}
+
+/// Copies bytes of `v` from `off` into `out` (zeros past the end).
+fn read_flat(v: &[u8], off: u64, out: &mut [u8]) {
+    let from = off.min(v.len() as u64) as usize;
+    let n = (v.len() - from).min(out.len());
+    out[..n].copy_from_slice(&v[from..from + n]);
+    out[n..].fill(0);
 }
 
 /// A string a write changes; a missing key reads as an empty string and
@@ -145,11 +151,7 @@ impl<'a> StrEdit<'a> {
     pub fn read(&self, off: u64, out: &mut [u8]) -> Result<(), EngineError> {
         match &self.target {
             Target::Flat { old, new } => {
-                let v = new.as_deref().or(*old).unwrap_or_default();
-                out.fill(0);
-                let from = (off.min(v.len() as u64)) as usize;
-                let n = (v.len() - from).min(out.len());
-                out[..n].copy_from_slice(&v[from..from + n]);
+                read_flat(new.as_deref().or(*old).unwrap_or_default(), off, out);
                 Ok(())
             }
             Target::Grown(s) => Ok(s.read(off, out)?),

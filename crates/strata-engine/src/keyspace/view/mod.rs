@@ -168,6 +168,22 @@ impl<'a> KeysView<'a> {
         }
     }
 
+    /// The value of `key`, not counted as a hit or a miss (a streamed
+    /// read's later steps: the read counted once, at its start).
+    pub fn peek(&mut self, key: &[u8]) -> Option<ValueRef<'_>> {
+        let i = self.live(key)?;
+        let db = self.db;
+        let sh = self.shard(key)?;
+        match &sh.dbs[db][i].slot {
+            Slot::Hot(h) => Some(match &h.value {
+                Value::Str(b) => ValueRef::Str(b),
+                Value::Coll(c) => ValueRef::Coll(c),
+            }),
+            Slot::Chunked(c) => Some(ValueRef::Coll(c)),
+            Slot::Cold(_) => None,
+        }
+    }
+
     /// The collection of type `t` at `key`: None if missing, `WrongType`
     /// if the key holds another type.
     pub fn coll(&mut self, key: &[u8], t: ValueType) -> Result<Option<&Collection>, EngineError> {

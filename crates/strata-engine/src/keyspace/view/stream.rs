@@ -108,7 +108,8 @@ where
             // The next batch: loaded by this step's need, or (right after
             // `init`) if `first` loaded it, a short read answered in one pass.
             let Some(p) = run.as_mut() else { return };
-            let Some(ValueRef::Coll(c)) = view.get(key) else {
+            // (Counted as a hit once, by `init`.)
+            let Some(ValueRef::Coll(c)) = view.peek(key) else {
                 return;
             };
             let to = match c.dir() {

@@ -452,6 +452,22 @@ fn gap(parts: &mut Vec<PartInfo>, from: u64, to: u64) {
     }
 }
 
+/// A chunked entry's incarnation, head location and sequence, and its
+/// head record's value read back (None: unreadable).
+type DirHeadRead = (u64, Option<FlashLoc>, u64, Option<Vec<u8>>);
+
+/// The `DirHeadRead` of the chunked entry at `i` (None if it is not
+/// chunked). Streams and strings keep fields in their head.
+fn dir_head(inner: &Inner, sh: &Shard, d: usize, i: usize, key: &[u8]) -> Option<DirHeadRead> {
+    let Slot::Chunked(c) = &sh.dbs[d][i].slot else {
+        return None;
+    };
+    let dir = c.dir()?;
+    let (cid, head_loc, head_seq) = (dir.cid(), dir.head_loc(), dir.head_seq());
+    let value = head_loc.and_then(|loc| crate::log::read_value_blocking(inner, key, loc, head_seq));
+    Some((cid, head_loc, head_seq, value))
+}
+
 /// Resolves a chunked stream (module doc, by part number): each number the
 /// head names, `[start, end)`, takes the newest record of it; the head's
 /// own fields (counters, groups) are read from it. A stream whose head
@@ -465,14 +481,9 @@ fn resolve_stream(
     key: &[u8],
     mut cands: Vec<Cand>,
 ) -> (bool, u64) {
-    let Slot::Chunked(c) = &sh.dbs[d][i].slot else {
+    let Some((cid, head_loc, head_seq, value)) = dir_head(inner, sh, d, i, key) else {
         return (true, 0);
     };
-    let Some(dir) = c.dir() else {
-        return (true, 0);
-    };
-    let (cid, head_loc, head_seq) = (dir.cid(), dir.head_loc(), dir.head_seq());
-    let value = head_loc.and_then(|loc| crate::log::read_value_blocking(inner, key, loc, head_seq));
     let head = value.as_deref().and_then(format::decode_head);
     let Some(format::Head {
         span: Some((start, end)),
@@ -548,14 +559,9 @@ fn resolve_string(
     key: &[u8],
     mut cands: Vec<Cand>,
 ) -> (bool, u64) {
-    let Slot::Chunked(c) = &sh.dbs[d][i].slot else {
+    let Some((cid, head_loc, head_seq, value)) = dir_head(inner, sh, d, i, key) else {
         return (true, 0);
     };
-    let Some(dir) = c.dir() else {
-        return (true, 0);
-    };
-    let (cid, head_loc, head_seq) = (dir.cid(), dir.head_loc(), dir.head_seq());
-    let value = head_loc.and_then(|loc| crate::log::read_value_blocking(inner, key, loc, head_seq));
     let head = value.as_deref().and_then(format::decode_head);
     let Some(format::Head {
         span: Some(span),
