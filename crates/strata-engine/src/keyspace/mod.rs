@@ -1,6 +1,7 @@
 //! Keyspace operations: existence, deletion, TTLs, iteration and flushing,
 //! all answered from RAM (engine invariant 1); renames in `rename`. The
-//! rooms: `strings` (GET/SET/read-modify-write), `items` (memcached item
+//! rooms: `strings` (GET/SET; its `update`, the read-modify-write), `bigstr`
+//! (part of a string: a chunked one's parts), `items` (memcached item
 //! state), `view` (`KeysView`: atomic access to collections), `chunks`
 //! (which parts of a chunked collection a command needs, and loading
 //! them), `rename`.

@@ -21,6 +21,7 @@
 
 mod cand;
 mod chunks;
+mod numbered;
 mod order;
 mod replay;
 
