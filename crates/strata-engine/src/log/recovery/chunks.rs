@@ -256,7 +256,7 @@ fn resolve_hashed(
 
 /// Puts a resolved collection in the entry at `i`. Returns whether it
 /// keeps at least one element, and `damaged`.
-pub(super) fn install_resolved(
+fn install_resolved(
     sh: &mut Shard,
     d: usize,
     i: usize,

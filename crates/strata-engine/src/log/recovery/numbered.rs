@@ -5,7 +5,6 @@
 //! parts and flags) are read from the head record.
 
 use super::cand::Cand;
-use super::chunks::install_resolved;
 use crate::flash::format;
 use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
@@ -105,7 +104,8 @@ pub(super) fn resolve_stream(
             damaged += 1;
         }
     }
-    install_resolved(sh, d, i, coll, false, damaged);
+    let flags = crate::types::aux(coll.len(), false);
+    install(sh, d, i, coll, flags);
     // An empty stream is a key still (stream invariant 4).
     (true, damaged)
 }
@@ -177,11 +177,18 @@ pub(super) fn resolve_string(
     let mut s = ChunkedStr::from_infos(cid, &parts, head_loc, head_seq);
     let damaged = u64::from(s.set_meta(meta, span, &bodies).is_err());
     let (len, flags) = (s.len(), s.client_flags);
+    install(sh, d, i, Collection::Str(Box::new(s)), flags);
+    (len > 0, damaged)
+}
+
+/// Puts a resolved stream or string in the entry at `i`, with the word
+/// its `client_flags` keep (a stream's element count, a string's
+/// memcached flags).
+fn install(sh: &mut Shard, d: usize, i: usize, coll: Collection, client_flags: u32) {
     let e = &mut sh.dbs[d][i];
     sh.acct.remove(&e.slot, e.value_len, e.vtype);
-    e.slot = Slot::Chunked(Box::new(Collection::Str(Box::new(s))));
-    e.value_len = len.min(u32::MAX as u64) as u32;
-    e.client_flags = flags;
+    e.value_len = coll.encoded_len().min(u32::MAX as usize) as u32;
+    e.slot = Slot::Chunked(Box::new(coll));
+    e.client_flags = client_flags;
     sh.acct.add(&e.slot, e.value_len, e.vtype);
-    (len > 0, damaged)
 }
