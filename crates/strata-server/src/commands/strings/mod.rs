@@ -6,6 +6,7 @@
 //! Reads of cold values and read-modify-writes of cold values complete
 //! after one flash read (`Outcome::Pending`); everything else is RAM-only.
 
+pub mod bitfield;
 pub mod bitmap;
 pub mod hll;
 pub mod lcs;
