@@ -211,3 +211,133 @@ fn a_cold_stream_is_read_part_by_part_and_answers_as_redis_7() {
         assert_eq!(srv.info_u64(&mut con, "persistence", f), 0, "{f}");
     }
 }
+
+/// `f` with its idle times zeroed: the third of each XPENDING entry
+/// (id, consumer, idle, deliveries), and the value after each `idle`,
+/// `inactive`, `seen-time` and `active-time` field.
+fn timeless(f: &strata_protocol::Frame) -> strata_protocol::Frame {
+    use strata_protocol::Frame;
+    let Frame::Array(a) = f else {
+        return f.clone();
+    };
+    let mut a: Vec<Frame> = a.iter().map(timeless).collect();
+    if let [Frame::Bulk(_), Frame::Bulk(_), Frame::Integer(idle), Frame::Integer(_)] = &mut a[..] {
+        *idle = 0;
+    }
+    for i in 1..a.len() {
+        if let Frame::Bulk(b) = &a[i - 1] {
+            if [&b"idle"[..], b"inactive", b"seen-time", b"active-time"].contains(&&b[..]) {
+                a[i] = Frame::Integer(0);
+            }
+        }
+    }
+    Frame::Array(a)
+}
+
+/// A big pending list (issue #11): 20,000 entries delivered and not
+/// acknowledged in a chunked stream under `appendfsync always`. Each XACK
+/// journals the part of the pending list it changed and the head, not the
+/// whole list (which was 720 KB here before PEL parts); XPENDING, XINFO
+/// and XCLAIM answer as redis-server 7.0 before and after kill -9, from
+/// the log tail and from a checkpoint.
+#[test]
+fn a_big_pending_list_is_written_part_by_part() {
+    let redis = RedisServer::start();
+    let mut srv = common::Server::start(&["--appendfsync", "always", "--maxmemory-ram", "8mb"]);
+    let mut r = Conn::connect(redis.port);
+    let mut s = Conn::connect(srv.port);
+    let mut con = srv.client();
+    fill(&mut r, &mut s);
+    // Idle times are the wall clock's: left out.
+    let both_eq = |r: &mut Conn, s: &mut Conn, c: &str| {
+        r.send(&words(c));
+        s.send(&words(c));
+        let x = masked(&timeless(&r.reply().frame));
+        let y = masked(&timeless(&s.reply().frame));
+        assert_eq!(x, y, "{c}");
+        x
+    };
+    both_eq(&mut r, &mut s, "XGROUP CREATE s g 0");
+    both_eq(&mut r, &mut s, "XGROUP CREATE s h $");
+    for i in 0..4 {
+        both_eq(
+            &mut r,
+            &mut s,
+            &format!("XREADGROUP GROUP g c{i} COUNT 5000 STREAMS s >"),
+        );
+    }
+    let pending = both_eq(&mut r, &mut s, "XPENDING s g");
+    assert!(pending.contains("Integer(20000)"), "{pending}");
+
+    // Acks one at a time, spread over the list.
+    let mut rng = StdRng::seed_from_u64(8);
+    let bytes0 = srv.info_u64(&mut con, "persistence", "journal_bytes");
+    let acks = 200;
+    for _ in 0..acks {
+        let c = format!("XACK s g {}-0", rng.gen_range(1..20_000));
+        both_eq(&mut r, &mut s, &c);
+    }
+    let per_ack = (srv.info_u64(&mut con, "persistence", "journal_bytes") - bytes0) / acks;
+    eprintln!("journal bytes per XACK with 20,000 pending: {per_ack}");
+    assert!(per_ack < 12_000, "{per_ack} bytes journaled per XACK");
+
+    // A mix of group commands over the big list, every reply compared.
+    let state = |r: &mut Conn, s: &mut Conn| -> Vec<String> {
+        [
+            "XPENDING s g",
+            "XPENDING s g - + 100000",
+            "XPENDING s g - + 50 c2",
+            "XINFO GROUPS s",
+            "XINFO CONSUMERS s g",
+        ]
+        .iter()
+        .map(|c| both_eq(r, s, c))
+        .collect()
+    };
+    for step in 0..600 {
+        let a = rng.gen_range(1..ENTRIES);
+        let c = match rng.gen_range(0..6) {
+            0 => format!("XACK s g {a}-0 {}-0", a + 1),
+            1 => format!("XCLAIM s g c{} 0 {a}-0 JUSTID", rng.gen_range(0..5)),
+            2 => format!("XAUTOCLAIM s g c9 0 {a}-0 COUNT 20 JUSTID"),
+            3 => format!("XREADGROUP GROUP h c{} COUNT 3 STREAMS s >", step % 3),
+            4 => format!("XREADGROUP GROUP g c{} COUNT 3 STREAMS s 0", step % 5),
+            _ => format!("XPENDING s g {a} + 5"),
+        };
+        both_eq(&mut r, &mut s, &c);
+        if step == 300 {
+            both_eq(&mut r, &mut s, "XGROUP DELCONSUMER s g c1");
+        }
+    }
+    let want = state(&mut r, &mut s);
+
+    // From the log tail.
+    srv.kill9();
+    srv.restart();
+    let mut s = Conn::connect(srv.port);
+    assert_eq!(state(&mut r, &mut s), want, "after kill -9");
+    // From a checkpoint, then a tail of changes.
+    let mut con = srv.client();
+    let _: () = redis::cmd("SAVE").query(&mut con).unwrap();
+    for _ in 0..50 {
+        let a = rng.gen_range(1..ENTRIES);
+        both_eq(&mut r, &mut s, &format!("XACK s g {a}-0"));
+        both_eq(&mut r, &mut s, &format!("XCLAIM s g c7 0 {}-0", a + 3));
+    }
+    both_eq(&mut r, &mut s, "XGROUP DESTROY s h");
+    let want = state(&mut r, &mut s);
+    srv.kill9();
+    srv.restart();
+    let mut s = Conn::connect(srv.port);
+    assert_eq!(
+        state(&mut r, &mut s),
+        want,
+        "after a checkpoint and kill -9"
+    );
+    let mut con = srv.client();
+    let info = srv.info(&mut con, "persistence");
+    assert_eq!(info["recovery_source"], "checkpoint");
+    for f in ["recovery_corrupt_records", "recovery_missing_keys"] {
+        assert_eq!(srv.info_u64(&mut con, "persistence", f), 0, "{f}");
+    }
+}

@@ -100,7 +100,7 @@ impl Collection {
             ))),
             // A stream's parts come with their bounds (`stream_from_directory`).
             ValueType::Stream => {
-                let mut s = Stream::from_infos(cid, &[], head_loc, head_seq);
+                let mut s = Stream::from_infos(cid, &[], &[], head_loc, head_seq);
                 if let Some(span) = span {
                     chunked::Dir::set_recovered_span(&mut s, span);
                 }
@@ -159,14 +159,17 @@ impl Collection {
     }
 
     /// A chunked stream rebuilt from its directory (recovery): its parts
-    /// with their bounds.
+    /// with their bounds, and its groups' PEL parts (read by recovery).
     pub fn stream_from_directory(
         cid: u64,
         parts: &[stream::StreamPartInfo],
+        pel: &[chunked::PartInfo],
         head_loc: Option<crate::index::FlashLoc>,
         head_seq: u64,
     ) -> Collection {
-        Collection::Stream(Box::new(Stream::from_infos(cid, parts, head_loc, head_seq)))
+        Collection::Stream(Box::new(Stream::from_infos(
+            cid, parts, pel, head_loc, head_seq,
+        )))
     }
 
     /// A write is about to change the collection through `&mut` (a

@@ -43,7 +43,8 @@ pub fn chunk_prefix(n: &ChunkName) -> [u8; CHUNK_PREFIX_LEN] {
 /// range start not aligned to its depth, a list chunk with a depth). A
 /// list chunk's `low` is its first position; a sorted set's order chunk
 /// (depth `ORDER_DEPTH`) names its part's id, a stream's or a string's
-/// chunk (`STREAM_DEPTH`, `STR_DEPTH`) its part's number.
+/// chunk (`STREAM_DEPTH`, `STR_DEPTH`) its part's number, a stream's
+/// pending-list chunk (`PEL_DEPTH`) its group's ordinal and part number.
 pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     if value.len() < CHUNK_PREFIX_LEN {
         return None;
@@ -62,7 +63,9 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
                 || depth == 0
                 || (depth <= 64 && low & (u64::MAX >> depth) == 0)
         }
-        ValueType::Stream => depth == crate::types::stream::STREAM_DEPTH,
+        ValueType::Stream => {
+            depth == crate::types::stream::STREAM_DEPTH || depth == crate::types::stream::PEL_DEPTH
+        }
         ValueType::String => depth == crate::types::bigstr::STR_DEPTH,
     };
     if !ok {

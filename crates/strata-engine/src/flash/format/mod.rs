@@ -33,8 +33,9 @@ use crate::types::ValueType;
 /// and 9 of lists, version 8 of sorted sets, version 9 `headed` chunks,
 /// version 10 kind 10, version 11 streams: value type 5 in kind 6, version
 /// 12 atomic batches: [`BATCH_MEMBER`] and kind 11, version 13 kinds 8 and
-/// 9 of streams, version 14 kinds 8 and 9 of strings).
-pub const FORMAT_VERSION: u32 = 14;
+/// 9 of streams, version 14 kinds 8 and 9 of strings, version 15 a
+/// stream's pending lists in chunks of their own).
+pub const FORMAT_VERSION: u32 = 15;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;

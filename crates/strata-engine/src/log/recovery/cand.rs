@@ -9,7 +9,7 @@ use crate::types::chunked::{
     decode_order, elem_hash, measure_elems, measure_list, measure_order, range_high, Score,
     ORDER_DEPTH,
 };
-use crate::types::stream::{measure_stream_part, STREAM_DEPTH};
+use crate::types::stream::{measure_pel_part, measure_stream_part, PEL_DEPTH, STREAM_DEPTH};
 use crate::types::ValueType;
 
 /// The bounds of a sorted set's order record: lower (inclusive, empty:
@@ -45,6 +45,9 @@ impl Cand {
                 b,
                 Some(std::sync::Arc::new((Box::from(&bound[..]), None))),
             )
+        } else if name.depth == PEL_DEPTH {
+            let (n, b) = measure_pel_part(body).ok()?;
+            (n, b, None)
         } else if name.depth == STR_DEPTH {
             (1, u32::try_from(body.len()).ok()?, None)
         } else if name.depth == ORDER_DEPTH {

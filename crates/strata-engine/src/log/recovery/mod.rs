@@ -31,7 +31,7 @@ use crate::index::{CompactKey, Entry, Shard, Slot};
 use crate::log::checkpoint;
 use crate::log::writer::LogPosition;
 use crate::types::chunked::{OrderInfo, PartInfo, ORDER_DEPTH};
-use crate::types::stream::{StreamPartInfo, STREAM_DEPTH};
+use crate::types::stream::{StreamPartInfo, PEL_DEPTH, STREAM_DEPTH};
 use crate::types::Collection;
 use crate::Inner;
 use replay::Replay;
@@ -238,7 +238,14 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
             let mut order = Vec::new();
             let mut parts: Vec<PartInfo> = Vec::new();
             let mut stream = Vec::new();
+            let mut pel = Vec::new();
             for p in c.parts() {
+                if p.depth == PEL_DEPTH {
+                    pel.push(PartInfo::on_flash(
+                        p.low, p.depth, p.count, p.body, p.loc, p.seq,
+                    ));
+                    continue;
+                }
                 if p.depth == STREAM_DEPTH {
                     let Some(bound) = firsts.next().and_then(|b| b.try_into().ok()) else {
                         return;
@@ -270,6 +277,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
                 Some(Collection::stream_from_directory(
                     c.cid,
                     &stream,
+                    &pel,
                     Some(e.loc),
                     c.head_seq,
                 ))

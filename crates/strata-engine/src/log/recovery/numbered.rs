@@ -10,7 +10,9 @@ use crate::index::{FlashLoc, Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::bigstr::STR_DEPTH;
 use crate::types::chunked::PartInfo;
-use crate::types::stream::{measure_stream_part, StreamPartInfo, BOUND_LEN, STREAM_DEPTH};
+use crate::types::stream::{
+    measure_stream_part, StreamPartInfo, BOUND_LEN, PEL_DEPTH, STREAM_DEPTH,
+};
 use crate::types::{ChunkedStr, Collection};
 use crate::Inner;
 use std::collections::BTreeMap;
@@ -57,9 +59,10 @@ pub(super) fn resolve_stream(
         return (false, 1);
     };
     let mut damaged = 0;
-    // Records the checkpoint named as changed are measured by reading.
+    // Records the checkpoint named as changed are measured by reading
+    // (a PEL part's is read whole below).
     cands.retain_mut(|c| {
-        if c.count != UNKNOWN_COUNT {
+        if c.count != UNKNOWN_COUNT || c.depth == PEL_DEPTH {
             return true;
         }
         let m = crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
@@ -76,14 +79,17 @@ pub(super) fn resolve_stream(
         }
     });
     let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut newest_pel: BTreeMap<u64, usize> = BTreeMap::new();
     for (ci, c) in cands.iter().enumerate() {
-        if c.low < start || c.low >= end {
-            continue;
-        }
-        match newest.get(&c.low) {
+        let map = match c.depth {
+            PEL_DEPTH => &mut newest_pel,
+            _ if c.low < start || c.low >= end => continue,
+            _ => &mut newest,
+        };
+        match map.get(&c.low) {
             Some(&o) if cands[o].seq > c.seq => {}
             _ => {
-                newest.insert(c.low, ci);
+                map.insert(c.low, ci);
             }
         }
     }
@@ -98,11 +104,29 @@ pub(super) fn resolve_stream(
             })
         })
         .collect();
-    let mut coll = Collection::stream_from_directory(cid, &parts, head_loc, head_seq);
+    let mut coll = Collection::stream_from_directory(cid, &parts, &[], head_loc, head_seq);
     if let Collection::Stream(s) = &mut coll {
         if s.set_meta(meta, (start, end)).is_err() {
             damaged += 1;
         }
+        // The groups' PEL parts the head names: each takes the newest
+        // record of its name, read now (a PEL lives in RAM).
+        for (group, ordinal, num) in s.named_pel_parts() {
+            let low = crate::types::stream::pel_record_low(ordinal, num);
+            let Some(c) = newest_pel.get(&low).map(|&ci| &cands[ci]) else {
+                continue;
+            };
+            let ok = crate::log::read_value_blocking(inner, key, c.loc, c.seq)
+                .and_then(|v| {
+                    let (_, body) = format::decode_chunk(&v)?;
+                    s.install_pel_part(&group, num, body, c.loc, c.seq).ok()
+                })
+                .is_some();
+            if !ok {
+                damaged += 1;
+            }
+        }
+        damaged += s.finish_pel_parts();
     }
     let flags = crate::types::aux(coll.len(), false);
     install(sh, d, i, coll, flags);

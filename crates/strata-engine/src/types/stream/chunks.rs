@@ -18,9 +18,14 @@
 //! 3. `head_ver` changes whenever the head's fields may have changed (a
 //!    part, a counter, a group): the head is published clean only if no
 //!    change came after its capture.
+//! 4. The directory's parts, as the engine indexes them (`Dir::part`), are
+//!    the stream's parts, then the groups' PEL parts (`pel`), group by
+//!    group in name order (before recovery reads them: the PEL parts a
+//!    checkpoint named). PEL parts never leave RAM.
 
 use super::codec::{decode_meta, decode_part};
-use super::part::{bound_of, SPart, BOUND_LEN};
+use super::part::{SPart, BOUND_LEN};
+use super::pel::{PelAt, PelParts, PEL_DEPTH};
 use super::{part_nodes, Stream};
 use crate::index::FlashLoc;
 use crate::types::chunked::{clock_walk, Changes, Dir, DirHead, PartClock, PartInfo};
@@ -50,6 +55,10 @@ pub(super) struct Chunks {
     /// The changed parts, by number (`Chunked` invariant 7): a journal
     /// write of a big stream finds them without a pass over every part.
     pub changes: Changes<u64>,
+    /// The ordinal the next group's PEL parts take (`pel` invariant 3).
+    pub next_group: u32,
+    /// The PEL parts a checkpoint named, until recovery reads them.
+    pub recovered_pel: Vec<PartInfo>,
 }
 
 impl Chunks {
@@ -65,6 +74,8 @@ impl Chunks {
             dropped: Vec::new(),
             recovered_span: None,
             changes: Changes::of(Vec::new()),
+            next_group: 0,
+            recovered_pel: Vec::new(),
         }
     }
 }
@@ -82,13 +93,13 @@ impl Stream {
         self.chunks.is_some()
     }
 
-    fn ch(&self) -> &Chunks {
+    pub(super) fn ch(&self) -> &Chunks {
         self.chunks
             .as_deref()
             .unwrap_or_else(|| unreachable!("not chunked"))
     }
 
-    fn ch_mut(&mut self) -> &mut Chunks {
+    pub(super) fn ch_mut(&mut self) -> &mut Chunks {
         self.chunks
             .as_deref_mut()
             .unwrap_or_else(|| unreachable!("not chunked"))
@@ -117,6 +128,11 @@ impl Stream {
         for i in 0..self.parts.len() {
             self.part_changed(i);
         }
+        let c = self.chunks.as_deref_mut().unwrap_or_else(|| unreachable!());
+        for g in self.groups.values_mut() {
+            g.parts = Some(Box::new(PelParts::cut(c.next_group, &g.pel)));
+            c.next_group += 1;
+        }
     }
 
     /// A chunked stream rebuilt from a directory (recovery): its parts on
@@ -124,6 +140,7 @@ impl Stream {
     pub fn from_infos(
         cid: u64,
         parts: &[StreamPartInfo],
+        pel: &[PartInfo],
         head_loc: Option<FlashLoc>,
         head_seq: u64,
     ) -> Stream {
@@ -146,6 +163,7 @@ impl Stream {
             c.next_num = c.next_num.max(p.low + 1);
             s.parts.push(part);
         }
+        s.ch_mut().recovered_pel = pel.to_vec();
         s
     }
 
@@ -161,6 +179,14 @@ impl Stream {
         self.groups = m.groups;
         if let Some(c) = self.chunks.as_deref_mut() {
             c.next_num = c.next_num.max(span.1);
+            for p in self.groups.values().filter_map(|g| g.parts.as_deref()) {
+                c.next_group = c.next_group.max(p.ordinal + 1);
+            }
+            // A head of format 13 or 14 holds whole PELs: they are cut now.
+            for g in self.groups.values_mut().filter(|g| g.parts.is_none()) {
+                g.parts = Some(Box::new(PelParts::cut(c.next_group, &g.pel)));
+                c.next_group += 1;
+            }
         }
         // The parts found must hold what the head counts (else records
         // were lost: the parts' totals stand).
@@ -285,16 +311,6 @@ impl Stream {
     }
 }
 
-/// Measures a stream chunk body: its bound, live entries and bytes.
-pub fn measure_stream_part(body: &[u8]) -> Result<([u8; BOUND_LEN], u32, u32), Malformed> {
-    let b = decode_part(body)?;
-    Ok((
-        bound_of(b.first, b.nodes.len() as u32),
-        u32::try_from(b.live).map_err(|_| Malformed)?,
-        u32::try_from(b.enc).map_err(|_| Malformed)?,
-    ))
-}
-
 impl Dir for Stream {
     fn head(&self) -> &DirHead {
         &self.ch().head
@@ -321,10 +337,12 @@ impl Dir for Stream {
         Some(self)
     }
     fn part_count(&self) -> usize {
-        self.parts.len()
+        self.parts.len() + self.pel_len()
     }
     fn part(&self, i: usize) -> PartInfo {
-        let p = &self.parts[i];
+        let Some(p) = self.parts.get(i) else {
+            return self.pel_info(i - self.parts.len());
+        };
         PartInfo {
             low: p.num,
             depth: STREAM_DEPTH,
@@ -338,9 +356,12 @@ impl Dir for Stream {
         }
     }
     fn part_first(&self, i: usize) -> Option<&[u8]> {
-        Some(&self.parts[i].bound)
+        self.parts.get(i).map(|p| &p.bound[..])
     }
-    fn find_part(&self, low: u64, _: u8, _: usize) -> Option<usize> {
+    fn find_part(&self, low: u64, depth: u8, _: usize) -> Option<usize> {
+        if depth == PEL_DEPTH {
+            return self.pel_index(low);
+        }
         self.part_numbered(low)
     }
     fn part_of(&self, num: u64) -> usize {
@@ -376,16 +397,42 @@ impl Dir for Stream {
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
             p.loc = Some(loc);
+            return;
+        }
+        match self.pel_at(i - self.parts.len()) {
+            Some(PelAt::Recovered(r)) => self.ch_mut().recovered_pel[r].loc = Some(loc),
+            Some(PelAt::Part(gi, k)) => {
+                if let Some(p) = self
+                    .pel_group_mut(gi)
+                    .and_then(|(_, g)| g.parts.as_deref_mut())
+                {
+                    p.parts[k].loc = Some(loc);
+                }
+            }
+            None => {}
         }
     }
-    fn parts_at(&self, loc: FlashLoc, low: u64, _: u8, _: &[u8]) -> Vec<usize> {
-        self.part_numbered(low)
-            .filter(|&i| self.parts[i].loc == Some(loc))
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8, _: &[u8]) -> Vec<usize> {
+        let i = if depth == PEL_DEPTH {
+            self.pel_index(low)
+        } else {
+            self.part_numbered(low)
+        };
+        i.filter(|&i| Dir::part(self, i).loc == Some(loc))
             .into_iter()
             .collect()
     }
     fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
-        self.encode_part_body(i, out)
+        if i < self.parts.len() {
+            return self.encode_part_body(i, out);
+        }
+        if let Some(PelAt::Part(gi, k)) = self.pel_at(i - self.parts.len()) {
+            if let Some((name, g)) = self.groups.iter().nth(gi) {
+                if let Some(p) = g.parts.as_deref() {
+                    p.encode_part(k, name, &g.pel, out);
+                }
+            }
+        }
     }
     fn published(
         &mut self,
@@ -394,6 +441,13 @@ impl Dir for Stream {
         loc: FlashLoc,
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
+        if i >= self.parts.len() {
+            let Some(PelAt::Part(gi, k)) = self.pel_at(i - self.parts.len()) else {
+                return None;
+            };
+            let (_, g) = self.pel_group_mut(gi)?;
+            return g.parts.as_deref_mut()?.published(k, ver, loc, seq);
+        }
         let p = self.parts.get_mut(i)?;
         if p.ver != ver || !p.dirty {
             return None;
@@ -406,16 +460,40 @@ impl Dir for Stream {
     }
     fn any_dirty(&self) -> bool {
         self.ch().changes.any()
+            || self
+                .groups
+                .values()
+                .any(|g| g.parts.as_deref().is_some_and(|p| p.dirty > 0))
     }
     fn dirty_parts(&self) -> Vec<usize> {
         let parts = &self.parts;
-        self.ch().changes.parts(
+        let mut v = self.ch().changes.parts(
             parts.len(),
             |&num| Dir::part_of(self, num),
             |i| parts[i].dirty,
-        )
+        );
+        let mut at = parts.len() + self.ch().recovered_pel.len();
+        for g in self.groups.values() {
+            let Some(p) = g.parts.as_deref() else {
+                continue;
+            };
+            if p.dirty > 0 {
+                v.extend(
+                    p.parts
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| x.dirty)
+                        .map(|(k, _)| at + k),
+                );
+            }
+            at += p.parts.len();
+        }
+        v
     }
     fn evict(&mut self, i: usize) -> usize {
+        if i >= self.parts.len() {
+            return 0; // PEL parts stay in RAM
+        }
         self.evict_part(i)
     }
     fn touch(&mut self, i: usize) {
@@ -436,7 +514,7 @@ impl Dir for Stream {
         body: &[u8],
         named: (u64, u8),
     ) -> Result<bool, Malformed> {
-        if self.parts.get(i).is_none_or(|p| p.num != named.0) {
+        if named.1 == PEL_DEPTH || self.parts.get(i).is_none_or(|p| p.num != named.0) {
             return Ok(false);
         }
         self.install_part(i, loc, body)
@@ -445,13 +523,19 @@ impl Dir for Stream {
         Vec::new()
     }
     fn take_dropped_refs(&mut self) -> Vec<FlashLoc> {
-        std::mem::take(&mut self.ch_mut().dropped)
+        let mut v = std::mem::take(&mut self.ch_mut().dropped);
+        for g in self.groups.values_mut() {
+            if let Some(p) = g.parts.as_deref_mut() {
+                v.append(&mut p.dropped);
+            }
+        }
+        v
     }
     fn resident_bytes(&self) -> usize {
         self.body_len() - self.ch().cold_enc
     }
     fn resident_parts(&self) -> usize {
-        self.parts.len() - self.ch().cold_parts
+        self.parts.len() - self.ch().cold_parts + self.pel_len()
     }
     fn body_len(&self) -> usize {
         Stream::body_len(self)
@@ -500,25 +584,16 @@ impl Dir for Stream {
         if (cold, cold_n) != (c.cold_enc, c.cold_parts) {
             return Err("cold totals".into());
         }
-        Ok(())
-    }
-}
-
-impl Stream {
-    /// The same stream, not chunked (every part must be in RAM): a copy
-    /// for another key (COPY, RENAME, MOVE), whose records name their key.
-    pub fn detached(&self) -> Stream {
-        let mut s = Stream {
-            last_id: self.last_id,
-            first_id: self.first_id,
-            max_deleted: self.max_deleted,
-            entries_added: self.entries_added,
-            groups: self.groups.clone(),
-            ..Stream::default()
-        };
-        for n in self.parts.iter().flat_map(part_nodes) {
-            s.push_node(n.clone());
+        let mut ordinals = std::collections::BTreeSet::new();
+        for (name, g) in &self.groups {
+            let Some(p) = g.parts.as_deref() else {
+                return Err(format!("group {name:?} without PEL parts"));
+            };
+            if !ordinals.insert(p.ordinal) || p.ordinal >= c.next_group {
+                return Err("PEL part ordinals".into());
+            }
+            p.check(&g.pel)?;
         }
-        s
+        Ok(())
     }
 }

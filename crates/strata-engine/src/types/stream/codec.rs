@@ -164,11 +164,14 @@ impl Stream {
     }
 
     /// A chunked stream's head fields (`Meta`): counters, node count
-    /// (u64 LE), groups.
+    /// (u64 LE), groups (each PEL by its parts' numbers: `pel`).
     pub(super) fn encode_meta(&self, out: &mut Vec<u8>) {
         self.encode_counters(out);
         out.extend_from_slice(&(self.node_count as u64).to_le_bytes());
-        self.encode_groups(out);
+        out.extend_from_slice(&(self.groups.len() as u32).to_le_bytes());
+        for (name, g) in &self.groups {
+            g.encode_head(name, out);
+        }
     }
 
     /// Part `i`'s chunk body (it must be in RAM): its bound, then its
@@ -392,4 +395,14 @@ fn check_pairs(d: &[u8]) -> Result<(), Malformed> {
         return Err(Malformed);
     }
     Ok(())
+}
+
+/// Measures a stream chunk body: its bound, live entries and bytes.
+pub fn measure_stream_part(body: &[u8]) -> Result<([u8; BOUND_LEN], u32, u32), Malformed> {
+    let b = decode_part(body)?;
+    Ok((
+        super::part::bound_of(b.first, b.nodes.len() as u32),
+        u32::try_from(b.live).map_err(|_| Malformed)?,
+        u32::try_from(b.enc).map_err(|_| Malformed)?,
+    ))
 }

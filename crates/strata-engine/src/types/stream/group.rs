@@ -5,15 +5,20 @@
 //! 1. Every NACK of the group PEL names a consumer of the group, and that
 //!    consumer's own PEL holds its id; a consumer's PEL holds nothing else.
 //! 2. `enc` is exactly the bytes `encode` writes for the group.
+//! 3. In a chunked stream the PEL is also cut into parts (`parts`, the
+//!    `pel` module), told of every NACK that comes, goes or changes.
 
+use super::pel::{decode_pel_part, PelParts};
 use super::{put_bytes, StreamId, ID_LEN};
+use crate::index::FlashLoc;
+use crate::types::Malformed;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// `entries_read` when the group's read counter is unknown.
 pub const ENTRIES_READ_UNKNOWN: i64 = -1;
 
 /// Encoded bytes of one NACK: id, delivery time, delivery count, consumer.
-const NACK_ENC: usize = ID_LEN + 8 + 8 + 4;
+pub(super) const NACK_ENC: usize = ID_LEN + 8 + 8 + 4;
 
 /// A pending entry: delivered to `consumer`, not yet acknowledged.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,15 +52,28 @@ impl Consumer {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Group {
     pub last_id: StreamId,
     /// Entries the group has read (the logical counter), or
     /// `ENTRIES_READ_UNKNOWN`.
     pub entries_read: i64,
-    pel: BTreeMap<StreamId, Nack>,
+    pub(super) pel: BTreeMap<StreamId, Nack>,
     consumers: BTreeMap<Box<[u8]>, Consumer>,
     enc: usize,
+    /// The PEL's parts, when the stream is chunked (invariant 3).
+    pub(super) parts: Option<Box<PelParts>>,
+}
+
+impl PartialEq for Group {
+    /// The same counters, PEL and consumers, however the PEL is cut.
+    fn eq(&self, o: &Self) -> bool {
+        self.last_id == o.last_id
+            && self.entries_read == o.entries_read
+            && self.pel == o.pel
+            && self.consumers == o.consumers
+            && self.enc == o.enc
+    }
 }
 
 impl Group {
@@ -66,6 +84,7 @@ impl Group {
             pel: BTreeMap::new(),
             consumers: BTreeMap::new(),
             enc: 4 + name.len() + ID_LEN + 8 + 4 + 4,
+            parts: None,
         }
     }
 
@@ -155,6 +174,9 @@ impl Group {
         let c = self.consumers.remove(name)?;
         for id in &c.pel {
             self.pel.remove(id);
+            if let Some(p) = self.parts.as_deref_mut() {
+                p.removed(*id);
+            }
         }
         self.enc -= 4 + name.len() + 8 + c.pel.len() * NACK_ENC;
         Some(c.pel.len())
@@ -173,6 +195,9 @@ impl Group {
     pub fn assign(&mut self, id: StreamId, consumer: &[u8], time: u64, count: Option<u64>) {
         let old = match self.pel.get_mut(&id) {
             Some(n) => {
+                if let Some(p) = self.parts.as_deref_mut() {
+                    p.changed(id);
+                }
                 n.delivery_time = time;
                 if let Some(c) = count {
                     n.delivery_count = c;
@@ -192,6 +217,9 @@ impl Group {
                     },
                 );
                 self.enc += NACK_ENC;
+                if let Some(p) = self.parts.as_deref_mut() {
+                    p.added(&self.pel, id);
+                }
                 None
             }
         };
@@ -210,6 +238,9 @@ impl Group {
         if let Some(n) = self.pel.get_mut(&id) {
             n.delivery_time = time;
             n.delivery_count = count;
+            if let Some(p) = self.parts.as_deref_mut() {
+                p.changed(id);
+            }
         }
     }
 
@@ -223,10 +254,24 @@ impl Group {
             c.pel.remove(&id);
         }
         self.enc -= NACK_ENC;
+        if let Some(p) = self.parts.as_deref_mut() {
+            p.removed(id);
+        }
         true
     }
 
+    /// The group as the packed record holds it (with its whole PEL).
     pub(super) fn encode(&self, name: &[u8], out: &mut Vec<u8>) {
+        self.encode_as(name, out, false);
+    }
+
+    /// The group as a chunked stream's head holds it: the PEL's part
+    /// numbers in place of its NACKs (a count of `u32::MAX` marks them).
+    pub(super) fn encode_head(&self, name: &[u8], out: &mut Vec<u8>) {
+        self.encode_as(name, out, true);
+    }
+
+    fn encode_as(&self, name: &[u8], out: &mut Vec<u8>, head: bool) {
         put_bytes(out, name);
         super::put_id(out, self.last_id);
         out.extend_from_slice(&self.entries_read.to_le_bytes());
@@ -236,6 +281,11 @@ impl Group {
             put_bytes(out, cname);
             out.extend_from_slice(&c.seen_time.to_le_bytes());
             index.insert(&cname[..], i as u32);
+        }
+        if let (true, Some(p)) = (head, self.parts.as_deref()) {
+            out.extend_from_slice(&u32::MAX.to_le_bytes());
+            p.encode_named(out);
+            return;
         }
         out.extend_from_slice(&(self.pel.len() as u32).to_le_bytes());
         for (id, n) in &self.pel {
@@ -264,7 +314,13 @@ impl Group {
             }
             names.push(Box::<[u8]>::from(cname));
         }
-        let np = r.u32()? as usize;
+        let np = r.u32()?;
+        if np == u32::MAX {
+            // A chunked stream's head: the PEL is in parts, read by
+            // recovery (`install_pel_part`).
+            g.parts = Some(Box::new(PelParts::decode_named(r)?));
+            return Ok((name, g));
+        }
         for _ in 0..np {
             let id = super::get_id(r)?;
             let time = r.u64()?;
@@ -277,5 +333,81 @@ impl Group {
             g.assign(id, cname, time, Some(count));
         }
         Ok((name, g))
+    }
+
+    /// The PEL's part numbers a recovered head named and no record
+    /// installed yet.
+    pub(super) fn named_pel_parts(&self) -> Vec<u64> {
+        self.parts
+            .as_deref()
+            .map_or(Vec::new(), |p| p.named.clone())
+    }
+
+    /// Installs the NACKs of PEL part `num`'s record (recovery): each must
+    /// name a consumer of the group and be pending nowhere else.
+    pub(super) fn install_pel_part(
+        &mut self,
+        name: &[u8],
+        num: u64,
+        body: &[u8],
+        loc: FlashLoc,
+        seq: u64,
+    ) -> Result<(), Malformed> {
+        let b = decode_pel_part(body)?;
+        if b.group != name
+            || b.nacks
+                .iter()
+                .any(|(id, _, _, c)| self.pel.contains_key(id) || !self.consumers.contains_key(*c))
+        {
+            return Err(Malformed);
+        }
+        let parts = self.parts.take();
+        for (id, time, count, c) in &b.nacks {
+            self.assign(*id, c, *time, Some(*count));
+        }
+        self.parts = parts;
+        if let Some(p) = self.parts.as_deref_mut() {
+            p.named.retain(|&n| n != num);
+            p.parts.push(super::pel::PelPart {
+                lo: b.nacks[0].0,
+                num,
+                count: b.nacks.len(),
+                dirty: false,
+                ver: 0,
+                loc: Some(loc),
+                seq,
+            });
+        }
+        Ok(())
+    }
+
+    /// Ends recovery's installs: the parts in id order; if their ranges
+    /// overlap (damage), or a named part was not found, the PEL is cut
+    /// anew (every part rewritten, the old records released). Returns
+    /// whether parts were lost.
+    pub(super) fn finish_pel_parts(&mut self) -> bool {
+        let Some(p) = self.parts.as_deref_mut() else {
+            return false;
+        };
+        let lost = !p.named.is_empty();
+        p.named.clear();
+        p.parts.sort_by_key(|x| x.lo);
+        if let Some(f) = p.parts.first_mut() {
+            f.lo = StreamId::MIN;
+        }
+        if lost || p.check(&self.pel).is_err() {
+            let mut fresh = PelParts::cut(p.ordinal, &self.pel);
+            fresh.next = fresh.next.max(p.next);
+            fresh.dropped = p.parts.iter().filter_map(|x| x.loc).collect();
+            // Numbers above every old one: no stale record is taken for
+            // a new part.
+            let base = p.next;
+            for x in fresh.parts.iter_mut() {
+                x.num += base;
+            }
+            fresh.next = base + fresh.parts.len() as u64;
+            *p = fresh;
+        }
+        lost
     }
 }

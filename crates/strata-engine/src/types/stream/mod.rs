@@ -30,7 +30,7 @@
 //! and the trimming settings; `node` one node and the listpack size model;
 //! `part` a run of nodes; `chunks` a chunked stream's directory (the engine's
 //! `Dir`); `plan` which parts a command needs in RAM; `group` consumer
-//! groups; `codec` the packed record, the chunk and head bodies, and the
+//! groups; `pel` a chunked stream's pending lists in parts; `codec` the packed record, the chunk and head bodies, and the
 //! DUMP/RESTORE views (`NodeRef`, `Builder`).
 //!
 //! Packed layout (after the collection header; docs/format.md, "Streams"):
@@ -46,15 +46,17 @@ mod group;
 mod id;
 mod node;
 mod part;
+mod pel;
 mod plan;
 mod read;
 mod remove;
 
-pub use chunks::{measure_stream_part, StreamPartInfo, STREAM_DEPTH};
-pub use codec::{Builder, NodeRef};
+pub use chunks::{StreamPartInfo, STREAM_DEPTH};
+pub use codec::{measure_stream_part, Builder, NodeRef};
 pub use group::{Consumer, Group, Nack, ENTRIES_READ_UNKNOWN};
 pub use id::{NodeLimits, StreamId, Trim};
 pub use part::BOUND_LEN;
+pub use pel::{measure_pel_part, record_low as pel_record_low, PEL_DEPTH};
 pub use plan::{Planner, StreamNeed};
 
 use super::chunked::CHUNK_MAX;
@@ -372,13 +374,46 @@ impl Stream {
         if self.groups.contains_key(name) {
             return false;
         }
-        self.groups
-            .insert(name.into(), Group::new(name, last_id, entries_read));
+        let mut g = Group::new(name, last_id, entries_read);
+        if let Some(c) = self.chunks.as_deref_mut() {
+            g.parts = Some(Box::new(pel::PelParts::new(c.next_group)));
+            c.next_group += 1;
+        }
+        self.groups.insert(name.into(), g);
         true
     }
 
     pub fn destroy_group(&mut self, name: &[u8]) -> bool {
-        self.groups.remove(name).is_some()
+        let Some(g) = self.groups.remove(name) else {
+            return false;
+        };
+        if let (Some(c), Some(p)) = (self.chunks.as_deref_mut(), g.parts) {
+            c.dropped.extend(p.dropped);
+            c.dropped.extend(p.parts.iter().filter_map(|x| x.loc));
+        }
+        true
+    }
+}
+
+impl Stream {
+    /// The same stream, not chunked (every part must be in RAM): a copy
+    /// for another key (COPY, RENAME, MOVE), whose records name their key.
+    pub fn detached(&self) -> Stream {
+        let mut s = Stream {
+            last_id: self.last_id,
+            first_id: self.first_id,
+            max_deleted: self.max_deleted,
+            entries_added: self.entries_added,
+            groups: self.groups.clone(),
+            ..Stream::default()
+        };
+        for g in s.groups.values_mut() {
+            g.parts = None;
+        }
+        for n in self.parts.iter().flat_map(part_nodes) {
+            s.push_node(n.clone());
+        }
+        s
     }
 }
 

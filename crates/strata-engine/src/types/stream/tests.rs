@@ -360,3 +360,149 @@ fn needs_only_planned_parts(seed: u64, cut: u64) {
     }
     assert!(s == model);
 }
+
+/// A chunked stream's pending lists in parts (`pel`): random deliveries,
+/// claims, acks, consumer and group deletions against a stream that is not
+/// chunked; after each step the parts cover the PEL exactly (`check`), each
+/// changed part is written, and the last write of each, under the head's
+/// fields, rebuilds the same groups (what recovery does). A change writes
+/// the parts it touched, never the whole list.
+#[test]
+fn pending_lists_in_parts_rebuild_from_their_records() {
+    use crate::index::FlashLoc;
+    use crate::types::chunked::Dir;
+    use std::collections::HashMap;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let mut model = Stream::default();
+    let mut s = Stream::default();
+    s.make_chunked(1);
+    // Newest record of each name: (seq, loc), and the bodies.
+    let mut newest: HashMap<u64, (u64, FlashLoc)> = HashMap::new();
+    let mut flash: HashMap<FlashLoc, Vec<u8>> = HashMap::new();
+    let mut next_loc = 0u32;
+    let mut next = 1u64;
+    let mut most_written = 0;
+    for step in 1..8000u64 {
+        let g = [b'a' + rng.gen_range(0..3)];
+        let c = [b'p' + rng.gen_range(0..4)];
+        for x in [&mut model, &mut s] {
+            x.will_change();
+        }
+        match rng.gen_range(0..100) {
+            0..=1 => {
+                s.create_group(&g, StreamId::MIN, 0);
+                model.create_group(&g, StreamId::MIN, 0);
+            }
+            2 if step % 7 == 0 => {
+                s.destroy_group(&g);
+                model.destroy_group(&g);
+            }
+            3..=54 => {
+                // Deliveries mostly in id order, some far back.
+                let at = if rng.gen_bool(0.9) {
+                    next += 1;
+                    next
+                } else {
+                    rng.gen_range(1..=next)
+                };
+                for x in [&mut model, &mut s] {
+                    if let Some(gr) = x.group_mut(&g) {
+                        gr.get_or_create_consumer(&c, step);
+                        gr.deliver(id(at, 0), &c, step);
+                    }
+                }
+            }
+            55..=74 => {
+                // Acks mostly of old ids.
+                let hi = if rng.gen_bool(0.7) {
+                    next / 2 + 1
+                } else {
+                    next + 1
+                };
+                let k = rng.gen_range(0..hi);
+                for x in [&mut model, &mut s] {
+                    if let Some(gr) = x.group_mut(&g) {
+                        gr.ack(id(k, 0));
+                    }
+                }
+            }
+            75..=95 => {
+                let k = rng.gen_range(0..next + 1);
+                for x in [&mut model, &mut s] {
+                    if let Some(gr) = x.group_mut(&g) {
+                        if gr.consumer(&c).is_some() {
+                            gr.assign(id(k, 0), &c, step, Some(3));
+                        }
+                    }
+                }
+            }
+            96..=97 => {
+                let k = rng.gen_range(0..next + 1);
+                for x in [&mut model, &mut s] {
+                    if let Some(gr) = x.group_mut(&g) {
+                        gr.set_delivery(id(k, 0), step, 9);
+                    }
+                }
+            }
+            _ if step % 16 == 0 => {
+                for x in [&mut model, &mut s] {
+                    if let Some(gr) = x.group_mut(&g) {
+                        gr.delete_consumer(&c);
+                    }
+                }
+            }
+            _ => {}
+        }
+        assert_eq!(s.check(), Ok(()), "step {step}");
+        assert!(s.groups == model.groups, "step {step}");
+        // Write the changed parts (the journal).
+        let dirty = s.dirty_parts();
+        let mut written = 0;
+        for i in dirty {
+            let p = s.part(i);
+            assert_eq!(p.depth, PEL_DEPTH);
+            let mut body = Vec::new();
+            s.encode_part(i, &mut body);
+            assert_eq!(
+                measure_pel_part(&body).map(|(n, _)| n),
+                Ok(p.count),
+                "step {step}"
+            );
+            written += body.len();
+            next_loc += 1;
+            let loc = FlashLoc {
+                segment: next_loc,
+                offset: 0,
+                len: body.len() as u32,
+            };
+            flash.insert(loc, body);
+            newest.insert(p.low, (step, loc));
+            assert!(s.published(i, p.ver, loc, step).is_some());
+        }
+        most_written = most_written.max(written);
+        assert!(!s.any_dirty());
+        s.take_dropped_refs();
+        // Rebuild from the head's fields and the newest records.
+        if step % 97 == 0 {
+            let mut meta = Vec::new();
+            s.head_meta(&mut meta);
+            let mut r = Stream::from_infos(1, &[], &[], None, 0);
+            r.set_meta(&meta, (0, 0)).expect("head fields");
+            for (group, ordinal, num) in r.named_pel_parts() {
+                let (seq, loc) = newest[&pel_record_low(ordinal, num)];
+                r.install_pel_part(&group, num, &flash[&loc], loc, seq)
+                    .expect("installs");
+            }
+            assert_eq!(r.finish_pel_parts(), 0, "step {step}");
+            assert_eq!(r.check(), Ok(()), "step {step}");
+            assert!(r.groups == s.groups, "step {step}: rebuilt");
+            assert!(!r.any_dirty(), "step {step}: nothing to rewrite");
+        }
+    }
+    let pending: usize = s.groups().map(|(_, g)| g.pel_len()).sum();
+    eprintln!("{pending} pending; the largest write of one step: {most_written} bytes");
+    assert!(pending > 1000, "{pending} pending");
+    // One step changes at most two parts (a split, or a merge): each part
+    // holds at most `PEL_PART_MAX` NACKs.
+    assert!(most_written < 3 * 50 * pel::PEL_PART_MAX, "{most_written}");
+}
