@@ -78,7 +78,7 @@ pub use log::journal::{FsyncPolicy, LogStatus};
 pub use log::persistence::{PersistInfo, ShutdownSave};
 pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
-pub use tiering::evict::Admission;
+pub use tiering::evict::{Admission, OomCause, RamParts};
 pub use tiering::fetch::Read;
 pub use types::bigstr::Piece;
 pub use types::{Collection, ValueType};
@@ -452,6 +452,19 @@ impl Inner {
         cv.notify_one();
     }
 
+    /// The keys' index, the values in RAM and the key count, summed over
+    /// the shards (each under its lock).
+    pub fn ram_parts(&self) -> tiering::evict::RamParts {
+        let mut p = tiering::evict::RamParts::default();
+        for s in self.shards.iter() {
+            let s = s.lock();
+            p.index_bytes += s.index_bytes();
+            p.hot_bytes += s.acct.hot_bytes;
+            p.keys += s.dbs.iter().map(|m| m.len() as u64).sum::<u64>();
+        }
+        p
+    }
+
     /// RAM in use: the configured gauge, or index + hot value bytes.
     pub fn ram_used(&self) -> u64 {
         match &self.ram_gauge {
@@ -580,6 +593,7 @@ impl Inner {
         t.keyspace_hits = Stats::get(&st.keyspace_hits);
         t.keyspace_misses = Stats::get(&st.keyspace_misses);
         t.free_demotions = Stats::get(&st.free_demotions);
+        t.demotion_scanned = Stats::get(&st.demotion_scanned);
         t.segments = self.table.len() as u64;
         t.allocated_bytes = self.table.allocated_bytes();
         t.flash_live_bytes = self.flash_live_bytes.load(Ordering::Relaxed);

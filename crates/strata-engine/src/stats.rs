@@ -44,6 +44,8 @@ pub struct Stats {
     pub keyspace_misses: AtomicU64,
     /// Demotions of hot values with a clean flash copy (no I/O needed).
     pub free_demotions: AtomicU64,
+    /// Entries the demotion hands examined.
+    pub demotion_scanned: AtomicU64,
     /// Flash write failures.
     pub write_errors: AtomicU64,
     /// Memcached gets that found their item expired (memcached's get_expired).
@@ -135,6 +137,7 @@ pub struct TieredInfo {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub free_demotions: u64,
+    pub demotion_scanned: u64,
     pub io_backend: &'static str,
     pub direct_io: bool,
     pub ram_used: u64,

@@ -414,7 +414,7 @@ async fn admit(
     drain(pending, out).await;
     match shared.admit_write(first).await {
         Ok(()) => None,
-        Err(crate::Refusal::OutOfMemory) => Some(reply::OOM.to_string()),
+        Err(crate::Refusal::OutOfMemory) => Some(reply::oom(shared.engine.oom_cause())),
         Err(crate::Refusal::Log(why)) => Some(reply::misconf(&why)),
     }
 }

@@ -458,9 +458,24 @@ fn tiered(s: &Shared, out: &mut String, largest: bool) {
     field!(out, "flash_read_errors", t.read_errors);
     field!(out, "flash_write_errors", t.write_errors);
     field!(out, "flash_free_demotions", t.free_demotions);
+    field!(out, "demotion_scanned", t.demotion_scanned);
     field!(out, "flash_io_backend", t.io_backend);
     field!(out, "flash_direct_io", t.direct_io as u8);
     field!(out, "index_bytes", t.index_bytes);
+    // The keys' index per key, and how many more keys the RAM budget can
+    // hold at that rate beside what RAM holds that cannot move to flash
+    // (values in RAM can): both from the measured figures above.
+    let per_key = t.index_bytes.checked_div(t.keys).unwrap_or(0);
+    field!(out, "index_bytes_per_key", per_key);
+    let pinned = t.ram_used.saturating_sub(t.hot_bytes);
+    field!(
+        out,
+        "index_keys_room",
+        t.maxmemory_ram
+            .saturating_sub(pinned)
+            .checked_div(per_key)
+            .unwrap_or(0)
+    );
     // Keys per type over all databases, and collections by tier: a packed
     // collection is one record, in RAM or on flash; a chunked one counts in
     // RAM (its directory is) and its bytes count where each part is.

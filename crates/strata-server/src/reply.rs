@@ -17,6 +17,33 @@ pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const LOADING: &str = "LOADING Strata is loading the dataset in memory";
 pub const BGSAVE_RUNNING: &str = "ERR Background save already in progress";
 
+/// The OOM refusal naming the limit it hit: Redis's words for
+/// `maxmemory`; for the RAM budget, what RAM holds that cannot move to
+/// flash and the keys' index's share of it (more keys need a larger
+/// `maxmemory-ram`); for a flash log full of live data, `flash-max-size`.
+pub fn oom(cause: strata_engine::OomCause) -> String {
+    use strata_engine::OomCause;
+    match cause {
+        OomCause::Maxmemory => OOM.to_string(),
+        OomCause::RamBudget {
+            budget,
+            pinned,
+            index_bytes,
+            keys,
+        } => format!(
+            "OOM command not allowed when used memory > 'maxmemory-ram' ({budget} bytes): \
+             {pinned} bytes in RAM cannot move to flash, of which the keys' index takes \
+             {index_bytes} bytes for {keys} keys ({} bytes per key); raise maxmemory-ram \
+             to hold more keys",
+            index_bytes.checked_div(keys).unwrap_or(0)
+        ),
+        OomCause::Flash { capacity } => format!(
+            "OOM command not allowed when the flash log is full of live data \
+             ('flash-max-size' {capacity} bytes)"
+        ),
+    }
+}
+
 /// The refusal of a write while the flash log cannot be written.
 pub fn misconf(why: &str) -> String {
     format!(

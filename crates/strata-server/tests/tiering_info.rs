@@ -227,6 +227,11 @@ fn noeviction_answers_oom_and_loses_nothing() {
     }
     let oom = oom.expect("20 MB into 4 MB RAM + 16 MB flash was never refused");
     assert!(oom.contains("OOM"), "{oom}");
+    // The refusal names the limit it hit (issue #12).
+    assert!(
+        oom.contains("'flash-max-size'") || oom.contains("'maxmemory-ram'"),
+        "{oom}"
+    );
     // Reads still work and every acknowledged write is intact.
     for key in &acked {
         let v: Vec<u8> = con.get(key).unwrap();
@@ -336,4 +341,71 @@ fn info_tiered_names_the_largest_collection() {
     assert_eq!(t["largest_collection_type"], "hash");
     let all = srv.info(&mut con, "everything");
     assert!(!all.contains_key("largest_collection_elements"));
+}
+
+/// When the keys' index fills the RAM budget by itself (every value on
+/// flash), a write is refused with an OOM that names `maxmemory-ram` and
+/// what the index takes; INFO gives the index per key and no room left;
+/// and, idle, the server does not keep scanning for values to demote
+/// (it scanned every key each tick, burning ~7% of a core: issue #12).
+#[test]
+fn an_index_that_fills_the_ram_budget_is_named_in_the_refusal() {
+    let srv = Server::start(&["--maxmemory-ram", "8mb", "--appendonly", "no"]);
+    let mut con = srv.client();
+    let mut oom = None;
+    let mut n = 0;
+    let t0 = std::time::Instant::now();
+    'fill: for _ in 0..800 {
+        let mut pipe = redis::pipe();
+        for _ in 0..500 {
+            let key = format!("k:{n}");
+            pipe.set(&key, value_for(&key, 0, 512));
+            n += 1;
+        }
+        if let Err(e) = pipe.query::<()>(&mut con) {
+            oom = Some(e.to_string());
+            break 'fill;
+        }
+    }
+    let oom = oom.expect("400,000 keys fit an 8 MB RAM budget");
+    eprintln!("refused after {n} SETs in {:?}", t0.elapsed());
+    eprintln!("{oom}");
+    assert!(oom.starts_with("OOM"), "{oom}");
+    // The index is most of what cannot move to flash.
+    let words: Vec<&str> = oom.split(' ').collect();
+    let at = |w: &str| words.iter().position(|x| *x == w).unwrap();
+    let pinned: u64 = words[at("in") - 2].parse().unwrap();
+    let index: u64 = words[at("takes") + 1].parse().unwrap();
+    assert!(2 * index > pinned, "{oom}");
+    assert!(oom.contains("'maxmemory-ram'"), "{oom}");
+    assert!(oom.contains("the keys' index takes"), "{oom}");
+    let per_key = srv.info_u64(&mut con, "tiered", "index_bytes_per_key");
+    let keys: u64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    let index = srv.info_u64(&mut con, "tiered", "index_bytes");
+    assert_eq!(per_key, index / keys);
+    // (SETs after the refused one may have added keys since.)
+    let said: u64 = words[at("per") - 2]
+        .trim_start_matches('(')
+        .parse()
+        .unwrap();
+    assert!(said.abs_diff(per_key) <= 2, "{oom}: {per_key} per key now");
+    // (What RAM holds besides moves by a few KB between two INFOs.)
+    let room = srv.info_u64(&mut con, "tiered", "index_keys_room");
+    assert!(room * 50 < keys, "room for {room} more keys beside {keys}");
+    // The last values written go to flash; then RAM holds nothing that can.
+    wait_until("every value on flash", || {
+        srv.info_u64(&mut con, "tiered", "values_in_ram") == 0
+    });
+    // Idle: no demotion pass runs over the keys (ten ticks at hz 10).
+    let scanned = srv.info_u64(&mut con, "tiered", "demotion_scanned");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(
+        srv.info_u64(&mut con, "tiered", "demotion_scanned"),
+        scanned,
+        "demotion kept scanning with nothing in RAM to move"
+    );
+    // Deleting keys makes room for new ones.
+    let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+    let _: () = con.set("after", "v").unwrap();
+    assert!(srv.info_u64(&mut con, "tiered", "index_keys_room") > 1000);
 }

@@ -30,7 +30,63 @@ pub enum Admission {
 /// RAM may exceed the budget by this share before writers wait (per mille).
 const HARD_LIMIT_PERMILLE: u64 = 1000;
 
+/// Which limit an OOM refusal hit (`Engine::oom_cause`), so the refusal
+/// can name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OomCause {
+    /// `maxmemory` (RAM and flash together, Redis's limit).
+    Maxmemory,
+    /// The RAM budget (`maxmemory-ram`) with nothing left to move to
+    /// flash: what RAM holds that cannot leave it, and of that the keys'
+    /// index, for `keys` keys.
+    RamBudget {
+        budget: u64,
+        pinned: u64,
+        index_bytes: u64,
+        keys: u64,
+    },
+    /// The flash log is full of live data (`flash-max-size`).
+    Flash { capacity: u64 },
+}
+
+/// What the RAM budget holds (measured, each shard under its lock).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RamParts {
+    /// The keys' index: map buckets and slots, and the keys' bytes.
+    pub index_bytes: u64,
+    /// Values and collection parts in RAM (what demotion can move).
+    pub hot_bytes: u64,
+    pub keys: u64,
+}
+
 impl Engine {
+    /// Which limit refuses writes now (for an OOM refusal's words).
+    pub fn oom_cause(&self) -> OomCause {
+        let inner = &self.inner;
+        if inner.journal.enabled && inner.journal.status() == crate::log::journal::LogStatus::Full {
+            return OomCause::Flash {
+                capacity: inner.capacity,
+            };
+        }
+        let ram = inner.ram_used();
+        let max = inner.tun.maxmemory.load(Relaxed);
+        if max > 0 && ram + inner.flash_live_bytes.load(Relaxed) > max {
+            return OomCause::Maxmemory;
+        }
+        let p = inner.ram_parts();
+        OomCause::RamBudget {
+            budget: inner.tun.maxmemory_ram.load(Relaxed),
+            pinned: ram.saturating_sub(p.hot_bytes),
+            index_bytes: p.index_bytes,
+            keys: p.keys,
+        }
+    }
+
+    /// The keys' index, the values in RAM and the key count.
+    pub fn ram_parts(&self) -> RamParts {
+        self.inner.ram_parts()
+    }
+
     /// Decides whether a write command may run (Redis's `denyoom` check).
     pub fn admission(&self) -> Admission {
         self.inner.admission()

@@ -80,8 +80,15 @@ pub(crate) fn run_background(inner: &Inner) {
         }
         let ram = inner.ram_used();
         if ram > inner.tun.high_watermark() && retry_at.is_none_or(|t| Instant::now() >= t) {
-            demoting = true;
             retry_at = None;
+            if inner.ram_parts().hot_bytes == 0 && !inner.journal.busy() {
+                // Nothing in RAM can go to flash: writers are refused (or
+                // evict) at once, and no pass runs until the next tick.
+                inner.demotion_stuck.store(true, Relaxed);
+                retry_at = Some(Instant::now() + tick);
+            } else {
+                demoting = true;
+            }
         }
         if demoting {
             if ram < inner.tun.low_watermark() {
@@ -351,6 +358,7 @@ fn demote_chunk(
             spared += picked.saturating_sub(n);
         })
     };
+    Stats::add(&inner.stats.demotion_scanned, scanned as u64);
     if victims.is_empty() {
         return chunks_moved.map(|n| Progress {
             moved: freed + n,
