@@ -63,7 +63,7 @@ pub mod types;
 
 pub use config::{EngineConfig, EvictionPolicy, LatencySink, PromotePolicy, RamGauge};
 pub use error::EngineError;
-pub use flash::io::IoBackend;
+pub use flash::io::{enter_loop, IoBackend};
 pub use index::Value;
 pub use keyspace::bigstr::{StrEdit, StrRef};
 pub use keyspace::chunks::{pick_index, Need, ZTo};

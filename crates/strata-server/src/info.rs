@@ -125,6 +125,7 @@ fn server(s: &Shared, out: &mut String) {
     field!(out, "hz", c.hz);
     field!(out, "io_threads_active", 0);
     field!(out, "threads", c.threads);
+    field!(out, "server_runtime", c.server_runtime);
     field!(
         out,
         "executable",

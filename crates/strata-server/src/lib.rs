@@ -20,6 +20,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod glob;
 pub mod info;
+pub mod loops;
 pub mod memcache;
 pub mod metrics;
 pub mod rdb;
@@ -28,6 +29,7 @@ pub mod session;
 
 use clients::Clients;
 use config::{Config, MaxmemoryPolicy};
+use loops::Protocol;
 use metrics::slowlog::SlowLog;
 use parking_lot::RwLock;
 use std::net::SocketAddr;
@@ -420,18 +422,30 @@ pub async fn start(
         log_reloader: std::sync::OnceLock::new(),
     });
     shared.apply_config();
+    let per_core = shared.config.read().server_runtime == "per-core";
+    let loops = Arc::new(loops::Loops::start(shared.threads(), per_core)?);
     let mut addrs = Vec::new();
     for l in listeners {
         let addr = l.local_addr()?;
         shared.tcp_port.store(addr.port() as u64, Relaxed);
         addrs.push(addr);
-        tokio::spawn(accept_loop(shared.clone(), l, Protocol::Resp));
+        tokio::spawn(accept_loop(
+            shared.clone(),
+            l,
+            Protocol::Resp,
+            loops.clone(),
+        ));
     }
     for l in mc_listeners {
         let addr = l.local_addr()?;
         tracing::info!("Memcached protocol on {addr}");
         shared.mc_port.store(addr.port() as u64, Relaxed);
-        tokio::spawn(accept_loop(shared.clone(), l, Protocol::Memcached));
+        tokio::spawn(accept_loop(
+            shared.clone(),
+            l,
+            Protocol::Memcached,
+            loops.clone(),
+        ));
     }
     tokio::spawn(alloc::return_freed_memory(shared.clone()));
     tokio::spawn(blocking.serve_changed(shared.engine.clone()));
@@ -442,14 +456,12 @@ pub async fn start(
     Ok(ServerHandle { shared, addrs })
 }
 
-/// What a listener speaks.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Protocol {
-    Resp,
-    Memcached,
-}
-
-async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, protocol: Protocol) {
+async fn accept_loop(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    protocol: Protocol,
+    loops: Arc<loops::Loops>,
+) {
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -488,17 +500,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, protocol: Proto
             .map(|a| a.to_string())
             .unwrap_or_default();
         let handle = shared.clients.register(peer.to_string(), laddr);
-        let s = shared.clone();
-        tokio::spawn(async move {
-            let id = handle.id;
-            match protocol {
-                Protocol::Resp => connection::serve(s.clone(), stream, handle).await,
-                Protocol::Memcached => memcache::serve(s.clone(), stream, handle).await,
-            }
-            s.clients.unregister(id);
-            s.tracking.off(id);
-            s.monitors.remove(id);
-        });
+        loops.serve(shared.clone(), stream, protocol, handle);
     }
 }
 

@@ -31,11 +31,21 @@ fn main() {
         }
     };
     let reload_log = init_logging(&config);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(config.threads.max(1))
-        .thread_name("strata-worker")
-        .enable_all()
-        .build();
+    // The main thread accepts connections and runs the server's own
+    // tasks; `threads` connection loops serve the clients (`loops`).
+    let runtime = if config.server_runtime == "shared" {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads.max(1))
+            .thread_name("strata-worker")
+            .on_thread_start(strata_engine::enter_loop)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .thread_name("strata-blocking")
+            .enable_all()
+            .build()
+    };
     let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {

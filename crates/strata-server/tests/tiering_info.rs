@@ -278,8 +278,27 @@ fn allkeys_lru_evicts_instead_of_refusing() {
 /// flight), in order, each with the right value.
 #[test]
 fn pipelined_cold_reads_complete_in_order() {
-    let srv = Server::start(&["--maxmemory-ram", "8mb", "--tiering-promote", "never"]);
+    pipelined_cold_reads("per-core");
+}
+
+/// The same on the shared runtime (`server-runtime shared`): every
+/// connection on one work-stealing runtime.
+#[test]
+fn pipelined_cold_reads_complete_in_order_on_the_shared_runtime() {
+    pipelined_cold_reads("shared");
+}
+
+fn pipelined_cold_reads(runtime: &str) {
+    let srv = Server::start(&[
+        "--maxmemory-ram",
+        "8mb",
+        "--tiering-promote",
+        "never",
+        "--server-runtime",
+        runtime,
+    ]);
     let mut con = srv.client();
+    assert_eq!(srv.info(&mut con, "server")["server_runtime"], runtime);
     let cold = cold_keys(&srv, &mut con, "p:", 200);
     let mut pipe = redis::pipe();
     for k in &cold {

@@ -230,6 +230,9 @@ pub struct Config {
     pub client_output_buffer_limit: [[u64; 3]; 3],
     /// `enable-debug-command`: "no", "yes" or "local" (loopback clients).
     pub enable_debug_command: String,
+    /// `server-runtime`: "per-core" (an event loop per thread, `loops`) or
+    /// "shared" (one work-stealing runtime for every connection).
+    pub server_runtime: String,
     /// `tracking-table-max-keys`: keys client tracking remembers, at most.
     pub tracking_table_max_keys: u64,
     /// `notify-keyspace-events`, as `session::notify` flags.
@@ -273,6 +276,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             tracking_table_max_keys: 1_000_000,
             enable_debug_command: "no".into(),
+            server_runtime: "per-core".into(),
             client_output_buffer_limit: [
                 [0, 0, 0],
                 [256 << 20, 64 << 20, 60],

@@ -219,6 +219,23 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| c.threads.to_string(),
     },
     OptionDef {
+        name: "server-runtime",
+        default: "per-core",
+        doc: "per-core: `threads` event loops, each serving its own connections and their \
+              flash reads (its own io_uring ring); shared: one work-stealing runtime of \
+              `threads` workers for every connection",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            let v = v.to_ascii_lowercase();
+            if !["per-core", "shared"].contains(&v.as_str()) {
+                return Err("argument must be one of the following: per-core, shared".into());
+            }
+            c.server_runtime = v;
+            Ok(())
+        }),
+        get: |c| c.server_runtime.clone(),
+    },
+    OptionDef {
         name: "proto-max-bulk-len",
         default: "512mb",
         doc: "bytes; largest bulk string a client may send (at least 1mb)",

@@ -94,7 +94,7 @@ fn table_is_well_formed() {
     names.dedup();
     assert_eq!(before, names.len(), "an option is listed twice");
     // One option per Config field, and the four ziplist aliases.
-    assert_eq!(before, 53, "one option per Config field (plus aliases)");
+    assert_eq!(before, 54, "one option per Config field (plus aliases)");
     let runtime: Vec<&str> = OPTIONS
         .iter()
         .filter(|d| d.runtime)

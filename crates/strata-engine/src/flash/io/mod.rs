@@ -66,6 +66,14 @@ pub trait IoEngine: Send + Sync + 'static {
     }
 }
 
+/// Declares the calling thread a connection loop (a tokio `current_thread`
+/// runtime serving its own connections): the io_uring backend gives it a
+/// ring of its own, reaped on its runtime (`uring` module doc).
+pub fn enter_loop() {
+    #[cfg(target_os = "linux")]
+    uring::enter_loop();
+}
+
 /// Submits a read and returns a future of its completion.
 pub fn read(
     io: &dyn IoEngine,

@@ -1,30 +1,53 @@
-//! The io_uring backend: one ring per engine, submitted to directly by the
-//! calling thread (no hand-off), with completions reaped by whoever is
-//! woken by the ring's registered eventfd:
-//! - inside a tokio runtime, a reaper task on the runtime's reactor (so a
-//!   cold GET costs no thread switch beyond the worker's own wakeup);
-//! - otherwise, a dedicated reaper thread.
+//! The io_uring backend: rings submitted to directly by the calling thread
+//! (no hand-off), with completions reaped by whoever is woken by the
+//! ring's registered eventfd:
+//! - a thread that declared itself a connection loop (`enter_loop`: one
+//!   tokio `current_thread` runtime per thread) gets a ring of its own,
+//!   reaped by a task of its own runtime: a cold GET's read is submitted,
+//!   completed and answered on one thread;
+//! - other threads inside a tokio runtime share the engine's main ring,
+//!   reaped by a task on the reactor of the runtime that opened the engine;
+//! - otherwise, a dedicated reaper thread reaps the main ring.
 //!
 //! Blocking callers (the background thread) also reap while they wait
 //! (`IoEngine::poll`), so they never depend on the reaper being alive.
 //!
 //! Invariants:
-//! 1. At most `depth` requests are in the ring; the rest wait in `queued`
+//! 1. At most `depth` requests are in a ring; the rest wait in `queued`
 //!    and enter as completions free slots.
 //! 2. Every request is completed exactly once; callbacks run outside the
 //!    ring lock. On shutdown, queued requests complete with an error.
 //! 3. A buffer is not touched by anyone but the kernel while its SQE is in
 //!    flight: the request (which owns it) sits in the slab until then.
+//! 4. A loop's ring is used only by its thread's submissions; its reaper
+//!    runs on that thread's runtime, which outlives every read it serves
+//!    (a connection's task runs on its loop).
 
 use super::{IoEngine, IoOp, IoRequest};
 use io_uring::{opcode, types, IoUring};
 use parking_lot::Mutex;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+
+thread_local! {
+    /// This thread is a connection loop (`enter_loop`).
+    static LOOP: Cell<bool> = const { Cell::new(false) };
+    /// This thread's rings, by engine (`UringEngine::id`).
+    static LOCAL: RefCell<Vec<(usize, Arc<Shared>)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Declares the calling thread a connection loop: a tokio `current_thread`
+/// runtime that serves its connections' flash reads itself (module doc).
+pub fn enter_loop() {
+    LOOP.with(|l| l.set(true));
+}
+
+static NEXT_ID: AtomicUsize = AtomicUsize::new(1);
 
 struct Ring {
     ring: IoUring,
@@ -139,42 +162,59 @@ pub struct UringEngine {
     /// Completions are reaped on a tokio reactor (so staged submissions
     /// are always flushed by a task of a live runtime).
     reactor_mode: bool,
+    /// Ring entries (each loop's ring has as many).
+    entries: u32,
+    /// This engine's key among a thread's rings.
+    id: usize,
+    /// Every loop's ring, to shut down with the engine.
+    locals: Mutex<Vec<Arc<Shared>>>,
+}
+
+/// A new ring with its eventfd registered.
+fn new_ring(entries: u32) -> io::Result<Arc<Shared>> {
+    let ring = IoUring::new(entries)?;
+    // SAFETY: plain syscall; the fd is owned below.
+    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a new fd that nothing else owns.
+    let eventfd = unsafe { OwnedFd::from_raw_fd(raw) };
+    ring.submitter().register_eventfd(raw)?;
+    Ok(Arc::new(Shared {
+        ring: Mutex::new(Ring {
+            ring,
+            slab: Vec::new(),
+            free: Vec::new(),
+            in_flight: 0,
+            depth: entries as usize,
+            queued: VecDeque::new(),
+        }),
+        eventfd,
+        shutdown: AtomicBool::new(false),
+        flush_scheduled: AtomicBool::new(false),
+    }))
+}
+
+/// Spawns the reaper of `shared` on `handle`'s runtime.
+fn reap_on(handle: &tokio::runtime::Handle, shared: &Arc<Shared>) -> io::Result<()> {
+    let _entered = handle.enter();
+    // SAFETY: the eventfd is owned by `Shared`, which the `EventFd` handle
+    // keeps alive, so the fd stays open and unchanged for the whole life
+    // of the AsyncFd.
+    let fd = unsafe { tokio::io::unix::AsyncFd::register(EventFd(shared.clone())) }
+        .map_err(io::Error::from)?;
+    handle.spawn(reap_on_reactor(fd));
+    Ok(())
 }
 
 impl UringEngine {
     pub fn new(depth: usize) -> io::Result<UringEngine> {
         let entries = (depth.clamp(8, 4096) as u32).next_power_of_two();
-        let ring = IoUring::new(entries)?;
-        // SAFETY: plain syscall; the fd is owned below.
-        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `raw` is a new fd that nothing else owns.
-        let eventfd = unsafe { OwnedFd::from_raw_fd(raw) };
-        ring.submitter().register_eventfd(raw)?;
-        let shared = Arc::new(Shared {
-            ring: Mutex::new(Ring {
-                ring,
-                slab: Vec::new(),
-                free: Vec::new(),
-                in_flight: 0,
-                depth: entries as usize,
-                queued: VecDeque::new(),
-            }),
-            eventfd,
-            shutdown: AtomicBool::new(false),
-            flush_scheduled: AtomicBool::new(false),
-        });
+        let shared = new_ring(entries)?;
         let thread = match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                let _entered = handle.enter();
-                // SAFETY: the eventfd is owned by `Shared`, which the
-                // `EventFd` handle keeps alive, so the fd stays open and
-                // unchanged for the whole life of the AsyncFd.
-                let fd = unsafe { tokio::io::unix::AsyncFd::register(EventFd(shared.clone())) }
-                    .map_err(io::Error::from)?;
-                handle.spawn(reap_on_reactor(fd));
+                reap_on(&handle, &shared)?;
                 None
             }
             Err(_) => {
@@ -190,7 +230,61 @@ impl UringEngine {
             reactor_mode: thread.is_none(),
             shared,
             thread,
+            entries,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            locals: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The calling loop thread's ring, made on its first read (None on
+    /// any other thread, or if the ring cannot be made: the main ring
+    /// serves then).
+    fn local_ring(&self) -> Option<Arc<Shared>> {
+        if !LOOP.with(Cell::get) {
+            return None;
+        }
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            if let Some((_, r)) = l.iter().find(|(id, _)| *id == self.id) {
+                return Some(r.clone());
+            }
+            let handle = tokio::runtime::Handle::try_current().ok()?;
+            let made = new_ring(self.entries).and_then(|r| reap_on(&handle, &r).map(|()| r));
+            match made {
+                Ok(r) => {
+                    self.locals.lock().push(r.clone());
+                    l.push((self.id, r.clone()));
+                    Some(r)
+                }
+                Err(e) => {
+                    tracing::warn!("no io_uring ring for this loop ({e}); using the shared one");
+                    None
+                }
+            }
+        })
+    }
+}
+
+/// Stages `req` in `shared`'s ring, to be submitted by a task that runs
+/// after the other ready tasks of this runtime tick (one syscall, and one
+/// device doorbell, for all the reads the tick's connections issued).
+fn stage_on(shared: &Arc<Shared>, handle: &tokio::runtime::Handle, req: IoRequest) {
+    let mut r = shared.ring.lock();
+    r.queued.push_back(req);
+    let result = r.stage_queued().map(|staged| {
+        drop(r);
+        if staged && !shared.flush_scheduled.swap(true, Ordering::AcqRel) {
+            let s = shared.clone();
+            handle.spawn(async move {
+                s.flush_scheduled.store(false, Ordering::Release);
+                if let Err(e) = s.ring.lock().ring.submit() {
+                    tracing::error!("io_uring submit failed: {e}");
+                }
+            });
+        }
+    });
+    if let Err(e) = result {
+        tracing::error!("io_uring submit failed: {e}");
     }
 }
 
@@ -269,35 +363,37 @@ impl IoEngine for UringEngine {
         if self.shared.shutdown.load(Ordering::Acquire) {
             return (req.done)(req.buf, Err(io::Error::other("I/O engine shut down")));
         }
-        // On a runtime worker, requests are staged and submitted together
-        // by a task that runs after the other ready tasks of this tick:
-        // one syscall (and one device doorbell) for all reads that the
-        // tick's connections issued. Elsewhere they are submitted now.
-        let runtime = self.reactor_mode.then(tokio::runtime::Handle::try_current);
+        // On a runtime, requests are staged and submitted together by a
+        // task of this tick (`stage_on`); a loop thread uses its own ring.
+        // Elsewhere they are submitted now.
+        if let Some(ring) = self.local_ring() {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                return stage_on(&ring, &handle, req);
+            }
+        }
+        if self.reactor_mode {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                return stage_on(&self.shared, &handle, req);
+            }
+        }
         let mut r = self.shared.ring.lock();
         r.queued.push_back(req);
-        let result = match runtime {
-            Some(Ok(handle)) => r.stage_queued().map(|staged| {
-                drop(r);
-                if staged && !self.shared.flush_scheduled.swap(true, Ordering::AcqRel) {
-                    let s = self.shared.clone();
-                    handle.spawn(async move {
-                        s.flush_scheduled.store(false, Ordering::Release);
-                        if let Err(e) = s.ring.lock().ring.submit() {
-                            tracing::error!("io_uring submit failed: {e}");
-                        }
-                    });
-                }
-            }),
-            _ => r.submit_queued(),
-        };
-        if let Err(e) = result {
+        if let Err(e) = r.submit_queued() {
             tracing::error!("io_uring submit failed: {e}");
         }
     }
 
     fn poll(&self) {
         self.shared.reap();
+        let local = LOCAL.with(|l| {
+            l.borrow()
+                .iter()
+                .find(|(id, _)| *id == self.id)
+                .map(|(_, r)| r.clone())
+        });
+        if let Some(r) = local {
+            r.reap();
+        }
     }
 
     fn name(&self) -> &'static str {
@@ -307,6 +403,12 @@ impl IoEngine for UringEngine {
 
 impl Drop for UringEngine {
     fn drop(&mut self) {
+        // The loops' rings: what is in flight completes on their reapers;
+        // those then see the flag and end.
+        for r in self.locals.lock().drain(..) {
+            r.shutdown.store(true, Ordering::Release);
+            wake(&r);
+        }
         self.shared.shutdown.store(true, Ordering::Release);
         // Let what is in flight finish, then fail what never entered.
         for _ in 0..1000 {
@@ -321,17 +423,18 @@ impl Drop for UringEngine {
             (r.done)(r.buf, Err(io::Error::other("I/O engine shut down")));
         }
         // Wake a reactor reaper so it sees the shutdown flag.
-        let one: u64 = 1;
-        // SAFETY: writing 8 bytes from a valid u64 to our own eventfd.
-        unsafe {
-            libc::write(
-                self.shared.eventfd.as_raw_fd(),
-                (&one as *const u64).cast(),
-                8,
-            );
-        }
+        wake(&self.shared);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+/// Signals a ring's eventfd, so its reaper wakes (and sees a shutdown).
+fn wake(s: &Shared) {
+    let one: u64 = 1;
+    // SAFETY: writing 8 bytes from a valid u64 to our own eventfd.
+    unsafe {
+        libc::write(s.eventfd.as_raw_fd(), (&one as *const u64).cast(), 8);
     }
 }
