@@ -10,6 +10,8 @@
 #   N          GETs per run (default 300000; QUICK: 50000)
 #   CLIENTS    redis-benchmark -c (default 32), pipeline 1
 #   LABEL      a name for this build in the report (default: git describe)
+#   TAG        suffix of the report's and the flame graphs' names (e.g.
+#              ".before" for a profile of an older STRATA_BIN)
 # Needs perf (Debian linux-perf) and inferno (`cargo install inferno`).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -20,12 +22,13 @@ MAXMEM_RAM=${MAXMEM_RAM:-$d_ram}
 N=${N:-$d_n}
 CLIENTS=${CLIENTS:-32}
 LABEL=${LABEL:-$(cd "$REPO_ROOT" && git describe --always --dirty)}
+TAG=${TAG:-}
 
 need perf linux-perf
 need_common
 need_strata
 command -v inferno-flamegraph >/dev/null || cargo install inferno --locked
-OUT=$(result_file profile)
+OUT=$(result_file "profile$TAG")
 SVG_DIR="$RESULTS_DIR/profiles"
 mkdir -p "$SVG_DIR"
 tmp=$(bench_tmpdir prof)
@@ -43,7 +46,7 @@ profile() {
     c1=$(cpu_s "$pid")
     kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true
     perf script -i "$tmp/$name.data" 2>/dev/null | inferno-collapse-perf > "$tmp/$name.folded"
-    inferno-flamegraph --title "strata-server: $name ($LABEL)" < "$tmp/$name.folded" > "$SVG_DIR/$name.svg"
+    inferno-flamegraph --title "strata-server: $name ($LABEL)" < "$tmp/$name.folded" > "$SVG_DIR/$name$TAG.svg"
     echo "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }') $rps"
 }
 
@@ -69,8 +72,8 @@ stop_server "$spid"
 {
     header "Where the server's CPU goes (issue #12)"
     echo "Build: $LABEL. perf record -F 1999 -g (dwarf) of strata-server during each run;"
-    echo "client and server share the machine's cores. Flame graphs: profiles/cold_get.svg,"
-    echo "profiles/ram_get.svg (perf's own overhead is in the CPU figures)."
+    echo "client and server share the machine's cores. Flame graphs: profiles/cold_get$TAG.svg,"
+    echo "profiles/ram_get$TAG.svg (perf's own overhead is in the CPU figures)."
     echo
     echo "| run | requests/s | server CPU | µs of server CPU per GET | flash reads |"
     echo "|---|---:|---:|---:|---:|"
