@@ -477,7 +477,7 @@ enum Setter {
 
 /// One configuration option: the single definition used for parsing,
 /// `--help`, `CONFIG GET` and `CONFIG SET`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct OptionDef {
     /// Lower-case name, as written in the file (`name`) and on the command
     /// line (`--name`).
@@ -517,7 +517,7 @@ impl OptionDef {
 
 /// All options, in the order of `CONFIG GET *` and `--help`.
 pub fn options() -> &'static [OptionDef] {
-    OPTIONS
+    &OPTIONS
 }
 
 fn find_option(name: &str) -> Option<&'static OptionDef> {

@@ -39,7 +39,7 @@ pub fn help_text() -> String {
         nw = name_width,
         dw = default_width
     ));
-    for def in OPTIONS {
+    for def in OPTIONS.iter() {
         out.push_str(&format!(
             "  --{:<nw$} {} {:<dw$}  {}\n",
             def.name,

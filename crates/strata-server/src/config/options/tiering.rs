@@ -1,0 +1,131 @@
+//! RAM and flash: the memory limits, the flash log, and tiering.
+
+use super::super::*;
+
+pub(super) static OPTIONS: &[OptionDef] = &[
+    OptionDef {
+        name: "maxmemory",
+        default: "0",
+        doc:
+            "bytes of data in RAM + flash before maxmemory-policy applies; 0 = up to flash-max-size",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.maxmemory = parse_size_arg(v, 0, u64::MAX)?;
+            Ok(())
+        }),
+        get: |c| c.maxmemory.to_string(),
+    },
+    OptionDef {
+        name: "maxmemory-ram",
+        default: "50%",
+        doc: "bytes of RAM for keys and hot values, or N% of physical RAM",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.maxmemory_ram = match v.strip_suffix('%') {
+                Some(pct) => {
+                    let pct = parse_uint(pct, 1, 100, "percentage")
+                        .map_err(|_| format!("invalid percentage '{v}' (expected 1% to 100%)"))?;
+                    percent_of_ram(pct)
+                }
+                None => parse_size_arg(v, 1, u64::MAX)?,
+            };
+            Ok(())
+        }),
+        get: |c| c.maxmemory_ram.to_string(),
+    },
+    OptionDef {
+        name: "maxmemory-policy",
+        default: "noeviction",
+        doc: "when maxmemory is reached: noeviction, allkeys-lru or allkeys-random",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.maxmemory_policy = v.parse()?;
+            Ok(())
+        }),
+        get: |c| c.maxmemory_policy.to_string(),
+    },
+    OptionDef {
+        name: "flash-dir",
+        default: "",
+        doc: "directory of the flash log; \"\" = <dir>/flash",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.flash_dir = if v.is_empty() {
+                None
+            } else {
+                Some(PathBuf::from(v))
+            };
+            Ok(())
+        }),
+        get: |c| c.flash_dir.as_deref().map(path_text).unwrap_or_default(),
+    },
+    OptionDef {
+        name: "flash-max-size",
+        default: "0",
+        doc: "bytes of flash the log may use; 0 = deduced from the partition's free space",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.flash_max_size = parse_size_arg(v, 0, u64::MAX)?;
+            Ok(())
+        }),
+        get: |c| c.flash_max_size.to_string(),
+    },
+    OptionDef {
+        name: "flash-segment-size",
+        default: "64mb",
+        doc: "bytes per flash log segment (1mb..1gb)",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.flash_segment_size =
+                parse_size_arg(v, MIN_FLASH_SEGMENT_SIZE, MAX_FLASH_SEGMENT_SIZE)?;
+            Ok(())
+        }),
+        get: |c| c.flash_segment_size.to_string(),
+    },
+    OptionDef {
+        name: "flash-io",
+        default: "auto",
+        doc: "flash I/O backend: auto, io_uring or psync",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.flash_io = v.parse()?;
+            Ok(())
+        }),
+        get: |c| c.flash_io.to_string(),
+    },
+    OptionDef {
+        name: "flash-direct-io",
+        default: "yes",
+        doc: "open flash files with O_DIRECT (yes/no)",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.flash_direct_io = parse_bool(v)?;
+            Ok(())
+        }),
+        get: |c| bool_text(c.flash_direct_io),
+    },
+    OptionDef {
+        name: "tiering-min-value-size",
+        default: "64",
+        doc: "bytes; smaller values always stay in RAM",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            let size = parse_size_arg(v, 0, u64::MAX)?;
+            c.tiering_min_value_size =
+                usize::try_from(size).map_err(|_| format!("size '{v}' is too large"))?;
+            Ok(())
+        }),
+        get: |c| c.tiering_min_value_size.to_string(),
+    },
+    OptionDef {
+        name: "tiering-promote",
+        default: "second",
+        doc: "when a flash value moves back to RAM: first, second (read) or never",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.tiering_promote = v.parse()?;
+            Ok(())
+        }),
+        get: |c| c.tiering_promote.to_string(),
+    },
+];
