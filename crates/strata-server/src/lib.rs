@@ -447,7 +447,6 @@ pub async fn start(
             loops.clone(),
         ));
     }
-    tokio::spawn(alloc::return_freed_memory(shared.clone()));
     tokio::spawn(blocking.serve_changed(shared.engine.clone()));
     tokio::spawn(session::tracking::broadcast_changes(
         shared.tracking.clone(),

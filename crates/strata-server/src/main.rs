@@ -8,6 +8,13 @@ use strata_server::LogReloader;
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
 
+/// jemalloc's settings (read at its start): freed pages go back to the OS
+/// within about a second, by one background purging thread (issue #12: RSS
+/// tracks `used_memory` after values leave RAM).
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static MALLOC_CONF: &[u8; 68] =
+    b"background_thread:true,max_background_threads:1,dirty_decay_ms:1000\0";
+
 fn main() {
     CountingAlloc::mark_installed();
     let args: Vec<String> = std::env::args().skip(1).collect();
