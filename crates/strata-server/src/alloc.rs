@@ -14,8 +14,8 @@
 //! figure is therefore exact up to `FLUSH_BYTES` per thread.
 
 use std::alloc::{GlobalAlloc, Layout};
-use tikv_jemallocator::Jemalloc as System;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
+use tikv_jemallocator::Jemalloc;
 
 pub struct CountingAlloc;
 
@@ -27,7 +27,7 @@ static INSTALLED: AtomicBool = AtomicBool::new(false);
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded contract.
-        let p = unsafe { System.alloc(layout) };
+        let p = unsafe { Jemalloc.alloc(layout) };
         if !p.is_null() {
             note_alloc(layout.size());
         }
@@ -36,7 +36,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: forwarded contract.
-        let p = unsafe { System.alloc_zeroed(layout) };
+        let p = unsafe { Jemalloc.alloc_zeroed(layout) };
         if !p.is_null() {
             note_alloc(layout.size());
         }
@@ -45,13 +45,13 @@ unsafe impl GlobalAlloc for CountingAlloc {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded contract.
-        unsafe { System.dealloc(ptr, layout) };
+        unsafe { Jemalloc.dealloc(ptr, layout) };
         note_free(layout.size());
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded contract.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = unsafe { Jemalloc.realloc(ptr, layout, new_size) };
         if !p.is_null() {
             note(new_size as isize - layout.size() as isize);
         }
@@ -129,4 +129,3 @@ pub fn rss_bytes() -> u64 {
         .map(|pages| pages * 4096)
         .unwrap_or(0)
 }
-
