@@ -78,7 +78,7 @@ pub use log::journal::{FsyncPolicy, LogStatus};
 pub use log::persistence::{PersistInfo, ShutdownSave};
 pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
-pub use tiering::evict::{Admission, OomCause, RamParts};
+pub use tiering::evict::{Admission, OomCause};
 pub use tiering::fetch::Read;
 pub use types::bigstr::Piece;
 pub use types::{Collection, ValueType};
@@ -454,7 +454,7 @@ impl Inner {
 
     /// The keys' index, the values in RAM and the key count, summed over
     /// the shards (each under its lock).
-    pub fn ram_parts(&self) -> tiering::evict::RamParts {
+    pub(crate) fn ram_parts(&self) -> tiering::evict::RamParts {
         let mut p = tiering::evict::RamParts::default();
         for s in self.shards.iter() {
             let s = s.lock();

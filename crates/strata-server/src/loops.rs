@@ -51,14 +51,9 @@ impl Loops {
     /// connections are served by the runtime the accept loops run on
     /// (`server-runtime shared`).
     pub fn start(n: usize, per_core: bool) -> std::io::Result<Loops> {
+        let loops = if per_core { n.max(1) } else { 0 };
         let mut senders = Vec::new();
-        if !per_core {
-            return Ok(Loops {
-                senders,
-                next: AtomicUsize::new(0),
-            });
-        }
-        for _ in 0..n.max(1) {
+        for _ in 0..loops {
             let (tx, rx) = mpsc::unbounded_channel::<Job>();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()

@@ -51,7 +51,7 @@ pub enum OomCause {
 
 /// What the RAM budget holds (measured, each shard under its lock).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RamParts {
+pub(crate) struct RamParts {
     /// The keys' index: map buckets and slots, and the keys' bytes.
     pub index_bytes: u64,
     /// Values and collection parts in RAM (what demotion can move).
@@ -80,11 +80,6 @@ impl Engine {
             index_bytes: p.index_bytes,
             keys: p.keys,
         }
-    }
-
-    /// The keys' index, the values in RAM and the key count.
-    pub fn ram_parts(&self) -> RamParts {
-        self.inner.ram_parts()
     }
 
     /// Decides whether a write command may run (Redis's `denyoom` check).

@@ -236,6 +236,16 @@ impl UringEngine {
         })
     }
 
+    /// The calling thread's ring of this engine, if it has one.
+    fn this_threads_ring(&self) -> Option<Arc<Shared>> {
+        LOCAL.with(|l| {
+            l.borrow()
+                .iter()
+                .find(|(id, _)| *id == self.id)
+                .map(|(_, r)| r.clone())
+        })
+    }
+
     /// The calling loop thread's ring, made on its first read (None on
     /// any other thread, or if the ring cannot be made: the main ring
     /// serves then).
@@ -243,11 +253,11 @@ impl UringEngine {
         if !LOOP.with(Cell::get) {
             return None;
         }
+        if let Some(r) = self.this_threads_ring() {
+            return Some(r);
+        }
         LOCAL.with(|l| {
             let mut l = l.borrow_mut();
-            if let Some((_, r)) = l.iter().find(|(id, _)| *id == self.id) {
-                return Some(r.clone());
-            }
             let handle = tokio::runtime::Handle::try_current().ok()?;
             let made = new_ring(self.entries).and_then(|r| reap_on(&handle, &r).map(|()| r));
             match made {
@@ -385,13 +395,7 @@ impl IoEngine for UringEngine {
 
     fn poll(&self) {
         self.shared.reap();
-        let local = LOCAL.with(|l| {
-            l.borrow()
-                .iter()
-                .find(|(id, _)| *id == self.id)
-                .map(|(_, r)| r.clone())
-        });
-        if let Some(r) = local {
+        if let Some(r) = self.this_threads_ring() {
             r.reap();
         }
     }

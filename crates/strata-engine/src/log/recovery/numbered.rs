@@ -33,6 +33,21 @@ fn dir_head(inner: &Inner, sh: &Shard, d: usize, i: usize, key: &[u8]) -> Option
     Some((cid, head_loc, head_seq, value))
 }
 
+/// For each part number among the candidates `keep` accepts, the index
+/// of the newest record of it (largest `seq`; equal: the later one).
+fn newest_by_low(cands: &[Cand], keep: impl Fn(&Cand) -> bool) -> BTreeMap<u64, usize> {
+    let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
+    for (ci, c) in cands.iter().enumerate().filter(|(_, c)| keep(c)) {
+        match newest.get(&c.low) {
+            Some(&o) if cands[o].seq > c.seq => {}
+            _ => {
+                newest.insert(c.low, ci);
+            }
+        }
+    }
+    newest
+}
+
 /// Resolves a chunked stream (module doc, by part number): each number the
 /// head names, `[start, end)`, takes the newest record of it; the head's
 /// own fields (counters, groups) are read from it. A stream whose head
@@ -78,21 +93,10 @@ pub(super) fn resolve_stream(
             None => false,
         }
     });
-    let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut newest_pel: BTreeMap<u64, usize> = BTreeMap::new();
-    for (ci, c) in cands.iter().enumerate() {
-        let map = match c.depth {
-            PEL_DEPTH => &mut newest_pel,
-            _ if c.low < start || c.low >= end => continue,
-            _ => &mut newest,
-        };
-        match map.get(&c.low) {
-            Some(&o) if cands[o].seq > c.seq => {}
-            _ => {
-                map.insert(c.low, ci);
-            }
-        }
-    }
+    let newest = newest_by_low(&cands, |c| {
+        c.depth != PEL_DEPTH && c.low >= start && c.low < end
+    });
+    let newest_pel = newest_by_low(&cands, |c| c.depth == PEL_DEPTH);
     let parts: Vec<StreamPartInfo> = newest
         .values()
         .filter_map(|&ci| {
@@ -110,20 +114,17 @@ pub(super) fn resolve_stream(
             damaged += 1;
         }
         // The groups' PEL parts the head names: each takes the newest
-        // record of its name, read now (a PEL lives in RAM).
+        // record of its name, read now (a PEL lives in RAM). One missing
+        // or unreadable is counted by `finish_pel_parts`.
         for (group, ordinal, num) in s.named_pel_parts() {
             let low = crate::types::stream::pel_record_low(ordinal, num);
             let Some(c) = newest_pel.get(&low).map(|&ci| &cands[ci]) else {
                 continue;
             };
-            let ok = crate::log::read_value_blocking(inner, key, c.loc, c.seq)
-                .and_then(|v| {
-                    let (_, body) = format::decode_chunk(&v)?;
-                    s.install_pel_part(&group, num, body, c.loc, c.seq).ok()
-                })
-                .is_some();
-            if !ok {
-                damaged += 1;
+            if let Some(v) = crate::log::read_value_blocking(inner, key, c.loc, c.seq) {
+                if let Some((_, body)) = format::decode_chunk(&v) {
+                    let _ = s.install_pel_part(&group, num, body, c.loc, c.seq);
+                }
             }
         }
         damaged += s.finish_pel_parts();
@@ -178,18 +179,7 @@ pub(super) fn resolve_string(
             None => false,
         }
     });
-    let mut newest: BTreeMap<u64, usize> = BTreeMap::new();
-    for (ci, c) in cands.iter().enumerate() {
-        if c.depth != STR_DEPTH || c.low >= span.1 {
-            continue;
-        }
-        match newest.get(&c.low) {
-            Some(&o) if cands[o].seq > c.seq => {}
-            _ => {
-                newest.insert(c.low, ci);
-            }
-        }
-    }
+    let newest = newest_by_low(&cands, |c| c.depth == STR_DEPTH && c.low < span.1);
     let parts: Vec<PartInfo> = newest
         .values()
         .map(|&ci| {

@@ -128,11 +128,18 @@ impl Stream {
         for i in 0..self.parts.len() {
             self.part_changed(i);
         }
-        let c = self.chunks.as_deref_mut().unwrap_or_else(|| unreachable!());
-        for g in self.groups.values_mut() {
-            g.parts = Some(Box::new(PelParts::cut(c.next_group, &g.pel)));
-            c.next_group += 1;
+        self.cut_pel_parts();
+    }
+
+    /// Cuts the PEL of each group that has no PEL parts yet into parts,
+    /// under a fresh ordinal each (every part changed).
+    fn cut_pel_parts(&mut self) {
+        let mut next = self.ch().next_group;
+        for g in self.groups.values_mut().filter(|g| g.parts.is_none()) {
+            g.parts = Some(Box::new(PelParts::cut(next, &g.pel)));
+            next += 1;
         }
+        self.ch_mut().next_group = next;
     }
 
     /// A chunked stream rebuilt from a directory (recovery): its parts on
@@ -183,10 +190,7 @@ impl Stream {
                 c.next_group = c.next_group.max(p.ordinal + 1);
             }
             // A head of format 13 or 14 holds whole PELs: they are cut now.
-            for g in self.groups.values_mut().filter(|g| g.parts.is_none()) {
-                g.parts = Some(Box::new(PelParts::cut(c.next_group, &g.pel)));
-                c.next_group += 1;
-            }
+            self.cut_pel_parts();
         }
         // The parts found must hold what the head counts (else records
         // were lost: the parts' totals stand).

@@ -382,23 +382,22 @@ impl Group {
     }
 
     /// Ends recovery's installs: the parts in id order; if their ranges
-    /// overlap (damage), or a named part was not found, the PEL is cut
-    /// anew (every part rewritten, the old records released). Returns
-    /// whether parts were lost.
-    pub(super) fn finish_pel_parts(&mut self) -> bool {
+    /// overlap (damage), or a named part was not installed, the PEL is cut
+    /// anew (every part rewritten; the old records were never counted
+    /// live by recovery's recount, so none is released). Returns how many
+    /// named parts were not installed.
+    pub(super) fn finish_pel_parts(&mut self) -> u64 {
         let Some(p) = self.parts.as_deref_mut() else {
-            return false;
+            return 0;
         };
-        let lost = !p.named.is_empty();
+        let lost = p.named.len() as u64;
         p.named.clear();
         p.parts.sort_by_key(|x| x.lo);
         if let Some(f) = p.parts.first_mut() {
             f.lo = StreamId::MIN;
         }
-        if lost || p.check(&self.pel).is_err() {
+        if lost > 0 || p.check(&self.pel).is_err() {
             let mut fresh = PelParts::cut(p.ordinal, &self.pel);
-            fresh.next = fresh.next.max(p.next);
-            fresh.dropped = p.parts.iter().filter_map(|x| x.loc).collect();
             // Numbers above every old one: no stale record is taken for
             // a new part.
             let base = p.next;

@@ -490,22 +490,12 @@ impl Stream {
     }
 
     /// Ends recovery's installs of PEL parts (`Group::finish_pel_parts`):
-    /// returns how many groups lost parts.
+    /// returns how many named parts were not installed (missing or
+    /// unreadable records).
     pub fn finish_pel_parts(&mut self) -> u64 {
         if let Some(c) = self.chunks.as_deref_mut() {
             c.recovered_pel.clear();
         }
-        let mut lost = 0;
-        let mut dropped = Vec::new();
-        for g in self.groups.values_mut() {
-            lost += u64::from(g.finish_pel_parts());
-            if let Some(p) = g.parts.as_deref_mut() {
-                dropped.append(&mut p.dropped);
-            }
-        }
-        if let Some(c) = self.chunks.as_deref_mut() {
-            c.dropped.extend(dropped);
-        }
-        lost
+        self.groups.values_mut().map(Group::finish_pel_parts).sum()
     }
 }
