@@ -10,6 +10,8 @@
 #   TESTS     redis-benchmark -t (default lpush,sadd,hset,zadd)
 #   CMD       a command instead of TESTS (e.g. "SETBIT bm __rand_int__ 1";
 #             __rand_int__ ranges over RANGE, default 100000)
+#   KEYSPACE  with TESTS: -r KEYSPACE (default none: redis-benchmark's
+#             tests then use one key)
 #   N (400000)  PIPELINE (16)  CLIENTS (50)  RUNS (3)
 #   STRATA_ARGS  extra strata-server options (default --appendonly no)
 set -euo pipefail
@@ -28,10 +30,13 @@ need redis-server redis-server
 need_strata
 CMD=${CMD:-}
 RANGE=${RANGE:-100000}
+KEYSPACE=${KEYSPACE:-}
+R_ARGS=()
+[ -n "$KEYSPACE" ] && R_ARGS=(-r "$KEYSPACE")
 if [ -n "$CMD" ]; then
     echo "# redis-benchmark -n $N -P $PIPELINE -c $CLIENTS -r $RANGE --threads 1 --csv $CMD"
 else
-    echo "# redis-benchmark -t $TESTS -n $N -P $PIPELINE -c $CLIENTS --threads 1 --csv"
+    echo "# redis-benchmark -t $TESTS -n $N -P $PIPELINE -c $CLIENTS ${R_ARGS[*]} --threads 1 --csv"
 fi
 for run in $(seq "$RUNS"); do
     for srv in $SERVERS; do
@@ -52,7 +57,7 @@ for run in $(seq "$RUNS"); do
             set +f
         else
             rps=$(redis-benchmark -h 127.0.0.1 -p "$port" -t "$TESTS" -n "$N" -P "$PIPELINE" -c "$CLIENTS" \
-                --threads 1 --csv 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')
+                "${R_ARGS[@]}" --threads 1 --csv 2>/dev/null | tail -n +2 | cut -d, -f2 | tr -d '"' | tr '\n' ' ')
         fi
         echo "run $run $srv: $rps"
         stop_server "$pid"

@@ -135,7 +135,9 @@ alive() { kill -0 "$1" 2>/dev/null || die "server pid $1 died (see its server.lo
 
 # info PORT FIELD [SECTION]: one INFO field
 info() {
-    redis-cli -p "$1" info "${3:-everything}" | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2; exit }'
+    # (awk reads to the end: exiting early would SIGPIPE redis-cli, which
+    # pipefail turns into a failure)
+    redis-cli -p "$1" info "${3:-everything}" | tr -d '\r' | awk -F: -v f="$2" '$1 == f && !done { print $2; done = 1 }'
 }
 
 # cpu_s PID: user+system CPU seconds the process used so far

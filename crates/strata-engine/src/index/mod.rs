@@ -3,8 +3,11 @@
 //! `parking_lot::Mutex<Shard>` held only for short, non-blocking sections
 //! (never across I/O).
 //!
-//! Entry layout (`Entry`, 48 bytes on x86-64, plus the key's heap bytes and
-//! the map's bucket):
+//! Each database of a shard is a [`KeyMap`] (`map.rs`): per key a 72-byte
+//! bucket (24-byte `CompactKey` + 48-byte `Entry`) and a 5-byte table slot,
+//! no stored hash.
+//!
+//! Entry layout (`Entry`, 48 bytes on x86-64):
 //! - `slot`: the value, either `Hot(Box<Hot { value, backing }>)` (bytes in RAM,
 //!   `backing` = a still-valid flash copy, so demoting it again is free) or
 //!   `Cold(FlashLoc)` (segment id, offset, length: 12 bytes);
@@ -33,13 +36,14 @@
 
 mod counters;
 mod key;
+mod map;
 
 use crate::flash::format::ItemMeta;
 use crate::types::{Collection, Malformed, ValueType};
 use bytes::Bytes;
 pub use counters::{DbCounters, ShardCounters};
-use indexmap::IndexMap;
 pub use key::CompactKey;
+pub use map::KeyMap;
 use std::collections::HashMap;
 
 pub type Key = CompactKey;
@@ -47,7 +51,7 @@ pub type Hasher = foldhash::fast::RandomState;
 /// The hash that picks a key's shard: seeded, and the seed is kept in the
 /// checkpoint, so a restart finds each shard's keys in one section.
 pub type ShardHasher = foldhash::fast::FixedState;
-pub type DbMap = IndexMap<Key, Entry, Hasher>;
+pub type DbMap = KeyMap;
 
 /// Where a cold value lives: one record of one segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -275,24 +279,11 @@ impl Entry {
     }
 }
 
-/// RAM of one map bucket: hash, key and entry, plus its index slot (a
-/// usize and a control byte).
-pub const BUCKET_BYTES: u64 =
-    (std::mem::size_of::<(usize, Key, Entry)>() + std::mem::size_of::<usize>() + 1) as u64;
+/// RAM of one key's bucket and table slot (`KeyMap::bytes_per_key`).
+pub const BUCKET_BYTES: u64 = KeyMap::bytes_per_key();
 
 /// RAM of one `explicit_cas` bucket (key, value and control byte).
 const EXPLICIT_CAS_BUCKET_BYTES: u64 = (std::mem::size_of::<(Key, ExplicitCas)>() + 1) as u64;
-
-/// Makes room for one more entry, growing the entry array by an eighth
-/// instead of doubling it: the array is most of the index's RAM, and
-/// doubling leaves a third of it unused on average. (The hash slots still
-/// double; they are 9 bytes per key.) Amortized cost: copying each entry
-/// about eight times over its life.
-pub fn reserve_one(map: &mut DbMap) {
-    if map.len() == map.capacity() {
-        map.reserve_exact((map.len() / 8).max(16));
-    }
-}
 
 /// An explicit memcached CAS (meta `E`), valid while the entry keeps the
 /// version it was set at (invariant 4).
@@ -444,7 +435,7 @@ impl Shard {
     pub fn index_bytes(&self) -> u64 {
         let mut total = self.acct.key_bytes;
         for m in &self.dbs {
-            total += m.capacity() as u64 * BUCKET_BYTES;
+            total += m.allocated_bytes();
         }
         for m in &self.explicit_cas {
             total += m.capacity() as u64 * EXPLICIT_CAS_BUCKET_BYTES;

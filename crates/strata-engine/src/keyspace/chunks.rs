@@ -447,7 +447,7 @@ fn install(
 ) -> Result<(), EngineError> {
     let mut guard = inner.shard(&t.fetch.key).lock();
     let sh = &mut *guard;
-    let Some(e) = sh.dbs[t.fetch.db].get_mut(&*t.fetch.key) else {
+    let Some(e) = sh.dbs[t.fetch.db].get_mut(&t.fetch.key) else {
         return Ok(());
     };
     let r = e.with_dir(&mut sh.acct, |d| {

@@ -582,7 +582,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         let mut guard = inner.shard(&l.key).lock();
         let sh = &mut *guard;
         let d = inner.dbmap.logical(l.db);
-        let Some(idx) = sh.dbs[d].get_index_of(&*l.key) else {
+        let Some(idx) = sh.dbs[d].get_index_of(&l.key) else {
             continue;
         };
         let e = &mut sh.dbs[d][idx];

@@ -168,7 +168,7 @@ pub(crate) fn promote_fetched(
     value: &Bytes,
 ) -> bool {
     let policy = inner.tun.promote();
-    let Some(e) = sh.dbs[t.db].get_mut(&*t.key) else {
+    let Some(e) = sh.dbs[t.db].get_mut(&t.key) else {
         return false;
     };
     let same = e.version == t.version && matches!(e.slot, Slot::Cold(l) if l == t.loc);

@@ -338,7 +338,7 @@ fn demote_chunk(
             sh.hand[db] = hand;
             for i in with_cas {
                 let v = &mut victims[i];
-                if let Some(e) = sh.dbs[db].get(&*v.key) {
+                if let Some(e) = sh.dbs[db].get(&v.key) {
                     v.meta = sh.item_meta(db, &v.key, e);
                 }
             }
@@ -547,7 +547,7 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
         let mut guard = inner.shard(&v.key).lock();
         let sh = &mut *guard;
         let d = inner.dbmap.logical(v.db);
-        let Some(idx) = sh.dbs[d].get_index_of(&*v.key) else {
+        let Some(idx) = sh.dbs[d].get_index_of(&v.key) else {
             continue;
         };
         let meta = sh.item_meta(d, &v.key, &sh.dbs[d][idx]);

@@ -177,7 +177,7 @@ impl Engine {
         if nx {
             for (k, _) in pairs {
                 let sh = &guards[guard_of(k)];
-                if let Some(e) = sh.dbs[db].get(*k) {
+                if let Some(e) = sh.dbs[db].get(k) {
                     if !e.is_expired(now) {
                         return false;
                     }
@@ -186,7 +186,7 @@ impl Engine {
         }
         for (k, v) in pairs {
             let sh = &mut *guards[guard_of(k)];
-            let idx = sh.dbs[db].get_index_of(*k);
+            let idx = sh.dbs[db].get_index_of(k);
             inner.store(sh, db, k, idx, v, 0, 0);
         }
         true
@@ -304,7 +304,6 @@ impl Inner {
                 };
                 let key = crate::index::CompactKey::from(key);
                 sh.acct.entry_added(db, key.heap_bytes(), &e);
-                crate::index::reserve_one(&mut sh.dbs[db]);
                 sh.dbs[db].insert_full(key, e).0
             }
         };

@@ -129,7 +129,7 @@ pub(super) async fn promote_all(inner: &Arc<Inner>, targets: ColdKeys) -> Result
         })?;
         let mut guard = inner.shard(&t.key).lock();
         let sh = &mut *guard;
-        if let Some(e) = sh.dbs[t.db].get_mut(&*t.key) {
+        if let Some(e) = sh.dbs[t.db].get_mut(&t.key) {
             if e.version == t.version && matches!(e.slot, Slot::Cold(l) if l == t.loc) {
                 e.replace_slot(&mut sh.acct, Slot::hot_value(value, Some(t.loc)));
                 Stats::inc(&inner.stats.uploads);

@@ -103,7 +103,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         let sh = &mut *sh;
         for (p, loc) in pending.iter().zip(locs) {
             let d = inner.dbmap.logical(p.db);
-            let Some(e) = sh.dbs[d].get_mut(&*p.key) else {
+            let Some(e) = sh.dbs[d].get_mut(&p.key) else {
                 continue;
             };
             if e.version != p.version {

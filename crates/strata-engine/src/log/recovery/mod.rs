@@ -316,7 +316,6 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
     };
     let k = CompactKey::from(e.key);
     sh.acct.entry_added(d, k.heap_bytes(), &entry);
-    crate::index::reserve_one(&mut sh.dbs[d]);
     let (idx, old) = sh.dbs[d].insert_full(k, entry);
     if let Some(old) = old {
         sh.acct.entry_removed(d, 0, &old);

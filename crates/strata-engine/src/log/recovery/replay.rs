@@ -134,7 +134,6 @@ impl Replay<'_> {
             };
             let k = CompactKey::from(key);
             sh.acct.entry_added(d, k.heap_bytes(), &e);
-            crate::index::reserve_one(&mut sh.dbs[d]);
             let (idx, _) = sh.dbs[d].insert_full(k, e);
             sh.apply_item_meta(d, idx, &meta);
             return;
@@ -258,7 +257,6 @@ impl Replay<'_> {
             None => {
                 let k = CompactKey::from(key);
                 sh.acct.entry_added(d, k.heap_bytes(), &e);
-                crate::index::reserve_one(&mut sh.dbs[d]);
                 sh.dbs[d].insert_full(k, e);
             }
         }

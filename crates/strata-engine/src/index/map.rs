@@ -1,0 +1,324 @@
+//! `KeyMap`: one database's keys in one shard. An insertion-ordered array
+//! of (key, entry) buckets, found through a hash table of 4-byte positions.
+//!
+//! Layout, per key: one bucket in `buckets` (the key holder and the entry)
+//! and one slot of `table` (a `u32` position plus hashbrown's control byte,
+//! which keeps 7 bits of the hash, so a probe compares keys only on a
+//! likely match). No hash is stored: growing the table rehashes the keys,
+//! which costs less than 8 bytes per key kept for ever.
+//!
+//! Invariants:
+//! 1. `table` holds exactly the positions `0..buckets.len()`, each once, and
+//!    the slot of position `i` was found by the hash of `buckets[i].0`.
+//! 2. Positions are stable except across `swap_remove_index`, which moves
+//!    the last bucket into the hole (as `IndexMap::swap_remove` does): the
+//!    demotion hand and the expiry cursor walk positions, and tolerate that.
+//! 3. `buckets` grows by an eighth, not by doubling: it is most of the
+//!    index's RAM, and doubling would leave a third of it idle on average.
+//!    The table doubles (5 bytes per slot).
+
+use super::{Entry, Hasher, Key};
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+
+/// Most keys one map holds (positions are `u32`).
+pub const MAX_KEYS: usize = u32::MAX as usize;
+
+#[derive(Clone, Default)]
+pub struct KeyMap {
+    table: HashTable<u32>,
+    buckets: Vec<(Key, Entry)>,
+    hasher: Hasher,
+}
+
+impl KeyMap {
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.buckets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    /// Bytes this map has allocated: its buckets (spare ones included) and
+    /// its table's slots and control bytes. Keys' own heap bytes are not
+    /// included (the shard counts them).
+    pub fn allocated_bytes(&self) -> u64 {
+        let buckets = self.buckets.capacity() * std::mem::size_of::<(Key, Entry)>();
+        // hashbrown holds 7/8 of its slots' worth (all but one below 8
+        // slots), and one control byte per slot plus a group's worth.
+        let cap = self.table.capacity();
+        let slots = match cap {
+            0 => 0,
+            c if c < 7 => c + 1,
+            c => c / 7 * 8,
+        };
+        let table = if slots == 0 {
+            0
+        } else {
+            slots * (std::mem::size_of::<u32>() + 1) + 16
+        };
+        (buckets + table) as u64
+    }
+
+    /// Bytes one more key takes when no array grows: its bucket and its
+    /// table slot (for admission and sizing).
+    pub const fn bytes_per_key() -> u64 {
+        (std::mem::size_of::<(Key, Entry)>() + std::mem::size_of::<u32>() + 1) as u64
+    }
+
+    pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
+        let h = self.hash(key);
+        let b = &self.buckets;
+        self.table
+            .find(h, |&i| &b[i as usize].0[..] == key)
+            .map(|&i| i as usize)
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.get_index_of(key).map(|i| &self.buckets[i].1)
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        let i = self.get_index_of(key)?;
+        Some(&mut self.buckets[i].1)
+    }
+
+    pub fn get_full(&self, key: &[u8]) -> Option<(usize, &Key, &Entry)> {
+        let i = self.get_index_of(key)?;
+        let (k, e) = &self.buckets[i];
+        Some((i, k, e))
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.get_index_of(key).is_some()
+    }
+
+    pub fn get_index(&self, i: usize) -> Option<(&Key, &Entry)> {
+        self.buckets.get(i).map(|(k, e)| (k, e))
+    }
+
+    pub fn get_index_mut(&mut self, i: usize) -> Option<(&Key, &mut Entry)> {
+        self.buckets.get_mut(i).map(|(k, e)| (&*k, e))
+    }
+
+    /// Inserts or replaces; returns the key's position and the entry it
+    /// replaced.
+    pub fn insert_full(&mut self, key: Key, entry: Entry) -> (usize, Option<Entry>) {
+        let h = self.hash(&key);
+        let b = &self.buckets;
+        if let Some(&i) = self.table.find(h, |&i| b[i as usize].0[..] == key[..]) {
+            let old = std::mem::replace(&mut self.buckets[i as usize].1, entry);
+            return (i as usize, Some(old));
+        }
+        let i = self.buckets.len();
+        assert!(i < MAX_KEYS, "a shard's database holds at most 2^32-1 keys");
+        if i == self.buckets.capacity() {
+            self.buckets.reserve_exact((i / 8).max(16));
+        }
+        self.buckets.push((key, entry));
+        let (b, hasher) = (&self.buckets, &self.hasher);
+        self.table
+            .insert_unique(h, i as u32, |&j| hasher.hash_one(&b[j as usize].0[..]));
+        (i, None)
+    }
+
+    pub fn insert(&mut self, key: Key, entry: Entry) -> Option<Entry> {
+        self.insert_full(key, entry).1
+    }
+
+    /// Removes the bucket at `i`, moving the last bucket into its place.
+    pub fn swap_remove_index(&mut self, i: usize) -> Option<(Key, Entry)> {
+        let last = self.buckets.len().checked_sub(1)?;
+        if i > last {
+            return None;
+        }
+        let h = self.hash(&self.buckets[i].0);
+        match self.table.find_entry(h, |&p| p as usize == i) {
+            Ok(slot) => {
+                slot.remove();
+            }
+            Err(_) => unreachable!("invariant 1: every position is in the table"),
+        }
+        if i != last {
+            let hl = self.hash(&self.buckets[last].0);
+            let p = self
+                .table
+                .find_mut(hl, |&p| p as usize == last)
+                .expect("invariant 1: every position is in the table");
+            *p = i as u32;
+        }
+        Some(self.buckets.swap_remove(i))
+    }
+
+    pub fn swap_remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let i = self.get_index_of(key)?;
+        self.swap_remove_index(i).map(|(_, e)| e)
+    }
+
+    /// Room for `n` more keys without growing either array.
+    pub fn reserve_exact(&mut self, n: usize) {
+        self.buckets.reserve_exact(n);
+        let (b, hasher) = (&self.buckets, &self.hasher);
+        self.table
+            .reserve(n, |&j| hasher.hash_one(&b[j as usize].0[..]));
+    }
+
+    /// Keys it can hold before an array grows.
+    pub fn capacity(&self) -> usize {
+        self.buckets.capacity().min(self.table.capacity())
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        self.buckets.iter().map(|(k, e)| (k, e))
+    }
+
+    pub fn iter_mut(&mut self) -> IterMut<'_> {
+        self.buckets.iter_mut().map(|(k, e)| (&*k, e))
+    }
+
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = &Key> + DoubleEndedIterator + '_ {
+        self.buckets.iter().map(|(k, _)| k)
+    }
+
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &Entry> + DoubleEndedIterator + '_ {
+        self.buckets.iter().map(|(_, e)| e)
+    }
+
+    /// Keeps the entries `f` approves, in their order; rebuilds the table.
+    pub fn retain(&mut self, mut f: impl FnMut(&Key, &mut Entry) -> bool) {
+        let before = self.buckets.len();
+        self.buckets.retain_mut(|(k, e)| f(k, e));
+        if self.buckets.len() != before {
+            self.rebuild_table();
+        }
+    }
+
+    fn rebuild_table(&mut self) {
+        self.table.clear();
+        let (b, hasher) = (&self.buckets, &self.hasher);
+        for (i, (k, _)) in b.iter().enumerate() {
+            self.table
+                .insert_unique(hasher.hash_one(&k[..]), i as u32, |&j| {
+                    hasher.hash_one(&b[j as usize].0[..])
+                });
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.buckets.clear();
+        self.table.clear();
+    }
+}
+
+impl std::ops::Index<usize> for KeyMap {
+    type Output = Entry;
+    fn index(&self, i: usize) -> &Entry {
+        &self.buckets[i].1
+    }
+}
+
+impl std::ops::IndexMut<usize> for KeyMap {
+    fn index_mut(&mut self, i: usize) -> &mut Entry {
+        &mut self.buckets[i].1
+    }
+}
+
+pub type Iter<'a> = std::iter::Map<
+    std::slice::Iter<'a, (Key, Entry)>,
+    fn(&'a (Key, Entry)) -> (&'a Key, &'a Entry),
+>;
+pub type IterMut<'a> = std::iter::Map<
+    std::slice::IterMut<'a, (Key, Entry)>,
+    fn(&'a mut (Key, Entry)) -> (&'a Key, &'a mut Entry),
+>;
+
+impl<'a> IntoIterator for &'a KeyMap {
+    type Item = (&'a Key, &'a Entry);
+    type IntoIter = Iter<'a>;
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
+    }
+}
+
+impl IntoIterator for KeyMap {
+    type Item = (Key, Entry);
+    type IntoIter = std::vec::IntoIter<(Key, Entry)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.buckets.into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{Entry, Slot};
+    use std::collections::HashMap;
+
+    fn entry(v: u64) -> Entry {
+        Entry {
+            slot: Slot::Cold(crate::index::FlashLoc {
+                segment: 1,
+                offset: v as u32,
+                len: 8,
+            }),
+            expire_at_ms: 0,
+            version: v,
+            lru_secs: 0,
+            flags: 0,
+            value_len: 1,
+            client_flags: 0,
+            vtype: 0,
+        }
+    }
+
+    /// Every position is found by its key, and only keys present are found
+    /// (invariant 1), across random inserts, replacements and removals.
+    #[test]
+    fn positions_follow_the_keys_through_random_changes() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut m = KeyMap::default();
+        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        for step in 0..60_000u64 {
+            let k = format!("k{}", rng.gen_range(0..5_000u32)).into_bytes();
+            match rng.gen_range(0..10) {
+                0..=5 => {
+                    let old = m.insert(Key::from(&k[..]), entry(step));
+                    assert_eq!(old.map(|e| e.version), model.insert(k, step));
+                }
+                6..=7 => {
+                    let old = m.swap_remove(&k);
+                    assert_eq!(old.map(|e| e.version), model.remove(&k));
+                }
+                8 => {
+                    if !m.is_empty() {
+                        let i = rng.gen_range(0..m.len());
+                        let (key, e) = m.swap_remove_index(i).unwrap();
+                        assert_eq!(model.remove(&key[..]), Some(e.version));
+                    }
+                }
+                _ => {
+                    if step % 1000 == 0 {
+                        let keep = rng.gen_range(0..3u64);
+                        m.retain(|_, e| e.version % 3 != keep);
+                        model.retain(|_, v| *v % 3 != keep);
+                    }
+                }
+            }
+            assert_eq!(m.len(), model.len());
+            if step % 5_000 == 0 {
+                for (i, (k, e)) in m.iter().enumerate() {
+                    assert_eq!(m.get_index_of(k), Some(i));
+                    assert_eq!(model.get(&k[..]), Some(&e.version));
+                }
+                assert!(m.get(b"absent").is_none());
+            }
+        }
+        assert!(m.allocated_bytes() >= m.len() as u64 * KeyMap::bytes_per_key());
+    }
+}
