@@ -33,6 +33,10 @@ const HAND_STEP: usize = 256;
 
 /// One value picked for demotion.
 struct Victim {
+    /// The shard, and the entry's position in its map when picked (where
+    /// `publish` looks first: a removal may have moved it since).
+    shard: usize,
+    pos: usize,
     /// The database's id (what the record names; `keyspace::swapdb`).
     db: u16,
     key: Box<[u8]>,
@@ -285,10 +289,17 @@ fn demote_chunk(
                     }
                     continue;
                 }
-                let Slot::Hot(h) = &e.slot else {
+                if !matches!(e.slot, Slot::Hot(_)) || e.flags & F_STASHING != 0 {
                     continue;
+                }
+                // A string's length is in the entry: no visit to its value
+                // (a cache miss per entry the hand passes) unless it goes.
+                let len = match (&e.slot, e.value_type()) {
+                    (_, crate::ValueType::String) => e.value_len as usize,
+                    (Slot::Hot(h), _) => h.value.len(),
+                    _ => 0,
                 };
-                if h.value.len() < min.max(1) || e.flags & F_STASHING != 0 {
+                if len < min.max(1) {
                     continue;
                 }
                 if e.flags & F_REFERENCED != 0 {
@@ -296,6 +307,9 @@ fn demote_chunk(
                     spared += 1;
                     continue;
                 }
+                let Slot::Hot(h) = &e.slot else {
+                    continue;
+                };
                 if let Some(loc) = h.backing {
                     // A clean copy is on flash: drop the RAM copy, no I/O.
                     e.replace_slot(&mut sh.acct, Slot::Cold(loc));
@@ -318,6 +332,8 @@ fn demote_chunk(
                     with_cas.push(victims.len());
                 }
                 victims.push(Victim {
+                    shard: si,
+                    pos: i,
                     db: inner.dbmap.id(db),
                     key: Box::from(&k[..]),
                     value: h.value.to_bytes(),
@@ -541,41 +557,59 @@ fn write_victims(
 /// Points the index at the written records, for entries whose version did
 /// not change meanwhile; clears the stashing flag on all. Returns how many
 /// were published.
+///
+/// Victims come shard by shard (the hands' order): a shard's lock is taken
+/// once for a run of its victims, at most `PUBLISH_RUN` of them, so writers
+/// to it wait for one short run, not for the whole chunk.
 fn publish(inner: &Inner, victims: &[Victim]) -> usize {
+    const PUBLISH_RUN: usize = 64;
     let mut n = 0;
-    for v in victims {
-        let mut guard = inner.shard(&v.key).lock();
-        let sh = &mut *guard;
-        let d = inner.dbmap.logical(v.db);
-        let Some(idx) = sh.dbs[d].get_index_of(&v.key) else {
-            continue;
-        };
-        let meta = sh.item_meta(d, &v.key, &sh.dbs[d][idx]);
-        let e = &mut sh.dbs[d][idx];
-        if e.version != v.version {
-            continue;
-        }
-        e.flags &= !F_STASHING;
-        let Some(loc) = v.loc else { continue };
-        if e.expire_at_ms != v.expire_at_ms || meta != v.meta {
-            // The TTL or item state changed after the value was picked: the
-            // journal may already have logged the new state, *before* this
-            // record of the same write, and recovery takes the later one
-            // (journal invariant 6): log the current state again.
-            inner.metadata_changed(sh, d, idx);
-        }
-        let e = &mut sh.dbs[d][idx];
-        if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
-            e.replace_slot(&mut sh.acct, Slot::Cold(loc));
-            if e.expire_at_ms == v.expire_at_ms && meta == v.meta {
-                // The record holds the whole current state (journal invariant 3).
-                e.flags &= !F_DIRTY;
+    for run in victims.chunk_by(|a, b| a.shard == b.shard) {
+        for run in run.chunks(PUBLISH_RUN) {
+            let mut guard = inner.shards[run[0].shard].lock();
+            for v in run {
+                n += publish_one(inner, &mut guard, v);
             }
-            inner.retain_flash(loc);
-            Stats::inc(&inner.stats.stashes);
-            Stats::add(&inner.stats.stash_bytes, loc.len as u64);
-            n += 1;
         }
     }
     n
+}
+
+/// `publish` for one victim, under its shard's lock; 1 if it left RAM.
+fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize {
+    let d = inner.dbmap.logical(v.db);
+    let idx = match sh.dbs[d].get_index(v.pos) {
+        Some((k, _)) if k[..] == v.key[..] => v.pos,
+        _ => match sh.dbs[d].get_index_of(&v.key) {
+            Some(i) => i,
+            None => return 0,
+        },
+    };
+    let meta = sh.item_meta(d, &v.key, &sh.dbs[d][idx]);
+    let e = &mut sh.dbs[d][idx];
+    if e.version != v.version {
+        return 0;
+    }
+    e.flags &= !F_STASHING;
+    let Some(loc) = v.loc else { return 0 };
+    if e.expire_at_ms != v.expire_at_ms || meta != v.meta {
+        // The TTL or item state changed after the value was picked: the
+        // journal may already have logged the new state, *before* this
+        // record of the same write, and recovery takes the later one
+        // (journal invariant 6): log the current state again.
+        inner.metadata_changed(sh, d, idx);
+    }
+    let e = &mut sh.dbs[d][idx];
+    if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
+        e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+        if e.expire_at_ms == v.expire_at_ms && meta == v.meta {
+            // The record holds the whole current state (journal invariant 3).
+            e.flags &= !F_DIRTY;
+        }
+        inner.retain_flash(loc);
+        Stats::inc(&inner.stats.stashes);
+        Stats::add(&inner.stats.stash_bytes, loc.len as u64);
+        return 1;
+    }
+    0
 }
