@@ -366,6 +366,77 @@ fn transactions_torn_by_a_crash_come_back_whole_or_not_at_all() {
     assert!(restored.len() > 3, "cuts restored {restored:?}");
 }
 
+/// A batch longer than a segment, whose middle segment the collector
+/// freed (every record there died: newer plain records replaced them):
+/// recovery applies the members left in the first and last segments. It
+/// used to require the end's full count whenever the first segment was
+/// there, and dropped the whole batch (keys lost after a restart).
+#[test]
+fn a_batch_survives_the_collector_taking_its_middle_segment() {
+    use crate::flash::format::{RecordHeader, RecordKind};
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.checkpoint_interval = 0;
+    c.segment_size = 256 << 10;
+    let value = vec![b'x'; 20 << 10];
+    let mut segs: HashMap<String, u32> = HashMap::new();
+    let (first, last) = {
+        let e = Engine::open(c.clone()).unwrap();
+        let inner = &e.inner;
+        let mut w = inner.writer.lock();
+        let mut put = |w: &mut crate::log::writer::SegmentWriter, key: &str, v: &[u8]| {
+            let h = RecordHeader {
+                kind: RecordKind::Value,
+                db: 0,
+                key_len: key.len() as u32,
+                value_len: v.len() as u32,
+                seq: inner.next_seq(),
+                expire_at_ms: 0,
+            };
+            w.append(&h, key.as_bytes(), v, u64::MAX).unwrap().segment
+        };
+        w.begin_batch();
+        for i in 0..40 {
+            let k = format!("m{i}");
+            let s = put(&mut w, &k, &value);
+            segs.insert(k, s);
+        }
+        w.end_batch(true).unwrap();
+        let (first, last) = (segs["m0"], segs["m39"]);
+        assert!(last >= first + 2, "the batch spans {first}..={last}");
+        // Newer values for the members in the middle segments: those
+        // segments hold nothing live any more.
+        for (k, &s) in &segs {
+            if s > first && s < last {
+                put(&mut w, k, b"newer");
+            }
+        }
+        w.flush().unwrap();
+        w.sync().unwrap();
+        (first, last)
+    };
+    let _ = std::fs::remove_file(dir.path().join("flash").join("checkpoint"));
+    for s in first + 1..last {
+        std::fs::remove_file(dir.path().join("flash").join(format!("seg-{s:010}.log"))).unwrap();
+    }
+    let e = Engine::open(c).unwrap();
+    let r = e.recovery_report();
+    assert_eq!(r.torn_batch_records, 0, "{r:?}");
+    for (k, &s) in &segs {
+        let got = block_on(e.get(0, k.as_bytes()).wait()).unwrap();
+        let want: &[u8] = if s > first && s < last {
+            b"newer"
+        } else {
+            &value
+        };
+        assert_eq!(
+            got.as_deref(),
+            Some(want),
+            "{k} (segment {s} of {first}..={last})"
+        );
+    }
+}
+
 /// Recovery's rules for atomic batches, on logs written by hand: a batch
 /// counts only when its commit end follows all its members; members
 /// followed by anything else (a failed write), by another batch, by an

@@ -34,11 +34,12 @@ pub(super) struct Replay<'a> {
     pub(super) report: RecoveryReport,
 }
 
-/// Whether the held members are all of `end`'s: its count, unless its
-/// first segment is gone (members there were collected; those that were
+/// Whether the held members are all of `end`'s: its count, unless one of
+/// its segments is gone (the first or one in the middle of a batch longer
+/// than a segment: the collector took it, and the members there that were
 /// live live on as plain records).
-fn all_members(held: &[Member], end: &format::BatchEnd, first_exists: bool) -> bool {
-    if first_exists {
+fn all_members(held: &[Member], end: &format::BatchEnd, all_segments_exist: bool) -> bool {
+    if all_segments_exist {
         held.len() == end.count as usize
     } else {
         held.len() <= end.count as usize
@@ -369,11 +370,8 @@ impl Replay<'_> {
             self.drop_batch("was never ended");
             self.batch = rest;
         }
-        let whole = all_members(
-            &self.batch,
-            &end,
-            self.inner.table.get(end.first_segment).is_some(),
-        );
+        let all_there = (end.first_segment..=seg).all(|s| self.inner.table.get(s).is_some());
+        let whole = all_members(&self.batch, &end, all_there);
         if !end.commit {
             self.report.aborted_batch_records += self.batch.len() as u64;
             self.batch.clear();
