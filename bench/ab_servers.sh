@@ -12,8 +12,10 @@
 #             __rand_int__ ranges over RANGE, default 100000)
 #   KEYSPACE  with TESTS: -r KEYSPACE (default none: redis-benchmark's
 #             tests then use one key)
+#   VALUE_SIZE  with TESTS: -d VALUE_SIZE (default: redis-benchmark's 3)
 #   N (400000)  PIPELINE (16)  CLIENTS (50)  RUNS (3)
 #   STRATA_ARGS  extra strata-server options (default --appendonly no)
+#   REDIS_ARGS   extra redis-server options (after --appendonly no)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -31,8 +33,11 @@ need_strata
 CMD=${CMD:-}
 RANGE=${RANGE:-100000}
 KEYSPACE=${KEYSPACE:-}
+REDIS_ARGS=${REDIS_ARGS:-}
+VALUE_SIZE=${VALUE_SIZE:-}
 R_ARGS=()
 [ -n "$KEYSPACE" ] && R_ARGS=(-r "$KEYSPACE")
+[ -n "$VALUE_SIZE" ] && R_ARGS+=(-d "$VALUE_SIZE")
 if [ -n "$CMD" ]; then
     echo "# redis-benchmark -n $N -P $PIPELINE -c $CLIENTS -r $RANGE --threads 1 --csv $CMD"
 else
@@ -42,7 +47,8 @@ for run in $(seq "$RUNS"); do
     for srv in $SERVERS; do
         port=$(free_port)
         if [ "$srv" = redis ]; then
-            start_redis "$port" "$(bench_tmpdir redis)" --appendonly no
+            # shellcheck disable=SC2086
+            start_redis "$port" "$(bench_tmpdir redis)" --appendonly no $REDIS_ARGS
         else
             # shellcheck disable=SC2086
             STRATA_BIN=$srv start_strata "$port" "$(bench_tmpdir strata)" --maxmemory-ram 4gb $STRATA_ARGS
