@@ -19,6 +19,10 @@ struct Captured {
     /// The database's id (what the record names).
     db: u16,
     key: CompactKey,
+    /// The entry's position in its map when captured: `publish` looks
+    /// there first (a key compare, not a hash probe; a removal may have
+    /// moved it since).
+    pos: usize,
     /// Memcached item metadata of the value (default for a tombstone).
     meta: ItemMeta,
     what: State,
@@ -314,7 +318,9 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
     let guard = inner.shard(key).lock();
     let d = inner.dbmap.logical(db);
-    let entry = guard.dbs.get(d)?.get(&key[..]);
+    let found = guard.dbs.get(d)?.get_full(&key[..]);
+    let pos = found.map_or(usize::MAX, |(i, _, _)| i);
+    let entry = found.map(|(_, _, e)| e);
     let meta = entry
         .map(|e| guard.item_meta(d, key, e))
         .unwrap_or_default();
@@ -345,6 +351,7 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
     Some(Captured {
         db,
         key: key.clone(),
+        pos,
         meta,
         what,
     })
@@ -457,8 +464,12 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     let mut guard = inner.shard(&c.key).lock();
     let sh = &mut *guard;
     let db = inner.dbmap.logical(c.db);
-    let Some(idx) = sh.dbs[db].get_index_of(&c.key[..]) else {
-        return;
+    let idx = match sh.dbs[db].get_index(c.pos) {
+        Some((k, _)) if k[..] == c.key[..] => c.pos,
+        _ => match sh.dbs[db].get_index_of(&c.key[..]) {
+            Some(i) => i,
+            None => return,
+        },
     };
     if sh.item_meta(db, &c.key, &sh.dbs[db][idx]) != c.meta {
         // Changed since the capture: a later batch logs it (still dirty).
