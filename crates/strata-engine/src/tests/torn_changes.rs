@@ -384,7 +384,7 @@ fn a_batch_survives_the_collector_taking_its_middle_segment() {
         let e = Engine::open(c.clone()).unwrap();
         let inner = &e.inner;
         let mut w = inner.writer.lock();
-        let mut put = |w: &mut crate::log::writer::SegmentWriter, key: &str, v: &[u8]| {
+        let put = |w: &mut crate::log::writer::SegmentWriter, key: &str, v: &[u8]| {
             let h = RecordHeader {
                 kind: RecordKind::Value,
                 db: 0,
