@@ -49,20 +49,7 @@ impl KeyMap {
     /// included (the shard counts them).
     pub fn allocated_bytes(&self) -> u64 {
         let buckets = self.buckets.capacity() * std::mem::size_of::<(Key, Entry)>();
-        // hashbrown holds 7/8 of its slots' worth (all but one below 8
-        // slots), and one control byte per slot plus a group's worth.
-        let cap = self.table.capacity();
-        let slots = match cap {
-            0 => 0,
-            c if c < 7 => c + 1,
-            c => c / 7 * 8,
-        };
-        let table = if slots == 0 {
-            0
-        } else {
-            slots * (std::mem::size_of::<u32>() + 1) + 16
-        };
-        (buckets + table) as u64
+        (buckets + self.table.allocation_size()) as u64
     }
 
     /// Bytes one more key takes when no array grows: its bucket and its
