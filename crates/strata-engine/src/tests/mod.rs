@@ -316,6 +316,43 @@ fn gc_reclaims_segments_under_overwrite_churn() {
     });
 }
 
+/// RAM just under the budget with nothing to demote admits writes; just
+/// over it refuses them (noeviction): writers are never left waiting. The
+/// background thread and admission used to compare RAM with limits 500
+/// bytes apart here (admission's budget rounded down to a thousand bytes):
+/// in between, demotion was not stuck (RAM within the budget) while
+/// admission saw RAM over its limit, and writers waited 10 s for room.
+#[test]
+fn ram_at_the_budget_admits_or_refuses_never_waits() {
+    use std::sync::atomic::AtomicU64;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.maxmemory_ram = 1_000_500;
+    c.eviction = EvictionPolicy::NoEviction;
+    let ram = Arc::new(AtomicU64::new(1_000_400));
+    let gauge = ram.clone();
+    c.ram_gauge = Some(Arc::new(move || gauge.load(Relaxed)));
+    let e = Engine::open(c).unwrap();
+    // Some ticks of the background thread over its watermarks, with
+    // nothing in RAM to move.
+    std::thread::sleep(Duration::from_millis(300));
+    for _ in 0..20 {
+        assert_eq!(e.admission(), Admission::Admit);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    ram.store(1_000_600, Relaxed);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        match e.admission() {
+            Admission::OutOfMemory => break,
+            Admission::Wait if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            other => panic!("over the budget with nothing to demote: {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn noeviction_refuses_writes_when_full_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();

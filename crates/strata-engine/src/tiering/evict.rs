@@ -27,9 +27,6 @@ pub enum Admission {
     LogUnavailable,
 }
 
-/// RAM may exceed the budget by this share before writers wait (per mille).
-const HARD_LIMIT_PERMILLE: u64 = 1000;
-
 /// Which limit an OOM refusal hit (`Engine::oom_cause`), so the refusal
 /// can name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,7 +164,11 @@ impl Inner {
             self.evict_some(policy, 32);
             return Admission::Admit;
         }
-        if ram <= budget / 1000 * HARD_LIMIT_PERMILLE {
+        // Exactly the budget, the limit the background thread compares with
+        // when it decides demotion is not stuck: with the two apart (this
+        // one was rounded down to a thousand bytes) RAM in between left
+        // writers waiting for room no one would make.
+        if ram <= budget {
             return Admission::Admit;
         }
         if !self.demotion_stuck.load(Relaxed) {
