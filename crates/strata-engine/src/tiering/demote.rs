@@ -1,0 +1,448 @@
+//! Demotion: a CLOCK hand per shard and database walks the entries; a hot
+//! value whose reference bit is set gets a second chance (the bit is
+//! cleared), one without it is demoted (policy documented in README).
+//! Values shorter than `tiering-min-value-size` never move. A value with a
+//! valid flash copy (`backing`) is demoted by dropping its RAM copy (no
+//! I/O). The background thread (`tiering`) runs a chunk at a time from the
+//! high watermark (90% of `maxmemory-ram`) down to the low one (80%).
+//!
+//! A chunk: victims are picked under their shard's lock (marked
+//! `F_STASHING`), written without any lock, then published: each entry
+//! whose version did not change meanwhile points at its record and leaves
+//! RAM (index invariant 2).
+
+use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
+use crate::index::{FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING};
+use crate::log::chunks::{append_chunked, capture_dir, publish_chunked, ChunkedState};
+use crate::log::writer::{AppendError, SegmentWriter};
+use crate::stats::Stats;
+use crate::Inner;
+use bytes::Bytes;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Entries the CLOCK hand examines per shard visit.
+const HAND_STEP: usize = 256;
+
+/// One value picked for demotion.
+struct Victim {
+    /// The shard, and the entry's position in its map when picked (where
+    /// `publish` looks first: a removal may have moved it since).
+    shard: usize,
+    pos: usize,
+    /// The database's id (what the record names; `keyspace::swapdb`).
+    db: u16,
+    key: Box<[u8]>,
+    value: Bytes,
+    version: u64,
+    expire_at_ms: u64,
+    meta: ItemMeta,
+    loc: Option<FlashLoc>,
+}
+
+/// What one demotion step did.
+pub(super) struct Progress {
+    /// Values that left RAM.
+    pub(super) moved: usize,
+    /// Eligible values given a second chance (the next pass may take them).
+    pub(super) spared: usize,
+    /// Entries examined.
+    pub(super) scanned: usize,
+}
+
+/// Demotes about one write chunk of values.
+pub(super) fn demote_chunk(
+    inner: &Inner,
+    writer: &mut SegmentWriter,
+    next_shard: &mut usize,
+) -> Result<Progress, AppendError> {
+    let min = inner.tun.min_value_size.load(Relaxed) as usize;
+    let nshards = inner.shards.len();
+    let mut victims: Vec<Victim> = Vec::new();
+    let mut chunk_victims: Vec<(u16, Box<[u8]>, ChunkedState)> = Vec::new();
+    // Dirty values were left to the journal: wake it.
+    let mut journal_due = false;
+    let mut bytes = 0usize;
+    let mut freed = 0usize;
+    // Eligible values that got a second chance this time: not "stuck".
+    let mut spared = 0usize;
+    let mut scanned = 0usize;
+    // RAM to free (to the low watermark): a chunked collection's hand
+    // stops once its freed and picked parts cover what is left of it.
+    let mut to_free = inner.ram_used().saturating_sub(inner.tun.low_watermark()) as usize;
+    for _ in 0..nshards * 2 {
+        if bytes >= inner.write_chunk {
+            break;
+        }
+        let si = *next_shard % nshards;
+        *next_shard = next_shard.wrapping_add(1);
+        let mut guard = inner.shards[si].lock();
+        let sh = &mut *guard;
+        for db in 0..sh.dbs.len() {
+            let len = sh.dbs[db].len();
+            if len == 0 || bytes >= inner.write_chunk {
+                continue;
+            }
+            let mut hand = sh.hand[db];
+            // Victims whose explicit CAS is looked up after the scan.
+            let mut with_cas = Vec::new();
+            for _ in 0..HAND_STEP.min(len) {
+                if hand >= len {
+                    hand = 0;
+                }
+                let i = hand;
+                hand += 1;
+                scanned += 1;
+                let Some((k, e)) = sh.dbs[db].get_index_mut(i) else {
+                    break;
+                };
+                if matches!(e.slot, Slot::Chunked(_)) {
+                    let want = to_free
+                        .saturating_sub(bytes)
+                        .max(crate::types::chunked::CHUNK_MAX);
+                    let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled);
+                    if step.journal_due {
+                        inner.journal.kick();
+                    }
+                    to_free = to_free.saturating_sub(step.freed_bytes);
+                    spared += step.spared;
+                    freed += step.freed;
+                    // Each part in RAM counts as an entry examined.
+                    scanned += step.examined;
+                    if let Some(st) = step.write {
+                        e.flags |= F_STASHING;
+                        bytes += st
+                            .parts
+                            .iter()
+                            .map(|p| p.value.len() + k.len() + 32)
+                            .sum::<usize>();
+                        chunk_victims.push((inner.dbmap.id(db), Box::<[u8]>::from(&k[..]), st));
+                    }
+                    if bytes >= inner.write_chunk {
+                        break;
+                    }
+                    continue;
+                }
+                if !matches!(e.slot, Slot::Hot(_)) || e.flags & F_STASHING != 0 {
+                    continue;
+                }
+                // A string's length is in the entry: no visit to its value
+                // (a cache miss per entry the hand passes) unless it goes.
+                let len = match (&e.slot, e.value_type()) {
+                    (_, crate::ValueType::String) => e.value_len as usize,
+                    (Slot::Hot(h), _) => h.value.len(),
+                    _ => 0,
+                };
+                if len < min.max(1) {
+                    continue;
+                }
+                if e.flags & F_REFERENCED != 0 {
+                    e.flags &= !F_REFERENCED;
+                    spared += 1;
+                    continue;
+                }
+                let Slot::Hot(h) = &e.slot else {
+                    continue;
+                };
+                if let Some(loc) = h.backing {
+                    // A clean copy is on flash: drop the RAM copy, no I/O.
+                    e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+                    Stats::inc(&inner.stats.free_demotions);
+                    freed += 1;
+                    continue;
+                }
+                if inner.journal.enabled {
+                    // The journal writes it (soon: it is noted); a record
+                    // written here could carry one key of a transaction
+                    // ahead of the others' (journal invariant 7). Once
+                    // journaled, it is demoted without I/O.
+                    spared += 1;
+                    journal_due = true;
+                    continue;
+                }
+                e.flags |= F_STASHING;
+                bytes += h.value.len() + k.len() + 32;
+                if e.flags & F_EXPLICIT_CAS != 0 {
+                    with_cas.push(victims.len());
+                }
+                victims.push(Victim {
+                    shard: si,
+                    pos: i,
+                    db: inner.dbmap.id(db),
+                    key: Box::from(&k[..]),
+                    value: h.value.to_bytes(),
+                    version: e.version,
+                    expire_at_ms: e.expire_at_ms,
+                    meta: ItemMeta {
+                        client_flags: e.client_flags,
+                        explicit_cas: None,
+                        stale: e.flags & F_STALE != 0,
+                        vtype: e.value_type(),
+                    },
+                    loc: None,
+                });
+                if bytes >= inner.write_chunk {
+                    break;
+                }
+            }
+            sh.hand[db] = hand;
+            for i in with_cas {
+                let v = &mut victims[i];
+                if let Some(e) = sh.dbs[db].get(&v.key) {
+                    v.meta = sh.item_meta(db, &v.key, e);
+                }
+            }
+        }
+    }
+    if journal_due {
+        inner.journal.kick();
+    }
+    let chunks_moved = if chunk_victims.is_empty() {
+        Ok(0)
+    } else {
+        // Parts written but changed before they could be published stay in
+        // RAM (dirty): the next pass writes them again, so they count as
+        // spared, not as a reason to call demotion stuck.
+        let picked: usize = chunk_victims.iter().map(|(_, _, st)| st.parts.len()).sum();
+        write_chunk_victims(inner, writer, &chunk_victims).inspect(|&n| {
+            spared += picked.saturating_sub(n);
+        })
+    };
+    Stats::add(&inner.stats.demotion_scanned, scanned as u64);
+    if victims.is_empty() {
+        return chunks_moved.map(|n| Progress {
+            moved: freed + n,
+            spared,
+            scanned,
+        });
+    }
+    let freed = freed + chunks_moved?;
+    inner
+        .stats
+        .pending_stashes
+        .store(victims.len() as u64, Relaxed);
+    let result = write_victims(inner, writer, &mut victims);
+    inner.stats.pending_stashes.store(0, Relaxed);
+    let published = publish(inner, &victims);
+    result.map(|()| Progress {
+        moved: published + freed,
+        spared,
+        scanned,
+    })
+}
+
+/// What the hand did to one chunked collection.
+struct PartsStep {
+    spared: usize,
+    freed: usize,
+    /// Bytes of the parts that left RAM.
+    freed_bytes: usize,
+    /// Parts in RAM the hand looked at.
+    examined: usize,
+    /// Changed parts to write, and the head.
+    write: Option<ChunkedState>,
+    /// Changed parts were left to the journal.
+    journal_due: bool,
+}
+
+/// The hand passes a chunked collection, until its freed and picked parts
+/// hold `want` bytes: each part in RAM that was used since gets a second
+/// chance; a clean one is dropped from RAM (its record is its copy); a
+/// changed one is picked to be written.
+///
+/// With the journal on, changed parts are the journal's to write (it
+/// writes all of a collection's changed parts under one head, so the log
+/// never holds half of a change: `log::chunks::capture_dir`): they are
+/// spared and the journal is asked to run; once written they are clean and
+/// leave RAM at the hand's next pass. Without it (`appendonly no`, where a
+/// crash discards the files), the picks are written with a head.
+fn demote_parts(
+    e: &mut crate::index::Entry,
+    acct: &mut crate::index::ShardCounters,
+    want: usize,
+    journal: bool,
+) -> PartsStep {
+    let mut step = PartsStep {
+        spared: 0,
+        freed: 0,
+        freed_bytes: 0,
+        examined: 0,
+        write: None,
+        journal_due: false,
+    };
+    if e.flags & F_STASHING != 0 {
+        return step;
+    }
+    let (vtype, version, expire_at_ms) = (e.value_type(), e.version, e.expire_at_ms);
+    let bits = match &e.slot {
+        Slot::Chunked(c) if c.encoding_is_big() => crate::types::BIG_ENCODING,
+        _ => 0,
+    };
+    let write = e.with_dir(acct, |d| {
+        let before = d.resident_bytes();
+        let (spared, freed, examined, changed) = d.clock_pass(want);
+        step.freed_bytes = before.saturating_sub(d.resident_bytes());
+        step.spared = spared;
+        step.freed = freed;
+        step.examined = examined;
+        if changed.is_empty() {
+            return None;
+        }
+        if journal {
+            step.spared += changed.len();
+            step.journal_due = true;
+            return None;
+        }
+        Some(capture_dir(
+            vtype,
+            bits,
+            d,
+            version,
+            expire_at_ms,
+            Some(&changed),
+        ))
+    });
+    step.write = write.flatten();
+    step
+}
+
+/// Writes the picked parts, publishes them and drops them from RAM;
+/// returns how many parts left RAM.
+fn write_chunk_victims(
+    inner: &Inner,
+    writer: &mut SegmentWriter,
+    victims: &[(u16, Box<[u8]>, ChunkedState)],
+) -> Result<usize, AppendError> {
+    let mut placed = Vec::with_capacity(victims.len());
+    let mut r = Ok(());
+    for (db, key, st) in victims {
+        match append_chunked(inner, writer, *db, key, st) {
+            Ok(p) => placed.push(p),
+            Err(e) => {
+                r = Err(e);
+                break;
+            }
+        }
+    }
+    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
+    let ok = flushed.is_ok() && !matches!(r, Err(AppendError::Io(_)));
+    let mut moved = 0;
+    for (i, (db, key, st)) in victims.iter().enumerate() {
+        if ok {
+            if let Some((parts, head)) = placed.get(i) {
+                moved += publish_chunked(inner, *db, key, st, parts, *head);
+            }
+        }
+        let mut guard = inner.shard(key).lock();
+        let d = inner.dbmap.logical(*db);
+        if let Some(e) = guard.dbs[d].get_mut(&key[..]) {
+            e.flags &= !F_STASHING;
+        }
+    }
+    Stats::add(&inner.stats.stashes, moved as u64);
+    if let Err(e) = flushed {
+        return Err(AppendError::Io(e));
+    }
+    r.map(|()| moved)
+}
+
+fn write_victims(
+    inner: &Inner,
+    writer: &mut SegmentWriter,
+    victims: &mut [Victim],
+) -> Result<(), AppendError> {
+    let mut r = Ok(());
+    for v in victims.iter_mut() {
+        let h = RecordHeader {
+            kind: RecordKind::Value,
+            db: v.db,
+            key_len: v.key.len() as u32,
+            value_len: v.value.len() as u32,
+            seq: v.version,
+            expire_at_ms: v.expire_at_ms,
+        };
+        match writer.append_item(&h, &v.key, &v.meta, &v.value, inner.capacity) {
+            Ok(loc) => v.loc = Some(loc),
+            Err(e) => {
+                r = Err(e);
+                break;
+            }
+        }
+    }
+    // Flush even after an error: after `Full` (whose roll flushed first)
+    // the records appended so far are valid; after an I/O error they are not
+    // published (below).
+    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
+    if let Err(e) = flushed {
+        for v in victims.iter_mut() {
+            v.loc = None;
+        }
+        return Err(AppendError::Io(e));
+    }
+    if matches!(r, Err(AppendError::Io(_))) {
+        // The failed write may have dropped records buffered before it.
+        for v in victims.iter_mut() {
+            v.loc = None;
+        }
+    }
+    r
+}
+
+/// Points the index at the written records, for entries whose version did
+/// not change meanwhile; clears the stashing flag on all. Returns how many
+/// were published.
+///
+/// Victims come shard by shard (the hands' order): a shard's lock is taken
+/// once for a run of its victims, at most `PUBLISH_RUN` of them, so writers
+/// to it wait for one short run, not for the whole chunk.
+fn publish(inner: &Inner, victims: &[Victim]) -> usize {
+    const PUBLISH_RUN: usize = 64;
+    let mut n = 0;
+    for run in victims.chunk_by(|a, b| a.shard == b.shard) {
+        for run in run.chunks(PUBLISH_RUN) {
+            let mut guard = inner.shards[run[0].shard].lock();
+            for v in run {
+                n += publish_one(inner, &mut guard, v);
+            }
+        }
+    }
+    n
+}
+
+/// `publish` for one victim, under its shard's lock; 1 if it left RAM.
+fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize {
+    let d = inner.dbmap.logical(v.db);
+    let idx = match sh.dbs[d].get_index(v.pos) {
+        Some((k, _)) if k[..] == v.key[..] => v.pos,
+        _ => match sh.dbs[d].get_index_of(&v.key) {
+            Some(i) => i,
+            None => return 0,
+        },
+    };
+    let meta = sh.item_meta(d, &v.key, &sh.dbs[d][idx]);
+    let e = &mut sh.dbs[d][idx];
+    if e.version != v.version {
+        return 0;
+    }
+    e.flags &= !F_STASHING;
+    let Some(loc) = v.loc else { return 0 };
+    if e.expire_at_ms != v.expire_at_ms || meta != v.meta {
+        // The TTL or item state changed after the value was picked: the
+        // journal may already have logged the new state, *before* this
+        // record of the same write, and recovery takes the later one
+        // (journal invariant 6): log the current state again.
+        inner.metadata_changed(sh, d, idx);
+    }
+    let e = &mut sh.dbs[d][idx];
+    if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
+        e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+        if e.expire_at_ms == v.expire_at_ms && meta == v.meta {
+            // The record holds the whole current state (journal invariant 3).
+            e.flags &= !F_DIRTY;
+        }
+        inner.retain_flash(loc);
+        Stats::inc(&inner.stats.stashes);
+        Stats::add(&inner.stats.stash_bytes, loc.len as u64);
+        return 1;
+    }
+    0
+}
