@@ -4,7 +4,8 @@
 # uniform SETs over them (redis-benchmark, 8 connections x pipeline 8,
 # 512 B) against a server whose RAM budget holds the index and few values,
 # and against one with 4 GB. Prints per run: SET/s, the server's CPU per SET,
-# the background thread's (strata-tiering) CPU per SET, flash written.
+# the background thread's (strata-tiering) CPU per SET, flash written; then
+# the ratio of the two rates.
 #   KEYS        keys (default 1000000)
 #   N           SETs measured (default 2000000)
 #   MAXMEM_RAM  the demoting server's budget (default 128mb: the index of
@@ -41,6 +42,7 @@ one() {
     rps=$(redis-benchmark -p "$port" -t set -n "$N" -r "$KEYS" -d 512 -P 8 -c 8 --threads 1 -q 2>/dev/null \
         | tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1)
     c1=$(cpu_s "$pid"); t1=$(thread_cpu "$pid" strata-tiering); w1=$(info "$port" flash_bytes_written)
+    LAST_RPS=$rps
     printf '%-6s SET/s %s  server µs/SET %s  strata-tiering µs/SET %s  flash MB %s  values in RAM %s  backpressure waits %s\n' \
         "$mem" "$rps" \
         "$(awk -v a="$c0" -v b="$c1" -v n="$N" 'BEGIN { printf "%.2f", (b - a) * 1e6 / n }')" \
@@ -53,6 +55,7 @@ record "redis-benchmark -t set -n $KEYS -r $KEYS -d 512 -P 16 -c 50   # fill"
 record "redis-benchmark -t set -n $N -r $KEYS -d 512 -P 8 -c 8 --threads 1   # measured"
 for run in $(seq "$RUNS"); do
     log "run $run"
-    one 4gb
+    one 4gb; ram=$LAST_RPS
     one "$MAXMEM_RAM"
+    echo "run $run: SET that demotes / SET in RAM = $(awk -v a="$LAST_RPS" -v b="$ram" 'BEGIN { printf "%.2f", a / b }') (bar: 0.80)"
 done
