@@ -66,6 +66,16 @@ impl KeyMap {
             .map(|&i| i as usize)
     }
 
+    /// The position of `key`, looked for first at `hint` (where it was
+    /// when its caller last saw it: a key compare instead of a probe),
+    /// then through the table (a removal may have moved it since).
+    pub fn get_index_of_from(&self, hint: usize, key: &[u8]) -> Option<usize> {
+        match self.buckets.get(hint) {
+            Some((k, _)) if k[..] == *key => Some(hint),
+            _ => self.get_index_of(key),
+        }
+    }
+
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
         self.get_index_of(key).map(|i| &self.buckets[i].1)
     }
@@ -79,10 +89,6 @@ impl KeyMap {
         let i = self.get_index_of(key)?;
         let (k, e) = &self.buckets[i];
         Some((i, k, e))
-    }
-
-    pub fn contains_key(&self, key: &[u8]) -> bool {
-        self.get_index_of(key).is_some()
     }
 
     pub fn get_index(&self, i: usize) -> Option<(&Key, &Entry)> {
@@ -114,6 +120,7 @@ impl KeyMap {
         (i, None)
     }
 
+    #[cfg(test)]
     pub fn insert(&mut self, key: Key, entry: Entry) -> Option<Entry> {
         self.insert_full(key, entry).1
     }
@@ -142,6 +149,7 @@ impl KeyMap {
         Some(self.buckets.swap_remove(i))
     }
 
+    #[cfg(test)]
     pub fn swap_remove(&mut self, key: &[u8]) -> Option<Entry> {
         let i = self.get_index_of(key)?;
         self.swap_remove_index(i).map(|(_, e)| e)
@@ -155,21 +163,8 @@ impl KeyMap {
             .reserve(n, |&j| hasher.hash_one(&b[j as usize].0[..]));
     }
 
-    /// Keys it can hold before an array grows.
-    pub fn capacity(&self) -> usize {
-        self.buckets.capacity().min(self.table.capacity())
-    }
-
     pub fn iter(&self) -> Iter<'_> {
         self.buckets.iter().map(|(k, e)| (k, e))
-    }
-
-    pub fn iter_mut(&mut self) -> IterMut<'_> {
-        self.buckets.iter_mut().map(|(k, e)| (&*k, e))
-    }
-
-    pub fn keys(&self) -> impl ExactSizeIterator<Item = &Key> + DoubleEndedIterator + '_ {
-        self.buckets.iter().map(|(k, _)| k)
     }
 
     pub fn values(&self) -> impl ExactSizeIterator<Item = &Entry> + DoubleEndedIterator + '_ {
@@ -177,6 +172,7 @@ impl KeyMap {
     }
 
     /// Keeps the entries `f` approves, in their order; rebuilds the table.
+    #[cfg(test)]
     pub fn retain(&mut self, mut f: impl FnMut(&Key, &mut Entry) -> bool) {
         let before = self.buckets.len();
         self.buckets.retain_mut(|(k, e)| f(k, e));
@@ -185,6 +181,7 @@ impl KeyMap {
         }
     }
 
+    #[cfg(test)]
     fn rebuild_table(&mut self) {
         self.table.clear();
         let (b, hasher) = (&self.buckets, &self.hasher);
@@ -194,11 +191,6 @@ impl KeyMap {
                     hasher.hash_one(&b[j as usize].0[..])
                 });
         }
-    }
-
-    pub fn clear(&mut self) {
-        self.buckets.clear();
-        self.table.clear();
     }
 }
 
@@ -218,10 +210,6 @@ impl std::ops::IndexMut<usize> for KeyMap {
 pub type Iter<'a> = std::iter::Map<
     std::slice::Iter<'a, (Key, Entry)>,
     fn(&'a (Key, Entry)) -> (&'a Key, &'a Entry),
->;
-pub type IterMut<'a> = std::iter::Map<
-    std::slice::IterMut<'a, (Key, Entry)>,
-    fn(&'a mut (Key, Entry)) -> (&'a Key, &'a mut Entry),
 >;
 
 impl<'a> IntoIterator for &'a KeyMap {

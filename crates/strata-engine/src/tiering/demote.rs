@@ -411,12 +411,8 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
 /// `publish` for one victim, under its shard's lock; 1 if it left RAM.
 fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize {
     let d = inner.dbmap.logical(v.db);
-    let idx = match sh.dbs[d].get_index(v.pos) {
-        Some((k, _)) if k[..] == v.key[..] => v.pos,
-        _ => match sh.dbs[d].get_index_of(&v.key) {
-            Some(i) => i,
-            None => return 0,
-        },
+    let Some(idx) = sh.dbs[d].get_index_of_from(v.pos, &v.key) else {
+        return 0;
     };
     let meta = sh.item_meta(d, &v.key, &sh.dbs[d][idx]);
     let e = &mut sh.dbs[d][idx];

@@ -464,12 +464,8 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     let mut guard = inner.shard(&c.key).lock();
     let sh = &mut *guard;
     let db = inner.dbmap.logical(c.db);
-    let idx = match sh.dbs[db].get_index(c.pos) {
-        Some((k, _)) if k[..] == c.key[..] => c.pos,
-        _ => match sh.dbs[db].get_index_of(&c.key[..]) {
-            Some(i) => i,
-            None => return,
-        },
+    let Some(idx) = sh.dbs[db].get_index_of_from(c.pos, &c.key) else {
+        return;
     };
     if sh.item_meta(db, &c.key, &sh.dbs[db][idx]) != c.meta {
         // Changed since the capture: a later batch logs it (still dirty).
