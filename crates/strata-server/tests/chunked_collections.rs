@@ -47,17 +47,19 @@ fn tiered(srv: &Server, con: &mut redis::Connection, field: &str) -> u64 {
 }
 
 /// The collector moves live chunk and head records out of sparse segments
-/// and frees them: the log's allocated size comes back near its live size
-/// (before chunk records were repointed when moved, every segment that
-/// held one stayed allocated: 215 MB for 4 MB of data). And every segment
-/// counts exactly the records the index points at.
+/// and frees them: the log's allocated size stays within what the
+/// collector's rules allow while flash is plentiful (garbage up to three
+/// times the live bytes before it moves anything, plus slack). Before chunk
+/// records were repointed when moved, every segment that held one stayed
+/// allocated: 215 MB for 4 MB of data. And every segment counts exactly the
+/// records the index points at.
 fn reclaimed(srv: &Server, con: &mut redis::Connection) {
     wait_until("the collector reclaims garbage", || {
         let (alloc, live) = (
             tiered(srv, con, "tiered_allocated_bytes"),
             tiered(srv, con, "flash_live_bytes"),
         );
-        alloc <= 2 * live + (8 << 20)
+        alloc <= 4 * live + (8 << 20)
     });
     let bad: String = q(con, "DEBUG LIVE-BYTES");
     assert!(bad.is_empty(), "segment live bytes differ: {bad}");

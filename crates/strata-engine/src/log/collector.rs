@@ -53,8 +53,18 @@ use std::sync::Arc;
 
 /// Bytes read per GC slice.
 const SLICE_BYTES: usize = 1 << 20;
-/// Collect a segment whose live share is below this (per mille) ...
+/// Collect a segment whose live share is below this (per mille), once the
+/// log's garbage passes `RELAXED_GARBAGE_PER_LIVE` times its live bytes ...
 const LIVE_THRESHOLD_RELAXED: u64 = 250;
+/// ... (and `RELAXED_GARBAGE_SEGMENTS` segments): while flash is plentiful,
+/// garbage is left to grow, because every overwrite makes older records
+/// dead and a segment whose records all died is freed without reading or
+/// moving anything. Collecting a segment the moment it falls below 25%
+/// live moves up to a quarter of it again (write amplification up to 1.25
+/// under steady overwrite); waiting until the log holds ~4× its live data
+/// leaves ~5% live in the oldest segments under uniform overwrite.
+const RELAXED_GARBAGE_PER_LIVE: u64 = 3;
+const RELAXED_GARBAGE_SEGMENTS: u64 = 4;
 /// ... or below this when flash is more than 3/4 full.
 const LIVE_THRESHOLD_TIGHT: u64 = 800;
 
@@ -230,11 +240,21 @@ impl Collector {
         }
         let current = writer.current_segment();
         let tight = inner.table.allocated_bytes() * 4 > inner.capacity * 3;
+        let garbage = inner.reclaimable();
+        let plentiful = garbage
+            < (inner
+                .flash_live_bytes
+                .load(std::sync::atomic::Ordering::Relaxed)
+                * RELAXED_GARBAGE_PER_LIVE)
+                .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
         let threshold = if inner.flash_full.load(std::sync::atomic::Ordering::Relaxed) {
             // Demotion is blocked on space: any garbage is worth moving.
             1000
         } else if tight {
             LIVE_THRESHOLD_TIGHT
+        } else if plentiful {
+            // Only dead segments are freed (below), nothing is moved.
+            0
         } else {
             LIVE_THRESHOLD_RELAXED
         };

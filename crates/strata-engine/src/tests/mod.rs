@@ -317,7 +317,8 @@ fn gc_reclaims_segments_under_overwrite_churn() {
 }
 
 /// RAM just under the budget with nothing to demote admits writes; just
-/// over it refuses them (noeviction): writers are never left waiting. The
+/// over it refuses them (noeviction) once a second look confirms it:
+/// writers are never left waiting for long. The
 /// background thread and admission used to compare RAM with limits 500
 /// bytes apart here (admission's budget rounded down to a thousand bytes):
 /// in between, demotion was not stuck (RAM within the budget) while
@@ -341,10 +342,16 @@ fn ram_at_the_budget_admits_or_refuses_never_waits() {
         std::thread::sleep(Duration::from_millis(10));
     }
     ram.store(1_000_600, Relaxed);
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let over = Instant::now();
+    let deadline = over + Duration::from_secs(3);
     loop {
         match e.admission() {
-            Admission::OutOfMemory => break,
+            // Not on one look (a command's flash reads in flight are RAM
+            // that is not yet a value): two, `STUCK_CONFIRM` apart.
+            Admission::OutOfMemory => {
+                assert!(over.elapsed() >= crate::tiering::STUCK_CONFIRM);
+                break;
+            }
             Admission::Wait if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(10))
             }

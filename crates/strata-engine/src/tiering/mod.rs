@@ -5,6 +5,13 @@
 //! Backpressure: the demoter writes one chunk at a time and waits for it;
 //! writers that find RAM above the budget wait on `Inner::room`, which is
 //! notified after every chunk, so nothing in between grows without bound.
+//!
+//! Demotion is declared stuck (writers over the budget are refused or
+//! evict instead of waiting) only when two looks `STUCK_CONFIRM` apart
+//! both found nothing in RAM that could move. One look is not enough: RAM
+//! is allocator-measured, and a command's reads of flash parts in flight
+//! hold memory that is not yet a value in RAM; once they land, those
+//! values can move again.
 
 mod demote;
 pub mod evict;
@@ -37,6 +44,8 @@ pub(crate) fn run_background(inner: &Inner) {
     let mut retry_at: Option<Instant> = None;
     // Entries the hands examined since demotion last made progress.
     let mut idle_scanned = 0usize;
+    // When a look last found nothing in RAM that could move (module doc).
+    let mut nothing_since: Option<Instant> = None;
     while !inner.shutdown.load(Ordering::Acquire) {
         let mut busy = inner.release_buried();
         if last_sweep.elapsed() >= tick {
@@ -57,10 +66,10 @@ pub(crate) fn run_background(inner: &Inner) {
         if ram > inner.tun.high_watermark() && retry_at.is_none_or(|t| Instant::now() >= t) {
             retry_at = None;
             if inner.ram_parts().hot_bytes == 0 && !inner.journal.busy() {
-                // Nothing in RAM can go to flash: writers are refused (or
-                // evict) at once, and no pass runs until the next tick.
-                inner.demotion_stuck.store(true, Relaxed);
-                retry_at = Some(Instant::now() + tick);
+                // Nothing in RAM can go to flash: once confirmed, writers
+                // are refused (or evict) at once, and no pass runs until
+                // the next tick.
+                confirm_nothing(inner, &mut nothing_since, &mut retry_at, tick);
             } else {
                 demoting = true;
             }
@@ -68,6 +77,7 @@ pub(crate) fn run_background(inner: &Inner) {
         if demoting {
             if ram < inner.tun.low_watermark() {
                 demoting = false;
+                nothing_since = None;
                 inner.demotion_stuck.store(false, Relaxed);
             } else {
                 // On failure, demotion pauses for a tick instead of spinning.
@@ -94,13 +104,14 @@ pub(crate) fn run_background(inner: &Inner) {
                             inner.demotion_awaits_journal.store(true, Relaxed);
                             if !inner.journal.busy() {
                                 inner.demotion_awaits_journal.store(false, Relaxed);
-                                pause(tick);
+                                confirm_nothing(inner, &mut nothing_since, &mut retry_at, tick);
                                 demoting = false;
                             }
                         }
                     }
                     Ok(_) => {
                         idle_scanned = 0;
+                        nothing_since = None;
                         inner.demotion_stuck.store(false, Relaxed);
                         inner.flash_full.store(false, Relaxed);
                         busy = true;
@@ -134,8 +145,8 @@ pub(crate) fn run_background(inner: &Inner) {
                 }
             }
             inner.room.notify_waiters();
-        } else if inner.demotion_stuck.load(Relaxed) && ram <= inner.tun.maxmemory_ram.load(Relaxed)
-        {
+        } else if ram <= inner.tun.maxmemory_ram.load(Relaxed) {
+            nothing_since = None;
             inner.demotion_stuck.store(false, Relaxed);
         }
         if inner.journal.status() == crate::log::journal::LogStatus::Full
@@ -173,6 +184,34 @@ pub(crate) fn run_background(inner: &Inner) {
     inner.release_buried();
     let _ = inner.writer.lock().flush();
 }
+
+/// A look found nothing in RAM that could move: demotion counts as stuck
+/// if an earlier look found the same at least `STUCK_CONFIRM` ago;
+/// otherwise the next look is set (module doc).
+fn confirm_nothing(
+    inner: &Inner,
+    nothing_since: &mut Option<Instant>,
+    retry_at: &mut Option<Instant>,
+    tick: Duration,
+) {
+    let now = Instant::now();
+    match *nothing_since {
+        Some(t) if now >= t + STUCK_CONFIRM => {
+            inner.demotion_stuck.store(true, Relaxed);
+            *retry_at = Some(now + tick);
+        }
+        Some(t) => *retry_at = Some(t + STUCK_CONFIRM),
+        None => {
+            *nothing_since = Some(now);
+            *retry_at = Some(now + STUCK_CONFIRM);
+        }
+    }
+}
+
+/// How long after a look that found nothing in RAM that could move a
+/// second one must find the same before demotion counts as stuck (module
+/// doc): longer than a command's flash reads take to land.
+pub(crate) const STUCK_CONFIRM: Duration = Duration::from_millis(50);
 
 /// Collector slices per background turn while garbage outweighs live data.
 const GC_SLICES_BEHIND: usize = 8;
