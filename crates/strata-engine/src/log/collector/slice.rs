@@ -1,45 +1,12 @@
-//! The garbage collector (`Collector`): reclaims segments whose records are
-//! mostly dead, and evicts whole segments when flash is full under an
-//! evicting policy.
-//!
-//! Ordering rules:
-//! 1. Only sealed segments are collected (never the one being written).
-//! 2. A record is live iff the index entry for its (db, key) points at
-//!    exactly its (segment, offset, len): as its value's record, or, for a
-//!    chunked collection of the record's collection id, as its head or as
-//!    the record of one or more of its parts (all of which move with it). Liveness is checked under the
-//!    shard lock when the record is read, and again when its new location
-//!    is published: if the entry moved on meanwhile, the copy is dead.
-//! 3. A segment is freed only when its live bytes reach zero (all live
-//!    records moved or dropped), so no entry ever points at a freed
-//!    segment (engine invariant 3).
-//! 4. Work is bounded per slice: one read of at most `SLICE_BYTES` and the
-//!    relocation of what it held, so reads never queue behind a whole
-//!    segment's worth of GC I/O.
-//! 5. Tombstone and flush records are not live bytes (no entry points at
-//!    them). One is kept (moved, naming its origin segment) while any other
-//!    segment with an id not above its origin exists: only those can hold
-//!    the older records it cancels. It is also kept while its origin is not
-//!    below the segment of the checkpoint in force, whose entries may name
-//!    records it cancels: dropping it would leave that entry pointing at a
-//!    freed segment, which recovery must count as damage. A segment that
-//!    may hold such records (`tomb_bytes` > 0) is read before it is freed.
-//! 6. With the journal on, a segment is freed only once the notes that
-//!    killed its records are durable and the moved copies are synced, so a
-//!    crash never finds an entry of the checkpoint pointing at nothing.
-//! 7. Recovery takes the *later* of two records with one sequence number
-//!    (journal invariant 6). So a moved copy holds the entry's current TTL
-//!    and item state (taken with the liveness check), not the record's;
-//!    and a copy that turns out dead while its entry still has that
-//!    sequence number (a newer state was logged meanwhile, before the copy)
-//!    has the entry's state logged again after it.
-//! 8. An atomic batch's end is never moved; a segment holding one whose
-//!    members began in an older segment that still exists is neither
-//!    collected nor freed (`SegmentTable::pinned`), so members are never
-//!    left without their end. Moved members are plain records.
+//! One slice of a collection job: read at most `SLICE_BYTES` of the
+//! segment, keep the records that are still live (rule 2) or still needed
+//! (tombstones, rule 5), and move them to the open segment, publishing
+//! each new location only if the entry still refers to the old one. The
+//! rules are in the parent module's doc.
 
+use super::{Collector, Job, Mode};
 use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
-use crate::flash::format::{self, DecodeError, SEGMENT_DATA_START};
+use crate::flash::format::{self, DecodeError};
 use crate::flash::io;
 use crate::flash::segment::Segment;
 use crate::index::{Entry, FlashLoc, Slot};
@@ -47,53 +14,11 @@ use crate::log::chunks;
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::Inner;
-use std::collections::HashSet;
 use std::sync::atomic::Ordering::Acquire;
 use std::sync::Arc;
 
 /// Bytes read per GC slice.
 const SLICE_BYTES: usize = 1 << 20;
-/// Collect a segment whose live share is below this (per mille), once the
-/// log's garbage passes `RELAXED_GARBAGE_PER_LIVE` times its live bytes ...
-const LIVE_THRESHOLD_RELAXED: u64 = 250;
-/// ... (and `RELAXED_GARBAGE_SEGMENTS` segments): while flash is plentiful,
-/// garbage is left to grow, because every overwrite makes older records
-/// dead and a segment whose records all died is freed without reading or
-/// moving anything. Collecting a segment the moment it falls below 25%
-/// live moves up to a quarter of it again (write amplification up to 1.25
-/// under steady overwrite); waiting until the log holds ~4× its live data
-/// leaves ~5% live in the oldest segments under uniform overwrite.
-const RELAXED_GARBAGE_PER_LIVE: u64 = 3;
-const RELAXED_GARBAGE_SEGMENTS: u64 = 4;
-/// ... or below this when flash is more than 3/4 full.
-const LIVE_THRESHOLD_TIGHT: u64 = 800;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    /// Move live records to the open segment.
-    Relocate,
-    /// Drop the keys of live records (eviction).
-    Evict,
-}
-
-struct Job {
-    seg: Arc<Segment>,
-    pos: u64,
-    end: u64,
-    mode: Mode,
-}
-
-#[derive(Default)]
-pub(crate) struct Collector {
-    job: Option<Job>,
-    /// Segments whose live bytes could not be reclaimed (corrupt records
-    /// still referenced); not picked again.
-    skip: HashSet<u32>,
-    /// Dead segments waiting for the journal's synced ticket (rule 6).
-    pending_free: Vec<(u32, u64)>,
-    /// The current job stopped for lack of room: not a reason to skip it.
-    abandoned: bool,
-}
 
 /// A live record found in a slice.
 struct Live {
@@ -107,218 +32,13 @@ struct Live {
 }
 
 impl Collector {
-    /// Runs one slice of work; returns whether there was any.
-    pub fn step(&mut self, inner: &Inner, writer: &mut SegmentWriter) -> bool {
-        self.free_ready(inner, writer);
-        // Dead segments go at once, even while a relocation job runs (under
-        // a high write rate most segments die whole).
-        self.release_dead(inner, writer);
-        if self.job.is_none() {
-            self.job = self.pick(inner, writer);
-        }
-        let Some(mut job) = self.job.take() else {
-            return false;
-        };
-        // A segment whose records all died meanwhile (rewritten by newer
-        // writes) needs no more reading.
-        let dead = job.mode == Mode::Relocate
-            && job.seg.live_bytes.load(Acquire) == 0
-            && job.seg.tomb_bytes.load(Acquire) == 0;
-        if !dead && self.slice(inner, writer, &mut job) {
-            self.job = Some(job);
-        } else {
-            self.finish(inner, &job);
-        }
-        true
-    }
-
-    /// Frees a dead segment now, or once the journal caught up (rule 6).
-    fn release(&mut self, inner: &Inner, id: u32) {
-        if inner.journal.enabled {
-            self.pending_free.push((id, inner.journal.last_ticket()));
-        } else {
-            inner.table.free(id);
-            Stats::inc(&inner.stats.segments_freed);
-        }
-    }
-
-    fn free_ready(&mut self, inner: &Inner, writer: &mut SegmentWriter) {
-        if self.pending_free.is_empty() {
-            return;
-        }
-        // While the log is full the notes it waits for cannot be written
-        // until segments are freed: free them (after syncing the moved
-        // copies). Writes are refused meanwhile, so only the notes of the
-        // batch that found the log full are at risk in a crash.
-        // Ask the journal for an early sync rather than waiting for its
-        // next second: the space is needed now.
-        inner.journal.request_sync();
-        let synced = if matches!(
-            inner.journal.status(),
-            crate::log::journal::LogStatus::Full | crate::log::journal::LogStatus::NoSpace
-        ) {
-            u64::MAX
-        } else {
-            inner.journal.synced_ticket()
-        };
-        if !self.pending_free.iter().any(|&(_, t)| t <= synced) {
-            return;
-        }
-        // Moved copies first: they must be durable before the originals go.
-        if writer.needs_sync() {
-            if let Err(e) = writer.sync() {
-                tracing::error!("GC: fsync failed ({e}); segments are kept");
-                return;
-            }
-        }
-        self.pending_free.retain(|&(id, t)| {
-            if t <= synced {
-                inner.table.free(id);
-                Stats::inc(&inner.stats.segments_freed);
-                false
-            } else {
-                true
-            }
-        });
-    }
-
-    /// Releases every sealed segment nothing points at and no tombstone
-    /// in it may still be needed for (rule 6 then frees it).
-    fn release_dead(&mut self, inner: &Inner, writer: &SegmentWriter) {
-        // While recovery runs, live bytes are still being counted.
-        if inner.loading.load(std::sync::atomic::Ordering::Relaxed) {
-            return;
-        }
-        let current = writer.current_segment();
-        let job = self.job.as_ref().map(|j| j.seg.id);
-        for seg in inner.table.snapshot() {
-            if Some(seg.id) == current
-                || Some(seg.id) == job
-                || self.skip.contains(&seg.id)
-                || self.is_pending(seg.id)
-            {
-                continue;
-            }
-            if seg.live_bytes.load(Acquire) == 0
-                && seg.tomb_bytes.load(Acquire) == 0
-                && !inner.table.pinned(&seg)
-            {
-                self.release(inner, seg.id);
-            }
-        }
-    }
-
-    fn is_pending(&self, id: u32) -> bool {
-        self.pending_free.iter().any(|&(p, _)| p == id)
-    }
-
-    /// Evicts the oldest sealed segment whole (its keys are dropped).
-    pub fn evict_oldest_segment(&mut self, inner: &Inner, writer: &SegmentWriter) -> bool {
-        if self.job.as_ref().is_some_and(|j| j.mode == Mode::Evict) {
-            return true;
-        }
-        let current = writer.current_segment();
-        let Some(seg) = inner.table.snapshot().into_iter().find(|s| {
-            Some(s.id) != current && !self.skip.contains(&s.id) && !self.is_pending(s.id)
-        }) else {
-            return false;
-        };
-        let end = seg.written.load(Acquire);
-        // An eviction pre-empts a relocation in progress (it resumes later).
-        self.job = Some(Job {
-            seg,
-            pos: SEGMENT_DATA_START,
-            end,
-            mode: Mode::Evict,
-        });
-        true
-    }
-
-    fn pick(&mut self, inner: &Inner, writer: &SegmentWriter) -> Option<Job> {
-        if inner.loading.load(std::sync::atomic::Ordering::Relaxed) {
-            return None;
-        }
-        let current = writer.current_segment();
-        let tight = inner.table.allocated_bytes() * 4 > inner.capacity * 3;
-        let garbage = inner.reclaimable();
-        let plentiful = garbage
-            < (inner
-                .flash_live_bytes
-                .load(std::sync::atomic::Ordering::Relaxed)
-                * RELAXED_GARBAGE_PER_LIVE)
-                .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
-        let threshold = if inner.flash_full.load(std::sync::atomic::Ordering::Relaxed) {
-            // Demotion is blocked on space: any garbage is worth moving.
-            1000
-        } else if tight {
-            LIVE_THRESHOLD_TIGHT
-        } else if plentiful {
-            // Only dead segments are freed (below), nothing is moved.
-            0
-        } else {
-            LIVE_THRESHOLD_RELAXED
-        };
-        let mut best: Option<(u64, Arc<Segment>)> = None;
-        for seg in inner.table.snapshot() {
-            if Some(seg.id) == current || self.skip.contains(&seg.id) || self.is_pending(seg.id) {
-                continue;
-            }
-            if inner.table.pinned(&seg) {
-                // The end of an atomic batch whose members are partly in
-                // older segments: it goes after them (docs/format.md).
-                continue;
-            }
-            let live = seg.live_bytes.load(Acquire);
-            if live == 0 && seg.tomb_bytes.load(Acquire) == 0 {
-                // Nothing points here and nothing cancels older records.
-                self.release(inner, seg.id);
-                continue;
-            }
-            if live == 0 {
-                // Only tombstones may be worth keeping: read it (rule 5).
-                return Some(Job {
-                    end: seg.written.load(Acquire),
-                    seg,
-                    pos: SEGMENT_DATA_START,
-                    mode: Mode::Relocate,
-                });
-            }
-            let size = seg
-                .written
-                .load(Acquire)
-                .saturating_sub(SEGMENT_DATA_START)
-                .max(1);
-            let permille = live * 1000 / size;
-            if permille < threshold && best.as_ref().is_none_or(|(p, _)| permille < *p) {
-                best = Some((permille, seg));
-            }
-        }
-        best.map(|(_, seg)| Job {
-            end: seg.written.load(Acquire),
-            seg,
-            pos: SEGMENT_DATA_START,
-            mode: Mode::Relocate,
-        })
-    }
-
-    fn finish(&mut self, inner: &Inner, job: &Job) {
-        if std::mem::take(&mut self.abandoned) {
-            return;
-        }
-        if job.seg.live_bytes.load(Acquire) == 0 {
-            self.release(inner, job.seg.id);
-        } else {
-            tracing::warn!(
-                "segment {} keeps {} live bytes after collection (unreadable records); not collected again",
-                job.seg.id,
-                job.seg.live_bytes.load(Acquire)
-            );
-            self.skip.insert(job.seg.id);
-        }
-    }
-
     /// Processes one slice; returns whether the job has more to do.
-    fn slice(&mut self, inner: &Inner, writer: &mut SegmentWriter, job: &mut Job) -> bool {
+    pub(super) fn slice(
+        &mut self,
+        inner: &Inner,
+        writer: &mut SegmentWriter,
+        job: &mut Job,
+    ) -> bool {
         if job.pos >= job.end {
             return false;
         }
