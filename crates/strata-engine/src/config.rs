@@ -12,6 +12,9 @@ pub const DEFAULT_SEGMENT_SIZE: u64 = 64 << 20;
 pub const DEFAULT_WRITE_CHUNK: usize = 1 << 20;
 /// Default smallest value that is ever moved to flash, in bytes.
 pub const DEFAULT_MIN_VALUE_SIZE: usize = 64;
+/// While flash is plentiful, the log may hold this many times its live
+/// bytes in garbage before the collector moves records (`log::collector`).
+pub const DEFAULT_GC_GARBAGE_RATIO: u64 = 3;
 /// Default number of flash operations in flight.
 pub const DEFAULT_IO_DEPTH: usize = 256;
 /// Demotion starts above this share of `maxmemory_ram` (per mille).
@@ -81,6 +84,10 @@ pub struct EngineConfig {
     /// Values shorter than this stay in RAM. Default: 64.
     pub min_value_size: usize,
     pub promote: PromotePolicy,
+    /// Garbage the log may hold, as a multiple of its live bytes, before
+    /// the collector moves records while flash is plentiful; 0 = move
+    /// them out of any segment under 25% live. Default: 3.
+    pub gc_garbage_ratio: u64,
     /// How RAM use is measured; None = the engine's own accounting
     /// (index bytes + hot value bytes).
     pub ram_gauge: Option<RamGauge>,
@@ -119,6 +126,7 @@ impl EngineConfig {
             eviction: EvictionPolicy::NoEviction,
             min_value_size: DEFAULT_MIN_VALUE_SIZE,
             promote: PromotePolicy::SecondRead,
+            gc_garbage_ratio: DEFAULT_GC_GARBAGE_RATIO,
             ram_gauge: None,
             latency_sink: None,
             hz: 10,
@@ -137,6 +145,8 @@ pub struct Tunables {
     eviction: AtomicU8,
     pub min_value_size: AtomicU64,
     promote: AtomicU8,
+    /// See `EngineConfig::gc_garbage_ratio`.
+    pub gc_garbage_ratio: AtomicU64,
     /// The background sweep of expired keys runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: std::sync::atomic::AtomicBool,
     /// `hash-max-listpack-entries` ... (what OBJECT ENCODING reports).
@@ -151,6 +161,7 @@ impl Tunables {
             eviction: AtomicU8::new(c.eviction as u8),
             min_value_size: AtomicU64::new(c.min_value_size as u64),
             promote: AtomicU8::new(c.promote as u8),
+            gc_garbage_ratio: AtomicU64::new(c.gc_garbage_ratio),
             active_expire: std::sync::atomic::AtomicBool::new(true),
             encoding: parking_lot::Mutex::new(c.encoding),
         }

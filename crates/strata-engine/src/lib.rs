@@ -361,6 +361,10 @@ impl Engine {
     pub fn set_active_expire(&self, on: bool) {
         self.inner.tun.active_expire.store(on, Ordering::Relaxed);
     }
+    pub fn set_gc_garbage_ratio(&self, n: u64) {
+        self.inner.tun.gc_garbage_ratio.store(n, Ordering::Relaxed);
+    }
+
     pub fn set_min_value_size(&self, n: usize) {
         self.inner
             .tun

@@ -233,6 +233,7 @@ impl Shared {
         e.set_maxmemory(c.maxmemory);
         e.set_eviction(eviction(&c.maxmemory_policy));
         e.set_min_value_size(c.tiering_min_value_size);
+        e.set_gc_garbage_ratio(c.flash_gc_garbage_ratio);
         e.set_promote(promote(&c.tiering_promote));
         e.set_fsync_policy(fsync_policy(&c.appendfsync));
         e.set_encoding_limits(encoding_limits(&c));
@@ -298,6 +299,7 @@ pub fn engine_config(c: &Config) -> EngineConfig {
     e.maxmemory = c.maxmemory;
     e.eviction = eviction(&c.maxmemory_policy);
     e.min_value_size = c.tiering_min_value_size;
+    e.gc_garbage_ratio = c.flash_gc_garbage_ratio;
     e.promote = promote(&c.tiering_promote);
     e.hz = c.hz;
     e.appendonly = c.appendonly;

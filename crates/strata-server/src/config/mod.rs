@@ -87,6 +87,7 @@ pub const DEFAULT_FLASH_IO: IoBackend = IoBackend::Auto;
 pub const DEFAULT_FLASH_DIRECT_IO: bool = true;
 /// Default smallest value size (bytes) that may move to flash.
 pub const DEFAULT_TIERING_MIN_VALUE_SIZE: usize = 64;
+pub const DEFAULT_FLASH_GC_GARBAGE_RATIO: u64 = 3;
 /// Default promotion policy.
 pub const DEFAULT_TIERING_PROMOTE: PromotePolicy = PromotePolicy::SecondRead;
 /// Largest accepted `threads`.
@@ -167,6 +168,7 @@ pub struct Config {
     pub flash_direct_io: bool,
     /// Bytes: values smaller than this always stay in RAM. Default: 64.
     pub tiering_min_value_size: usize,
+    pub flash_gc_garbage_ratio: u64,
     /// When a flash value is promoted back to RAM. Default: `second`.
     pub tiering_promote: PromotePolicy,
     /// Worker threads (resolved; the option's 0 means the number of CPUs),
@@ -257,6 +259,7 @@ impl Default for Config {
             flash_io: DEFAULT_FLASH_IO,
             flash_direct_io: DEFAULT_FLASH_DIRECT_IO,
             tiering_min_value_size: DEFAULT_TIERING_MIN_VALUE_SIZE,
+            flash_gc_garbage_ratio: DEFAULT_FLASH_GC_GARBAGE_RATIO,
             tiering_promote: DEFAULT_TIERING_PROMOTE,
             threads: cpu_count(),
             proto_max_bulk_len: DEFAULT_PROTO_MAX_BULK_LEN,

@@ -94,7 +94,7 @@ fn table_is_well_formed() {
     names.dedup();
     assert_eq!(before, names.len(), "an option is listed twice");
     // One option per Config field, and the four ziplist aliases.
-    assert_eq!(before, 54, "one option per Config field (plus aliases)");
+    assert_eq!(before, 55, "one option per Config field (plus aliases)");
     let runtime: std::collections::BTreeSet<&str> = OPTIONS
         .iter()
         .filter(|d| d.runtime)
@@ -107,6 +107,7 @@ fn table_is_well_formed() {
             "maxmemory",
             "maxmemory-ram",
             "maxmemory-policy",
+            "flash-gc-garbage-ratio",
             "tiering-min-value-size",
             "tiering-promote",
             "proto-max-bulk-len",
@@ -293,6 +294,8 @@ fn every_bad_value_names_its_option() {
         ("flash-io", "aio"),
         ("flash-direct-io", "maybe"),
         ("tiering-min-value-size", "small"),
+        ("flash-gc-garbage-ratio", "-1"),
+        ("flash-gc-garbage-ratio", "1001"),
         ("tiering-promote", "third"),
         ("threads", "257"),
         ("threads", "many"),
@@ -508,7 +511,8 @@ fn config_get_patterns() {
             "flash-max-size",
             "flash-segment-size",
             "flash-io",
-            "flash-direct-io"
+            "flash-direct-io",
+            "flash-gc-garbage-ratio"
         ]
     );
     assert_eq!(names(b"h?"), ["hz"]);

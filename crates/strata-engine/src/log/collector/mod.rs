@@ -46,13 +46,14 @@ use crate::log::writer::SegmentWriter;
 use crate::stats::Stats;
 use crate::Inner;
 use std::collections::HashSet;
-use std::sync::atomic::Ordering::Acquire;
+use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
 
 mod slice;
 
 /// Collect a segment whose live share is below this (per mille), once the
-/// log's garbage passes `RELAXED_GARBAGE_PER_LIVE` times its live bytes ...
+/// log's garbage passes `flash-gc-garbage-ratio` (default 3) times its live
+/// bytes ...
 const LIVE_THRESHOLD_RELAXED: u64 = 250;
 /// ... (and `RELAXED_GARBAGE_SEGMENTS` segments): while flash is plentiful,
 /// garbage is left to grow, because every overwrite makes older records
@@ -60,8 +61,8 @@ const LIVE_THRESHOLD_RELAXED: u64 = 250;
 /// moving anything. Collecting a segment the moment it falls below 25%
 /// live moves up to a quarter of it again (write amplification up to 1.25
 /// under steady overwrite); waiting until the log holds ~4× its live data
-/// leaves ~5% live in the oldest segments under uniform overwrite.
-const RELAXED_GARBAGE_PER_LIVE: u64 = 3;
+/// leaves ~5% live in the oldest segments under uniform overwrite. (With
+/// the ratio at 0, segments are collected at once.)
 const RELAXED_GARBAGE_SEGMENTS: u64 = 4;
 /// ... or below this when flash is more than 3/4 full.
 const LIVE_THRESHOLD_TIGHT: u64 = 800;
@@ -228,12 +229,11 @@ impl Collector {
         let current = writer.current_segment();
         let tight = inner.table.allocated_bytes() * 4 > inner.capacity * 3;
         let garbage = inner.reclaimable();
-        let plentiful = garbage
-            < (inner
-                .flash_live_bytes
-                .load(std::sync::atomic::Ordering::Relaxed)
-                * RELAXED_GARBAGE_PER_LIVE)
-                .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
+        let ratio = inner.tun.gc_garbage_ratio.load(Relaxed);
+        let plentiful = ratio > 0
+            && garbage
+                < (inner.flash_live_bytes.load(Relaxed) * ratio)
+                    .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
         let threshold = if inner.flash_full.load(std::sync::atomic::Ordering::Relaxed) {
             // Demotion is blocked on space: any garbage is worth moving.
             1000

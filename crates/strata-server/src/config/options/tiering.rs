@@ -105,6 +105,17 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| bool_text(c.flash_direct_io),
     },
     OptionDef {
+        name: "flash-gc-garbage-ratio",
+        default: "3",
+        doc: "garbage the flash log may hold, times its live bytes, before the collector moves records (0: at once)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.flash_gc_garbage_ratio = parse_uint(v, 0, 1000, "flash-gc-garbage-ratio")?;
+            Ok(())
+        }),
+        get: |c| c.flash_gc_garbage_ratio.to_string(),
+    },
+    OptionDef {
         name: "tiering-min-value-size",
         default: "64",
         doc: "bytes; smaller values always stay in RAM",
