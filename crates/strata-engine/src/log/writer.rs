@@ -161,6 +161,9 @@ impl SegmentWriter {
     /// without passing `capacity`: an atomic batch is written only if it
     /// fits whole (a full log would leave half of it).
     pub fn room_for(&self, bytes: u64, capacity: u64) -> bool {
+        if self.table.allocated_bytes() > capacity {
+            return false;
+        }
         let used = self.buf_offset + self.fill as u64;
         let here = match &self.current {
             Some(_) => self.segment_size.saturating_sub(used),
@@ -246,6 +249,15 @@ impl SegmentWriter {
             None
         };
         let header = &h;
+        if self.table.allocated_bytes() > capacity {
+            // The segment past `capacity` is the collector's (it may move
+            // records one segment beyond, to free more than it writes): a
+            // writer held to `capacity` does not fill it, even while it is
+            // the open one. Demotion writing there used to leave the
+            // collector's job half moved with no room to finish it, and
+            // flash full of garbage it could not free.
+            return Err(AppendError::Full);
+        }
         let len = format::RECORD_HEADER_LEN + key.len() + h.value_len as usize;
         let seg_end = self.buf_offset + (self.fill + len) as u64;
         if self.current.is_none()
