@@ -7,7 +7,8 @@
 # BENCHMARKS.md between its "efficiency" markers.
 #   ONLY   row names to run (default: all): cold_get dragonfly ram_8x8
 #          ram_50x16 ram_per_key set_demote endurance journal default_config
-#          gaussian
+#          gaussian (and its all-in-RAM peer run, gaussian_ram, alone);
+#          the table is built from every row's latest report
 #   QUICK  smoke sizes (each script's own QUICK sizes, plus the ones below)
 # Client and server share the machine's cores in every row.
 set -euo pipefail
@@ -36,6 +37,12 @@ need_strata
 T0=$(date +%s)
 FAILED=""
 
+report() {  # report ROW: the row's report file (a missing path if none)
+    local f
+    for f in "$EFF_DIR/$1/"*.md; do [ -f "$f" ] && { echo "$f"; return; }; done
+    echo "$EFF_DIR/$1/none"
+}
+
 # step NAME SCRIPT [VAR=value ...]: runs a bench script with its reports in
 # EFF_DIR/NAME; its output in EFF_DIR/NAME.log
 step() {
@@ -47,6 +54,9 @@ step() {
     if ! env RESULTS_DIR="$EFF_DIR/$name" "$@" bash "$BENCH_ROOT/$script" >"$EFF_DIR/$name.log" 2>&1; then
         log "$name failed: $(tail -3 "$EFF_DIR/$name.log")"
         FAILED+=" $name"
+    elif [ ! -f "$(report "$name")" ]; then
+        # A script that only prints (set_demote.sh): its output is the report.
+        { echo "# $script $*"; echo; echo '```'; cat "$EFF_DIR/$name.log"; echo '```'; } >"$EFF_DIR/$name/$name.md"
     fi
 }
 
@@ -65,8 +75,8 @@ step default_config scenarios/default_config.sh
 # shellcheck disable=SC2086
 step gaussian scenarios/rof-doc.sh $P_GAUSS
 # The same Gaussian command with every value in RAM, at the σ just used.
-sigma=$(grep -o 'σ of the measured runs: \*\*[0-9]*\*\*' "$EFF_DIR/gaussian/"rof-doc*.md 2>/dev/null | grep -o '[0-9]*$' || true)
-if [ -n "$sigma" ] && case " $ONLY " in *" gaussian "*) true ;; *) false ;; esac; then
+sigma=$(grep -o 'σ of the measured runs: \*\*[0-9]*\*\*' "$EFF_DIR/gaussian/"rof-doc*.md 2>/dev/null | grep -o '[0-9][0-9]*' || true)
+if [ -n "$sigma" ] && case " $ONLY " in *" gaussian "* | *" gaussian_ram "*) true ;; *) false ;; esac; then
     mkdir -p "$EFF_DIR/gaussian_ram"
     log "== gaussian_ram: rof-doc.sh with every value in RAM, σ $sigma"
     record "$P_GAUSS RAM_FRACTION=1.5 CALIBRATE=0 SIGMA=$sigma bash bench/scenarios/rof-doc.sh"
@@ -89,11 +99,6 @@ cell() {
         }
         { c = 0 }
         END { if (!found) print "-" }' "$1"
-}
-report() {  # report ROW: the row's report file (a missing path if none)
-    local f
-    for f in "$EFF_DIR/$1/"*.md; do [ -f "$f" ] && { echo "$f"; return; }; done
-    echo "$EFF_DIR/$1/none"
 }
 num() { case $1 in -|n/a|"") echo -; ;; *) echo "${1%\%}"; esac; }
 ratio() { case "$1 $2" in *-*|*n/a*) echo -; ;; *) div "$1" "$2"; esac; }
@@ -122,6 +127,7 @@ dflt=$(ratio "$(cell "$F" strata SET/s)" "$(cell "$F" redis SET/s)")
 dflt_p99="$(cell "$F" strata "p99 ms") vs $(cell "$F" redis "p99 ms") ms"
 F=$(report gaussian); FR=$(report gaussian_ram)
 gauss_cell() {  # gauss_cell FILE FIELD: a cell of rof-doc's result row
+    [ -f "$1" ] || return 0
     grep -A2 '^| measured RAM hit ratio' "$1" 2>/dev/null | sed -n 3p | awk -F'|' -v f="$2" '{ v = $f; gsub(/[* ]/, "", v); print v }'
 }
 g_hit=$(gauss_cell "$F" 2); g_ops=$(gauss_cell "$F" 3); g_avg=$(gauss_cell "$F" 6)
@@ -169,7 +175,11 @@ EOF
     commands_section
 } >"$OUT"
 log "wrote $OUT"
-if [ "$QUICK" != 1 ] && [ "$ONLY" = "$ROWS_ALL" ]; then
+# BENCHMARKS.md gets the table once every row has a report (a row can be
+# run again alone with ONLY).
+complete=1
+for r in $ROWS_ALL gaussian_ram; do [ -f "$(report "$r")" ] || complete=0; done
+if [ "$QUICK" != 1 ] && [ "$complete" = 1 ]; then
     python3 - "$REPO_ROOT/BENCHMARKS.md" "$BEGIN_MARK" "$END_MARK" "$TABLE" "$(date -u +%F) ($(git -C "$REPO_ROOT" rev-parse --short HEAD), ${elapsed} s)" <<'PY'
 import sys
 path, b, e, table, when = sys.argv[1:]
