@@ -7,7 +7,7 @@
 # BENCHMARKS.md between its "efficiency" markers.
 #   ONLY   row names to run (default: all): cold_get dragonfly ram_8x8
 #          ram_50x16 ram_per_key set_demote endurance journal default_config
-#          gaussian (and its all-in-RAM peer run, gaussian_ram, alone);
+#          gaussian (with its all-in-RAM peer, gaussian_ram, also alone);
 #          the table is built from every row's latest report
 #   QUICK  smoke sizes (each script's own QUICK sizes, plus the ones below)
 # Client and server share the machine's cores in every row.
@@ -16,6 +16,8 @@ source "$(dirname "$0")/lib.sh"
 
 ROWS_ALL="cold_get dragonfly ram_8x8 ram_50x16 ram_per_key set_demote endurance journal default_config gaussian"
 ONLY=${ONLY:-$ROWS_ALL}
+# The Gaussian row's all-in-RAM peer runs with it.
+case " $ONLY " in *" gaussian "*) ONLY+=" gaussian_ram" ;; esac
 # Sizes: each script's QUICK ones, or these (chosen so the whole table
 # takes about an hour; the index of every key must fit its RAM budget).
 if [ "$QUICK" = 1 ]; then
@@ -35,7 +37,7 @@ OUT=$(result_file efficiency)
 need_common
 need_strata
 T0=$(date +%s)
-FAILED=""
+FAILED="" RAN=0
 
 report() {  # report ROW: the row's report file (a missing path if none)
     local f
@@ -49,6 +51,7 @@ step() {
     local name=$1 script=$2; shift 2
     case " $ONLY " in *" $name "*) ;; *) return 0 ;; esac
     mkdir -p "$EFF_DIR/$name"
+    RAN=1
     log "== $name: $script $*"
     record "$* bash bench/$script"
     if ! env RESULTS_DIR="$EFF_DIR/$name" "$@" bash "$BENCH_ROOT/$script" >"$EFF_DIR/$name.log" 2>&1; then
@@ -75,15 +78,9 @@ step default_config scenarios/default_config.sh
 # shellcheck disable=SC2086
 step gaussian scenarios/rof-doc.sh $P_GAUSS
 # The same Gaussian command with every value in RAM, at the σ just used.
-sigma=$(grep -o 'σ of the measured runs: \*\*[0-9]*\*\*' "$EFF_DIR/gaussian/"rof-doc*.md 2>/dev/null | grep -o '[0-9][0-9]*' || true)
-if [ -n "$sigma" ] && case " $ONLY " in *" gaussian "* | *" gaussian_ram "*) true ;; *) false ;; esac; then
-    mkdir -p "$EFF_DIR/gaussian_ram"
-    log "== gaussian_ram: rof-doc.sh with every value in RAM, σ $sigma"
-    record "$P_GAUSS RAM_FRACTION=1.5 CALIBRATE=0 SIGMA=$sigma bash bench/scenarios/rof-doc.sh"
-    # shellcheck disable=SC2086
-    env RESULTS_DIR="$EFF_DIR/gaussian_ram" $P_GAUSS RAM_FRACTION=1.5 CALIBRATE=0 SIGMA="$sigma" \
-        bash "$BENCH_ROOT/scenarios/rof-doc.sh" >"$EFF_DIR/gaussian_ram.log" 2>&1 || FAILED+=" gaussian_ram"
-fi
+sigma=$(grep -o 'σ of the measured runs: \*\*[0-9]*\*\*' "$(report gaussian)" 2>/dev/null | grep -o '[0-9][0-9]*' || true)
+# shellcheck disable=SC2086
+[ -z "$sigma" ] || step gaussian_ram scenarios/rof-doc.sh $P_GAUSS RAM_FRACTION=1.5 CALIBRATE=0 SIGMA="$sigma"
 
 # cell FILE ROW COLUMN: the cell of the markdown table row whose first cell
 # is ROW, in the column whose header is COLUMN (the first such table); bold
@@ -116,7 +113,7 @@ F=$(report ram_per_key)
 perkey=$(cell "$F" "used_memory − empty − hot value payloads" "per key")
 rss=$(ratio "$(cell "$F" used_memory_rss value)" "$(cell "$F" used_memory value)")
 # shellcheck disable=SC2046
-demote=$(median $(grep -o 'SET in RAM = [0-9.]*' "$EFF_DIR/set_demote.log" 2>/dev/null | grep -o '[0-9.]*$'))
+demote=$(median $(grep -o 'SET in RAM = [0-9.]*' "$(report set_demote)" 2>/dev/null | grep -o '[0-9.]*$'))
 demote=${demote:--}
 F=$(report endurance)
 wa=$(cell "$F" "SET only, uniform keys" "WA (stash)")
@@ -173,13 +170,14 @@ Total time: ${elapsed} s. Client and server share the machine's 2 cores.
 $TABLE
 EOF
     commands_section
-} >"$OUT"
-log "wrote $OUT"
-# BENCHMARKS.md gets the table once every row has a report (a row can be
-# run again alone with ONLY).
+} >"$OUT.new"
+# Only a run that measured something replaces the report.
+if [ "$RAN" = 1 ]; then mv "$OUT.new" "$OUT"; log "wrote $OUT"; else OUT=$OUT.new; fi
+# BENCHMARKS.md gets the table when a row ran and every row has a report
+# (a row can be run again alone with ONLY).
 complete=1
 for r in $ROWS_ALL gaussian_ram; do [ -f "$(report "$r")" ] || complete=0; done
-if [ "$QUICK" != 1 ] && [ "$complete" = 1 ]; then
+if [ "$QUICK" != 1 ] && [ "$RAN" = 1 ] && [ "$complete" = 1 ]; then
     python3 - "$REPO_ROOT/BENCHMARKS.md" "$BEGIN_MARK" "$END_MARK" "$TABLE" "$(date -u +%F) ($(git -C "$REPO_ROOT" rev-parse --short HEAD), ${elapsed} s)" <<'PY'
 import sys
 path, b, e, table, when = sys.argv[1:]
@@ -194,3 +192,4 @@ PY
     log "updated BENCHMARKS.md"
 fi
 cat "$OUT"
+[ "$RAN" = 1 ] || rm -f "$OUT"

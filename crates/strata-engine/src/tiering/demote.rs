@@ -11,7 +11,7 @@
 //! whose version did not change meanwhile points at its record and leaves
 //! RAM (index invariant 2).
 
-use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
+use crate::flash::format::{ItemMeta, RecordHeader};
 use crate::index::{FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING};
 use crate::log::chunks::{append_chunked, capture_dir, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};
@@ -352,14 +352,7 @@ fn write_victims(
 ) -> Result<(), AppendError> {
     let mut r = Ok(());
     for v in victims.iter_mut() {
-        let h = RecordHeader {
-            kind: RecordKind::Value,
-            db: v.db,
-            key_len: v.key.len() as u32,
-            value_len: v.value.len() as u32,
-            seq: v.version,
-            expire_at_ms: v.expire_at_ms,
-        };
+        let h = RecordHeader::value(v.db, &v.key, v.value.len(), v.version, v.expire_at_ms);
         match writer.append_item(&h, &v.key, &v.meta, &v.value, inner.capacity) {
             Ok(loc) => v.loc = Some(loc),
             Err(e) => {

@@ -254,6 +254,20 @@ pub struct RecordHeader {
 }
 
 impl RecordHeader {
+    /// The header of a value record of `key` in database `db`, written
+    /// by the write with sequence number `seq` (`append_item` gives it the
+    /// kind and length an item's metadata needs).
+    pub fn value(db: u16, key: &[u8], value_len: usize, seq: u64, expire_at_ms: u64) -> Self {
+        RecordHeader {
+            kind: RecordKind::Value,
+            db,
+            key_len: key.len() as u32,
+            value_len: value_len as u32,
+            seq,
+            expire_at_ms,
+        }
+    }
+
     /// Total encoded length of the record this header starts.
     pub fn record_len(&self) -> usize {
         RECORD_HEADER_LEN + self.key_len as usize + self.value_len as usize

@@ -27,7 +27,7 @@ mod file;
 pub use file::*;
 
 use crate::clock::now_ms;
-use crate::flash::format::{ItemMeta, RecordHeader, RecordKind};
+use crate::flash::format::{ItemMeta, RecordHeader};
 use crate::index::{Slot, F_STASHING};
 use crate::log::writer::AppendError;
 use crate::stats::Stats;
@@ -87,14 +87,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         saved += chunked;
         let mut locs = Vec::with_capacity(pending.len());
         for p in &pending {
-            let h = RecordHeader {
-                kind: RecordKind::Value,
-                db: p.db,
-                key_len: p.key.len() as u32,
-                value_len: p.value.len() as u32,
-                seq: p.version,
-                expire_at_ms: p.expire_at_ms,
-            };
+            let h = RecordHeader::value(p.db, &p.key, p.value.len(), p.version, p.expire_at_ms);
             locs.push(w.append_item(&h, &p.key, &p.meta, &p.value, inner.capacity)?);
         }
         let r = w.flush_counted(&inner.stats.flash_bytes_written);

@@ -403,7 +403,7 @@ fn append_one(
             expire_at_ms,
         } => {
             let loc = w.append_item(
-                &value_header(c, value.len(), *version, *expire_at_ms),
+                &RecordHeader::value(c.db, &c.key, value.len(), *version, *expire_at_ms),
                 &c.key,
                 &c.meta,
                 value,
@@ -423,7 +423,7 @@ fn append_one(
                 return Ok(None);
             };
             let new = w.append_item(
-                &value_header(c, value.len(), *version, *expire_at_ms),
+                &RecordHeader::value(c.db, &c.key, value.len(), *version, *expire_at_ms),
                 &c.key,
                 &c.meta,
                 &value,
@@ -432,17 +432,6 @@ fn append_one(
             count(tally, new);
             Ok(Some(new))
         }
-    }
-}
-
-fn value_header(c: &Captured, len: usize, seq: u64, expire_at_ms: u64) -> RecordHeader {
-    RecordHeader {
-        kind: RecordKind::Value,
-        db: c.db,
-        key_len: c.key.len() as u32,
-        value_len: len as u32,
-        seq,
-        expire_at_ms,
     }
 }
 
