@@ -107,6 +107,18 @@ impl Inner {
             .fetch_add(loc.len as u64, Ordering::Relaxed);
     }
 
+    /// When `e` was last accessed (`clock::now_secs`). A packed entry keeps
+    /// no time (`index/cell.rs`, invariant 2): its record's segment's
+    /// creation time stands for it.
+    pub(crate) fn last_access_secs(&self, e: &index::Entry) -> u32 {
+        if e.lru_secs != 0 {
+            return e.lru_secs;
+        }
+        e.flash_loc()
+            .and_then(|l| self.table.get(l.segment))
+            .map_or_else(crate::clock::now_secs, |s| s.created_secs)
+    }
+
     pub(crate) fn tiered_info(&self) -> TieredInfo {
         let mut t = TieredInfo::default();
         for s in self.shards.iter() {

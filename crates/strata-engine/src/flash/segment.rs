@@ -45,6 +45,10 @@ pub struct Segment {
     /// While a segment from there up to this one exists, this one is not
     /// collected (docs/format.md, "Atomic batches").
     pub batch_from: AtomicU32,
+    /// When the segment was created (`clock::now_secs`; for a segment an
+    /// earlier run left, its file's last change): the last access of a
+    /// packed entry whose record is here is taken to be no later.
+    pub created_secs: u32,
 }
 
 impl Segment {
@@ -141,6 +145,7 @@ impl SegmentTable {
             sealed: AtomicBool::new(false),
             tomb_bytes: AtomicU64::new(0),
             batch_from: AtomicU32::new(u32::MAX),
+            created_secs: crate::clock::now_secs(),
         });
         self.segments.write().insert(id, seg.clone());
         Ok(seg)
@@ -252,6 +257,12 @@ fn open_existing(path: &Path, id: u32, direct: bool) -> io::Result<Segment> {
             h.version
         )));
     }
+    let created_secs = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(crate::clock::now_secs, |d| d.as_secs() as u32);
     Ok(Segment {
         id,
         file: Arc::new(file),
@@ -261,6 +272,7 @@ fn open_existing(path: &Path, id: u32, direct: bool) -> io::Result<Segment> {
         sealed: AtomicBool::new(true),
         tomb_bytes: AtomicU64::new(1),
         batch_from: AtomicU32::new(u32::MAX),
+        created_secs,
     })
 }
 

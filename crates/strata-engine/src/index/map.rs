@@ -17,6 +17,7 @@
 //!    index's RAM, and doubling would leave a third of it idle on average.
 //!    The table doubles (5 bytes per slot).
 
+use super::cell::{Cell, EntryRef};
 use super::{Entry, Hasher, Key};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -27,7 +28,9 @@ pub const MAX_KEYS: usize = u32::MAX as usize;
 #[derive(Clone, Default)]
 pub struct KeyMap {
     table: HashTable<u32>,
-    buckets: Vec<(Key, Entry)>,
+    buckets: Vec<(Key, Cell)>,
+    /// How many cells are boxed (their boxes are this map's RAM too).
+    boxed: usize,
     hasher: Hasher,
 }
 
@@ -44,18 +47,33 @@ impl KeyMap {
         self.buckets.is_empty()
     }
 
-    /// Bytes this map has allocated: its buckets (spare ones included) and
-    /// its table's slots and control bytes. Keys' own heap bytes are not
-    /// included (the shard counts them).
+    /// Bytes this map has allocated: its buckets (spare ones included),
+    /// its boxed entries and its table's slots and control bytes. Keys'
+    /// own heap bytes are not included (the shard counts them).
     pub fn allocated_bytes(&self) -> u64 {
-        let buckets = self.buckets.capacity() * std::mem::size_of::<(Key, Entry)>();
-        (buckets + self.table.allocation_size()) as u64
+        let buckets = self.buckets.capacity() * std::mem::size_of::<(Key, Cell)>();
+        let boxes = self.boxed * std::mem::size_of::<Entry>();
+        (buckets + boxes + self.table.allocation_size()) as u64
     }
 
-    /// Bytes one more key takes when no array grows: its bucket and its
-    /// table slot (for admission and sizing).
+    /// Bytes one more key takes when no array grows: its bucket, its boxed
+    /// entry and its table slot (for admission and sizing; a cold key
+    /// packed later gives the box back).
     pub const fn bytes_per_key() -> u64 {
-        (std::mem::size_of::<(Key, Entry)>() + std::mem::size_of::<u32>() + 1) as u64
+        (std::mem::size_of::<(Key, Cell)>()
+            + std::mem::size_of::<Entry>()
+            + std::mem::size_of::<u32>()
+            + 1) as u64
+    }
+
+    /// Bytes of one packed key's bucket and table slot.
+    pub const fn packed_bytes_per_key() -> u64 {
+        (std::mem::size_of::<(Key, Cell)>() + std::mem::size_of::<u32>() + 1) as u64
+    }
+
+    /// How many entries are boxed (the rest are packed).
+    pub fn boxed(&self) -> usize {
+        self.boxed
     }
 
     pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
@@ -76,27 +94,78 @@ impl KeyMap {
         }
     }
 
-    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
-        self.get_index_of(key).map(|i| &self.buckets[i].1)
+    pub fn get(&self, key: &[u8]) -> Option<EntryRef<'_>> {
+        self.get_index_of(key).map(|i| self.at(i))
     }
 
+    /// The entry of `key`, boxed first if it was packed.
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let i = self.get_index_of(key)?;
-        Some(&mut self.buckets[i].1)
+        Some(self.at_mut(i))
     }
 
-    pub fn get_full(&self, key: &[u8]) -> Option<(usize, &Key, &Entry)> {
+    pub fn get_full(&self, key: &[u8]) -> Option<(usize, &Key, EntryRef<'_>)> {
         let i = self.get_index_of(key)?;
-        let (k, e) = &self.buckets[i];
-        Some((i, k, e))
+        let (k, c) = &self.buckets[i];
+        Some((i, k, c.entry(k.len())))
     }
 
-    pub fn get_index(&self, i: usize) -> Option<(&Key, &Entry)> {
-        self.buckets.get(i).map(|(k, e)| (k, e))
+    pub fn get_index(&self, i: usize) -> Option<(&Key, EntryRef<'_>)> {
+        self.buckets.get(i).map(|(k, c)| (k, c.entry(k.len())))
     }
 
+    /// The key and entry at `i`, the entry boxed first if it was packed.
     pub fn get_index_mut(&mut self, i: usize) -> Option<(&Key, &mut Entry)> {
-        self.buckets.get_mut(i).map(|(k, e)| (&*k, e))
+        let (k, c) = self.buckets.get_mut(i)?;
+        let (e, was_packed) = c.entry_mut(k.len());
+        self.boxed += was_packed as usize;
+        Some((&*k, e))
+    }
+
+    /// The entry at `i` (panics if there is none).
+    pub fn at(&self, i: usize) -> EntryRef<'_> {
+        let (k, c) = &self.buckets[i];
+        c.entry(k.len())
+    }
+
+    /// The entry at `i` if it is boxed, borrowed (a packed entry is
+    /// always cold: what lives in RAM is always boxed).
+    pub fn boxed_at(&self, i: usize) -> Option<&Entry> {
+        match &self.buckets.get(i)?.1 {
+            Cell::Full(e) => Some(e),
+            Cell::Packed(_) => None,
+        }
+    }
+
+    /// The entry at `i`, boxed first if it was packed (panics if there is
+    /// none).
+    pub fn at_mut(&mut self, i: usize) -> &mut Entry {
+        let (k, c) = &mut self.buckets[i];
+        let (e, was_packed) = c.entry_mut(k.len());
+        self.boxed += was_packed as usize;
+        e
+    }
+
+    /// Packs the entry at `i` if it can be (`cell.rs`, invariant 1);
+    /// returns whether it did.
+    pub fn pack(&mut self, i: usize) -> bool {
+        let Some((k, c)) = self.buckets.get_mut(i) else {
+            return false;
+        };
+        let packed = c.try_pack(k.len());
+        self.boxed -= packed as usize;
+        packed
+    }
+
+    fn cell(&mut self, key: &Key, entry: Entry) -> Cell {
+        let c = Cell::new(key.len(), entry);
+        self.boxed += c.is_full() as usize;
+        c
+    }
+
+    fn take(&mut self, key_len: usize, c: Cell) -> Entry {
+        self.boxed -= c.is_full() as usize;
+        c.into_entry(key_len)
     }
 
     /// Inserts or replaces; returns the key's position and the entry it
@@ -105,15 +174,17 @@ impl KeyMap {
         let h = self.hash(&key);
         let b = &self.buckets;
         if let Some(&i) = self.table.find(h, |&i| b[i as usize].0[..] == key[..]) {
-            let old = std::mem::replace(&mut self.buckets[i as usize].1, entry);
-            return (i as usize, Some(old));
+            let cell = self.cell(&key, entry);
+            let old = std::mem::replace(&mut self.buckets[i as usize].1, cell);
+            return (i as usize, Some(self.take(key.len(), old)));
         }
         let i = self.buckets.len();
         assert!(i < MAX_KEYS, "a shard's database holds at most 2^32-1 keys");
         if i == self.buckets.capacity() {
             self.buckets.reserve_exact((i / 8).max(16));
         }
-        self.buckets.push((key, entry));
+        let cell = self.cell(&key, entry);
+        self.buckets.push((key, cell));
         let (b, hasher) = (&self.buckets, &self.hasher);
         self.table
             .insert_unique(h, i as u32, |&j| hasher.hash_one(&b[j as usize].0[..]));
@@ -146,7 +217,9 @@ impl KeyMap {
                 .expect("invariant 1: every position is in the table");
             *p = i as u32;
         }
-        Some(self.buckets.swap_remove(i))
+        let (k, c) = self.buckets.swap_remove(i);
+        let e = self.take(k.len(), c);
+        Some((k, e))
     }
 
     #[cfg(test)]
@@ -163,20 +236,21 @@ impl KeyMap {
             .reserve(n, |&j| hasher.hash_one(&b[j as usize].0[..]));
     }
 
-    pub fn iter(&self) -> Iter<'_> {
-        self.buckets.iter().map(|(k, e)| (k, e))
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Key, EntryRef<'_>)> + '_ {
+        self.buckets.iter().map(|(k, c)| (k, c.entry(k.len())))
     }
 
-    pub fn values(&self) -> impl ExactSizeIterator<Item = &Entry> + DoubleEndedIterator + '_ {
-        self.buckets.iter().map(|(_, e)| e)
+    pub fn values(&self) -> impl ExactSizeIterator<Item = EntryRef<'_>> + DoubleEndedIterator + '_ {
+        self.buckets.iter().map(|(k, c)| c.entry(k.len()))
     }
 
     /// Keeps the entries `f` approves, in their order; rebuilds the table.
     #[cfg(test)]
-    pub fn retain(&mut self, mut f: impl FnMut(&Key, &mut Entry) -> bool) {
+    pub fn retain(&mut self, mut f: impl FnMut(&Key, &Entry) -> bool) {
         let before = self.buckets.len();
-        self.buckets.retain_mut(|(k, e)| f(k, e));
+        self.buckets.retain(|(k, c)| f(k, &c.entry(k.len())));
         if self.buckets.len() != before {
+            self.boxed = self.buckets.iter().filter(|(_, c)| c.is_full()).count();
             self.rebuild_table();
         }
     }
@@ -194,37 +268,16 @@ impl KeyMap {
     }
 }
 
-impl std::ops::Index<usize> for KeyMap {
-    type Output = Entry;
-    fn index(&self, i: usize) -> &Entry {
-        &self.buckets[i].1
-    }
-}
-
-impl std::ops::IndexMut<usize> for KeyMap {
-    fn index_mut(&mut self, i: usize) -> &mut Entry {
-        &mut self.buckets[i].1
-    }
-}
-
-pub type Iter<'a> = std::iter::Map<
-    std::slice::Iter<'a, (Key, Entry)>,
-    fn(&'a (Key, Entry)) -> (&'a Key, &'a Entry),
->;
-
-impl<'a> IntoIterator for &'a KeyMap {
-    type Item = (&'a Key, &'a Entry);
-    type IntoIter = Iter<'a>;
-    fn into_iter(self) -> Iter<'a> {
-        self.iter()
-    }
-}
-
 impl IntoIterator for KeyMap {
     type Item = (Key, Entry);
-    type IntoIter = std::vec::IntoIter<(Key, Entry)>;
+    type IntoIter =
+        std::iter::Map<std::vec::IntoIter<(Key, Cell)>, fn((Key, Cell)) -> (Key, Entry)>;
     fn into_iter(self) -> Self::IntoIter {
-        self.buckets.into_iter()
+        fn unpack((k, c): (Key, Cell)) -> (Key, Entry) {
+            let e = c.into_entry(k.len());
+            (k, e)
+        }
+        self.buckets.into_iter().map(unpack)
     }
 }
 

@@ -3,9 +3,15 @@
 //! `parking_lot::Mutex<Shard>` held only for short, non-blocking sections
 //! (never across I/O).
 //!
-//! Each database of a shard is a [`KeyMap`] (`map.rs`): per key a 72-byte
-//! bucket (24-byte `CompactKey` + 48-byte `Entry`) and a 5-byte table slot,
-//! no stored hash.
+//! Each database of a shard is a [`KeyMap`] (`map.rs`): per key a 40-byte
+//! bucket (24-byte `CompactKey` + 16-byte cell) and a 5-byte table slot,
+//! no stored hash. The cell (`cell.rs`) holds a cold entry packed (its
+//! location, version, type and CLOCK bits) or else a boxed `Entry`: a cold
+//! key costs 40 bytes, a hot one 40 + 48. Readers get an [`EntryRef`]
+//! (borrowed, or rebuilt from the packed cell); writers get `&mut Entry`,
+//! which boxes a packed entry first. Demotion, the collector and recovery
+//! pack the cold entries they leave behind; the CLOCK hand packs the ones
+//! readers boxed.
 //!
 //! Entry layout (`Entry`, 48 bytes on x86-64):
 //! - `slot`: the value, either `Hot(Box<Hot { value, backing }>)` (bytes in RAM,
@@ -34,6 +40,7 @@
 //!    structure, or the type its cold record was written with); a write
 //!    that changes the type sets both in one critical section.
 
+mod cell;
 mod counters;
 mod key;
 mod map;
@@ -41,6 +48,7 @@ mod map;
 use crate::flash::format::ItemMeta;
 use crate::types::{Collection, Malformed, ValueType};
 use bytes::Bytes;
+pub use cell::EntryRef;
 pub use counters::{DbCounters, ShardCounters};
 pub use key::CompactKey;
 pub use map::KeyMap;
@@ -279,7 +287,8 @@ impl Entry {
     }
 }
 
-/// RAM of one key's bucket and table slot (`KeyMap::bytes_per_key`).
+/// RAM of one key's bucket, boxed entry and table slot
+/// (`KeyMap::bytes_per_key`).
 pub const BUCKET_BYTES: u64 = KeyMap::bytes_per_key();
 
 /// RAM of one `explicit_cas` bucket (key, value and control byte).

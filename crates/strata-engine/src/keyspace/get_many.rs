@@ -88,14 +88,14 @@ impl Engine {
                     values.push(None);
                     continue;
                 };
-                if sh.dbs[db][idx].is_expired(now) {
+                if sh.dbs[db].at(idx).is_expired(now) {
                     // Expired keys go when read, as Redis's lazy expiry.
                     inner.remove_index(sh, db, idx, true);
                     inc(&stats.keyspace_misses);
                     values.push(None);
                     continue;
                 }
-                let e = &mut sh.dbs[db][idx];
+                let e = sh.dbs[db].at_mut(idx);
                 if e.value_type() != ValueType::String {
                     values.push(None);
                     continue;

@@ -140,17 +140,17 @@ impl Engine {
             Stats::inc(&inner.stats.keyspace_misses);
             return Read::Ready(Ok(None));
         };
-        if sh.dbs[db][idx].is_expired(now) {
+        if sh.dbs[db].at(idx).is_expired(now) {
             inner.remove_index(sh, db, idx, true);
             Stats::inc(&inner.stats.keyspace_misses);
             Stats::inc(&inner.stats.get_expired);
             return Read::Ready(Ok(None));
         }
-        if sh.dbs[db][idx].value_type() != crate::types::ValueType::String {
+        if sh.dbs[db].at(idx).value_type() != crate::types::ValueType::String {
             return Read::Ready(Err(EngineError::WrongType));
         }
         if let Some(at) = opts.touch {
-            if sh.dbs[db][idx].expire_at_ms != at {
+            if sh.dbs[db].at(idx).expire_at_ms != at {
                 inner.set_expire_at(sh, db, idx, at);
             }
             match sh.dbs[db].get_index_of(key) {
@@ -161,12 +161,12 @@ impl Engine {
                 }
             }
         }
-        let cas = sh.cas_of(db, key, &sh.dbs[db][idx]);
+        let cas = sh.cas_of(db, key, &sh.dbs[db].at(idx));
+        let idle_secs = now_secs().saturating_sub(inner.last_access_secs(&sh.dbs[db].at(idx)));
         let Some((_, e)) = sh.dbs[db].get_index_mut(idx) else {
             return Read::Ready(Ok(None));
         };
         Stats::inc(&inner.stats.keyspace_hits);
-        let idle_secs = now_secs().saturating_sub(e.lru_secs);
         let fetched_before = e.flags & F_FETCHED != 0;
         let token_sent = e.flags & F_WIN_PENDING != 0;
         let stale = e.flags & F_STALE != 0;
@@ -232,7 +232,7 @@ impl Engine {
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
         let existing = inner.live_index(sh, db, key);
-        let current_cas = existing.map(|i| sh.cas_of(db, key, &sh.dbs[db][i]));
+        let current_cas = existing.map(|i| sh.cas_of(db, key, &sh.dbs[db].at(i)));
         let mut stale_store = false;
         match (cond, current_cas) {
             (ItemCond::Missing, Some(_)) | (ItemCond::Exists, None) => {
@@ -248,7 +248,7 @@ impl Engine {
         // A stale store keeps the TTL and the refill right (invariant 2).
         let (expire_at_ms, keep_flags) = match existing {
             Some(i) if stale_store => {
-                let e = &sh.dbs[db][i];
+                let e = &sh.dbs[db].at(i);
                 (e.expire_at_ms, F_STALE | (e.flags & F_WIN_PENDING))
             }
             _ => (item.expire_at_ms, 0),
@@ -265,11 +265,11 @@ impl Engine {
             // Stored already expired: gone.
             return StoreOutcome::Stored(0);
         };
-        sh.dbs[db][idx].flags |= keep_flags;
+        sh.dbs[db].at_mut(idx).flags |= keep_flags;
         if item.explicit_cas.is_some() {
             sh.set_explicit_cas(db, idx, item.explicit_cas);
         }
-        StoreOutcome::Stored(sh.cas_of(db, key, &sh.dbs[db][idx]))
+        StoreOutcome::Stored(sh.cas_of(db, key, &sh.dbs[db].at(idx)))
     }
 
     /// Meta auto-vivify (`mg … N`): if the key is missing, creates it empty
@@ -295,11 +295,11 @@ impl Engine {
             return None;
         }
         let idx = inner.store(sh, db, key, None, b"", expire_at_ms, 0)?;
-        sh.dbs[db][idx].flags |= F_WIN_PENDING;
+        sh.dbs[db].at_mut(idx).flags |= F_WIN_PENDING;
         if item.explicit_cas.is_some() {
             sh.set_explicit_cas(db, idx, item.explicit_cas);
         }
-        Some(sh.cas_of(db, key, &sh.dbs[db][idx]))
+        Some(sh.cas_of(db, key, &sh.dbs[db].at(idx)))
     }
 
     /// Meta `ma … E<cas>`: gives the item the explicit CAS `cas` if it
@@ -311,7 +311,7 @@ impl Engine {
         let Some(idx) = inner.live_index(sh, db, key) else {
             return false;
         };
-        if sh.cas_of(db, key, &sh.dbs[db][idx]) != was {
+        if sh.cas_of(db, key, &sh.dbs[db].at(idx)) != was {
             return false;
         }
         sh.set_explicit_cas(db, idx, Some(cas));
@@ -337,13 +337,13 @@ impl Engine {
         let Some(mut idx) = inner.live_index(sh, db, key) else {
             return StoreOutcome::NotFound;
         };
-        if cas.is_some_and(|c| c != sh.cas_of(db, key, &sh.dbs[db][idx])) {
+        if cas.is_some_and(|c| c != sh.cas_of(db, key, &sh.dbs[db].at(idx))) {
             return StoreOutcome::Exists;
         }
         if let Some(x) = emptied {
             let kept_cas = x
                 .explicit_cas
-                .unwrap_or_else(|| sh.cas_of(db, key, &sh.dbs[db][idx]));
+                .unwrap_or_else(|| sh.cas_of(db, key, &sh.dbs[db].at(idx)));
             let flags = x.client_flags;
             let Some(i) = inner.store(sh, db, key, Some(idx), b"", x.expire_at_ms, flags) else {
                 return StoreOutcome::Stored(0);
@@ -366,7 +366,7 @@ impl Engine {
                 None => return StoreOutcome::Stored(0),
             }
         }
-        let e = &mut sh.dbs[db][idx];
+        let e = sh.dbs[db].at_mut(idx);
         e.flags = (e.flags | F_STALE) & !F_WIN_PENDING;
         let new_cas = inv.explicit_cas.unwrap_or_else(|| inner.next_seq());
         sh.set_explicit_cas(db, idx, Some(new_cas));

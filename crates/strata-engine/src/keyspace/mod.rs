@@ -208,7 +208,7 @@ impl Inner {
             self.remove_index(sh, db, idx, false);
             return;
         }
-        let e = &mut sh.dbs[db][idx];
+        let e = sh.dbs[db].at_mut(idx);
         let old = e.expire_at_ms;
         e.expire_at_ms = at;
         sh.acct.ttl_remove(db, old);
@@ -240,7 +240,7 @@ impl Inner {
     /// The index of the live entry of `key`, removing it if expired.
     pub(crate) fn live_index(&self, sh: &mut Shard, db: usize, key: &[u8]) -> Option<usize> {
         let idx = sh.dbs[db].get_index_of(key)?;
-        if sh.dbs[db][idx].is_expired(now_ms()) {
+        if sh.dbs[db].at(idx).is_expired(now_ms()) {
             self.remove_index(sh, db, idx, true);
             return None;
         }
@@ -274,7 +274,7 @@ impl Engine {
         let sh = &mut *guard;
         match inner.live_index(sh, db, key) {
             Some(idx) => {
-                let e = &mut sh.dbs[db][idx];
+                let e = sh.dbs[db].at_mut(idx);
                 e.flags |= F_REFERENCED;
                 e.lru_secs = now_secs();
                 true
@@ -300,7 +300,7 @@ impl Engine {
         let Some(idx) = inner.live_index(sh, db, key) else {
             return false;
         };
-        let cur = sh.dbs[db][idx].expire_at_ms;
+        let cur = sh.dbs[db].at(idx).expire_at_ms;
         // Redis: no TTL counts as an infinite TTL for GT and LT.
         let ok = match cond {
             ExpireCond::Always => true,
@@ -322,7 +322,7 @@ impl Engine {
         let mut guard = inner.shard(key).lock();
         let sh = &mut *guard;
         match inner.live_index(sh, db, key) {
-            Some(idx) if sh.dbs[db][idx].expire_at_ms != 0 => {
+            Some(idx) if sh.dbs[db].at(idx).expire_at_ms != 0 => {
                 inner.set_expire_at(sh, db, idx, 0);
                 true
             }
@@ -360,7 +360,7 @@ impl Engine {
                     in_ram: d.resident_parts() as u64,
                 }),
             },
-            idle_secs: now.saturating_sub(e.lru_secs) as u64,
+            idle_secs: now.saturating_sub(self.inner.last_access_secs(e)) as u64,
             expire_at_ms: e.expire_at_ms,
             hot_value: match &e.slot {
                 Slot::Hot(h) => h.value.as_str().filter(|v| v.len() <= 20).cloned(),
@@ -466,7 +466,7 @@ impl Engine {
                 for &d in &dbs {
                     let map = std::mem::take(&mut sh.dbs[d]);
                     for (k, e) in map.iter() {
-                        sh.acct.entry_removed(d, k.heap_bytes(), e);
+                        sh.acct.entry_removed(d, k.heap_bytes(), &e);
                     }
                     sh.hand[d] = 0;
                     sh.expire_cursor[d] = 0;
@@ -578,7 +578,8 @@ impl Engine {
         // Sparse db: fall back to the first live key found.
         for s in self.inner.shards.iter() {
             let s = s.lock();
-            if let Some((k, _)) = s.dbs[db].iter().find(|(_, e)| !e.is_expired(now)) {
+            let found = s.dbs[db].iter().find(|(_, e)| !e.is_expired(now));
+            if let Some((k, _)) = found {
                 return Some(Bytes::copy_from_slice(k));
             }
         }

@@ -127,17 +127,17 @@ impl Inner {
         let Some(si) = self.live_index(&mut ga, db, src) else {
             return Ok(None);
         };
-        let raw = ga.dbs[db][si].vtype & (crate::index::VT_STR_RAW | crate::index::VT_STR_NOINT);
-        if matches!(ga.dbs[db][si].slot, Slot::Chunked(_)) {
+        let raw = ga.dbs[db].at(si).vtype & (crate::index::VT_STR_RAW | crate::index::VT_STR_NOINT);
+        if matches!(ga.dbs[db].at(si).slot, Slot::Chunked(_)) {
             // The copy is a new collection (its records name their key):
             // every part must be in RAM.
-            let cold = self.cold_parts(db, src, &mut ga.dbs[db][si], &Need::Whole);
+            let cold = self.cold_parts(db, src, ga.dbs[db].at_mut(si), &Need::Whole);
             if !cold.is_empty() {
                 return Err(Retry::Parts(cold));
             }
         }
         let (value, expire, flags) = {
-            let e = &ga.dbs[db][si];
+            let e = &ga.dbs[db].at(si);
             match &e.slot {
                 Slot::Hot(h) => (h.value.clone(), e.expire_at_ms, e.client_flags),
                 Slot::Chunked(c) => {
@@ -181,7 +181,7 @@ impl Inner {
         };
         if let Some(i) = self.store_value(dsh, dst_db, dst, di, value, expire, flags) {
             // The copy keeps Redis's `raw` (and not-`int`) marks.
-            dsh.dbs[dst_db][i].vtype |= raw;
+            dsh.dbs[dst_db].at_mut(i).vtype |= raw;
         }
         if !copy {
             // The destination insert may have moved entries of the same

@@ -92,6 +92,16 @@ pub(super) fn demote_chunk(
                 let i = hand;
                 hand += 1;
                 scanned += 1;
+                // A packed entry is cold: nothing to do (and no boxing it
+                // to look). A boxed cold one is packed if it can be.
+                match sh.dbs[db].boxed_at(i) {
+                    None if i < len => continue,
+                    Some(e) if matches!(e.slot, Slot::Cold(_)) => {
+                        sh.dbs[db].pack(i);
+                        continue;
+                    }
+                    _ => {}
+                }
                 let Some((k, e)) = sh.dbs[db].get_index_mut(i) else {
                     break;
                 };
@@ -146,6 +156,7 @@ pub(super) fn demote_chunk(
                 if let Some(loc) = h.backing {
                     // A clean copy is on flash: drop the RAM copy, no I/O.
                     e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+                    sh.dbs[db].pack(i);
                     Stats::inc(&inner.stats.free_demotions);
                     freed += 1;
                     continue;
@@ -188,7 +199,7 @@ pub(super) fn demote_chunk(
             for i in with_cas {
                 let v = &mut victims[i];
                 if let Some(e) = sh.dbs[db].get(&v.key) {
-                    v.meta = sh.item_meta(db, &v.key, e);
+                    v.meta = sh.item_meta(db, &v.key, &e);
                 }
             }
         }
@@ -407,8 +418,8 @@ fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize
     let Some(idx) = sh.dbs[d].get_index_of_from(v.pos, &v.key) else {
         return 0;
     };
-    let meta = sh.item_meta(d, &v.key, &sh.dbs[d][idx]);
-    let e = &mut sh.dbs[d][idx];
+    let meta = sh.item_meta(d, &v.key, &sh.dbs[d].at(idx));
+    let e = sh.dbs[d].at_mut(idx);
     if e.version != v.version {
         return 0;
     }
@@ -421,13 +432,14 @@ fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize
         // (journal invariant 6): log the current state again.
         inner.metadata_changed(sh, d, idx);
     }
-    let e = &mut sh.dbs[d][idx];
+    let e = sh.dbs[d].at_mut(idx);
     if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
         e.replace_slot(&mut sh.acct, Slot::Cold(loc));
         if e.expire_at_ms == v.expire_at_ms && meta == v.meta {
             // The record holds the whole current state (journal invariant 3).
             e.flags &= !F_DIRTY;
         }
+        sh.dbs[d].pack(idx);
         inner.retain_flash(loc);
         Stats::inc(&inner.stats.stashes);
         Stats::add(&inner.stats.stash_bytes, loc.len as u64);

@@ -208,7 +208,7 @@ impl Inner {
             let mut best: Option<(usize, (u8, u64))> = None;
             for _ in 0..8.min(len) {
                 let i = rng.gen_range(0..len);
-                let e = &map[i];
+                let e = &map.at(i);
                 // Lower score = better victim: cold before hot, then oldest.
                 let score = match (&e.slot, policy) {
                     (Slot::Cold(l), _) => (0, l.segment as u64),
@@ -251,7 +251,7 @@ impl Inner {
                         i = 0;
                     }
                     seen += 1;
-                    if sh.dbs[db][i].is_expired(now) {
+                    if sh.dbs[db].at(i).is_expired(now) {
                         // swap_remove moves the last entry here: look at i again.
                         self.remove_index(sh, db, i, true);
                         removed += 1;

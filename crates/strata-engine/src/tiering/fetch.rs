@@ -202,6 +202,9 @@ impl crate::Engine {
             let sh = &mut *guard;
             for db in 0..sh.dbs.len() {
                 for i in 0..sh.dbs[db].len() {
+                    if sh.dbs[db].boxed_at(i).is_none() {
+                        continue; // packed: cold already
+                    }
                     let Some((_, e)) = sh.dbs[db].get_index_mut(i) else {
                         break;
                     };
@@ -212,6 +215,7 @@ impl crate::Engine {
                         Slot::Hot(h) => {
                             if let Some(loc) = h.backing {
                                 e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+                                sh.dbs[db].pack(i);
                                 values += 1;
                             }
                         }

@@ -154,7 +154,7 @@ impl Engine {
             (SetCond::IfMissing, Some(_)) | (SetCond::IfExists, None) => return Ok(false),
             _ => {}
         }
-        let old_expire = existing.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
+        let old_expire = existing.map(|i| sh.dbs[db].at(i).expire_at_ms).unwrap_or(0);
         let expire = resolve_expire(opts.expire, old_expire);
         inner.store(sh, db, key, existing, value, expire, 0);
         Ok(true)
@@ -327,10 +327,10 @@ impl Inner {
         let mut guard = self.shard(key).lock();
         let sh = &mut *guard;
         let idx = sh.dbs[db].get_index_of(key)?;
-        if sh.dbs[db][idx].is_expired(now) {
+        if sh.dbs[db].at(idx).is_expired(now) {
             self.remove_index(sh, db, idx, true);
             return None;
         }
-        Some(f(sh, &sh.dbs[db][idx]))
+        Some(f(sh, &sh.dbs[db].at(idx)))
     }
 }

@@ -194,7 +194,7 @@ impl Inner {
         let sh = &mut *guard;
         let mut idx = sh.dbs[db].get_index_of(key);
         if let Some(i) = idx {
-            if sh.dbs[db][i].is_expired(now) {
+            if sh.dbs[db].at(i).is_expired(now) {
                 self.remove_index(sh, db, i, true);
                 idx = None;
             }
@@ -202,7 +202,7 @@ impl Inner {
         let (mutation, r) = match idx {
             None => f(None),
             Some(i) => {
-                let e = &sh.dbs[db][i];
+                let e = &sh.dbs[db].at(i);
                 let expire_at_ms = e.expire_at_ms;
                 let (client_flags, cas) = (e.client_flags, sh.cas_of(db, key, e));
                 if e.value_type() != ValueType::String {
@@ -218,7 +218,7 @@ impl Inner {
                             _ => return Err(Retry::Fail(EngineError::WrongType)),
                         };
                         let Some(value) = whole else {
-                            let e = &mut sh.dbs[db][i];
+                            let e = sh.dbs[db].at_mut(i);
                             return Err(Retry::Parts(self.cold_parts(db, key, e, &Need::Whole)));
                         };
                         f(Some(Current {
@@ -264,7 +264,7 @@ impl Inner {
             Mutation::None => {}
             Mutation::MarkRaw => {
                 if let Some(i) = idx {
-                    sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
+                    sh.dbs[db].at_mut(i).vtype |= crate::index::VT_STR_RAW;
                 }
             }
             Mutation::Delete => {
@@ -283,11 +283,11 @@ impl Inner {
                 // A RESP write of an existing value (APPEND, INCR ...) keeps
                 // its memcached flags.
                 let (old, flags) = idx
-                    .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
+                    .map(|i| (sh.dbs[db].at(i).expire_at_ms, sh.dbs[db].at(i).client_flags))
                     .unwrap_or((0, 0));
                 let at = resolve_expire(expire, old);
                 if let Some(i) = self.store(sh, db, key, idx, &value, at, flags) {
-                    sh.dbs[db][i].vtype |= mark;
+                    sh.dbs[db].at_mut(i).vtype |= mark;
                 }
             }
             Mutation::SetItem {
@@ -296,7 +296,7 @@ impl Inner {
                 client_flags,
                 explicit_cas,
             } => {
-                let old = idx.map(|i| sh.dbs[db][i].expire_at_ms).unwrap_or(0);
+                let old = idx.map(|i| sh.dbs[db].at(i).expire_at_ms).unwrap_or(0);
                 let stored = self.store(
                     sh,
                     db,
@@ -312,12 +312,12 @@ impl Inner {
             }
             Mutation::SetParts { value, expire } => {
                 let (old, flags) = idx
-                    .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
+                    .map(|i| (sh.dbs[db].at(i).expire_at_ms, sh.dbs[db].at(i).client_flags))
                     .unwrap_or((0, 0));
                 let value = crate::index::Value::Coll(Box::new(Collection::Str(value)));
                 let at = resolve_expire(expire, old);
                 if let Some(i) = self.store_value(sh, db, key, idx, value, at, flags) {
-                    sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
+                    sh.dbs[db].at_mut(i).vtype |= crate::index::VT_STR_RAW;
                 }
             }
             Mutation::SetExpire(at) => {
@@ -327,7 +327,7 @@ impl Inner {
             }
         }
         let after = sh.dbs[db].get(key).map(|e| ItemState {
-            cas: sh.cas_of(db, key, e),
+            cas: sh.cas_of(db, key, &e),
             expire_at_ms: e.expire_at_ms,
         });
         Ok((r, after))

@@ -131,7 +131,7 @@ impl<'a> KeysView<'a> {
         let i = self.live(key)?;
         let db = self.db;
         let sh = self.shard(key)?;
-        Some(sh.dbs[db][i].version)
+        Some(sh.dbs[db].at(i).version)
     }
 
     /// The type of `key`'s value, if it exists.
@@ -139,7 +139,7 @@ impl<'a> KeysView<'a> {
         let i = self.live(key)?;
         let db = self.db;
         let sh = self.shard(key)?;
-        Some(sh.dbs[db][i].value_type())
+        Some(sh.dbs[db].at(i).value_type())
     }
 
     /// The value of `key` (counted as a keyspace hit or miss).
@@ -152,7 +152,7 @@ impl<'a> KeysView<'a> {
         Stats::inc(&inner.stats.keyspace_hits);
         let db = self.db;
         let sh = self.shard(key)?;
-        let e = &mut sh.dbs[db][i];
+        let e = sh.dbs[db].at_mut(i);
         if crate::keyspace::touches() {
             e.flags |= F_REFERENCED;
             e.lru_secs = now_secs();
@@ -174,7 +174,7 @@ impl<'a> KeysView<'a> {
         let i = self.live(key)?;
         let db = self.db;
         let sh = self.shard(key)?;
-        match &sh.dbs[db][i].slot {
+        match &sh.dbs[db].boxed_at(i)?.slot {
             Slot::Hot(h) => Some(match &h.value {
                 Value::Str(b) => ValueRef::Str(b),
                 Value::Coll(c) => ValueRef::Coll(c),
@@ -208,7 +208,7 @@ impl<'a> KeysView<'a> {
         let idx = match self.live(key) {
             Some(i) => {
                 let sh = self.shard(key).ok_or(EngineError::WrongType)?;
-                if sh.dbs[db][i].value_type() != t {
+                if sh.dbs[db].at(i).value_type() != t {
                     return Err(EngineError::WrongType);
                 }
                 i
@@ -229,7 +229,7 @@ impl<'a> KeysView<'a> {
         };
         if !self.touched.iter().any(|t| &t.key[..] == key) {
             let sh = self.shard(key).ok_or(EngineError::WrongType)?;
-            let e = &sh.dbs[db][idx];
+            let e = &sh.dbs[db].at(idx);
             let old_len = e.hot_bytes();
             let out = matches!(e.slot, Slot::Chunked(_));
             if out {
@@ -247,7 +247,7 @@ impl<'a> KeysView<'a> {
             });
         }
         let sh = self.shard(key).ok_or(EngineError::WrongType)?;
-        match &mut sh.dbs[db][idx].slot {
+        match &mut sh.dbs[db].at_mut(idx).slot {
             Slot::Hot(h) => match &mut h.value {
                 Value::Coll(c) => Ok(Some(c)),
                 Value::Str(_) => Err(EngineError::WrongType),
@@ -299,11 +299,11 @@ impl<'a> KeysView<'a> {
             return;
         };
         let (expire, flags) = idx
-            .map(|i| (sh.dbs[db][i].expire_at_ms, sh.dbs[db][i].client_flags))
+            .map(|i| (sh.dbs[db].at(i).expire_at_ms, sh.dbs[db].at(i).client_flags))
             .unwrap_or((0, 0));
         if let Some(i) = inner.store_value(sh, db, key, idx, value, expire, flags) {
             if raw {
-                sh.dbs[db][i].vtype |= crate::index::VT_STR_RAW;
+                sh.dbs[db].at_mut(i).vtype |= crate::index::VT_STR_RAW;
             }
         }
     }
@@ -377,7 +377,7 @@ impl<'a> KeysView<'a> {
         let i = self.live(key)?;
         let db = self.db;
         let sh = self.shard(key)?;
-        Some(sh.dbs[db][i].expire_at_ms)
+        Some(sh.dbs[db].at(i).expire_at_ms)
     }
 
     /// RESTORE ... IDLETIME: the key was last used `secs` seconds ago.
@@ -388,7 +388,7 @@ impl<'a> KeysView<'a> {
         let db = self.db;
         if let Some(sh) = self.shard(key) {
             let secs = u32::try_from(secs).unwrap_or(u32::MAX);
-            sh.dbs[db][i].lru_secs = crate::clock::now_secs().saturating_sub(secs);
+            sh.dbs[db].at_mut(i).lru_secs = crate::clock::now_secs().saturating_sub(secs);
         }
     }
 
@@ -408,34 +408,34 @@ impl<'a> KeysView<'a> {
             let mut old_len = t.old_len as u64;
             if t.out {
                 // Counted in again as it is now; from here on a plain delta.
-                let e = &sh.dbs[db][idx];
+                let e = &sh.dbs[db].at(idx);
                 sh.acct.add(&e.slot, e.value_len, e.vtype);
                 old_len = e.hot_bytes() as u64;
             }
             // Records a list's popped or trimmed parts gave up.
-            if let Slot::Chunked(c) = &mut sh.dbs[db][idx].slot {
+            if let Slot::Chunked(c) = &mut sh.dbs[db].at_mut(idx).slot {
                 if let Some(d) = c.dir_mut() {
                     for loc in d.take_dropped_refs() {
                         inner.release_flash(loc);
                     }
                 }
             }
-            let empty = match &sh.dbs[db][idx].slot {
+            let empty = match &sh.dbs[db].at(idx).slot {
                 Slot::Hot(h) => matches!(&h.value, Value::Coll(c) if c.is_empty()),
                 Slot::Chunked(c) => c.is_empty(),
                 Slot::Cold(_) => false,
             };
             if empty {
                 // Count the shrunk length out, as removal counts it in.
-                let new_len = sh.dbs[db][idx].hot_bytes() as u64;
+                let new_len = sh.dbs[db].at(idx).hot_bytes() as u64;
                 sh.acct.hot_bytes = sh.acct.hot_bytes + new_len - old_len;
                 sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len - old_len;
                 inner.remove_index(sh, db, idx, false);
                 continue;
             }
-            let t_ready = sh.dbs[db][idx].value_type();
+            let t_ready = sh.dbs[db].at(idx).value_type();
             let version = inner.next_seq();
-            let e = &mut sh.dbs[db][idx];
+            let e = sh.dbs[db].at_mut(idx);
             let mut released = None;
             let mut new_refs = Vec::new();
             match &mut e.slot {
@@ -479,7 +479,7 @@ impl<'a> KeysView<'a> {
             }
             // A big hash or set past `CHUNKED_AT` becomes chunked (one way):
             // from now on a change writes only the parts it touched.
-            let e = &mut sh.dbs[db][idx];
+            let e = sh.dbs[db].at_mut(idx);
             if matches!(&e.slot, Slot::Hot(h) if matches!(&h.value, Value::Coll(c) if c.wants_chunks()))
             {
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);

@@ -76,7 +76,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                                 value: h.value.to_bytes(),
                                 version: e.version,
                                 expire_at_ms: e.expire_at_ms,
-                                meta: sh.item_meta(db, k, e),
+                                meta: sh.item_meta(db, k, &e),
                             });
                         }
                     }
@@ -229,7 +229,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                         seq: e.version,
                         expire_at_ms: e.expire_at_ms,
                         loc,
-                        meta: sh.item_meta(db, k, e),
+                        meta: sh.item_meta(db, k, &e),
                         key: k,
                         chunks: None,
                     };

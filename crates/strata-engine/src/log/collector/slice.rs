@@ -169,7 +169,7 @@ impl Collector {
         let Some(idx) = sh.dbs[db].get_index_of(rec.key) else {
             return;
         };
-        if !refers_to(&sh.dbs[db][idx], rec, loc) {
+        if !refers_to(&sh.dbs[db].at(idx), rec, loc) {
             return;
         }
         match mode {
@@ -201,7 +201,7 @@ impl Collector {
             // logged yet, or logged in a record it could not publish): a
             // copy never brings back an older state (rule 7).
             Mode::Relocate => {
-                let e = &sh.dbs[db][idx];
+                let e = &sh.dbs[db].at(idx);
                 let header = format::RecordHeader {
                     expire_at_ms: e.expire_at_ms,
                     ..rec.header
@@ -325,7 +325,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         let Some(idx) = sh.dbs[d].get_index_of(&l.key) else {
             continue;
         };
-        let e = &mut sh.dbs[d][idx];
+        let e = sh.dbs[d].at_mut(idx);
         if chunked {
             let moved = chunks::move_record(e, &mut sh.acct, l.header.kind, &l.value, l.old, new);
             for _ in 0..moved {
@@ -352,6 +352,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
                 continue;
             }
         }
+        sh.dbs[d].pack(idx);
         inner.release_flash_quiet(l.old);
         inner.retain_flash(new);
         Stats::add(&inner.stats.gc_bytes_relocated, new.len as u64);

@@ -319,9 +319,10 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
     let guard = inner.shard(key).lock();
     let d = inner.dbmap.logical(db);
     let found = guard.dbs.get(d)?.get_full(&key[..]);
-    let pos = found.map_or(usize::MAX, |(i, _, _)| i);
+    let pos = found.as_ref().map_or(usize::MAX, |(i, _, _)| *i);
     let entry = found.map(|(_, _, e)| e);
     let meta = entry
+        .as_ref()
         .map(|e| guard.item_meta(d, key, e))
         .unwrap_or_default();
     let what = match entry {
@@ -456,11 +457,11 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     let Some(idx) = sh.dbs[db].get_index_of_from(c.pos, &c.key) else {
         return;
     };
-    if sh.item_meta(db, &c.key, &sh.dbs[db][idx]) != c.meta {
+    if sh.item_meta(db, &c.key, &sh.dbs[db].at(idx)) != c.meta {
         // Changed since the capture: a later batch logs it (still dirty).
         return;
     }
-    let e = &mut sh.dbs[db][idx];
+    let e = sh.dbs[db].at_mut(idx);
     let (version, expire_at_ms) = match &c.what {
         State::Hot {
             version,

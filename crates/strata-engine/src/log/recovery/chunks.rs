@@ -54,7 +54,7 @@ pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
                         for d in 0..sh.dbs.len() {
                             let mut i = 0;
                             while i < sh.dbs[d].len() {
-                                if !matches!(sh.dbs[d][i].slot, Slot::Chunked(_)) {
+                                if !matches!(sh.dbs[d].at(i).slot, Slot::Chunked(_)) {
                                     i += 1;
                                     continue;
                                 }
@@ -106,7 +106,7 @@ fn resolve(
     key: &[u8],
     tail: &[Cand],
 ) -> (bool, u64) {
-    let e = &sh.dbs[d][i];
+    let e = &sh.dbs[d].at(i);
     let Slot::Chunked(c) = &e.slot else {
         return (true, 0);
     };
@@ -265,7 +265,7 @@ fn install_resolved(
     damaged: u64,
 ) -> (bool, u64) {
     let len = new.len();
-    let e = &mut sh.dbs[d][i];
+    let e = sh.dbs[d].at_mut(i);
     let value_len = new.encoded_len().min(u32::MAX as usize) as u32;
     sh.acct.remove(&e.slot, e.value_len, e.vtype);
     e.slot = Slot::Chunked(Box::new(new));
@@ -290,7 +290,7 @@ fn resolve_list(
     mut cands: Vec<Cand>,
     span: Option<(u64, u64)>,
 ) -> (bool, u64) {
-    let Slot::Chunked(c) = &sh.dbs[d][i].slot else {
+    let Slot::Chunked(c) = &sh.dbs[d].at(i).slot else {
         return (true, 0);
     };
     let Some(dir) = c.dir() else {

@@ -391,7 +391,7 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
                         for d in 0..sh.dbs.len() {
                             let mut i = 0;
                             while i < sh.dbs[d].len() {
-                                let locs = sh.dbs[d][i].flash_locs();
+                                let locs = sh.dbs[d].at(i).flash_locs();
                                 let ok = locs.iter().all(|l| {
                                     segs.get(&l.segment).is_some_and(|&written| {
                                         l.offset as u64 + l.len as u64 <= written
@@ -405,6 +405,8 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
                                 for l in locs {
                                     *live.entry(l.segment).or_insert(0) += l.len as u64;
                                 }
+                                // Replay boxed what it changed.
+                                sh.dbs[d].pack(i);
                                 i += 1;
                             }
                             keys += sh.dbs[d].len() as u64;

@@ -24,7 +24,7 @@ type DirHeadRead = (u64, Option<FlashLoc>, u64, Option<Vec<u8>>);
 /// The `DirHeadRead` of the chunked entry at `i` (None if it is not
 /// chunked). Streams and strings keep fields in their head.
 fn dir_head(inner: &Inner, sh: &Shard, d: usize, i: usize, key: &[u8]) -> Option<DirHeadRead> {
-    let Slot::Chunked(c) = &sh.dbs[d][i].slot else {
+    let Slot::Chunked(c) = &sh.dbs[d].at(i).slot else {
         return None;
     };
     let dir = c.dir()?;
@@ -199,7 +199,7 @@ pub(super) fn resolve_string(
 /// its `client_flags` keep (a stream's element count, a string's
 /// memcached flags).
 fn install(sh: &mut Shard, d: usize, i: usize, coll: Collection, client_flags: u32) {
-    let e = &mut sh.dbs[d][i];
+    let e = sh.dbs[d].at_mut(i);
     sh.acct.remove(&e.slot, e.value_len, e.vtype);
     e.value_len = coll.encoded_len().min(u32::MAX as usize) as u32;
     e.slot = Slot::Chunked(Box::new(coll));

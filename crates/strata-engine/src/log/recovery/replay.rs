@@ -101,13 +101,13 @@ impl Replay<'_> {
         let mut guard = self.inner.shard(key).lock();
         let sh = &mut *guard;
         if let Some(idx) = sh.dbs[d].get_index_of(key) {
-            if sh.dbs[d][idx].version > seq {
+            if sh.dbs[d].at(idx).version > seq {
                 return;
             }
             if expired {
                 Self::remove(sh, d, idx);
             } else {
-                let e = &mut sh.dbs[d][idx];
+                let e = sh.dbs[d].at_mut(idx);
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);
                 sh.acct.ttl_remove(d, e.expire_at_ms);
                 sh.acct.retype(e.vtype, meta.vtype as u8);
@@ -175,7 +175,7 @@ impl Replay<'_> {
         let sh = &mut *guard;
         let idx = sh.dbs[d].get_index_of(key);
         if let Some(i) = idx {
-            let e = &mut sh.dbs[d][i];
+            let e = sh.dbs[d].at_mut(i);
             let same =
                 matches!(&e.slot, Slot::Chunked(c) if c.dir().is_some_and(|x| x.cid() == cid));
             if same {
@@ -201,7 +201,7 @@ impl Replay<'_> {
                         self.tombstone(db, key, seq);
                         return;
                     }
-                    let e = &mut sh.dbs[d][i];
+                    let e = sh.dbs[d].at_mut(i);
                     sh.acct.ttl_remove(d, e.expire_at_ms);
                     e.expire_at_ms = expire_at_ms;
                     e.version = seq;
@@ -251,7 +251,7 @@ impl Replay<'_> {
                 if let Some((_, old)) = sh.dbs[d].get_index_mut(i) {
                     let old = std::mem::replace(old, e);
                     sh.acct.entry_removed(d, 0, &old);
-                    let new = &sh.dbs[d][i];
+                    let new = &sh.dbs[d].at(i);
                     sh.acct.entry_added(d, 0, new);
                 }
             }
@@ -286,7 +286,7 @@ impl Replay<'_> {
             let mut guard = self.inner.shard(key).lock();
             let sh = &mut *guard;
             if let Some(idx) = sh.dbs[d].get_index_of(key) {
-                if sh.dbs[d][idx].version < seq {
+                if sh.dbs[d].at(idx).version < seq {
                     Self::remove(sh, d, idx);
                 }
             }
@@ -326,7 +326,7 @@ impl Replay<'_> {
             for &d in &dbs {
                 let mut i = 0;
                 while i < sh.dbs[d].len() {
-                    if sh.dbs[d][i].version < seq {
+                    if sh.dbs[d].at(i).version < seq {
                         Self::remove(sh, d, i);
                     } else {
                         i += 1;

@@ -1,0 +1,258 @@
+//! `Cell`: how a `KeyMap` bucket holds its entry. A cold entry with
+//! nothing but a location, a version, a type and its CLOCK bits is
+//! *packed* into 15 bytes beside the key; every other entry is a boxed
+//! [`Entry`]. A bucket is then 40 bytes (24-byte key holder + 16-byte
+//! cell) where it was 72, and a flash-sized dataset, mostly cold, pays
+//! 40 bytes per key instead of 72; a hot key pays 40 + 48.
+//!
+//! Packed layout (120 bits, little-endian):
+//!
+//! | bits | field |
+//! |---|---|
+//! | 0..24 | segment id |
+//! | 24..50 | offset of the record in its segment |
+//! | 50..64 | length of the record |
+//! | 64..112 | version |
+//! | 112..115 | value type |
+//! | 115 | `F_REFERENCED` |
+//! | 116 | `F_TOUCHED` |
+//!
+//! Invariants:
+//! 1. Packing loses nothing the entry's readers see: an entry is packed
+//!    only if it is `Slot::Cold`, has no TTL, no client flags, no flag but
+//!    the CLOCK bits, no type bit but the type, a record of exactly
+//!    `RECORD_HEADER_LEN + key + value_len` bytes, and every field fits.
+//! 2. The one exception is `lru_secs`: a packed entry has no last-access
+//!    time. It reads as 0 ("unknown"), and readers of idle time take the
+//!    creation time of the entry's segment instead (`Engine::idle_base`):
+//!    the value was idle when it was demoted.
+
+use super::{Entry, FlashLoc, Slot, F_REFERENCED, F_TOUCHED, VTYPE_MASK};
+use crate::flash::format::RECORD_HEADER_LEN;
+
+const SEG_BITS: u32 = 24;
+const OFF_BITS: u32 = 26;
+const LEN_BITS: u32 = 14;
+const VERSION_BITS: u32 = 48;
+const OFF_SHIFT: u32 = SEG_BITS;
+const LEN_SHIFT: u32 = OFF_SHIFT + OFF_BITS;
+const VERSION_SHIFT: u32 = LEN_SHIFT + LEN_BITS;
+const VTYPE_SHIFT: u32 = VERSION_SHIFT + VERSION_BITS;
+const REF_BIT: u32 = VTYPE_SHIFT + 3;
+const TOUCHED_BIT: u32 = REF_BIT + 1;
+
+fn mask(bits: u32) -> u128 {
+    (1u128 << bits) - 1
+}
+
+fn fits(v: u64, bits: u32) -> bool {
+    v >> bits == 0
+}
+
+/// A bucket's entry: packed in place, or boxed.
+#[derive(Clone, Debug)]
+pub enum Cell {
+    Full(Box<Entry>),
+    Packed([u8; 15]),
+}
+
+const _: () = assert!(std::mem::size_of::<Cell>() == 16);
+
+impl Cell {
+    /// The cell for `e` (packed if it can be, invariant 1).
+    pub(super) fn new(key_len: usize, e: Entry) -> Cell {
+        match pack(key_len, &e) {
+            Some(p) => Cell::Packed(p),
+            None => Cell::Full(Box::new(e)),
+        }
+    }
+
+    pub(super) fn is_full(&self) -> bool {
+        matches!(self, Cell::Full(_))
+    }
+
+    /// The entry, borrowed if boxed, rebuilt if packed.
+    pub(super) fn entry(&self, key_len: usize) -> EntryRef<'_> {
+        match self {
+            Cell::Full(e) => EntryRef::Borrowed(e),
+            Cell::Packed(p) => EntryRef::Owned(unpack(key_len, p)),
+        }
+    }
+
+    /// The entry, boxed first if packed (the caller may change anything).
+    /// Returns whether it was packed.
+    pub(super) fn entry_mut(&mut self, key_len: usize) -> (&mut Entry, bool) {
+        let was_packed = if let Cell::Packed(p) = self {
+            *self = Cell::Full(Box::new(unpack(key_len, p)));
+            true
+        } else {
+            false
+        };
+        match self {
+            Cell::Full(e) => (e, was_packed),
+            Cell::Packed(_) => unreachable!("boxed above"),
+        }
+    }
+
+    pub(super) fn into_entry(self, key_len: usize) -> Entry {
+        match self {
+            Cell::Full(e) => *e,
+            Cell::Packed(p) => unpack(key_len, &p),
+        }
+    }
+
+    /// Packs a boxed entry if it can be; returns whether it did.
+    pub(super) fn try_pack(&mut self, key_len: usize) -> bool {
+        let Cell::Full(e) = self else {
+            return false;
+        };
+        match pack(key_len, e) {
+            Some(p) => {
+                *self = Cell::Packed(p);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// An entry as a map lends it for reading.
+pub type EntryRef<'a> = std::borrow::Cow<'a, Entry>;
+
+fn pack(key_len: usize, e: &Entry) -> Option<[u8; 15]> {
+    let Slot::Cold(loc) = e.slot else {
+        return None;
+    };
+    let clock = F_REFERENCED | F_TOUCHED;
+    if e.expire_at_ms != 0
+        || e.client_flags != 0
+        || e.flags & !clock != 0
+        || e.vtype & !VTYPE_MASK != 0
+        || e.vtype > 7
+        || loc.len as usize != RECORD_HEADER_LEN + key_len + e.value_len as usize
+        || !fits(loc.segment as u64, SEG_BITS)
+        || !fits(loc.offset as u64, OFF_BITS)
+        || !fits(loc.len as u64, LEN_BITS)
+        || !fits(e.version, VERSION_BITS)
+    {
+        return None;
+    }
+    let w = loc.segment as u128
+        | (loc.offset as u128) << OFF_SHIFT
+        | (loc.len as u128) << LEN_SHIFT
+        | (e.version as u128) << VERSION_SHIFT
+        | (e.vtype as u128) << VTYPE_SHIFT
+        | ((e.flags & F_REFERENCED != 0) as u128) << REF_BIT
+        | ((e.flags & F_TOUCHED != 0) as u128) << TOUCHED_BIT;
+    let mut p = [0u8; 15];
+    p.copy_from_slice(&w.to_le_bytes()[..15]);
+    Some(p)
+}
+
+fn unpack(key_len: usize, p: &[u8; 15]) -> Entry {
+    let mut b = [0u8; 16];
+    b[..15].copy_from_slice(p);
+    let w = u128::from_le_bytes(b);
+    let field = |shift: u32, bits: u32| ((w >> shift) & mask(bits)) as u64;
+    let len = field(LEN_SHIFT, LEN_BITS) as u32;
+    let mut flags = 0;
+    if field(REF_BIT, 1) != 0 {
+        flags |= F_REFERENCED;
+    }
+    if field(TOUCHED_BIT, 1) != 0 {
+        flags |= F_TOUCHED;
+    }
+    Entry {
+        slot: Slot::Cold(FlashLoc {
+            segment: field(0, SEG_BITS) as u32,
+            offset: field(OFF_SHIFT, OFF_BITS) as u32,
+            len,
+        }),
+        expire_at_ms: 0,
+        version: field(VERSION_SHIFT, VERSION_BITS),
+        lru_secs: 0,
+        flags,
+        value_len: len - (RECORD_HEADER_LEN + key_len) as u32,
+        client_flags: 0,
+        vtype: field(VTYPE_SHIFT, 3) as u8,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cold(segment: u32, offset: u32, value_len: u32, version: u64) -> Entry {
+        Entry {
+            slot: Slot::Cold(FlashLoc {
+                segment,
+                offset,
+                len: RECORD_HEADER_LEN as u32 + 5 + value_len,
+            }),
+            expire_at_ms: 0,
+            version,
+            lru_secs: 0,
+            flags: F_REFERENCED,
+            value_len,
+            client_flags: 0,
+            vtype: 3,
+        }
+    }
+
+    #[test]
+    fn a_packed_entry_reads_back_whole() {
+        for e in [
+            cold(0, 0, 0, 0),
+            cold((1 << 24) - 1, (1 << 26) - 1, 16_000, (1 << 48) - 1),
+            cold(77, 123_456, 512, 9_999_999),
+        ] {
+            let c = Cell::new(5, e.clone());
+            assert!(!c.is_full(), "{e:?}");
+            let back = c.entry(5).into_owned();
+            assert_eq!(format!("{back:?}"), format!("{e:?}"));
+        }
+    }
+
+    #[test]
+    fn what_a_packed_entry_cannot_hold_stays_boxed() {
+        let mut ttl = cold(1, 1, 10, 1);
+        ttl.expire_at_ms = 5;
+        let mut flags = cold(1, 1, 10, 1);
+        flags.client_flags = 3;
+        let mut dirty = cold(1, 1, 10, 1);
+        dirty.flags |= super::super::F_DIRTY;
+        let mut raw = cold(1, 1, 10, 1);
+        raw.vtype |= super::super::VT_STR_RAW;
+        let mut prefix = cold(1, 1, 10, 1);
+        if let Slot::Cold(l) = &mut prefix.slot {
+            l.len += 4;
+        }
+        for e in [
+            ttl,
+            flags,
+            dirty,
+            raw,
+            prefix,
+            cold(1 << 24, 0, 1, 1),
+            cold(0, 1 << 26, 1, 1),
+            cold(0, 0, 1 << 14, 1),
+            cold(0, 0, 1, 1 << 48),
+        ] {
+            assert!(Cell::new(5, e.clone()).is_full(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn changing_a_packed_entry_boxes_it() {
+        let mut c = Cell::new(5, cold(3, 4, 5, 6));
+        let (e, was) = c.entry_mut(5);
+        assert!(was);
+        e.expire_at_ms = 10;
+        assert!(c.is_full());
+        assert!(!c.try_pack(5));
+        if let Cell::Full(e) = &mut c {
+            e.expire_at_ms = 0;
+        }
+        assert!(c.try_pack(5));
+    }
+}

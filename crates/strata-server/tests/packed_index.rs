@@ -1,0 +1,108 @@
+//! Cold keys in packed index cells (`index/cell.rs`): a key whose value
+//! went to flash costs its 40-byte bucket, not a 40-byte bucket plus a
+//! 48-byte boxed entry, and reads back exactly as before: its value, type,
+//! length and idle time, through collector moves and a restart.
+
+mod common;
+use common::{q, value_for, wait_until, Server};
+use redis::Commands;
+
+const KEYS: usize = 60_000;
+
+fn fill(con: &mut redis::Connection) {
+    for chunk in 0..KEYS / 1000 {
+        let mut pipe = redis::pipe();
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            let key = format!("k:{i}");
+            pipe.set(&key, value_for(&key, 0, 300)).ignore();
+        }
+        pipe.query::<()>(con).unwrap();
+    }
+    // A hash and a set small enough to be one packed record each.
+    let _: () = con.hset_multiple("h", &[("a", "1"), ("b", "2")]).unwrap();
+    let _: () = con.sadd("s", &[3, 1, 2]).unwrap();
+}
+
+fn check_values(con: &mut redis::Connection, step: usize) {
+    for i in (0..KEYS).step_by(step) {
+        let key = format!("k:{i}");
+        let v: Vec<u8> = con.get(&key).unwrap();
+        assert_eq!(v, value_for(&key, 0, 300), "{key}");
+        let len: usize = con.strlen(&key).unwrap();
+        assert_eq!(len, 300, "{key}");
+    }
+    let h: Vec<(String, String)> = con.hgetall("h").unwrap();
+    assert_eq!(h, vec![("a".into(), "1".into()), ("b".into(), "2".into())]);
+    let mut s: Vec<i64> = con.smembers("s").unwrap();
+    s.sort();
+    assert_eq!(s, vec![1, 2, 3]);
+}
+
+fn settle(srv: &Server, con: &mut redis::Connection) {
+    wait_until("values moved to flash", || {
+        let n = srv.info_u64(con, "tiered", "values_in_flash") as usize;
+        n > KEYS * 2 / 3
+    });
+    // The key metadata of a cold key is answered from RAM alone.
+    let t: String = q(con, "TYPE h");
+    assert_eq!(t, "hash");
+}
+
+#[test]
+fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
+    let mut srv = Server::start(&[
+        "--maxmemory-ram",
+        "10mb",
+        "--appendonly",
+        "no",
+        "--flash-gc-garbage-ratio",
+        "0",
+        "--flash-segment-size",
+        "1mb",
+    ]);
+    let mut con = srv.client();
+    fill(&mut con);
+    settle(&srv, &mut con);
+    // A boxed entry alone is 48 bytes beside a 40-byte bucket: with the
+    // cold ones packed, the index costs well under 72 bytes per key.
+    let per_key = srv.info_u64(&mut con, "tiered", "index_bytes_per_key");
+    assert!(per_key < 64, "index bytes per key {per_key}");
+    check_values(&mut con, 7);
+    // A packed entry keeps no access time: its record's segment's age
+    // stands for it, never the Unix epoch.
+    let idle: u64 = q(&mut con, "OBJECT IDLETIME k:12345");
+    assert!(idle < 600, "idle {idle}");
+
+    // Overwrite four keys of five: the collector moves the others'
+    // records, and moved entries are packed again.
+    for chunk in 0..KEYS / 3000 {
+        let mut pipe = redis::pipe();
+        for i in (chunk * 3000..(chunk + 1) * 3000).filter(|i| i % 5 != 0) {
+            let key = format!("k:{i}");
+            pipe.set(&key, value_for(&key, 0, 300)).ignore();
+        }
+        pipe.query::<()>(&mut con).unwrap();
+    }
+    wait_until("the collector moved records", || {
+        srv.info_u64(&mut con, "tiered", "flash_gc_bytes_relocated") > 0
+    });
+    settle(&srv, &mut con);
+    let per_key = srv.info_u64(&mut con, "tiered", "index_bytes_per_key");
+    assert!(per_key < 64, "index bytes per key after moves {per_key}");
+    check_values(&mut con, 5);
+
+    // A restart rebuilds the index from the checkpoint the shutdown wrote
+    // and the log: its cold entries are packed again.
+    let _ = redis::cmd("SHUTDOWN").query::<()>(&mut con);
+    srv.wait_exit(std::time::Duration::from_secs(30));
+    srv.restart();
+    let mut con = srv.client();
+    let keys: usize = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(keys, KEYS + 2);
+    let per_key = srv.info_u64(&mut con, "tiered", "index_bytes_per_key");
+    assert!(
+        per_key < 64,
+        "index bytes per key after a restart {per_key}"
+    );
+    check_values(&mut con, 3);
+}
