@@ -82,7 +82,7 @@ chunks_flash=$(info "$sport" chunks_in_flash tiered)
 fiofile="$RUN_DIR/fio.dat"
 fio_seqwrite "$fiofile" 2g >/dev/null
 engine=$(fio_engine "$fiofile")
-read -r fio_iops fio_p50 fio_p99 <<<"$(fio_randread "$fiofile" 2g "$engine" "$CLIENTS" 10)"
+read -r fio_iops fio_p50 fio_p99 _fio_cpu <<<"$(fio_randread "$fiofile" 2g "$engine" "$CLIENTS" 10)"
 
 {
     header "A big hash and a big set, chunked on flash, beside redis-server in RAM"

@@ -92,7 +92,7 @@ live=$(info "$sport" flash_live_bytes tiered)
 fiofile="$RUN_DIR/fio.dat"
 fio_seqwrite "$fiofile" 2g >/dev/null
 engine=$(fio_engine "$fiofile")
-read -r fio_iops fio_p50 fio_p99 <<<"$(fio_randread "$fiofile" 2g "$engine" "$CLIENTS" 10)"
+read -r fio_iops fio_p50 fio_p99 _fio_cpu <<<"$(fio_randread "$fiofile" 2g "$engine" "$CLIENTS" 10)"
 
 {
     header "A big list, chunked on flash, beside redis-server in RAM"

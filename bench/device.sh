@@ -34,7 +34,7 @@ for run in $(seq "$RUNS"); do
     for d in $DEPTHS; do
         drop_caches
         read -r r0 _ < <(dev_reads "$DEV")
-        read -r iops p50 p99 < <(fio_randread "$FILE" "$FIO_SIZE" "$ENGINE" "$d" "$RUNTIME")
+        read -r iops p50 p99 _fio_cpu < <(fio_randread "$FILE" "$FIO_SIZE" "$ENGINE" "$d" "$RUNTIME")
         read -r r1 _ < <(dev_reads "$DEV")
         IOPS[$d]+=" $iops"; P50[$d]+=" $p50"; P99[$d]+=" $p99"; READS[$d]+=" $((r1 - r0))"
         log "run $run: depth $d: $iops IOPS, p50 ${p50} us, p99 ${p99} us, device reads $((r1 - r0))"

@@ -62,13 +62,13 @@ snap() {
         "$(info "$port" keyspace_misses stats) $(cpu_s "$spid")"
 }
 
-declare -A FIO GET P50 P99 FP50 FP99 RPG KPG HIT MISS CHK SCPU CCPU
+declare -A FCPU FIO GET P50 P99 FP50 FP99 RPG KPG HIT MISS CHK SCPU CCPU
 bout=$(bench_tmpdir rb)/out.csv
 for run in $(seq "$RUNS"); do
     for cp in $DEPTHS; do
         c=${cp%x*} p=${cp#*x} d=$((${cp%x*} * ${cp#*x}))
         drop_caches
-        read -r fiops fp50 fp99 < <(fio_randread "$FILE" "$FIO_SIZE" "$ENGINE" "$d" "$DURATION")
+        read -r fiops fp50 fp99 fcpu < <(fio_randread "$FILE" "$FIO_SIZE" "$ENGINE" "$d" "$DURATION")
         # a multiple of c x P: redis-benchmark completes the last pipeline
         n=$(awk -v i="$fiops" -v t="$DURATION" -v d="$d" 'BEGIN { n = int(i * t / d) * d; print (n < 1000 ? int((1000 + d - 1) / d) * d : n) }')
         drop_caches
@@ -80,7 +80,7 @@ for run in $(seq "$RUNS"); do
         read -r r1 s1 h1 m1 f1 kh1 km1 cpu1 < <(snap)
         ops=$(bench_csv "$bout" GET 2)
         hits=$((h1 - h0)) misses=$((m1 - m0))
-        FIO[$cp]+=" $fiops"; FP50[$cp]+=" $fp50"; FP99[$cp]+=" $fp99"
+        FIO[$cp]+=" $fiops"; FP50[$cp]+=" $fp50"; FP99[$cp]+=" $fp99"; FCPU[$cp]+=" $fcpu"
         GET[$cp]+=" $ops"; P50[$cp]+=" $(bench_csv "$bout" GET 5)"; P99[$cp]+=" $(bench_csv "$bout" GET 7)"
         RPG[$cp]+=" $(div $((r1 - r0)) "$n" %.3f)"
         KPG[$cp]+=" $(div $(((s1 - s0) / 2)) "$n" %.1f)"
@@ -113,16 +113,16 @@ m() { median $1; }
 - $RUNS run(s); figures are medians over runs (per-run values in the second table)
 - device reads from /sys/class/block/$DEV/stat over the GET run (include other processes' reads of the device); RAM hit ratio = Δtiered_ram_hits / (Δhits + Δmisses) over the GET run
 - "check" is ok when Δkeyspace_hits = N and Δ(tiered hits + misses) = N (every GET found its key)
-- client and server share $(nproc) cores; CPU = Δ(utime + stime) of the server process / redis-benchmark's user + sys, over the GET run, divided by N
+- client and server share $(nproc) cores; CPU = Δ(utime + stime) of the server process / redis-benchmark's user + sys, over the GET run, divided by N; fio's CPU per read = its user + system CPU over its run ÷ its reads (mostly the kernel's block path, which a cold GET pays too)
 
 ## Results (medians)
 
-| c x P | fio IOPS | strata GET/s | GET/s ÷ IOPS | strata p50 / p99 ms | fio p50 / p99 µs | device reads per GET | KiB read per GET | RAM hit ratio | keyspace misses | check | server CPU µs/GET | client CPU µs/GET |
-|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|
+| c x P | fio IOPS | strata GET/s | GET/s ÷ IOPS | strata p50 / p99 ms | fio p50 / p99 µs | device reads per GET | KiB read per GET | RAM hit ratio | keyspace misses | check | server CPU µs/GET | fio CPU µs/read | client CPU µs/GET |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|
 EOF
     for cp in $DEPTHS; do
         f=$(m "${FIO[$cp]}") g=$(m "${GET[$cp]}")
-        echo "| $cp | $f | $g | $(awk -v a="$g" -v b="$f" 'BEGIN { r = 100 * a / b; printf "%.0f%%%s", r, (r >= 90 ? "" : " (< 90%)") }') | $(m "${P50[$cp]}") / $(m "${P99[$cp]}") | $(m "${FP50[$cp]}") / $(m "${FP99[$cp]}") | $(m "${RPG[$cp]}") | $(m "${KPG[$cp]}") | $(m "${HIT[$cp]}") | $(m "${MISS[$cp]}") |${CHK[$cp]} | $(m "${SCPU[$cp]}") | $(m "${CCPU[$cp]}") |"
+        echo "| $cp | $f | $g | $(awk -v a="$g" -v b="$f" 'BEGIN { r = 100 * a / b; printf "%.0f%%%s", r, (r >= 90 ? "" : " (< 90%)") }') | $(m "${P50[$cp]}") / $(m "${P99[$cp]}") | $(m "${FP50[$cp]}") / $(m "${FP99[$cp]}") | $(m "${RPG[$cp]}") | $(m "${KPG[$cp]}") | $(m "${HIT[$cp]}") | $(m "${MISS[$cp]}") |${CHK[$cp]} | $(m "${SCPU[$cp]}") | $(m "${FCPU[$cp]}") | $(m "${CCPU[$cp]}") |"
     done
     printf '\n## Every run\n\n| c x P | fio IOPS | strata GET/s | device reads per GET | RAM hit ratio | server CPU µs/GET | client CPU µs/GET |\n|---|---|---|---|---|---|---|\n'
     for cp in $DEPTHS; do

@@ -336,8 +336,9 @@ fio_seqwrite() {
     fio "${args[@]}" | python3 -c 'import json,sys; j=json.load(sys.stdin)["jobs"][0]["write"]; print("%.0f" % (j["bw_bytes"] / 2**20))'
 }
 
-# fio_randread FILE SIZE ENGINE DEPTH RUNTIME: prints "IOPS p50_us p99_us"
-# (total latency, submission to completion)
+# fio_randread FILE SIZE ENGINE DEPTH RUNTIME: prints "IOPS p50_us p99_us
+# cpu_us_per_read" (total latency, submission to completion; fio's own
+# user + system CPU per read: the kernel's block path is most of it)
 fio_randread() {
     local args=(--name=randread --filename="$1" --size="$2" --ioengine="$3" --iodepth="$4"
         --rw=randread --bs=4k --direct=1 --numjobs=1 --time_based --runtime="$5"
@@ -345,9 +346,11 @@ fio_randread() {
     record "fio ${args[*]}"
     fio "${args[@]}" | python3 -c '
 import json, sys
-r = json.load(sys.stdin)["jobs"][0]["read"]
+j = json.load(sys.stdin)["jobs"][0]
+r = j["read"]
 p = (r.get("lat_ns") or {}).get("percentile") or r["clat_ns"]["percentile"]
-print("%.0f %.0f %.0f" % (r["iops"], p["50.000000"] / 1e3, p["99.000000"] / 1e3))'
+cpu = (j["usr_cpu"] + j["sys_cpu"]) * 1e4 / max(r["iops"], 1)
+print("%.0f %.0f %.0f %.1f" % (r["iops"], p["50.000000"] / 1e3, p["99.000000"] / 1e3, cpu))'
 }
 
 # --------------------------------------------------------- results file

@@ -110,7 +110,7 @@ declare -A OPS HITS P50 P99 AVG DEVR DEVK SCPU CCPU ERR MISS FRPS RHIT
 FIO_IOPS="" FIO_P50="" FIO_P99=""
 for run in $(seq "$RUNS"); do
     drop_caches
-    read -r iops fp50 fp99 < <(fio_randread "$FIO_FILE" "$FIO_SIZE" "$ENGINE" "$DEPTH" "$TEST_TIME")
+    read -r iops fp50 fp99 _fio_cpu < <(fio_randread "$FIO_FILE" "$FIO_SIZE" "$ENGINE" "$DEPTH" "$TEST_TIME")
     FIO_IOPS+=" $iops"; FIO_P50+=" $fp50"; FIO_P99+=" $fp99"
     log "fio depth $DEPTH: $iops IOPS, p50 $fp50 us, p99 $fp99 us"
     for srv in strata memcached; do
