@@ -468,6 +468,7 @@ fn tiered(s: &Shared, out: &mut String, largest: bool) {
     // (values in RAM can): both from the measured figures above.
     let per_key = t.index_bytes.checked_div(t.keys).unwrap_or(0);
     field!(out, "index_bytes_per_key", per_key);
+    field!(out, "index_boxed_keys", t.index_boxed_keys);
     let pinned = t.ram_used.saturating_sub(t.hot_bytes);
     field!(
         out,

@@ -59,6 +59,8 @@ fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
         "0",
         "--flash-segment-size",
         "1mb",
+        "--enable-debug-command",
+        "yes",
     ]);
     let mut con = srv.client();
     fill(&mut con);
@@ -67,11 +69,27 @@ fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
     // cold ones packed, the index costs well under 72 bytes per key.
     let per_key = srv.info_u64(&mut con, "tiered", "index_bytes_per_key");
     assert!(per_key < 64, "index bytes per key {per_key}");
-    check_values(&mut con, 7);
+    // Boxed: the values in RAM (and what demotion moved between the two
+    // figures' reads); every cold key is packed.
+    let info = srv.info(&mut con, "tiered");
+    let n = |f: &str| info[f].parse::<i64>().unwrap();
+    let (boxed, hot) = (n("index_boxed_keys"), n("values_in_ram"));
+    assert!((boxed - hot).abs() < 200, "{boxed} boxed, {hot} in RAM");
+    let cold = (0..KEYS)
+        .map(|i| format!("k:{i}"))
+        .find(|k| q::<String>(&mut con, &format!("DEBUG TIER {k}")).starts_with("tier:flash"))
+        .expect("a key on flash");
+    // A packed key's RAM: its slot and table entry, no boxed entry.
+    let usage: u64 = q(&mut con, &format!("MEMORY USAGE {cold}"));
+    assert!(usage < 64, "MEMORY USAGE {cold}: {usage}");
     // A packed entry keeps no access time: its record's segment's age
     // stands for it, never the Unix epoch.
-    let idle: u64 = q(&mut con, "OBJECT IDLETIME k:12345");
+    let idle: u64 = q(&mut con, &format!("OBJECT IDLETIME {cold}"));
     assert!(idle < 600, "idle {idle}");
+    check_values(&mut con, 7);
+    // A read boxes a cold key (its CLOCK bits and access time change).
+    let boxed_after = srv.info_u64(&mut con, "tiered", "index_boxed_keys") as i64;
+    assert!(boxed_after > boxed + 1000, "{boxed} -> {boxed_after} boxed");
 
     // Overwrite four keys of five: the collector moves the others'
     // records, and moved entries are packed again.
@@ -104,5 +122,31 @@ fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
         per_key < 64,
         "index bytes per key after a restart {per_key}"
     );
+    check_values(&mut con, 3);
+}
+
+/// With the journal (the default `appendonly yes`), the values reach flash
+/// as journal records first, and demotion drops the RAM copies: the cold
+/// keys are packed just the same, and again after a kill -9 and a restart
+/// that replays the log.
+#[test]
+fn with_the_journal_cold_keys_are_packed_and_survive_a_crash() {
+    let mut srv = Server::start(&["--maxmemory-ram", "10mb", "--appendonly", "yes"]);
+    let mut con = srv.client();
+    fill(&mut con);
+    settle(&srv, &mut con);
+    let info = srv.info(&mut con, "tiered");
+    let n = |f: &str| info[f].parse::<i64>().unwrap();
+    let (boxed, hot) = (n("index_boxed_keys"), n("values_in_ram"));
+    assert!((boxed - hot).abs() < 200, "{boxed} boxed, {hot} in RAM");
+    assert!(n("index_bytes_per_key") < 64, "{info:?}");
+    check_values(&mut con, 11);
+    srv.kill9();
+    srv.restart();
+    let mut con = srv.client();
+    let keys: usize = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(keys, KEYS + 2);
+    let per_key = srv.info_u64(&mut con, "tiered", "index_bytes_per_key");
+    assert!(per_key < 64, "index bytes per key after a crash {per_key}");
     check_values(&mut con, 3);
 }

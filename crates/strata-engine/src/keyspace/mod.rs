@@ -220,10 +220,14 @@ impl Inner {
     /// state): with the journal on, it is marked dirty and noted, so its
     /// record is rewritten. Caller holds the shard lock.
     pub(crate) fn metadata_changed(&self, sh: &mut Shard, db: usize, idx: usize) {
-        if let Some((k, e)) = sh.dbs[db].get_index_mut(idx) {
+        if let Some((k, _)) = sh.dbs[db].get_index(idx) {
             self.watches.touched(self, db, k);
             self.observe(db, k, KeyChange::Written);
-            // A chunked collection's TTL is in its head record.
+        }
+        // A chunked collection's TTL is in its head record (a chunked
+        // entry is always boxed: a packed one is left packed).
+        if sh.dbs[db].boxed_at(idx).is_some() {
+            let e = sh.dbs[db].at_mut(idx);
             e.with_dir(&mut sh.acct, |d| d.set_head_dirty(true));
         }
         let dirty = self.dirty_flag();
@@ -335,8 +339,15 @@ impl Engine {
         let now = now_secs();
         let heap = crate::index::CompactKey::from(key).heap_bytes() as u64;
         self.inner.with_live(db, key, |sh, e| KeyInfo {
-            ram_bytes: crate::index::BUCKET_BYTES
-                + heap
+            ram_bytes: {
+                let map = &sh.dbs[db];
+                let boxed = map.get_index_of(key).and_then(|i| map.boxed_at(i));
+                if boxed.is_some() {
+                    crate::index::BUCKET_BYTES
+                } else {
+                    crate::index::KeyMap::packed_bytes_per_key()
+                }
+            } + heap
                 + match &e.slot {
                     Slot::Hot(h) => {
                         (std::mem::size_of::<crate::index::Hot>() + h.value.len()) as u64

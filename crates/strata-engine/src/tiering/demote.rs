@@ -421,6 +421,8 @@ fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize
     let meta = sh.item_meta(d, &v.key, &sh.dbs[d].at(idx));
     let e = sh.dbs[d].at_mut(idx);
     if e.version != v.version {
+        // Boxed above to look: packed again if it can be.
+        sh.dbs[d].pack(idx);
         return 0;
     }
     e.flags &= !F_STASHING;
@@ -445,5 +447,6 @@ fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize
         Stats::add(&inner.stats.stash_bytes, loc.len as u64);
         return 1;
     }
+    sh.dbs[d].pack(idx);
     0
 }

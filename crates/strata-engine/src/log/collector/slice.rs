@@ -343,7 +343,10 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             Slot::Cold(loc) if *loc == l.old => *loc = new,
             Slot::Hot(h) if h.backing == Some(l.old) => h.backing = Some(new),
             _ => {
-                if e.version == l.header.seq {
+                let again = e.version == l.header.seq;
+                // Boxed above to look: packed again if it can be.
+                sh.dbs[d].pack(idx);
+                if again {
                     // Rule 7: the entry got a newer record of the same write
                     // (a new TTL or item state) before this copy: log its
                     // state again, after the copy.

@@ -74,7 +74,8 @@ pub(super) struct Captures {
 /// batch). Called with no group running (`groups`).
 pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
     let now = now_ms();
-    let mut seen: HashSet<(u16, &[u8])> = HashSet::with_capacity(notes.len());
+    let mut seen: HashSet<(u16, &[u8]), crate::index::Hasher> =
+        HashSet::with_capacity_and_hasher(notes.len(), Default::default());
     let mut caps = Captures {
         states: Vec::with_capacity(notes.len()),
         flushes: Vec::new(),
@@ -496,6 +497,7 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
         Slot::Chunked(_) => return,
     };
     e.flags &= !F_DIRTY;
+    sh.dbs[db].pack(idx);
     if let Some(old) = old {
         inner.release_flash_quiet(old);
     }
