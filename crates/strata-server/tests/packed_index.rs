@@ -39,9 +39,17 @@ fn check_values(con: &mut redis::Connection, step: usize) {
 }
 
 fn settle(srv: &Server, con: &mut redis::Connection) {
+    // Until demotion has brought RAM down to its budget: most values on
+    // flash, and no more moving.
+    let mut last = 0;
     wait_until("values moved to flash", || {
         let n = srv.info_u64(con, "tiered", "values_in_flash") as usize;
-        n > KEYS * 2 / 3
+        let settled = n > KEYS * 2 / 3 && n == last;
+        last = n;
+        if !settled {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        settled
     });
     // The key metadata of a cold key is answered from RAM alone.
     let t: String = q(con, "TYPE h");
@@ -87,9 +95,6 @@ fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
     let idle: u64 = q(&mut con, &format!("OBJECT IDLETIME {cold}"));
     assert!(idle < 600, "idle {idle}");
     check_values(&mut con, 7);
-    // A read boxes a cold key (its CLOCK bits and access time change).
-    let boxed_after = srv.info_u64(&mut con, "tiered", "index_boxed_keys") as i64;
-    assert!(boxed_after > boxed + 1000, "{boxed} -> {boxed_after} boxed");
 
     // Overwrite four keys of five: the collector moves the others'
     // records, and moved entries are packed again.
