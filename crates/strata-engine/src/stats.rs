@@ -95,8 +95,8 @@ pub struct TieredInfo {
     pub hot_bytes: u64,
     pub cold_bytes: u64,
     pub index_bytes: u64,
-    /// Keys whose entry is boxed (hot, or with a TTL or item state a packed
-    /// cell cannot hold); the others are packed (`index/cell.rs`).
+    /// Keys whose entry is boxed whole (hot, or with state a packed cell
+    /// cannot hold); the others are packed (`index/cell.rs`).
     pub index_boxed_keys: u64,
     pub keys: u64,
     /// Keys per value type (`ValueType as usize`: string, hash, list, set,

@@ -14,7 +14,13 @@ fn fill(con: &mut redis::Connection) {
         let mut pipe = redis::pipe();
         for i in chunk * 1000..(chunk + 1) * 1000 {
             let key = format!("k:{i}");
-            pipe.set(&key, value_for(&key, 0, 300)).ignore();
+            if i % 10 == 0 {
+                // With a TTL: packed too, its expiry beside (`Ext`).
+                pipe.set_ex(&key, value_for(&key, 0, 300), 1_000_000)
+                    .ignore();
+            } else {
+                pipe.set(&key, value_for(&key, 0, 300)).ignore();
+            }
         }
         pipe.query::<()>(con).unwrap();
     }
@@ -30,6 +36,10 @@ fn check_values(con: &mut redis::Connection, step: usize) {
         assert_eq!(v, value_for(&key, 0, 300), "{key}");
         let len: usize = con.strlen(&key).unwrap();
         assert_eq!(len, 300, "{key}");
+    }
+    for i in (0..KEYS).step_by(10 * step) {
+        let ttl: i64 = con.ttl(format!("k:{i}")).unwrap();
+        assert!(ttl > 999_000, "k:{i} TTL {ttl}");
     }
     let h: Vec<(String, String)> = con.hgetall("h").unwrap();
     assert_eq!(h, vec![("a".into(), "1".into()), ("b".into(), "2".into())]);

@@ -1,9 +1,11 @@
 //! `Cell`: how a `KeyMap` bucket holds its entry. A cold entry with
 //! nothing but a location, a version, a type and its CLOCK bits is
-//! *packed* into 15 bytes beside the key; every other entry is a boxed
-//! [`Entry`]. A bucket is then 40 bytes (24-byte key holder + 16-byte
-//! cell) where it was 72, and a flash-sized dataset, mostly cold, pays
-//! 40 bytes per key instead of 72; a hot key pays 40 + 48.
+//! *packed* into 15 bytes beside the key; one that also has a TTL or
+//! memcached flags keeps them in a 32-byte box beside the packed bytes
+//! (`Ext`); every other entry is a boxed [`Entry`]. A bucket is then 40
+//! bytes (24-byte key holder + 16-byte cell) where it was 72, and a
+//! flash-sized dataset, mostly cold, pays 40 bytes per key instead of 72
+//! (40 + 32 with a TTL); a hot key pays 40 + 48.
 //!
 //! Packed layout (120 bits, little-endian):
 //!
@@ -19,8 +21,8 @@
 //!
 //! Invariants:
 //! 1. Packing loses nothing the entry's readers see: an entry is packed
-//!    only if it is `Slot::Cold`, has no TTL, no client flags, no flag but
-//!    the CLOCK bits, no type bit but the type, a record of exactly
+//!    only if it is `Slot::Cold`, has no flag but the CLOCK bits, no type
+//!    bit but the type (its TTL and client flags go to `Ext`), a record of exactly
 //!    `RECORD_HEADER_LEN + key + value_len` bytes, and every field fits.
 //! 2. The one exception is `lru_secs`: a packed entry has no last-access
 //!    time. It reads as 0 ("unknown"), and readers of idle time take the
@@ -49,21 +51,60 @@ fn fits(v: u64, bits: u32) -> bool {
     v >> bits == 0
 }
 
-/// A bucket's entry: packed in place, or boxed.
+/// A bucket's entry: packed in place, packed with a side box for its TTL
+/// and client flags, or boxed whole.
 #[derive(Clone, Debug)]
 pub enum Cell {
     Full(Box<Entry>),
     Packed([u8; 15]),
+    Ext(Box<Ext>),
+}
+
+/// A packed cold entry's TTL and memcached client flags.
+#[derive(Clone, Debug)]
+pub struct Ext {
+    packed: [u8; 15],
+    client_flags: u32,
+    expire_at_ms: u64,
 }
 
 const _: () = assert!(std::mem::size_of::<Cell>() == 16);
+const _: () = assert!(std::mem::size_of::<Ext>() == 32);
+
+/// Which form a cell has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Full,
+    Packed,
+    Ext,
+}
 
 impl Cell {
     /// The cell for `e` (packed if it can be, invariant 1).
     pub(super) fn new(key_len: usize, e: Entry) -> Cell {
         match pack(key_len, &e) {
-            Some(p) => Cell::Packed(p),
+            Some(p) => Cell::packed(p, &e),
             None => Cell::Full(Box::new(e)),
+        }
+    }
+
+    fn packed(packed: [u8; 15], e: &Entry) -> Cell {
+        if e.expire_at_ms == 0 && e.client_flags == 0 {
+            Cell::Packed(packed)
+        } else {
+            Cell::Ext(Box::new(Ext {
+                packed,
+                client_flags: e.client_flags,
+                expire_at_ms: e.expire_at_ms,
+            }))
+        }
+    }
+
+    pub(super) fn kind(&self) -> Kind {
+        match self {
+            Cell::Full(_) => Kind::Full,
+            Cell::Packed(_) => Kind::Packed,
+            Cell::Ext(_) => Kind::Ext,
         }
     }
 
@@ -76,21 +117,22 @@ impl Cell {
         match self {
             Cell::Full(e) => EntryRef::Borrowed(e),
             Cell::Packed(p) => EntryRef::Owned(unpack(key_len, p)),
+            Cell::Ext(x) => EntryRef::Owned(unpack_ext(key_len, x)),
         }
     }
 
     /// The entry, boxed first if packed (the caller may change anything).
-    /// Returns whether it was packed.
-    pub(super) fn entry_mut(&mut self, key_len: usize) -> (&mut Entry, bool) {
-        let was_packed = if let Cell::Packed(p) = self {
-            *self = Cell::Full(Box::new(unpack(key_len, p)));
-            true
-        } else {
-            false
-        };
+    /// Returns the form it had.
+    pub(super) fn entry_mut(&mut self, key_len: usize) -> (&mut Entry, Kind) {
+        let was = self.kind();
         match self {
-            Cell::Full(e) => (e, was_packed),
-            Cell::Packed(_) => unreachable!("boxed above"),
+            Cell::Packed(p) => *self = Cell::Full(Box::new(unpack(key_len, p))),
+            Cell::Ext(x) => *self = Cell::Full(Box::new(unpack_ext(key_len, x))),
+            Cell::Full(_) => {}
+        }
+        match self {
+            Cell::Full(e) => (e, was),
+            _ => unreachable!("boxed above"),
         }
     }
 
@@ -98,21 +140,19 @@ impl Cell {
         match self {
             Cell::Full(e) => *e,
             Cell::Packed(p) => unpack(key_len, &p),
+            Cell::Ext(x) => unpack_ext(key_len, &x),
         }
     }
 
-    /// Packs a boxed entry if it can be; returns whether it did.
-    pub(super) fn try_pack(&mut self, key_len: usize) -> bool {
+    /// Packs a boxed entry if it can be; returns the form it took.
+    pub(super) fn try_pack(&mut self, key_len: usize) -> Kind {
         let Cell::Full(e) = self else {
-            return false;
+            return self.kind();
         };
-        match pack(key_len, e) {
-            Some(p) => {
-                *self = Cell::Packed(p);
-                true
-            }
-            None => false,
+        if let Some(p) = pack(key_len, e) {
+            *self = Cell::packed(p, e);
         }
+        self.kind()
     }
 }
 
@@ -124,9 +164,7 @@ fn pack(key_len: usize, e: &Entry) -> Option<[u8; 15]> {
         return None;
     };
     let clock = F_REFERENCED | F_TOUCHED;
-    if e.expire_at_ms != 0
-        || e.client_flags != 0
-        || e.flags & !clock != 0
+    if e.flags & !clock != 0
         || e.vtype & !VTYPE_MASK != 0
         || e.vtype > 7
         || loc.len as usize != RECORD_HEADER_LEN + key_len + e.value_len as usize
@@ -147,6 +185,14 @@ fn pack(key_len: usize, e: &Entry) -> Option<[u8; 15]> {
     let mut p = [0u8; 15];
     p.copy_from_slice(&w.to_le_bytes()[..15]);
     Some(p)
+}
+
+fn unpack_ext(key_len: usize, x: &Ext) -> Entry {
+    Entry {
+        expire_at_ms: x.expire_at_ms,
+        client_flags: x.client_flags,
+        ..unpack(key_len, &x.packed)
+    }
 }
 
 fn unpack(key_len: usize, p: &[u8; 15]) -> Entry {
@@ -214,11 +260,22 @@ mod tests {
     }
 
     #[test]
-    fn what_a_packed_entry_cannot_hold_stays_boxed() {
-        let mut ttl = cold(1, 1, 10, 1);
-        ttl.expire_at_ms = 5;
+    fn a_ttl_and_client_flags_go_beside_the_packed_bytes() {
+        let mut ttl = cold(9, 99, 10, 999);
+        ttl.expire_at_ms = 1_800_000_000_123;
         let mut flags = cold(1, 1, 10, 1);
-        flags.client_flags = 3;
+        flags.client_flags = u32::MAX;
+        flags.expire_at_ms = 5;
+        for e in [ttl, flags] {
+            let c = Cell::new(5, e.clone());
+            assert_eq!(c.kind(), Kind::Ext, "{e:?}");
+            let back = c.entry(5).into_owned();
+            assert_eq!(format!("{back:?}"), format!("{e:?}"));
+        }
+    }
+
+    #[test]
+    fn what_a_packed_entry_cannot_hold_stays_boxed() {
         let mut dirty = cold(1, 1, 10, 1);
         dirty.flags |= super::super::F_DIRTY;
         let mut raw = cold(1, 1, 10, 1);
@@ -228,8 +285,6 @@ mod tests {
             l.len += 4;
         }
         for e in [
-            ttl,
-            flags,
             dirty,
             raw,
             prefix,
@@ -246,13 +301,19 @@ mod tests {
     fn changing_a_packed_entry_boxes_it() {
         let mut c = Cell::new(5, cold(3, 4, 5, 6));
         let (e, was) = c.entry_mut(5);
-        assert!(was);
-        e.expire_at_ms = 10;
+        assert_eq!(was, Kind::Packed);
+        e.flags |= super::super::F_DIRTY;
         assert!(c.is_full());
-        assert!(!c.try_pack(5));
+        assert_eq!(c.try_pack(5), Kind::Full);
         if let Cell::Full(e) = &mut c {
-            e.expire_at_ms = 0;
+            e.flags &= !super::super::F_DIRTY;
+            e.expire_at_ms = 10;
         }
-        assert!(c.try_pack(5));
+        assert_eq!(c.try_pack(5), Kind::Ext);
+        let (e, was) = c.entry_mut(5);
+        assert_eq!(was, Kind::Ext);
+        assert_eq!(e.expire_at_ms, 10);
+        e.expire_at_ms = 0;
+        assert_eq!(c.try_pack(5), Kind::Packed);
     }
 }

@@ -17,7 +17,7 @@
 //!    index's RAM, and doubling would leave a third of it idle on average.
 //!    The table doubles (5 bytes per slot).
 
-use super::cell::{Cell, EntryRef};
+use super::cell::{Cell, EntryRef, Ext, Kind};
 use super::{Entry, Hasher, Key};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
@@ -29,8 +29,10 @@ pub const MAX_KEYS: usize = u32::MAX as usize;
 pub struct KeyMap {
     table: HashTable<u32>,
     buckets: Vec<(Key, Cell)>,
-    /// How many cells are boxed (their boxes are this map's RAM too).
+    /// How many cells are boxed whole, and how many have an `Ext` box
+    /// (their boxes are this map's RAM too).
     boxed: usize,
+    ext: usize,
     hasher: Hasher,
 }
 
@@ -52,7 +54,8 @@ impl KeyMap {
     /// own heap bytes are not included (the shard counts them).
     pub fn allocated_bytes(&self) -> u64 {
         let buckets = self.buckets.capacity() * std::mem::size_of::<(Key, Cell)>();
-        let boxes = self.boxed * std::mem::size_of::<Entry>();
+        let boxes =
+            self.boxed * std::mem::size_of::<Entry>() + self.ext * std::mem::size_of::<Ext>();
         (buckets + boxes + self.table.allocation_size()) as u64
     }
 
@@ -117,8 +120,8 @@ impl KeyMap {
     /// The key and entry at `i`, the entry boxed first if it was packed.
     pub fn get_index_mut(&mut self, i: usize) -> Option<(&Key, &mut Entry)> {
         let (k, c) = self.buckets.get_mut(i)?;
-        let (e, was_packed) = c.entry_mut(k.len());
-        self.boxed += was_packed as usize;
+        let (e, was) = c.entry_mut(k.len());
+        Self::boxing(&mut self.boxed, &mut self.ext, was);
         Some((&*k, e))
     }
 
@@ -133,7 +136,7 @@ impl KeyMap {
     pub fn boxed_at(&self, i: usize) -> Option<&Entry> {
         match &self.buckets.get(i)?.1 {
             Cell::Full(e) => Some(e),
-            Cell::Packed(_) => None,
+            Cell::Packed(_) | Cell::Ext(_) => None,
         }
     }
 
@@ -141,8 +144,8 @@ impl KeyMap {
     /// none).
     pub fn at_mut(&mut self, i: usize) -> &mut Entry {
         let (k, c) = &mut self.buckets[i];
-        let (e, was_packed) = c.entry_mut(k.len());
-        self.boxed += was_packed as usize;
+        let (e, was) = c.entry_mut(k.len());
+        Self::boxing(&mut self.boxed, &mut self.ext, was);
         e
     }
 
@@ -152,19 +155,51 @@ impl KeyMap {
         let Some((k, c)) = self.buckets.get_mut(i) else {
             return false;
         };
-        let packed = c.try_pack(k.len());
-        self.boxed -= packed as usize;
-        packed
+        if !c.is_full() {
+            return false;
+        }
+        match c.try_pack(k.len()) {
+            Kind::Full => return false,
+            Kind::Packed => {}
+            Kind::Ext => self.ext += 1,
+        }
+        self.boxed -= 1;
+        true
+    }
+
+    /// Counts a cell of form `was` that was just boxed whole.
+    fn boxing(boxed: &mut usize, ext: &mut usize, was: Kind) {
+        match was {
+            Kind::Full => {}
+            Kind::Packed => *boxed += 1,
+            Kind::Ext => {
+                *boxed += 1;
+                *ext -= 1;
+            }
+        }
+    }
+
+    fn count(&mut self, c: &Cell, add: bool) {
+        let n = match c.kind() {
+            Kind::Full => &mut self.boxed,
+            Kind::Ext => &mut self.ext,
+            Kind::Packed => return,
+        };
+        if add {
+            *n += 1;
+        } else {
+            *n -= 1;
+        }
     }
 
     fn cell(&mut self, key: &Key, entry: Entry) -> Cell {
         let c = Cell::new(key.len(), entry);
-        self.boxed += c.is_full() as usize;
+        self.count(&c, true);
         c
     }
 
     fn take(&mut self, key_len: usize, c: Cell) -> Entry {
-        self.boxed -= c.is_full() as usize;
+        self.count(&c, false);
         c.into_entry(key_len)
     }
 
@@ -251,6 +286,9 @@ impl KeyMap {
         self.buckets.retain(|(k, c)| f(k, &c.entry(k.len())));
         if self.buckets.len() != before {
             self.boxed = self.buckets.iter().filter(|(_, c)| c.is_full()).count();
+            self.ext = (self.buckets.iter())
+                .filter(|(_, c)| c.kind() == Kind::Ext)
+                .count();
             self.rebuild_table();
         }
     }

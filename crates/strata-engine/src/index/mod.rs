@@ -6,8 +6,9 @@
 //! Each database of a shard is a [`KeyMap`] (`map.rs`): per key a 40-byte
 //! bucket (24-byte `CompactKey` + 16-byte cell) and a 5-byte table slot,
 //! no stored hash. The cell (`cell.rs`) holds a cold entry packed (its
-//! location, version, type and CLOCK bits) or else a boxed `Entry`: a cold
-//! key costs 40 bytes, a hot one 40 + 48. Readers get an [`EntryRef`]
+//! location, version, type and CLOCK bits; a TTL and client flags in a
+//! 32-byte box beside) or else a boxed `Entry`: a cold key costs 40 bytes
+//! (72 with a TTL), a hot one 40 + 48. Readers get an [`EntryRef`]
 //! (borrowed, or rebuilt from the packed cell); writers get `&mut Entry`,
 //! which boxes a packed entry first. Demotion, the collector and recovery
 //! pack the cold entries they leave behind; the CLOCK hand packs the ones
