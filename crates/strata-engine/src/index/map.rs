@@ -74,6 +74,11 @@ impl KeyMap {
         (std::mem::size_of::<(Key, Cell)>() + std::mem::size_of::<u32>() + 1) as u64
     }
 
+    /// Bytes of the box a packed entry with a TTL or client flags has.
+    pub const fn ext_bytes() -> u64 {
+        std::mem::size_of::<Ext>() as u64
+    }
+
     /// How many entries are boxed (the rest are packed).
     pub fn boxed(&self) -> usize {
         self.boxed

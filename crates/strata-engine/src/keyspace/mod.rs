@@ -342,10 +342,13 @@ impl Engine {
             ram_bytes: {
                 let map = &sh.dbs[db];
                 let boxed = map.get_index_of(key).and_then(|i| map.boxed_at(i));
+                use crate::index::KeyMap;
                 if boxed.is_some() {
                     crate::index::BUCKET_BYTES
+                } else if e.expire_at_ms != 0 || e.client_flags != 0 {
+                    KeyMap::packed_bytes_per_key() + KeyMap::ext_bytes()
                 } else {
-                    crate::index::KeyMap::packed_bytes_per_key()
+                    KeyMap::packed_bytes_per_key()
                 }
             } + heap
                 + match &e.slot {
