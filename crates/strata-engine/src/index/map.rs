@@ -74,9 +74,15 @@ impl KeyMap {
         (std::mem::size_of::<(Key, Cell)>() + std::mem::size_of::<u32>() + 1) as u64
     }
 
-    /// Bytes of the box a packed entry with a TTL or client flags has.
-    pub const fn ext_bytes() -> u64 {
-        std::mem::size_of::<Ext>() as u64
+    /// Bytes `key` takes in this map: its bucket and table slot, and its
+    /// cell's box if it has one (MEMORY USAGE).
+    pub fn key_bytes(&self, key: &[u8]) -> u64 {
+        let boxed = match self.get_index_of(key).map(|i| self.buckets[i].1.kind()) {
+            Some(Kind::Full) => std::mem::size_of::<Entry>(),
+            Some(Kind::Ext) => std::mem::size_of::<Ext>(),
+            _ => 0,
+        };
+        Self::packed_bytes_per_key() + boxed as u64
     }
 
     /// How many entries are boxed (the rest are packed).

@@ -288,10 +288,6 @@ impl Entry {
     }
 }
 
-/// RAM of one key's bucket, boxed entry and table slot
-/// (`KeyMap::bytes_per_key`).
-pub const BUCKET_BYTES: u64 = KeyMap::bytes_per_key();
-
 /// RAM of one `explicit_cas` bucket (key, value and control byte).
 const EXPLICIT_CAS_BUCKET_BYTES: u64 = (std::mem::size_of::<(Key, ExplicitCas)>() + 1) as u64;
 

@@ -339,18 +339,8 @@ impl Engine {
         let now = now_secs();
         let heap = crate::index::CompactKey::from(key).heap_bytes() as u64;
         self.inner.with_live(db, key, |sh, e| KeyInfo {
-            ram_bytes: {
-                let map = &sh.dbs[db];
-                let boxed = map.get_index_of(key).and_then(|i| map.boxed_at(i));
-                use crate::index::KeyMap;
-                if boxed.is_some() {
-                    crate::index::BUCKET_BYTES
-                } else if e.expire_at_ms != 0 || e.client_flags != 0 {
-                    KeyMap::packed_bytes_per_key() + KeyMap::ext_bytes()
-                } else {
-                    KeyMap::packed_bytes_per_key()
-                }
-            } + heap
+            ram_bytes: sh.dbs[db].key_bytes(key)
+                + heap
                 + match &e.slot {
                     Slot::Hot(h) => {
                         (std::mem::size_of::<crate::index::Hot>() + h.value.len()) as u64
