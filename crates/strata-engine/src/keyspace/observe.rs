@@ -47,6 +47,48 @@ impl Inner {
         self.journal_key(db, key);
     }
 
+    /// As `note_key_as`, for the entry at `idx` that a write just stored:
+    /// when it is a string in RAM (and the queue's value notes have room),
+    /// the journal's note carries its state (`Note::Value`), so the journal
+    /// writes it without looking the key up again. Caller holds the key's
+    /// shard lock, as for `note_key_as`.
+    pub(crate) fn note_stored(
+        &self,
+        sh: &crate::index::Shard,
+        db: usize,
+        key: &[u8],
+        idx: usize,
+        how: KeyChange,
+    ) {
+        if !self.journal.enabled || !self.journal.takes_values() {
+            return self.note_key_as(db, key, how);
+        }
+        let (Some(e), Ok(pos)) = (sh.dbs[db].boxed_at(idx), u32::try_from(idx)) else {
+            return self.note_key_as(db, key, how);
+        };
+        let crate::index::Slot::Hot(h) = &e.slot else {
+            return self.note_key_as(db, key, how);
+        };
+        let crate::index::Value::Str(value) = &h.value else {
+            return self.note_key_as(db, key, how);
+        };
+        if how != KeyChange::Quiet {
+            self.watches.touched(self, db, key);
+        }
+        self.observe(db, key, how);
+        self.journal.push(crate::log::journal::Note::Value(
+            crate::log::journal::ValueNote {
+                db: self.dbmap.id(db),
+                pos,
+                key: crate::index::CompactKey::from(key),
+                value: value.clone(),
+                version: e.version,
+                expire_at_ms: e.expire_at_ms,
+                client_flags: e.client_flags,
+            },
+        ));
+    }
+
     /// Queues `key` for the journal (nothing else).
     pub(crate) fn journal_key(&self, db: usize, key: &[u8]) {
         if self.journal.enabled {

@@ -312,7 +312,7 @@ impl Inner {
         } else {
             crate::keyspace::observe::KeyChange::Written
         };
-        self.note_key_as(db, key, how);
+        self.note_stored(sh, db, key, idx, how);
         Some(idx)
     }
 

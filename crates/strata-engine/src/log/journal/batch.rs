@@ -70,8 +70,11 @@ pub(super) struct Captures {
     atomic: bool,
 }
 
-/// Captures the current state of every noted key (once per key per
-/// batch). Called with no group running (`groups`).
+/// Captures the state of every noted key, once per key per batch: its last
+/// note decides. A value note carries the state its write stored (no later
+/// write of the key was noted before the batch was taken); after a key
+/// note, the key's current state is read under its shard lock. Called with
+/// no group running (`groups`).
 pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
     let now = now_ms();
     let mut seen: HashSet<(u16, &[u8]), crate::index::Hasher> =
@@ -83,7 +86,8 @@ pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
         functions: None,
         atomic: false,
     };
-    for (i, n) in notes.iter().enumerate() {
+    // Backwards: the first note of a key met is its last.
+    for (i, n) in notes.iter().enumerate().rev() {
         match n {
             Note::Flush { db, seq } => caps.flushes.push((i, *db, *seq)),
             Note::DbMap { seq } => caps.db_map = caps.db_map.max(Some(*seq)),
@@ -97,8 +101,36 @@ pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
                     caps.states.push((i, c));
                 }
             }
+            Note::Value(v) => {
+                if !seen.insert((v.db, &v.key[..])) {
+                    continue;
+                }
+                let c = if v.expire_at_ms != 0 && v.expire_at_ms <= now {
+                    // Expired since: the key's state now (a tombstone's
+                    // sequence number is taken under its shard lock).
+                    capture(inner, v.db, &v.key, now)
+                } else {
+                    Some(Captured {
+                        db: v.db,
+                        key: v.key.clone(),
+                        pos: v.pos as usize,
+                        meta: ItemMeta::flags(v.client_flags),
+                        what: State::Hot {
+                            value: v.value.clone(),
+                            version: v.version,
+                            expire_at_ms: v.expire_at_ms,
+                        },
+                    })
+                };
+                if let Some(c) = c {
+                    caps.states.push((i, c));
+                }
+            }
         }
     }
+    // Back in note order (flush records keep their place among the keys').
+    caps.states.reverse();
+    caps.flushes.reverse();
     caps
 }
 
@@ -460,6 +492,16 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     };
     if sh.item_meta(db, &c.key, &sh.dbs[db].at(idx)) != c.meta {
         // Changed since the capture: a later batch logs it (still dirty).
+        // A change of the item state right after the store that made a
+        // value note (an explicit CAS, a stale mark) queued no note of its
+        // own: queue one, unless a newer write did.
+        let e = sh.dbs[db].at(idx);
+        if e.flags & F_DIRTY != 0
+            && matches!(c.what, State::Hot { version, .. } if version == e.version)
+        {
+            drop(e);
+            inner.journal_key(db, &c.key);
+        }
         return;
     }
     let e = sh.dbs[db].at_mut(idx);

@@ -3,9 +3,13 @@
 //!
 //! Shape: a mutation notes its key (`Inner::note_key_as`) in the shard's
 //! critical section and marks the entry `F_DIRTY` ("its current state is
-//! not yet in the log"); the journal thread drains the notes in batches,
-//! writes each key's *current* state (a value record, or a tombstone if the
-//! key is gone) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
+//! not yet in the log"); a write that stores a string in RAM queues its new
+//! state with the note instead (`Note::Value`, `Inner::note_stored`: the
+//! journal need not look the key up again, where each lookup was a few
+//! cache misses on a cold map). The journal thread drains the notes in
+//! batches and writes, for each key once, the state its last note in the
+//! batch gives: a value note's, else the key's *current* state (a value
+//! record, or a tombstone if the key is gone) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
 //! durable per `appendfsync`, points the entries at their records (the
 //! record is the hot value's `backing`, so demoting it later costs no I/O)
 //! and advances the durable *ticket*.
@@ -14,7 +18,12 @@
 //! 1. A note's ticket is durable only once a state of its key at least as
 //!    new as the noted one is in the log and synced (`always`), or written
 //!    (`everysec`, `no`). Writing the current state instead of the noted one
-//!    is what lets a batch coalesce many writes of one key.
+//!    is what lets a batch coalesce many writes of one key. A value note's
+//!    state is at least as new as every earlier note of its key: notes of
+//!    one key are queued under its shard lock, in the order of the writes.
+//!    After a value note, a change of the item state that queued no note
+//!    of its own (an explicit CAS set right after the store) is caught at
+//!    publish: the entry is noted again.
 //! 2. A record is published to its entry only if the entry's version,
 //!    expiry and item state are still the captured ones; otherwise a newer
 //!    note is queued and the record is garbage from birth (never counted
@@ -116,6 +125,11 @@ pub(crate) enum Note {
     /// The state of this key changed (`db`: the database's id, see
     /// `keyspace::swapdb`).
     Key { db: u16, key: CompactKey },
+    /// A string's whole new state, taken by the write that stored it, in
+    /// the critical section that stored it (`Inner::note_stored`). When it
+    /// is its key's last note in a batch, the batch writes it as it is:
+    /// no second lookup of the key, no cache misses on the journal thread.
+    Value(ValueNote),
     /// FLUSHDB (or FLUSHALL: `db` = ALL_DATABASES) at sequence number `seq`.
     Flush { db: u16, seq: u64 },
     /// SWAPDB changed the mapping of databases to ids.
@@ -126,6 +140,24 @@ pub(crate) enum Note {
     GroupEnd,
 }
 
+/// A stored string's state (`Note::Value`).
+pub(crate) struct ValueNote {
+    pub db: u16,
+    /// The entry's position in its map when stored (a hint for publish).
+    pub pos: u32,
+    pub key: CompactKey,
+    pub value: bytes::Bytes,
+    pub version: u64,
+    pub expire_at_ms: u64,
+    pub client_flags: u32,
+}
+
+/// Value bytes queued in value notes beyond which writes note only their
+/// key (the journal then reads the value when it captures the batch): the
+/// bound on RAM that queued notes hold alive after their value was
+/// overwritten.
+pub(crate) const VALUE_NOTES_MAX_BYTES: usize = 64 << 20;
+
 #[derive(Default)]
 struct Queue {
     notes: Vec<Note>,
@@ -133,6 +165,18 @@ struct Queue {
     group_ends: usize,
     /// Notes ever queued: the ticket of the last one.
     queued: u64,
+    /// Value bytes held by the value notes in `notes`.
+    value_bytes: usize,
+}
+
+impl Note {
+    /// The value bytes a note holds alive.
+    fn value_bytes(&self) -> usize {
+        match self {
+            Note::Value(v) => v.value.len(),
+            _ => 0,
+        }
+    }
 }
 
 pub(crate) struct Journal {
@@ -142,6 +186,8 @@ pub(crate) struct Journal {
     queue: Mutex<Queue>,
     /// Notes in `queue` (read without its lock by admission and INFO).
     pending: std::sync::atomic::AtomicUsize,
+    /// `Queue::value_bytes`, read without the queue's lock.
+    pending_value_bytes: std::sync::atomic::AtomicUsize,
     /// The journal thread is waiting for notes (a push must wake it).
     idle: std::sync::atomic::AtomicBool,
     /// The collector waits for a sync to free segments: sync now.
@@ -175,6 +221,7 @@ impl Journal {
             fsync: AtomicU8::new(fsync as u8),
             queue: Mutex::new(Queue::default()),
             pending: std::sync::atomic::AtomicUsize::new(0),
+            pending_value_bytes: std::sync::atomic::AtomicUsize::new(0),
             idle: std::sync::atomic::AtomicBool::new(false),
             sync_requested: std::sync::atomic::AtomicBool::new(false),
             wake: Condvar::new(),
@@ -234,6 +281,11 @@ impl Journal {
         }
         let mut q = self.queue.lock();
         q.group_ends += matches!(note, Note::GroupEnd) as usize;
+        let vb = note.value_bytes();
+        if vb > 0 {
+            q.value_bytes += vb;
+            self.pending_value_bytes.store(q.value_bytes, Relaxed);
+        }
         q.notes.push(note);
         q.queued += 1;
         self.pending.store(q.notes.len(), Relaxed);
@@ -256,6 +308,12 @@ impl Journal {
 
     pub fn queued(&self) -> usize {
         self.pending.load(Relaxed)
+    }
+
+    /// Whether a write may queue its value with its note (the queue's value
+    /// notes hold less than `VALUE_NOTES_MAX_BYTES`).
+    pub(crate) fn takes_values(&self) -> bool {
+        self.pending_value_bytes.load(Relaxed) < VALUE_NOTES_MAX_BYTES
     }
 
     /// Whether the journal has notes queued or a batch in hand (whose
@@ -513,16 +571,20 @@ fn take(j: &Journal, q: &mut Queue, max: usize) -> (Vec<Note>, u64) {
     let rest = q.notes.split_off(n);
     let notes = std::mem::replace(&mut q.notes, rest);
     q.group_ends -= notes.iter().filter(|n| matches!(n, Note::GroupEnd)).count();
+    q.value_bytes -= notes.iter().map(Note::value_bytes).sum::<usize>();
     j.pending.store(q.notes.len(), Relaxed);
+    j.pending_value_bytes.store(q.value_bytes, Relaxed);
     (notes, q.queued - q.notes.len() as u64)
 }
 
 fn requeue(j: &Journal, mut notes: Vec<Note>) {
     let mut q = j.queue.lock();
     q.group_ends += notes.iter().filter(|n| matches!(n, Note::GroupEnd)).count();
+    q.value_bytes += notes.iter().map(Note::value_bytes).sum::<usize>();
     notes.append(&mut q.notes);
     q.notes = notes;
     j.pending.store(q.notes.len(), Relaxed);
+    j.pending_value_bytes.store(q.value_bytes, Relaxed);
 }
 
 fn full(inner: &Inner, notes: Vec<Note>, status: LogStatus, msg: String) {
@@ -545,4 +607,40 @@ fn poison(inner: &Inner, msg: String) {
     Stats::inc(&inner.stats.write_errors);
     inner.journal.set_status(LogStatus::Poisoned, Some(msg));
     inner.room.notify_waiters();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value_note(len: usize) -> Note {
+        Note::Value(ValueNote {
+            db: 0,
+            pos: 0,
+            key: CompactKey::from(&b"k"[..]),
+            value: bytes::Bytes::from(vec![0u8; len]),
+            version: 1,
+            expire_at_ms: 0,
+            client_flags: 0,
+        })
+    }
+
+    #[test]
+    fn value_notes_hold_at_most_their_byte_bound() {
+        let j = Journal::new(true, FsyncPolicy::EverySec);
+        let chunk = VALUE_NOTES_MAX_BYTES / 4;
+        for _ in 0..3 {
+            j.push(value_note(chunk));
+            assert!(j.takes_values());
+        }
+        j.push(value_note(chunk));
+        assert!(!j.takes_values(), "a full bound takes key notes only");
+        let (notes, _) = take(&j, &mut j.queue.lock(), 2);
+        assert!(j.takes_values(), "taken notes free the bound");
+        requeue(&j, notes);
+        assert!(!j.takes_values(), "requeued notes count again");
+        assert_eq!(j.queued(), 4);
+        let (_, _) = take(&j, &mut j.queue.lock(), usize::MAX);
+        assert_eq!(j.pending_value_bytes.load(Relaxed), 0);
+    }
 }
