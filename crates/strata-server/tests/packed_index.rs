@@ -1,6 +1,6 @@
 //! Cold keys in packed index cells (`index/cell.rs`): a key whose value
 //! went to flash costs its 40-byte bucket, not a 40-byte bucket plus a
-//! 48-byte boxed entry, and reads back exactly as before: its value, type,
+//! boxed entry, and reads back exactly as before: its value, type,
 //! length and idle time, through collector moves and a restart.
 
 mod common;
@@ -83,7 +83,7 @@ fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
     let mut con = srv.client();
     fill(&mut con);
     settle(&srv, &mut con);
-    // A bucket was 72 bytes when entries sat inline, 40 + 48 when boxed:
+    // A bucket was 72 bytes when entries sat inline, 40 + 48 (now 80) boxed:
     // with the cold ones packed (a tenth with a 32-byte TTL box beside),
     // the index costs less than the old bucket alone.
     let per_key = srv.info_u64(&mut con, "tiered", "index_bytes_per_key");

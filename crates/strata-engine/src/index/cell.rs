@@ -5,7 +5,7 @@
 //! (`Ext`); every other entry is a boxed [`Entry`]. A bucket is then 40
 //! bytes (24-byte key holder + 16-byte cell) where it was 72, and a
 //! flash-sized dataset, mostly cold, pays 40 bytes per key instead of 72
-//! (40 + 32 with a TTL); a hot key pays 40 + 48.
+//! (40 + 32 with a TTL); a hot key pays 40 + 80.
 //!
 //! Packed layout (120 bits, little-endian):
 //!

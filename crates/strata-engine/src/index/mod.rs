@@ -8,14 +8,14 @@
 //! no stored hash. The cell (`cell.rs`) holds a cold entry packed (its
 //! location, version, type and CLOCK bits; a TTL and client flags in a
 //! 32-byte box beside) or else a boxed `Entry`: a cold key costs 40 bytes
-//! (72 with a TTL), a hot one 40 + 48. Readers get an [`EntryRef`]
+//! (72 with a TTL), a hot one 40 + 80 (its value's handle inline). Readers get an [`EntryRef`]
 //! (borrowed, or rebuilt from the packed cell); writers get `&mut Entry`,
 //! which boxes a packed entry first. Demotion, the collector and recovery
 //! pack the cold entries they leave behind; the CLOCK hand packs the ones
 //! readers boxed.
 //!
-//! Entry layout (`Entry`, 48 bytes on x86-64):
-//! - `slot`: the value, either `Hot(Box<Hot { value, backing }>)` (bytes in RAM,
+//! Entry layout (`Entry`, 80 bytes on x86-64):
+//! - `slot`: the value, either `Hot(Hot { value, backing })` (bytes in RAM,
 //!   `backing` = a still-valid flash copy, so demoting it again is free) or
 //!   `Cold(FlashLoc)` (segment id, offset, length: 12 bytes);
 //! - `expire_at_ms` (0 = none), `version` (sequence number of the last
@@ -72,8 +72,8 @@ pub struct FlashLoc {
     pub len: u32,
 }
 
-/// A value in RAM. Boxed so that a cold entry (the common case in a
-/// flash-sized dataset) pays 16 bytes for its slot, not 48.
+/// A value in RAM, inline in its entry (a cold entry is packed in its
+/// bucket's cell, so the 48 bytes cost only the boxed entries).
 #[derive(Clone, Debug)]
 pub struct Hot {
     pub value: Value,
@@ -139,8 +139,9 @@ impl Value {
 /// The value of an entry.
 #[derive(Clone, Debug)]
 pub enum Slot {
-    /// In RAM.
-    Hot(Box<Hot>),
+    /// In RAM (inline: a hot key's entry is one allocation, one hop from
+    /// its bucket to its value's bytes).
+    Hot(Hot),
     /// Only on flash.
     Cold(FlashLoc),
     /// A chunked collection (`types::chunked`): its directory in RAM,
@@ -152,15 +153,15 @@ pub enum Slot {
 impl Slot {
     /// A hot string slot.
     pub fn hot(value: Bytes, backing: Option<FlashLoc>) -> Slot {
-        Slot::Hot(Box::new(Hot {
+        Slot::Hot(Hot {
             value: Value::Str(value),
             backing,
-        }))
+        })
     }
 
     /// A hot slot holding `value`.
     pub fn hot_value(value: Value, backing: Option<FlashLoc>) -> Slot {
-        Slot::Hot(Box::new(Hot { value, backing }))
+        Slot::Hot(Hot { value, backing })
     }
 
     /// Every flash record this slot refers to, once per reference (a
@@ -217,7 +218,7 @@ pub struct Entry {
     /// Length of the value in bytes (kept so STRLEN and accounting need no I/O).
     pub value_len: u32,
     /// Memcached client flags (0 for values set over RESP). Lives in what
-    /// would be padding: the entry stays 48 bytes.
+    /// would be padding.
     pub client_flags: u32,
     /// The value's type (`ValueType as u8`, low bits: read it with
     /// `value_type`), answered from RAM even when the value is cold; equal
@@ -460,7 +461,7 @@ mod tests {
         // The index's RAM per key is a product goal (docs: 24 B + key is
         // the target); this pins the current size so growth is deliberate.
         assert!(
-            std::mem::size_of::<Entry>() <= 48,
+            std::mem::size_of::<Entry>() <= 80,
             "{}",
             std::mem::size_of::<Entry>()
         );

@@ -69,7 +69,7 @@ impl Engine {
     ) -> Result<Vec<Option<Bytes>>, ToRead> {
         let inner = &self.inner;
         let stats = &inner.stats;
-        let inc = |c: &std::sync::atomic::AtomicU64| {
+        let inc = |c: &crate::stats::Striped| {
             if count {
                 Stats::inc(c)
             }

@@ -269,6 +269,11 @@ impl Engine {
         if item.explicit_cas.is_some() {
             sh.set_explicit_cas(db, idx, item.explicit_cas);
         }
+        if keep_flags & F_STALE != 0 || item.explicit_cas.is_some() {
+            // The store's note carried the state before these (journal
+            // invariant 1): note the item state too.
+            inner.journal_key(db, key);
+        }
         StoreOutcome::Stored(sh.cas_of(db, key, &sh.dbs[db].at(idx)))
     }
 
@@ -298,6 +303,8 @@ impl Engine {
         sh.dbs[db].at_mut(idx).flags |= F_WIN_PENDING;
         if item.explicit_cas.is_some() {
             sh.set_explicit_cas(db, idx, item.explicit_cas);
+            // After the store's note (journal invariant 1).
+            inner.journal_key(db, key);
         }
         Some(sh.cas_of(db, key, &sh.dbs[db].at(idx)))
     }
@@ -350,6 +357,8 @@ impl Engine {
             };
             idx = i;
             sh.set_explicit_cas(db, idx, Some(kept_cas));
+            // After the store's note (journal invariant 1).
+            inner.journal_key(db, key);
             if invalidate.is_none() {
                 return StoreOutcome::Stored(kept_cas);
             }

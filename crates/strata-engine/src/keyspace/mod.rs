@@ -224,6 +224,14 @@ impl Inner {
             self.watches.touched(self, db, k);
             self.observe(db, k, KeyChange::Written);
         }
+        self.log_again(sh, db, idx);
+    }
+
+    /// Has the entry at `idx`'s current state logged (again): marked dirty
+    /// and noted, with nothing reported (the engine's own work: a record of
+    /// the same write that may have been logged after a newer one, journal
+    /// invariant 6). Caller holds the shard lock.
+    pub(crate) fn log_again(&self, sh: &mut Shard, db: usize, idx: usize) {
         // A chunked collection's TTL is in its head record (a chunked
         // entry is always boxed: a packed one is left packed).
         if sh.dbs[db].boxed_at(idx).is_some() {

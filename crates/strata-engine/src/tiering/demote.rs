@@ -432,7 +432,7 @@ fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize
         // journal may already have logged the new state, *before* this
         // record of the same write, and recovery takes the later one
         // (journal invariant 6): log the current state again.
-        inner.metadata_changed(sh, d, idx);
+        inner.log_again(sh, d, idx);
     }
     let e = sh.dbs[d].at_mut(idx);
     if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {

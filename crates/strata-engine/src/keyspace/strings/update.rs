@@ -308,6 +308,8 @@ impl Inner {
                 );
                 if let (Some(i), Some(_)) = (stored, explicit_cas) {
                     sh.set_explicit_cas(db, i, explicit_cas);
+                    // After the store's note (journal invariant 1).
+                    self.journal_key(db, key);
                 }
             }
             Mutation::SetParts { value, expire } => {

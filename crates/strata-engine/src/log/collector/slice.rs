@@ -350,7 +350,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
                     // Rule 7: the entry got a newer record of the same write
                     // (a new TTL or item state) before this copy: log its
                     // state again, after the copy.
-                    inner.metadata_changed(sh, d, idx);
+                    inner.log_again(sh, d, idx);
                 }
                 continue;
             }

@@ -492,15 +492,13 @@ fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
     };
     if sh.item_meta(db, &c.key, &sh.dbs[db].at(idx)) != c.meta {
         // Changed since the capture: a later batch logs it (still dirty).
-        // A change of the item state right after the store that made a
-        // value note (an explicit CAS, a stale mark) queued no note of its
-        // own: queue one, unless a newer write did.
-        let e = sh.dbs[db].at(idx);
-        if e.flags & F_DIRTY != 0
-            && matches!(c.what, State::Hot { version, .. } if version == e.version)
-        {
-            drop(e);
-            inner.journal_key(db, &c.key);
+        // After a value note, a newer record of the same write (demotion's,
+        // with the item state set after the store) may precede this one in
+        // the log, and recovery takes the later: log the state again
+        // (invariant 6).
+        let v = sh.dbs[db].at(idx).version;
+        if matches!(c.what, State::Hot { version, .. } if version == v) {
+            inner.log_again(sh, db, idx);
         }
         return;
     }

@@ -21,9 +21,10 @@
 //!    is what lets a batch coalesce many writes of one key. A value note's
 //!    state is at least as new as every earlier note of its key: notes of
 //!    one key are queued under its shard lock, in the order of the writes.
-//!    After a value note, a change of the item state that queued no note
-//!    of its own (an explicit CAS set right after the store) is caught at
-//!    publish: the entry is noted again.
+//!    So a change of the item state right after a store (an explicit CAS,
+//!    a stale mark) notes the key again, after the store's value note; and
+//!    publish logs the state again when a value note's record reached the
+//!    log after a newer record of the same write (invariant 6).
 //! 2. A record is published to its entry only if the entry's version,
 //!    expiry and item state are still the captured ones; otherwise a newer
 //!    note is queued and the record is garbage from birth (never counted
