@@ -73,12 +73,12 @@ pub(super) struct Captures {
 /// Captures the state of every noted key, once per key per batch: its last
 /// note decides. A value note carries the state its write stored (no later
 /// write of the key was noted before the batch was taken); after a key
-/// note, the key's current state is read under its shard lock. Called with
-/// no group running (`groups`).
-pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
+/// note, the key's current state is read under its shard lock. A value
+/// note's value moves into the batch and the note becomes a key note (if
+/// the batch is queued again, the key's state then is written). Called
+/// with no group running (`groups`).
+pub(super) fn capture_notes(inner: &Inner, notes: &mut [Note]) -> Captures {
     let now = now_ms();
-    let mut seen: HashSet<(u16, &[u8]), crate::index::Hasher> =
-        HashSet::with_capacity_and_hasher(notes.len(), Default::default());
     let mut caps = Captures {
         states: Vec::with_capacity(notes.len()),
         flushes: Vec::new(),
@@ -87,50 +87,67 @@ pub(super) fn capture_notes(inner: &Inner, notes: &[Note]) -> Captures {
         atomic: false,
     };
     // Backwards: the first note of a key met is its last.
-    for (i, n) in notes.iter().enumerate().rev() {
-        match n {
-            Note::Flush { db, seq } => caps.flushes.push((i, *db, *seq)),
-            Note::DbMap { seq } => caps.db_map = caps.db_map.max(Some(*seq)),
-            Note::Functions { seq } => caps.functions = caps.functions.max(Some(*seq)),
-            Note::GroupEnd => caps.atomic = true,
-            Note::Key { db, key } => {
-                if !seen.insert((*db, &key[..])) {
-                    continue;
+    let mut last = Vec::with_capacity(notes.len());
+    {
+        let mut seen: HashSet<(u16, &[u8]), crate::index::Hasher> =
+            HashSet::with_capacity_and_hasher(notes.len(), Default::default());
+        for (i, n) in notes.iter().enumerate().rev() {
+            match n {
+                Note::Flush { db, seq } => caps.flushes.push((i, *db, *seq)),
+                Note::DbMap { seq } => caps.db_map = caps.db_map.max(Some(*seq)),
+                Note::Functions { seq } => caps.functions = caps.functions.max(Some(*seq)),
+                Note::GroupEnd => caps.atomic = true,
+                Note::Key { db, key } => {
+                    if seen.insert((*db, &key[..])) {
+                        last.push(i);
+                    }
                 }
-                if let Some(c) = capture(inner, *db, key, now) {
-                    caps.states.push((i, c));
-                }
-            }
-            Note::Value(v) => {
-                if !seen.insert((v.db, &v.key[..])) {
-                    continue;
-                }
-                let c = if v.expire_at_ms != 0 && v.expire_at_ms <= now {
-                    // Expired since: the key's state now (a tombstone's
-                    // sequence number is taken under its shard lock).
-                    capture(inner, v.db, &v.key, now)
-                } else {
-                    Some(Captured {
-                        db: v.db,
-                        key: v.key.clone(),
-                        pos: v.pos as usize,
-                        meta: ItemMeta::flags(v.client_flags),
-                        what: State::Hot {
-                            value: v.value.clone(),
-                            version: v.version,
-                            expire_at_ms: v.expire_at_ms,
-                        },
-                    })
-                };
-                if let Some(c) = c {
-                    caps.states.push((i, c));
+                Note::Value(v) => {
+                    if seen.insert((v.db, &v.key[..])) {
+                        last.push(i);
+                    }
                 }
             }
         }
     }
-    // Back in note order (flush records keep their place among the keys').
-    caps.states.reverse();
+    // In note order (flush records keep their place among the keys').
     caps.flushes.reverse();
+    for &i in last.iter().rev() {
+        let c = match &mut notes[i] {
+            Note::Key { db, key } => capture(inner, *db, key, now),
+            Note::Value(v) if v.expire_at_ms != 0 && v.expire_at_ms <= now => {
+                // Expired since: the key's state now (a tombstone's
+                // sequence number is taken under its shard lock).
+                capture(inner, v.db, &v.key, now)
+            }
+            Note::Value(v) => {
+                // Its value moves into the batch (no second reference to
+                // count up and down): the note becomes a key note.
+                let value = std::mem::take(&mut v.value);
+                let what = State::Hot {
+                    value,
+                    version: v.version,
+                    expire_at_ms: v.expire_at_ms,
+                };
+                let c = Captured {
+                    db: v.db,
+                    key: v.key.clone(),
+                    pos: v.pos as usize,
+                    meta: ItemMeta::flags(v.client_flags),
+                    what,
+                };
+                notes[i] = Note::Key {
+                    db: c.db,
+                    key: c.key.clone(),
+                };
+                Some(c)
+            }
+            _ => None,
+        };
+        if let Some(c) = c {
+            caps.states.push((i, c));
+        }
+    }
     caps
 }
 

@@ -473,7 +473,7 @@ pub(crate) fn run_journal(inner: &Inner) {
             };
             drop(q);
             notes.extend(more);
-            let caps = capture_notes(inner, &notes);
+            let caps = capture_notes(inner, &mut notes);
             drop(barrier);
             match write_captures(inner, &mut w, &caps) {
                 Ok(()) => {
