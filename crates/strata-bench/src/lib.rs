@@ -3,7 +3,8 @@
 //!
 //! # What this crate owns
 //! - [`options`]: memtier's command line (plus Strata's extensions).
-//! - [`workload`]: key patterns, key names, SET values, `--verify`.
+//! - [`workload`]: key patterns, key names, SET values, `--verify`;
+//!   [`dist`]: the distributions the patterns draw from.
 //! - [`codec`]: RESP (via `strata-protocol`) and memcached text requests and
 //!   replies.
 //! - [`driver`]: connections, pipelining, closed and open loop.
@@ -17,6 +18,7 @@
 //! [`cli_main`] is the binary.
 
 pub mod codec;
+pub mod dist;
 pub mod driver;
 pub mod info;
 pub mod options;

@@ -44,7 +44,7 @@
 //!    than one already logged for the same write (demotion and the
 //!    collector capture a state, then write it later) checks at publish
 //!    time, and if the TTL or item state moved on, has the current state
-//!    logged again after its record (`Inner::metadata_changed`).
+//!    logged again after its record (`Inner::log_again`).
 //! 7. A batch holding the end of a group (a transaction, a script, a
 //!    multi-key command: `groups`) is written as one atomic batch, and it
 //!    is taken and captured while no group runs, so no group is half in
@@ -52,21 +52,15 @@
 
 mod batch;
 pub(crate) mod groups;
+mod thread;
 
-use crate::clock::now_ms;
 use crate::index::CompactKey;
-use crate::log::writer::AppendError;
-use crate::stats::Stats;
-use crate::Inner;
 pub(crate) use batch::{append_db_map, append_functions};
-use batch::{capture_notes, write_captures};
 use groups::Groups;
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{
-    AtomicU64, AtomicU8,
-    Ordering::{Acquire, Relaxed},
-};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
+pub(crate) use thread::run_journal;
 
 /// When the journal makes its writes durable (Redis's `appendfsync`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -396,175 +390,6 @@ impl Journal {
     }
 }
 
-/// The journal thread: batches notes until shutdown, then drains them.
-pub(crate) fn run_journal(inner: &Inner) {
-    let j = &inner.journal;
-    let mut last_sync = Instant::now();
-    let mut retry_at: Option<Instant> = None;
-    loop {
-        // Drain and stop only once the background thread is done too: its
-        // last demotion or move may still note keys (invariant 6).
-        let shutdown = inner.shutdown.load(Relaxed) && inner.background_done.load(Acquire);
-        let policy = j.fsync_policy();
-        let (mut notes, _) = {
-            let mut q = j.queue.lock();
-            if q.notes.is_empty() && !shutdown {
-                let wait = match policy {
-                    FsyncPolicy::Always => Duration::from_millis(100),
-                    _ => Duration::from_millis(50),
-                };
-                // Set under the queue lock: a push sees it before it drops
-                // the lock, so no wake-up is lost.
-                j.idle.store(true, Relaxed);
-                j.wake.wait_for(&mut q, wait);
-                j.idle.store(false, Relaxed);
-            } else if policy != FsyncPolicy::Always && q.notes.len() < MAX_BATCH && !shutdown {
-                // Let a batch gather a little company.
-                j.wake.wait_for(&mut q, BATCH_DELAY);
-            }
-            take(j, &mut q, MAX_BATCH)
-        };
-        if j.status() == LogStatus::Poisoned {
-            // Nothing can be acknowledged any more; drop what was queued.
-            if inner.shutdown.load(Relaxed) {
-                return;
-            }
-            continue;
-        }
-        if shutdown && j.status() != LogStatus::Ok {
-            tracing::error!(
-                "shutting down with {} changes that could not be logged ({})",
-                notes.len() + j.queued(),
-                j.error().unwrap_or_default()
-            );
-            return;
-        }
-        if retry_at.is_some_and(|t| Instant::now() < t) && !notes.is_empty() {
-            requeue(j, notes);
-            std::thread::sleep(Duration::from_millis(10));
-            continue;
-        }
-        retry_at = None;
-        // Journal invariant 7: no group runs while the batch is taken and
-        // captured, so each group is in it whole or not at all. (A group
-        // that runs long — a script — holds the barrier: the journal syncs
-        // what it wrote meanwhile and tries again.)
-        let barrier = if notes.is_empty() {
-            None
-        } else {
-            match j.groups.quiesce(BARRIER_WAIT) {
-                Some(b) => Some(b),
-                None => {
-                    requeue(j, std::mem::take(&mut notes));
-                    None
-                }
-            }
-        };
-        if let Some(barrier) = barrier {
-            let mut w = inner.writer.lock();
-            // Every note queued before the barrier when a group ended since
-            // the first take: every group that ran has all its notes and
-            // its end here. (Without one, the notes taken are whole.)
-            let mut q = j.queue.lock();
-            let (more, ticket) = if q.group_ends > 0 {
-                take(j, &mut q, usize::MAX)
-            } else {
-                (Vec::new(), q.queued - q.notes.len() as u64)
-            };
-            drop(q);
-            notes.extend(more);
-            let caps = capture_notes(inner, &mut notes);
-            drop(barrier);
-            match write_captures(inner, &mut w, &caps) {
-                Ok(()) => {
-                    j.written.store(ticket, Relaxed);
-                    Stats::inc(&j.batches);
-                    if matches!(j.status(), LogStatus::Full | LogStatus::NoSpace) {
-                        tracing::info!("the flash log takes writes again");
-                        j.set_status(LogStatus::Ok, None);
-                        // The collector goes back to its normal thresholds.
-                        inner.flash_full.store(false, Relaxed);
-                    }
-                }
-                Err(AppendError::Full) => {
-                    drop(w);
-                    full(
-                        inner,
-                        notes,
-                        LogStatus::Full,
-                        "the flash log is full (flash-max-size)".into(),
-                    );
-                    retry_at = Some(Instant::now() + Duration::from_millis(20));
-                    continue;
-                }
-                Err(AppendError::Io(e)) if e.raw_os_error() == Some(libc::ENOSPC) => {
-                    drop(w);
-                    full(
-                        inner,
-                        notes,
-                        LogStatus::NoSpace,
-                        format!("no space left on the flash device: {e}"),
-                    );
-                    retry_at = Some(Instant::now() + Duration::from_millis(500));
-                    continue;
-                }
-                Err(AppendError::Io(e)) => {
-                    drop(w);
-                    poison(inner, format!("flash log write failed: {e}"));
-                    continue;
-                }
-            }
-            drop(w);
-            // The captured values' RAM is given back now, not after the sync.
-            drop(caps);
-            inner.room.notify_waiters();
-            if inner.demotion_awaits_journal.swap(false, Relaxed) {
-                inner.wake_background();
-            }
-        }
-        let policy = j.fsync_policy();
-        let sync_due = match policy {
-            FsyncPolicy::Always => true,
-            FsyncPolicy::EverySec => {
-                last_sync.elapsed() >= Duration::from_secs(1)
-                    || shutdown
-                    || j.sync_requested.swap(false, Relaxed)
-            }
-            FsyncPolicy::No => shutdown,
-        };
-        if sync_due {
-            let written = j.written.load(Relaxed);
-            let mut w = inner.writer.lock();
-            if w.needs_sync() {
-                let t0 = Instant::now();
-                let r = w.sync();
-                drop(w);
-                Stats::add(&j.fsync_micros, t0.elapsed().as_micros() as u64);
-                Stats::inc(&j.fsyncs);
-                if let Err(e) = r {
-                    poison(inner, format!("fsync of the flash log failed: {e}"));
-                    continue;
-                }
-                j.last_fsync_ms.store(now_ms(), Relaxed);
-            }
-            last_sync = Instant::now();
-            j.synced.fetch_max(written, Relaxed);
-            j.acknowledge(written);
-        } else {
-            // (Never `always`: it syncs every turn.) Acknowledgement does not
-            // wait for fsync in these modes.
-            let written = j.written.load(Relaxed);
-            if policy == FsyncPolicy::No {
-                j.synced.fetch_max(written, Relaxed);
-            }
-            j.acknowledge(written);
-        }
-        if shutdown && j.queued() == 0 && !inner.writer.lock().needs_sync() {
-            return;
-        }
-    }
-}
-
 /// Takes up to `max` notes from the queue; returns them and the ticket of
 /// the last one.
 fn take(j: &Journal, q: &mut Queue, max: usize) -> (Vec<Note>, u64) {
@@ -586,28 +411,6 @@ fn requeue(j: &Journal, mut notes: Vec<Note>) {
     q.notes = notes;
     j.pending.store(q.notes.len(), Relaxed);
     j.pending_value_bytes.store(q.value_bytes, Relaxed);
-}
-
-fn full(inner: &Inner, notes: Vec<Note>, status: LogStatus, msg: String) {
-    let j = &inner.journal;
-    if j.status() == LogStatus::Ok {
-        tracing::warn!("{msg}: writes wait or are refused until there is room; reads keep working");
-    }
-    if status == LogStatus::Full {
-        // The collector takes any garbage (moving records needs no more
-        // room than it frees). Not for ENOSPC: moving needs free space.
-        inner.flash_full.store(true, Relaxed);
-        inner.wake_background();
-    }
-    requeue(j, notes);
-    j.set_status(status, Some(msg));
-}
-
-fn poison(inner: &Inner, msg: String) {
-    tracing::error!("{msg}: the journal is poisoned; writes are refused until restart");
-    Stats::inc(&inner.stats.write_errors);
-    inner.journal.set_status(LogStatus::Poisoned, Some(msg));
-    inner.room.notify_waiters();
 }
 
 #[cfg(test)]
