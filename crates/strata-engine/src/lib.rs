@@ -70,7 +70,9 @@ pub use keyspace::bigstr::{StrEdit, StrRef};
 pub use keyspace::chunks::{pick_index, Need, ZTo};
 pub use keyspace::items::{Emptied, Invalidate, Item, ItemCond, ItemGet, NewItem, StoreOutcome};
 pub use keyspace::observe::{KeyChange, KeyObserver};
-pub use keyspace::strings::{Current, ExpireUpdate, ItemState, Mutation, SetCond, SetOptions};
+pub use keyspace::strings::{
+    Current, ExpireUpdate, InRam, ItemState, Mutation, SetCond, SetOptions,
+};
 pub use keyspace::view::{KeysView, ValueRef};
 pub use keyspace::watch::Watched;
 pub use keyspace::NoTouch;

@@ -20,7 +20,7 @@ use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
 use strata_engine::{
-    EngineError, ExpireUpdate, Mutation, Need, Piece, Read, SetCond, SetOptions, StrEdit,
+    EngineError, ExpireUpdate, InRam, Mutation, Need, Piece, Read, SetCond, SetOptions, StrEdit,
 };
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_simple, Version,
@@ -34,8 +34,24 @@ fn bulk_or_null(out: &mut BytesMut, v: Version, value: Option<Bytes>) {
 }
 
 pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let read = ctx.engine().get(ctx.db(), &args[1]);
-    ctx.reply_with(read, false, bulk_or_null)
+    let (shared, db, v) = (ctx.shared, ctx.db(), ctx.version());
+    let out = &mut *ctx.out;
+    // A value in RAM is copied into the reply under its shard lock.
+    let r = shared.engine.get_in_ram(db, &args[1], |value| match value {
+        Some(b) => write_bulk(out, b),
+        None => write_null(out, v),
+    });
+    match r {
+        InRam::Answered => Outcome::Done,
+        InRam::WrongType => {
+            reply::engine(ctx.out, &EngineError::WrongType);
+            Outcome::Done
+        }
+        InRam::NotInRam => {
+            let read = ctx.engine().get(db, &args[1]);
+            ctx.reply_with(read, false, bulk_or_null)
+        }
+    }
 }
 
 /// Parses an expiry amount into an absolute Unix time in ms; None = invalid.
