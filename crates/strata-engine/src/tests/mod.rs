@@ -426,3 +426,49 @@ fn allkeys_lru_evicts_instead_of_refusing() {
     assert!(t.evicted_keys > 0);
     assert!(t.allocated_bytes <= 4 << 20);
 }
+
+/// A read of a cold key leaves its entry packed (its CLOCK bits change in
+/// place): reads alone do not grow the index by a boxed entry per key.
+#[test]
+fn reading_cold_keys_leaves_them_packed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.maxmemory_ram = 64 << 20;
+    let e = Engine::open(c).unwrap();
+    let keys: Vec<Vec<u8>> = (0..300).map(|i| format!("cold:{i}").into_bytes()).collect();
+    for k in &keys {
+        e.set(0, k, &value_for(k, 1, 1000), SetOptions::default())
+            .unwrap();
+    }
+    // Logged and synced, then every RAM copy dropped: all cold, packed.
+    e.save().unwrap();
+    assert_eq!(e.drop_ram_copies().0, keys.len());
+    assert_eq!(e.tiered_info().index_boxed_keys, 0);
+    block_on(async {
+        for k in &keys {
+            assert_eq!(
+                get(&e, 0, k).await.unwrap().as_deref(),
+                Some(&value_for(k, 1, 1000)[..])
+            );
+        }
+    });
+    let t = e.tiered_info();
+    assert_eq!(
+        t.values_in_flash,
+        keys.len() as u64,
+        "the first read promotes nothing"
+    );
+    assert_eq!(t.index_boxed_keys, 0, "read, still packed");
+    // The second read promotes (the touched bit was kept in the cell).
+    block_on(async {
+        for k in &keys {
+            assert_eq!(
+                get(&e, 0, k).await.unwrap().as_deref(),
+                Some(&value_for(k, 1, 1000)[..])
+            );
+        }
+    });
+    let t = e.tiered_info();
+    assert_eq!(t.values_in_ram, keys.len() as u64);
+    assert_eq!(t.index_boxed_keys, keys.len() as u64);
+}
