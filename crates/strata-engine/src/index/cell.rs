@@ -144,40 +144,6 @@ impl Cell {
         }
     }
 
-    /// Sets, then clears, CLOCK bits (`F_REFERENCED`, `F_TOUCHED`) in
-    /// place: a packed entry stays packed (a boxed one's flags change as
-    /// given). Returns the flags after.
-    pub(super) fn set_clock(&mut self, set: u8, clear: u8) -> u8 {
-        let p = match self {
-            Cell::Full(e) => {
-                e.flags = (e.flags | set) & !clear;
-                return e.flags;
-            }
-            Cell::Packed(p) => p,
-            Cell::Ext(x) => &mut x.packed,
-        };
-        let mut b = [0u8; 16];
-        b[..15].copy_from_slice(p);
-        let mut w = u128::from_le_bytes(b);
-        for (flag, bit) in [(F_REFERENCED, REF_BIT), (F_TOUCHED, TOUCHED_BIT)] {
-            if set & flag != 0 {
-                w |= 1 << bit;
-            }
-            if clear & flag != 0 {
-                w &= !(1 << bit);
-            }
-        }
-        p.copy_from_slice(&w.to_le_bytes()[..15]);
-        let mut flags = 0;
-        if w >> REF_BIT & 1 != 0 {
-            flags |= F_REFERENCED;
-        }
-        if w >> TOUCHED_BIT & 1 != 0 {
-            flags |= F_TOUCHED;
-        }
-        flags
-    }
-
     /// Packs a boxed entry if it can be; returns the form it took.
     pub(super) fn try_pack(&mut self, key_len: usize) -> Kind {
         let Cell::Full(e) = self else {
@@ -328,27 +294,6 @@ mod tests {
             cold(0, 0, 1, 1 << 48),
         ] {
             assert!(Cell::new(5, e.clone()).is_full(), "{e:?}");
-        }
-    }
-
-    #[test]
-    fn clock_bits_change_in_place() {
-        for ttl in [0, 1_900_000_000_000] {
-            let mut e = cold(7, 4096, 100, 42);
-            e.flags = 0;
-            e.expire_at_ms = ttl;
-            let mut c = Cell::new(5, e.clone());
-            assert!(!c.is_full());
-            assert_eq!(
-                c.set_clock(F_REFERENCED | F_TOUCHED, 0),
-                F_REFERENCED | F_TOUCHED
-            );
-            assert_eq!(c.set_clock(0, F_REFERENCED), F_TOUCHED);
-            assert!(!c.is_full(), "still packed");
-            let back = c.entry(5).into_owned();
-            assert_eq!(back.flags, F_TOUCHED);
-            assert_eq!((back.flash_loc(), back.version), (e.flash_loc(), 42));
-            assert_eq!(back.expire_at_ms, ttl);
         }
     }
 

@@ -160,15 +160,6 @@ impl KeyMap {
         e
     }
 
-    /// Sets, then clears, CLOCK bits of the entry at `i` without boxing a
-    /// packed one (a read of a cold key leaves it 40 bytes); returns its
-    /// flags after (a packed entry's are only its CLOCK bits).
-    pub fn set_clock(&mut self, i: usize, set: u8, clear: u8) -> u8 {
-        self.buckets
-            .get_mut(i)
-            .map_or(0, |(_, c)| c.set_clock(set, clear))
-    }
-
     /// Packs the entry at `i` if it can be (`cell.rs`, invariant 1);
     /// returns whether it did.
     pub fn pack(&mut self, i: usize) -> bool {

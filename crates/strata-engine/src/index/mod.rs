@@ -12,8 +12,7 @@
 //! (borrowed, or rebuilt from the packed cell); writers get `&mut Entry`,
 //! which boxes a packed entry first. Demotion, the collector and recovery
 //! pack the cold entries they leave behind; the CLOCK hand packs the ones
-//! readers boxed. A GET of a cold key (and its promotion check) changes
-//! the CLOCK bits in place (`KeyMap::set_clock`), leaving it packed.
+//! readers boxed.
 //!
 //! Entry layout (`Entry`, 80 bytes on x86-64):
 //! - `slot`: the value, either `Hot(Hot { value, backing })` (bytes in RAM,

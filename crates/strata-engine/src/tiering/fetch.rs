@@ -168,12 +168,9 @@ pub(crate) fn promote_fetched(
     value: &Bytes,
 ) -> bool {
     let policy = inner.tun.promote();
-    let map = &mut sh.dbs[t.db];
-    let Some(i) = map.get_index_of(&t.key) else {
+    let Some(e) = sh.dbs[t.db].get_mut(&t.key) else {
         return false;
     };
-    // Looked at as lent: a packed entry is boxed only if it is promoted.
-    let e = map.at(i);
     let same = e.version == t.version && matches!(e.slot, Slot::Cold(l) if l == t.loc);
     let promote = same
         && match policy {
@@ -181,15 +178,13 @@ pub(crate) fn promote_fetched(
             PromotePolicy::SecondRead => e.flags & F_TOUCHED != 0,
             PromotePolicy::Never => false,
         };
-    drop(e);
     if promote {
-        map.set_clock(i, 0, F_TOUCHED);
-        let e = map.at_mut(i);
+        e.flags &= !F_TOUCHED;
         let hot = Slot::hot(value.clone(), Some(t.loc));
         e.replace_slot(&mut sh.acct, hot);
         Stats::inc(&inner.stats.uploads);
     } else if same {
-        map.set_clock(i, F_TOUCHED, 0);
+        e.flags |= F_TOUCHED;
     }
     promote
 }

@@ -159,10 +159,10 @@ impl Engine {
             Stats::inc(&inner.stats.keyspace_misses);
             return Some(Read::Ready(Ok(None)));
         };
-        // Read as lent: a packed (cold) entry is not boxed to be read.
-        let e = sh.dbs[db].at(idx);
+        let Some((_, e)) = sh.dbs[db].get_index_mut(idx) else {
+            return Some(Read::Ready(Ok(None)));
+        };
         if e.is_expired(now) {
-            drop(e);
             inner.remove_index(sh, db, idx, true);
             Stats::inc(&inner.stats.keyspace_misses);
             return Some(Read::Ready(Ok(None)));
@@ -174,37 +174,25 @@ impl Engine {
             return None;
         }
         Stats::inc(&inner.stats.keyspace_hits);
-        // Hot: the value (and whether it has a flash copy); cold: its record.
-        let got = match &e.slot {
-            Slot::Hot(h) => Ok((h.value.as_str().cloned(), h.backing.is_some())),
-            Slot::Cold(loc) => Err(*loc),
-            Slot::Chunked(_) => return None,
-        };
-        let version = e.version;
-        drop(e);
         if crate::keyspace::touches() {
-            if sh.dbs[db].boxed_at(idx).is_some() {
-                let e = sh.dbs[db].at_mut(idx);
-                e.flags |= F_REFERENCED;
-                e.lru_secs = now_secs();
-            } else {
-                sh.dbs[db].set_clock(idx, F_REFERENCED, 0);
-            }
+            e.flags |= F_REFERENCED;
+            e.lru_secs = now_secs();
         }
-        Some(match got {
-            Ok((value, cool)) => {
+        Some(match &e.slot {
+            Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
-                if cool {
+                if h.backing.is_some() {
                     Stats::inc(&inner.stats.ram_cool_hits);
                 }
-                Read::Ready(Ok(value))
+                Read::Ready(Ok(h.value.as_str().cloned()))
             }
-            Err(loc) => {
+            Slot::Cold(loc) => {
                 Stats::inc(&inner.stats.ram_misses);
-                let t = FetchTarget::new(inner, db, key, loc, version);
+                let t = FetchTarget::new(inner, db, key, *loc, e.version);
                 drop(guard);
                 Read::Pending(Box::pin(fetch_and_promote(inner.clone(), t)))
             }
+            Slot::Chunked(_) => return None,
         })
     }
 
