@@ -426,3 +426,28 @@ fn allkeys_lru_evicts_instead_of_refusing() {
     assert!(t.evicted_keys > 0);
     assert!(t.allocated_bytes <= 4 << 20);
 }
+
+/// A read of a cold key is an access, as in Redis: its idle time starts
+/// again (a packed entry keeps no access time, so the read boxes it; the
+/// demotion hand packs it again later).
+#[test]
+fn reading_a_cold_key_resets_its_idle_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.maxmemory_ram = 64 << 20;
+    let e = Engine::open(c).unwrap();
+    let v = value_for(b"k", 1, 1000);
+    e.set(0, b"k", &v, SetOptions::default()).unwrap();
+    // Logged and synced, then the RAM copy dropped: cold and packed.
+    e.save().unwrap();
+    assert_eq!(e.drop_ram_copies().0, 1);
+    assert_eq!(e.tiered_info().index_boxed_keys, 0);
+    std::thread::sleep(Duration::from_millis(2100));
+    assert!(e.key_info(0, b"k").unwrap().idle_secs >= 2);
+    assert_eq!(block_on(get(&e, 0, b"k")).unwrap().as_deref(), Some(&v[..]));
+    assert!(matches!(
+        e.key_info(0, b"k").unwrap().location,
+        Location::Flash(_)
+    ));
+    assert_eq!(e.key_info(0, b"k").unwrap().idle_secs, 0);
+}
