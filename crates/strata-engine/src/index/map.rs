@@ -18,7 +18,7 @@
 //!    The table doubles (5 bytes per slot).
 
 use super::cell::{Cell, EntryRef, Ext, Kind};
-use super::{Entry, Hasher, Key};
+use super::{Entry, Hasher, Key, F_REFERENCED};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
@@ -158,6 +158,15 @@ impl KeyMap {
         let (e, was) = c.entry_mut(k.len());
         Self::boxing(&mut self.boxed, &mut self.ext, was);
         e
+    }
+
+    /// Marks the entry at `i` read: its CLOCK reference bit and its last
+    /// access, `secs` (OBJECT IDLETIME, allkeys-lru). A packed entry keeps
+    /// no access time, so it is boxed (the demotion hand packs it again).
+    pub fn mark_read(&mut self, i: usize, secs: u32) {
+        let e = self.at_mut(i);
+        e.flags |= F_REFERENCED;
+        e.lru_secs = secs;
     }
 
     /// Packs the entry at `i` if it can be (`cell.rs`, invariant 1);

@@ -20,7 +20,7 @@ pub mod view;
 pub mod watch;
 
 use crate::clock::{now_ms, now_secs};
-use crate::index::{FlashLoc, Shard, Slot, F_REFERENCED};
+use crate::index::{FlashLoc, Shard, Slot};
 use crate::stats::Stats;
 use crate::{Engine, Inner};
 use bytes::Bytes;
@@ -286,9 +286,7 @@ impl Engine {
         let sh = &mut *guard;
         match inner.live_index(sh, db, key) {
             Some(idx) => {
-                let e = sh.dbs[db].at_mut(idx);
-                e.flags |= F_REFERENCED;
-                e.lru_secs = now_secs();
+                sh.dbs[db].mark_read(idx, now_secs());
                 true
             }
             None => false,

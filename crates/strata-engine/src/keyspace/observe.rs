@@ -40,11 +40,16 @@ impl Inner {
     /// the observer and the journal, saying what changed; caller holds the
     /// key's shard lock (so notes of one key are in order).
     pub(crate) fn note_key_as(&self, db: usize, key: &[u8], how: KeyChange) {
+        self.report(db, key, how);
+        self.journal_key(db, key);
+    }
+
+    /// WATCH's stamp and the observer, for a change `how` of `key`.
+    fn report(&self, db: usize, key: &[u8], how: KeyChange) {
         if how != KeyChange::Quiet {
             self.watches.touched(self, db, key);
         }
         self.observe(db, key, how);
-        self.journal_key(db, key);
     }
 
     /// As `note_key_as`, for the entry at `idx` that a write just stored:
@@ -60,22 +65,23 @@ impl Inner {
         idx: usize,
         how: KeyChange,
     ) {
-        if !self.journal.enabled || !self.journal.takes_values() {
-            return self.note_key_as(db, key, how);
-        }
-        let (Some(e), Ok(pos)) = (sh.dbs[db].boxed_at(idx), u32::try_from(idx)) else {
+        use crate::index::{Hot, Slot, Value};
+        let stored = match (sh.dbs[db].boxed_at(idx), u32::try_from(idx)) {
+            (Some(e), Ok(pos)) if self.journal.enabled && self.journal.takes_values() => {
+                match &e.slot {
+                    Slot::Hot(Hot {
+                        value: Value::Str(value),
+                        ..
+                    }) => Some((e, pos, value)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let Some((e, pos, value)) = stored else {
             return self.note_key_as(db, key, how);
         };
-        let crate::index::Slot::Hot(h) = &e.slot else {
-            return self.note_key_as(db, key, how);
-        };
-        let crate::index::Value::Str(value) = &h.value else {
-            return self.note_key_as(db, key, how);
-        };
-        if how != KeyChange::Quiet {
-            self.watches.touched(self, db, key);
-        }
-        self.observe(db, key, how);
+        self.report(db, key, how);
         self.journal.push(crate::log::journal::Note::Value(
             crate::log::journal::ValueNote {
                 db: self.dbmap.id(db),

@@ -135,10 +135,7 @@ impl Engine {
         }
         f(Some(value));
         if crate::keyspace::touches() {
-            if let Some((_, e)) = sh.dbs[db].get_index_mut(idx) {
-                e.flags |= F_REFERENCED;
-                e.lru_secs = now_secs();
-            }
+            sh.dbs[db].mark_read(idx, now_secs());
         }
         InRam::Answered
     }

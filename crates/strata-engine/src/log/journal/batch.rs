@@ -97,13 +97,8 @@ pub(super) fn capture_notes(inner: &Inner, notes: &mut [Note]) -> Captures {
                 Note::DbMap { seq } => caps.db_map = caps.db_map.max(Some(*seq)),
                 Note::Functions { seq } => caps.functions = caps.functions.max(Some(*seq)),
                 Note::GroupEnd => caps.atomic = true,
-                Note::Key { db, key } => {
-                    if seen.insert((*db, &key[..])) {
-                        last.push(i);
-                    }
-                }
-                Note::Value(v) => {
-                    if seen.insert((v.db, &v.key[..])) {
+                Note::Key { .. } | Note::Value(_) => {
+                    if n.key().is_some_and(|k| seen.insert(k)) {
                         last.push(i);
                     }
                 }

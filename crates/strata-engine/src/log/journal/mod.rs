@@ -165,6 +165,15 @@ struct Queue {
 }
 
 impl Note {
+    /// The database id and key a key or value note names.
+    pub(super) fn key(&self) -> Option<(u16, &[u8])> {
+        match self {
+            Note::Key { db, key } => Some((*db, key)),
+            Note::Value(v) => Some((v.db, &v.key)),
+            _ => None,
+        }
+    }
+
     /// The value bytes a note holds alive.
     fn value_bytes(&self) -> usize {
         match self {
