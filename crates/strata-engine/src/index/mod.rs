@@ -52,7 +52,7 @@ use bytes::Bytes;
 pub use cell::EntryRef;
 pub use counters::{DbCounters, ShardCounters};
 pub use key::CompactKey;
-pub use map::KeyMap;
+pub use map::{prefetch_lines, KeyMap};
 use std::collections::HashMap;
 
 pub type Key = CompactKey;

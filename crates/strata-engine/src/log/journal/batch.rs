@@ -6,7 +6,7 @@
 use super::Note;
 use crate::clock::now_ms;
 use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
-use crate::index::{CompactKey, FlashLoc, Slot, F_DIRTY};
+use crate::index::{prefetch_lines, CompactKey, FlashLoc, Slot, F_DIRTY};
 use crate::log::chunks::{append_chunked, capture_chunked, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
@@ -168,7 +168,20 @@ pub(super) fn write_captures(
     let mut result = Ok(());
     let flushes = &caps.flushes;
     let mut fi = 0;
-    for (i, c) in &caps.states {
+    for (k, (i, c)) in caps.states.iter().enumerate() {
+        // The value copied a few records from now was written by another
+        // core: start bringing it over (its copy was a quarter of the
+        // journal's time per record).
+        if let Some((
+            _,
+            Captured {
+                what: State::Hot { value, .. },
+                ..
+            },
+        )) = caps.states.get(k + VALUE_AHEAD)
+        {
+            prefetch_lines(&value[..], value.len().min(VALUE_PREFETCH_MAX));
+        }
         // Flush records keep their place among the key records.
         while fi < flushes.len() && flushes[fi].0 < *i {
             let (_, db, seq) = flushes[fi];
@@ -242,14 +255,10 @@ pub(super) fn write_captures(
     if atomic {
         Stats::inc(&inner.journal.atomic_batches);
     }
+    publish_all(inner, &placed);
     for (c, p) in &placed {
-        match p {
-            Placed::One(loc) => publish(inner, c, *loc),
-            Placed::Chunked { parts, head } => {
-                if let State::Chunked(st) = &c.what {
-                    publish_chunked(inner, c.db, &c.key, st, parts, *head);
-                }
-            }
+        if let (Placed::Chunked { parts, head }, State::Chunked(st)) = (p, &c.what) {
+            publish_chunked(inner, c.db, &c.key, st, parts, *head);
         }
     }
     if let Some(loc) = db_map_loc {
@@ -494,10 +503,57 @@ fn read_value(inner: &Inner, c: &Captured, loc: FlashLoc, version: u64) -> Optio
     v
 }
 
-/// Points the entry at its new record if it still has the captured state.
-fn publish(inner: &Inner, c: &Captured, loc: FlashLoc) {
-    let mut guard = inner.shard(&c.key).lock();
-    let sh = &mut *guard;
+/// Records ahead of the one being written whose values are prefetched,
+/// and how much of each.
+const VALUE_AHEAD: usize = 4;
+const VALUE_PREFETCH_MAX: usize = 2048;
+/// Records ahead of the one being published whose entries are prefetched
+/// (their buckets twice as far ahead: an entry's box is found through its
+/// bucket).
+const PUBLISH_AHEAD: usize = 8;
+/// Most records published under one hold of a shard lock.
+const PUBLISH_RUN: usize = 64;
+
+/// Publishes the single records of a batch shard by shard: a shard is
+/// locked once per run of its records (at most `PUBLISH_RUN`), and each
+/// record's bucket and entry are prefetched ahead of it. A batch holds
+/// thousands of keys spread over the whole index, so without this each
+/// record waited for two cache misses in turn (the bucket, then the boxed
+/// entry: a third of the journal's time per record).
+fn publish_all(inner: &Inner, placed: &[(&Captured, Placed)]) {
+    let mut ones: Vec<(u32, u32)> = placed
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, p))| matches!(p, Placed::One(_)))
+        .map(|(k, (c, _))| (inner.shard_index(&c.key) as u32, k as u32))
+        .collect();
+    ones.sort_unstable();
+    for run in ones.chunk_by(|a, b| a.0 == b.0) {
+        for run in run.chunks(PUBLISH_RUN) {
+            let mut guard = inner.shards[run[0].0 as usize].lock();
+            let sh = &mut *guard;
+            let at = |j: usize| run.get(j).map(|&(_, k)| placed[k as usize].0);
+            for j in 0..run.len() + 2 * PUBLISH_AHEAD {
+                if let Some(c) = at(j) {
+                    sh.dbs[inner.dbmap.logical(c.db)].prefetch(c.pos, false);
+                }
+                if let Some(c) = j.checked_sub(PUBLISH_AHEAD).and_then(at) {
+                    sh.dbs[inner.dbmap.logical(c.db)].prefetch(c.pos, true);
+                }
+                let Some(k) = j.checked_sub(2 * PUBLISH_AHEAD).and_then(|j| run.get(j)) else {
+                    continue;
+                };
+                if let (c, Placed::One(loc)) = &placed[k.1 as usize] {
+                    publish(inner, sh, c, *loc);
+                }
+            }
+        }
+    }
+}
+
+/// Points the entry at its new record if it still has the captured state
+/// (the caller holds the key's shard lock).
+fn publish(inner: &Inner, sh: &mut crate::index::Shard, c: &Captured, loc: FlashLoc) {
     let db = inner.dbmap.logical(c.db);
     let Some(idx) = sh.dbs[db].get_index_of_from(c.pos, &c.key) else {
         return;
