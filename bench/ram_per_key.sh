@@ -42,7 +42,8 @@ s_dbsize=$(redis-cli -p "$port" dbsize)
 read -r s_used s_rss < <(mem "$port")
 declare -A T
 for f in index_bytes values_in_ram values_in_flash values_in_ram_bytes ram_used_bytes \
-    maxmemory_ram oom_rejections write_backpressure_waits flash_direct_io flash_io_backend flash_bytes_written tiered_entries_bytes; do
+    maxmemory_ram oom_rejections write_backpressure_waits flash_direct_io flash_io_backend flash_bytes_written tiered_entries_bytes \
+    allocator_allocated allocator_active allocator_resident; do
     T[$f]=$(info "$port" "$f")
 done
 s_cpu=$(cpu_s "$spid")
@@ -92,6 +93,9 @@ verdict() { awk -v x="$1" -v b="$BAR" 'BEGIN { print (x <= b ? "meets" : "**miss
 | index_bytes | ${T[index_bytes]} | $idx_per |
 | ram_used_bytes (engine's RAM account) | ${T[ram_used_bytes]} | $(per "${T[ram_used_bytes]}") |
 | flash_bytes_written | ${T[flash_bytes_written]} | $(per "${T[flash_bytes_written]}") |
+| allocator_allocated / active / resident (jemalloc) | ${T[allocator_allocated]} / ${T[allocator_active]} / ${T[allocator_resident]} | |
+
+RSS ÷ used_memory $(div "$s_rss" "$s_used"): active ÷ allocated $(div "${T[allocator_active]:-0}" "${T[allocator_allocated]:-1}") (room free in partly used pages), resident ÷ active $(div "${T[allocator_resident]:-0}" "${T[allocator_active]:-1}") (pages not yet given back, jemalloc's metadata), RSS ÷ resident $(div "$s_rss" "${T[allocator_resident]:-1}") (the rest of the process).
 
 Bar: ≤ 24 B + key length = $BAR B per key.
 - index_bytes / key = $idx_per B: $(verdict "$idx_per") the bar

@@ -129,3 +129,37 @@ pub fn rss_bytes() -> u64 {
         .map(|pages| pages * 4096)
         .unwrap_or(0)
 }
+
+/// What jemalloc reports of its own pages (Redis's `allocator_*` INFO
+/// fields): bytes allocated, in active pages (allocated plus the free room
+/// of partly used pages: fragmentation), and resident (active plus dirty
+/// pages not yet given back, and jemalloc's metadata).
+pub struct AllocatorStats {
+    pub allocated: u64,
+    pub active: u64,
+    pub resident: u64,
+}
+
+/// jemalloc's statistics, refreshed now; None when the counting
+/// allocator is not the process's (tests running the library in-process).
+pub fn allocator_stats() -> Option<AllocatorStats> {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    if !INSTALLED.load(Relaxed) {
+        return None;
+    }
+    epoch::advance().ok()?;
+    Some(AllocatorStats {
+        allocated: stats::allocated::read().ok()? as u64,
+        active: stats::active::read().ok()? as u64,
+        resident: stats::resident::read().ok()? as u64,
+    })
+}
+
+/// The allocator's name and version as INFO's `mem_allocator` gives it.
+pub fn allocator_name() -> &'static str {
+    if INSTALLED.load(Relaxed) {
+        "jemalloc-5.3.0"
+    } else {
+        "libc"
+    }
+}

@@ -180,6 +180,12 @@ fn memory(s: &Shared, out: &mut String) {
     field!(out, "used_memory_rss", rss);
     field!(out, "used_memory_rss_human", human(rss));
     field!(out, "used_memory_dataset", t.index_bytes + t.hot_bytes);
+    let a = crate::alloc::allocator_stats();
+    if let Some(a) = &a {
+        field!(out, "allocator_allocated", a.allocated);
+        field!(out, "allocator_active", a.active);
+        field!(out, "allocator_resident", a.resident);
+    }
     field!(
         out,
         "mem_clients_normal",
@@ -190,19 +196,22 @@ fn memory(s: &Shared, out: &mut String) {
     field!(out, "maxmemory_policy", c.maxmemory_policy.as_str());
     field!(out, "maxmemory_ram", c.maxmemory_ram);
     field!(out, "maxmemory_ram_human", human(c.maxmemory_ram));
-    field!(
-        out,
-        "mem_fragmentation_ratio",
-        format!(
-            "{:.2}",
-            if used == 0 {
-                0.0
-            } else {
-                rss as f64 / used as f64
-            }
-        )
-    );
-    field!(out, "mem_allocator", "libc");
+    // As Redis: what the allocator's pages hold beyond the bytes asked for
+    // (fragmentation), its resident pages beyond the active ones (dirty
+    // pages not yet purged), and the process's RSS beyond the allocator's.
+    let ratio = |a: u64, b: u64| format!("{:.2}", if b == 0 { 0.0 } else { a as f64 / b as f64 });
+    let over = |a: u64, b: u64| a as i64 - b as i64;
+    if let Some(a) = &a {
+        field!(out, "allocator_frag_ratio", ratio(a.active, a.allocated));
+        field!(out, "allocator_frag_bytes", over(a.active, a.allocated));
+        field!(out, "allocator_rss_ratio", ratio(a.resident, a.active));
+        field!(out, "allocator_rss_bytes", over(a.resident, a.active));
+        field!(out, "rss_overhead_ratio", ratio(rss, a.resident));
+        field!(out, "rss_overhead_bytes", over(rss, a.resident));
+    }
+    field!(out, "mem_fragmentation_ratio", ratio(rss, used));
+    field!(out, "mem_fragmentation_bytes", over(rss, used));
+    field!(out, "mem_allocator", crate::alloc::allocator_name());
 }
 
 fn persistence(s: &Shared, out: &mut String) {

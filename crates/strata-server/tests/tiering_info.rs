@@ -56,6 +56,21 @@ fn writes_far_beyond_the_ram_budget_read_back_byte_exact() {
         peak <= 24 << 20,
         "used_memory_peak {peak} far above the budget"
     );
+    // jemalloc's own figures (Redis's allocator_* fields): what it holds
+    // covers what was asked of it, and the process holds what it holds.
+    let mut alloc = |f: &str| srv.info_u64(&mut con, "memory", f);
+    let (allocated, active, resident) = (
+        alloc("allocator_allocated"),
+        alloc("allocator_active"),
+        alloc("allocator_resident"),
+    );
+    assert!(
+        allocated > 0 && allocated <= active && active <= resident,
+        "allocated {allocated}, active {active}, resident {resident}"
+    );
+    assert!(resident <= srv.info_u64(&mut con, "memory", "used_memory_rss"));
+    let name = srv.info(&mut con, "memory")["mem_allocator"].clone();
+    assert!(name.starts_with("jemalloc-"), "mem_allocator:{name}");
 
     // Read everything back, pipelined, checking every byte.
     let fetches_before = get("tiered_total_fetches");
