@@ -88,6 +88,9 @@ pub struct EngineConfig {
     /// the collector moves records while flash is plentiful; 0 = move
     /// them out of any segment under 25% live. Default: 3.
     pub gc_garbage_ratio: u64,
+    /// The allocator's advice for active defragmentation (None: hot
+    /// values are never moved; tests running the library in-process).
+    pub allocator: Option<AllocatorHooks>,
     /// How RAM use is measured; None = the engine's own accounting
     /// (index bytes + hot value bytes).
     pub ram_gauge: Option<RamGauge>,
@@ -127,6 +130,7 @@ impl EngineConfig {
             min_value_size: DEFAULT_MIN_VALUE_SIZE,
             promote: PromotePolicy::SecondRead,
             gc_garbage_ratio: DEFAULT_GC_GARBAGE_RATIO,
+            allocator: None,
             ram_gauge: None,
             latency_sink: None,
             hz: 10,
@@ -136,6 +140,19 @@ impl EngineConfig {
             encoding: crate::types::EncodingLimits::default(),
         }
     }
+}
+
+/// What the allocator tells active defragmentation (`tiering/defrag.rs`):
+/// the engine does not know the allocator; the binary that installs one
+/// does.
+#[derive(Clone, Copy)]
+pub struct AllocatorHooks {
+    /// Whether the allocator holds enough free room in partly used pages
+    /// for a pass to be worth its CPU (called once per tick).
+    pub fragmented: fn() -> bool,
+    /// Whether the allocation at this address sits where moving it helps
+    /// empty a page (a slab used less than its size class's average).
+    pub should_move: fn(*const u8) -> bool,
 }
 
 /// Settings that may change at run time (CONFIG SET).
@@ -149,6 +166,8 @@ pub struct Tunables {
     pub gc_garbage_ratio: AtomicU64,
     /// The background sweep of expired keys runs (DEBUG SET-ACTIVE-EXPIRE).
     pub active_expire: std::sync::atomic::AtomicBool,
+    /// Active defragmentation runs (`activedefrag`; needs `allocator`).
+    pub defrag: std::sync::atomic::AtomicBool,
     /// `hash-max-listpack-entries` ... (what OBJECT ENCODING reports).
     encoding: parking_lot::Mutex<crate::types::EncodingLimits>,
 }
@@ -163,6 +182,7 @@ impl Tunables {
             promote: AtomicU8::new(c.promote as u8),
             gc_garbage_ratio: AtomicU64::new(c.gc_garbage_ratio),
             active_expire: std::sync::atomic::AtomicBool::new(true),
+            defrag: std::sync::atomic::AtomicBool::new(true),
             encoding: parking_lot::Mutex::new(c.encoding),
         }
     }

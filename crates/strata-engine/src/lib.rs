@@ -62,7 +62,9 @@ mod tests;
 pub mod tiering;
 pub mod types;
 
-pub use config::{EngineConfig, EvictionPolicy, LatencySink, PromotePolicy, RamGauge};
+pub use config::{
+    AllocatorHooks, EngineConfig, EvictionPolicy, LatencySink, PromotePolicy, RamGauge,
+};
 pub use error::EngineError;
 pub use flash::io::{enter_loop, IoBackend};
 pub use index::Value;
@@ -137,6 +139,8 @@ pub(crate) struct Inner {
     pub segment_size: u64,
     pub write_chunk: usize,
     pub hz: u32,
+    /// The allocator's advice for active defragmentation, if any.
+    pub allocator: Option<config::AllocatorHooks>,
     pub ram_gauge: Option<RamGauge>,
     pub latency_sink: Option<config::LatencySink>,
     /// Wakes the background thread.
@@ -253,6 +257,7 @@ impl Engine {
             segment_size: cfg.segment_size,
             write_chunk: cfg.write_chunk,
             hz: cfg.hz.clamp(1, 500),
+            allocator: cfg.allocator,
             ram_gauge: cfg.ram_gauge.clone(),
             latency_sink: cfg.latency_sink.clone(),
             wake: (Mutex::new(false), Condvar::new()),
@@ -363,6 +368,22 @@ impl Engine {
     pub fn set_active_expire(&self, on: bool) {
         self.inner.tun.active_expire.store(on, Ordering::Relaxed);
     }
+    /// `activedefrag`: whether hot values may be moved to emptier pages.
+    pub fn set_defrag(&self, on: bool) {
+        self.inner.tun.defrag.store(on, Ordering::Relaxed);
+    }
+
+    /// Active defragmentation's counters: values moved, values looked at
+    /// and left, and whether the last tick found fragmentation.
+    pub fn defrag_info(&self) -> (u64, u64, bool) {
+        let s = &self.inner.stats;
+        (
+            Stats::get(&s.defrag_hits),
+            Stats::get(&s.defrag_misses),
+            Stats::get(&s.defrag_running) != 0,
+        )
+    }
+
     pub fn set_gc_garbage_ratio(&self, n: u64) {
         self.inner.tun.gc_garbage_ratio.store(n, Ordering::Relaxed);
     }

@@ -54,6 +54,11 @@ pub struct Stats {
     pub chunk_loads: AtomicU64,
     /// Chunk records written (journal, demotion, checkpoint saves).
     pub chunks_written: AtomicU64,
+    /// Hot values active defragmentation moved / looked at and left.
+    pub defrag_hits: AtomicU64,
+    pub defrag_misses: AtomicU64,
+    /// Whether the last tick found the allocator fragmented (gauge).
+    pub defrag_running: AtomicU64,
 }
 
 /// A counter: an atomic, or a `Striped` one for counters every read bumps.
@@ -146,6 +151,8 @@ impl Stats {
             &self.read_errors,
             &self.evicted_keys,
             &self.expired_keys,
+            &self.defrag_hits,
+            &self.defrag_misses,
         ] {
             c.zero();
         }

@@ -212,6 +212,7 @@ fn memory(s: &Shared, out: &mut String) {
     field!(out, "mem_fragmentation_ratio", ratio(rss, used));
     field!(out, "mem_fragmentation_bytes", over(rss, used));
     field!(out, "mem_allocator", crate::alloc::allocator_name());
+    field!(out, "active_defrag_running", s.engine.defrag_info().2 as u8);
 }
 
 fn persistence(s: &Shared, out: &mut String) {
@@ -400,6 +401,12 @@ fn stats(s: &Shared, out: &mut String) {
     field!(out, "evicted_keys", t.evicted_keys);
     field!(out, "keyspace_hits", t.keyspace_hits);
     field!(out, "keyspace_misses", t.keyspace_misses);
+    // Active defragmentation moves whole values, one per key.
+    let (hits, misses, _) = s.engine.defrag_info();
+    field!(out, "active_defrag_hits", hits);
+    field!(out, "active_defrag_misses", misses);
+    field!(out, "active_defrag_key_hits", hits);
+    field!(out, "active_defrag_key_misses", misses);
     field!(out, "total_error_replies", s.errorstats.total());
     let ps = &s.pubsub;
     field!(out, "pubsub_channels", ps.active(Kind::Channel, None).len());

@@ -234,6 +234,7 @@ impl Shared {
         e.set_eviction(eviction(&c.maxmemory_policy));
         e.set_min_value_size(c.tiering_min_value_size);
         e.set_gc_garbage_ratio(c.flash_gc_garbage_ratio);
+        e.set_defrag(c.activedefrag);
         e.set_promote(promote(&c.tiering_promote));
         e.set_fsync_policy(fsync_policy(&c.appendfsync));
         e.set_encoding_limits(encoding_limits(&c));
@@ -297,6 +298,7 @@ pub fn engine_config(c: &Config) -> EngineConfig {
     };
     e.maxmemory_ram = c.maxmemory_ram;
     e.maxmemory = c.maxmemory;
+    e.allocator = alloc::defrag_hooks();
     e.eviction = eviction(&c.maxmemory_policy);
     e.min_value_size = c.tiering_min_value_size;
     e.gc_garbage_ratio = c.flash_gc_garbage_ratio;

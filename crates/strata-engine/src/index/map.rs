@@ -18,7 +18,7 @@
 //!    The table doubles (5 bytes per slot).
 
 use super::cell::{Cell, EntryRef, Ext, Kind};
-use super::{Entry, Hasher, Key, F_REFERENCED};
+use super::{Entry, Hasher, Hot, Key, Slot, Value, F_REFERENCED};
 use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
@@ -158,6 +158,32 @@ impl KeyMap {
         let (e, was) = c.entry_mut(k.len());
         Self::boxing(&mut self.boxed, &mut self.ext, was);
         e
+    }
+
+    /// Active defragmentation of the entry at `i`: if it holds a hot
+    /// string no one else references and `should_move` says its bytes sit
+    /// where moving them helps (a sparse allocator page), they are copied
+    /// to a new allocation and the old one freed. The value, its version
+    /// and every counter stay as they were. None: nothing to look at.
+    pub fn defrag_at(&mut self, i: usize, should_move: fn(*const u8) -> bool) -> Option<bool> {
+        let Cell::Full(e) = &mut self.buckets.get_mut(i)?.1 else {
+            return None;
+        };
+        let Slot::Hot(Hot {
+            value: Value::Str(b),
+            ..
+        }) = &mut e.slot
+        else {
+            return None;
+        };
+        if b.is_empty() || !b.is_unique() {
+            return None;
+        }
+        if !should_move(b.as_ptr()) {
+            return Some(false);
+        }
+        *b = bytes::Bytes::copy_from_slice(b);
+        Some(true)
     }
 
     /// Asks the CPU to bring the bucket at `i` into cache (nothing past

@@ -1,6 +1,7 @@
 //! The background thread: demotion (RAM → flash, `demote.rs`) driven by
 //! watermarks, garbage collection in bounded slices, whole-segment eviction
-//! when flash is full, and the active expiry sweep.
+//! when flash is full, the active expiry sweep, and active
+//! defragmentation (`defrag.rs`).
 //!
 //! Backpressure: the demoter writes one chunk at a time and waits for it;
 //! writers that find RAM above the budget wait on `Inner::room`, which is
@@ -13,6 +14,7 @@
 //! hold memory that is not yet a value in RAM; once they land, those
 //! values can move again.
 
+mod defrag;
 mod demote;
 pub mod evict;
 pub mod fetch;
@@ -36,6 +38,7 @@ pub(crate) fn run_background(inner: &Inner) {
     }
     let _done = Done(inner);
     let mut gc = collector::Collector::default();
+    let mut defrag = defrag::Defrag::default();
     let tick = Duration::from_millis(1000 / inner.hz as u64);
     let mut last_sweep = Instant::now();
     let mut next_shard = 0usize;
@@ -60,6 +63,7 @@ pub(crate) fn run_background(inner: &Inner) {
                 }
             }
             inner.maybe_checkpoint();
+            defrag.tick(inner);
             last_sweep = Instant::now();
         }
         let ram = inner.ram_used();

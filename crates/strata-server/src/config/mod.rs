@@ -169,6 +169,8 @@ pub struct Config {
     /// Bytes: values smaller than this always stay in RAM. Default: 64.
     pub tiering_min_value_size: usize,
     pub flash_gc_garbage_ratio: u64,
+    /// Active defragmentation of hot values (`activedefrag`).
+    pub activedefrag: bool,
     /// When a flash value is promoted back to RAM. Default: `second`.
     pub tiering_promote: PromotePolicy,
     /// Worker threads (resolved; the option's 0 means the number of CPUs),
@@ -260,6 +262,7 @@ impl Default for Config {
             flash_direct_io: DEFAULT_FLASH_DIRECT_IO,
             tiering_min_value_size: DEFAULT_TIERING_MIN_VALUE_SIZE,
             flash_gc_garbage_ratio: DEFAULT_FLASH_GC_GARBAGE_RATIO,
+            activedefrag: true,
             tiering_promote: DEFAULT_TIERING_PROMOTE,
             threads: cpu_count(),
             proto_max_bulk_len: DEFAULT_PROTO_MAX_BULK_LEN,

@@ -105,6 +105,17 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| bool_text(c.flash_direct_io),
     },
     OptionDef {
+        name: "activedefrag",
+        default: "yes",
+        doc: "move hot values out of sparsely used allocator pages so those pages go back to the OS (as Redis's; on by default here: demotion leaves pages partly used)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.activedefrag = parse_bool(v)?;
+            Ok(())
+        }),
+        get: |c| bool_text(c.activedefrag),
+    },
+    OptionDef {
         name: "flash-gc-garbage-ratio",
         default: "3",
         doc: "garbage the flash log may hold, times its live bytes, before the collector moves records (0: at once)",

@@ -1,0 +1,80 @@
+//! Active defragmentation (issue #12, point 5: the RAM the OS sees).
+//!
+//! Demotion frees hot values wherever the CLOCK hand finds them, so the
+//! allocator's pages of a size class end up partly used: a page with one
+//! live value of eight stays resident. Like Redis's `activedefrag`, the
+//! background thread walks the index a slice per tick while the allocator
+//! reports fragmentation, and copies each hot string the allocator points
+//! out (one in a page used less than its class's average) to a new
+//! allocation, which the allocator places in a fuller page; the emptied
+//! pages go back to the OS.
+//!
+//! Invariants:
+//! 1. Only a string held by its entry alone moves (a reply, a journal note
+//!    or a read may hold the old bytes: they stay valid, and unmoved).
+//! 2. A move changes no byte of the value, no version and no counter, and
+//!    happens under the shard lock: nothing a client sees changes.
+//! 3. The engine knows no allocator: the binary that installs one gives
+//!    its advice (`EngineConfig::allocator`); without it nothing moves.
+
+use crate::stats::Stats;
+use crate::Inner;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Positions looked at per tick, at most, and per hold of a shard lock.
+const SLICE: usize = 65_536;
+const PER_LOCK: usize = 1024;
+
+/// Where the walk is: shard, database and position.
+#[derive(Default)]
+pub(super) struct Defrag {
+    shard: usize,
+    db: usize,
+    pos: usize,
+}
+
+impl Defrag {
+    /// One tick's slice, when defragmentation is on and the allocator
+    /// reports fragmentation.
+    pub(super) fn tick(&mut self, inner: &Inner) {
+        let Some(hooks) = inner.allocator else {
+            return;
+        };
+        let on = inner.tun.defrag.load(Relaxed) && (hooks.fragmented)();
+        inner.stats.defrag_running.store(on as u64, Relaxed);
+        if !on {
+            return;
+        }
+        let (mut hits, mut misses) = (0, 0);
+        let mut left = SLICE;
+        let mut wrapped = 0;
+        while left > 0 && wrapped <= inner.shards.len() {
+            let mut guard = inner.shards[self.shard].lock();
+            let dbs = guard.dbs.len();
+            if let Some(map) = guard.dbs.get_mut(self.db) {
+                let end = (self.pos + PER_LOCK.min(left)).min(map.len());
+                for i in self.pos..end {
+                    match map.defrag_at(i, hooks.should_move) {
+                        Some(true) => hits += 1,
+                        Some(false) => misses += 1,
+                        None => {}
+                    }
+                }
+                left -= (end - self.pos).max(1);
+                self.pos = end;
+                if self.pos < map.len() {
+                    continue;
+                }
+            }
+            self.pos = 0;
+            self.db += 1;
+            if self.db >= dbs {
+                self.db = 0;
+                self.shard = (self.shard + 1) % inner.shards.len();
+                wrapped += 1;
+            }
+        }
+        Stats::add(&inner.stats.defrag_hits, hits);
+        Stats::add(&inner.stats.defrag_misses, misses);
+    }
+}
