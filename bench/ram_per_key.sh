@@ -36,6 +36,11 @@ fill_keys "$port" "$KEYS" "$VALUE_SIZE"
 s_fill_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 s_fill_note=$(fill_note)
 wait_settled "$port" "$SETTLE_TIMEOUT"
+# Then active defragmentation's passes (RSS after the churn settles), at
+# most DEFRAG_TIMEOUT s.
+t1=$(date +%s)
+while [ "$(info "$port" active_defrag_running memory)" = 1 ] && [ $(($(date +%s) - t1)) -lt "${DEFRAG_TIMEOUT:-180}" ]; do sleep 1; done
+s_defrag_s=$(($(date +%s) - t1)) s_defrag_run=$(info "$port" active_defrag_running memory)
 alive "$spid"
 s_check=$(check_values "$port" "$VALUE_SIZE" "$KEYS")
 s_dbsize=$(redis-cli -p "$port" dbsize)
@@ -75,6 +80,7 @@ verdict() { awk -v x="$1" -v b="$BAR" 'BEGIN { print (x <= b ? "meets" : "**miss
 
 - keys \`key:%012d\` (length $KEYLEN B), i = 0..$((KEYS - 1)), each set once with a distinct $VALUE_SIZE-byte value through \`redis-cli --pipe\`
 - strata-server: --maxmemory-ram $MAXMEM_RAM, --threads $STRATA_THREADS, flash I/O ${T[flash_io_backend]}, flash_direct_io:${T[flash_direct_io]}; figures read after values_in_flash stayed unchanged for 3 s
+- active defragmentation after the settle: ${s_defrag_s} s until it stopped (active_defrag_running ${s_defrag_run} when read; waits at most DEFRAG_TIMEOUT, 180 s)
 - fill time (strata, including any repair): $s_fill_s s; strata server CPU for fill+settle: $s_cpu s
 - value check after settle (GET of 52 keys, compared byte for byte): strata $s_check$([ "$WITH_REDIS" = 1 ] && echo ", redis $r_check")$s_fill_note
 - strata INFO after the fill: oom_rejections ${T[oom_rejections]}, write_backpressure_waits ${T[write_backpressure_waits]}

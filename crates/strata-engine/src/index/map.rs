@@ -160,15 +160,29 @@ impl KeyMap {
         e
     }
 
-    /// Active defragmentation of the entry at `i`: if it holds a hot
-    /// string no one else references and `should_move` says its bytes sit
-    /// where moving them helps (a sparse allocator page), they are copied
-    /// to a new allocation and the old one freed. The value, its version
-    /// and every counter stay as they were. None: nothing to look at.
+    /// Active defragmentation of the entry at `i`: if it is boxed and
+    /// `should_move` says the box sits where moving it helps (a sparse
+    /// allocator page), it moves to a new box; so do the bytes of a hot
+    /// string no one else references. The value, its version and every
+    /// counter stay as they were. Whether anything moved; None: a packed
+    /// entry, nothing to look at.
     pub fn defrag_at(&mut self, i: usize, should_move: fn(*const u8) -> bool) -> Option<bool> {
         let Cell::Full(e) = &mut self.buckets.get_mut(i)?.1 else {
             return None;
         };
+        // The box first (each boxed entry is 80 bytes of its own).
+        let boxed = should_move(&**e as *const Entry as *const u8);
+        if boxed {
+            // SAFETY: the entry's bytes are moved to the new box, and the
+            // old box's memory is freed without dropping them: the value
+            // is owned once, by the new box (nothing between can unwind:
+            // allocation failure aborts).
+            let moved = Box::new(unsafe { std::ptr::read(&**e) });
+            let old = std::mem::replace(e, moved);
+            drop(unsafe {
+                Box::from_raw(Box::into_raw(old).cast::<std::mem::MaybeUninit<Entry>>())
+            });
+        }
         let Slot::Hot(Hot {
             value: Value::Str(b),
             ..
@@ -176,11 +190,8 @@ impl KeyMap {
         else {
             return None;
         };
-        if b.is_empty() || !b.is_unique() {
-            return None;
-        }
-        if !should_move(b.as_ptr()) {
-            return Some(false);
+        if b.is_empty() || !b.is_unique() || !should_move(b.as_ptr()) {
+            return Some(boxed);
         }
         *b = bytes::Bytes::copy_from_slice(b);
         Some(true)
@@ -423,6 +434,54 @@ mod tests {
             client_flags: 0,
             vtype: 0,
         }
+    }
+
+    /// Defragmentation moves a boxed entry and the bytes of a hot string
+    /// held by it alone, and changes nothing else; a string someone else
+    /// holds stays where it is; a packed entry is not looked at.
+    #[test]
+    fn defrag_moves_boxes_and_unshared_strings_only() {
+        let mut m = KeyMap::default();
+        let value = bytes::Bytes::from(vec![7u8; 512]);
+        let mut e = entry(3);
+        e.slot = Slot::hot(value, None);
+        m.insert(Key::from(&b"hot"[..]), e);
+        m.insert(Key::from(&b"cold"[..]), entry(4));
+        let hot = m.get_index_of(b"hot").unwrap();
+        let cold = m.get_index_of(b"cold").unwrap();
+        m.pack(cold);
+        let where_ = |m: &KeyMap| {
+            let e = m.boxed_at(hot).unwrap();
+            let Slot::Hot(Hot {
+                value: Value::Str(b),
+                ..
+            }) = &e.slot
+            else {
+                panic!()
+            };
+            (
+                e as *const Entry as usize,
+                b.as_ptr() as usize,
+                b.clone(),
+                e.version,
+            )
+        };
+        let (box0, str0, _, _) = where_(&m);
+        assert_eq!(m.defrag_at(hot, |_| true), Some(true));
+        let (box1, str1, b1, v1) = where_(&m);
+        assert_ne!(box0, box1);
+        assert_ne!(str0, str1);
+        assert_eq!((&b1[..], v1), (&[7u8; 512][..], 3));
+        // A string referenced elsewhere stays; its box still moves.
+        let held = b1.clone();
+        assert_eq!(m.defrag_at(hot, |_| true), Some(true));
+        let (box2, str2, ..) = where_(&m);
+        assert_ne!(box1, box2);
+        assert_eq!(str1, str2);
+        drop(held);
+        assert_eq!(m.defrag_at(hot, |_| false), Some(false));
+        assert_eq!(m.defrag_at(cold, |_| true), None);
+        assert_eq!(m.at(cold).version, 4);
     }
 
     /// Every position is found by its key, and only keys present are found
