@@ -51,6 +51,9 @@ step() {
     local name=$1 script=$2; shift 2
     case " $ONLY " in *" $name "*) ;; *) return 0 ;; esac
     mkdir -p "$EFF_DIR/$name"
+    # Each run's reports replace the last (a print-only script's report is
+    # written below only when none exists: an old one would stay).
+    rm -f "$EFF_DIR/$name/"*.md
     RAN=1
     log "== $name: $script $*"
     record "$* bash bench/$script"

@@ -153,6 +153,10 @@ pub struct AllocatorHooks {
     /// Whether the allocation at this address sits where moving it helps
     /// empty a page (a slab used less than its size class's average).
     pub should_move: fn(*const u8) -> bool,
+    /// Called with true before a slice of moves and false after it, on the
+    /// thread that moves (the server turns its allocator cache off between,
+    /// so that the copies go where the allocator fills next).
+    pub moving: fn(bool),
 }
 
 /// Settings that may change at run time (CONFIG SET).

@@ -172,6 +172,7 @@ pub fn defrag_hooks() -> Option<strata_engine::AllocatorHooks> {
         .then_some(strata_engine::AllocatorHooks {
             fragmented,
             should_move,
+            moving,
         })
 }
 
@@ -186,23 +187,22 @@ fn fragmented() -> bool {
     })
 }
 
+/// Around a slice of moves: the thread's allocator cache is off, so that
+/// each copy goes where jemalloc puts a new allocation of its class (the
+/// slab it fills next), not into a free slot the thread kept (turning it
+/// off gives the kept slots back).
+fn moving(start: bool) {
+    // SAFETY: writes a bool, as `thread.tcache.enabled` takes.
+    let _ = unsafe { tikv_jemalloc_ctl::raw::write(b"thread.tcache.enabled\0", !start) };
+}
+
 /// Whether the allocation holding `p` sits in a slab used less than its
 /// size class's average, and not in the slab new allocations of the class
 /// go to (jemalloc's `experimental.utilization.query`, the test Redis's
-/// active defrag makes). The calling thread's cache is turned off on its
-/// first call, so that the copy goes where jemalloc would put a new
-/// allocation, not into a free slot the thread kept.
+/// active defrag makes).
 fn should_move(p: *const u8) -> bool {
     use std::sync::OnceLock;
     static MIB: OnceLock<Option<([usize; 4], usize)>> = OnceLock::new();
-    thread_local! {
-        static NO_TCACHE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-    if !NO_TCACHE.get() {
-        // SAFETY: writes a bool, as `thread.tcache.enabled` takes.
-        let _ = unsafe { tikv_jemalloc_ctl::raw::write(b"thread.tcache.enabled\0", false) };
-        NO_TCACHE.set(true);
-    }
     let Some((mib, len)) = *MIB.get_or_init(|| {
         let mut mib = [0usize; 4];
         let mut len = mib.len();

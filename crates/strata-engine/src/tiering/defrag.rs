@@ -42,7 +42,8 @@ pub(super) struct Defrag {
 
 impl Defrag {
     /// One tick's slice, when defragmentation is on and the allocator
-    /// reports fragmentation.
+    /// reports fragmentation (the caller skips it while demotion runs:
+    /// writes then refill the room demotion frees).
     pub(super) fn tick(&mut self, inner: &Inner) {
         let Some(hooks) = inner.allocator else {
             return;
@@ -52,6 +53,7 @@ impl Defrag {
         if !on {
             return;
         }
+        (hooks.moving)(true);
         let (mut hits, mut misses) = (0, 0);
         let mut left = SLICE;
         let mut wrapped = 0;
@@ -82,6 +84,7 @@ impl Defrag {
                 wrapped += 1;
             }
         }
+        (hooks.moving)(false);
         Stats::add(&inner.stats.defrag_hits, hits);
         Stats::add(&inner.stats.defrag_misses, misses);
     }

@@ -63,7 +63,11 @@ pub(crate) fn run_background(inner: &Inner) {
                 }
             }
             inner.maybe_checkpoint();
-            defrag.tick(inner);
+            // Not while demotion runs: writes then refill the room it
+            // frees (and a moved value may be the next to go).
+            if !demoting {
+                defrag.tick(inner);
+            }
             last_sweep = Instant::now();
         }
         let ram = inner.ram_used();
