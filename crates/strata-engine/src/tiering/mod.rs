@@ -27,6 +27,9 @@ use demote::demote_chunk;
 use std::sync::atomic::Ordering::{self, Relaxed};
 use std::time::{Duration, Instant};
 
+/// How long demotion must have rested before active defragmentation runs.
+const DEFRAG_AFTER_DEMOTION: Duration = Duration::from_secs(1);
+
 pub(crate) fn run_background(inner: &Inner) {
     /// Tells the journal this thread is done, however it ends.
     struct Done<'a>(&'a Inner);
@@ -43,6 +46,8 @@ pub(crate) fn run_background(inner: &Inner) {
     let mut last_sweep = Instant::now();
     let mut next_shard = 0usize;
     let mut demoting = false;
+    // When demotion last ran (active defragmentation waits for it).
+    let mut last_demoting = Instant::now();
     // After a failed or fruitless demotion: not before this instant again.
     let mut retry_at: Option<Instant> = None;
     // Entries the hands examined since demotion last made progress.
@@ -63,9 +68,10 @@ pub(crate) fn run_background(inner: &Inner) {
                 }
             }
             inner.maybe_checkpoint();
-            // Not while demotion runs: writes then refill the room it
+            // Not while demotion runs, nor in the pauses of a steady
+            // stream of writes to flash: writes then refill the room it
             // frees (and a moved value may be the next to go).
-            if !demoting {
+            if !demoting && last_demoting.elapsed() >= DEFRAG_AFTER_DEMOTION {
                 defrag.tick(inner);
             }
             last_sweep = Instant::now();
@@ -93,6 +99,7 @@ pub(crate) fn run_background(inner: &Inner) {
                     inner.demotion_stuck.store(true, Relaxed);
                     retry_at = Some(Instant::now() + d);
                 };
+                last_demoting = Instant::now();
                 let demoted = demote_chunk(inner, &mut inner.writer.lock(), &mut next_shard);
                 match demoted {
                     Ok(p) if p.moved + p.spared == 0 => {
