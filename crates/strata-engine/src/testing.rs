@@ -1,7 +1,7 @@
 //! Test support: a fault-injecting I/O engine wrapped around a real backend.
 
 use crate::flash::buf::AlignedBuf;
-use crate::flash::io::{IoEngine, IoOp, IoRequest};
+use crate::flash::io::{IoEngine, IoRequest};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -38,13 +38,6 @@ impl FaultyIo {
 
 impl IoEngine for FaultyIo {
     fn submit(&self, req: IoRequest) {
-        if req.op != IoOp::Read {
-            let errno = self.write_errno.load(Relaxed);
-            if errno != 0 {
-                return (req.done)(req.buf, Err(std::io::Error::from_raw_os_error(errno)));
-            }
-            return self.inner.submit(req);
-        }
         let n = self.reads.fetch_add(1, Relaxed) + 1;
         let fail = self.fail_every.load(Relaxed);
         let flip = self.flip_every.load(Relaxed);
@@ -79,6 +72,14 @@ impl IoEngine for FaultyIo {
 
     fn name(&self) -> &'static str {
         "faulty"
+    }
+
+    fn write_now(&self, file: &std::fs::File, offset: u64, buf: &[u8]) -> std::io::Result<usize> {
+        let errno = self.write_errno.load(Relaxed);
+        if errno != 0 {
+            return Err(std::io::Error::from_raw_os_error(errno));
+        }
+        self.inner.write_now(file, offset, buf)
     }
 
     fn sync(&self, file: &std::fs::File) -> std::io::Result<()> {

@@ -22,35 +22,27 @@ use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
-/// The direction of a transfer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IoOp {
-    Read,
-    Write,
-}
-
 /// What an operation hands back: the caller's buffer and the outcome.
 pub type IoDone = Box<dyn FnOnce(AlignedBuf, io::Result<usize>) + Send>;
 
-/// One transfer handed to an [`IoEngine`].
+/// One read handed to an [`IoEngine`] (writes are `write_now`'s).
 pub struct IoRequest {
-    pub op: IoOp,
     pub file: Arc<File>,
     pub offset: u64,
-    /// Reads fill `buf[..buf.len()]`; writes write `buf[..buf.len()]`.
+    /// A read fills `buf[..buf.len()]`.
     pub buf: AlignedBuf,
     pub done: IoDone,
 }
 
-/// An asynchronous block I/O backend.
+/// An asynchronous block I/O backend for reads; writes and syncs are
+/// blocking calls of the journal and background threads.
 ///
 /// Caller guarantees: `offset`, the buffer's address and its length are
 /// multiples of [`PAGE`](super::buf::PAGE) (required for O_DIRECT files).
 ///
 /// Implementation MUST: call `done` exactly once per request, from any
 /// thread, with the request's own buffer; report a short read as `Ok(n)` with
-/// the bytes read; complete a write only when all of `buf` was written or an
-/// error occurred; never block the submitting thread on the device.
+/// the bytes read; never block the submitting thread on the device.
 pub trait IoEngine: Send + Sync + 'static {
     fn submit(&self, req: IoRequest);
     /// Delivers whatever completions are ready, on the calling thread.
@@ -63,6 +55,16 @@ pub trait IoEngine: Send + Sync + 'static {
     /// journal and background threads call it, never a request path.
     fn sync(&self, file: &File) -> io::Result<()> {
         file.sync_data()
+    }
+    /// Writes all of `buf` at `offset` on the calling thread (pwrite), for
+    /// the journal and background threads, which wait for their writes
+    /// anyway: through a ring, an appending O_DIRECT write is handed to a
+    /// kernel worker thread and its completion back (two context switches
+    /// per write, a cycle of every `appendfsync always` batch).
+    fn write_now(&self, file: &File, offset: u64, buf: &[u8]) -> io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        file.write_all_at(buf, offset)?;
+        Ok(buf.len())
     }
 }
 
@@ -81,17 +83,19 @@ pub fn read(
     offset: u64,
     buf: AlignedBuf,
 ) -> impl Future<Output = (AlignedBuf, io::Result<usize>)> {
-    submit_with_future(io, IoOp::Read, file, offset, buf)
+    submit_with_future(io, file, offset, buf)
 }
 
-/// Submits a write and blocks the calling (background) thread until done.
+/// Writes on the calling (background) thread, blocking until done
+/// (`IoEngine::write_now`).
 pub fn write_blocking(
     io: &dyn IoEngine,
     file: Arc<File>,
     offset: u64,
     buf: AlignedBuf,
 ) -> (AlignedBuf, io::Result<usize>) {
-    submit_blocking(io, IoOp::Write, file, offset, buf)
+    let r = io.write_now(&file, offset, &buf[..]);
+    (buf, r)
 }
 
 /// Submits a read and blocks the calling (background) thread until done.
@@ -101,19 +105,17 @@ pub fn read_blocking(
     offset: u64,
     buf: AlignedBuf,
 ) -> (AlignedBuf, io::Result<usize>) {
-    submit_blocking(io, IoOp::Read, file, offset, buf)
+    submit_blocking(io, file, offset, buf)
 }
 
 fn submit_blocking(
     io: &dyn IoEngine,
-    op: IoOp,
     file: Arc<File>,
     offset: u64,
     buf: AlignedBuf,
 ) -> (AlignedBuf, io::Result<usize>) {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     io.submit(IoRequest {
-        op,
         file,
         offset,
         buf,
@@ -137,14 +139,12 @@ fn submit_blocking(
 
 fn submit_with_future(
     io: &dyn IoEngine,
-    op: IoOp,
     file: Arc<File>,
     offset: u64,
     buf: AlignedBuf,
 ) -> impl Future<Output = (AlignedBuf, io::Result<usize>)> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     io.submit(IoRequest {
-        op,
         file,
         offset,
         buf,

@@ -1,7 +1,7 @@
 //! The portable backend: a fixed pool of threads issuing positional
 //! `pread`/`pwrite`. The pool size is the number of operations in flight.
 
-use super::{IoEngine, IoOp, IoRequest};
+use super::{IoEngine, IoRequest};
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::io;
@@ -66,16 +66,12 @@ fn worker(shared: &Shared) {
 
 fn run(req: IoRequest) {
     let IoRequest {
-        op,
         file,
         offset,
         mut buf,
         done,
     } = req;
-    let result = match op {
-        IoOp::Read => read_full(&file, &mut buf, offset),
-        IoOp::Write => file.write_all_at(&buf, offset).map(|()| buf.len()),
-    };
+    let result = read_full(&file, &mut buf, offset);
     done(buf, result);
 }
 

@@ -23,7 +23,7 @@
 //!    runs on that thread's runtime, which outlives every read it serves
 //!    (a connection's task runs on its loop).
 
-use super::{IoEngine, IoOp, IoRequest};
+use super::{IoEngine, IoRequest};
 use io_uring::{opcode, types, IoUring};
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
@@ -82,15 +82,10 @@ impl Ring {
             });
             let fd = types::Fd(req.file.as_raw_fd());
             let len = req.buf.len() as u32;
-            let e = match req.op {
-                IoOp::Read => opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
-                    .offset(req.offset)
-                    .build(),
-                IoOp::Write => opcode::Write::new(fd, req.buf.as_ptr(), len)
-                    .offset(req.offset)
-                    .build(),
-            }
-            .user_data(idx as u64);
+            let e = opcode::Read::new(fd, req.buf.as_mut_ptr(), len)
+                .offset(req.offset)
+                .build()
+                .user_data(idx as u64);
             self.slab[idx] = Some(req);
             self.in_flight += 1;
             // SAFETY: the buffer is owned by the request in the slab until
@@ -344,28 +339,13 @@ fn reap_on_thread(s: &Shared) {
     }
 }
 
-/// Finishes one request; a short write is completed synchronously (rare:
-/// regular files only write short on a full device or a signal).
+/// Finishes one read.
 fn complete(req: IoRequest, res: i32) {
-    let IoRequest {
-        op,
-        file,
-        offset,
-        buf,
-        done,
-    } = req;
+    let IoRequest { buf, done, .. } = req;
     if res < 0 {
         return done(buf, Err(io::Error::from_raw_os_error(-res)));
     }
-    let n = res as usize;
-    if op == IoOp::Write && n < buf.len() {
-        use std::os::unix::fs::FileExt;
-        let r = file
-            .write_all_at(&buf[n..], offset + n as u64)
-            .map(|()| buf.len());
-        return done(buf, r);
-    }
-    done(buf, Ok(n))
+    done(buf, Ok(res as usize))
 }
 
 impl IoEngine for UringEngine {
