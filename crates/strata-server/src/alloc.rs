@@ -197,9 +197,10 @@ fn moving(start: bool) {
 }
 
 /// Whether the allocation holding `p` sits in a slab used less than its
-/// size class's average, and not in the slab new allocations of the class
-/// go to (jemalloc's `experimental.utilization.query`, the test Redis's
-/// active defrag makes).
+/// size class's average or under half, and not in the slab new
+/// allocations of the class go to (jemalloc's
+/// `experimental.utilization.query`; Redis's active defrag tests the
+/// average).
 fn should_move(p: *const u8) -> bool {
     use std::sync::OnceLock;
     static MIB: OnceLock<Option<([usize; 4], usize)>> = OnceLock::new();
@@ -243,6 +244,10 @@ fn should_move(p: *const u8) -> bool {
     if at >= slabcur && at < slabcur + size {
         return false;
     }
-    // This slab's share in use below the class's.
-    (nregs - nfree) * bin_nregs < (bin_nregs - bin_nfree) * nregs
+    // This slab's share in use below the class's (Redis's test), or under
+    // half: when deletes leave every slab of a class about equally sparse,
+    // none is below the average, and moving the values of the under-half
+    // ones into the slab jemalloc fills next empties them.
+    let used = nregs - nfree;
+    used * 2 < nregs || used * bin_nregs < (bin_nregs - bin_nfree) * nregs
 }
