@@ -62,6 +62,8 @@ impl Defrag {
             let mut guard = inner.shards[self.shard].lock();
             let dbs = guard.dbs.len();
             if let Some(map) = guard.dbs.get_mut(self.db) {
+                // (The map may have shrunk since the last slice.)
+                self.pos = self.pos.min(map.len());
                 let end = (self.pos + PER_LOCK.min(left)).min(map.len());
                 for i in self.pos..end {
                     match map.defrag_at(i, hooks.should_move) {

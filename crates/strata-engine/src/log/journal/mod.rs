@@ -52,6 +52,7 @@
 
 mod batch;
 pub(crate) mod groups;
+mod publish;
 mod thread;
 
 use crate::index::CompactKey;
