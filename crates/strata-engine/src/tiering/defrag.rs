@@ -6,9 +6,9 @@
 //! Redis's `activedefrag`, the background thread walks the index a slice
 //! per tick (5 ms at most) while the allocator reports fragmentation, and
 //! copies each boxed entry and hot string the allocator points out (one in
-//! a page used less than its class's average) to a new allocation, which
-//! the allocator places in a fuller page; the emptied pages go back to the
-//! OS.
+//! a sparsely used page: the server's `alloc::should_move` decides) to a
+//! new allocation, which the allocator places in a fuller page; the emptied
+//! pages go back to the OS.
 //!
 //! Invariants:
 //! 1. Only a string held by its entry alone moves (a reply, a journal note
@@ -26,10 +26,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 /// CPU a tick's slice may take (5% of a core at the default `hz` 10; Redis
-/// lets its defrag cycle take 1-25%), positions looked at per tick at most,
-/// and per hold of a shard lock.
+/// lets its defrag cycle take 1-25%), and positions looked at per hold of
+/// a shard lock.
 const BUDGET: Duration = Duration::from_millis(5);
-const SLICE: usize = 1 << 20;
 const PER_LOCK: usize = 1024;
 
 /// Where the walk is: shard, database and position.
@@ -55,16 +54,15 @@ impl Defrag {
         }
         (hooks.moving)(true);
         let (mut hits, mut misses) = (0, 0);
-        let mut left = SLICE;
         let mut wrapped = 0;
         let deadline = Instant::now() + BUDGET;
-        while left > 0 && wrapped <= inner.shards.len() && Instant::now() < deadline {
+        while wrapped <= inner.shards.len() && Instant::now() < deadline {
             let mut guard = inner.shards[self.shard].lock();
             let dbs = guard.dbs.len();
             if let Some(map) = guard.dbs.get_mut(self.db) {
                 // (The map may have shrunk since the last slice.)
                 self.pos = self.pos.min(map.len());
-                let end = (self.pos + PER_LOCK.min(left)).min(map.len());
+                let end = (self.pos + PER_LOCK).min(map.len());
                 for i in self.pos..end {
                     match map.defrag_at(i, hooks.should_move) {
                         Some(true) => hits += 1,
@@ -72,7 +70,6 @@ impl Defrag {
                         None => {}
                     }
                 }
-                left -= (end - self.pos).max(1);
                 self.pos = end;
                 if self.pos < map.len() {
                     continue;
