@@ -54,6 +54,13 @@ pub struct ConnState {
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
 
+/// What woke a connection waiting for input.
+enum Wake {
+    Read(std::io::Result<usize>),
+    /// Pub/sub messages were written to the output.
+    Flush,
+}
+
 /// Most replies a connection keeps pending (cold reads in flight plus the
 /// replies queued behind them); a deeper pipeline waits for the oldest.
 const MAX_PENDING: usize = 256;
@@ -89,34 +96,47 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         // (Subscribers are never idle: they wait for messages.)
         let timeout = shared.idle_timeout().filter(|_| conn.pubsub.is_none());
         if !std::mem::take(&mut skip_read) {
-            let read = tokio::select! {
-                r = stream.readable() => match r.and_then(|()| stream.try_read_buf(&mut inbuf)) {
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                    r => r,
-                },
-                // Replies the client has not taken yet go out as it takes
-                // them, while its input is still read and served.
-                r = stream.writable(), if !out.is_empty() || !backlog.is_empty() => {
-                    if r.is_err() || flush_some(&shared, &stream, &mut out, &mut backlog).is_err() {
-                        return;
-                    }
-                    continue;
-                }
-                m = next_message(&mut conn.pubsub) => {
-                    m.write(&mut out, conn.version);
-                    if let Some(l) = conn.pubsub.as_mut() {
-                        while let Some(m) = l.try_next() {
-                            m.write(&mut out, conn.version);
+            // Read through `AsyncRead`: a short read clears the socket's
+            // readiness, so the next wait costs no `recv` that would find
+            // nothing (`readable` + `try_read` kept it, one wasted syscall
+            // per request).
+            let wake = {
+                let (mut rd, wr) = stream.split();
+                tokio::select! {
+                    r = rd.read_buf(&mut inbuf) => Wake::Read(r),
+                    // Replies the client has not taken yet go out as it
+                    // takes them, while its input is still read and served.
+                    r = wr.as_ref().writable(), if !out.is_empty() || !backlog.is_empty() => {
+                        if r.is_err() || flush_some(&shared, wr.as_ref(), &mut out, &mut backlog).is_err() {
+                            return;
                         }
+                        continue;
                     }
-                    if flush(&shared, &conn, &mut stream, &mut out, &mut backlog).await.is_err() {
+                    m = next_message(&mut conn.pubsub) => {
+                        m.write(&mut out, conn.version);
+                        if let Some(l) = conn.pubsub.as_mut() {
+                            while let Some(m) = l.try_next() {
+                                m.write(&mut out, conn.version);
+                            }
+                        }
+                        Wake::Flush
+                    }
+                    _ = conn.handle.killed() => return,
+                    _ = shared.shutdown_signal() => return,
+                    _ = sleep_or_forever(timeout) => return,
+                }
+            };
+            let read = match wake {
+                Wake::Read(r) => r,
+                Wake::Flush => {
+                    if flush(&shared, &conn, &mut stream, &mut out, &mut backlog)
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                     continue;
                 }
-                _ = conn.handle.killed() => return,
-                _ = shared.shutdown_signal() => return,
-                _ = sleep_or_forever(timeout) => return,
             };
             match read {
                 Ok(0) | Err(_) => return,

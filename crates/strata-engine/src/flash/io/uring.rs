@@ -1,6 +1,5 @@
 //! The io_uring backend: rings submitted to directly by the calling thread
-//! (no hand-off), with completions reaped by whoever is woken by the
-//! ring's registered eventfd:
+//! (no hand-off), with completions reaped by whoever is woken by the ring:
 //! - a thread that declared itself a connection loop (`enter_loop`: one
 //!   tokio `current_thread` runtime per thread) gets a ring of its own,
 //!   reaped by a task of its own runtime: a cold GET's read is submitted,
@@ -8,6 +7,10 @@
 //! - other threads inside a tokio runtime share the engine's main ring,
 //!   reaped by a task on the reactor of the runtime that opened the engine;
 //! - otherwise, a dedicated reaper thread reaps the main ring.
+//!
+//! A reaper on a reactor watches the ring's own fd, which epoll reports
+//! readable while completions wait: reaping costs no syscall. The thread
+//! reaper waits on an eventfd registered with its ring instead.
 //!
 //! Blocking callers (the background thread) also reap while they wait
 //! (`IoEngine::poll`), so they never depend on the reaper being alive.
@@ -120,8 +123,11 @@ struct Shared {
     ring: Mutex<Ring>,
     /// A task that will tell the kernel about staged requests is spawned.
     flush_scheduled: AtomicBool,
-    /// Registered with the ring: signalled on every completion.
-    eventfd: OwnedFd,
+    /// The ring's fd (open as long as `ring` is).
+    ring_fd: RawFd,
+    /// Registered with the ring of a thread reaper: signalled on every
+    /// completion (a reactor's reaper watches `ring_fd`).
+    eventfd: Option<OwnedFd>,
     shutdown: AtomicBool,
 }
 
@@ -165,18 +171,24 @@ pub struct UringEngine {
     locals: Mutex<Vec<Arc<Shared>>>,
 }
 
-/// A new ring with its eventfd registered.
-fn new_ring(entries: u32) -> io::Result<Arc<Shared>> {
+/// A new ring; with an eventfd registered for a thread reaper.
+fn new_ring(entries: u32, with_eventfd: bool) -> io::Result<Arc<Shared>> {
     let ring = IoUring::new(entries)?;
-    // SAFETY: plain syscall; the fd is owned below.
-    let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `raw` is a new fd that nothing else owns.
-    let eventfd = unsafe { OwnedFd::from_raw_fd(raw) };
-    ring.submitter().register_eventfd(raw)?;
+    let eventfd = if with_eventfd {
+        // SAFETY: plain syscall; the fd is owned below.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `raw` is a new fd that nothing else owns.
+        let eventfd = unsafe { OwnedFd::from_raw_fd(raw) };
+        ring.submitter().register_eventfd(raw)?;
+        Some(eventfd)
+    } else {
+        None
+    };
     Ok(Arc::new(Shared {
+        ring_fd: ring.as_raw_fd(),
         ring: Mutex::new(Ring {
             ring,
             slab: Vec::new(),
@@ -194,11 +206,16 @@ fn new_ring(entries: u32) -> io::Result<Arc<Shared>> {
 /// Spawns the reaper of `shared` on `handle`'s runtime.
 fn reap_on(handle: &tokio::runtime::Handle, shared: &Arc<Shared>) -> io::Result<()> {
     let _entered = handle.enter();
-    // SAFETY: the eventfd is owned by `Shared`, which the `EventFd` handle
-    // keeps alive, so the fd stays open and unchanged for the whole life
+    // SAFETY: the ring is owned by `Shared`, which the `RingFd` handle
+    // keeps alive, so its fd stays open and unchanged for the whole life
     // of the AsyncFd.
-    let fd = unsafe { tokio::io::unix::AsyncFd::register(EventFd(shared.clone())) }
-        .map_err(io::Error::from)?;
+    let fd = unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(
+            RingFd(shared.clone()),
+            tokio::io::Interest::READABLE,
+        )
+    }
+    .map_err(io::Error::from)?;
     handle.spawn(reap_on_reactor(fd));
     Ok(())
 }
@@ -206,8 +223,9 @@ fn reap_on(handle: &tokio::runtime::Handle, shared: &Arc<Shared>) -> io::Result<
 impl UringEngine {
     pub fn new(depth: usize) -> io::Result<UringEngine> {
         let entries = (depth.clamp(8, 4096) as u32).next_power_of_two();
-        let shared = new_ring(entries)?;
-        let thread = match tokio::runtime::Handle::try_current() {
+        let handle = tokio::runtime::Handle::try_current();
+        let shared = new_ring(entries, handle.is_err())?;
+        let thread = match handle {
             Ok(handle) => {
                 reap_on(&handle, &shared)?;
                 None
@@ -254,7 +272,7 @@ impl UringEngine {
         LOCAL.with(|l| {
             let mut l = l.borrow_mut();
             let handle = tokio::runtime::Handle::try_current().ok()?;
-            let made = new_ring(self.entries).and_then(|r| reap_on(&handle, &r).map(|()| r));
+            let made = new_ring(self.entries, false).and_then(|r| reap_on(&handle, &r).map(|()| r));
             match made {
                 Ok(r) => {
                     self.locals.lock().push(r.clone());
@@ -301,31 +319,35 @@ fn drain_eventfd(fd: RawFd) -> bool {
     n == 8
 }
 
-/// The ring's eventfd, kept open by the shared state it belongs to.
-struct EventFd(Arc<Shared>);
+/// The ring's fd, kept open by the shared state it belongs to.
+struct RingFd(Arc<Shared>);
 
-impl AsRawFd for EventFd {
+impl AsRawFd for RingFd {
     fn as_raw_fd(&self) -> RawFd {
-        self.0.eventfd.as_raw_fd()
+        self.0.ring_fd
     }
 }
 
-async fn reap_on_reactor(fd: tokio::io::unix::AsyncFd<EventFd>) {
+async fn reap_on_reactor(fd: tokio::io::unix::AsyncFd<RingFd>) {
     let s = fd.get_ref().0.clone();
     while !s.shutdown.load(Ordering::Acquire) {
         let Ok(mut guard) = fd.readable().await else {
             return;
         };
-        if drain_eventfd(fd.as_raw_fd()) {
-            s.reap();
-        } else {
+        s.reap();
+        // Readiness is cleared once the queue is seen empty: a completion
+        // posted after that wakes epoll again (a new event, which the
+        // clear does not erase).
+        if s.ring.lock().ring.completion().is_empty() {
             guard.clear_ready();
         }
     }
 }
 
 fn reap_on_thread(s: &Shared) {
-    let fd = s.eventfd.as_raw_fd();
+    let Some(fd) = s.eventfd.as_ref().map(|e| e.as_raw_fd()) else {
+        return;
+    };
     while !s.shutdown.load(Ordering::Acquire) {
         let mut p = libc::pollfd {
             fd,
@@ -414,11 +436,22 @@ impl Drop for UringEngine {
     }
 }
 
-/// Signals a ring's eventfd, so its reaper wakes (and sees a shutdown).
+/// Wakes a ring's reaper (so it sees a shutdown): through its eventfd,
+/// or a no-op whose completion makes the ring's fd readable.
 fn wake(s: &Shared) {
-    let one: u64 = 1;
-    // SAFETY: writing 8 bytes from a valid u64 to our own eventfd.
-    unsafe {
-        libc::write(s.eventfd.as_raw_fd(), (&one as *const u64).cast(), 8);
+    if let Some(e) = &s.eventfd {
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes from a valid u64 to our own eventfd.
+        unsafe {
+            libc::write(e.as_raw_fd(), (&one as *const u64).cast(), 8);
+        }
+        return;
+    }
+    let mut r = s.ring.lock();
+    // (Its token matches no request: reaping ignores it.)
+    let nop = opcode::Nop::new().build().user_data(u64::MAX);
+    // SAFETY: a no-op references no memory.
+    if unsafe { r.ring.submission().push(&nop) }.is_ok() {
+        let _ = r.ring.submit();
     }
 }
