@@ -150,7 +150,13 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         // A write ran in this batch: with appendfsync always its reply
         // waits until the log is synced (group commit).
         let mut wrote = false;
+        // Requests left before the next prefetch of the pipeline's keys.
+        let mut ahead = 0usize;
         loop {
+            if ahead == 0 {
+                ahead = prefetch_pipeline(&shared, conn.db, &inbuf).max(1);
+            }
+            ahead -= 1;
             let limits = shared.limits();
             let args = match decode_request(&mut inbuf, &limits) {
                 Ok(Some(args)) => args,
@@ -399,6 +405,26 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             inbuf = BytesMut::with_capacity(16 * 1024);
         }
     }
+}
+
+/// Most keys of a pipeline prefetched at once.
+const PREFETCH_MAX: usize = 32;
+
+/// Prefetches the index lookups of the keys of the next requests in
+/// `inbuf` when there are several (a pipeline): their cache misses then
+/// overlap, where each request's lookup would wait for its own. Returns
+/// how many requests it looked at.
+fn prefetch_pipeline(shared: &Shared, db: usize, inbuf: &[u8]) -> usize {
+    let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+    let mut n = 0;
+    strata_protocol::peek_keys(inbuf, PREFETCH_MAX, |k| {
+        keys[n] = k;
+        n += 1;
+    });
+    if n >= 2 {
+        shared.engine.prefetch_keys(db, &keys[..n]);
+    }
+    n
 }
 
 /// With appendfsync always, waits until the writes of this batch are

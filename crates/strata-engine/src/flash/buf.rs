@@ -11,9 +11,21 @@
 //!    at allocation, so every byte is always initialised).
 //! 3. The buffer is handed to the I/O engine by value and handed back on
 //!    completion, so no other reference can exist during a transfer.
+//! 4. A recycled buffer (`for_read`) keeps the bytes of its last use: its
+//!    contents are initialised but not zeroed; only reads, which overwrite
+//!    them, take one.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::cell::RefCell;
 use std::ptr::NonNull;
+
+/// Read buffers of one and of two pages a thread keeps for reuse, at most.
+const POOL_MAX: usize = 32;
+
+thread_local! {
+    /// This thread's spare read buffers of one page ([0]) and two ([1]).
+    static POOL: RefCell<[Vec<AlignedBuf>; 2]> = const { RefCell::new([Vec::new(), Vec::new()]) };
+}
 
 /// The alignment of every flash transfer, in bytes.
 pub const PAGE: usize = 4096;
@@ -48,6 +60,40 @@ impl AlignedBuf {
         let raw = unsafe { alloc_zeroed(layout) };
         let ptr = NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
         AlignedBuf { ptr, len, cap }
+    }
+
+    /// A buffer for a read of `len` bytes: one this thread recycled when
+    /// one fits (its bytes are those of its last read, invariant 4), else a
+    /// new one. A cold GET's read then costs no allocation and no zeroing.
+    pub fn for_read(len: usize) -> AlignedBuf {
+        let pages = align_up(len.max(1)) / PAGE;
+        if pages <= 2 {
+            let reused = POOL
+                .try_with(|p| p.borrow_mut()[pages - 1].pop())
+                .ok()
+                .flatten();
+            if let Some(mut b) = reused {
+                b.len = len;
+                return b;
+            }
+        }
+        AlignedBuf::zeroed(len)
+    }
+
+    /// Gives a read buffer back to this thread's pool (dropped when it is
+    /// larger than two pages or the pool is full).
+    pub fn recycle(self) {
+        let pages = self.cap / PAGE;
+        if pages == 0 || pages > 2 {
+            return;
+        }
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            let list = &mut p[pages - 1];
+            if list.len() < POOL_MAX {
+                list.push(self);
+            }
+        });
     }
 
     pub fn len(&self) -> usize {
@@ -125,6 +171,21 @@ mod tests {
             assert!(b.capacity() >= len);
             assert!(b.iter().all(|&x| x == 0));
         }
+    }
+
+    #[test]
+    fn read_buffers_are_reused_by_size() {
+        let mut a = AlignedBuf::for_read(100);
+        a[0] = 7;
+        let addr = a.as_ptr();
+        a.recycle();
+        // A two-page read does not take the one-page buffer.
+        let b = AlignedBuf::for_read(PAGE + 1);
+        assert_ne!(b.as_ptr(), addr);
+        assert_eq!(b.capacity(), 2 * PAGE);
+        let c = AlignedBuf::for_read(PAGE);
+        assert_eq!(c.as_ptr(), addr);
+        assert_eq!((c.len(), c.capacity(), c[0]), (PAGE, PAGE, 7));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! MGET: the string values of several keys as of one moment (a keyed
-//! exclusive section), cold ones read first and checked unchanged.
+//! Reads of many keys: MGET's string values as of one moment (a keyed
+//! exclusive section), cold ones read first and checked unchanged; and
+//! the prefetch of a pipeline's keys before it runs.
 
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Slot, F_REFERENCED};
@@ -18,6 +19,28 @@ type ToRead = (Vec<FetchTarget>, Vec<PartTarget>);
 type Fetched = std::collections::HashMap<Box<[u8]>, (FetchTarget, Bytes)>;
 
 impl Engine {
+    /// Prefetches the lookups of `keys` in `db` (a pipeline about to run):
+    /// every key's table probe, then every key's bucket, then its boxed
+    /// entry, then its hot string's first bytes, so the cache misses of
+    /// the batch overlap (`index::map::prefetch`). Changes nothing.
+    pub fn prefetch_keys(&self, db: usize, keys: &[&[u8]]) {
+        const BATCH: usize = 32;
+        let inner = &self.inner;
+        for keys in keys.chunks(BATCH) {
+            let each = |f: &mut dyn FnMut(usize, &crate::index::KeyMap)| {
+                for (j, k) in keys.iter().enumerate() {
+                    if let Some(m) = inner.shard(k).lock().dbs.get(db) {
+                        f(j, m);
+                    }
+                }
+            };
+            let mut at = [None; BATCH];
+            each(&mut |j, m| m.prefetch_probe(keys[j]));
+            each(&mut |j, m| at[j] = m.prefetch_bucket(keys[j]));
+            each(&mut |j, m| at[j].map_or((), |i| m.prefetch(i, true)));
+        }
+    }
+
     /// MGET: the string values of `keys` (None for a missing key or another
     /// type) as of one moment: the keys' shards are held together
     /// (`exclusive_keys`). Cold values are read first, holding nothing,

@@ -89,7 +89,7 @@ pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<By
     };
     let start = align_down(t.loc.offset as u64);
     let end = align_up(t.loc.offset as usize + t.loc.len as usize) as u64;
-    let buf = AlignedBuf::zeroed((end - start) as usize);
+    let buf = AlignedBuf::for_read((end - start) as usize);
     inner.stats.pending_reads.fetch_add(1, Ordering::Relaxed);
     let (buf, r) = if crate::keyspace::exclusive::in_section() {
         // A section waits for its reads on its own thread, not through a
@@ -134,7 +134,9 @@ pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<By
     };
     // Small values get an exact allocation; large ones keep the read buffer.
     if vlen * 2 < buf.capacity() {
-        Ok(Bytes::copy_from_slice(&buf[vstart..vstart + vlen]))
+        let v = Bytes::copy_from_slice(&buf[vstart..vstart + vlen]);
+        buf.recycle();
+        Ok(v)
     } else {
         Ok(Bytes::from_owner(buf).slice(vstart..vstart + vlen))
     }

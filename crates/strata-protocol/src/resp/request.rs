@@ -50,6 +50,60 @@ pub fn decode_request(
     }
 }
 
+/// Calls `f` with the second argument (for most commands, the key) of
+/// each whole multibulk request at the front of `buf`, at most `max`
+/// requests, consuming nothing: a server prefetches a pipeline's keys
+/// before it runs it. Stops at the first request it cannot read whole
+/// (incomplete, inline or malformed: `decode_request` judges those).
+pub fn peek_keys<'a>(buf: &'a [u8], max: usize, mut f: impl FnMut(&'a [u8])) {
+    let mut pos = 0;
+    for _ in 0..max {
+        let Some((count, mut p)) = peek_header(buf, pos, b'*') else {
+            return;
+        };
+        let mut key = None;
+        for i in 0..count {
+            let Some((len, start)) = peek_header(buf, p, b'$') else {
+                return;
+            };
+            let Some(end) = start.checked_add(len) else {
+                return;
+            };
+            if buf.get(end..end.saturating_add(2)) != Some(b"\r\n") {
+                return;
+            }
+            if i == 1 {
+                key = buf.get(start..end);
+            }
+            p = end + 2;
+        }
+        if let Some(k) = key {
+            f(k);
+        }
+        pos = p;
+    }
+}
+
+/// `<tag><digits>\r\n` at `pos`: the number and where the line ends.
+fn peek_header(buf: &[u8], pos: usize, tag: u8) -> Option<(usize, usize)> {
+    if *buf.get(pos)? != tag {
+        return None;
+    }
+    let mut n = 0usize;
+    let mut i = pos + 1;
+    loop {
+        match *buf.get(i)? {
+            d @ b'0'..=b'9' if i - pos <= 19 => {
+                n = n * 10 + (d - b'0') as usize;
+                i += 1;
+            }
+            b'\r' if i > pos + 1 => break,
+            _ => return None,
+        }
+    }
+    (*buf.get(i + 1)? == b'\n').then_some((n, i + 2))
+}
+
 /// Requests longer than this are copied out of the input buffer
 /// (`decode_multibulk`).
 const COPY_FRAME_OVER: usize = 64 * 1024;
@@ -161,6 +215,42 @@ mod tests {
             max_bulk_len: 16,
             max_multibulk_len: 4,
             max_inline_len: 32,
+        }
+    }
+
+    fn peeked(buf: &[u8], max: usize) -> Vec<Vec<u8>> {
+        let mut keys = Vec::new();
+        peek_keys(buf, max, |k| keys.push(k.to_vec()));
+        keys
+    }
+
+    #[test]
+    fn peek_keys_reads_whole_requests_only_and_consumes_nothing() {
+        let two = b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\n*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$1\r\nv\r\n";
+        assert_eq!(peeked(two, 16), vec![b"k1".to_vec(), b"k2".to_vec()]);
+        assert_eq!(peeked(two, 1), vec![b"k1".to_vec()]);
+        // A request without a second argument gives none; the next still counts.
+        let ping = b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        assert_eq!(peeked(ping, 16), vec![b"k".to_vec()]);
+        // The first incomplete, inline or malformed request ends the scan.
+        for stop in [
+            &b"*2\r\n$3\r\nGET\r\n$2\r\nk"[..],
+            b"GET k\r\n",
+            b"*2\r\n$3\r\nGET\r\n$2\r\nk1\r\r",
+            b"*2\r\n$3\r\nGET\r\n$-1\r\n",
+            b"*2\r\n$\r\nGET\r\n$2\r\nk1\r\n",
+            b"*99999999999999999999999\r\n",
+            b"*2\r\n$99999999999999999999\r\nGET\r\n",
+            b"",
+        ] {
+            assert!(
+                peeked(stop, 16).is_empty(),
+                "{:?}",
+                String::from_utf8_lossy(stop)
+            );
+            let mut buf = two.to_vec();
+            buf.extend_from_slice(stop);
+            assert_eq!(peeked(&buf, 16).len(), 2);
         }
     }
 

@@ -17,6 +17,8 @@
 //!    index's RAM, and doubling would leave a third of it idle on average.
 //!    The table doubles (5 bytes per slot).
 
+mod prefetch;
+
 use super::cell::{Cell, EntryRef, Ext, Kind};
 use super::{Entry, Hasher, Hot, Key, Slot, Value, F_REFERENCED};
 use hashbrown::HashTable;
@@ -25,7 +27,7 @@ use std::hash::BuildHasher;
 /// Most keys one map holds (positions are `u32`).
 pub const MAX_KEYS: usize = u32::MAX as usize;
 
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct KeyMap {
     table: HashTable<u32>,
     buckets: Vec<(Key, Cell)>,
@@ -34,6 +36,25 @@ pub struct KeyMap {
     boxed: usize,
     ext: usize,
     hasher: Hasher,
+    /// Where the table's slots end, and its bucket count then
+    /// (`prefetch`): recomputed when the table reallocates.
+    table_base: (usize, usize),
+}
+
+impl Clone for KeyMap {
+    fn clone(&self) -> KeyMap {
+        let mut m = KeyMap {
+            table: self.table.clone(),
+            buckets: self.buckets.clone(),
+            boxed: self.boxed,
+            ext: self.ext,
+            hasher: self.hasher,
+            table_base: (0, 0),
+        };
+        // (The copy's table is another allocation.)
+        m.note_table();
+        m
+    }
 }
 
 impl KeyMap {
@@ -296,6 +317,7 @@ impl KeyMap {
         let (b, hasher) = (&self.buckets, &self.hasher);
         self.table
             .insert_unique(h, i as u32, |&j| hasher.hash_one(&b[j as usize].0[..]));
+        self.note_table();
         (i, None)
     }
 
@@ -342,6 +364,7 @@ impl KeyMap {
         let (b, hasher) = (&self.buckets, &self.hasher);
         self.table
             .reserve(n, |&j| hasher.hash_one(&b[j as usize].0[..]));
+        self.note_table();
     }
 
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Key, EntryRef<'_>)> + '_ {
@@ -376,6 +399,7 @@ impl KeyMap {
                     hasher.hash_one(&b[j as usize].0[..])
                 });
         }
+        self.note_table();
     }
 }
 
@@ -419,7 +443,7 @@ mod tests {
     use crate::index::{Entry, Slot};
     use std::collections::HashMap;
 
-    fn entry(v: u64) -> Entry {
+    pub(super) fn entry(v: u64) -> Entry {
         Entry {
             slot: Slot::Cold(crate::index::FlashLoc {
                 segment: 1,

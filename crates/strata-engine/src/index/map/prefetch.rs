@@ -1,0 +1,127 @@
+//! Prefetching a batch of lookups. Finding a key costs three cache misses,
+//! each waiting for the one before: the table's control bytes, the slot
+//! they point to (a position), then the key's bucket. A pipeline's keys
+//! are looked up in two passes before it runs ([`KeyMap::prefetch_probe`]
+//! for every key, then [`KeyMap::prefetch_bucket`]), so the misses of the
+//! batch overlap instead of following one another. Two more passes hint
+//! the boxed entry and the first bytes of a hot string.
+//!
+//! The addresses come from hashbrown's layout: the slots lie below the
+//! control bytes, slot `i` at `base - (i + 1) * 4` and its control byte
+//! at `base + i`, and a probe starts at `hash & (buckets - 1)`. `base` is
+//! found from one full slot's address and kept until the table
+//! reallocates. Were the layout to change, the hints would point
+//! elsewhere: a prefetch only hints (it never faults, never changes what
+//! a lookup finds), so lookups stay right; the test below would fail.
+
+use super::{prefetch_lines, Cell, Hot, Key, KeyMap, Slot, Value};
+
+impl KeyMap {
+    /// Recomputes `table_base` if the table reallocated (called after
+    /// anything that may grow it).
+    pub(super) fn note_table(&mut self) {
+        let n = self.table.num_buckets();
+        if n == self.table_base.1 && self.table_base.0 != 0 {
+            return;
+        }
+        self.table_base = (0, n);
+        let Some((k, _)) = self.buckets.first() else {
+            return;
+        };
+        let h = self.hash(k);
+        let Some(idx) = self.table.find_bucket_index(h, |&p| p == 0) else {
+            return;
+        };
+        if let Some(slot) = self.table.get_bucket(idx) {
+            let slot = slot as *const u32 as usize;
+            self.table_base.0 = slot + (idx + 1) * std::mem::size_of::<u32>();
+        }
+    }
+
+    /// First pass: hints the control bytes and the slot where `key`'s
+    /// probe starts.
+    pub fn prefetch_probe(&self, key: &[u8]) {
+        let (base, n) = self.table_base;
+        if base == 0 {
+            return;
+        }
+        let pos = (self.hash(key) as usize) & (n - 1);
+        hint(base + pos);
+        hint(base.wrapping_sub((pos + 1) * std::mem::size_of::<u32>()));
+    }
+
+    /// Second pass, once the first has had time: hints the bucket the
+    /// first matching control byte points to (the key's, but for a 1 in
+    /// 128 collision); returns its position.
+    pub fn prefetch_bucket(&self, key: &[u8]) -> Option<usize> {
+        let h = self.hash(key);
+        let idx = self.table.iter_hash_buckets(h).next()?;
+        let p = *self.table.get_bucket(idx)? as usize;
+        prefetch_lines(self.buckets.get(p)?, std::mem::size_of::<(Key, Cell)>());
+        Some(p)
+    }
+
+    /// Fourth pass (the third hints the boxed entry, `KeyMap::prefetch`):
+    /// hints the first bytes of the hot string at `i`.
+    pub fn prefetch_value(&self, i: usize) {
+        if let Some((_, Cell::Full(e))) = self.buckets.get(i) {
+            if let Slot::Hot(Hot {
+                value: Value::Str(b),
+                ..
+            }) = &e.slot
+            {
+                prefetch_lines(&b[..], b.len().min(VALUE_LINES * 64));
+            }
+        }
+    }
+}
+
+/// Cache lines of a hot string hinted (the hardware prefetcher follows
+/// a copy once it starts).
+const VALUE_LINES: usize = 2;
+
+/// Prefetches the cache line holding `addr` (any address: a hint).
+fn hint(addr: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults or reads memory into the program.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(addr as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = addr;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::entry;
+    use super::*;
+
+    /// The layout the hints assume: every key's slot lies where `base`
+    /// says, at the index its probe found it. Fails if hashbrown's layout
+    /// changes (the hints would then be wasted, not wrong).
+    #[test]
+    fn slots_lie_where_the_hints_look() {
+        let mut m = KeyMap::default();
+        for i in 0..5_000u32 {
+            let key = format!("key:{i}");
+            m.insert(Key::from(key.as_bytes()), entry(i as u64));
+            if i % 97 == 0 || i == 4_999 {
+                let (base, n) = m.table_base;
+                assert_eq!(n, m.table.num_buckets());
+                for j in (0..=i).step_by(13) {
+                    let key = format!("key:{j}");
+                    let h = m.hash(key.as_bytes());
+                    let idx = m
+                        .table
+                        .find_bucket_index(h, |&p| p == j)
+                        .expect("in the table");
+                    let slot = m.table.get_bucket(idx).unwrap() as *const u32 as usize;
+                    assert_eq!(slot, base - (idx + 1) * 4, "key {j} of {i}");
+                }
+            }
+        }
+        let c = m.clone();
+        assert_ne!(c.table_base.0, m.table_base.0);
+        assert_eq!(c.table_base.1, m.table_base.1);
+    }
+}
