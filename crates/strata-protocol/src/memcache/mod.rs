@@ -27,10 +27,12 @@
 //! input was split across reads.
 
 mod meta;
+mod peek;
 pub mod reply;
 
 pub use meta::{base64_decode, base64_encode};
 use meta::{decode_meta_set, meta_key_and_flags};
+pub use peek::peek_keys;
 
 use bytes::{Buf, Bytes, BytesMut};
 use smallvec::SmallVec;

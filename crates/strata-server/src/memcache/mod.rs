@@ -40,6 +40,25 @@ use strata_protocol::memcache::{self as mc, McFrame, McLimits, McRequest, StoreM
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// Most keys of a pipeline prefetched at once.
+const PREFETCH_MAX: usize = 32;
+
+/// Prefetches the index lookups of the keys of the next requests in
+/// `inbuf` when there are several (as the RESP connection does); returns
+/// how many keys it looked at.
+fn prefetch_pipeline(shared: &Shared, inbuf: &[u8]) -> usize {
+    let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
+    let mut n = 0;
+    mc::peek_keys(inbuf, PREFETCH_MAX, |k| {
+        keys[n] = k;
+        n += 1;
+    });
+    if n >= 2 {
+        shared.engine.prefetch_keys(DB, &keys[..n]);
+    }
+    n
+}
+
 /// The version memcached clients are told (the protocol level we follow).
 pub const VERSION: &str = "1.6.21";
 /// The database memcached items live in.
@@ -108,7 +127,13 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
             ..McLimits::default()
         };
         let mut close = false;
+        // Requests left before the next prefetch of the pipeline's keys.
+        let mut ahead = 0usize;
         loop {
+            if ahead == 0 && swallow == 0 {
+                ahead = prefetch_pipeline(shared, &inbuf).max(1);
+            }
+            ahead = ahead.saturating_sub(1);
             if swallow > 0 {
                 let n = swallow.min(inbuf.len());
                 let _ = inbuf.split_to(n);
