@@ -154,7 +154,10 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         let mut ahead = 0usize;
         loop {
             if ahead == 0 {
-                ahead = prefetch_pipeline(&shared, conn.db, &inbuf).max(1);
+                ahead = prefetch_pipeline(&shared, conn.db, |f| {
+                    strata_protocol::peek_keys(&inbuf, PREFETCH_MAX, f)
+                })
+                .max(1);
             }
             ahead -= 1;
             let limits = shared.limits();
@@ -408,18 +411,24 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
 }
 
 /// Most keys of a pipeline prefetched at once.
-const PREFETCH_MAX: usize = 32;
+pub(crate) const PREFETCH_MAX: usize = 32;
 
-/// Prefetches the index lookups of the keys of the next requests in
-/// `inbuf` when there are several (a pipeline): their cache misses then
-/// overlap, where each request's lookup would wait for its own. Returns
-/// how many requests it looked at.
-fn prefetch_pipeline(shared: &Shared, db: usize, inbuf: &[u8]) -> usize {
+/// Prefetches the index lookups of the keys `peek` finds at the front of
+/// a connection's input (its next requests) when there are several (a
+/// pipeline): their cache misses then overlap, where each request's
+/// lookup would wait for its own. Returns how many keys it found.
+pub(crate) fn prefetch_pipeline<'a>(
+    shared: &Shared,
+    db: usize,
+    peek: impl FnOnce(&mut dyn FnMut(&'a [u8])),
+) -> usize {
     let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
     let mut n = 0;
-    strata_protocol::peek_keys(inbuf, PREFETCH_MAX, |k| {
-        keys[n] = k;
-        n += 1;
+    peek(&mut |k| {
+        if let Some(slot) = keys.get_mut(n) {
+            *slot = k;
+            n += 1;
+        }
     });
     if n >= 2 {
         shared.engine.prefetch_keys(db, &keys[..n]);

@@ -26,6 +26,7 @@ pub use stats::McStats;
 use stats::{inc, metadump, stats};
 
 use crate::clients::ClientHandle;
+use crate::connection::{prefetch_pipeline, PREFETCH_MAX};
 use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -39,25 +40,6 @@ use strata_protocol::memcache::reply as mr;
 use strata_protocol::memcache::{self as mc, McFrame, McLimits, McRequest, StoreMode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// Most keys of a pipeline prefetched at once.
-const PREFETCH_MAX: usize = 32;
-
-/// Prefetches the index lookups of the keys of the next requests in
-/// `inbuf` when there are several (as the RESP connection does); returns
-/// how many keys it looked at.
-fn prefetch_pipeline(shared: &Shared, inbuf: &[u8]) -> usize {
-    let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
-    let mut n = 0;
-    mc::peek_keys(inbuf, PREFETCH_MAX, |k| {
-        keys[n] = k;
-        n += 1;
-    });
-    if n >= 2 {
-        shared.engine.prefetch_keys(DB, &keys[..n]);
-    }
-    n
-}
 
 /// The version memcached clients are told (the protocol level we follow).
 pub const VERSION: &str = "1.6.21";
@@ -131,7 +113,8 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
         let mut ahead = 0usize;
         loop {
             if ahead == 0 && swallow == 0 {
-                ahead = prefetch_pipeline(shared, &inbuf).max(1);
+                ahead = prefetch_pipeline(shared, DB, |f| mc::peek_keys(&inbuf, PREFETCH_MAX, f))
+                    .max(1);
             }
             ahead = ahead.saturating_sub(1);
             if swallow > 0 {
