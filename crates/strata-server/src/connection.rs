@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::Admission;
-use strata_protocol::{decode_request, Version};
+use strata_protocol::{decode_request_into, Version};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
@@ -90,6 +90,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
     let mut skip_read = false;
     let mut backlog = Backlog::default();
     let mut gauge = BufGauge::default();
+    // The request being served (emptied by each decode: it holds slices
+    // of the input, which would keep a read from reusing the buffer).
+    let mut args: Vec<bytes::Bytes> = Vec::new();
     loop {
         gauge.set(&inbuf, &out, &backlog);
         // Read more input (or stop when killed / idle / shut down).
@@ -161,9 +164,14 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
             }
             ahead -= 1;
             let limits = shared.limits();
-            let args = match decode_request(&mut inbuf, &limits) {
-                Ok(Some(args)) => args,
-                Ok(None) => break,
+            // (One argument vector for all the connection's requests,
+            // given back when a huge request left it big.)
+            if args.capacity() > ARGS_KEEP {
+                args = Vec::new();
+            }
+            match decode_request_into(&mut inbuf, &limits, &mut args) {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(e) => {
                     drain(&mut pending, &mut out).await;
                     reply::error(&mut out, &format!("ERR {e}"));
@@ -409,6 +417,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         }
     }
 }
+
+/// Argument slots a connection keeps between requests, at most.
+const ARGS_KEEP: usize = 1024;
 
 /// Most keys of a pipeline prefetched at once.
 pub(crate) const PREFETCH_MAX: usize = 32;

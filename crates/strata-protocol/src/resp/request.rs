@@ -15,6 +15,7 @@
 //!   so the outcome never depends on how input was split across reads.
 
 use bytes::{Buf, Bytes, BytesMut};
+use smallvec::SmallVec;
 
 use super::inline::split_args;
 use super::num::parse_i64;
@@ -43,10 +44,23 @@ pub fn decode_request(
     buf: &mut BytesMut,
     limits: &Limits,
 ) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    let mut args = Vec::new();
+    Ok(decode_request_into(buf, limits, &mut args)?.then_some(args))
+}
+
+/// As [`decode_request`], into `args` (cleared first), so a connection
+/// reuses one vector for all its requests: true when a whole request was
+/// consumed (`args` then holds it; empty for `*0` or a blank line).
+pub fn decode_request_into(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    args: &mut Vec<Bytes>,
+) -> Result<bool, ProtocolError> {
+    args.clear();
     match buf.first() {
-        None => Ok(None),
-        Some(b'*') => decode_multibulk(buf, limits),
-        Some(_) => decode_inline(buf, limits),
+        None => Ok(false),
+        Some(b'*') => decode_multibulk(buf, limits, args),
+        Some(_) => decode_inline(buf, limits, args),
     }
 }
 
@@ -111,9 +125,10 @@ const COPY_FRAME_OVER: usize = 64 * 1024;
 fn decode_multibulk(
     buf: &mut BytesMut,
     limits: &Limits,
-) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    args: &mut Vec<Bytes>,
+) -> Result<bool, ProtocolError> {
     let (count, mut pos) = match scan_line(buf, 0, limits.max_inline_len) {
-        LineScan::Incomplete => return Ok(None),
+        LineScan::Incomplete => return Ok(false),
         LineScan::TooLong => return Err(ProtocolError::TooBigMbulkCount),
         LineScan::BadTerminator => return Err(ProtocolError::InvalidMultibulkLength),
         LineScan::Line { body, next } => {
@@ -129,13 +144,16 @@ fn decode_multibulk(
     };
     if count <= 0 {
         let _ = buf.split_to(pos);
-        return Ok(Some(Vec::new()));
+        return Ok(true);
     }
     let count = count as usize;
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(count.min(MAX_PREALLOC_ARGS));
+    // (Inline for up to 8 arguments: most requests then allocate only
+    // their argument vector.)
+    let mut spans: SmallVec<[(usize, usize); 8]> = SmallVec::new();
+    spans.reserve(count.min(MAX_PREALLOC_ARGS));
     for _ in 0..count {
         let len = match scan_line(buf, pos, limits.max_inline_len) {
-            LineScan::Incomplete => return Ok(None),
+            LineScan::Incomplete => return Ok(false),
             LineScan::TooLong => return Err(ProtocolError::TooBigBulkCount),
             LineScan::BadTerminator => return Err(ProtocolError::InvalidBulkLength),
             LineScan::Line { body, next } => {
@@ -159,7 +177,7 @@ fn decode_multibulk(
         };
         let end = pos.saturating_add(len);
         match buf.get(end..end.saturating_add(2)) {
-            None => return Ok(None),
+            None => return Ok(false),
             Some(b"\r\n") => {}
             Some(_) => return Err(ProtocolError::BulkNotTerminated),
         }
@@ -177,15 +195,19 @@ fn decode_multibulk(
     } else {
         buf.split_to(pos).freeze()
     };
-    Ok(Some(
+    args.extend(
         spans
             .into_iter()
-            .map(|(start, len)| frozen.slice(start..start + len))
-            .collect(),
-    ))
+            .map(|(start, len)| frozen.slice(start..start + len)),
+    );
+    Ok(true)
 }
 
-fn decode_inline(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+fn decode_inline(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    args: &mut Vec<Bytes>,
+) -> Result<bool, ProtocolError> {
     let window = buf
         .get(..limits.max_inline_len.saturating_add(1))
         .unwrap_or(buf);
@@ -193,14 +215,14 @@ fn decode_inline(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Bytes
         return if buf.len() > limits.max_inline_len {
             Err(ProtocolError::TooBigInlineRequest)
         } else {
-            Ok(None)
+            Ok(false)
         };
     };
     let line = buf.get(..nl).unwrap_or(&[]);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let args = split_args(line)?;
+    args.extend(split_args(line)?);
     let _ = buf.split_to(nl + 1);
-    Ok(Some(args))
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -252,6 +274,21 @@ mod tests {
             buf.extend_from_slice(stop);
             assert_eq!(peeked(&buf, 16).len(), 2);
         }
+    }
+
+    #[test]
+    fn decode_into_reuses_the_vector_and_leaves_it_empty_without_a_request() {
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$1\r\na\r\nPING\r\n*1\r\n$4\r\nPI"[..]);
+        let mut args = Vec::new();
+        assert!(decode_request_into(&mut buf, &small(), &mut args).unwrap());
+        assert_eq!(args, [&b"GET"[..], b"a"]);
+        let cap = args.capacity();
+        assert!(decode_request_into(&mut buf, &small(), &mut args).unwrap());
+        assert_eq!(args, [&b"PING"[..]]);
+        assert!(!decode_request_into(&mut buf, &small(), &mut args).unwrap());
+        assert!(args.is_empty());
+        assert_eq!(args.capacity(), cap);
+        assert_eq!(&buf[..], b"*1\r\n$4\r\nPI");
     }
 
     /// Decodes once; returns the outcome and how many bytes were consumed.
