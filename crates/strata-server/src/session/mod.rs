@@ -4,7 +4,7 @@
 //! sorted sets, served by the writes that fill them), `pubsub` (channels,
 //! patterns, subscribers' queues and their output limit), `scripting`
 //! (Lua scripts on the script thread). The command handlers of each are in
-//! `commands/`; the connection (`connection.rs`) runs EXEC and EVAL and
+//! `commands/`; the connection (`connection/`) runs EXEC and EVAL and
 //! writes pub/sub messages.
 
 pub mod blocking;

@@ -6,6 +6,11 @@
 //! barrier (see `dispatch`). Protocol errors get `-ERR Protocol error: ...`
 //! and the connection is closed, as Redis does.
 
+mod output;
+mod prefetch;
+
+pub(crate) use prefetch::{prefetch_pipeline, PREFETCH_MAX};
+
 use crate::client_buffers::{Backlog, BufGauge, BUFFER_KEEP};
 use crate::clients::ClientHandle;
 use crate::command::Outcome;
@@ -16,6 +21,7 @@ use crate::session::{scripting, transaction};
 use crate::Shared;
 use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
+use output::{drain, drain_watching, durable, flush, flush_some};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
@@ -421,50 +427,6 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
 /// Argument slots a connection keeps between requests, at most.
 const ARGS_KEEP: usize = 1024;
 
-/// Most keys of a pipeline prefetched at once.
-pub(crate) const PREFETCH_MAX: usize = 32;
-
-/// Prefetches the index lookups of the keys `peek` finds at the front of
-/// a connection's input (its next requests) when there are several (a
-/// pipeline): their cache misses then overlap, where each request's
-/// lookup would wait for its own. Returns how many keys it found.
-pub(crate) fn prefetch_pipeline<'a>(
-    shared: &Shared,
-    db: usize,
-    peek: impl FnOnce(&mut dyn FnMut(&'a [u8])),
-) -> usize {
-    let mut keys: [&[u8]; PREFETCH_MAX] = [&[]; PREFETCH_MAX];
-    let mut n = 0;
-    peek(&mut |k| {
-        if let Some(slot) = keys.get_mut(n) {
-            *slot = k;
-            n += 1;
-        }
-    });
-    if n >= 2 {
-        shared.engine.prefetch_keys(db, &keys[..n]);
-    }
-    n
-}
-
-/// With appendfsync always, waits until the writes of this batch are
-/// durable before their replies go out. Returns false when the log failed:
-/// the connection is then closed without the replies (the writes' outcome
-/// is unknown, as after a crash; acknowledging them would be a lie).
-async fn durable(shared: &Shared, wrote: &mut bool) -> bool {
-    if !std::mem::take(wrote) || !shared.engine.acks_wait_for_fsync() {
-        return true;
-    }
-    let ticket = shared.engine.journal_ticket();
-    match shared.engine.wait_durable(ticket).await {
-        Ok(()) => true,
-        Err(e) => {
-            tracing::error!("closing a client: its writes could not be made durable ({e})");
-            false
-        }
-    }
-}
-
 /// Admission of a `denyoom` command: the refusal line (OOM, or MISCONF
 /// when the log cannot be written), or None when admitted. The pending
 /// replies are drained before any waiting, so an error goes out in order.
@@ -483,99 +445,6 @@ async fn admit(
         Err(crate::Refusal::OutOfMemory) => Some(reply::oom(shared.engine.oom_cause())),
         Err(crate::Refusal::Log(why)) => Some(reply::misconf(&why)),
     }
-}
-
-/// As `drain`, while watching the client: input that arrives meanwhile is
-/// buffered for later, and a client that hangs up (or is killed) while a
-/// reply waits — a blocked BLPOP, say — ends the connection at once, which
-/// drops its pending replies (and so its place among blocked clients).
-/// Returns false when the connection must end.
-async fn drain_watching(
-    shared: &Shared,
-    pending: &mut FuturesOrdered<ReplyFuture>,
-    out: &mut BytesMut,
-    stream: &mut TcpStream,
-    inbuf: &mut BytesMut,
-    conn: &ConnState,
-) -> bool {
-    /// Input buffered while replies wait, at most.
-    const MAX_BUFFERED: usize = 64 << 20;
-    while !pending.is_empty() {
-        tokio::select! {
-            r = pending.next() => {
-                if let Some(reply) = r {
-                    append_reply(out, reply);
-                }
-            }
-            r = stream.read_buf(inbuf), if inbuf.len() < MAX_BUFFERED => match r {
-                Ok(0) | Err(_) => return false,
-                Ok(n) => {
-                    shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
-                }
-            },
-            _ = conn.handle.killed() => return false,
-        }
-    }
-    true
-}
-
-async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {
-    while let Some(reply) = pending.next().await {
-        append_reply(out, reply);
-    }
-}
-
-/// Appends a finished reply to the output: moved, not copied, when the
-/// output is empty (a reply can be as big as a collection).
-fn append_reply(out: &mut BytesMut, reply: BytesMut) {
-    if out.is_empty() {
-        *out = reply;
-    } else {
-        out.extend_from_slice(&reply);
-    }
-}
-
-/// Writes the backlog and the output, waiting for the socket; a client
-/// killed meanwhile (CLIENT KILL, a subscriber past its output limit) ends
-/// the connection even while its socket is full.
-async fn flush(
-    shared: &Shared,
-    conn: &ConnState,
-    stream: &mut TcpStream,
-    out: &mut BytesMut,
-    backlog: &mut Backlog,
-) -> std::io::Result<()> {
-    if out.is_empty() && backlog.is_empty() {
-        return Ok(());
-    }
-    // (Biased: the write is tried first, so a client that killed itself
-    // still gets the reply, as from Redis.)
-    let sent = tokio::select! {
-        biased;
-        r = backlog.flush_all(stream, out) => r?,
-        _ = conn.handle.killed() => return Err(std::io::ErrorKind::ConnectionAborted.into()),
-    };
-    shared
-        .stats
-        .net_output_bytes
-        .fetch_add(sent as u64, Relaxed);
-    Ok(())
-}
-
-/// Writes what the socket takes now; the rest waits in the backlog
-/// (`client_buffers`).
-fn flush_some(
-    shared: &Shared,
-    stream: &TcpStream,
-    out: &mut BytesMut,
-    backlog: &mut Backlog,
-) -> std::io::Result<()> {
-    let sent = backlog.flush_some(stream, out)?;
-    shared
-        .stats
-        .net_output_bytes
-        .fetch_add(sent as u64, Relaxed);
-    Ok(())
 }
 
 async fn sleep_or_forever(d: Option<Duration>) {
