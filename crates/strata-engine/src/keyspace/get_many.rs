@@ -27,17 +27,25 @@ impl Engine {
         const BATCH: usize = 32;
         let inner = &self.inner;
         for keys in keys.chunks(BATCH) {
+            // Each key's shard and hash, found once in the first pass.
+            let mut at = [(0usize, 0u64); BATCH];
+            let mut pos = [None; BATCH];
+            for (j, k) in keys.iter().enumerate() {
+                let s = inner.shard_index(k);
+                if let Some(m) = inner.shards[s].lock().dbs.get(db) {
+                    at[j] = (s, m.prefetch_probe(k));
+                }
+            }
             let each = |f: &mut dyn FnMut(usize, &crate::index::KeyMap)| {
-                for (j, k) in keys.iter().enumerate() {
-                    if let Some(m) = inner.shard(k).lock().dbs.get(db) {
+                for (j, &(s, _)) in at.iter().enumerate().take(keys.len()) {
+                    if let Some(m) = inner.shards[s].lock().dbs.get(db) {
                         f(j, m);
                     }
                 }
             };
-            let mut at = [None; BATCH];
-            each(&mut |j, m| m.prefetch_probe(keys[j]));
-            each(&mut |j, m| at[j] = m.prefetch_bucket(keys[j]));
-            each(&mut |j, m| at[j].map_or((), |i| m.prefetch(i, true)));
+            each(&mut |j, m| pos[j] = m.prefetch_bucket(at[j].1));
+            each(&mut |j, m| pos[j].map_or((), |i| m.prefetch(i, true)));
+            each(&mut |j, m| pos[j].map_or((), |i| m.prefetch_value(i)));
         }
     }
 

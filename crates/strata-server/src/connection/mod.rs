@@ -19,7 +19,7 @@ use crate::dispatch::execute;
 use crate::reply;
 use crate::session::{scripting, transaction};
 use crate::Shared;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures::stream::{FuturesOrdered, StreamExt};
 use output::{drain, drain_watching, durable, flush, flush_some};
 use std::future::Future;
@@ -98,7 +98,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
     let mut gauge = BufGauge::default();
     // The request being served (emptied by each decode: it holds slices
     // of the input, which would keep a read from reusing the buffer).
-    let mut args: Vec<bytes::Bytes> = Vec::new();
+    let mut args: Vec<Bytes> = Vec::new();
     loop {
         gauge.set(&inbuf, &out, &backlog);
         // Read more input (or stop when killed / idle / shut down).

@@ -311,12 +311,11 @@ fn stage_on(shared: &Arc<Shared>, handle: &tokio::runtime::Handle, req: IoReques
     }
 }
 
-/// Reads (and so resets) the eventfd; false when it was not signalled.
-fn drain_eventfd(fd: RawFd) -> bool {
+/// Reads (and so resets) the eventfd.
+fn drain_eventfd(fd: RawFd) {
     let mut v = 0u64;
     // SAFETY: reading 8 bytes into a valid u64 from our own eventfd.
-    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-    n == 8
+    unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
 }
 
 /// The ring's fd, kept open by the shared state it belongs to.

@@ -39,23 +39,24 @@ impl KeyMap {
     }
 
     /// First pass: hints the control bytes and the slot where `key`'s
-    /// probe starts.
-    pub fn prefetch_probe(&self, key: &[u8]) {
+    /// probe starts; returns the key's hash, for the second.
+    pub fn prefetch_probe(&self, key: &[u8]) -> u64 {
+        let h = self.hash(key);
         let (base, n) = self.table_base;
-        if base == 0 {
-            return;
+        if base != 0 {
+            let pos = (h as usize) & (n - 1);
+            hint(base + pos);
+            hint(base.wrapping_sub((pos + 1) * std::mem::size_of::<u32>()));
         }
-        let pos = (self.hash(key) as usize) & (n - 1);
-        hint(base + pos);
-        hint(base.wrapping_sub((pos + 1) * std::mem::size_of::<u32>()));
+        h
     }
 
     /// Second pass, once the first has had time: hints the bucket the
-    /// first matching control byte points to (the key's, but for a 1 in
-    /// 128 collision); returns its position.
-    pub fn prefetch_bucket(&self, key: &[u8]) -> Option<usize> {
-        let h = self.hash(key);
-        let idx = self.table.iter_hash_buckets(h).next()?;
+    /// first control byte matching `hash` (a key's, from the first pass)
+    /// points to (the key's, but for a 1 in 128 collision); returns its
+    /// position.
+    pub fn prefetch_bucket(&self, hash: u64) -> Option<usize> {
+        let idx = self.table.iter_hash_buckets(hash).next()?;
         let p = *self.table.get_bucket(idx)? as usize;
         prefetch_lines(self.buckets.get(p)?, std::mem::size_of::<(Key, Cell)>());
         Some(p)
