@@ -126,6 +126,15 @@ fn server(s: &Shared, out: &mut String) {
     field!(out, "io_threads_active", 0);
     field!(out, "threads", c.threads);
     field!(out, "server_runtime", c.server_runtime);
+    if let Some(pool) = s.loops.get() {
+        let (active, conns, moved) = pool.info();
+        let scaling = if pool.scaling() { "auto" } else { "off" };
+        field!(out, "loop_scaling", scaling);
+        field!(out, "loops_active", active);
+        let conns: Vec<String> = conns.iter().map(|c| c.to_string()).collect();
+        field!(out, "loop_connections", conns.join(","));
+        field!(out, "loop_migrations", moved);
+    }
     field!(
         out,
         "executable",

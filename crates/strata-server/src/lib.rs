@@ -113,6 +113,8 @@ pub struct Shared {
     shutdown_request: parking_lot::Mutex<Option<strata_engine::ShutdownSave>>,
     shutdown_requested: Notify,
     log_reloader: std::sync::OnceLock<LogReloader>,
+    /// The connection loops (DEBUG LOOPS, INFO), once started.
+    pub loops: std::sync::OnceLock<Arc<loops::Pool>>,
 }
 
 impl Shared {
@@ -424,10 +426,13 @@ pub async fn start(
         shutdown_request: parking_lot::Mutex::new(None),
         shutdown_requested: Notify::new(),
         log_reloader: std::sync::OnceLock::new(),
+        loops: std::sync::OnceLock::new(),
     });
     shared.apply_config();
     let per_core = shared.config.read().server_runtime == "per-core";
-    let loops = Arc::new(loops::Loops::start(shared.threads(), per_core)?);
+    let scaling = shared.config.read().loop_scaling == "auto";
+    let loops = Arc::new(loops::Loops::start(shared.threads(), per_core, scaling)?);
+    let _ = shared.loops.set(loops.pool().clone());
     let mut addrs = Vec::new();
     for l in listeners {
         let addr = l.local_addr()?;

@@ -237,6 +237,8 @@ pub struct Config {
     /// `server-runtime`: "per-core" (an event loop per thread, `loops`) or
     /// "shared" (one work-stealing runtime for every connection).
     pub server_runtime: String,
+    /// `loop-scaling`: auto or off (`loops`).
+    pub loop_scaling: String,
     /// `tracking-table-max-keys`: keys client tracking remembers, at most.
     pub tracking_table_max_keys: u64,
     /// `notify-keyspace-events`, as `session::notify` flags.
@@ -283,6 +285,7 @@ impl Default for Config {
             tracking_table_max_keys: 1_000_000,
             enable_debug_command: "no".into(),
             server_runtime: "per-core".into(),
+            loop_scaling: "auto".into(),
             client_output_buffer_limit: [
                 [0, 0, 0],
                 [256 << 20, 64 << 20, 60],

@@ -16,6 +16,7 @@ use crate::clients::ClientHandle;
 use crate::command::Outcome;
 use crate::commands::table;
 use crate::dispatch::execute;
+use crate::loops::{self, Resume, Served};
 use crate::reply;
 use crate::session::{scripting, transaction};
 use crate::Shared;
@@ -71,29 +72,58 @@ enum Wake {
 /// replies queued behind them); a deeper pipeline waits for the oldest.
 const MAX_PENDING: usize = 256;
 
-pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHandle>) {
-    let _ = stream.set_nodelay(true);
-    let authenticated = shared.config.read().requirepass.is_none();
-    let mut conn = ConnState {
-        db: 0,
-        version: Version::Resp2,
-        handle,
-        authenticated,
-        multi: None,
-        pubsub: None,
-        watched: strata_engine::Watched::new(&shared.engine),
-        exec_ready: None,
-        script: false,
-        monitor: false,
-        caching: None,
-        no_touch: false,
+/// A connection's state at a quiet point, carried to another loop
+/// (`loops`, invariant 2): what commands set, and the input not yet
+/// decoded.
+pub struct Parked {
+    conn: ConnState,
+    reply_mode: ReplyMode,
+    inbuf: BytesMut,
+    skip_read: bool,
+}
+
+/// Serves a connection (from its start, or from where another loop
+/// parked it) until it closes or is told to move.
+pub async fn serve(
+    shared: Arc<Shared>,
+    mut stream: TcpStream,
+    handle: Arc<ClientHandle>,
+    resume: Option<Box<Parked>>,
+) -> Served {
+    let Parked {
+        mut conn,
+        mut reply_mode,
+        mut inbuf,
+        mut skip_read,
+    } = match resume {
+        Some(p) => *p,
+        None => {
+            let _ = stream.set_nodelay(true);
+            let authenticated = shared.config.read().requirepass.is_none();
+            Parked {
+                conn: ConnState {
+                    db: 0,
+                    version: Version::Resp2,
+                    handle,
+                    authenticated,
+                    multi: None,
+                    pubsub: None,
+                    watched: strata_engine::Watched::new(&shared.engine),
+                    exec_ready: None,
+                    script: false,
+                    monitor: false,
+                    caching: None,
+                    no_touch: false,
+                },
+                // CLIENT REPLY's mode for the connection.
+                reply_mode: ReplyMode::On,
+                inbuf: BytesMut::with_capacity(16 * 1024),
+                skip_read: false,
+            }
+        }
     };
-    // CLIENT REPLY's mode for the connection.
-    let mut reply_mode = ReplyMode::On;
-    let mut inbuf = BytesMut::with_capacity(16 * 1024);
     let mut out = BytesMut::with_capacity(16 * 1024);
     let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
-    let mut skip_read = false;
     let mut backlog = Backlog::default();
     let mut gauge = BufGauge::default();
     // The request being served (emptied by each decode: it holds slices
@@ -117,7 +147,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     // takes them, while its input is still read and served.
                     r = wr.as_ref().writable(), if !out.is_empty() || !backlog.is_empty() => {
                         if r.is_err() || flush_some(&shared, wr.as_ref(), &mut out, &mut backlog).is_err() {
-                            return;
+                            return Served::Closed;
                         }
                         continue;
                     }
@@ -130,9 +160,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                         }
                         Wake::Flush
                     }
-                    _ = conn.handle.killed() => return,
-                    _ = shared.shutdown_signal() => return,
-                    _ = sleep_or_forever(timeout) => return,
+                    _ = conn.handle.killed() => return Served::Closed,
+                    _ = shared.shutdown_signal() => return Served::Closed,
+                    _ = sleep_or_forever(timeout) => return Served::Closed,
                 }
             };
             let read = match wake {
@@ -142,13 +172,13 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                         .await
                         .is_err()
                     {
-                        return;
+                        return Served::Closed;
                     }
                     continue;
                 }
             };
             match read {
-                Ok(0) | Err(_) => return,
+                Ok(0) | Err(_) => return Served::Closed,
                 Ok(n) => {
                     shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
                 }
@@ -161,6 +191,8 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         let mut wrote = false;
         // Requests left before the next prefetch of the pipeline's keys.
         let mut ahead = 0usize;
+        // Requests of this batch (the loop controller's rate).
+        let mut served = 0usize;
         loop {
             if ahead == 0 {
                 ahead = prefetch_pipeline(&shared, conn.db, |f| {
@@ -182,12 +214,13 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                     drain(&mut pending, &mut out).await;
                     reply::error(&mut out, &format!("ERR {e}"));
                     let _ = flush(&shared, &conn, &mut stream, &mut out, &mut backlog).await;
-                    return;
+                    return Served::Closed;
                 }
             };
             if args.is_empty() {
                 continue;
             }
+            served += 1;
             if barrier {
                 if !drain_watching(
                     &shared,
@@ -199,7 +232,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 )
                 .await
                 {
-                    return;
+                    return Served::Closed;
                 }
                 barrier = false;
             }
@@ -260,7 +293,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                                 .await
                                 .is_err())
                     {
-                        return;
+                        return Served::Closed;
                     }
                     shared.pause.wait(write).await;
                 }
@@ -382,9 +415,10 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
                 && (!durable(&shared, &mut wrote).await
                     || flush_some(&shared, &stream, &mut out, &mut backlog).is_err())
             {
-                return;
+                return Served::Closed;
             }
         }
+        loops::note_requests(served);
         let before = inbuf.len();
         if !drain_watching(
             &shared,
@@ -396,7 +430,7 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         )
         .await
         {
-            return;
+            return Served::Closed;
         }
         // Input that arrived while replies waited is decoded before the
         // next read.
@@ -405,21 +439,38 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
         // (Redis broadcasts them before its event loop sleeps).
         shared.tracking.flush_bcast(&shared.pubsub);
         if !durable(&shared, &mut wrote).await {
-            return;
+            return Served::Closed;
         }
         if close {
             // The last replies go out whole (QUIT's +OK).
             let _ = flush(&shared, &conn, &mut stream, &mut out, &mut backlog).await;
-            return;
+            return Served::Closed;
         }
         if flush_some(&shared, &stream, &mut out, &mut backlog).is_err() {
-            return;
+            return Served::Closed;
         }
         // A big buffer left by one big request or reply is given back:
         // it counts in the allocator-measured RAM the budget covers (as
         // Redis shrinks an idle client's query and reply buffers).
         if inbuf.capacity() > BUFFER_KEEP && inbuf.is_empty() {
             inbuf = BytesMut::with_capacity(16 * 1024);
+        }
+        // A quiet point (`loops`, invariant 2): the connection may move.
+        if out.is_empty()
+            && backlog.is_empty()
+            && pending.is_empty()
+            && conn.pubsub.is_none()
+            && !conn.monitor
+        {
+            if let Some(to) = loops::move_order() {
+                let state = Resume::Resp(Box::new(Parked {
+                    conn,
+                    reply_mode,
+                    inbuf,
+                    skip_read,
+                }));
+                return Served::Moved { stream, state, to };
+            }
         }
     }
 }

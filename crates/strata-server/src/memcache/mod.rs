@@ -27,6 +27,7 @@ use stats::{inc, metadump, stats};
 
 use crate::clients::ClientHandle;
 use crate::connection::{prefetch_pipeline, PREFETCH_MAX};
+use crate::loops::{self, Resume, Served};
 use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -79,29 +80,67 @@ enum Done {
 }
 
 /// Serves one memcached connection (accepted by the shared accept loop).
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, handle: Arc<ClientHandle>) {
-    shared.mc.curr_connections.fetch_add(1, Relaxed);
-    serve_requests(&shared, stream, &handle).await;
-    shared.mc.curr_connections.fetch_sub(1, Relaxed);
+/// A memcached connection's state at a quiet point, carried to another
+/// loop (`loops`, invariant 2): the input not yet decoded.
+pub struct Parked {
+    inbuf: BytesMut,
+    swallow: usize,
 }
 
-async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &ClientHandle) {
-    let _ = stream.set_nodelay(true);
-    let mut inbuf = BytesMut::with_capacity(16 * 1024);
+/// Serves a connection (from its start, or from where another loop
+/// parked it) until it closes or is told to move.
+pub async fn serve(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    handle: Arc<ClientHandle>,
+    resume: Option<Box<Parked>>,
+) -> Served {
+    if resume.is_none() {
+        shared.mc.curr_connections.fetch_add(1, Relaxed);
+    }
+    let served = serve_requests(&shared, stream, &handle, resume).await;
+    if matches!(served, Served::Closed) {
+        shared.mc.curr_connections.fetch_sub(1, Relaxed);
+    }
+    served
+}
+
+async fn serve_requests(
+    shared: &Arc<Shared>,
+    mut stream: TcpStream,
+    handle: &ClientHandle,
+    resume: Option<Box<Parked>>,
+) -> Served {
+    let Parked {
+        mut inbuf,
+        mut swallow,
+    } = match resume {
+        Some(p) => *p,
+        None => {
+            let _ = stream.set_nodelay(true);
+            Parked {
+                inbuf: BytesMut::with_capacity(16 * 1024),
+                // Bytes of a refused value still to discard.
+                swallow: 0,
+            }
+        }
+    };
     let mut out = BytesMut::with_capacity(16 * 1024);
     let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
-    // Bytes of a refused value still to discard.
-    let mut swallow = 0usize;
+    // Input carried from another loop is served before the next read.
+    let mut skip_read = !inbuf.is_empty();
     loop {
-        let read = tokio::select! {
-            r = stream.read_buf(&mut inbuf) => r,
-            _ = handle.killed() => return,
-            _ = shared.shutdown_signal() => return,
-        };
-        match read {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                shared.mc.bytes_read.fetch_add(n as u64, Relaxed);
+        if !std::mem::take(&mut skip_read) {
+            let read = tokio::select! {
+                r = stream.read_buf(&mut inbuf) => r,
+                _ = handle.killed() => return Served::Closed,
+                _ = shared.shutdown_signal() => return Served::Closed,
+            };
+            match read {
+                Ok(0) | Err(_) => return Served::Closed,
+                Ok(n) => {
+                    shared.mc.bytes_read.fetch_add(n as u64, Relaxed);
+                }
             }
         }
         let limits = McLimits {
@@ -111,6 +150,8 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
         let mut close = false;
         // Requests left before the next prefetch of the pipeline's keys.
         let mut ahead = 0usize;
+        // Requests of this batch (the loop controller's rate).
+        let mut served = 0usize;
         loop {
             if ahead == 0 && swallow == 0 {
                 ahead = prefetch_pipeline(shared, DB, |f| mc::peek_keys(&inbuf, PREFETCH_MAX, f))
@@ -128,6 +169,7 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
             let Some(frame) = mc::decode(&mut inbuf, &limits) else {
                 break;
             };
+            served += 1;
             // A reply ready now goes straight to `out` unless replies still
             // pending must precede it (then it waits in line, in order).
             let mut queued = BytesMut::new();
@@ -175,14 +217,14 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
                     drain(&mut pending, &mut out).await;
                     let written = out.len() as u64;
                     if stream.write_all(&out).await.is_err() {
-                        return;
+                        return Served::Closed;
                     }
                     out.clear();
                     match metadump(shared, &mut stream).await {
                         Ok(n) => {
                             shared.mc.bytes_written.fetch_add(written + n, Relaxed);
                         }
-                        Err(_) => return,
+                        Err(_) => return Served::Closed,
                     }
                 }
             }
@@ -190,16 +232,22 @@ async fn serve_requests(shared: &Arc<Shared>, mut stream: TcpStream, handle: &Cl
                 drain(&mut pending, &mut out).await;
             }
         }
+        loops::note_requests(served);
         drain(&mut pending, &mut out).await;
         if !out.is_empty() {
             if stream.write_all(&out).await.is_err() {
-                return;
+                return Served::Closed;
             }
             shared.mc.bytes_written.fetch_add(out.len() as u64, Relaxed);
             out.clear();
         }
         if close {
-            return;
+            return Served::Closed;
+        }
+        // A quiet point (`loops`, invariant 2): the connection may move.
+        if let Some(to) = loops::move_order() {
+            let state = Resume::Memcached(Box::new(Parked { inbuf, swallow }));
+            return Served::Moved { stream, state, to };
         }
     }
 }

@@ -237,6 +237,9 @@ fn spawn_child(dir: &std::path::Path, args: &[String]) -> (u16, u16, Child) {
         .args(["--memcached-port", &mc_port.to_string()])
         .args(["--dir", dir.to_str().unwrap()])
         .args(["--threads", "2"])
+        // Connections on both loops, round robin (the cross-loop paths:
+        // wake-ups, kills, messages); `tests/loops.rs` covers `auto`.
+        .args(["--loop-scaling", "off"])
         .args(["--loglevel", "warning"])
         // Tests look inside with DEBUG (TIER, OBJECT ...).
         .args(["--enable-debug-command", "yes"])

@@ -4,7 +4,7 @@
 //! DIGEST and DIGEST-VALUE (Redis's digests of the dataset and of values:
 //! the same SHA1 mix, so data Redis digests alike digests alike here),
 //! PROTOCOL (a reply of each RESP type, for client tests),
-//! QUICKLIST-PACKED-THRESHOLD.
+//! QUICKLIST-PACKED-THRESHOLD, LOOPS (how many connection loops serve).
 
 use super::{encoding_name, help};
 use crate::command::{Ctx, Outcome};
@@ -60,6 +60,20 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         let on = parse_i64(&args[2]).unwrap_or(0) != 0;
         ctx.engine().set_active_expire(on);
         write_simple(ctx.out, b"OK");
+    } else if is(sub, "loops") && args.len() == 3 {
+        // LOOPS <k>: k loops take connections, the others hand theirs
+        // over at their next quiet point; 0 gives the choice back to
+        // `loop-scaling`'s controller.
+        let k = parse_i64(&args[2]).filter(|&k| k >= 0);
+        let forced: Result<(), String> = match (k, ctx.shared.loops.get()) {
+            (None, _) => Err(reply::NOT_INTEGER.to_string()),
+            (Some(_), None) => Err("ERR no connection loops (server-runtime shared)".into()),
+            (Some(k), Some(pool)) => pool.force(k as usize),
+        };
+        match forced {
+            Ok(()) => write_simple(ctx.out, b"OK"),
+            Err(e) => reply::error(ctx.out, &e),
+        }
     } else if is(sub, "object") && args.len() == 3 {
         let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
             reply::error(ctx.out, reply::NO_SUCH_KEY);

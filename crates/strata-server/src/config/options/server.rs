@@ -108,6 +108,23 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| c.server_runtime.clone(),
     },
     OptionDef {
+        name: "loop-scaling",
+        default: "auto",
+        doc: "auto: connections start on one event loop, and loops are added (up to \
+              `threads`) while they serve more, given back when they do not; off: every \
+              loop takes connections, round robin",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            let v = v.to_ascii_lowercase();
+            if !["auto", "off"].contains(&v.as_str()) {
+                return Err("argument must be one of the following: auto, off".into());
+            }
+            c.loop_scaling = v;
+            Ok(())
+        }),
+        get: |c| c.loop_scaling.clone(),
+    },
+    OptionDef {
         name: "proto-max-bulk-len",
         default: "512mb",
         doc: "bytes; largest bulk string a client may send (at least 1mb)",
