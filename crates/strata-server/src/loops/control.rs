@@ -13,7 +13,9 @@
 //!   of settling, and keeps the new count only if it served more (one loop
 //!   more: ≥ `GAIN` × the rate before) or nearly as much (one loop fewer:
 //!   ≥ `KEEP_FEWER` × the rate before); else it goes back and doubles its
-//!   back-off (2 s up to 60 s). A rate that moves by a third starts the
+//!   back-off (2 s up to 60 s). The rate before is the mean of the last
+//!   `MEASURE` ticks, and only a steady one (each tick within `STEADY` of
+//!   the mean) starts a probe. A rate that moves by a third starts the
 //!   back-off again (a new load).
 //!
 //! Why try rather than compute: on a machine shared with the clients,
@@ -42,7 +44,9 @@ const SETTLE: u32 = 1;
 /// Ticks a probe measures.
 const MEASURE: u32 = 3;
 /// A loop more is kept only if the rate grew by this factor.
-const GAIN: f64 = 1.05;
+const GAIN: f64 = 1.08;
+/// A baseline's ticks are all within this factor of their mean.
+const STEADY: f64 = 1.15;
 /// A loop fewer is kept if the rate kept this share.
 const KEEP_FEWER: f64 = 0.95;
 /// Ticks between probes, at first and at most.
@@ -135,6 +139,10 @@ impl Policy {
                 } else {
                     after >= before * KEEP_FEWER
                 };
+                tracing::debug!(
+                    "loop-scaling: {from} -> {k} loops: {before:.0} -> {after:.0} requests/s, {}",
+                    if keep { "kept" } else { "back" }
+                );
                 self.state = State::Stable;
                 self.recent.clear();
                 if keep {
@@ -165,6 +173,16 @@ impl Policy {
                     return None;
                 }
                 let mean = self.recent.iter().sum::<f64>() / self.recent.len() as f64;
+                // Only a steady rate is a baseline (a load that is starting
+                // or ending would make any count look better).
+                if mean <= 0.0
+                    || self
+                        .recent
+                        .iter()
+                        .any(|&r| r * STEADY < mean || r > mean * STEADY)
+                {
+                    return None;
+                }
                 let moved = if self.reference > 0.0 {
                     mean > self.reference * NEW_LOAD || mean * NEW_LOAD < self.reference
                 } else {
@@ -247,6 +265,21 @@ mod tests {
         assert!(seen.is_empty(), "{seen:?}");
         let seen = run(&mut p, 10, &[510e3, 400e3], 0.97);
         assert_eq!(seen, vec![2, 1]);
+    }
+
+    #[test]
+    fn a_load_that_is_starting_is_no_baseline() {
+        let mut p = Policy::new(2);
+        // Idle, then a load ramping up: no probe while the last three
+        // ticks differ (the ramp would make a second loop look better).
+        for r in [0.0, 0.0, 0.0, 120e3, 500e3] {
+            assert_eq!(p.tick(r, &[0.97]), None);
+        }
+        assert_eq!(p.tick(500e3, &[0.97]), None);
+        // Three steady ticks: the probe, then back (two loops serve less).
+        assert_eq!(p.tick(500e3, &[0.97]), Some(2));
+        let seen = run(&mut p, 4, &[500e3, 420e3], 0.97);
+        assert_eq!(seen, vec![1]);
     }
 
     #[test]
