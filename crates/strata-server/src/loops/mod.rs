@@ -420,6 +420,15 @@ fn control_thread(pool: std::sync::Weak<Pool>) {
         if pool.senders.read().is_empty() {
             return;
         }
+        // Idle on one loop: nothing to decide, no files to read.
+        let idle = pool.active.load(Relaxed) == 1
+            && pool.forced.load(Relaxed) == 0
+            && last.as_ref().is_some_and(|(_, prev)| {
+                (pool.slots.iter().zip(prev)).all(|(s, p)| s.requests.load(Relaxed) == p.0)
+            });
+        if idle {
+            continue;
+        }
         let now = std::time::Instant::now();
         let mut sample = Vec::with_capacity(n);
         for s in &pool.slots {
