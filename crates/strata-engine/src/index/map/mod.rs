@@ -16,7 +16,10 @@
 //! 3. `buckets` grows by an eighth, not by doubling: it is most of the
 //!    index's RAM, and doubling would leave a third of it idle on average.
 //!    The table doubles (5 bytes per slot).
+//! 4. `full` has bit `i` set iff `buckets[i]`'s cell is boxed whole
+//!    (`bits.rs`): the demotion hand finds entries in RAM through it.
 
+mod bits;
 mod prefetch;
 
 use super::cell::{Cell, EntryRef, Ext, Kind};
@@ -35,6 +38,8 @@ pub struct KeyMap {
     /// (their boxes are this map's RAM too).
     boxed: usize,
     ext: usize,
+    /// Which buckets are boxed whole (invariant 4).
+    full: bits::Bits,
     hasher: Hasher,
     /// Where the table's slots end, and its bucket count then
     /// (`prefetch`): recomputed when the table reallocates.
@@ -48,6 +53,7 @@ impl Clone for KeyMap {
             buckets: self.buckets.clone(),
             boxed: self.boxed,
             ext: self.ext,
+            full: self.full.clone(),
             hasher: self.hasher,
             table_base: (0, 0),
         };
@@ -77,7 +83,7 @@ impl KeyMap {
         let buckets = self.buckets.capacity() * std::mem::size_of::<(Key, Cell)>();
         let boxes =
             self.boxed * std::mem::size_of::<Entry>() + self.ext * std::mem::size_of::<Ext>();
-        (buckets + boxes + self.table.allocation_size()) as u64
+        (buckets + boxes + self.table.allocation_size() + self.full.allocated_bytes()) as u64
     }
 
     /// Bytes one more key takes when no array grows: its bucket, its boxed
@@ -154,6 +160,7 @@ impl KeyMap {
         let (k, c) = self.buckets.get_mut(i)?;
         let (e, was) = c.entry_mut(k.len());
         Self::boxing(&mut self.boxed, &mut self.ext, was);
+        self.full.set(i, true);
         Some((&*k, e))
     }
 
@@ -161,6 +168,13 @@ impl KeyMap {
     pub fn at(&self, i: usize) -> EntryRef<'_> {
         let (k, c) = &self.buckets[i];
         c.entry(k.len())
+    }
+
+    /// The first position in `from..end` whose entry is boxed (so may be
+    /// in RAM): the demotion hand passes packed entries without reading
+    /// their buckets (invariant 4).
+    pub fn next_boxed(&self, from: usize, end: usize) -> Option<usize> {
+        self.full.next(from, end.min(self.buckets.len()))
     }
 
     /// The entry at `i` if it is boxed, borrowed (a packed entry is
@@ -178,6 +192,7 @@ impl KeyMap {
         let (k, c) = &mut self.buckets[i];
         let (e, was) = c.entry_mut(k.len());
         Self::boxing(&mut self.boxed, &mut self.ext, was);
+        self.full.set(i, true);
         e
     }
 
@@ -258,6 +273,7 @@ impl KeyMap {
             Kind::Ext => self.ext += 1,
         }
         self.boxed -= 1;
+        self.full.set(i, false);
         true
     }
 
@@ -304,6 +320,7 @@ impl KeyMap {
         let b = &self.buckets;
         if let Some(&i) = self.table.find(h, |&i| b[i as usize].0[..] == key[..]) {
             let cell = self.cell(&key, entry);
+            self.full.set(i as usize, cell.is_full());
             let old = std::mem::replace(&mut self.buckets[i as usize].1, cell);
             return (i as usize, Some(self.take(key.len(), old)));
         }
@@ -313,6 +330,7 @@ impl KeyMap {
             self.buckets.reserve_exact((i / 8).max(16));
         }
         let cell = self.cell(&key, entry);
+        self.full.set(i, cell.is_full());
         self.buckets.push((key, cell));
         let (b, hasher) = (&self.buckets, &self.hasher);
         self.table
@@ -348,6 +366,7 @@ impl KeyMap {
             *p = i as u32;
         }
         let (k, c) = self.buckets.swap_remove(i);
+        self.full.swap_remove(i, last);
         let e = self.take(k.len(), c);
         Some((k, e))
     }
@@ -392,6 +411,10 @@ impl KeyMap {
     #[cfg(test)]
     fn rebuild_table(&mut self) {
         self.table.clear();
+        self.full.clear();
+        for (i, (_, c)) in self.buckets.iter().enumerate() {
+            self.full.set(i, c.is_full());
+        }
         let (b, hasher) = (&self.buckets, &self.hasher);
         for (i, (k, _)) in b.iter().enumerate() {
             self.table
@@ -518,10 +541,28 @@ mod tests {
         let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
         for step in 0..60_000u64 {
             let k = format!("k{}", rng.gen_range(0..5_000u32)).into_bytes();
-            match rng.gen_range(0..10) {
+            match rng.gen_range(0..12) {
                 0..=5 => {
-                    let old = m.insert(Key::from(&k[..]), entry(step));
+                    // Half of them packed (a record of exactly header +
+                    // key + value), half boxed.
+                    let mut e = entry(step);
+                    if step % 2 == 0 {
+                        let len = crate::flash::format::RECORD_HEADER_LEN + k.len() + 1;
+                        e.slot = Slot::Cold(crate::index::FlashLoc {
+                            segment: 1,
+                            offset: step as u32,
+                            len: len as u32,
+                        });
+                    }
+                    let old = m.insert(Key::from(&k[..]), e);
                     assert_eq!(old.map(|e| e.version), model.insert(k, step));
+                }
+                10 if !m.is_empty() => {
+                    m.pack(rng.gen_range(0..m.len()));
+                }
+                11 if !m.is_empty() => {
+                    let i = rng.gen_range(0..m.len());
+                    m.mark_read(i, 1);
                 }
                 6..=7 => {
                     let old = m.swap_remove(&k);
@@ -544,6 +585,18 @@ mod tests {
             }
             assert_eq!(m.len(), model.len());
             if step % 5_000 == 0 {
+                // Invariant 4: the bits say which buckets are boxed.
+                let boxed = (0..m.len()).filter(|&i| m.boxed_at(i).is_some()).count();
+                assert!(
+                    m.len() < 100 || (boxed > 0 && boxed < m.len()),
+                    "{boxed} of {}",
+                    m.len()
+                );
+                assert_eq!(boxed, m.boxed());
+                for i in 0..m.len() {
+                    assert_eq!(m.full.get(i), m.boxed_at(i).is_some(), "position {i}");
+                }
+                assert_eq!(m.full.next(m.len(), usize::MAX), None);
                 for (i, (k, e)) in m.iter().enumerate() {
                     assert_eq!(m.get_index_of(k), Some(i));
                     assert_eq!(model.get(&k[..]), Some(&e.version));
@@ -551,6 +604,6 @@ mod tests {
                 assert!(m.get(b"absent").is_none());
             }
         }
-        assert!(m.allocated_bytes() >= m.len() as u64 * KeyMap::bytes_per_key());
+        assert!(m.allocated_bytes() >= m.len() as u64 * KeyMap::packed_bytes_per_key());
     }
 }
