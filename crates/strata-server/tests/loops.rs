@@ -30,24 +30,22 @@ fn raw(port: u16) -> TcpStream {
     s
 }
 
+/// The error DEBUG LOOPS `arg` answers.
+fn debug_loops_error(c: &mut redis::Connection, arg: &str) -> String {
+    let r = redis::cmd("DEBUG").arg("LOOPS").arg(arg).query::<()>(c);
+    r.expect_err("DEBUG LOOPS should fail").to_string()
+}
+
 #[test]
 fn info_and_debug_loops() {
     let srv = scaling_server();
     let mut c = srv.client();
     assert_eq!(server_info(&srv, &mut c, "loop_scaling"), "auto");
     assert_eq!(server_info(&srv, &mut c, "loops_active"), "1");
-    let e = redis::cmd("DEBUG")
-        .arg("LOOPS")
-        .arg("3")
-        .query::<()>(&mut c)
-        .unwrap_err();
-    assert!(e.to_string().contains("there are 2 loops"), "{e}");
-    let e = redis::cmd("DEBUG")
-        .arg("LOOPS")
-        .arg("x")
-        .query::<()>(&mut c)
-        .unwrap_err();
-    assert!(e.to_string().contains("not an integer"), "{e}");
+    let e = debug_loops_error(&mut c, "3");
+    assert!(e.contains("there are 2 loops"), "{e}");
+    let e = debug_loops_error(&mut c, "x");
+    assert!(e.contains("not an integer"), "{e}");
     let _: () = q(&mut c, "DEBUG LOOPS 2");
     assert_eq!(server_info(&srv, &mut c, "loops_active"), "2");
     let _: () = q(&mut c, "DEBUG LOOPS 0");
@@ -56,12 +54,8 @@ fn info_and_debug_loops() {
     let mut c = off.client();
     assert_eq!(server_info(&off, &mut c, "loop_scaling"), "off");
     assert_eq!(server_info(&off, &mut c, "loops_active"), "2");
-    let e = redis::cmd("DEBUG")
-        .arg("LOOPS")
-        .arg("1")
-        .query::<()>(&mut c)
-        .unwrap_err();
-    assert!(e.to_string().contains("loop-scaling is off"), "{e}");
+    let e = debug_loops_error(&mut c, "1");
+    assert!(e.contains("loop-scaling is off"), "{e}");
 }
 
 #[test]
