@@ -1,0 +1,146 @@
+//! `KeyMap`'s tests: its invariants across random changes, defragmentation.
+
+use super::*;
+use crate::index::{Entry, Slot};
+use std::collections::HashMap;
+
+pub(super) fn entry(v: u64) -> Entry {
+    Entry {
+        slot: Slot::Cold(crate::index::FlashLoc {
+            segment: 1,
+            offset: v as u32,
+            len: 8,
+        }),
+        expire_at_ms: 0,
+        version: v,
+        lru_secs: 0,
+        flags: 0,
+        value_len: 1,
+        client_flags: 0,
+        vtype: 0,
+    }
+}
+
+/// Defragmentation moves a boxed entry and the bytes of a hot string
+/// held by it alone, and changes nothing else; a string someone else
+/// holds stays where it is; a packed entry is not looked at.
+#[test]
+fn defrag_moves_boxes_and_unshared_strings_only() {
+    let mut m = KeyMap::default();
+    let value = bytes::Bytes::from(vec![7u8; 512]);
+    let mut e = entry(3);
+    e.slot = Slot::hot(value, None);
+    m.insert(Key::from(&b"hot"[..]), e);
+    m.insert(Key::from(&b"cold"[..]), entry(4));
+    let hot = m.get_index_of(b"hot").unwrap();
+    let cold = m.get_index_of(b"cold").unwrap();
+    m.pack(cold);
+    let where_ = |m: &KeyMap| {
+        let e = m.boxed_at(hot).unwrap();
+        let Slot::Hot(Hot {
+            value: Value::Str(b),
+            ..
+        }) = &e.slot
+        else {
+            panic!()
+        };
+        (
+            e as *const Entry as usize,
+            b.as_ptr() as usize,
+            b.clone(),
+            e.version,
+        )
+    };
+    let (box0, str0, _, _) = where_(&m);
+    assert_eq!(m.defrag_at(hot, |_| true), Some(true));
+    let (box1, str1, b1, v1) = where_(&m);
+    assert_ne!(box0, box1);
+    assert_ne!(str0, str1);
+    assert_eq!((&b1[..], v1), (&[7u8; 512][..], 3));
+    // A string referenced elsewhere stays; its box still moves.
+    let held = b1.clone();
+    assert_eq!(m.defrag_at(hot, |_| true), Some(true));
+    let (box2, str2, ..) = where_(&m);
+    assert_ne!(box1, box2);
+    assert_eq!(str1, str2);
+    drop(held);
+    assert_eq!(m.defrag_at(hot, |_| false), Some(false));
+    assert_eq!(m.defrag_at(cold, |_| true), None);
+    assert_eq!(m.at(cold).version, 4);
+}
+
+/// Every position is found by its key, and only keys present are found
+/// (invariant 1), across random inserts, replacements and removals.
+#[test]
+fn positions_follow_the_keys_through_random_changes() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut m = KeyMap::default();
+    let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+    for step in 0..60_000u64 {
+        let k = format!("k{}", rng.gen_range(0..5_000u32)).into_bytes();
+        match rng.gen_range(0..12) {
+            0..=5 => {
+                // Half of them packed (a record of exactly header +
+                // key + value), half boxed.
+                let mut e = entry(step);
+                if step % 2 == 0 {
+                    let len = crate::flash::format::RECORD_HEADER_LEN + k.len() + 1;
+                    e.slot = Slot::Cold(crate::index::FlashLoc {
+                        segment: 1,
+                        offset: step as u32,
+                        len: len as u32,
+                    });
+                }
+                let old = m.insert(Key::from(&k[..]), e);
+                assert_eq!(old.map(|e| e.version), model.insert(k, step));
+            }
+            10 if !m.is_empty() => {
+                m.pack(rng.gen_range(0..m.len()));
+            }
+            11 if !m.is_empty() => {
+                let i = rng.gen_range(0..m.len());
+                m.mark_read(i, 1);
+            }
+            6..=7 => {
+                let old = m.swap_remove(&k);
+                assert_eq!(old.map(|e| e.version), model.remove(&k));
+            }
+            8 => {
+                if !m.is_empty() {
+                    let i = rng.gen_range(0..m.len());
+                    let (key, e) = m.swap_remove_index(i).unwrap();
+                    assert_eq!(model.remove(&key[..]), Some(e.version));
+                }
+            }
+            _ => {
+                if step % 1000 == 0 {
+                    let keep = rng.gen_range(0..3u64);
+                    m.retain(|_, e| e.version % 3 != keep);
+                    model.retain(|_, v| *v % 3 != keep);
+                }
+            }
+        }
+        assert_eq!(m.len(), model.len());
+        if step % 5_000 == 0 {
+            // Invariant 4: the bits say which buckets are boxed.
+            let boxed = (0..m.len()).filter(|&i| m.boxed_at(i).is_some()).count();
+            assert!(
+                m.len() < 100 || (boxed > 0 && boxed < m.len()),
+                "{boxed} of {}",
+                m.len()
+            );
+            assert_eq!(boxed, m.boxed());
+            for i in 0..m.len() {
+                assert_eq!(m.full.get(i), m.boxed_at(i).is_some(), "position {i}");
+            }
+            assert_eq!(m.full.next(m.len(), usize::MAX), None);
+            for (i, (k, e)) in m.iter().enumerate() {
+                assert_eq!(m.get_index_of(k), Some(i));
+                assert_eq!(model.get(&k[..]), Some(&e.version));
+            }
+            assert!(m.get(b"absent").is_none());
+        }
+    }
+    assert!(m.allocated_bytes() >= m.len() as u64 * KeyMap::packed_bytes_per_key());
+}
