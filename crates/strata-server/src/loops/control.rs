@@ -6,7 +6,9 @@
 //! waited for a CPU while runnable (`/proc/self/task/<tid>/schedstat`),
 //! as a share of the tick. Then `Policy::tick` decides:
 //! - a load that fits in one loop fewer (the active loops' demand below
-//!   `LIGHT` × (k − 1)) gives a loop up at once;
+//!   `LIGHT` × (k − 1)) tries one loop fewer at once, measured against the
+//!   last tick's rate (kept as below: a load that waits on the device may
+//!   need more loops than its CPU use suggests);
 //! - otherwise, at most once per back-off period, it *probes*: one loop
 //!   more when every active loop is saturated (demand ≥ `SATURATED`), or
 //!   one fewer; it measures the rate for `MEASURE` ticks after one tick
@@ -159,42 +161,40 @@ impl Policy {
                 }
             }
             State::Stable => {
-                let busy: f64 = demand.iter().take(k).sum();
-                if k > 1 && busy < LIGHT * (k - 1) as f64 {
-                    self.k = k - 1;
-                    self.recent.clear();
-                    return Some(self.k);
-                }
                 self.recent.push_back(rate);
                 if self.recent.len() > MEASURE as usize {
                     self.recent.pop_front();
                 }
-                if self.recent.len() < MEASURE as usize {
-                    return None;
-                }
+                let full = self.recent.len() == MEASURE as usize;
                 let mean = self.recent.iter().sum::<f64>() / self.recent.len() as f64;
-                // Only a steady rate is a baseline (a load that is starting
-                // or ending would make any count look better).
-                if mean <= 0.0
-                    || self
-                        .recent
-                        .iter()
-                        .any(|&r| r * STEADY < mean || r > mean * STEADY)
-                {
-                    return None;
-                }
                 let moved = if self.reference > 0.0 {
                     mean > self.reference * NEW_LOAD || mean * NEW_LOAD < self.reference
                 } else {
                     mean > 0.0
                 };
-                if moved {
+                if full && moved {
                     // A new load: what was learnt holds no more.
                     self.reference = mean;
                     self.backoff = BACKOFF_MIN;
                     self.next_probe = self.now;
                 }
                 if self.now < self.next_probe {
+                    return None;
+                }
+                // A load that fits in one loop fewer tries it at once,
+                // measured against this tick (a probe too: a load that
+                // two loops serve better while lightly busy, one waiting
+                // on the device, would otherwise swing between counts).
+                let busy: f64 = demand.iter().take(k).sum();
+                if k > 1 && busy < LIGHT * (k - 1) as f64 {
+                    return Some(self.start_probe(k - 1, rate));
+                }
+                // Only a steady rate is a baseline (a load that is starting
+                // or ending would make any count look better).
+                let steady = full
+                    && mean > 0.0
+                    && (self.recent.iter()).all(|&r| r * STEADY >= mean && r <= mean * STEADY);
+                if !steady {
                     return None;
                 }
                 let saturated = demand.iter().take(k).all(|&d| d >= SATURATED);
@@ -205,17 +205,24 @@ impl Policy {
                 } else {
                     return None;
                 };
-                self.state = State::Probe {
-                    from: k,
-                    before: mean,
-                    settle: SETTLE,
-                    sum: 0.0,
-                    got: 0,
-                };
-                self.k = to;
-                Some(to)
+                Some(self.start_probe(to, mean))
             }
         }
+    }
+}
+
+impl Policy {
+    /// Tries `to` loops, against the rate `before`; returns `to`.
+    fn start_probe(&mut self, to: usize, before: f64) -> usize {
+        self.state = State::Probe {
+            from: self.k,
+            before,
+            settle: SETTLE,
+            sum: 0.0,
+            got: 0,
+        };
+        self.k = to;
+        to
     }
 }
 
@@ -280,6 +287,26 @@ mod tests {
         assert_eq!(p.tick(500e3, &[0.97]), Some(2));
         let seen = run(&mut p, 4, &[500e3, 420e3], 0.97);
         assert_eq!(seen, vec![1]);
+    }
+
+    #[test]
+    fn a_kept_loop_is_not_given_back_at_once_for_a_light_load() {
+        // Two loops serve more, yet each is lightly busy (a load waiting
+        // on the device): no swing between one and two loops every tick.
+        let mut p = Policy::new(2);
+        let (mut seen, mut on_two) = (Vec::new(), 0);
+        for _ in 0..600 {
+            let k = p.active();
+            on_two += (k == 2) as usize;
+            let demand = if k == 1 { vec![0.9] } else { vec![0.25, 0.25] };
+            if let Some(k) = p.tick([50e3, 60e3][k - 1], &demand) {
+                seen.push(k);
+            }
+        }
+        // Each try of one loop is measured and undone, and the tries
+        // grow apart (2 s, 4 s, 8 s ...).
+        assert!(seen.len() <= 12, "{seen:?}");
+        assert!(on_two > 540, "{on_two} of 600 ticks on two loops");
     }
 
     #[test]
