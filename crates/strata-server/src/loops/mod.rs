@@ -345,21 +345,17 @@ impl Job {
                 return;
             }
         };
-        let served = match (protocol, resume) {
-            (Protocol::Resp, r) => {
-                let r = r.and_then(|r| match r {
-                    Resume::Resp(p) => Some(p),
-                    Resume::Memcached(_) => None,
-                });
-                crate::connection::serve(shared.clone(), stream, handle.clone(), r).await
+        let served = match resume {
+            Some(Resume::Resp(p)) => {
+                crate::connection::serve(shared.clone(), stream, handle.clone(), Some(p)).await
             }
-            (Protocol::Memcached, r) => {
-                let r = r.and_then(|r| match r {
-                    Resume::Memcached(p) => Some(p),
-                    Resume::Resp(_) => None,
-                });
-                crate::memcache::serve(shared.clone(), stream, handle.clone(), r).await
+            Some(Resume::Memcached(p)) => {
+                crate::memcache::serve(shared.clone(), stream, handle.clone(), Some(p)).await
             }
+            None if protocol == Protocol::Resp => {
+                crate::connection::serve(shared.clone(), stream, handle.clone(), None).await
+            }
+            None => crate::memcache::serve(shared.clone(), stream, handle.clone(), None).await,
         };
         left_loop();
         match served {
@@ -431,6 +427,10 @@ fn control_thread(pool: std::sync::Weak<Pool>) {
         }
         let now = std::time::Instant::now();
         let mut sample = Vec::with_capacity(n);
+        // (A loop whose thread has not started yet: the next tick.)
+        if pool.slots.iter().any(|s| s.tid.load(Relaxed) == 0) {
+            continue;
+        }
         for s in &pool.slots {
             let tid = s.tid.load(Relaxed);
             let Some((run, wait)) = control::schedstat(tid) else {
