@@ -1,6 +1,6 @@
 //! Cold keys in packed index cells (`index/cell.rs`): a key whose value
-//! went to flash costs its 40-byte bucket, not a 40-byte bucket plus a
-//! boxed entry, and reads back exactly as before: its value, type,
+//! went to flash costs its 32-byte bucket, not a bucket plus a boxed
+//! entry, and reads back exactly as before: its value, type,
 //! length and idle time, through collector moves and a restart.
 
 mod common;
@@ -99,9 +99,10 @@ fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
         .map(|i| format!("k:{i}"))
         .find(|k| q::<String>(&mut con, &format!("DEBUG TIER {k}")).starts_with("tier:flash"))
         .expect("a key on flash");
-    // A packed key's RAM: its slot and table entry, no boxed entry.
+    // A packed key's RAM: its 32-byte bucket (the name inside) and its
+    // 5-byte table entry, no boxed entry.
     let usage: u64 = q(&mut con, &format!("MEMORY USAGE {cold}"));
-    assert!(usage < 64, "MEMORY USAGE {cold}: {usage}");
+    assert_eq!(usage, 32 + 5, "MEMORY USAGE {cold}");
     // A packed entry keeps no access time: its record's segment's age
     // stands for it, never the Unix epoch.
     let idle: u64 = q(&mut con, &format!("OBJECT IDLETIME {cold}"));

@@ -2,10 +2,11 @@
 //! nothing but a location, a version, a type and its CLOCK bits is
 //! *packed* into 15 bytes beside the key; one that also has a TTL or
 //! memcached flags keeps them in a 32-byte box beside the packed bytes
-//! (`Ext`); every other entry is a boxed [`Entry`]. A bucket is then 40
-//! bytes (24-byte key holder + 16-byte cell) where it was 72, and a
-//! flash-sized dataset, mostly cold, pays 40 bytes per key instead of 72
-//! (40 + 32 with a TTL); a hot key pays 40 + 80.
+//! (`Ext`); every other entry is a boxed [`Entry`]. The bucket
+//! (`bucket.rs`) stores a cell in its 15 bytes (the packed bytes, or the
+//! box's pointer) and its form in its meta byte: a flash-sized dataset,
+//! mostly cold, pays 32 bytes per key of up to 16 bytes (32 + 32 with a
+//! TTL); a hot key pays 32 + 80.
 //!
 //! Packed layout (120 bits, little-endian):
 //!
@@ -112,15 +113,6 @@ impl Cell {
         matches!(self, Cell::Full(_))
     }
 
-    /// The entry, borrowed if boxed, rebuilt if packed.
-    pub(super) fn entry(&self, key_len: usize) -> EntryRef<'_> {
-        match self {
-            Cell::Full(e) => EntryRef::Borrowed(e),
-            Cell::Packed(p) => EntryRef::Owned(unpack(key_len, p)),
-            Cell::Ext(x) => EntryRef::Owned(unpack_ext(key_len, x)),
-        }
-    }
-
     /// The entry, boxed first if packed (the caller may change anything).
     /// Returns the form it had.
     pub(super) fn entry_mut(&mut self, key_len: usize) -> (&mut Entry, Kind) {
@@ -187,6 +179,12 @@ fn pack(key_len: usize, e: &Entry) -> Option<[u8; 15]> {
     Some(p)
 }
 
+impl Ext {
+    pub(super) fn unpack(&self, key_len: usize) -> Entry {
+        unpack_ext(key_len, self)
+    }
+}
+
 fn unpack_ext(key_len: usize, x: &Ext) -> Entry {
     Entry {
         expire_at_ms: x.expire_at_ms,
@@ -195,7 +193,7 @@ fn unpack_ext(key_len: usize, x: &Ext) -> Entry {
     }
 }
 
-fn unpack(key_len: usize, p: &[u8; 15]) -> Entry {
+pub(super) fn unpack(key_len: usize, p: &[u8; 15]) -> Entry {
     let mut b = [0u8; 16];
     b[..15].copy_from_slice(p);
     let w = u128::from_le_bytes(b);
@@ -254,7 +252,7 @@ mod tests {
         ] {
             let c = Cell::new(5, e.clone());
             assert!(!c.is_full(), "{e:?}");
-            let back = c.entry(5).into_owned();
+            let back = c.into_entry(5);
             assert_eq!(format!("{back:?}"), format!("{e:?}"));
         }
     }
@@ -269,7 +267,7 @@ mod tests {
         for e in [ttl, flags] {
             let c = Cell::new(5, e.clone());
             assert_eq!(c.kind(), Kind::Ext, "{e:?}");
-            let back = c.entry(5).into_owned();
+            let back = c.into_entry(5);
             assert_eq!(format!("{back:?}"), format!("{e:?}"));
         }
     }

@@ -1,6 +1,8 @@
-//! `CompactKey`: a key stored inline when short (up to 22 bytes, the common
+//! `CompactKey`: a key stored inline when short (up to 16 bytes, the common
 //! case) and on the heap otherwise, in 24 bytes either way. Short keys cost
 //! no allocation (and no allocator header), which is most of a key's RAM.
+//! The limit is the map's ([`super::bucket::INLINE_KEY`]): a key owns heap
+//! bytes here exactly when it does in its bucket, and moves there as is.
 //!
 //! Hashing and equality are those of the byte slice, so maps keyed by
 //! `CompactKey` are looked up with `&[u8]`.
@@ -10,7 +12,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
 /// Longest key stored inline.
-pub const INLINE_MAX: usize = 22;
+pub const INLINE_MAX: usize = super::bucket::INLINE_KEY;
 
 #[derive(Clone)]
 pub enum CompactKey {
@@ -24,6 +26,15 @@ impl CompactKey {
         match self {
             CompactKey::Inline { .. } => 0,
             CompactKey::Heap(b) => b.len(),
+        }
+    }
+
+    /// Heap bytes `key` owns once it is a key (in a map or not).
+    pub fn heap_bytes_of(key: &[u8]) -> usize {
+        if key.len() <= INLINE_MAX {
+            0
+        } else {
+            key.len()
         }
     }
 }
@@ -90,9 +101,11 @@ mod tests {
         let short = CompactKey::from(&b"key:000000000123"[..]);
         assert!(matches!(short, CompactKey::Inline { .. }));
         assert_eq!(&*short, b"key:000000000123");
-        let long = CompactKey::from(&[7u8; 23][..]);
+        assert_eq!(CompactKey::heap_bytes_of(&short), 0);
+        let long = CompactKey::from(&[7u8; 17][..]);
         assert!(matches!(long, CompactKey::Heap(_)));
-        assert_eq!(long.heap_bytes(), 23);
+        assert_eq!(long.heap_bytes(), 17);
+        assert_eq!(CompactKey::heap_bytes_of(&long), 17);
         let empty = CompactKey::from(&b""[..]);
         assert_eq!(&*empty, b"");
     }
@@ -100,12 +113,7 @@ mod tests {
     #[test]
     fn hashes_like_the_byte_slice() {
         let s = foldhash::fast::FixedState::with_seed(1);
-        for k in [
-            &b""[..],
-            b"a",
-            b"0123456789012345678901",
-            b"01234567890123456789012",
-        ] {
+        for k in [&b""[..], b"a", b"0123456789012345", b"01234567890123456"] {
             assert_eq!(s.hash_one(CompactKey::from(k)), s.hash_one(k));
         }
     }

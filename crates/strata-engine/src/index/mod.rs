@@ -3,12 +3,13 @@
 //! `parking_lot::Mutex<Shard>` held only for short, non-blocking sections
 //! (never across I/O).
 //!
-//! Each database of a shard is a [`KeyMap`] (`map.rs`): per key a 40-byte
-//! bucket (24-byte `CompactKey` + 16-byte cell) and a 5-byte table slot,
-//! no stored hash. The cell (`cell.rs`) holds a cold entry packed (its
-//! location, version, type and CLOCK bits; a TTL and client flags in a
-//! 32-byte box beside) or else a boxed `Entry`: a cold key costs 40 bytes
-//! (72 with a TTL), a hot one 40 + 80 (its value's handle inline). Readers get an [`EntryRef`]
+//! Each database of a shard is a [`KeyMap`] (`map.rs`): per key a 32-byte
+//! bucket (`bucket.rs`: the key inline up to 16 bytes, else a pointer to
+//! it; the cell; a meta byte) and a 5-byte table slot, no stored hash.
+//! The cell (`cell.rs`) holds a cold entry packed (its location, version,
+//! type and CLOCK bits; a TTL and client flags in a 32-byte box beside) or
+//! else a boxed `Entry`: a cold key of up to 16 bytes costs 32 bytes (64
+//! with a TTL), a hot one 32 + 80 (its value's handle inline). Readers get an [`EntryRef`]
 //! (borrowed, or rebuilt from the packed cell); writers get `&mut Entry`,
 //! which boxes a packed entry first. Demotion, the collector and recovery
 //! pack the cold entries they leave behind; the CLOCK hand packs the ones
@@ -41,6 +42,7 @@
 //!    structure, or the type its cold record was written with); a write
 //!    that changes the type sets both in one critical section.
 
+mod bucket;
 mod cell;
 mod counters;
 mod key;
@@ -404,7 +406,7 @@ impl Shard {
             if e.flags & F_EXPLICIT_CAS != 0 {
                 e.flags &= !F_EXPLICIT_CAS;
                 if let Some(m) = self.explicit_cas.get_mut(db) {
-                    m.remove(&key[..]);
+                    m.remove(key);
                 }
             }
             return;
@@ -414,7 +416,7 @@ impl Shard {
             version: e.version,
             cas,
         };
-        let key = key.clone();
+        let key = Key::from(key);
         if self.explicit_cas.len() <= db {
             self.explicit_cas.resize_with(db + 1, HashMap::default);
         }

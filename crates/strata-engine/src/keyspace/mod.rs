@@ -244,8 +244,7 @@ impl Inner {
         }
         if let Some((k, e)) = sh.dbs[db].get_index_mut(idx) {
             e.flags |= dirty;
-            let k = k.clone();
-            self.journal_key(db, &k);
+            self.journal_key(db, k);
         }
     }
 
@@ -343,7 +342,7 @@ impl Engine {
     /// Metadata of a key (OBJECT, DEBUG TIER, TYPE, MEMORY USAGE).
     pub fn key_info(&self, db: usize, key: &[u8]) -> Option<KeyInfo> {
         let now = now_secs();
-        let heap = crate::index::CompactKey::from(key).heap_bytes() as u64;
+        let heap = crate::index::Key::heap_bytes_of(key) as u64;
         self.inner.with_live(db, key, |sh, e| KeyInfo {
             ram_bytes: sh.dbs[db].key_bytes(key)
                 + heap
@@ -476,7 +475,8 @@ impl Engine {
                 for &d in &dbs {
                     let map = std::mem::take(&mut sh.dbs[d]);
                     for (k, e) in map.iter() {
-                        sh.acct.entry_removed(d, k.heap_bytes(), &e);
+                        sh.acct
+                            .entry_removed(d, crate::index::Key::heap_bytes_of(k), &e);
                     }
                     sh.hand[d] = 0;
                     sh.expire_cursor[d] = 0;

@@ -167,7 +167,7 @@ pub(super) fn demote_chunk(
                             .iter()
                             .map(|p| p.value.len() + k.len() + 32)
                             .sum::<usize>();
-                        chunk_victims.push((inner.dbmap.id(db), Box::<[u8]>::from(&k[..]), st));
+                        chunk_victims.push((inner.dbmap.id(db), Box::<[u8]>::from(k), st));
                     }
                     if bytes >= inner.write_chunk {
                         break;
@@ -221,7 +221,7 @@ pub(super) fn demote_chunk(
                     shard: si,
                     pos: i,
                     db: inner.dbmap.id(db),
-                    key: Box::from(&k[..]),
+                    key: Box::from(k),
                     value: h.value.to_bytes(),
                     version: e.version,
                     expire_at_ms: e.expire_at_ms,

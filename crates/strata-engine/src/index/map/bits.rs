@@ -1,6 +1,6 @@
 //! `Bits`: one bit per bucket position, set where the bucket's cell is
 //! boxed whole (`Cell::Full`: every entry in RAM is). The demotion hand
-//! walks these words instead of the 40-byte buckets: in a flash-sized
+//! walks these words instead of the 32-byte buckets: in a flash-sized
 //! dataset most keys are packed and cold, and reading their buckets only
 //! to pass them was a fifth of the tiering thread's time (`perf record -t`
 //! of it under SETs that demote).

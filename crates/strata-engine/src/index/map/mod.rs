@@ -1,27 +1,29 @@
 //! `KeyMap`: one database's keys in one shard. An insertion-ordered array
 //! of (key, entry) buckets, found through a hash table of 4-byte positions.
 //!
-//! Layout, per key: one bucket in `buckets` (the key holder and the entry)
-//! and one slot of `table` (a `u32` position plus hashbrown's control byte,
-//! which keeps 7 bits of the hash, so a probe compares keys only on a
-//! likely match). No hash is stored: growing the table rehashes the keys,
+//! Layout, per key: one 32-byte bucket in `buckets` (the key and its
+//! cell, `bucket.rs`) and one slot of `table` (a `u32` position plus
+//! hashbrown's control byte, which keeps 7 bits of the hash, so a probe
+//! compares keys only on a likely match). No hash is stored: growing the table rehashes the keys,
 //! which costs less than 8 bytes per key kept for ever.
 //!
 //! Invariants:
 //! 1. `table` holds exactly the positions `0..buckets.len()`, each once, and
-//!    the slot of position `i` was found by the hash of `buckets[i].0`.
+//!    the slot of position `i` was found by the hash of `buckets[i]`'s key.
 //! 2. Positions are stable except across `swap_remove_index`, which moves
 //!    the last bucket into the hole (as `IndexMap::swap_remove` does): the
 //!    demotion hand and the expiry cursor walk positions, and tolerate that.
-//! 3. `buckets` grows by an eighth, not by doubling: it is most of the
-//!    index's RAM, and doubling would leave a third of it idle on average.
-//!    The table doubles (5 bytes per slot).
+//! 3. `buckets` grows a segment at a time (`segs.rs`), never by doubling
+//!    or copying: it is most of the index's RAM, and doubling would leave
+//!    a third of it idle on average. The table doubles (5 bytes per slot).
 //! 4. `full` has bit `i` set iff `buckets[i]`'s cell is boxed whole
 //!    (`bits.rs`): the demotion hand finds entries in RAM through it.
 
 mod bits;
 mod prefetch;
+mod segs;
 
+use super::bucket::Bucket;
 use super::cell::{Cell, EntryRef, Ext, Kind};
 use super::{Entry, Hasher, Hot, Key, Slot, Value, F_REFERENCED};
 use hashbrown::HashTable;
@@ -33,7 +35,7 @@ pub const MAX_KEYS: usize = u32::MAX as usize;
 #[derive(Default)]
 pub struct KeyMap {
     table: HashTable<u32>,
-    buckets: Vec<(Key, Cell)>,
+    buckets: segs::Segs,
     /// How many cells are boxed whole, and how many have an `Ext` box
     /// (their boxes are this map's RAM too).
     boxed: usize,
@@ -80,7 +82,7 @@ impl KeyMap {
     /// its boxed entries and its table's slots and control bytes. Keys'
     /// own heap bytes are not included (the shard counts them).
     pub fn allocated_bytes(&self) -> u64 {
-        let buckets = self.buckets.capacity() * std::mem::size_of::<(Key, Cell)>();
+        let buckets = self.buckets.allocated_bytes();
         let boxes =
             self.boxed * std::mem::size_of::<Entry>() + self.ext * std::mem::size_of::<Ext>();
         (buckets + boxes + self.table.allocation_size() + self.full.allocated_bytes()) as u64
@@ -90,7 +92,7 @@ impl KeyMap {
     /// entry and its table slot (for admission and sizing; a cold key
     /// packed later gives the box back).
     pub const fn bytes_per_key() -> u64 {
-        (std::mem::size_of::<(Key, Cell)>()
+        (std::mem::size_of::<Bucket>()
             + std::mem::size_of::<Entry>()
             + std::mem::size_of::<u32>()
             + 1) as u64
@@ -98,13 +100,13 @@ impl KeyMap {
 
     /// Bytes of one packed key's bucket and table slot.
     pub const fn packed_bytes_per_key() -> u64 {
-        (std::mem::size_of::<(Key, Cell)>() + std::mem::size_of::<u32>() + 1) as u64
+        (std::mem::size_of::<Bucket>() + std::mem::size_of::<u32>() + 1) as u64
     }
 
     /// Bytes `key` takes in this map: its bucket and table slot, and its
     /// cell's box if it has one (MEMORY USAGE).
     pub fn key_bytes(&self, key: &[u8]) -> u64 {
-        let boxed = match self.get_index_of(key).map(|i| self.buckets[i].1.kind()) {
+        let boxed = match self.get_index_of(key).map(|i| self.buckets[i].kind()) {
             Some(Kind::Full) => std::mem::size_of::<Entry>(),
             Some(Kind::Ext) => std::mem::size_of::<Ext>(),
             _ => 0,
@@ -121,7 +123,7 @@ impl KeyMap {
         let h = self.hash(key);
         let b = &self.buckets;
         self.table
-            .find(h, |&i| &b[i as usize].0[..] == key)
+            .find(h, |&i| b[i as usize].key() == key)
             .map(|&i| i as usize)
     }
 
@@ -130,7 +132,7 @@ impl KeyMap {
     /// then through the table (a removal may have moved it since).
     pub fn get_index_of_from(&self, hint: usize, key: &[u8]) -> Option<usize> {
         match self.buckets.get(hint) {
-            Some((k, _)) if k[..] == *key => Some(hint),
+            Some(b) if b.key() == key => Some(hint),
             _ => self.get_index_of(key),
         }
     }
@@ -145,29 +147,34 @@ impl KeyMap {
         Some(self.at_mut(i))
     }
 
-    pub fn get_full(&self, key: &[u8]) -> Option<(usize, &Key, EntryRef<'_>)> {
+    pub fn get_full(&self, key: &[u8]) -> Option<(usize, &[u8], EntryRef<'_>)> {
         let i = self.get_index_of(key)?;
-        let (k, c) = &self.buckets[i];
-        Some((i, k, c.entry(k.len())))
+        let b = &self.buckets[i];
+        Some((i, b.key(), b.entry()))
     }
 
-    pub fn get_index(&self, i: usize) -> Option<(&Key, EntryRef<'_>)> {
-        self.buckets.get(i).map(|(k, c)| (k, c.entry(k.len())))
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], EntryRef<'_>)> {
+        self.buckets.get(i).map(|b| (b.key(), b.entry()))
     }
 
     /// The key and entry at `i`, the entry boxed first if it was packed.
-    pub fn get_index_mut(&mut self, i: usize) -> Option<(&Key, &mut Entry)> {
-        let (k, c) = self.buckets.get_mut(i)?;
-        let (e, was) = c.entry_mut(k.len());
+    pub fn get_index_mut(&mut self, i: usize) -> Option<(&[u8], &mut Entry)> {
+        let b = self.buckets.get_mut(i)?;
+        let was = b.entry_mut().1;
         Self::boxing(&mut self.boxed, &mut self.ext, was);
         self.full.set(i, true);
-        Some((&*k, e))
+        let b = &mut self.buckets[i];
+        // (The key and the boxed entry are disjoint: the entry is behind
+        // the bucket's pointer.)
+        let e: *mut Entry = b.full_mut().expect("boxed above");
+        // SAFETY: `e` points into the bucket's own box, not its bytes; the
+        // two borrows share the lifetime of `&mut self`.
+        Some((b.key(), unsafe { &mut *e }))
     }
 
     /// The entry at `i` (panics if there is none).
     pub fn at(&self, i: usize) -> EntryRef<'_> {
-        let (k, c) = &self.buckets[i];
-        c.entry(k.len())
+        self.buckets[i].entry()
     }
 
     /// The first position in `from..end` whose entry is boxed (so may be
@@ -180,17 +187,13 @@ impl KeyMap {
     /// The entry at `i` if it is boxed, borrowed (a packed entry is
     /// always cold: what lives in RAM is always boxed).
     pub fn boxed_at(&self, i: usize) -> Option<&Entry> {
-        match &self.buckets.get(i)?.1 {
-            Cell::Full(e) => Some(e),
-            Cell::Packed(_) | Cell::Ext(_) => None,
-        }
+        self.buckets.get(i)?.full()
     }
 
     /// The entry at `i`, boxed first if it was packed (panics if there is
     /// none).
     pub fn at_mut(&mut self, i: usize) -> &mut Entry {
-        let (k, c) = &mut self.buckets[i];
-        let (e, was) = c.entry_mut(k.len());
+        let (e, was) = self.buckets[i].entry_mut();
         Self::boxing(&mut self.boxed, &mut self.ext, was);
         self.full.set(i, true);
         e
@@ -203,22 +206,25 @@ impl KeyMap {
     /// counter stay as they were. Whether anything moved; None: a packed
     /// entry, nothing to look at.
     pub fn defrag_at(&mut self, i: usize, should_move: fn(*const u8) -> bool) -> Option<bool> {
-        let Cell::Full(e) = &mut self.buckets.get_mut(i)?.1 else {
-            return None;
-        };
+        let e = self.buckets.get_mut(i)?.full_mut()?;
         // The box first (each boxed entry is 80 bytes of its own).
-        let boxed = should_move(&**e as *const Entry as *const u8);
+        let boxed = should_move(e as *const Entry as *const u8);
         if boxed {
             // SAFETY: the entry's bytes are moved to the new box, and the
             // old box's memory is freed without dropping them: the value
             // is owned once, by the new box (nothing between can unwind:
             // allocation failure aborts).
-            let moved = Box::new(unsafe { std::ptr::read(&**e) });
-            let old = std::mem::replace(e, moved);
+            let b = &mut self.buckets[i];
+            let Cell::Full(old) = b.replace(Cell::Packed([0; 15])) else {
+                unreachable!("boxed above");
+            };
+            let moved = Box::new(unsafe { std::ptr::read(&*old) });
             drop(unsafe {
                 Box::from_raw(Box::into_raw(old).cast::<std::mem::MaybeUninit<Entry>>())
             });
+            b.replace(Cell::Full(moved));
         }
+        let e = self.buckets[i].full_mut()?;
         let Slot::Hot(Hot {
             value: Value::Str(b),
             ..
@@ -243,9 +249,9 @@ impl KeyMap {
             return;
         };
         if !entry {
-            prefetch_lines(b, std::mem::size_of::<(Key, Cell)>());
-        } else if let Cell::Full(e) = &b.1 {
-            prefetch_lines(&**e, std::mem::size_of::<Entry>());
+            prefetch_lines(b, std::mem::size_of::<Bucket>());
+        } else if let Some(e) = b.full() {
+            prefetch_lines(e, std::mem::size_of::<Entry>());
         }
     }
 
@@ -261,13 +267,13 @@ impl KeyMap {
     /// Packs the entry at `i` if it can be (`cell.rs`, invariant 1);
     /// returns whether it did.
     pub fn pack(&mut self, i: usize) -> bool {
-        let Some((k, c)) = self.buckets.get_mut(i) else {
+        let Some(b) = self.buckets.get_mut(i) else {
             return false;
         };
-        if !c.is_full() {
+        if !b.is_full() {
             return false;
         }
-        match c.try_pack(k.len()) {
+        match b.try_pack() {
             Kind::Full => return false,
             Kind::Packed => {}
             Kind::Ext => self.ext += 1,
@@ -318,23 +324,20 @@ impl KeyMap {
     pub fn insert_full(&mut self, key: Key, entry: Entry) -> (usize, Option<Entry>) {
         let h = self.hash(&key);
         let b = &self.buckets;
-        if let Some(&i) = self.table.find(h, |&i| b[i as usize].0[..] == key[..]) {
+        if let Some(&i) = self.table.find(h, |&i| b[i as usize].key() == &key[..]) {
             let cell = self.cell(&key, entry);
             self.full.set(i as usize, cell.is_full());
-            let old = std::mem::replace(&mut self.buckets[i as usize].1, cell);
+            let old = self.buckets[i as usize].replace(cell);
             return (i as usize, Some(self.take(key.len(), old)));
         }
         let i = self.buckets.len();
         assert!(i < MAX_KEYS, "a shard's database holds at most 2^32-1 keys");
-        if i == self.buckets.capacity() {
-            self.buckets.reserve_exact((i / 8).max(16));
-        }
         let cell = self.cell(&key, entry);
         self.full.set(i, cell.is_full());
-        self.buckets.push((key, cell));
+        self.buckets.push(Bucket::new(key, cell));
         let (b, hasher) = (&self.buckets, &self.hasher);
         self.table
-            .insert_unique(h, i as u32, |&j| hasher.hash_one(&b[j as usize].0[..]));
+            .insert_unique(h, i as u32, |&j| hasher.hash_one(b[j as usize].key()));
         self.note_table();
         (i, None)
     }
@@ -350,7 +353,7 @@ impl KeyMap {
         if i > last {
             return None;
         }
-        let h = self.hash(&self.buckets[i].0);
+        let h = self.hash(self.buckets[i].key());
         match self.table.find_entry(h, |&p| p as usize == i) {
             Ok(slot) => {
                 slot.remove();
@@ -358,14 +361,14 @@ impl KeyMap {
             Err(_) => unreachable!("invariant 1: every position is in the table"),
         }
         if i != last {
-            let hl = self.hash(&self.buckets[last].0);
+            let hl = self.hash(self.buckets[last].key());
             let p = self
                 .table
                 .find_mut(hl, |&p| p as usize == last)
                 .expect("invariant 1: every position is in the table");
             *p = i as u32;
         }
-        let (k, c) = self.buckets.swap_remove(i);
+        let (k, c) = self.buckets.swap_remove(i).into_parts();
         self.full.swap_remove(i, last);
         let e = self.take(k.len(), c);
         Some((k, e))
@@ -382,27 +385,27 @@ impl KeyMap {
         self.buckets.reserve_exact(n);
         let (b, hasher) = (&self.buckets, &self.hasher);
         self.table
-            .reserve(n, |&j| hasher.hash_one(&b[j as usize].0[..]));
+            .reserve(n, |&j| hasher.hash_one(b[j as usize].key()));
         self.note_table();
     }
 
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Key, EntryRef<'_>)> + '_ {
-        self.buckets.iter().map(|(k, c)| (k, c.entry(k.len())))
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], EntryRef<'_>)> + '_ {
+        self.buckets.iter().map(|b| (b.key(), b.entry()))
     }
 
     pub fn values(&self) -> impl ExactSizeIterator<Item = EntryRef<'_>> + DoubleEndedIterator + '_ {
-        self.buckets.iter().map(|(k, c)| c.entry(k.len()))
+        self.buckets.iter().map(|b| b.entry())
     }
 
     /// Keeps the entries `f` approves, in their order; rebuilds the table.
     #[cfg(test)]
     pub fn retain(&mut self, mut f: impl FnMut(&Key, &Entry) -> bool) {
         let before = self.buckets.len();
-        self.buckets.retain(|(k, c)| f(k, &c.entry(k.len())));
+        self.buckets.retain(|b| f(&Key::from(b.key()), &b.entry()));
         if self.buckets.len() != before {
-            self.boxed = self.buckets.iter().filter(|(_, c)| c.is_full()).count();
+            self.boxed = self.buckets.iter().filter(|b| b.is_full()).count();
             self.ext = (self.buckets.iter())
-                .filter(|(_, c)| c.kind() == Kind::Ext)
+                .filter(|b| b.kind() == Kind::Ext)
                 .count();
             self.rebuild_table();
         }
@@ -412,14 +415,14 @@ impl KeyMap {
     fn rebuild_table(&mut self) {
         self.table.clear();
         self.full.clear();
-        for (i, (_, c)) in self.buckets.iter().enumerate() {
-            self.full.set(i, c.is_full());
+        for (i, b) in self.buckets.iter().enumerate() {
+            self.full.set(i, b.is_full());
         }
         let (b, hasher) = (&self.buckets, &self.hasher);
-        for (i, (k, _)) in b.iter().enumerate() {
+        for (i, k) in b.iter().enumerate() {
             self.table
-                .insert_unique(hasher.hash_one(&k[..]), i as u32, |&j| {
-                    hasher.hash_one(&b[j as usize].0[..])
+                .insert_unique(hasher.hash_one(k.key()), i as u32, |&j| {
+                    hasher.hash_one(b[j as usize].key())
                 });
         }
         self.note_table();
@@ -428,10 +431,13 @@ impl KeyMap {
 
 impl IntoIterator for KeyMap {
     type Item = (Key, Entry);
-    type IntoIter =
-        std::iter::Map<std::vec::IntoIter<(Key, Cell)>, fn((Key, Cell)) -> (Key, Entry)>;
+    type IntoIter = std::iter::Map<
+        std::iter::Flatten<std::vec::IntoIter<Vec<Bucket>>>,
+        fn(Bucket) -> (Key, Entry),
+    >;
     fn into_iter(self) -> Self::IntoIter {
-        fn unpack((k, c): (Key, Cell)) -> (Key, Entry) {
+        fn unpack(b: Bucket) -> (Key, Entry) {
+            let (k, c) = b.into_parts();
             let e = c.into_entry(k.len());
             (k, e)
         }

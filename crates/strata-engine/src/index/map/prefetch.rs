@@ -14,7 +14,7 @@
 //! elsewhere: a prefetch only hints (it never faults, never changes what
 //! a lookup finds), so lookups stay right; the test below would fail.
 
-use super::{prefetch_lines, Cell, Hot, Key, KeyMap, Slot, Value};
+use super::{prefetch_lines, Bucket, Hot, KeyMap, Slot, Value};
 
 impl KeyMap {
     /// Recomputes `table_base` if the table reallocated (called after
@@ -25,10 +25,10 @@ impl KeyMap {
             return;
         }
         self.table_base = (0, n);
-        let Some((k, _)) = self.buckets.first() else {
+        let Some(b) = self.buckets.first() else {
             return;
         };
-        let h = self.hash(k);
+        let h = self.hash(b.key());
         let Some(idx) = self.table.find_bucket_index(h, |&p| p == 0) else {
             return;
         };
@@ -58,14 +58,14 @@ impl KeyMap {
     pub fn prefetch_bucket(&self, hash: u64) -> Option<usize> {
         let idx = self.table.iter_hash_buckets(hash).next()?;
         let p = *self.table.get_bucket(idx)? as usize;
-        prefetch_lines(self.buckets.get(p)?, std::mem::size_of::<(Key, Cell)>());
+        prefetch_lines(self.buckets.get(p)?, std::mem::size_of::<Bucket>());
         Some(p)
     }
 
     /// Fourth pass (the third hints the boxed entry, `KeyMap::prefetch`):
     /// hints the first bytes of the hot string at `i`.
     pub fn prefetch_value(&self, i: usize) {
-        if let Some((_, Cell::Full(e))) = self.buckets.get(i) {
+        if let Some(e) = self.buckets.get(i).and_then(Bucket::full) {
             if let Slot::Hot(Hot {
                 value: Value::Str(b),
                 ..
@@ -95,6 +95,7 @@ fn hint(addr: usize) {
 #[cfg(test)]
 mod tests {
     use super::super::tests::entry;
+    use super::super::Key;
     use super::*;
 
     /// The layout the hints assume: every key's slot lies where `base`

@@ -72,7 +72,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                         if h.backing.is_none() && e.flags & F_STASHING == 0 {
                             pending.push(Pending {
                                 db: inner.dbmap.id(db),
-                                key: Box::from(&k[..]),
+                                key: Box::from(k),
                                 value: h.value.to_bytes(),
                                 version: e.version,
                                 expire_at_ms: e.expire_at_ms,
@@ -129,7 +129,7 @@ fn save_chunked(
             for (k, e) in map.iter() {
                 if let Slot::Chunked(c) = &e.slot {
                     if let Some(st) = capture_chunked(c, e.version, e.expire_at_ms) {
-                        states.push((inner.dbmap.id(db), Box::<[u8]>::from(&k[..]), st));
+                        states.push((inner.dbmap.id(db), Box::<[u8]>::from(k), st));
                     }
                 }
             }

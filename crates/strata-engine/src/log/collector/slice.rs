@@ -189,8 +189,8 @@ impl Collector {
                 } else {
                     // No tombstone: the oldest segment holds every record
                     // of this key (newer records would be in newer segments).
-                    if let Some(k) = sh.dbs[db].get_index(idx).map(|(k, _)| k.clone()) {
-                        inner.observe(db, &k, crate::keyspace::observe::KeyChange::Evicted);
+                    if let Some((k, _)) = sh.dbs[db].get_index(idx) {
+                        inner.observe(db, k, crate::keyspace::observe::KeyChange::Evicted);
                     }
                     inner.remove_index_quiet(sh, db, idx);
                 }

@@ -59,7 +59,7 @@ pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
                                     continue;
                                 }
                                 let key: Box<[u8]> =
-                                    Box::from(&sh.dbs[d].get_index(i).map(|(k, _)| k).unwrap()[..]);
+                                    Box::from(sh.dbs[d].get_index(i).map(|(k, _)| k).unwrap());
                                 let tail = chunks.get(&(d as u16, key.clone()));
                                 let (keep, bad) = resolve(
                                     inner,
