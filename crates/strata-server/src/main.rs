@@ -8,12 +8,20 @@ use strata_server::LogReloader;
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
 
-/// jemalloc's settings (read at its start): freed pages go back to the OS
-/// within about a second, by one background purging thread (issue #12: RSS
-/// tracks `used_memory` after values leave RAM).
+/// jemalloc's settings (read at its start):
+/// - freed pages go back to the OS within about a second, by one
+///   background purging thread (issue #12: RSS tracks `used_memory` after
+///   values leave RAM);
+/// - value-sized classes (128 B to 4 KiB) take 64 KiB slabs, where
+///   jemalloc's default is the smallest exact fit (a 512-byte class: one
+///   4 KiB page, 8 regions). Demotion frees values all over their slabs;
+///   with 8 regions each, refilling a thread's cache took a slab from the
+///   arena's heap for every one or two regions (`edata_heap_remove_first`,
+///   5% of the server under SETs that demote). With 128, the same refill
+///   takes a slab or two (BENCHMARKS.md, issue 12, ninth session).
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static MALLOC_CONF: &[u8; 68] =
-    b"background_thread:true,max_background_threads:1,dirty_decay_ms:1000\0";
+static MALLOC_CONF: &[u8; 91] =
+    b"background_thread:true,max_background_threads:1,dirty_decay_ms:1000,slab_sizes:128-4096:16\0";
 
 fn main() {
     CountingAlloc::mark_installed();
