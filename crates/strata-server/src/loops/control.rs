@@ -14,8 +14,9 @@
 //!   one fewer; it measures the rate for `MEASURE` ticks after one tick
 //!   of settling, and keeps the new count only if it served more (one loop
 //!   more: ≥ `GAIN` × the rate before) or nearly as much (one loop fewer:
-//!   ≥ `KEEP_FEWER` × the rate before); else it goes back and doubles its
-//!   back-off (2 s up to 60 s). The rate before is the mean of the last
+//!   ≥ `KEEP_FEWER` × the rate before); else it goes back. Either way it
+//!   doubles its back-off (2 s up to 60 s): a kept count was just found
+//!   better than the one it left, which a probe back would only re-learn. The rate before is the mean of the last
 //!   `MEASURE` ticks, and only a steady one (each tick within `STEADY` of
 //!   the mean) starts a probe. A rate that moves by a third starts the
 //!   back-off again (a new load).
@@ -148,8 +149,12 @@ impl Policy {
                 self.state = State::Stable;
                 self.recent.clear();
                 if keep {
+                    // The count left was just measured worse (or no
+                    // better): trying it again soon would pay the worse
+                    // count for a probe's length to learn nothing, so the
+                    // back-off grows here too (a new load resets it).
                     self.reference = after;
-                    self.backoff = BACKOFF_MIN;
+                    self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
                     self.next_probe = self.now + self.backoff;
                     None
                 } else {
@@ -259,6 +264,13 @@ mod tests {
         let seen = run(&mut p, 10, &[580e3, 730e3], 0.97);
         assert_eq!(seen.first(), Some(&2));
         assert_eq!(p.active(), 2);
+        // One loop was just measured worse: it is tried again only after
+        // the doubled back-off (4 s), not 2 s later (a 3-second benchmark
+        // run no longer pays a probe of the worse count).
+        let seen = run(&mut p, 35, &[580e3, 730e3], 0.97);
+        assert!(seen.is_empty(), "{seen:?}");
+        let seen = run(&mut p, 10, &[580e3, 730e3], 0.97);
+        assert_eq!(seen, vec![1, 2]);
     }
 
     #[test]
