@@ -37,12 +37,30 @@ struct Victim {
     pos: usize,
     /// The database's id (what the record names; `keyspace::swapdb`).
     db: u16,
-    key: Box<[u8]>,
+    /// Where its key is in the chunk's `Keys` (one buffer for all the
+    /// chunk's keys: no allocation per victim).
+    key: std::ops::Range<usize>,
     value: Bytes,
     version: u64,
     expire_at_ms: u64,
     meta: ItemMeta,
     loc: Option<FlashLoc>,
+}
+
+/// The keys of a chunk's victims, end to end.
+#[derive(Default)]
+struct Keys(Vec<u8>);
+
+impl Keys {
+    fn push(&mut self, k: &[u8]) -> std::ops::Range<usize> {
+        let start = self.0.len();
+        self.0.extend_from_slice(k);
+        start..self.0.len()
+    }
+
+    fn of(&self, v: &Victim) -> &[u8] {
+        &self.0[v.key.clone()]
+    }
 }
 
 /// What one demotion step did.
@@ -64,6 +82,7 @@ pub(super) fn demote_chunk(
     let min = inner.tun.min_value_size.load(Relaxed) as usize;
     let nshards = inner.shards.len();
     let mut victims: Vec<Victim> = Vec::new();
+    let mut keys = Keys::default();
     let mut chunk_victims: Vec<(u16, Box<[u8]>, ChunkedState)> = Vec::new();
     // Dirty values were left to the journal: wake it.
     let mut journal_due = false;
@@ -221,7 +240,7 @@ pub(super) fn demote_chunk(
                     shard: si,
                     pos: i,
                     db: inner.dbmap.id(db),
-                    key: Box::from(k),
+                    key: keys.push(k),
                     value: h.value.to_bytes(),
                     version: e.version,
                     expire_at_ms: e.expire_at_ms,
@@ -240,8 +259,9 @@ pub(super) fn demote_chunk(
             sh.hand[db] = hand;
             for i in with_cas {
                 let v = &mut victims[i];
-                if let Some(e) = sh.dbs[db].get(&v.key) {
-                    v.meta = sh.item_meta(db, &v.key, &e);
+                let key = keys.of(v);
+                if let Some(e) = sh.dbs[db].get(key) {
+                    v.meta = sh.item_meta(db, key, &e);
                 }
             }
         }
@@ -273,9 +293,9 @@ pub(super) fn demote_chunk(
         .stats
         .pending_stashes
         .store(victims.len() as u64, Relaxed);
-    let result = write_victims(inner, writer, &mut victims);
+    let result = write_victims(inner, writer, &mut victims, &keys);
     inner.stats.pending_stashes.store(0, Relaxed);
-    let published = publish(inner, &victims);
+    let published = publish(inner, &victims, &keys);
     result.map(|()| Progress {
         moved: published + freed,
         spared,
@@ -402,6 +422,7 @@ fn write_victims(
     inner: &Inner,
     writer: &mut SegmentWriter,
     victims: &mut [Victim],
+    keys: &Keys,
 ) -> Result<(), AppendError> {
     let mut r = Ok(());
     // The values were written long ago and are out of cache: each one's
@@ -415,8 +436,9 @@ fn write_victims(
             prefetch_lines(&a.value[..], a.value.len().min(PREFETCH_MAX));
         }
         let v = &mut victims[k];
-        let h = RecordHeader::value(v.db, &v.key, v.value.len(), v.version, v.expire_at_ms);
-        match writer.append_item(&h, &v.key, &v.meta, &v.value, inner.capacity) {
+        let key = keys.of(v);
+        let h = RecordHeader::value(v.db, key, v.value.len(), v.version, v.expire_at_ms);
+        match writer.append_item(&h, key, &v.meta, &v.value, inner.capacity) {
             Ok(loc) => v.loc = Some(loc),
             Err(e) => {
                 r = Err(e);
@@ -450,14 +472,27 @@ fn write_victims(
 /// Victims come shard by shard (the hands' order): a shard's lock is taken
 /// once for a run of its victims, at most `PUBLISH_RUN` of them, so writers
 /// to it wait for one short run, not for the whole chunk.
-fn publish(inner: &Inner, victims: &[Victim]) -> usize {
+fn publish(inner: &Inner, victims: &[Victim], keys: &Keys) -> usize {
     const PUBLISH_RUN: usize = 64;
+    // Victims ahead of the one published whose boxes are prefetched (their
+    // buckets twice as far: a box is found through its bucket). Written a
+    // chunk ago, neither is in cache any more: each was a miss in turn.
+    const AHEAD: usize = 8;
     let mut n = 0;
     for run in victims.chunk_by(|a, b| a.shard == b.shard) {
         for run in run.chunks(PUBLISH_RUN) {
             let mut guard = inner.shards[run[0].shard].lock();
-            for v in run {
-                n += publish_one(inner, &mut guard, v);
+            let sh = &mut *guard;
+            for j in 0..run.len() + 2 * AHEAD {
+                if let Some(v) = run.get(j) {
+                    sh.dbs[inner.dbmap.logical(v.db)].prefetch(v.pos, false);
+                }
+                if let Some(v) = j.checked_sub(AHEAD).and_then(|j| run.get(j)) {
+                    sh.dbs[inner.dbmap.logical(v.db)].prefetch(v.pos, true);
+                }
+                if let Some(v) = j.checked_sub(2 * AHEAD).and_then(|j| run.get(j)) {
+                    n += publish_one(inner, sh, v, keys.of(v));
+                }
             }
         }
     }
@@ -465,12 +500,12 @@ fn publish(inner: &Inner, victims: &[Victim]) -> usize {
 }
 
 /// `publish` for one victim, under its shard's lock; 1 if it left RAM.
-fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim) -> usize {
+fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim, key: &[u8]) -> usize {
     let d = inner.dbmap.logical(v.db);
-    let Some(idx) = sh.dbs[d].get_index_of_from(v.pos, &v.key) else {
+    let Some(idx) = sh.dbs[d].get_index_of_from(v.pos, key) else {
         return 0;
     };
-    let meta = sh.item_meta(d, &v.key, &sh.dbs[d].at(idx));
+    let meta = sh.item_meta(d, key, &sh.dbs[d].at(idx));
     let e = sh.dbs[d].at_mut(idx);
     if e.version != v.version {
         // Boxed above to look: packed again if it can be.
