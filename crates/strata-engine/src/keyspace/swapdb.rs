@@ -35,6 +35,9 @@ pub struct DbMapping {
     pub record: InForce,
     /// Some SWAPDB ran (this run), or a mapping was recovered.
     swapped: std::sync::atomic::AtomicBool,
+    /// Changes of the mapping so far (a walk that releases shard locks
+    /// between steps sees whether the maps moved under it).
+    changes: std::sync::atomic::AtomicU64,
 }
 
 impl DbMapping {
@@ -45,6 +48,7 @@ impl DbMapping {
             logical: n(),
             record: InForce::default(),
             swapped: std::sync::atomic::AtomicBool::new(false),
+            changes: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -58,6 +62,12 @@ impl DbMapping {
         self.logical
             .get(id as usize)
             .map_or(id as usize, |a| a.load(Relaxed) as usize)
+    }
+
+    /// How many times the mapping changed (caller holds a shard lock:
+    /// a change holds them all).
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Relaxed)
     }
 
     /// Logical database -> id, as the record of kind 7 holds it.
@@ -75,6 +85,7 @@ impl DbMapping {
     /// Installs `ids` (logical -> id; a permutation) at recovery.
     pub(crate) fn set(&self, ids: &[u16]) {
         self.swapped.store(true, Relaxed);
+        self.changes.fetch_add(1, Relaxed);
         for (d, &id) in ids.iter().enumerate() {
             self.ids[d].store(id, Relaxed);
             self.logical[id as usize].store(d as u16, Relaxed);
@@ -83,6 +94,7 @@ impl DbMapping {
 
     fn swap(&self, a: usize, b: usize) {
         self.swapped.store(true, Relaxed);
+        self.changes.fetch_add(1, Relaxed);
         let (ia, ib) = (self.id(a), self.id(b));
         self.ids[a].store(ib, Relaxed);
         self.ids[b].store(ia, Relaxed);

@@ -315,10 +315,12 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
         vtype: e.meta.vtype as u8,
     };
     let k = CompactKey::from(e.key);
-    sh.acct.entry_added(d, k.heap_bytes(), &entry);
+    let heap = k.heap_bytes();
+    sh.acct.entry_added(d, heap, &entry);
     let (idx, old) = sh.dbs[d].insert_full(k, entry);
     if let Some(old) = old {
-        sh.acct.entry_removed(d, 0, &old);
+        // A key copied twice (checkpoint invariant 3): counted once.
+        sh.acct.entry_removed(d, heap, &old);
     }
     if e.meta.stale || e.meta.explicit_cas.is_some() {
         sh.apply_item_meta(d, idx, &e.meta);
