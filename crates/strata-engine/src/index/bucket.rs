@@ -24,8 +24,9 @@
 use super::cell::{Cell, EntryRef, Ext, Kind};
 use super::{Entry, Key};
 
-/// Longest key held inside its bucket.
-pub(super) const INLINE_KEY: usize = 16;
+/// Longest key held inside its bucket (`CompactKey`'s limit too, so a
+/// key owns heap bytes in both or in neither).
+const INLINE_KEY: usize = super::key::INLINE_MAX;
 
 const LEN_MASK: u8 = 0x1f;
 const HEAP: u8 = 0x20;

@@ -1,8 +1,9 @@
 //! `CompactKey`: a key stored inline when short (up to 16 bytes, the common
 //! case) and on the heap otherwise, in 24 bytes either way. Short keys cost
 //! no allocation (and no allocator header), which is most of a key's RAM.
-//! The limit is the map's ([`super::bucket::INLINE_KEY`]): a key owns heap
-//! bytes here exactly when it does in its bucket, and moves there as is.
+//! The limit is the map's (`bucket.rs` takes it from here): a key owns
+//! heap bytes here exactly when it does in its bucket, and moves there as
+//! is.
 //!
 //! Hashing and equality are those of the byte slice, so maps keyed by
 //! `CompactKey` are looked up with `&[u8]`.
@@ -12,7 +13,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
 /// Longest key stored inline.
-pub const INLINE_MAX: usize = super::bucket::INLINE_KEY;
+pub const INLINE_MAX: usize = 16;
 
 #[derive(Clone)]
 pub enum CompactKey {

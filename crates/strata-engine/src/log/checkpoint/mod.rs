@@ -26,7 +26,8 @@
 //!    missed; one may be copied twice (recovery keeps the last copy, and
 //!    counts its key once). What changes between two steps is in the log
 //!    after P, as what changes between two shards always was. A SWAPDB
-//!    between two steps (it swaps the maps) starts the shard's copy again.
+//!    between two steps (it swaps the maps) starts the shard's copy again;
+//!    after three such restarts each of its maps is copied in one hold.
 //!
 //! Rooms: this file takes checkpoints (and, with `appendonly no`, first
 //! saves what is only in RAM); `file` is the file's layout (header,
@@ -228,7 +229,11 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     let now = now_ms();
     for s in inner.shards.iter() {
         let before = done.entries;
+        let mut restarts = 0;
         'shard: loop {
+            // After a few restarts (SWAPDB after SWAPDB), each map is
+            // copied under one hold, so the copy ends.
+            let step = if restarts < 3 { WALK_STEP } else { usize::MAX };
             buf.clear();
             done.entries = before;
             let (databases, mapping) = {
@@ -243,6 +248,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                     if inner.dbmap.changes() != mapping {
                         // A SWAPDB moved the maps between two steps: this
                         // shard's copy starts again (invariant 3).
+                        restarts += 1;
                         continue 'shard;
                     }
                     let map = &sh.dbs[db];
@@ -250,7 +256,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
                     if i == 0 {
                         break;
                     }
-                    let stop = i.saturating_sub(WALK_STEP);
+                    let stop = i.saturating_sub(step);
                     while i > stop {
                         i -= 1;
                         let Some((k, e)) = map.get_index(i) else {
