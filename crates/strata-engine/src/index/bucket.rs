@@ -186,6 +186,12 @@ impl Bucket {
     /// The entry, boxed first if packed (the caller may change anything).
     /// Returns the form it had.
     pub(super) fn entry_mut(&mut self) -> (&mut Entry, Kind) {
+        let (_, e, was) = self.key_entry_mut();
+        (e, was)
+    }
+
+    /// `entry_mut`, with the key beside it.
+    pub(super) fn key_entry_mut(&mut self) -> (&[u8], &mut Entry, Kind) {
         let was = self.kind();
         if was != Kind::Full {
             let key_len = self.key().len();
@@ -193,7 +199,12 @@ impl Bucket {
             c.entry_mut(key_len);
             self.put(c);
         }
-        (self.full_mut().expect("boxed above"), was)
+        // SAFETY: the cell is boxed whole now, so its pointer is a live
+        // `Box<Entry>` this bucket owns (invariant 1): a separate
+        // allocation, which the key's bytes (here or on the heap) never
+        // overlap; both borrows last as long as `&mut self`.
+        let e = unsafe { &mut *(self.ptr() as *mut Entry) };
+        (self.key(), e, was)
     }
 
     /// Packs a boxed entry if it can be; returns the form it took.
@@ -374,9 +385,10 @@ mod tests {
                 let mut c = b.clone();
                 drop(b);
                 assert_eq!(c.key(), &key[..]);
-                let (m, was) = c.entry_mut();
+                let (k, m, was) = c.key_entry_mut();
                 assert_eq!(was, kind);
                 m.version += 1;
+                assert_eq!(k, &key[..]);
                 assert!(c.is_full());
                 assert_eq!(c.try_pack(), kind);
                 assert_eq!(c.entry().version, 43);

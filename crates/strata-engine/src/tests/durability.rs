@@ -774,6 +774,22 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
     assert_eq!(e.dbsize(0) as usize, model.len());
 }
 
+/// An engine whose values all fit in RAM (they reach flash through the
+/// journal only), shared with a writer thread.
+fn open_in_ram(dir: &Path) -> Arc<Engine> {
+    let mut c = config(dir);
+    c.maxmemory_ram = 64 << 20;
+    Arc::new(Engine::open(c).unwrap())
+}
+
+/// The (database id, key) of every entry of the checkpoint in `dir`.
+fn checkpoint_keys(dir: &Path) -> std::collections::HashSet<(u16, Vec<u8>)> {
+    let cp = crate::log::checkpoint::load(&dir.join("flash"))
+        .unwrap()
+        .expect("a checkpoint");
+    cp.iter().map(|x| (x.db, x.key.to_vec())).collect()
+}
+
 /// A checkpoint copies each map a few entries per hold of its shard's lock
 /// (checkpoint invariant 3) while a writer removes and re-adds other keys
 /// (a removal moves the map's last key into the hole, an add appends):
@@ -781,13 +797,8 @@ fn memcached_items_match_a_model_through_flash_and_restarts() {
 #[test]
 fn a_checkpoint_misses_no_key_that_moved_under_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.maxmemory_ram = 64 << 20;
-    let e = Arc::new(Engine::open(c).unwrap());
-    let opts = || SetOptions {
-        cond: SetCond::Always,
-        expire: ExpireUpdate::Clear,
-    };
+    let e = open_in_ram(dir.path());
+    let opts = SetOptions::default;
     let keep: Vec<String> = (0..3000).map(|i| format!("keep:{i}")).collect();
     for (i, k) in keep.iter().enumerate() {
         e.set(0, k.as_bytes(), &value_for(k.as_bytes(), 0, 20), opts())
@@ -814,13 +825,9 @@ fn a_checkpoint_misses_no_key_that_moved_under_it() {
     };
     for round in 0..8 {
         e.save().unwrap();
-        let cp = crate::log::checkpoint::load(&dir.path().join("flash"))
-            .unwrap()
-            .expect("a checkpoint");
-        let found: std::collections::HashSet<&[u8]> =
-            cp.iter().filter(|x| x.db == 0).map(|x| x.key).collect();
+        let found = checkpoint_keys(dir.path());
         let missing: Vec<&String> = (keep.iter())
-            .filter(|k| !found.contains(k.as_bytes()))
+            .filter(|k| !found.contains(&(0, k.as_bytes().to_vec())))
             .collect();
         assert!(
             missing.is_empty(),
@@ -855,13 +862,8 @@ fn a_checkpoint_misses_no_key_that_moved_under_it() {
 #[test]
 fn a_checkpoint_copies_every_key_across_swapdb() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = config(dir.path());
-    c.maxmemory_ram = 64 << 20;
-    let e = Arc::new(Engine::open(c).unwrap());
-    let opts = SetOptions {
-        cond: SetCond::Always,
-        expire: ExpireUpdate::Clear,
-    };
+    let e = open_in_ram(dir.path());
+    let opts = SetOptions::default();
     let keys = |db: usize| (0..1500).map(move |i| format!("db{db}:{i}"));
     for db in 0..2 {
         for k in keys(db) {
@@ -893,15 +895,11 @@ fn a_checkpoint_copies_every_key_across_swapdb() {
     };
     for round in 0..20 {
         e.save().unwrap();
-        let cp = crate::log::checkpoint::load(&dir.path().join("flash"))
-            .unwrap()
-            .expect("a checkpoint");
-        let found: std::collections::HashSet<(u16, &[u8])> =
-            cp.iter().map(|x| (x.db, x.key)).collect();
+        let found = checkpoint_keys(dir.path());
         for db in 0..2 {
             for k in keys(db) {
                 assert!(
-                    found.contains(&(db as u16, k.as_bytes())),
+                    found.contains(&(db as u16, k.as_bytes().to_vec())),
                     "round {round}: {k} missing"
                 );
             }

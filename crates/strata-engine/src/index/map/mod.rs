@@ -4,8 +4,9 @@
 //! Layout, per key: one 32-byte bucket in `buckets` (the key and its
 //! cell, `bucket.rs`) and one slot of `table` (a `u32` position plus
 //! hashbrown's control byte, which keeps 7 bits of the hash, so a probe
-//! compares keys only on a likely match). No hash is stored: growing the table rehashes the keys,
-//! which costs less than 8 bytes per key kept for ever.
+//! compares keys only on a likely match). No hash is stored: growing the
+//! table rehashes the keys, which costs less than 8 bytes per key kept for
+//! ever.
 //!
 //! Invariants:
 //! 1. `table` holds exactly the positions `0..buckets.len()`, each once, and
@@ -159,17 +160,10 @@ impl KeyMap {
 
     /// The key and entry at `i`, the entry boxed first if it was packed.
     pub fn get_index_mut(&mut self, i: usize) -> Option<(&[u8], &mut Entry)> {
-        let b = self.buckets.get_mut(i)?;
-        let was = b.entry_mut().1;
+        let (k, e, was) = self.buckets.get_mut(i)?.key_entry_mut();
         Self::boxing(&mut self.boxed, &mut self.ext, was);
         self.full.set(i, true);
-        let b = &mut self.buckets[i];
-        // (The key and the boxed entry are disjoint: the entry is behind
-        // the bucket's pointer.)
-        let e: *mut Entry = b.full_mut().expect("boxed above");
-        // SAFETY: `e` points into the bucket's own box, not its bytes; the
-        // two borrows share the lifetime of `&mut self`.
-        Some((b.key(), unsafe { &mut *e }))
+        Some((k, e))
     }
 
     /// The entry at `i` (panics if there is none).
@@ -210,19 +204,12 @@ impl KeyMap {
         // The box first (each boxed entry is 80 bytes of its own).
         let boxed = should_move(e as *const Entry as *const u8);
         if boxed {
-            // SAFETY: the entry's bytes are moved to the new box, and the
-            // old box's memory is freed without dropping them: the value
-            // is owned once, by the new box (nothing between can unwind:
-            // allocation failure aborts).
+            // The entry moves to a new box; the old one is freed.
             let b = &mut self.buckets[i];
             let Cell::Full(old) = b.replace(Cell::Packed([0; 15])) else {
                 unreachable!("boxed above");
             };
-            let moved = Box::new(unsafe { std::ptr::read(&*old) });
-            drop(unsafe {
-                Box::from_raw(Box::into_raw(old).cast::<std::mem::MaybeUninit<Entry>>())
-            });
-            b.replace(Cell::Full(moved));
+            b.replace(Cell::Full(Box::new(*old)));
         }
         let e = self.buckets[i].full_mut()?;
         let Slot::Hot(Hot {

@@ -39,7 +39,8 @@ pub use file::*;
 
 use crate::clock::now_ms;
 use crate::flash::format::{ItemMeta, RecordHeader};
-use crate::index::{Slot, F_STASHING};
+use crate::index::{Entry, Shard, Slot, F_STASHING};
+use crate::keyspace::exclusive::ShardLock;
 use crate::log::writer::AppendError;
 use crate::stats::Stats;
 use crate::Inner;
@@ -228,73 +229,12 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     let mut table = Vec::with_capacity(table_len(header.shards));
     let now = now_ms();
     for s in inner.shards.iter() {
-        let before = done.entries;
-        let mut restarts = 0;
-        'shard: loop {
-            // After a few restarts (SWAPDB after SWAPDB), each map is
-            // copied under one hold, so the copy ends.
-            let step = if restarts < 3 { WALK_STEP } else { usize::MAX };
-            buf.clear();
-            done.entries = before;
-            let (databases, mapping) = {
-                let sh = s.lock();
-                (sh.dbs.len(), inner.dbmap.changes())
-            };
-            for db in 0..databases {
-                // Positions below `next` are still to copy (invariant 3).
-                let mut next = usize::MAX;
-                loop {
-                    let sh = s.lock();
-                    if inner.dbmap.changes() != mapping {
-                        // A SWAPDB moved the maps between two steps: this
-                        // shard's copy starts again (invariant 3).
-                        restarts += 1;
-                        continue 'shard;
-                    }
-                    let map = &sh.dbs[db];
-                    let mut i = next.min(map.len());
-                    if i == 0 {
-                        break;
-                    }
-                    let stop = i.saturating_sub(step);
-                    while i > stop {
-                        i -= 1;
-                        let Some((k, e)) = map.get_index(i) else {
-                            break;
-                        };
-                        if e.is_expired(now) {
-                            continue;
-                        }
-                        let Some(loc) = e.flash_loc() else { continue };
-                        let entry = CpEntry {
-                            db: inner.dbmap.id(db),
-                            seq: e.version,
-                            expire_at_ms: e.expire_at_ms,
-                            loc,
-                            meta: sh.item_meta(db, k, &e),
-                            key: k,
-                            chunks: None,
-                        };
-                        match &e.slot {
-                            Slot::Chunked(c) => {
-                                let Some(d) = c.dir() else { continue };
-                                encode_entry_head(&mut buf, &entry, true);
-                                let (parts, firsts) = cp_parts(d);
-                                encode_chunks(&mut buf, d.cid(), d.head_seq(), &parts, &firsts);
-                            }
-                            _ => encode_entry(&mut buf, &entry),
-                        }
-                        done.entries += 1;
-                    }
-                    next = i;
-                }
-            }
-            break;
-        }
+        let n = copy_shard(inner, s, now, &mut buf);
+        done.entries += n;
         crc = crc32c::crc32c_append(crc, &buf);
         out.write_all(&buf).map_err(io)?;
         table.extend_from_slice(&(buf.len() as u64).to_le_bytes());
-        table.extend_from_slice(&(done.entries - before).to_le_bytes());
+        table.extend_from_slice(&n.to_le_bytes());
     }
     // An entry left out above (its state only in RAM, or changed after its
     // shard was copied) has its newest record after `position` — once the
@@ -337,6 +277,88 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         done.duration_ms
     );
     Ok(done)
+}
+
+/// Copies one shard's entries into `buf` (invariant 3): each map from its
+/// last position down, `WALK_STEP` entries per hold of the shard's lock,
+/// from the start again if a SWAPDB moved the maps meanwhile. Returns how
+/// many entries it copied.
+fn copy_shard(inner: &Inner, s: &ShardLock, now: u64, buf: &mut Vec<u8>) -> u64 {
+    let mut restarts = 0;
+    'shard: loop {
+        // After a few restarts (SWAPDB after SWAPDB), each map is copied
+        // under one hold, so the copy ends.
+        let step = if restarts < 3 { WALK_STEP } else { usize::MAX };
+        buf.clear();
+        let mut n = 0;
+        let (databases, mapping) = {
+            let sh = s.lock();
+            (sh.dbs.len(), inner.dbmap.changes())
+        };
+        for db in 0..databases {
+            // Positions below `next` are still to copy.
+            let mut next = usize::MAX;
+            loop {
+                let sh = s.lock();
+                if inner.dbmap.changes() != mapping {
+                    restarts += 1;
+                    continue 'shard;
+                }
+                let map = &sh.dbs[db];
+                let end = next.min(map.len());
+                if end == 0 {
+                    break;
+                }
+                next = end.saturating_sub(step);
+                for i in (next..end).rev() {
+                    if let Some((k, e)) = map.get_index(i) {
+                        n += copy_entry(inner, &sh, db, k, &e, now, buf) as u64;
+                    }
+                }
+            }
+        }
+        return n;
+    }
+}
+
+/// Encodes the entry of `k` into `buf`, unless it expired or has no
+/// record (its state is only in RAM); returns whether it did.
+fn copy_entry(
+    inner: &Inner,
+    sh: &Shard,
+    db: usize,
+    k: &[u8],
+    e: &Entry,
+    now: u64,
+    buf: &mut Vec<u8>,
+) -> bool {
+    if e.is_expired(now) {
+        return false;
+    }
+    let Some(loc) = e.flash_loc() else {
+        return false;
+    };
+    let entry = CpEntry {
+        db: inner.dbmap.id(db),
+        seq: e.version,
+        expire_at_ms: e.expire_at_ms,
+        loc,
+        meta: sh.item_meta(db, k, e),
+        key: k,
+        chunks: None,
+    };
+    match &e.slot {
+        Slot::Chunked(c) => {
+            let Some(d) = c.dir() else {
+                return false;
+            };
+            encode_entry_head(buf, &entry, true);
+            let (parts, firsts) = cp_parts(d);
+            encode_chunks(buf, d.cid(), d.head_seq(), &parts, &firsts);
+        }
+        _ => encode_entry(buf, &entry),
+    }
+    true
 }
 
 /// The parts of a directory that have a record (a part without one is
