@@ -317,6 +317,34 @@ pub struct Shard {
 }
 
 impl Shard {
+    /// Calls `f` on each of `items` in order, with the bucket of the item
+    /// `2 * AHEAD` later and the boxed entry of the one `AHEAD` later
+    /// prefetched (a box is found through its bucket). `at` names an
+    /// item's database and position. A pass over entries long out of cache
+    /// (publishing what the journal or demotion wrote) overlaps their
+    /// misses instead of waiting for each in turn.
+    pub(crate) fn pipelined<T>(
+        &mut self,
+        items: &[T],
+        at: impl Fn(&T) -> (usize, usize),
+        mut f: impl FnMut(&mut Shard, &T),
+    ) {
+        const AHEAD: usize = 8;
+        for j in 0..items.len() + 2 * AHEAD {
+            if let Some(x) = items.get(j) {
+                let (db, pos) = at(x);
+                self.dbs[db].prefetch(pos, false);
+            }
+            if let Some(x) = j.checked_sub(AHEAD).and_then(|j| items.get(j)) {
+                let (db, pos) = at(x);
+                self.dbs[db].prefetch(pos, true);
+            }
+            if let Some(x) = j.checked_sub(2 * AHEAD).and_then(|j| items.get(j)) {
+                f(self, x);
+            }
+        }
+    }
+
     pub fn new(databases: usize) -> Shard {
         Shard {
             dbs: (0..databases).map(|_| DbMap::default()).collect(),

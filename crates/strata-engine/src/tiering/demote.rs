@@ -474,26 +474,17 @@ fn write_victims(
 /// to it wait for one short run, not for the whole chunk.
 fn publish(inner: &Inner, victims: &[Victim], keys: &Keys) -> usize {
     const PUBLISH_RUN: usize = 64;
-    // Victims ahead of the one published whose boxes are prefetched (their
-    // buckets twice as far: a box is found through its bucket). Written a
-    // chunk ago, neither is in cache any more: each was a miss in turn.
-    const AHEAD: usize = 8;
     let mut n = 0;
     for run in victims.chunk_by(|a, b| a.shard == b.shard) {
         for run in run.chunks(PUBLISH_RUN) {
+            // Written a chunk ago, the victims' buckets and boxes are out
+            // of cache: their misses overlap.
             let mut guard = inner.shards[run[0].shard].lock();
-            let sh = &mut *guard;
-            for j in 0..run.len() + 2 * AHEAD {
-                if let Some(v) = run.get(j) {
-                    sh.dbs[inner.dbmap.logical(v.db)].prefetch(v.pos, false);
-                }
-                if let Some(v) = j.checked_sub(AHEAD).and_then(|j| run.get(j)) {
-                    sh.dbs[inner.dbmap.logical(v.db)].prefetch(v.pos, true);
-                }
-                if let Some(v) = j.checked_sub(2 * AHEAD).and_then(|j| run.get(j)) {
-                    n += publish_one(inner, sh, v, keys.of(v));
-                }
-            }
+            guard.pipelined(
+                run,
+                |v| (inner.dbmap.logical(v.db), v.pos),
+                |sh, v| n += publish_one(inner, sh, v, keys.of(v)),
+            );
         }
     }
     n

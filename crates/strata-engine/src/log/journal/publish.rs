@@ -7,10 +7,6 @@ use super::batch::{Captured, Placed, State};
 use crate::index::{FlashLoc, Slot, F_DIRTY};
 use crate::Inner;
 
-/// Records ahead of the one being published whose entries are prefetched
-/// (their buckets twice as far ahead: an entry's box is found through its
-/// bucket).
-const PUBLISH_AHEAD: usize = 8;
 /// Most records published under one hold of a shard lock.
 const PUBLISH_RUN: usize = 64;
 
@@ -31,22 +27,18 @@ pub(super) fn publish_all(inner: &Inner, placed: &[(&Captured, Placed)]) {
     for run in ones.chunk_by(|a, b| a.0 == b.0) {
         for run in run.chunks(PUBLISH_RUN) {
             let mut guard = inner.shards[run[0].0 as usize].lock();
-            let sh = &mut *guard;
-            let at = |j: usize| run.get(j).map(|&(_, k)| placed[k as usize].0);
-            for j in 0..run.len() + 2 * PUBLISH_AHEAD {
-                if let Some(c) = at(j) {
-                    sh.dbs[inner.dbmap.logical(c.db)].prefetch(c.pos, false);
-                }
-                if let Some(c) = j.checked_sub(PUBLISH_AHEAD).and_then(at) {
-                    sh.dbs[inner.dbmap.logical(c.db)].prefetch(c.pos, true);
-                }
-                let Some(k) = j.checked_sub(2 * PUBLISH_AHEAD).and_then(|j| run.get(j)) else {
-                    continue;
-                };
-                if let (c, Placed::One(loc)) = &placed[k.1 as usize] {
-                    publish(inner, sh, c, *loc);
-                }
-            }
+            guard.pipelined(
+                run,
+                |&(_, k)| {
+                    let c = placed[k as usize].0;
+                    (inner.dbmap.logical(c.db), c.pos)
+                },
+                |sh, &(_, k)| {
+                    if let (c, Placed::One(loc)) = &placed[k as usize] {
+                        publish(inner, sh, c, *loc);
+                    }
+                },
+            );
         }
     }
 }
