@@ -87,7 +87,7 @@ impl Inner {
                 db: self.dbmap.id(db),
                 pos,
                 key: crate::index::CompactKey::from(key),
-                value: value.clone(),
+                value: crate::log::journal::copies::for_note(value),
                 version: e.version,
                 expire_at_ms: e.expire_at_ms,
                 client_flags: e.client_flags,

@@ -393,7 +393,11 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
                 State::Chunked(capture_chunked(coll, e.version, e.expire_at_ms)?)
             }
             Slot::Hot(h) => State::Hot {
-                value: h.value.to_bytes(),
+                // A string's copy, not a second reference (`copies`).
+                value: match &h.value {
+                    crate::index::Value::Str(b) => super::copies::for_note(b),
+                    v => v.to_bytes(),
+                },
                 version: e.version,
                 expire_at_ms: e.expire_at_ms,
             },

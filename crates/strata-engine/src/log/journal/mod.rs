@@ -51,6 +51,7 @@
 //!    it: recovery restores all of a group or none of it.
 
 mod batch;
+pub(crate) mod copies;
 pub(crate) mod groups;
 mod publish;
 mod thread;
