@@ -181,6 +181,13 @@ pub(super) fn to_dense(v: &mut Vec<u8>) -> bool {
     true
 }
 
+/// Whether adding `ele` would raise a register of the dense HLL `v`
+/// (a read: PFADD copies the string only when one would change).
+pub(super) fn dense_would_change(v: &[u8], ele: &[u8]) -> bool {
+    let (index, count) = pattern(ele);
+    count > dense_get(&v[HDR..], index)
+}
+
 pub(super) fn dense_update(v: &mut [u8], i: usize, count: u8) -> bool {
     let r = &mut v[HDR..];
     if count > dense_get(r, i) {

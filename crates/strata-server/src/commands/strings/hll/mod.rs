@@ -91,6 +91,15 @@ pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         move |cur| {
             let (mut v, mut updated) = match &cur {
                 None => (empty(), true),
+                // A dense HLL that no element raises stays as it is: no copy
+                // of its 12 KB (most PFADDs of a warm HLL change nothing).
+                Some(c)
+                    if valid(c.value)
+                        && c.value[4] == DENSE
+                        && !elements.iter().any(|e| dense_would_change(c.value, e)) =>
+                {
+                    return (Mutation::MarkRaw, Ok(0));
+                }
                 Some(c) if valid(c.value) => (c.value.to_vec(), false),
                 Some(_) => return (Mutation::None, Err(NOT_HLL)),
             };
