@@ -6,7 +6,8 @@
 //! not yet in the log"); a write that stores a string in RAM queues its new
 //! state with the note instead (`Note::Value`, `Inner::note_stored`: the
 //! journal need not look the key up again, where each lookup was a few
-//! cache misses on a cold map). The journal thread drains the notes in
+//! cache misses on a cold map; the note carries a copy of the value, not
+//! a second reference to it: `copies`). The journal thread drains the notes in
 //! batches and writes, for each key once, the state its last note in the
 //! batch gives: a value note's, else the key's *current* state (a value
 //! record, or a tombstone if the key is gone) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
