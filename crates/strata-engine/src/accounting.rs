@@ -129,6 +129,7 @@ impl Inner {
             t.cold_bytes += s.acct.cold_bytes;
             t.index_bytes += s.index_bytes();
             t.index_boxed_keys += s.dbs.iter().map(|m| m.boxed() as u64).sum::<u64>();
+            t.index_boxed_bytes += s.dbs.iter().map(|m| m.boxed_bytes()).sum::<u64>();
             for (a, b) in t.keys_by_type.iter_mut().zip(s.acct.keys_by_type) {
                 *a += b;
             }

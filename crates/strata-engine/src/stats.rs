@@ -170,6 +170,8 @@ pub struct TieredInfo {
     /// Keys whose entry is boxed whole (hot, or with state a packed cell
     /// cannot hold); the others are packed (`index/cell.rs`).
     pub index_boxed_keys: u64,
+    /// Bytes of those boxes (part of `index_bytes`).
+    pub index_boxed_bytes: u64,
     pub keys: u64,
     /// Keys per value type (`ValueType as usize`: string, hash, list, set,
     /// zset).

@@ -100,9 +100,9 @@ fn cold_keys_cost_their_packed_cell_and_read_back_whole() {
         .find(|k| q::<String>(&mut con, &format!("DEBUG TIER {k}")).starts_with("tier:flash"))
         .expect("a key on flash");
     // A packed key's RAM: its 32-byte bucket (the name inside) and its
-    // 5-byte table entry, no boxed entry.
+    // 4-byte table slot (3-byte position, control byte), no boxed entry.
     let usage: u64 = q(&mut con, &format!("MEMORY USAGE {cold}"));
-    assert_eq!(usage, 32 + 5, "MEMORY USAGE {cold}");
+    assert_eq!(usage, 32 + 4, "MEMORY USAGE {cold}");
     // A packed entry keeps no access time: its record's segment's age
     // stands for it, never the Unix epoch.
     let idle: u64 = q(&mut con, &format!("OBJECT IDLETIME {cold}"));

@@ -51,6 +51,7 @@ pub(super) fn tiered(s: &Shared, out: &mut String, largest: bool) {
     let per_key = t.index_bytes.checked_div(t.keys).unwrap_or(0);
     field!(out, "index_bytes_per_key", per_key);
     field!(out, "index_boxed_keys", t.index_boxed_keys);
+    field!(out, "index_boxed_bytes", t.index_boxed_bytes);
     let pinned = t.ram_used.saturating_sub(t.hot_bytes);
     field!(
         out,

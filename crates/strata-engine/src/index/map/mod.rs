@@ -2,9 +2,9 @@
 //! of (key, entry) buckets, found through a hash table of 4-byte positions.
 //!
 //! Layout, per key: one 32-byte bucket in `buckets` (the key and its
-//! cell, `bucket.rs`) and one slot of `table` (a `u32` position plus
-//! hashbrown's control byte, which keeps 7 bits of the hash, so a probe
-//! compares keys only on a likely match). No hash is stored: growing the
+//! cell, `bucket.rs`) and one slot of `table` (a 3-byte position, 4 bytes
+//! past 16.7M keys, `table.rs`, plus hashbrown's control byte, which keeps
+//! 7 bits of the hash, so a probe compares keys only on a likely match). No hash is stored: growing the
 //! table rehashes the keys, which costs less than 8 bytes per key kept for
 //! ever.
 //!
@@ -16,18 +16,18 @@
 //!    demotion hand and the expiry cursor walk positions, and tolerate that.
 //! 3. `buckets` grows a segment at a time (`segs.rs`), never by doubling
 //!    or copying: it is most of the index's RAM, and doubling would leave
-//!    a third of it idle on average. The table doubles (5 bytes per slot).
+//!    a third of it idle on average. The table doubles (4 bytes per slot).
 //! 4. `full` has bit `i` set iff `buckets[i]`'s cell is boxed whole
 //!    (`bits.rs`): the demotion hand finds entries in RAM through it.
 
 mod bits;
 mod prefetch;
 mod segs;
+mod table;
 
 use super::bucket::Bucket;
 use super::cell::{Cell, EntryRef, Ext, Kind};
 use super::{Entry, Hasher, Hot, Key, Slot, Value, F_REFERENCED};
-use hashbrown::HashTable;
 use std::hash::BuildHasher;
 
 /// Most keys one map holds (positions are `u32`).
@@ -35,7 +35,7 @@ pub const MAX_KEYS: usize = u32::MAX as usize;
 
 #[derive(Default)]
 pub struct KeyMap {
-    table: HashTable<u32>,
+    table: table::Table,
     buckets: segs::Segs,
     /// How many cells are boxed whole, and how many have an `Ext` box
     /// (their boxes are this map's RAM too).
@@ -84,24 +84,20 @@ impl KeyMap {
     /// own heap bytes are not included (the shard counts them).
     pub fn allocated_bytes(&self) -> u64 {
         let buckets = self.buckets.allocated_bytes();
-        let boxes =
-            self.boxed * std::mem::size_of::<Entry>() + self.ext * std::mem::size_of::<Ext>();
-        (buckets + boxes + self.table.allocation_size() + self.full.allocated_bytes()) as u64
+        let rest = self.table.allocation_size() + self.full.allocated_bytes();
+        (buckets + rest) as u64 + self.boxed_bytes()
     }
 
-    /// Bytes one more key takes when no array grows: its bucket, its boxed
-    /// entry and its table slot (for admission and sizing; a cold key
-    /// packed later gives the box back).
-    pub const fn bytes_per_key() -> u64 {
-        (std::mem::size_of::<Bucket>()
-            + std::mem::size_of::<Entry>()
-            + std::mem::size_of::<u32>()
-            + 1) as u64
+    /// Bytes of the boxed entries (the headers of values in RAM, and
+    /// cold entries' `Ext` boxes): part of `allocated_bytes`.
+    pub fn boxed_bytes(&self) -> u64 {
+        (self.boxed * std::mem::size_of::<Entry>() + self.ext * std::mem::size_of::<Ext>()) as u64
     }
 
-    /// Bytes of one packed key's bucket and table slot.
+    /// Bytes of one packed key's bucket and table slot (a narrow one:
+    /// `table.rs`).
     pub const fn packed_bytes_per_key() -> u64 {
-        (std::mem::size_of::<Bucket>() + std::mem::size_of::<u32>() + 1) as u64
+        (std::mem::size_of::<Bucket>() + 3 + 1) as u64
     }
 
     /// Bytes `key` takes in this map: its bucket and table slot, and its
@@ -112,7 +108,7 @@ impl KeyMap {
             Some(Kind::Ext) => std::mem::size_of::<Ext>(),
             _ => 0,
         };
-        Self::packed_bytes_per_key() + boxed as u64
+        (std::mem::size_of::<Bucket>() + self.table.slot_bytes() + 1 + boxed) as u64
     }
 
     /// How many entries are boxed (the rest are packed).
@@ -123,9 +119,7 @@ impl KeyMap {
     pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
         let h = self.hash(key);
         let b = &self.buckets;
-        self.table
-            .find(h, |&i| b[i as usize].key() == key)
-            .map(|&i| i as usize)
+        self.table.find(h, |i| b[i].key() == key)
     }
 
     /// The position of `key`, looked for first at `hint` (where it was
@@ -311,11 +305,11 @@ impl KeyMap {
     pub fn insert_full(&mut self, key: Key, entry: Entry) -> (usize, Option<Entry>) {
         let h = self.hash(&key);
         let b = &self.buckets;
-        if let Some(&i) = self.table.find(h, |&i| b[i as usize].key() == &key[..]) {
+        if let Some(i) = self.table.find(h, |i| b[i].key() == &key[..]) {
             let cell = self.cell(&key, entry);
-            self.full.set(i as usize, cell.is_full());
-            let old = self.buckets[i as usize].replace(cell);
-            return (i as usize, Some(self.take(key.len(), old)));
+            self.full.set(i, cell.is_full());
+            let old = self.buckets[i].replace(cell);
+            return (i, Some(self.take(key.len(), old)));
         }
         let i = self.buckets.len();
         assert!(i < MAX_KEYS, "a shard's database holds at most 2^32-1 keys");
@@ -323,8 +317,13 @@ impl KeyMap {
         self.full.set(i, cell.is_full());
         self.buckets.push(Bucket::new(key, cell));
         let (b, hasher) = (&self.buckets, &self.hasher);
-        self.table
-            .insert_unique(h, i as u32, |&j| hasher.hash_one(b[j as usize].key()));
+        let rehash = |j: usize| hasher.hash_one(b[j].key());
+        if i >= table::NARROW_MAX && self.table.is_narrow() {
+            // Table invariant 1: positions past 2^24 take 4 bytes.
+            self.table.widen(i, rehash);
+            self.table_base = (0, 0);
+        }
+        self.table.insert(h, i, rehash);
         self.note_table();
         (i, None)
     }
@@ -341,19 +340,12 @@ impl KeyMap {
             return None;
         }
         let h = self.hash(self.buckets[i].key());
-        match self.table.find_entry(h, |&p| p as usize == i) {
-            Ok(slot) => {
-                slot.remove();
-            }
-            Err(_) => unreachable!("invariant 1: every position is in the table"),
-        }
+        let found = self.table.remove(h, i);
+        assert!(found, "invariant 1: every position is in the table");
         if i != last {
             let hl = self.hash(self.buckets[last].key());
-            let p = self
-                .table
-                .find_mut(hl, |&p| p as usize == last)
-                .expect("invariant 1: every position is in the table");
-            *p = i as u32;
+            let found = self.table.repoint(hl, last, i);
+            assert!(found, "invariant 1: every position is in the table");
         }
         let (k, c) = self.buckets.swap_remove(i).into_parts();
         self.full.swap_remove(i, last);
@@ -371,8 +363,12 @@ impl KeyMap {
     pub fn reserve_exact(&mut self, n: usize) {
         self.buckets.reserve_exact(n);
         let (b, hasher) = (&self.buckets, &self.hasher);
-        self.table
-            .reserve(n, |&j| hasher.hash_one(b[j as usize].key()));
+        let rehash = |j: usize| hasher.hash_one(b[j].key());
+        if self.buckets.len() + n > table::NARROW_MAX {
+            self.table.widen(self.buckets.len(), rehash);
+            self.table_base = (0, 0);
+        }
+        self.table.reserve(n, rehash);
         self.note_table();
     }
 
@@ -401,16 +397,18 @@ impl KeyMap {
     #[cfg(test)]
     fn rebuild_table(&mut self) {
         self.table.clear();
+        self.table_base = (0, 0);
         self.full.clear();
         for (i, b) in self.buckets.iter().enumerate() {
             self.full.set(i, b.is_full());
         }
         let (b, hasher) = (&self.buckets, &self.hasher);
-        for (i, k) in b.iter().enumerate() {
-            self.table
-                .insert_unique(hasher.hash_one(k.key()), i as u32, |&j| {
-                    hasher.hash_one(b[j as usize].key())
-                });
+        let rehash = |j: usize| hasher.hash_one(b[j].key());
+        if b.len() > table::NARROW_MAX {
+            self.table.widen(0, rehash);
+        }
+        for i in 0..b.len() {
+            self.table.insert(rehash(i), i, rehash);
         }
         self.note_table();
     }

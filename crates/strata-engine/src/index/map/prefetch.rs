@@ -7,7 +7,8 @@
 //! the boxed entry and the first bytes of a hot string.
 //!
 //! The addresses come from hashbrown's layout: the slots lie below the
-//! control bytes, slot `i` at `base - (i + 1) * 4` and its control byte
+//! control bytes, slot `i` at `base - (i + 1) * w` (`w`: 3 or 4 bytes,
+//! `table.rs`) and its control byte
 //! at `base + i`, and a probe starts at `hash & (buckets - 1)`. `base` is
 //! found from one full slot's address and kept until the table
 //! reallocates. Were the layout to change, the hints would point
@@ -29,12 +30,11 @@ impl KeyMap {
             return;
         };
         let h = self.hash(b.key());
-        let Some(idx) = self.table.find_bucket_index(h, |&p| p == 0) else {
+        let Some(idx) = self.table.bucket_of(h, 0) else {
             return;
         };
-        if let Some(slot) = self.table.get_bucket(idx) {
-            let slot = slot as *const u32 as usize;
-            self.table_base.0 = slot + (idx + 1) * std::mem::size_of::<u32>();
+        if let Some(slot) = self.table.slot_addr(idx) {
+            self.table_base.0 = slot + (idx + 1) * self.table.slot_bytes();
         }
     }
 
@@ -46,7 +46,7 @@ impl KeyMap {
         if base != 0 {
             let pos = (h as usize) & (n - 1);
             hint(base + pos);
-            hint(base.wrapping_sub((pos + 1) * std::mem::size_of::<u32>()));
+            hint(base.wrapping_sub((pos + 1) * self.table.slot_bytes()));
         }
         h
     }
@@ -56,8 +56,7 @@ impl KeyMap {
     /// points to (the key's, but for a 1 in 128 collision); returns its
     /// position.
     pub fn prefetch_bucket(&self, hash: u64) -> Option<usize> {
-        let idx = self.table.iter_hash_buckets(hash).next()?;
-        let p = *self.table.get_bucket(idx)? as usize;
+        let p = self.table.first_match(hash)?;
         prefetch_lines(self.buckets.get(p)?, std::mem::size_of::<Bucket>());
         Some(p)
     }
@@ -113,12 +112,10 @@ mod tests {
                 for j in (0..=i).step_by(13) {
                     let key = format!("key:{j}");
                     let h = m.hash(key.as_bytes());
-                    let idx = m
-                        .table
-                        .find_bucket_index(h, |&p| p == j)
-                        .expect("in the table");
-                    let slot = m.table.get_bucket(idx).unwrap() as *const u32 as usize;
-                    assert_eq!(slot, base - (idx + 1) * 4, "key {j} of {i}");
+                    let idx = m.table.bucket_of(h, j as usize).expect("in the table");
+                    let slot = m.table.slot_addr(idx).unwrap();
+                    let w = m.table.slot_bytes();
+                    assert_eq!(slot, base - (idx + 1) * w, "key {j} of {i}");
                 }
             }
         }

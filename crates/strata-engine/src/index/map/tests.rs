@@ -153,3 +153,51 @@ fn positions_follow_the_keys_through_random_changes() {
     }
     assert!(m.allocated_bytes() >= m.len() as u64 * KeyMap::packed_bytes_per_key());
 }
+
+/// Past `NARROW_MAX` keys the table widens (table invariant 1): every key
+/// is still found at its position, through removals and a clone, and the
+/// table stays wide when the map shrinks again.
+#[test]
+fn the_table_widens_past_three_byte_positions() {
+    let n = super::table::NARROW_MAX + 300;
+    let mut m = KeyMap::default();
+    let key = |i: usize| format!("key:{i}").into_bytes();
+    for i in 0..n {
+        if i == super::table::NARROW_MAX - 5 {
+            assert!(m.table.is_narrow());
+            // A reservation across the limit widens first.
+            m.reserve_exact(10);
+            assert!(!m.table.is_narrow());
+        }
+        m.insert(Key::from(&key(i)[..]), entry(i as u64));
+    }
+    assert!(!m.table.is_narrow());
+    for i in (0..n).step_by(3) {
+        assert!(m.swap_remove(&key(i)).is_some());
+    }
+    let c = m.clone();
+    for i in 0..n {
+        let want = i % 3 != 0;
+        for map in [&m, &c] {
+            match map.get_index_of(&key(i)) {
+                Some(p) => {
+                    assert!(want, "key {i} removed but found");
+                    assert_eq!(map.at(p).version, i as u64);
+                }
+                None => assert!(!want, "key {i} lost"),
+            }
+        }
+    }
+    let mut fresh = KeyMap::default();
+    for i in 0..super::table::NARROW_MAX + 1 {
+        fresh.insert(Key::from(&key(i)[..]), entry(i as u64));
+    }
+    assert!(
+        !fresh.table.is_narrow(),
+        "the first position past the limit widens"
+    );
+    assert_eq!(
+        fresh.get_index_of(&key(super::table::NARROW_MAX)),
+        Some(super::table::NARROW_MAX)
+    );
+}
