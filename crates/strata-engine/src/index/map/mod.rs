@@ -1,12 +1,12 @@
 //! `KeyMap`: one database's keys in one shard. An insertion-ordered array
-//! of (key, entry) buckets, found through a hash table of 4-byte positions.
+//! of (key, entry) buckets, found through a hash table of their positions.
 //!
 //! Layout, per key: one 32-byte bucket in `buckets` (the key and its
 //! cell, `bucket.rs`) and one slot of `table` (a 3-byte position, 4 bytes
-//! past 16.7M keys, `table.rs`, plus hashbrown's control byte, which keeps
-//! 7 bits of the hash, so a probe compares keys only on a likely match). No hash is stored: growing the
-//! table rehashes the keys, which costs less than 8 bytes per key kept for
-//! ever.
+//! past 16.7M keys, `table.rs`, plus hashbrown's control byte, which
+//! keeps 7 bits of the hash, so a probe compares keys only on a likely
+//! match). No hash is stored: growing the table rehashes the keys, which
+//! costs less than 8 bytes per key kept for ever.
 //!
 //! Invariants:
 //! 1. `table` holds exactly the positions `0..buckets.len()`, each once, and
