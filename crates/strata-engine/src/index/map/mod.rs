@@ -44,9 +44,9 @@ pub struct KeyMap {
     /// Which buckets are boxed whole (invariant 4).
     full: bits::Bits,
     hasher: Hasher,
-    /// Where the table's slots end, and its bucket count then
-    /// (`prefetch`): recomputed when the table reallocates.
-    table_base: (usize, usize),
+    /// Where the table's slots end, and its layout then (`prefetch`):
+    /// recomputed when the table reallocates or widens.
+    table_base: (usize, (usize, usize)),
 }
 
 impl Clone for KeyMap {
@@ -58,7 +58,7 @@ impl Clone for KeyMap {
             ext: self.ext,
             full: self.full.clone(),
             hasher: self.hasher,
-            table_base: (0, 0),
+            table_base: (0, (0, 0)),
         };
         // (The copy's table is another allocation.)
         m.note_table();
@@ -97,7 +97,7 @@ impl KeyMap {
     /// Bytes of one packed key's bucket and table slot (a narrow one:
     /// `table.rs`).
     pub const fn packed_bytes_per_key() -> u64 {
-        (std::mem::size_of::<Bucket>() + 3 + 1) as u64
+        (std::mem::size_of::<Bucket>() + <table::P24 as table::Pos>::BYTES + 1) as u64
     }
 
     /// Bytes `key` takes in this map: its bucket and table slot, and its
@@ -317,13 +317,7 @@ impl KeyMap {
         self.full.set(i, cell.is_full());
         self.buckets.push(Bucket::new(key, cell));
         let (b, hasher) = (&self.buckets, &self.hasher);
-        let rehash = |j: usize| hasher.hash_one(b[j].key());
-        if i >= table::NARROW_MAX && self.table.is_narrow() {
-            // Table invariant 1: positions past 2^24 take 4 bytes.
-            self.table.widen(i, rehash);
-            self.table_base = (0, 0);
-        }
-        self.table.insert(h, i, rehash);
+        self.table.insert(h, i, |j| hasher.hash_one(b[j].key()));
         self.note_table();
         (i, None)
     }
@@ -363,12 +357,7 @@ impl KeyMap {
     pub fn reserve_exact(&mut self, n: usize) {
         self.buckets.reserve_exact(n);
         let (b, hasher) = (&self.buckets, &self.hasher);
-        let rehash = |j: usize| hasher.hash_one(b[j].key());
-        if self.buckets.len() + n > table::NARROW_MAX {
-            self.table.widen(self.buckets.len(), rehash);
-            self.table_base = (0, 0);
-        }
-        self.table.reserve(n, rehash);
+        self.table.reserve(n, |j| hasher.hash_one(b[j].key()));
         self.note_table();
     }
 
@@ -397,16 +386,13 @@ impl KeyMap {
     #[cfg(test)]
     fn rebuild_table(&mut self) {
         self.table.clear();
-        self.table_base = (0, 0);
+        self.table_base = (0, (0, 0));
         self.full.clear();
         for (i, b) in self.buckets.iter().enumerate() {
             self.full.set(i, b.is_full());
         }
         let (b, hasher) = (&self.buckets, &self.hasher);
         let rehash = |j: usize| hasher.hash_one(b[j].key());
-        if b.len() > table::NARROW_MAX {
-            self.table.widen(0, rehash);
-        }
         for i in 0..b.len() {
             self.table.insert(rehash(i), i, rehash);
         }

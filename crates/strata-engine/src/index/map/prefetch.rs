@@ -18,14 +18,14 @@
 use super::{prefetch_lines, Bucket, Hot, KeyMap, Slot, Value};
 
 impl KeyMap {
-    /// Recomputes `table_base` if the table reallocated (called after
-    /// anything that may grow it).
+    /// Recomputes `table_base` if the table reallocated or widened
+    /// (called after anything that may grow it).
     pub(super) fn note_table(&mut self) {
-        let n = self.table.num_buckets();
-        if n == self.table_base.1 && self.table_base.0 != 0 {
+        let layout = self.table.layout();
+        if layout == self.table_base.1 && self.table_base.0 != 0 {
             return;
         }
-        self.table_base = (0, n);
+        self.table_base = (0, layout);
         let Some(b) = self.buckets.first() else {
             return;
         };
@@ -34,7 +34,7 @@ impl KeyMap {
             return;
         };
         if let Some(slot) = self.table.slot_addr(idx) {
-            self.table_base.0 = slot + (idx + 1) * self.table.slot_bytes();
+            self.table_base.0 = slot + (idx + 1) * layout.1;
         }
     }
 
@@ -42,11 +42,11 @@ impl KeyMap {
     /// probe starts; returns the key's hash, for the second.
     pub fn prefetch_probe(&self, key: &[u8]) -> u64 {
         let h = self.hash(key);
-        let (base, n) = self.table_base;
+        let (base, (n, w)) = self.table_base;
         if base != 0 {
             let pos = (h as usize) & (n - 1);
             hint(base + pos);
-            hint(base.wrapping_sub((pos + 1) * self.table.slot_bytes()));
+            hint(base.wrapping_sub((pos + 1) * w));
         }
         h
     }
@@ -107,8 +107,8 @@ mod tests {
             let key = format!("key:{i}");
             m.insert(Key::from(key.as_bytes()), entry(i as u64));
             if i % 97 == 0 || i == 4_999 {
-                let (base, n) = m.table_base;
-                assert_eq!(n, m.table.num_buckets());
+                let (base, layout) = m.table_base;
+                assert_eq!(layout, m.table.layout());
                 for j in (0..=i).step_by(13) {
                     let key = format!("key:{j}");
                     let h = m.hash(key.as_bytes());

@@ -7,8 +7,10 @@
 //! where it was 5, a fifth of the table.
 //!
 //! Invariants:
-//! 1. A narrow table holds only positions below `NARROW_MAX`; the map
-//!    widens its table (`widen`) before it stores a position that is not.
+//! 1. A narrow table holds only positions below `NARROW_MAX`: `insert`
+//!    and `reserve` widen it first when a position would not fit. (The
+//!    table holds positions `0..len`, map invariant 1, so its length says
+//!    which positions it has.)
 //! 2. The table never goes back to narrow (a map that held that many keys
 //!    is likely to again; widening costs one rehash of the whole table).
 
@@ -86,8 +88,11 @@ impl Table {
     }
 
     /// Adds position `i` (not in the table) under `hash`; `rehash` gives
-    /// a stored position's hash if the table grows.
+    /// a stored position's hash if the table grows or widens.
     pub fn insert(&mut self, hash: u64, i: usize, rehash: impl Fn(usize) -> u64) {
+        if i >= NARROW_MAX {
+            self.widen(&rehash);
+        }
         each!(self, t => {
             t.insert_unique(hash, Pos::new(i), |p| rehash(p.get()));
         })
@@ -116,16 +121,26 @@ impl Table {
         })
     }
 
+    /// Room for `n` more positions (widened first if they would not fit
+    /// in 3 bytes).
     pub fn reserve(&mut self, n: usize, rehash: impl Fn(usize) -> u64) {
+        if self.len() + n > NARROW_MAX {
+            self.widen(&rehash);
+        }
         each!(self, t => t.reserve(n, |p| rehash(p.get())))
     }
 
-    /// Widens a narrow table holding positions `0..len` (invariant 1):
-    /// the same positions in 4-byte slots.
-    pub fn widen(&mut self, len: usize, rehash: impl Fn(usize) -> u64) {
+    fn len(&self) -> usize {
+        each!(self, t => t.len())
+    }
+
+    /// A narrow table's positions (`0..len`) in 4-byte slots (invariant
+    /// 1); a wide table stays as it is.
+    fn widen(&mut self, rehash: &impl Fn(usize) -> u64) {
         if matches!(self, Table::Wide(_)) {
             return;
         }
+        let len = self.len();
         let mut w = HashTable::with_capacity(len + 1);
         for i in 0..len {
             w.insert_unique(rehash(i), i as u32, |p| rehash(*p as usize));
@@ -133,6 +148,7 @@ impl Table {
         *self = Table::Wide(w);
     }
 
+    #[cfg(test)]
     pub fn is_narrow(&self) -> bool {
         matches!(self, Table::Narrow(_))
     }
@@ -141,8 +157,10 @@ impl Table {
         each!(self, t => t.allocation_size())
     }
 
-    pub fn num_buckets(&self) -> usize {
-        each!(self, t => t.num_buckets())
+    /// What the prefetch hints' addresses depend on: the bucket count and
+    /// the slot width (`slot_bytes`).
+    pub fn layout(&self) -> (usize, usize) {
+        (each!(self, t => t.num_buckets()), self.slot_bytes())
     }
 
     /// Bytes of a slot's value (3 or 4; the control byte is apart).
