@@ -66,7 +66,7 @@ pub use config::{
     AllocatorHooks, EngineConfig, EvictionPolicy, LatencySink, PromotePolicy, RamGauge,
 };
 pub use error::EngineError;
-pub use flash::io::{enter_loop, IoBackend};
+pub use flash::io::{before_loop_sleeps, enter_loop, set_poll_us as set_flash_poll_us, IoBackend};
 pub use index::Value;
 pub use keyspace::bigstr::{StrEdit, StrRef};
 pub use keyspace::chunks::{pick_index, Need, ZTo};

@@ -236,6 +236,7 @@ impl Shared {
         e.set_eviction(eviction(&c.maxmemory_policy));
         e.set_min_value_size(c.tiering_min_value_size);
         e.set_gc_garbage_ratio(c.flash_gc_garbage_ratio);
+        strata_engine::set_flash_poll_us(c.flash_poll_us);
         e.set_defrag(c.activedefrag);
         e.set_promote(promote(&c.tiering_promote));
         e.set_fsync_policy(fsync_policy(&c.appendfsync));

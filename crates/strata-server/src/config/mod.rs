@@ -169,6 +169,9 @@ pub struct Config {
     /// Bytes: values smaller than this always stay in RAM. Default: 64.
     pub tiering_min_value_size: usize,
     pub flash_gc_garbage_ratio: u64,
+    /// Microseconds a loop with flash reads in flight waits for them on
+    /// the CPU before it sleeps (`flash-poll-us`). Default: 50.
+    pub flash_poll_us: u64,
     /// Active defragmentation of hot values (`activedefrag`).
     pub activedefrag: bool,
     /// When a flash value is promoted back to RAM. Default: `second`.
@@ -264,6 +267,7 @@ impl Default for Config {
             flash_direct_io: DEFAULT_FLASH_DIRECT_IO,
             tiering_min_value_size: DEFAULT_TIERING_MIN_VALUE_SIZE,
             flash_gc_garbage_ratio: DEFAULT_FLASH_GC_GARBAGE_RATIO,
+            flash_poll_us: strata_engine::flash::io::DEFAULT_POLL_US,
             activedefrag: true,
             tiering_promote: DEFAULT_TIERING_PROMOTE,
             threads: cpu_count(),

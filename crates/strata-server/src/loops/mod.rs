@@ -142,6 +142,9 @@ impl Loops {
             let (tx, rx) = mpsc::unbounded_channel::<Job>();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
+                // With flash reads in flight, wait for them on the CPU a
+                // little before sleeping (`flash-poll-us`).
+                .on_thread_park(strata_engine::before_loop_sleeps)
                 .thread_name("strata-blocking")
                 .build()?;
             let p = pool.clone();

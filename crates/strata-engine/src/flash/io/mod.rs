@@ -68,6 +68,30 @@ pub trait IoEngine: Send + Sync + 'static {
     }
 }
 
+/// `flash-poll-us`'s default: how long a loop with reads in flight waits
+/// for them on the CPU before it sleeps (`uring` invariant 5).
+pub const DEFAULT_POLL_US: u64 = 50;
+
+static POLL_US: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(DEFAULT_POLL_US);
+
+/// Sets `flash-poll-us` (0: a loop sleeps at once).
+pub fn set_poll_us(us: u64) {
+    POLL_US.store(us, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Called by a connection loop before it sleeps: with reads in flight on
+/// its ring, waits for one on the CPU first (`uring` invariant 5; nothing
+/// with the psync backend, whose reads complete on its own threads).
+pub fn before_loop_sleeps() {
+    let us = POLL_US.load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(target_os = "linux")]
+    if us > 0 {
+        uring::poll_completions(std::time::Duration::from_micros(us));
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = us;
+}
+
 /// Declares the calling thread a connection loop (a tokio `current_thread`
 /// runtime serving its own connections): the io_uring backend gives it a
 /// ring of its own, reaped on its runtime (`uring` module doc).

@@ -127,6 +127,17 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| c.flash_gc_garbage_ratio.to_string(),
     },
     OptionDef {
+        name: "flash-poll-us",
+        default: "50",
+        doc: "microseconds an event loop with flash reads in flight waits for them on the CPU (yielding it to any other runnable thread) before it sleeps; 0 = sleep at once",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.flash_poll_us = parse_uint(v, 0, 10_000, "flash-poll-us")?;
+            Ok(())
+        }),
+        get: |c| c.flash_poll_us.to_string(),
+    },
+    OptionDef {
         name: "tiering-min-value-size",
         default: "64",
         doc: "bytes; smaller values always stay in RAM",

@@ -97,7 +97,7 @@ fn table_is_well_formed() {
     names.dedup();
     assert_eq!(before, names.len(), "an option is listed twice");
     // One option per Config field, and the four ziplist aliases.
-    assert_eq!(before, 57, "one option per Config field (plus aliases)");
+    assert_eq!(before, 58, "one option per Config field (plus aliases)");
     let runtime: std::collections::BTreeSet<&str> = OPTIONS
         .iter()
         .filter(|d| d.runtime)
@@ -111,6 +111,7 @@ fn table_is_well_formed() {
             "maxmemory-ram",
             "maxmemory-policy",
             "flash-gc-garbage-ratio",
+            "flash-poll-us",
             "activedefrag",
             "tiering-min-value-size",
             "tiering-promote",
@@ -300,6 +301,8 @@ fn every_bad_value_names_its_option() {
         ("tiering-min-value-size", "small"),
         ("flash-gc-garbage-ratio", "-1"),
         ("flash-gc-garbage-ratio", "1001"),
+        ("flash-poll-us", "-1"),
+        ("flash-poll-us", "10001"),
         ("tiering-promote", "third"),
         ("threads", "257"),
         ("threads", "many"),

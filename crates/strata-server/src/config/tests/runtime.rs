@@ -95,7 +95,8 @@ fn config_get_patterns() {
             "flash-segment-size",
             "flash-io",
             "flash-direct-io",
-            "flash-gc-garbage-ratio"
+            "flash-gc-garbage-ratio",
+            "flash-poll-us"
         ]
     );
     assert_eq!(names(b"h?"), ["hz"]);
