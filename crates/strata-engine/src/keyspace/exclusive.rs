@@ -79,21 +79,6 @@ impl ShardLock {
     }
 
     pub fn lock(&self) -> ShardGuard<'_> {
-        self.lend()
-            .unwrap_or_else(|| ShardGuard::Own(self.m.lock()))
-    }
-
-    /// The shard if it can be had without waiting: lent by this thread's
-    /// section, or free. For work that may be skipped (prefetch hints):
-    /// a shard another thread holds, perhaps preempted on these shared
-    /// cores, is not waited for.
-    pub fn try_lock(&self) -> Option<ShardGuard<'_>> {
-        self.lend()
-            .or_else(|| self.m.try_lock().map(ShardGuard::Own))
-    }
-
-    /// The shard, lent, if this thread's section holds it.
-    fn lend(&self) -> Option<ShardGuard<'_>> {
         let held = HELD.with(Cell::get);
         if held.n > 0 {
             let me = self as *const ShardLock as usize;
@@ -106,16 +91,13 @@ impl ShardLock {
                 // section (`Engine::exclusive`), and no other guard of this
                 // shard is out (invariant 2, checked above in debug builds),
                 // so this is the only reference to the shard.
-                return Some(ShardGuard::Lent(
-                    unsafe { &mut *self.m.data_ptr() },
-                    &self.lent,
-                ));
+                return ShardGuard::Lent(unsafe { &mut *self.m.data_ptr() }, &self.lent);
             }
             // A keyed section reaching past its keys would take a shard
             // out of order (invariant 1): a bug in the caller's key list.
             debug_assert!(!mine, "a keyed section locked a shard of none of its keys");
         }
-        None
+        ShardGuard::Own(self.m.lock())
     }
 }
 

@@ -27,40 +27,25 @@ impl Engine {
         const BATCH: usize = 32;
         let inner = &self.inner;
         for keys in keys.chunks(BATCH) {
-            // Each key's shard and hash, found once in the first pass (None:
-            // its shard was busy, the key is not prefetched).
-            let mut at = [None::<(usize, u64)>; BATCH];
+            // Each key's shard and hash, found once in the first pass.
+            let mut at = [(0usize, 0u64); BATCH];
             let mut pos = [None; BATCH];
             for (j, k) in keys.iter().enumerate() {
                 let s = inner.shard_index(k);
-                // Hints only: a shard another thread holds is not waited
-                // for (its holder may be preempted on the shared cores).
-                if let Some(m) = inner.shards[s]
-                    .try_lock()
-                    .as_ref()
-                    .and_then(|g| g.dbs.get(db))
-                {
-                    at[j] = Some((s, m.prefetch_probe(k)));
+                if let Some(m) = inner.shards[s].lock().dbs.get(db) {
+                    at[j] = (s, m.prefetch_probe(k));
                 }
             }
-            let each = |f: &mut dyn FnMut(usize, u64, &crate::index::KeyMap)| {
-                for (j, &(s, hash)) in at
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(j, a)| Some((j, a.as_ref()?)))
-                {
-                    if let Some(m) = inner.shards[s]
-                        .try_lock()
-                        .as_ref()
-                        .and_then(|g| g.dbs.get(db))
-                    {
-                        f(j, hash, m);
+            let each = |f: &mut dyn FnMut(usize, &crate::index::KeyMap)| {
+                for (j, &(s, _)) in at.iter().enumerate().take(keys.len()) {
+                    if let Some(m) = inner.shards[s].lock().dbs.get(db) {
+                        f(j, m);
                     }
                 }
             };
-            each(&mut |j, hash, m| pos[j] = m.prefetch_bucket(hash));
-            each(&mut |j, _, m| pos[j].map_or((), |i| m.prefetch(i, true)));
-            each(&mut |j, _, m| pos[j].map_or((), |i| m.prefetch_value(i)));
+            each(&mut |j, m| pos[j] = m.prefetch_bucket(at[j].1));
+            each(&mut |j, m| pos[j].map_or((), |i| m.prefetch(i, true)));
+            each(&mut |j, m| pos[j].map_or((), |i| m.prefetch_value(i)));
         }
     }
 
