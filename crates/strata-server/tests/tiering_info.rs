@@ -306,32 +306,77 @@ fn pipelined_cold_reads_complete_in_order_on_the_shared_runtime() {
     pipelined_cold_reads("shared");
 }
 
+/// The same with a loop that sleeps at once while its reads are in flight
+/// (`flash-poll-us 0`), then one that waits for them on the CPU for up to
+/// 1 ms (set at runtime): every read completes, in order, either way.
+#[test]
+fn pipelined_cold_reads_complete_whatever_the_flash_poll() {
+    let (_srv, mut con, cold) = pipelined_cold_reads_with("per-core", &["--flash-poll-us", "0"]);
+    let get = |con: &mut redis::Connection| -> Vec<String> {
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("flash-poll-us")
+            .query(con)
+            .unwrap()
+    };
+    assert_eq!(get(&mut con), ["flash-poll-us", "0"]);
+    let _: () = q(&mut con, "CONFIG SET flash-poll-us 1000");
+    assert_eq!(get(&mut con), ["flash-poll-us", "1000"]);
+    read_cold_in_order(&mut con, &cold);
+    let e = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("flash-poll-us")
+        .arg("-1")
+        .query::<()>(&mut con)
+        .expect_err("a negative flash-poll-us is refused")
+        .to_string();
+    assert!(e.contains("flash-poll-us"), "{e}");
+    assert_eq!(get(&mut con), ["flash-poll-us", "1000"]);
+}
+
 fn pipelined_cold_reads(runtime: &str) {
-    let srv = Server::start(&[
+    pipelined_cold_reads_with(runtime, &[]);
+}
+
+/// A server with `extra` options whose 200 cold values were read back in
+/// one pipeline; with the cold keys.
+fn pipelined_cold_reads_with(
+    runtime: &str,
+    extra: &[&str],
+) -> (Server, redis::Connection, Vec<String>) {
+    let mut args = vec![
         "--maxmemory-ram",
         "8mb",
         "--tiering-promote",
         "never",
         "--server-runtime",
         runtime,
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let srv = Server::start(&args);
     let mut con = srv.client();
     assert_eq!(srv.info(&mut con, "server")["server_runtime"], runtime);
     let cold = cold_keys(&srv, &mut con, "p:", 200);
+    read_cold_in_order(&mut con, &cold);
+    (srv, con, cold)
+}
+
+/// Reads `cold` back in one pipeline, a write after each read; checks
+/// every value and that they are still cold (promote never).
+fn read_cold_in_order(con: &mut redis::Connection, cold: &[String]) {
     let mut pipe = redis::pipe();
-    for k in &cold {
+    for k in cold {
         pipe.get(k);
         pipe.set(format!("marker:{k}"), 1).ignore();
     }
-    let values: Vec<Vec<u8>> = pipe.query(&mut con).unwrap();
+    let values: Vec<Vec<u8>> = pipe.query(con).unwrap();
     for (k, v) in cold.iter().zip(values) {
         assert_eq!(v, value_for(k, 0, 8000), "{k}");
     }
-    // promote never: they are still cold.
     let tier: String = redis::cmd("DEBUG")
         .arg("TIER")
         .arg(&cold[0])
-        .query(&mut con)
+        .query(con)
         .unwrap();
     assert!(tier.starts_with("tier:flash"), "{tier}");
 }
