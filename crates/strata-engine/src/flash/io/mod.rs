@@ -83,13 +83,11 @@ pub fn set_poll_us(us: u64) {
 /// its ring, waits for one on the CPU first (`uring` invariant 5; nothing
 /// with the psync backend, whose reads complete on its own threads).
 pub fn before_loop_sleeps() {
-    let us = POLL_US.load(std::sync::atomic::Ordering::Relaxed);
     #[cfg(target_os = "linux")]
-    if us > 0 {
-        uring::poll_completions(std::time::Duration::from_micros(us));
+    match POLL_US.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {}
+        us => uring::poll_completions(std::time::Duration::from_micros(us)),
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = us;
 }
 
 /// Declares the calling thread a connection loop (a tokio `current_thread`

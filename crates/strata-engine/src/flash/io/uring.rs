@@ -326,7 +326,9 @@ fn stage_on(shared: &Arc<Shared>, handle: &tokio::runtime::Handle, req: IoReques
 pub fn poll_completions(budget: std::time::Duration) {
     LOCAL.with(|l| {
         let rings = l.borrow();
-        let mut start = None;
+        // The clock is read only once a read is seen in flight: a loop
+        // parks often with none.
+        let mut started = None;
         loop {
             let mut in_flight = false;
             for (_, r) in rings.iter() {
@@ -338,8 +340,11 @@ pub fn poll_completions(budget: std::time::Duration) {
                     in_flight = true;
                 }
             }
-            let start = *start.get_or_insert_with(std::time::Instant::now);
-            if !in_flight || start.elapsed() >= budget {
+            if !in_flight {
+                return;
+            }
+            let started = *started.get_or_insert_with(std::time::Instant::now);
+            if started.elapsed() >= budget {
                 return;
             }
             // SAFETY: no preconditions.
