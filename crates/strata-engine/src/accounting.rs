@@ -47,11 +47,10 @@ impl Inner {
 
     /// As `release_flash`, for records that were moved rather than deleted.
     pub fn release_flash_quiet(&self, loc: index::FlashLoc) {
-        if let Some(seg) = self.table.get(loc.segment) {
-            seg.live_bytes.fetch_sub(loc.len as u64, Ordering::AcqRel);
-        }
-        self.flash_live_bytes
-            .fetch_sub(loc.len as u64, Ordering::Relaxed);
+        self.table.with(loc.segment, |seg| {
+            seg.live_bytes.fetch_sub(loc.len as u64, Ordering::AcqRel)
+        });
+        self.flash_live_bytes.sub(loc.len as u64);
     }
 
     /// Segments whose `live_bytes` differ from the bytes of the records
@@ -100,11 +99,10 @@ impl Inner {
     /// Marks a flash record as referenced by an entry. Caller holds the
     /// entry's shard lock.
     pub fn retain_flash(&self, loc: index::FlashLoc) {
-        if let Some(seg) = self.table.get(loc.segment) {
-            seg.live_bytes.fetch_add(loc.len as u64, Ordering::AcqRel);
-        }
-        self.flash_live_bytes
-            .fetch_add(loc.len as u64, Ordering::Relaxed);
+        self.table.with(loc.segment, |seg| {
+            seg.live_bytes.fetch_add(loc.len as u64, Ordering::AcqRel)
+        });
+        self.flash_live_bytes.add(loc.len as u64);
     }
 
     /// When `e` was last accessed (`clock::now_secs`). A packed entry keeps
@@ -115,8 +113,8 @@ impl Inner {
             return e.lru_secs;
         }
         e.flash_loc()
-            .and_then(|l| self.table.get(l.segment))
-            .map_or_else(crate::clock::now_secs, |s| s.created_secs)
+            .and_then(|l| self.table.with(l.segment, |s| s.created_secs))
+            .unwrap_or_else(crate::clock::now_secs)
     }
 
     pub(crate) fn tiered_info(&self) -> TieredInfo {
@@ -168,7 +166,7 @@ impl Inner {
         t.demotion_scanned = Stats::get(&st.demotion_scanned);
         t.segments = self.table.len() as u64;
         t.allocated_bytes = self.table.allocated_bytes();
-        t.flash_live_bytes = self.flash_live_bytes.load(Ordering::Relaxed);
+        t.flash_live_bytes = self.flash_live_bytes.get();
         t.capacity_bytes = self.capacity;
         t.io_backend = self.io.name();
         t.direct_io = self.direct_io;

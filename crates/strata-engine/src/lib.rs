@@ -174,8 +174,9 @@ pub(crate) struct Inner {
     /// Set when demotion found the flash full; the collector then takes any
     /// segment with garbage. Cleared when demotion succeeds again.
     pub flash_full: AtomicBool,
-    /// Live record bytes on flash (sum over segments).
-    pub flash_live_bytes: AtomicU64,
+    /// Live record bytes on flash (sum over segments): striped, as the
+    /// journal adds to it and the loops take from it on every overwrite.
+    pub flash_live_bytes: stats::Striped,
     /// Whether segment files use O_DIRECT.
     pub direct_io: bool,
     /// The one writer of the flash log (journal, demotion, collector).
@@ -270,7 +271,7 @@ impl Engine {
             demotion_awaits_journal: AtomicBool::new(false),
             part_loads: Mutex::new(Default::default()),
             flash_full: AtomicBool::new(false),
-            flash_live_bytes: AtomicU64::new(0),
+            flash_live_bytes: Default::default(),
             direct_io: direct,
             writer: Mutex::new(SegmentWriter::new(
                 table.clone(),

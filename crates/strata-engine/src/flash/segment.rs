@@ -18,8 +18,13 @@
 //!    the segment holds (segments of an earlier run that recovery did not
 //!    scan count 1: "maybe"), so a segment that may hold one is read by the
 //!    collector before it is freed, never dropped blind.
+//! 5. Lookups take no lock and write no shared line: the map is an
+//!    immutable snapshot behind an `ArcSwap`, replaced whole (under
+//!    `edit`) when a segment is created or freed, which is rare beside
+//!    the lookups every overwrite and every journal record make.
 
-use parking_lot::RwLock;
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -65,7 +70,10 @@ impl Segment {
 pub struct SegmentTable {
     dir: PathBuf,
     direct: bool,
-    segments: RwLock<HashMap<u32, Arc<Segment>>>,
+    /// Every segment by id (invariant 5).
+    segments: ArcSwap<HashMap<u32, Arc<Segment>>>,
+    /// Held by whoever replaces `segments`.
+    edit: Mutex<()>,
     next_id: AtomicU32,
     /// Bytes of all segment files (what the log occupies on the device).
     allocated_bytes: AtomicU64,
@@ -110,7 +118,8 @@ impl SegmentTable {
         Ok(SegmentTable {
             dir: dir.to_path_buf(),
             direct,
-            segments: RwLock::new(segments),
+            segments: ArcSwap::from_pointee(segments),
+            edit: Mutex::new(()),
             next_id: AtomicU32::new(max_id + 1),
             allocated_bytes: AtomicU64::new(allocated),
         })
@@ -147,14 +156,16 @@ impl SegmentTable {
             batch_from: AtomicU32::new(u32::MAX),
             created_secs: crate::clock::now_secs(),
         });
-        self.segments.write().insert(id, seg.clone());
+        self.edit_map(|m| {
+            m.insert(id, seg.clone());
+        });
         Ok(seg)
     }
 
     /// The smallest segment id other than `id`.
     pub fn min_id_except(&self, id: u32) -> Option<u32> {
         self.segments
-            .read()
+            .load()
             .keys()
             .copied()
             .filter(|&s| s != id)
@@ -167,7 +178,23 @@ impl SegmentTable {
     }
 
     pub fn get(&self, id: u32) -> Option<Arc<Segment>> {
-        self.segments.read().get(&id).cloned()
+        self.segments.load().get(&id).cloned()
+    }
+
+    /// Runs `f` on segment `id`, if it exists, without taking a reference
+    /// to it (no shared count bumped: invariant 5).
+    #[inline]
+    pub fn with<R>(&self, id: u32, f: impl FnOnce(&Segment) -> R) -> Option<R> {
+        self.segments.load().get(&id).map(|s| f(s))
+    }
+
+    /// Replaces the map by a copy `f` changed (invariant 5).
+    fn edit_map<R>(&self, f: impl FnOnce(&mut HashMap<u32, Arc<Segment>>) -> R) -> R {
+        let _edit = self.edit.lock();
+        let mut m = HashMap::clone(&self.segments.load());
+        let r = f(&mut m);
+        self.segments.store(Arc::new(m));
+        r
     }
 
     /// Records that `bytes` more were written to a segment's file.
@@ -181,7 +208,7 @@ impl SegmentTable {
 
     /// Removes a segment and unlinks its file (invariant 3).
     pub fn free(&self, id: u32) {
-        let seg = self.segments.write().remove(&id);
+        let seg = self.edit_map(|m| m.remove(&id));
         if let Some(seg) = seg {
             self.allocated_bytes
                 .fetch_sub(seg.written.load(Ordering::Acquire), Ordering::Relaxed);
@@ -204,19 +231,19 @@ impl SegmentTable {
         from < seg.id
             && self
                 .segments
-                .read()
+                .load()
                 .keys()
                 .any(|&s| s >= from && s < seg.id)
     }
 
     pub fn snapshot(&self) -> Vec<Arc<Segment>> {
-        let mut v: Vec<_> = self.segments.read().values().cloned().collect();
+        let mut v: Vec<_> = self.segments.load().values().cloned().collect();
         v.sort_by_key(|s| s.id);
         v
     }
 
     pub fn len(&self) -> usize {
-        self.segments.read().len()
+        self.segments.load().len()
     }
 
     pub fn is_empty(&self) -> bool {

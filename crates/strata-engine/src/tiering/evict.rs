@@ -67,7 +67,7 @@ impl Engine {
         }
         let ram = inner.ram_used();
         let max = inner.tun.maxmemory.load(Relaxed);
-        if max > 0 && ram + inner.flash_live_bytes.load(Relaxed) > max {
+        if max > 0 && ram + inner.flash_live_bytes.get() > max {
             return OomCause::Maxmemory;
         }
         let p = inner.ram_parts();
@@ -98,7 +98,7 @@ impl Engine {
         let max = inner.tun.maxmemory.load(Relaxed);
         max > 0
             && inner.tun.eviction() == EvictionPolicy::NoEviction
-            && inner.ram_used() + inner.flash_live_bytes.load(Relaxed) > max
+            && inner.ram_used() + inner.flash_live_bytes.get() > max
     }
 
     /// Evicts by the policy until RAM + live flash bytes fit `maxmemory`
@@ -110,7 +110,7 @@ impl Engine {
         let (mut evicted, mut misses) = (0, 0);
         loop {
             let max = inner.tun.maxmemory.load(Relaxed);
-            let used = inner.ram_used() + inner.flash_live_bytes.load(Relaxed);
+            let used = inner.ram_used() + inner.flash_live_bytes.get();
             if max == 0 || used <= max || policy == EvictionPolicy::NoEviction {
                 return evicted;
             }
@@ -157,7 +157,7 @@ impl Inner {
             self.wake_background();
         }
         let maxmemory = self.tun.maxmemory.load(Relaxed);
-        if maxmemory > 0 && ram + self.flash_live_bytes.load(Relaxed) > maxmemory {
+        if maxmemory > 0 && ram + self.flash_live_bytes.get() > maxmemory {
             if policy == EvictionPolicy::NoEviction {
                 return Admission::OutOfMemory;
             }
@@ -185,7 +185,7 @@ impl Inner {
     pub(crate) fn reclaimable(&self) -> u64 {
         self.table
             .allocated_bytes()
-            .saturating_sub(self.flash_live_bytes.load(Relaxed))
+            .saturating_sub(self.flash_live_bytes.get())
     }
 
     /// Evicts up to `n` keys: sampled from random shards, cold keys first

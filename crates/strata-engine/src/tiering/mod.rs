@@ -138,7 +138,7 @@ pub(crate) fn run_background(inner: &Inner) {
                         let garbage = inner
                             .table
                             .allocated_bytes()
-                            .saturating_sub(inner.flash_live_bytes.load(Relaxed));
+                            .saturating_sub(inner.flash_live_bytes.get());
                         inner.flash_full.store(true, Relaxed);
                         if garbage >= inner.segment_size {
                             retry_at = Some(Instant::now() + Duration::from_millis(5));
@@ -174,7 +174,7 @@ pub(crate) fn run_background(inner: &Inner) {
         // While the log holds more garbage than live data (a write rate
         // the collector's one slice per turn does not keep up with), it
         // gets several slices per turn.
-        let slices = if inner.reclaimable() > inner.flash_live_bytes.load(Relaxed) {
+        let slices = if inner.reclaimable() > inner.flash_live_bytes.get() {
             GC_SLICES_BEHIND
         } else {
             1

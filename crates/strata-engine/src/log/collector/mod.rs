@@ -232,7 +232,7 @@ impl Collector {
         let ratio = inner.tun.gc_garbage_ratio.load(Relaxed);
         let plentiful = ratio > 0
             && garbage
-                < (inner.flash_live_bytes.load(Relaxed) * ratio)
+                < (inner.flash_live_bytes.get() * ratio)
                     .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
         let threshold = if inner.flash_full.load(std::sync::atomic::Ordering::Relaxed) {
             // Demotion is blocked on space: any garbage is worth moving.

@@ -431,7 +431,7 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
             if let Some(seg) = inner.table.get(id) {
                 seg.live_bytes.fetch_add(bytes, Relaxed);
             }
-            inner.flash_live_bytes.fetch_add(bytes, Relaxed);
+            inner.flash_live_bytes.add(bytes);
         }
     }
     if let Some((_, ids, loc)) = &replay.db_map {
