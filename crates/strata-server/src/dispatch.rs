@@ -70,7 +70,7 @@ pub fn execute(
         monitor_feed(shared, ctx.conn, args);
     }
     let outcome = {
-        let _clock = strata_engine::clock::snapshot();
+        let _clock = strata_engine::clock::snapshot_at(started);
         let _running = running.clone().map(notify::Running::enter);
         // CLIENT NO-TOUCH: reads leave access times alone (TOUCH not).
         let _no_touch =
