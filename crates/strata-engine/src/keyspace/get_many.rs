@@ -21,7 +21,7 @@ type Fetched = std::collections::HashMap<Box<[u8]>, (FetchTarget, Bytes)>;
 impl Engine {
     /// Prefetches the lookups of `keys` in `db` (a pipeline about to run):
     /// every key's table probe, then every key's bucket, then its boxed
-    /// entry, then its hot string's first bytes, so the cache misses of
+    /// entry, then its hot string's bytes (a KiB at most), so the misses of
     /// the batch overlap (`index::map::prefetch`). Changes nothing.
     pub fn prefetch_keys(&self, db: usize, keys: &[&[u8]]) {
         const BATCH: usize = 32;

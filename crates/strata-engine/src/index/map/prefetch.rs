@@ -4,7 +4,7 @@
 //! are looked up in two passes before it runs ([`KeyMap::prefetch_probe`]
 //! for every key, then [`KeyMap::prefetch_bucket`]), so the misses of the
 //! batch overlap instead of following one another. Two more passes hint
-//! the boxed entry and the first bytes of a hot string.
+//! the boxed entry and a hot string's bytes (its first KiB).
 //!
 //! The addresses come from hashbrown's layout: the slots lie below the
 //! control bytes, slot `i` at `base - (i + 1) * w` (`w`: 3 or 4 bytes,
@@ -62,7 +62,8 @@ impl KeyMap {
     }
 
     /// Fourth pass (the third hints the boxed entry, `KeyMap::prefetch`):
-    /// hints the first bytes of the hot string at `i`.
+    /// hints the bytes of the hot string at `i` (its first `VALUE_LINES`
+    /// lines).
     pub fn prefetch_value(&self, i: usize) {
         if let Some(e) = self.buckets.get(i).and_then(Bucket::full) {
             if let Slot::Hot(Hot {
@@ -76,9 +77,14 @@ impl KeyMap {
     }
 }
 
-/// Cache lines of a hot string hinted (the hardware prefetcher follows
-/// a copy once it starts).
-const VALUE_LINES: usize = 2;
+/// Cache lines of a hot string hinted. The reply's copy of a value is
+/// where a GET waits for its lines: hinting 2 (trusting the hardware
+/// prefetcher to follow the copy) left 11% of a RAM GET's samples in that
+/// `memcpy`. A whole 512-byte value (9 lines at most) hinted: RAM GET at
+/// 50 x P16 +19%, 0.87-0.90 against 1.05-1.09 us of server CPU each. A
+/// cap: 4 KiB values hinted whole (64 lines, 32 keys a pass) did worse
+/// than their first KiB (BENCHMARKS.md, twelfth session).
+const VALUE_LINES: usize = 16;
 
 /// Prefetches the cache line holding `addr` (any address: a hint).
 fn hint(addr: usize) {
