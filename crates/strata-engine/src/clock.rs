@@ -10,15 +10,17 @@
 //! commands (Redis's `fixed_time_expire`): the snapshots they take keep
 //! the frozen instant, so no key expires half-way through it.
 //!
-//! A command already reads the monotonic clock when it starts (for its
-//! duration); [`snapshot_at`] turns that instant into wall-clock time
-//! through a pairing of the two clocks each thread renews every
-//! `REBASE`, so a command costs one clock read fewer. The two clocks run
-//! at the same rate (NTP slews both); a step of the wall clock is seen
-//! within `REBASE`, as Redis sees one at its next cached-time update.
+//! A command already reads the TSC when it starts (a `quanta::Instant`,
+//! for its duration); [`snapshot_at`] turns that instant into wall-clock
+//! time through a pairing of the two clocks each thread renews every
+//! `REBASE`, so a command reads the wall clock only then. The TSC is
+//! calibrated against the monotonic clock (which NTP slews as it slews
+//! the wall clock); a step of the wall clock is seen within `REBASE`, as
+//! Redis sees one at its next cached-time update.
 
+use quanta::Instant;
 use std::cell::Cell;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long a thread's pairing of the clocks serves (`snapshot_at`).
 const REBASE: Duration = Duration::from_millis(100);
@@ -28,7 +30,7 @@ thread_local! {
     static SNAPSHOT: Cell<u64> = const { Cell::new(0) };
     /// Freezes in force on this thread (`freeze`).
     static FROZEN: Cell<u32> = const { Cell::new(0) };
-    /// A monotonic instant and the wall-clock µs read just after it.
+    /// A TSC instant and the wall-clock µs read just after it.
     static BASE: Cell<Option<(Instant, u64)>> = const { Cell::new(None) };
 }
 
@@ -43,7 +45,7 @@ fn read_clock() -> u64 {
     read_clock_us() / 1000
 }
 
-/// Wall-clock milliseconds at the monotonic instant `now`, from this
+/// Wall-clock milliseconds at the instant `now`, from this
 /// thread's pairing of the clocks (renewed when older than `REBASE`).
 fn wall_ms_at(now: Instant) -> u64 {
     BASE.with(|b| match b.get() {

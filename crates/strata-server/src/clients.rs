@@ -15,7 +15,7 @@ pub struct ClientHandle {
     pub id: u64,
     pub addr: String,
     pub laddr: String,
-    pub created: Instant,
+    pub created: quanta::Instant,
     /// Milliseconds since `created` of the last command.
     last_ms: AtomicU64,
     pub db: AtomicU64,
@@ -57,7 +57,7 @@ impl ClientHandle {
             id,
             addr,
             laddr,
-            created: Instant::now(),
+            created: quanta::Instant::now(),
             last_ms: AtomicU64::new(0),
             db: AtomicU64::new(0),
             resp: AtomicU64::new(2),
@@ -79,7 +79,7 @@ impl ClientHandle {
     }
 
     /// Records that a command runs from `now`.
-    pub fn touch(&self, cmd: &'static str, now: Instant) {
+    pub fn touch(&self, cmd: &'static str, now: quanta::Instant) {
         self.last_ms.store(
             now.saturating_duration_since(self.created).as_millis() as u64,
             Relaxed,

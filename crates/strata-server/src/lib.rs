@@ -430,6 +430,9 @@ pub async fn start(
         loops: std::sync::OnceLock::new(),
     });
     shared.apply_config();
+    // The TSC clock commands are timed with calibrates on its first use
+    // (~0.6 ms here): before the first command, not during it.
+    let _ = quanta::Instant::now();
     let per_core = shared.config.read().server_runtime == "per-core";
     let scaling = shared.config.read().loop_scaling == "auto";
     let loops = Arc::new(loops::Loops::start(shared.threads(), per_core, scaling)?);
