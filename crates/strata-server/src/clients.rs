@@ -5,7 +5,7 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
@@ -20,8 +20,12 @@ pub struct ClientHandle {
     last_ms: AtomicU64,
     pub db: AtomicU64,
     pub resp: AtomicU64,
+    /// Written only by the connection's task (`touch`).
     pub commands: AtomicU64,
     pub info: Mutex<ClientInfo>,
+    /// The address and length of `info.last_cmd` (`touch` locks `info`
+    /// only when the command changes).
+    last_cmd_at: [AtomicUsize; 2],
     /// Channels, patterns and shard channels subscribed to (kept by the
     /// connection's pub/sub listener).
     pub subs: [AtomicU64; 3],
@@ -66,6 +70,7 @@ impl ClientHandle {
                 last_cmd: "NULL",
                 ..ClientInfo::default()
             }),
+            last_cmd_at: ["NULL".as_ptr() as usize, 4].map(AtomicUsize::new),
             subs: Default::default(),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
@@ -84,8 +89,17 @@ impl ClientHandle {
             now.saturating_duration_since(self.created).as_millis() as u64,
             Relaxed,
         );
-        self.commands.fetch_add(1, Relaxed);
-        self.info.lock().last_cmd = cmd;
+        // Only this connection's task runs `touch`, one command at a
+        // time: no read-modify-write, and no lock for a repeated command.
+        self.commands
+            .store(self.commands.load(Relaxed) + 1, Relaxed);
+        let at = [cmd.as_ptr() as usize, cmd.len()];
+        if self.last_cmd_at[0].load(Relaxed) != at[0] || self.last_cmd_at[1].load(Relaxed) != at[1]
+        {
+            self.info.lock().last_cmd = cmd;
+            self.last_cmd_at[0].store(at[0], Relaxed);
+            self.last_cmd_at[1].store(at[1], Relaxed);
+        }
     }
 
     /// Seconds since the last command.

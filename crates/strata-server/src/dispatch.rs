@@ -18,7 +18,7 @@ pub fn execute(
     args: &[Bytes],
     target: &mut BytesMut,
 ) -> Outcome {
-    shared.stats.commands_processed.fetch_add(1, Relaxed);
+    shared.stats.commands_processed.add(1);
     let Some(spec) = spec else {
         reply::unknown_command(target, args);
         shared.stats.unknown_commands.fetch_add(1, Relaxed);

@@ -46,7 +46,8 @@ use tokio::sync::Notify;
 pub struct ServerStats {
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
-    pub commands_processed: AtomicU64,
+    /// Striped: every command of every loop counts here.
+    pub commands_processed: strata_engine::stats::Striped,
     pub unknown_commands: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,

@@ -244,7 +244,7 @@ pub async fn serve(
             }
             let spec = table::lookup(&args[0]);
             if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
-                shared.stats.commands_processed.fetch_add(1, Relaxed);
+                shared.stats.commands_processed.add(1);
                 let mut refusal = BytesMut::new();
                 reply::error(
                     &mut refusal,
@@ -270,7 +270,7 @@ pub async fn serve(
                 gauge.set(&inbuf, &out, &backlog);
                 if let Some(refusal) = admit(&shared, &mut pending, &mut out).await {
                     // `admit` drained the pending replies: order is kept.
-                    shared.stats.commands_processed.fetch_add(1, Relaxed);
+                    shared.stats.commands_processed.add(1);
                     shared.stats.oom_rejections.fetch_add(1, Relaxed);
                     if let Some(spec) = spec {
                         shared.cmdstats.rejected(spec);

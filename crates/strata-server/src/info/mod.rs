@@ -389,11 +389,7 @@ fn stats(s: &Shared, out: &mut String) {
         "total_connections_received",
         st.connections_received.load(Relaxed)
     );
-    field!(
-        out,
-        "total_commands_processed",
-        st.commands_processed.load(Relaxed)
-    );
+    field!(out, "total_commands_processed", st.commands_processed.get());
     field!(
         out,
         "total_net_input_bytes",

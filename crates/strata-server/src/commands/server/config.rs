@@ -59,8 +59,8 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         ctx.shared.cmdstats.reset();
         ctx.shared.errorstats.reset();
         let s = &ctx.shared.stats;
+        strata_engine::stats::Count::zero(&s.commands_processed);
         for c in [
-            &s.commands_processed,
             &s.connections_received,
             &s.rejected_connections,
             &s.net_input_bytes,
