@@ -65,6 +65,24 @@ impl Table {
             slots: COMMANDS.iter().map(|_| Slot::default()).collect(),
         }
     }
+
+    /// Zeroes the table for `generation` (its writer only: invariant 1);
+    /// a reader that sees the generation sees the zeros.
+    fn restart(&self, generation: u64) {
+        for a in self.slots.iter().flat_map(counters) {
+            a.store(0, Relaxed);
+        }
+        self.generation.store(generation, Release);
+    }
+
+    /// Adds `other`'s counts to this table (its writer only).
+    fn add(&self, other: &Table) {
+        for (a, b) in self.slots.iter().zip(other.slots.iter()) {
+            for (x, y) in counters(a).zip(counters(b)) {
+                bump(x, y.load(Relaxed));
+            }
+        }
+    }
 }
 
 /// Adds `n` to a counter only this thread writes (invariant 1).
@@ -102,15 +120,10 @@ impl Drop for Mine {
         let (live, retired) = &mut *tables;
         live.retain(|t| !Arc::ptr_eq(t, &self.table));
         if retired.generation.load(Relaxed) != generation {
-            retired.slots.iter().for_each(zero);
-            retired.generation.store(generation, Relaxed);
+            retired.restart(generation);
         }
         if self.table.generation.load(Relaxed) == generation {
-            for (r, t) in retired.slots.iter().zip(self.table.slots.iter()) {
-                for (a, b) in counters(r).zip(counters(t)) {
-                    bump(a, b.load(Relaxed));
-                }
-            }
+            retired.add(&self.table);
         }
     }
 }
@@ -194,11 +207,7 @@ impl CommandStats {
             };
             let generation = self.all.generation.load(Relaxed);
             if table.generation.load(Relaxed) != generation {
-                for s in table.slots.iter() {
-                    zero(s);
-                }
-                // After the zeros: a reader that sees the generation sees them.
-                table.generation.store(generation, Release);
+                table.restart(generation);
             }
             f(&table.slots[i]);
         });
@@ -233,34 +242,30 @@ impl CommandStats {
     /// order: the sums over the threads' tables of this generation.
     pub fn figures(&self) -> Vec<Figures> {
         let generation = self.all.generation.load(Relaxed);
-        let guard = self.all.tables.lock();
-        let (live, retired) = &*guard;
-        let tables: Vec<&Table> = live
-            .iter()
-            .map(|t| &**t)
-            .chain(std::iter::once(retired))
-            .filter(|t| t.generation.load(Acquire) == generation)
-            .collect();
-        let sum = |i: usize, f: &dyn Fn(&Slot) -> &AtomicU64| -> u64 {
-            tables
-                .iter()
-                .map(|t| f(&t.slots[i]).load(Relaxed))
-                .fold(0, u64::wrapping_add)
-        };
+        let total = Table::new(generation);
+        {
+            let guard = self.all.tables.lock();
+            let (live, retired) = &*guard;
+            for t in live.iter().map(|t| &**t).chain(std::iter::once(retired)) {
+                if t.generation.load(Acquire) == generation {
+                    total.add(t);
+                }
+            }
+        }
         COMMANDS
             .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let calls = sum(i, &|s| &s.calls);
-                let rejected = sum(i, &|s| &s.rejected);
-                let failed = sum(i, &|s| &s.failed);
+            .zip(total.slots.iter())
+            .filter_map(|(c, s)| {
+                let calls = s.calls.load(Relaxed);
+                let rejected = s.rejected.load(Relaxed);
+                let failed = s.failed.load(Relaxed);
                 if calls + rejected == 0 {
                     return None;
                 }
                 let mut cum = 0;
                 let mut cdf = Vec::new();
-                for b in 0..BUCKETS {
-                    let n = sum(i, &|s| &s.histogram[b]);
+                for (b, h) in s.histogram.iter().enumerate() {
+                    let n = h.load(Relaxed);
                     if n > 0 {
                         cum += n;
                         cdf.push((1u64 << b, cum));
@@ -269,7 +274,7 @@ impl CommandStats {
                 Some(Figures {
                     name: c.name,
                     calls,
-                    usec: sum(i, &|s| &s.usec),
+                    usec: s.usec.load(Relaxed),
                     rejected,
                     failed,
                     cdf,
@@ -282,11 +287,6 @@ impl CommandStats {
     pub fn reset(&self) {
         self.all.generation.fetch_add(1, Relaxed);
     }
-}
-
-/// Zeroes a slot (its thread only: invariant 1).
-fn zero(s: &Slot) {
-    counters(s).for_each(|a| a.store(0, Relaxed));
 }
 
 #[cfg(test)]
