@@ -40,6 +40,7 @@
 //!    collected nor freed (`SegmentTable::pinned`), so members are never
 //!    left without their end. Moved members are plain records.
 
+use crate::flash::buf::AlignedBuf;
 use crate::flash::format::SEGMENT_DATA_START;
 use crate::flash::segment::Segment;
 use crate::log::writer::SegmentWriter;
@@ -92,6 +93,8 @@ pub(crate) struct Collector {
     pending_free: Vec<(u32, u64)>,
     /// The current job stopped for lack of room: not a reason to skip it.
     abandoned: bool,
+    /// The slice buffer, kept for the next slice (`slice.rs`).
+    buf: Option<AlignedBuf>,
 }
 
 impl Collector {

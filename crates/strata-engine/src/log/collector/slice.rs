@@ -31,6 +31,17 @@ struct Live {
     old: FlashLoc,
 }
 
+/// Records whose liveness is checked under one hold of their shard's lock
+/// (their lookups prefetched together).
+const CHECK_RUN: usize = 64;
+
+/// A value, head or part record of the slice, to check for liveness.
+struct Candidate<'a> {
+    shard: usize,
+    rec: format::RecordRef<'a>,
+    loc: FlashLoc,
+}
+
 impl Collector {
     /// Processes one slice; returns whether the job has more to do.
     pub(super) fn slice(
@@ -43,106 +54,33 @@ impl Collector {
             return false;
         }
         let start = align_down(job.pos);
-        let len = (job.end - start).min(SLICE_BYTES as u64) as usize;
-        let (mut buf, mut n) = match read_at(inner, &job.seg, start, len) {
-            Some(r) => r,
-            None => return false,
-        };
+        let mut len = (job.end - start).min(SLICE_BYTES as u64) as usize;
+        // The slice buffer is kept from one slice to the next: a new one
+        // each time was faulted in and zeroed, about a third of the
+        // collector's CPU under steady overwrite.
+        let mut spare = self.buf.take();
+        let mut got = 0;
         let mut live = Vec::new();
-        let mut pos = job.pos;
-        let min_other = inner.table.min_id_except(job.seg.id);
-        let checkpoint_segment = inner.persist.checkpoint_segment.load(Acquire);
         loop {
-            let off = (pos - start) as usize;
-            if pos >= job.end || off >= n {
-                break;
+            let Some((buf, n)) = read_at(inner, &job.seg, start, len, spare.take()) else {
+                return false;
+            };
+            if n <= got {
+                // A longer read gave no more bytes.
+                Stats::inc(&inner.stats.read_errors);
+                return false;
             }
-            let in_page = pos as usize % PAGE;
-            if in_page != 0 && PAGE - in_page < format::MIN_BYTES_IN_PAGE {
-                pos = align_up(pos as usize) as u64; // too close to the boundary: padding
-                continue;
-            }
-            match format::decode_record(&buf[off..n]) {
-                Ok(rec) => {
-                    let loc = FlashLoc {
-                        segment: job.seg.id,
-                        offset: pos as u32,
-                        len: rec.header.record_len() as u32,
-                    };
-                    if rec.header.kind.is_value()
-                        || matches!(
-                            rec.header.kind,
-                            format::RecordKind::CollHead | format::RecordKind::Chunk
-                        )
-                    {
-                        self.check_live(inner, job.mode, &rec, loc, &mut live);
-                    } else if let Some(in_force) = inner.in_force(rec.header.kind) {
-                        // Live while it is the record in force.
-                        if in_force.is(loc) {
-                            live.push(Live {
-                                db: 0,
-                                key: Box::default(),
-                                value: rec.value.to_vec(),
-                                meta: format::ItemMeta::default(),
-                                header: rec.header,
-                                old: loc,
-                            });
-                        }
-                    } else if rec.header.kind == format::RecordKind::BatchEnd {
-                        // Never moved: a segment holding an end its members
-                        // still need is not collected (`pick`).
-                    } else if job.mode == Mode::Relocate {
-                        keep_tombstone(
-                            min_other,
-                            checkpoint_segment,
-                            &job.seg,
-                            &rec,
-                            loc,
-                            &mut live,
-                        );
+            got = n;
+            match scan(inner, job, start, &buf[..n], &mut live) {
+                Some(need) => len = need,
+                None => {
+                    if buf.capacity() == SLICE_BYTES {
+                        self.buf = Some(buf);
                     }
-                    pos += loc.len as u64;
-                }
-                Err(DecodeError::Padding) => pos = align_up(pos as usize + 1) as u64,
-                Err(DecodeError::Truncated) => {
-                    let avail_end = start + n as u64;
-                    if avail_end >= job.end {
-                        // The segment's data ends inside this record: only
-                        // padding may be left (a torn tail is a read error).
-                        if buf[off..n].iter().any(|&b| b != 0) {
-                            Stats::inc(&inner.stats.read_errors);
-                        }
-                        pos = job.end;
-                        continue;
-                    }
-                    if pos > job.pos {
-                        break; // the next slice starts at this record
-                    }
-                    // Not one whole record in the slice: read this one whole.
-                    let need = match format::decode_header(&buf[off..n]) {
-                        Ok(h) => off + h.record_len(),
-                        Err(_) => off + format::RECORD_HEADER_LEN,
-                    };
-                    let need = need.min((job.end - start) as usize);
-                    match read_at(inner, &job.seg, start, need) {
-                        Some((b, m)) if m > n => {
-                            buf = b;
-                            n = m;
-                        }
-                        _ => {
-                            Stats::inc(&inner.stats.read_errors);
-                            return false;
-                        }
-                    }
-                }
-                Err(DecodeError::BadHeader | DecodeError::Checksum) => {
-                    // Unknowable length: resume at the next page.
-                    Stats::inc(&inner.stats.read_errors);
-                    pos = align_up(pos as usize + 1) as u64;
+                    break;
                 }
             }
         }
-        job.pos = pos;
         if !live.is_empty() && !relocate(inner, writer, live) {
             // No room to move them now (or a write failed): give the job up
             // without marking the segment; it is picked again later.
@@ -151,70 +89,197 @@ impl Collector {
         }
         job.pos < job.end
     }
+}
 
-    fn check_live(
-        &self,
-        inner: &Inner,
-        mode: Mode,
-        rec: &format::RecordRef<'_>,
-        loc: FlashLoc,
-        live: &mut Vec<Live>,
-    ) {
-        if rec.header.db as usize >= inner.databases {
-            return;
+/// Decodes the records of `buf` (the segment's bytes from `start`) from
+/// `job.pos` on, pushes those still live or needed to `live`, and moves
+/// `job.pos` past them. Returns the bytes to read from `start` instead when
+/// not one whole record is in `buf` (nothing is decoded then).
+fn scan(
+    inner: &Inner,
+    job: &mut Job,
+    start: u64,
+    buf: &[u8],
+    live: &mut Vec<Live>,
+) -> Option<usize> {
+    let n = buf.len();
+    let mut pos = job.pos;
+    let mut candidates = Vec::new();
+    let min_other = inner.table.min_id_except(job.seg.id);
+    let checkpoint_segment = inner.persist.checkpoint_segment.load(Acquire);
+    loop {
+        let off = (pos - start) as usize;
+        if pos >= job.end || off >= n {
+            break;
         }
-        let mut guard = inner.shard(rec.key).lock();
-        let sh = &mut *guard;
-        let db = inner.dbmap.logical(rec.header.db);
-        let Some(idx) = sh.dbs[db].get_index_of(rec.key) else {
-            return;
-        };
-        if !refers_to(&sh.dbs[db].at(idx), rec, loc) {
-            return;
+        let in_page = pos as usize % PAGE;
+        if in_page != 0 && PAGE - in_page < format::MIN_BYTES_IN_PAGE {
+            pos = align_up(pos as usize) as u64; // too close to the boundary: padding
+            continue;
         }
-        match mode {
-            Mode::Evict => {
-                if matches!(
-                    rec.header.kind,
-                    format::RecordKind::CollHead | format::RecordKind::Chunk
-                ) {
-                    // A chunked collection's other records may be in newer
-                    // segments: a tombstone keeps them from coming back.
-                    inner.remove_index_as(
-                        sh,
-                        db,
-                        idx,
-                        crate::keyspace::observe::KeyChange::Evicted,
-                    );
-                } else {
-                    // No tombstone: the oldest segment holds every record
-                    // of this key (newer records would be in newer segments).
-                    if let Some((k, _)) = sh.dbs[db].get_index(idx) {
-                        inner.observe(db, k, crate::keyspace::observe::KeyChange::Evicted);
-                    }
-                    inner.remove_index_quiet(sh, db, idx);
-                }
-                Stats::inc(&inner.stats.evicted_keys);
-            }
-            // The copy carries the entry's current TTL and item state, which
-            // may be newer than the record's (a change the journal has not
-            // logged yet, or logged in a record it could not publish): a
-            // copy never brings back an older state (rule 7).
-            Mode::Relocate => {
-                let e = &sh.dbs[db].at(idx);
-                let header = format::RecordHeader {
-                    expire_at_ms: e.expire_at_ms,
-                    ..rec.header
+        match format::decode_record(&buf[off..n]) {
+            Ok(rec) => {
+                let loc = FlashLoc {
+                    segment: job.seg.id,
+                    offset: pos as u32,
+                    len: rec.header.record_len() as u32,
                 };
-                live.push(Live {
-                    db: rec.header.db,
-                    key: rec.key.into(),
-                    value: rec.value.to_vec(),
-                    meta: sh.item_meta(db, rec.key, e),
-                    header,
-                    old: loc,
-                })
+                pos += loc.len as u64;
+                if rec.header.kind.is_value()
+                    || matches!(
+                        rec.header.kind,
+                        format::RecordKind::CollHead | format::RecordKind::Chunk
+                    )
+                {
+                    if (rec.header.db as usize) < inner.databases {
+                        let shard = inner.shard_index(rec.key);
+                        candidates.push(Candidate { shard, rec, loc });
+                    }
+                } else if let Some(in_force) = inner.in_force(rec.header.kind) {
+                    // Live while it is the record in force.
+                    if in_force.is(loc) {
+                        live.push(Live {
+                            db: 0,
+                            key: Box::default(),
+                            value: rec.value.to_vec(),
+                            meta: format::ItemMeta::default(),
+                            header: rec.header,
+                            old: loc,
+                        });
+                    }
+                } else if rec.header.kind == format::RecordKind::BatchEnd {
+                    // Never moved: a segment holding an end its members
+                    // still need is not collected (`pick`).
+                } else if job.mode == Mode::Relocate {
+                    keep_tombstone(min_other, checkpoint_segment, &job.seg, &rec, loc, live);
+                }
             }
+            Err(DecodeError::Padding) => pos = align_up(pos as usize + 1) as u64,
+            Err(DecodeError::Truncated) => {
+                if start + n as u64 >= job.end {
+                    // The segment's data ends inside this record: only
+                    // padding may be left (a torn tail is a read error).
+                    if buf[off..n].iter().any(|&b| b != 0) {
+                        Stats::inc(&inner.stats.read_errors);
+                    }
+                    pos = job.end;
+                    continue;
+                }
+                if pos > job.pos {
+                    break; // the next slice starts at this record
+                }
+                // Not one whole record in the slice: read this one whole.
+                let need = match format::decode_header(&buf[off..n]) {
+                    Ok(h) => off + h.record_len(),
+                    Err(_) => off + format::RECORD_HEADER_LEN,
+                };
+                return Some(need.min((job.end - start) as usize));
+            }
+            Err(DecodeError::BadHeader | DecodeError::Checksum) => {
+                // Unknowable length: resume at the next page.
+                Stats::inc(&inner.stats.read_errors);
+                pos = align_up(pos as usize + 1) as u64;
+            }
+        }
+    }
+    job.pos = pos;
+    check_live(inner, job.mode, &mut candidates, live);
+    None
+}
+
+/// Pushes to `live` the candidates their entries still refer to (rule 2),
+/// or, evicting, drops their keys. Shard by shard: a shard is locked once
+/// per run of its candidates (at most `CHECK_RUN`), their table probes,
+/// buckets and entries hinted in passes before they are looked at, so the
+/// misses overlap. (One lock and lookup per record in turn, each waiting
+/// for its misses, was most of the collector's CPU under steady overwrite:
+/// every record written is scanned once when its segment is collected.)
+fn check_live(inner: &Inner, mode: Mode, candidates: &mut [Candidate<'_>], live: &mut Vec<Live>) {
+    candidates.sort_unstable_by_key(|c| c.shard);
+    for run in candidates.chunk_by(|a, b| a.shard == b.shard) {
+        for run in run.chunks(CHECK_RUN) {
+            let mut guard = inner.shards[run[0].shard].lock();
+            let sh = &mut *guard;
+            let mut at = [(0usize, 0u64, None); CHECK_RUN];
+            for (j, c) in run.iter().enumerate() {
+                let db = inner.dbmap.logical(c.rec.header.db);
+                at[j] = (db, sh.dbs[db].prefetch_probe(c.rec.key), None);
+            }
+            for (db, hash, pos) in at.iter_mut().take(run.len()) {
+                *pos = sh.dbs[*db].prefetch_bucket(*hash);
+            }
+            for &(db, _, pos) in at.iter().take(run.len()) {
+                if let Some(i) = pos {
+                    sh.dbs[db].prefetch(i, true);
+                }
+            }
+            for (c, &(db, _, pos)) in run.iter().zip(&at) {
+                check_one(inner, mode, sh, db, pos, &c.rec, c.loc, live);
+            }
+        }
+    }
+}
+
+/// `check_live` for one record, under its shard's lock; `hint` is where
+/// its bucket probably is.
+#[allow(clippy::too_many_arguments)]
+fn check_one(
+    inner: &Inner,
+    mode: Mode,
+    sh: &mut crate::index::Shard,
+    db: usize,
+    hint: Option<usize>,
+    rec: &format::RecordRef<'_>,
+    loc: FlashLoc,
+    live: &mut Vec<Live>,
+) {
+    let found = match hint {
+        Some(h) => sh.dbs[db].get_index_of_from(h, rec.key),
+        None => sh.dbs[db].get_index_of(rec.key),
+    };
+    let Some(idx) = found else {
+        return;
+    };
+    if !refers_to(&sh.dbs[db].at(idx), rec, loc) {
+        return;
+    }
+    match mode {
+        Mode::Evict => {
+            if matches!(
+                rec.header.kind,
+                format::RecordKind::CollHead | format::RecordKind::Chunk
+            ) {
+                // A chunked collection's other records may be in newer
+                // segments: a tombstone keeps them from coming back.
+                inner.remove_index_as(sh, db, idx, crate::keyspace::observe::KeyChange::Evicted);
+            } else {
+                // No tombstone: the oldest segment holds every record
+                // of this key (newer records would be in newer segments).
+                if let Some((k, _)) = sh.dbs[db].get_index(idx) {
+                    inner.observe(db, k, crate::keyspace::observe::KeyChange::Evicted);
+                }
+                inner.remove_index_quiet(sh, db, idx);
+            }
+            Stats::inc(&inner.stats.evicted_keys);
+        }
+        // The copy carries the entry's current TTL and item state, which
+        // may be newer than the record's (a change the journal has not
+        // logged yet, or logged in a record it could not publish): a
+        // copy never brings back an older state (rule 7).
+        Mode::Relocate => {
+            let e = &sh.dbs[db].at(idx);
+            let header = format::RecordHeader {
+                expire_at_ms: e.expire_at_ms,
+                ..rec.header
+            };
+            live.push(Live {
+                db: rec.header.db,
+                key: rec.key.into(),
+                value: rec.value.to_vec(),
+                meta: sh.item_meta(db, rec.key, e),
+                header,
+                old: loc,
+            })
         }
     }
 }
@@ -255,13 +320,21 @@ fn keep_tombstone(
     }
 }
 
+/// Reads `len` bytes at `offset` into `buf` if it is large enough, else
+/// into a new buffer.
 fn read_at(
     inner: &Inner,
     seg: &Arc<Segment>,
     offset: u64,
     len: usize,
+    buf: Option<AlignedBuf>,
 ) -> Option<(AlignedBuf, usize)> {
-    let buf = AlignedBuf::zeroed(align_up(len));
+    let len = align_up(len);
+    let mut buf = match buf {
+        Some(b) if b.capacity() >= len => b,
+        _ => AlignedBuf::zeroed(len.max(SLICE_BYTES)),
+    };
+    buf.set_len(len);
     let (buf, r) = io::read_blocking(&*inner.io, seg.file.clone(), offset, buf);
     match r {
         Ok(n) => Some((buf, n)),
