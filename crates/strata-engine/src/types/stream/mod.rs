@@ -42,6 +42,7 @@
 
 mod chunks;
 mod codec;
+mod dir;
 mod group;
 mod id;
 mod node;
