@@ -54,7 +54,7 @@ use std::thread::JoinHandle;
 /// doorbell per read. Flash-bound GET at 32 x P1: 57.7k -> 64.4k GET/s
 /// (medians of 5), 16.4 -> 14.8 us of server CPU per GET (BENCHMARKS.md,
 /// thirteenth session).
-const SUBMIT_BATCH: u32 = 4;
+const SUBMIT_BATCH: usize = 4;
 
 thread_local! {
     /// This thread is a connection loop (`enter_loop`).
@@ -314,7 +314,7 @@ fn stage_on(shared: &Arc<Shared>, handle: &tokio::runtime::Handle, req: IoReques
     let mut r = shared.ring.lock();
     r.queued.push_back(req);
     let result = r.stage_queued().and_then(|staged| {
-        if r.ring.submission().len() >= SUBMIT_BATCH as usize {
+        if r.ring.submission().len() >= SUBMIT_BATCH {
             return r.ring.submit().map(drop);
         }
         drop(r);

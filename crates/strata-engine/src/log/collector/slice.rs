@@ -58,11 +58,10 @@ impl Collector {
         // The slice buffer is kept from one slice to the next: a new one
         // each time was faulted in and zeroed, about a third of the
         // collector's CPU under steady overwrite.
-        let mut spare = self.buf.take();
         let mut got = 0;
         let mut live = Vec::new();
         loop {
-            let Some((buf, n)) = read_at(inner, &job.seg, start, len, spare.take()) else {
+            let Some((buf, n)) = read_at(inner, &job.seg, start, len, self.buf.take()) else {
                 return false;
             };
             if n <= got {
