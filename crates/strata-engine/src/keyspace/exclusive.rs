@@ -99,6 +99,17 @@ impl ShardLock {
         }
         ShardGuard::Own(self.m.lock())
     }
+
+    /// The shard if it is free now (or lent to this thread's section);
+    /// None if another thread holds it. For work that may be skipped, such
+    /// as a prefetch: waiting for a holder parks the thread, and on a busy
+    /// machine a parked loop waits for a CPU after the holder lets go.
+    pub fn try_lock(&self) -> Option<ShardGuard<'_>> {
+        if HELD.with(Cell::get).n > 0 {
+            return Some(self.lock());
+        }
+        self.m.try_lock().map(ShardGuard::Own)
+    }
 }
 
 impl Deref for ShardGuard<'_> {

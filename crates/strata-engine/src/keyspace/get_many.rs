@@ -22,30 +22,37 @@ impl Engine {
     /// Prefetches the lookups of `keys` in `db` (a pipeline about to run):
     /// every key's table probe, then every key's bucket, then its boxed
     /// entry, then its hot string's bytes (a KiB at most), so the misses of
-    /// the batch overlap (`index::map::prefetch`). Changes nothing.
+    /// the batch overlap (`index::map::prefetch`). Changes nothing, and
+    /// waits for no lock: a key whose shard another thread holds (the
+    /// journal publishing, the collector) is skipped for that pass. Parking
+    /// the loop there cost it a wake-up and, on a machine busy with its
+    /// clients, a wait for a CPU (the default config's p99).
     pub fn prefetch_keys(&self, db: usize, keys: &[&[u8]]) {
         const BATCH: usize = 32;
         let inner = &self.inner;
+        let map = |s: usize, f: &mut dyn FnMut(&crate::index::KeyMap)| {
+            if let Some(m) = inner.shards[s].try_lock().as_ref().and_then(|g| g.dbs.get(db)) {
+                f(m);
+            }
+        };
         for keys in keys.chunks(BATCH) {
             // Each key's shard and hash, found once in the first pass.
-            let mut at = [(0usize, 0u64); BATCH];
+            let mut at = [None; BATCH];
             let mut pos = [None; BATCH];
             for (j, k) in keys.iter().enumerate() {
                 let s = inner.shard_index(k);
-                if let Some(m) = inner.shards[s].lock().dbs.get(db) {
-                    at[j] = (s, m.prefetch_probe(k));
-                }
+                map(s, &mut |m| at[j] = Some((s, m.prefetch_probe(k))));
             }
-            let each = |f: &mut dyn FnMut(usize, &crate::index::KeyMap)| {
-                for (j, &(s, _)) in at.iter().enumerate().take(keys.len()) {
-                    if let Some(m) = inner.shards[s].lock().dbs.get(db) {
-                        f(j, m);
+            let each = |f: &mut dyn FnMut(usize, u64, &crate::index::KeyMap)| {
+                for (j, a) in at.iter().enumerate().take(keys.len()) {
+                    if let Some((s, hash)) = *a {
+                        map(s, &mut |m| f(j, hash, m));
                     }
                 }
             };
-            each(&mut |j, m| pos[j] = m.prefetch_bucket(at[j].1));
-            each(&mut |j, m| pos[j].map_or((), |i| m.prefetch(i, true)));
-            each(&mut |j, m| pos[j].map_or((), |i| m.prefetch_value(i)));
+            each(&mut |j, hash, m| pos[j] = m.prefetch_bucket(hash));
+            each(&mut |j, _, m| pos[j].map_or((), |i| m.prefetch(i, true)));
+            each(&mut |j, _, m| pos[j].map_or((), |i| m.prefetch_value(i)));
         }
     }
 
