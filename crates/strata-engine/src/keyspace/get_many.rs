@@ -31,7 +31,11 @@ impl Engine {
         const BATCH: usize = 32;
         let inner = &self.inner;
         let map = |s: usize, f: &mut dyn FnMut(&crate::index::KeyMap)| {
-            if let Some(m) = inner.shards[s].try_lock().as_ref().and_then(|g| g.dbs.get(db)) {
+            if let Some(m) = inner.shards[s]
+                .try_lock()
+                .as_ref()
+                .and_then(|g| g.dbs.get(db))
+            {
                 f(m);
             }
         };
