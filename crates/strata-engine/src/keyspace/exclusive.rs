@@ -79,36 +79,52 @@ impl ShardLock {
     }
 
     pub fn lock(&self) -> ShardGuard<'_> {
-        let held = HELD.with(Cell::get);
-        if held.n > 0 {
-            let me = self as *const ShardLock as usize;
-            let at = me.wrapping_sub(held.first as usize) / std::mem::size_of::<ShardLock>();
-            let mine = me >= held.first as usize && at < held.n;
-            if mine && (held.all || (at < 128 && held.mask & (1 << at) != 0)) {
-                let was = self.lent.swap(true, Ordering::Relaxed);
-                debug_assert!(!was, "a shard lent twice inside an exclusive section");
-                // SAFETY: this thread holds the shard's mutex for the whole
-                // section (`Engine::exclusive`), and no other guard of this
-                // shard is out (invariant 2, checked above in debug builds),
-                // so this is the only reference to the shard.
-                return ShardGuard::Lent(unsafe { &mut *self.m.data_ptr() }, &self.lent);
-            }
-            // A keyed section reaching past its keys would take a shard
-            // out of order (invariant 1): a bug in the caller's key list.
-            debug_assert!(!mine, "a keyed section locked a shard of none of its keys");
+        match self.lent(true) {
+            Some(g) => g,
+            None => ShardGuard::Own(self.m.lock()),
         }
-        ShardGuard::Own(self.m.lock())
     }
 
     /// The shard if it is free now (or lent to this thread's section);
-    /// None if another thread holds it. For work that may be skipped, such
-    /// as a prefetch: waiting for a holder parks the thread, and on a busy
-    /// machine a parked loop waits for a CPU after the holder lets go.
+    /// None if another thread holds it. Never waits, so it may be used
+    /// anywhere, for work that may be skipped such as a prefetch: waiting
+    /// for a holder parks the thread, and on a busy machine a parked loop
+    /// waits for a CPU after the holder lets go.
     pub fn try_lock(&self) -> Option<ShardGuard<'_>> {
-        if HELD.with(Cell::get).n > 0 {
-            return Some(self.lock());
+        self.lent(false)
+            .or_else(|| self.m.try_lock().map(ShardGuard::Own))
+    }
+
+    /// This shard as lent by the section this thread is in, if it holds
+    /// it. `to_wait`: the caller will wait for the shard if not, which a
+    /// keyed section must not do for a shard of none of its keys.
+    fn lent(&self, to_wait: bool) -> Option<ShardGuard<'_>> {
+        let held = HELD.with(Cell::get);
+        if held.n == 0 {
+            return None;
         }
-        self.m.try_lock().map(ShardGuard::Own)
+        let me = self as *const ShardLock as usize;
+        let at = me.wrapping_sub(held.first as usize) / std::mem::size_of::<ShardLock>();
+        let mine = me >= held.first as usize && at < held.n;
+        if mine && (held.all || (at < 128 && held.mask & (1 << at) != 0)) {
+            let was = self.lent.swap(true, Ordering::Relaxed);
+            debug_assert!(!was, "a shard lent twice inside an exclusive section");
+            // SAFETY: this thread holds the shard's mutex for the whole
+            // section (`Engine::exclusive`), and no other guard of this
+            // shard is out (invariant 2, checked above in debug builds),
+            // so this is the only reference to the shard.
+            return Some(ShardGuard::Lent(
+                unsafe { &mut *self.m.data_ptr() },
+                &self.lent,
+            ));
+        }
+        // A keyed section reaching past its keys would take a shard
+        // out of order (invariant 1): a bug in the caller's key list.
+        debug_assert!(
+            !(mine && to_wait),
+            "a keyed section locked a shard of none of its keys"
+        );
+        None
     }
 }
 
@@ -236,5 +252,44 @@ impl crate::Inner {
         drop(leave);
         drop(guards);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Engine, EngineConfig, IoBackend};
+    use std::sync::mpsc::channel;
+
+    #[test]
+    fn try_lock_never_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = EngineConfig::new(dir.path().join("flash"));
+        c.io_backend = IoBackend::Psync;
+        c.shards = 4;
+        let e = Engine::open(c).unwrap();
+        let s = &e.inner.shards[1];
+        assert!(s.try_lock().is_some(), "a free shard is taken");
+        let held = s.lock();
+        std::thread::scope(|t| {
+            t.spawn(|| assert!(s.try_lock().is_none(), "a held shard is not waited for"));
+        });
+        drop(held);
+        // Inside a section its shards are lent to it.
+        e.exclusive(|| assert!(s.try_lock().is_some()));
+        // A prefetch returns while another thread holds every shard.
+        let (held_tx, held_rx) = channel();
+        let (done_tx, done_rx) = channel::<()>();
+        std::thread::scope(|t| {
+            let e = &e;
+            t.spawn(move || {
+                e.exclusive(|| {
+                    held_tx.send(()).unwrap();
+                    done_rx.recv().unwrap();
+                })
+            });
+            held_rx.recv().unwrap();
+            e.prefetch_keys(0, &[&b"a"[..], &b"b"[..]]);
+            done_tx.send(()).unwrap();
+        });
     }
 }
