@@ -406,6 +406,45 @@ fn noeviction_refuses_writes_when_full_and_loses_nothing() {
     });
 }
 
+/// What decides whether a writer waits for room: the log's status, the
+/// journal, RAM against its budget, and each segment's (id, live bytes,
+/// tombstone bytes, written bytes). For a test that waited too long
+/// (`allkeys_lru_evicts_instead_of_refusing` did, twice in many runs of the
+/// whole suite on a loaded machine: 30 s at the point where the log first
+/// fills; not understood yet).
+fn room_state(e: &Engine) -> String {
+    let inner = &e.inner;
+    let segs: Vec<_> = inner
+        .table
+        .snapshot()
+        .iter()
+        .map(|s| {
+            (
+                s.id,
+                s.live_bytes.load(Relaxed),
+                s.tomb_bytes.load(Relaxed),
+                s.written.load(Relaxed),
+            )
+        })
+        .collect();
+    format!(
+        "log {:?}, {} notes queued, written {} synced {} of {}, RAM {} of {}, \
+         demotion stuck {}, flash full {}, reclaimable {}, allocated {}, live {}, segments {segs:?}",
+        e.log_error(),
+        inner.journal.queued(),
+        inner.journal.written_ticket(),
+        inner.journal.synced_ticket(),
+        inner.journal.last_ticket(),
+        inner.ram_used(),
+        inner.tun.maxmemory_ram.load(Relaxed),
+        inner.demotion_stuck.load(Relaxed),
+        inner.flash_full.load(Relaxed),
+        inner.reclaimable(),
+        inner.table.allocated_bytes(),
+        inner.flash_live_bytes.get(),
+    )
+}
+
 #[test]
 fn allkeys_lru_evicts_instead_of_refusing() {
     let dir = tempfile::tempdir().unwrap();
@@ -425,7 +464,7 @@ fn allkeys_lru_evicts_instead_of_refusing() {
                 Admission::Wait if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(1))
                 }
-                other => panic!("{other:?} at {i} under allkeys-lru"),
+                other => panic!("{other:?} at {i} under allkeys-lru: {}", room_state(&e)),
             }
         }
         e.set(0, &key, &value_for(&key, 0, 1024), SetOptions::default())
