@@ -447,6 +447,12 @@ fn room_state(e: &Engine) -> String {
 
 #[test]
 fn allkeys_lru_evicts_instead_of_refusing() {
+    // The engine's warnings (a segment the collector gives up on) go with
+    // the test's output, shown if it fails.
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_max_level(tracing::Level::WARN)
+        .try_init();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path(), IoBackend::Psync);
     c.flash_max_size = 4 << 20;
