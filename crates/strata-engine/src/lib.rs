@@ -171,9 +171,13 @@ pub(crate) struct Inner {
     pub graveyard: Mutex<Vec<index::Slot>>,
     /// The keys clients WATCH (`keyspace::watch`).
     pub watches: keyspace::watch::Watches,
-    /// Set when demotion found the flash full; the collector then takes any
-    /// segment with garbage. Cleared when demotion succeeds again.
+    /// Set when the journal or demotion found the log full; the collector
+    /// then moves segments worth moving or evicts (its rule 9). Cleared
+    /// when either writes again.
     pub flash_full: AtomicBool,
+    /// Garbage in segments the collector would move while the log is full
+    /// (its rule 9), as its last look found it: room writers may wait for.
+    pub collectable: AtomicU64,
     /// Live record bytes on flash (sum over segments): striped, as the
     /// journal adds to it and the loops take from it on every overwrite.
     pub flash_live_bytes: stats::Striped,
@@ -271,6 +275,7 @@ impl Engine {
             demotion_awaits_journal: AtomicBool::new(false),
             part_loads: Mutex::new(Default::default()),
             flash_full: AtomicBool::new(false),
+            collectable: AtomicU64::new(0),
             flash_live_bytes: Default::default(),
             direct_io: direct,
             writer: Mutex::new(SegmentWriter::new(

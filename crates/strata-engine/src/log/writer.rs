@@ -157,10 +157,11 @@ impl SegmentWriter {
         self.last.expect("a record was appended")
     }
 
-    /// Whether `bytes` of records (each at most a segment) fit in the log
-    /// without passing `capacity`: an atomic batch is written only if it
-    /// fits whole (a full log would leave half of it).
-    pub fn room_for(&self, bytes: u64, capacity: u64) -> bool {
+    /// Whether `bytes` of records, none longer than `largest`, fit in the
+    /// log without passing `capacity` (a journal batch is written only if
+    /// it fits whole). A segment's end may go unused for up to one record
+    /// that did not fit there, and a page.
+    pub fn room_for(&self, bytes: u64, largest: u64, capacity: u64) -> bool {
         if self.table.allocated_bytes() > capacity {
             return false;
         }
@@ -172,11 +173,14 @@ impl SegmentWriter {
         if bytes <= here {
             return true;
         }
-        // Every new segment may waste up to a page per record at its end:
-        // count a segment per `segment_size - PAGE` bytes, plus one.
-        let per = self.segment_size - PAGE as u64;
-        let segments = (bytes - here).div_ceil(per) + 1;
-        self.table.allocated_bytes() + segments * self.segment_size <= capacity
+        // Each new segment holds at least its size less that waste, or one
+        // record.
+        let per = (self.segment_size - PAGE as u64)
+            .saturating_sub(largest)
+            .max(largest)
+            .max(PAGE as u64);
+        let need = bytes - here.saturating_sub(largest + PAGE as u64);
+        self.table.allocated_bytes() + need.div_ceil(per) * self.segment_size <= capacity
     }
 
     /// Where the next flushed record will go. Call after `flush`.

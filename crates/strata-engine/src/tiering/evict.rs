@@ -130,7 +130,7 @@ impl Inner {
             match self.journal.status() {
                 crate::log::journal::LogStatus::Ok => {}
                 crate::log::journal::LogStatus::Full
-                    if self.reclaimable() >= self.segment_size
+                    if self.collectable.load(Relaxed) >= self.segment_size
                         || self.table.allocated_bytes() + self.segment_size <= self.capacity
                         || self.tun.eviction() != EvictionPolicy::NoEviction =>
                 {

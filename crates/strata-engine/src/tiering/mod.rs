@@ -135,12 +135,8 @@ pub(crate) fn run_background(inner: &Inner) {
                         // Garbage the collector can reclaim is room that is
                         // coming: writers wait for it (backpressure) rather
                         // than being refused.
-                        let garbage = inner
-                            .table
-                            .allocated_bytes()
-                            .saturating_sub(inner.flash_live_bytes.get());
                         inner.flash_full.store(true, Relaxed);
-                        if garbage >= inner.segment_size {
+                        if inner.collectable.load(Relaxed) >= inner.segment_size {
                             retry_at = Some(Instant::now() + Duration::from_millis(5));
                             busy = true;
                         } else {
@@ -165,7 +161,7 @@ pub(crate) fn run_background(inner: &Inner) {
             inner.demotion_stuck.store(false, Relaxed);
         }
         if inner.journal.status() == crate::log::journal::LogStatus::Full
-            && inner.reclaimable() < inner.segment_size
+            && inner.collectable.load(Relaxed) < inner.segment_size
             && inner.tun.eviction() != EvictionPolicy::NoEviction
         {
             // The journal cannot write and there is no garbage: evict.

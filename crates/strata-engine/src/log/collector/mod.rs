@@ -39,13 +39,25 @@
 //!    members began in an older segment that still exists is neither
 //!    collected nor freed (`SegmentTable::pinned`), so members are never
 //!    left without their end. Moved members are plain records.
+//! 9. While the log is full, moving a segment wins only its garbage, at
+//!    the cost of writing its live bytes again. Under an evicting policy
+//!    a segment is moved only below `LIVE_THRESHOLD_TIGHT` live; failing
+//!    that, the oldest segment is evicted. Under `noeviction` one is moved
+//!    if a sixteenth of it is garbage (`LIVE_THRESHOLD_FULL`), and
+//!    `Inner::collectable` (the garbage of such segments) is what writers
+//!    may wait for before they are refused. Moving nearly live segments
+//!    one after another won a few kilobytes of page padding each: under
+//!    allkeys-lru it kept writers waiting for 30 s and more, the oldest
+//!    segments never evicted; under `noeviction` an idle full log went on
+//!    writing ~180 MB/s, the journal's retries finding the log over its
+//!    size each time the collector had a copy in flight.
 
 use crate::flash::buf::AlignedBuf;
 use crate::flash::format::SEGMENT_DATA_START;
 use crate::flash::segment::Segment;
 use crate::log::writer::SegmentWriter;
 use crate::stats::Stats;
-use crate::Inner;
+use crate::{EvictionPolicy, Inner};
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
@@ -65,8 +77,13 @@ const LIVE_THRESHOLD_RELAXED: u64 = 250;
 /// leaves ~5% live in the oldest segments under uniform overwrite. (With
 /// the ratio at 0, segments are collected at once.)
 const RELAXED_GARBAGE_SEGMENTS: u64 = 4;
-/// ... or below this when flash is more than 3/4 full.
+/// ... or below this when flash is more than 3/4 full, or full under an
+/// evicting policy (rule 9) ...
 const LIVE_THRESHOLD_TIGHT: u64 = 800;
+/// ... or below this when full under `noeviction` (rule 9): a sixteenth of
+/// a segment at least is garbage. Less is about what the copy's own page
+/// padding costs again, so moving it would win nothing.
+const LIVE_THRESHOLD_FULL: u64 = 937;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -177,7 +194,7 @@ impl Collector {
     /// in it may still be needed for (rule 6 then frees it).
     fn release_dead(&mut self, inner: &Inner, writer: &SegmentWriter) {
         // While recovery runs, live bytes are still being counted.
-        if inner.loading.load(std::sync::atomic::Ordering::Relaxed) {
+        if inner.loading.load(Relaxed) {
             return;
         }
         let current = writer.current_segment();
@@ -208,25 +225,32 @@ impl Collector {
         if self.job.as_ref().is_some_and(|j| j.mode == Mode::Evict) {
             return true;
         }
-        let current = writer.current_segment();
-        let Some(seg) = inner.table.snapshot().into_iter().find(|s| {
-            Some(s.id) != current && !self.skip.contains(&s.id) && !self.is_pending(s.id)
-        }) else {
-            return false;
-        };
-        let end = seg.written.load(Acquire);
         // An eviction pre-empts a relocation in progress (it resumes later).
-        self.job = Some(Job {
+        match self.oldest(inner, writer) {
+            Some(job) => {
+                self.job = Some(job);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// An eviction job for the oldest sealed segment.
+    fn oldest(&self, inner: &Inner, writer: &SegmentWriter) -> Option<Job> {
+        let current = writer.current_segment();
+        let seg = inner.table.snapshot().into_iter().find(|s| {
+            Some(s.id) != current && !self.skip.contains(&s.id) && !self.is_pending(s.id)
+        })?;
+        Some(Job {
+            end: seg.written.load(Acquire),
             seg,
             pos: SEGMENT_DATA_START,
-            end,
             mode: Mode::Evict,
-        });
-        true
+        })
     }
 
     fn pick(&mut self, inner: &Inner, writer: &SegmentWriter) -> Option<Job> {
-        if inner.loading.load(std::sync::atomic::Ordering::Relaxed) {
+        if inner.loading.load(Relaxed) {
             return None;
         }
         let current = writer.current_segment();
@@ -237,10 +261,12 @@ impl Collector {
             && garbage
                 < (inner.flash_live_bytes.get() * ratio)
                     .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
-        let threshold = if inner.flash_full.load(std::sync::atomic::Ordering::Relaxed) {
-            // Demotion is blocked on space: any garbage is worth moving.
-            1000
-        } else if tight {
+        let full = inner.flash_full.load(Relaxed);
+        let evicting = inner.tun.eviction() != EvictionPolicy::NoEviction;
+        let threshold = if full && !evicting {
+            // Writes wait for room: any garbage worth moving (rule 9).
+            LIVE_THRESHOLD_FULL
+        } else if tight || full {
             LIVE_THRESHOLD_TIGHT
         } else if plentiful {
             // Only dead segments are freed (below), nothing is moved.
@@ -249,8 +275,15 @@ impl Collector {
             LIVE_THRESHOLD_RELAXED
         };
         let mut best: Option<(u64, Arc<Segment>)> = None;
+        let mut tombs_only = None;
+        let mut collectable = 0;
         for seg in inner.table.snapshot() {
-            if Some(seg.id) == current || self.skip.contains(&seg.id) || self.is_pending(seg.id) {
+            if Some(seg.id) == current || self.skip.contains(&seg.id) {
+                continue;
+            }
+            if self.is_pending(seg.id) {
+                // Dead, freed once the journal synced (rule 6): room coming.
+                collectable += seg.written.load(Acquire);
                 continue;
             }
             if inner.table.pinned(&seg) {
@@ -261,17 +294,9 @@ impl Collector {
             let live = seg.live_bytes.load(Acquire);
             if live == 0 && seg.tomb_bytes.load(Acquire) == 0 {
                 // Nothing points here and nothing cancels older records.
+                collectable += seg.written.load(Acquire);
                 self.release(inner, seg.id);
                 continue;
-            }
-            if live == 0 {
-                // Only tombstones may be worth keeping: read it (rule 5).
-                return Some(Job {
-                    end: seg.written.load(Acquire),
-                    seg,
-                    pos: SEGMENT_DATA_START,
-                    mode: Mode::Relocate,
-                });
             }
             let size = seg
                 .written
@@ -279,16 +304,31 @@ impl Collector {
                 .saturating_sub(SEGMENT_DATA_START)
                 .max(1);
             let permille = live * 1000 / size;
+            if permille < LIVE_THRESHOLD_FULL {
+                collectable += size.saturating_sub(live);
+            }
+            if live == 0 {
+                // Only tombstones may be worth keeping: read it (rule 5).
+                tombs_only = tombs_only.or(Some(seg));
+                continue;
+            }
             if permille < threshold && best.as_ref().is_none_or(|(p, _)| permille < *p) {
                 best = Some((permille, seg));
             }
         }
-        best.map(|(_, seg)| Job {
+        inner.collectable.store(collectable, Relaxed);
+        let relocate = |seg: Arc<Segment>| Job {
             end: seg.written.load(Acquire),
             seg,
             pos: SEGMENT_DATA_START,
             mode: Mode::Relocate,
-        })
+        };
+        match (tombs_only, best) {
+            (Some(seg), _) | (None, Some((_, seg))) => Some(relocate(seg)),
+            // Rule 9: nothing worth moving, and a cache may evict.
+            (None, None) if full && evicting => self.oldest(inner, writer),
+            (None, None) => None,
+        }
     }
 
     fn finish(&mut self, inner: &Inner, job: &Job) {

@@ -148,20 +148,28 @@ pub(super) fn capture_notes(inner: &Inner, notes: &mut [Note]) -> Captures {
 }
 
 /// Writes the captured states and publishes the records (invariants 2
-/// and 5). A batch with group ends is one atomic batch, written only if it
-/// fits whole.
+/// and 5). A batch is written only if it fits whole; one with group ends
+/// is one atomic batch.
 pub(super) fn write_captures(
     inner: &Inner,
     w: &mut SegmentWriter,
     caps: &Captures,
 ) -> Result<(), AppendError> {
     let atomic = caps.atomic;
+    // Written only if it fits whole: an atomic batch must (a full log would
+    // leave half of it), and a batch that fails part way is retried whole,
+    // its records written so far garbage from birth. Such garbage in each
+    // retry's tail fed the collector segments to move (its rule 9).
+    let (mut bytes, mut largest) = (64 * (caps.flushes.len() as u64 + 2), 64);
+    for (_, c) in &caps.states {
+        let (all, one) = estimate(c);
+        bytes += all;
+        largest = largest.max(one);
+    }
+    if !w.room_for(bytes, largest, inner.capacity) {
+        return Err(AppendError::Full);
+    }
     if atomic {
-        let bytes: u64 = caps.states.iter().map(|(_, c)| estimate(c)).sum::<u64>()
-            + 64 * (caps.flushes.len() as u64 + 2);
-        if !w.room_for(bytes, inner.capacity) {
-            return Err(AppendError::Full);
-        }
         w.begin_batch();
     }
     let mut tally = Tally::default();
@@ -271,20 +279,18 @@ pub(super) fn write_captures(
     Ok(())
 }
 
-/// At least the bytes a captured state's records take.
-fn estimate(c: &Captured) -> u64 {
+/// At least the bytes a captured state's records take, in all and in the
+/// longest one.
+fn estimate(c: &Captured) -> (u64, u64) {
     let head = (format::RECORD_HEADER_LEN + c.key.len() + 64) as u64;
     match &c.what {
-        State::Gone { .. } => head,
-        State::Hot { value, .. } => head + value.len() as u64,
-        State::Cold { loc, .. } => head + loc.len as u64,
-        State::Chunked(st) => {
-            head + st
-                .parts
-                .iter()
-                .map(|p| head + p.value.len() as u64)
-                .sum::<u64>()
-        }
+        State::Gone { .. } => (head, head),
+        State::Hot { value, .. } => (head + value.len() as u64, head + value.len() as u64),
+        State::Cold { loc, .. } => (head + loc.len as u64, head + loc.len as u64),
+        State::Chunked(st) => st.parts.iter().fold((head, head), |(all, one), p| {
+            let n = head + p.value.len() as u64;
+            (all + n, one.max(n))
+        }),
     }
 }
 

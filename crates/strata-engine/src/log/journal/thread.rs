@@ -57,11 +57,13 @@ pub(crate) fn run_journal(inner: &Inner) {
             return;
         }
         if retry_at.is_some_and(|t| Instant::now() < t) && !notes.is_empty() {
-            requeue(j, notes);
+            // Waiting for room: nothing is written this turn, but what was
+            // written before is synced on time (below).
+            requeue(j, std::mem::take(&mut notes));
             std::thread::sleep(Duration::from_millis(10));
-            continue;
+        } else {
+            retry_at = None;
         }
-        retry_at = None;
         // Journal invariant 7: no group runs while the batch is taken and
         // captured, so each group is in it whole or not at all. (A group
         // that runs long — a script — holds the barrier: the journal syncs
@@ -103,8 +105,9 @@ pub(crate) fn run_journal(inner: &Inner) {
                         inner.flash_full.store(false, Relaxed);
                     }
                 }
+                // The batch waits for room; what was written before it is
+                // still synced on time (below).
                 Err(AppendError::Full) => {
-                    drop(w);
                     full(
                         inner,
                         notes,
@@ -112,10 +115,8 @@ pub(crate) fn run_journal(inner: &Inner) {
                         "the flash log is full (flash-max-size)".into(),
                     );
                     retry_at = Some(Instant::now() + Duration::from_millis(20));
-                    continue;
                 }
                 Err(AppendError::Io(e)) if e.raw_os_error() == Some(libc::ENOSPC) => {
-                    drop(w);
                     full(
                         inner,
                         notes,
@@ -123,7 +124,6 @@ pub(crate) fn run_journal(inner: &Inner) {
                         format!("no space left on the flash device: {e}"),
                     );
                     retry_at = Some(Instant::now() + Duration::from_millis(500));
-                    continue;
                 }
                 Err(AppendError::Io(e)) => {
                     drop(w);
