@@ -245,6 +245,14 @@ impl Engine {
         } else {
             auto_capacity(&cfg.flash_dir)?
         };
+        let segment_size = fit_segment_size(cfg.segment_size, capacity);
+        if segment_size != cfg.segment_size {
+            tracing::warn!(
+                "flash-max-size ({capacity} bytes) holds fewer than {MIN_SEGMENTS} segments of \
+                 flash-segment-size ({} bytes): segments of {segment_size} bytes are used",
+                cfg.segment_size
+            );
+        }
         let inner = Arc::new(Inner {
             shards: (0..cfg.shards.max(1))
                 .map(|_| ShardLock::new(Shard::new(cfg.databases.max(1))))
@@ -259,7 +267,7 @@ impl Engine {
             stats: Stats::default(),
             seq: AtomicU64::new(1),
             capacity,
-            segment_size: cfg.segment_size,
+            segment_size,
             write_chunk: cfg.write_chunk,
             hz: cfg.hz.clamp(1, 500),
             allocator: cfg.allocator,
@@ -281,7 +289,7 @@ impl Engine {
             writer: Mutex::new(SegmentWriter::new(
                 table.clone(),
                 io.clone(),
-                cfg.segment_size,
+                segment_size,
                 cfg.write_chunk,
             )),
             journal: Journal::new(cfg.appendonly, cfg.appendfsync),
@@ -485,6 +493,22 @@ impl Inner {
         *lock.lock() = true;
         cv.notify_one();
     }
+}
+
+/// The fewest segments the log should hold: the collector and eviction
+/// work a segment at a time, and a log of one or two segments could not
+/// take a single write once the first was full.
+const MIN_SEGMENTS: u64 = 4;
+
+/// The segment size for a log of `capacity` bytes: `configured`, or the
+/// largest power of two that gives `MIN_SEGMENTS` segments, no smaller
+/// than 1 MiB (or `configured`, if smaller still).
+fn fit_segment_size(configured: u64, capacity: u64) -> u64 {
+    if capacity / configured.max(1) >= MIN_SEGMENTS {
+        return configured;
+    }
+    let fit = 1u64 << (capacity / MIN_SEGMENTS).max(1).ilog2();
+    fit.max(configured.min(1 << 20)).min(configured)
 }
 
 /// 90% of the free space of the partition holding `dir`.

@@ -575,3 +575,23 @@ fn reading_a_cold_key_resets_its_idle_time() {
     ));
     assert_eq!(e.key_info(0, b"k").unwrap().idle_secs, 0);
 }
+
+/// A log smaller than a few segments gets smaller segments, so it can
+/// take writes (32 MB of log and the default 64 MiB segments refused
+/// every write but the first ~2,500 of 1 KiB).
+#[test]
+fn a_small_log_gets_segments_it_can_hold() {
+    use crate::fit_segment_size;
+    assert_eq!(fit_segment_size(64 << 20, 100 << 30), 64 << 20);
+    assert_eq!(fit_segment_size(64 << 20, 256 << 20), 64 << 20);
+    assert_eq!(fit_segment_size(64 << 20, 32 << 20), 8 << 20);
+    assert_eq!(fit_segment_size(64 << 20, 3 << 20), 1 << 20);
+    assert_eq!(fit_segment_size(1 << 20, 4 << 20), 1 << 20);
+    assert_eq!(fit_segment_size(512 << 10, 1 << 20), 512 << 10);
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.segment_size = 64 << 20;
+    c.flash_max_size = 32 << 20;
+    let e = Engine::open(c).unwrap();
+    assert_eq!(e.inner.segment_size, 8 << 20);
+}
