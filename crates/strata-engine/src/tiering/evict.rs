@@ -228,6 +228,19 @@ impl Inner {
         evicted
     }
 
+    /// Shrinks every map that deletion or eviction left sparse
+    /// (`KeyMap::shrink_if_sparse`); returns how many it shrank.
+    pub(crate) fn shrink_sparse_maps(&self) -> usize {
+        let mut shrunk = 0;
+        for s in self.shards.iter() {
+            let mut guard = s.lock();
+            for map in guard.dbs.iter_mut() {
+                shrunk += map.shrink_if_sparse() as usize;
+            }
+        }
+        shrunk
+    }
+
     /// Removes expired keys found within `budget` entries per shard from
     /// each db's cursor. Returns the number removed.
     pub(crate) fn sweep_expired(&self, budget: usize) -> usize {

@@ -1,7 +1,7 @@
 //! The background thread: demotion (RAM → flash, `demote.rs`) driven by
 //! watermarks, garbage collection in bounded slices, whole-segment eviction
-//! when flash is full, the active expiry sweep, and active
-//! defragmentation (`defrag.rs`).
+//! when flash is full, the active expiry sweep, the shrinking of sparse
+//! key maps, and active defragmentation (`defrag.rs`).
 //!
 //! Backpressure: the demoter writes one chunk at a time and waits for it;
 //! writers that find RAM above the budget wait on `Inner::room`, which is
@@ -44,6 +44,7 @@ pub(crate) fn run_background(inner: &Inner) {
     let mut defrag = defrag::Defrag::default();
     let tick = Duration::from_millis(1000 / inner.hz as u64);
     let mut last_sweep = Instant::now();
+    let mut last_shrink = Instant::now();
     let mut next_shard = 0usize;
     let mut demoting = false;
     // When demotion last ran (active defragmentation waits for it).
@@ -66,6 +67,10 @@ pub(crate) fn run_background(inner: &Inner) {
                 if let (Some(sink), true) = (&inner.latency_sink, ms > 0 && removed > 0) {
                     sink("expire-cycle", ms);
                 }
+            }
+            if last_shrink.elapsed() >= SHRINK_EVERY {
+                inner.shrink_sparse_maps();
+                last_shrink = Instant::now();
             }
             inner.maybe_checkpoint();
             // Not while demotion runs, nor in the pauses of a steady
@@ -223,6 +228,10 @@ fn confirm_nothing(
 /// second one must find the same before demotion counts as stuck (module
 /// doc): longer than a command's flash reads take to land.
 pub(crate) const STUCK_CONFIRM: Duration = Duration::from_millis(50);
+
+/// How often the keys' maps are looked at for room to give back
+/// (`Inner::shrink_sparse_maps`).
+const SHRINK_EVERY: Duration = Duration::from_secs(1);
 
 /// Collector slices per background turn while garbage outweighs live data.
 const GC_SLICES_BEHIND: usize = 8;

@@ -60,6 +60,16 @@ impl Bits {
         }
     }
 
+    /// Gives back the words past position `len` (all clear, by the
+    /// invariant) when they are most of them.
+    pub fn shrink(&mut self, len: usize) {
+        let keep = len.div_ceil(64);
+        if self.words.capacity() > keep * 2 + 8 {
+            self.words.truncate(keep);
+            self.words.shrink_to_fit();
+        }
+    }
+
     #[cfg(test)]
     pub fn clear(&mut self) {
         self.words.clear();

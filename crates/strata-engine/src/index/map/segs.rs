@@ -11,7 +11,8 @@
 //!    small); every later one is allocated whole, with room for `SEG`.
 //! 3. At most one segment past the one the next bucket goes to is kept,
 //!    empty (so a map whose size swings across a boundary does not
-//!    allocate and free a segment each time).
+//!    allocate and free a segment each time), until `shrink` (once a
+//!    second, from the background thread) gives it back.
 
 use super::Bucket;
 
@@ -89,6 +90,26 @@ impl Segs {
             self.segs.pop();
         }
         out
+    }
+
+    /// Gives back the spare segment (invariant 3) and, when only the
+    /// first segment is in use, what it holds beyond twice its buckets
+    /// (at least 16); whether anything was given back.
+    pub fn shrink(&mut self) -> bool {
+        let used = self.len.div_ceil(SEG).max(1);
+        let mut shrunk = false;
+        while self.segs.len() > used {
+            self.segs.pop();
+            shrunk = true;
+        }
+        if let (1, Some(first)) = (self.segs.len(), self.segs.first_mut()) {
+            let keep = (self.len * 2).max(16);
+            if first.capacity() > keep * 2 {
+                first.shrink_to(keep);
+                shrunk = true;
+            }
+        }
+        shrunk
     }
 
     /// Room for `n` more buckets without allocating.

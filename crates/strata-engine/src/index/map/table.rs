@@ -134,6 +134,11 @@ impl Table {
         each!(self, t => t.len())
     }
 
+    /// Gives back room beyond `n` positions (at least its length).
+    pub fn shrink_to(&mut self, n: usize, rehash: impl Fn(usize) -> u64) {
+        each!(self, t => t.shrink_to(n, |p| rehash(p.get())))
+    }
+
     /// A narrow table's positions (`0..len`) in 4-byte slots (invariant
     /// 1); a wide table stays as it is.
     fn widen(&mut self, rehash: &impl Fn(usize) -> u64) {

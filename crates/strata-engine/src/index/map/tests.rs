@@ -201,3 +201,40 @@ fn the_table_widens_past_three_byte_positions() {
         Some(super::table::NARROW_MAX)
     );
 }
+
+/// A map emptied by deletion gives its table's room back, and every key
+/// left is still found at its position; a map in use is not shrunk.
+#[test]
+fn a_sparse_map_shrinks_its_table() {
+    let mut m = KeyMap::default();
+    let key = |i: usize| format!("key:{i}").into_bytes();
+    for i in 0..100_000 {
+        m.insert(Key::from(&key(i)[..]), entry(i as u64));
+    }
+    assert!(!m.shrink_if_sparse(), "a full map was shrunk");
+    let big = m.table.allocation_size();
+    for i in 100..100_000 {
+        assert!(m.swap_remove(&key(i)).is_some());
+    }
+    assert!(m.shrink_if_sparse());
+    assert!(
+        m.table.allocation_size() * 100 < big,
+        "{} of {big} bytes kept",
+        m.table.allocation_size()
+    );
+    // The buckets' segments and bits too: 100 keys' buckets and table in
+    // well under 16 KiB (their boxed entries apart).
+    let index = m.allocated_bytes() - m.boxed_bytes();
+    assert!(index < 16 << 10, "{index}");
+    assert!(!m.shrink_if_sparse(), "shrunk twice");
+    for i in 0..100 {
+        assert_eq!(m.get(&key(i)).unwrap().version, i as u64);
+    }
+    for i in 100..1000 {
+        m.insert(Key::from(&key(i)[..]), entry(i as u64));
+    }
+    for i in 0..1000 {
+        assert_eq!(m.get(&key(i)).unwrap().version, i as u64);
+    }
+    assert!(m.get(b"key:5000").is_none());
+}
