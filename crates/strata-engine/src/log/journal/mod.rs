@@ -104,6 +104,9 @@ pub enum LogStatus {
 
 /// With `everysec` and `no`, a batch waits at most this long for company.
 const BATCH_DELAY: Duration = Duration::from_millis(5);
+/// What a note's record takes in the log beyond its value, about: the
+/// header, a short key, and the slack a batch's room check adds.
+const NOTE_BYTES: usize = 128;
 /// Notes queued beyond this make writers wait (backpressure).
 pub(crate) const MAX_QUEUED: usize = 200_000;
 /// A batch takes at most this many notes (and starts without waiting for
@@ -315,6 +318,12 @@ impl Journal {
 
     pub fn queued(&self) -> usize {
         self.pending.load(Relaxed)
+    }
+
+    /// At least the log bytes the queued notes will take: their values,
+    /// and a record's header and key for each (`NOTE_BYTES`).
+    pub(crate) fn queued_bytes(&self) -> u64 {
+        (self.pending_value_bytes.load(Relaxed) + self.queued() * NOTE_BYTES) as u64
     }
 
     /// Whether a write may queue its value with its note (the queue's value
