@@ -44,7 +44,6 @@ pub(crate) fn run_background(inner: &Inner) {
     let mut defrag = defrag::Defrag::default();
     let tick = Duration::from_millis(1000 / inner.hz as u64);
     let mut last_sweep = Instant::now();
-    let mut last_shrink = Instant::now();
     let mut next_shard = 0usize;
     let mut demoting = false;
     // When demotion last ran (active defragmentation waits for it).
@@ -68,10 +67,7 @@ pub(crate) fn run_background(inner: &Inner) {
                     sink("expire-cycle", ms);
                 }
             }
-            if last_shrink.elapsed() >= SHRINK_EVERY {
-                inner.shrink_sparse_maps();
-                last_shrink = Instant::now();
-            }
+            inner.shrink_sparse_maps();
             inner.maybe_checkpoint();
             // Not while demotion runs, nor in the pauses of a steady
             // stream of writes to flash: writes then refill the room it
@@ -228,10 +224,6 @@ fn confirm_nothing(
 /// second one must find the same before demotion counts as stuck (module
 /// doc): longer than a command's flash reads take to land.
 pub(crate) const STUCK_CONFIRM: Duration = Duration::from_millis(50);
-
-/// How often the keys' maps are looked at for room to give back
-/// (`Inner::shrink_sparse_maps`).
-const SHRINK_EVERY: Duration = Duration::from_secs(1);
 
 /// Collector slices per background turn while garbage outweighs live data.
 const GC_SLICES_BEHIND: usize = 8;

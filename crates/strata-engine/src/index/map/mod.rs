@@ -357,9 +357,12 @@ impl KeyMap {
     }
 
     /// Gives back room deletion or eviction left: the buckets' spare
-    /// segment (`segs.rs`), and the table's room when under an eighth of
-    /// its slots are used (Redis shrinks a dict under a tenth), keeping
-    /// room for half as many keys again. Whether it gave anything back.
+    /// segment (`segs.rs`), and the table's room when under a quarter of
+    /// its slots are used (Redis shrinks a dict under a tenth, but a cold
+    /// key's eviction frees only its bucket here, so the table is much of
+    /// what eviction can win), keeping room for half as many keys again
+    /// (a quarter to a half of the slots then used, so no shrink follows
+    /// at once). Whether it gave anything back.
     /// Without it, 32 shards that had held many keys kept 4.2 MB for one
     /// key, over a RAM budget of 8 MB, so every write evicted more keys.
     pub fn shrink_if_sparse(&mut self) -> bool {
@@ -367,7 +370,7 @@ impl KeyMap {
         self.full.shrink(self.buckets.len());
         let slots = self.table.layout().0;
         let len = self.buckets.len();
-        if slots > SHRINK_MIN_SLOTS && len * 8 < slots {
+        if slots > SHRINK_MIN_SLOTS && len * 4 < slots {
             let (b, hasher) = (&self.buckets, &self.hasher);
             self.table
                 .shrink_to(len + len / 2, |j| hasher.hash_one(b[j].key()));

@@ -11,8 +11,8 @@
 //!    small); every later one is allocated whole, with room for `SEG`.
 //! 3. At most one segment past the one the next bucket goes to is kept,
 //!    empty (so a map whose size swings across a boundary does not
-//!    allocate and free a segment each time), until `shrink` (once a
-//!    second, from the background thread) gives it back.
+//!    allocate and free a segment each time), until `shrink` (each tick
+//!    of the background thread) gives it back.
 
 use super::Bucket;
 

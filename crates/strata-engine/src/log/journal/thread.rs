@@ -5,7 +5,9 @@
 //! (the invariants are in `mod.rs`).
 
 use super::batch::{capture_notes, write_captures};
-use super::{requeue, take, FsyncPolicy, LogStatus, Note, BARRIER_WAIT, BATCH_DELAY, MAX_BATCH};
+use super::{
+    put_down, requeue, take, FsyncPolicy, LogStatus, Note, BARRIER_WAIT, BATCH_DELAY, MAX_BATCH,
+};
 use crate::clock::now_ms;
 use crate::log::writer::AppendError;
 use crate::stats::Stats;
@@ -43,6 +45,7 @@ pub(crate) fn run_journal(inner: &Inner) {
         };
         if j.status() == LogStatus::Poisoned {
             // Nothing can be acknowledged any more; drop what was queued.
+            put_down(j);
             if inner.shutdown.load(Relaxed) {
                 return;
             }
@@ -96,6 +99,7 @@ pub(crate) fn run_journal(inner: &Inner) {
             drop(barrier);
             match write_captures(inner, &mut w, &caps) {
                 Ok(()) => {
+                    put_down(j);
                     j.written.store(ticket, Relaxed);
                     Stats::inc(&j.batches);
                     if matches!(j.status(), LogStatus::Full | LogStatus::NoSpace) {
