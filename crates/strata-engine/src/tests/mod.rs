@@ -530,11 +530,18 @@ fn full_log_of_live_segments_evicts_the_oldest_rather_than_moving() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path(), IoBackend::Psync);
     c.eviction = EvictionPolicy::AllkeysLru;
+    c.flash_max_size = 4 << 20;
     let e = Engine::open(c).unwrap();
-    for i in 0..4_000u32 {
+    // ~3.5 MB of 4 MiB: not full yet (nothing evicted), but less than a
+    // segment of room left. Written a hundred at a time, each logged
+    // before the next: the journal never holds more than the log's room.
+    for i in 0..3_400u32 {
         let key = format!("k:{i}").into_bytes();
         e.set(0, &key, &value_for(&key, 0, 1024), SetOptions::default())
             .unwrap();
+        while i % 100 == 99 && e.inner.journal.queued_bytes() > 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     // Every record written and demotion done: the log is ~4 segments of
     // live records with page padding between batches.
@@ -548,8 +555,10 @@ fn full_log_of_live_segments_evicts_the_oldest_rather_than_moving() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(e.inner.table.len() >= 4, "{}", room_state(&e));
+    assert!(e.inner.log_nearly_full(), "{}", room_state(&e));
     let oldest = e.inner.table.snapshot()[0].id;
     let before = e.tiered_info();
+    assert_eq!(before.evicted_keys, 0, "{}", room_state(&e));
     // As the journal does each time it finds the log full (this one has
     // room; the collector's choice is the same).
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -568,6 +577,33 @@ fn full_log_of_live_segments_evicts_the_oldest_rather_than_moving() {
     let after = e.tiered_info();
     assert!(after.evicted_keys > before.evicted_keys);
     assert_eq!(after.gc_bytes_relocated, before.gc_bytes_relocated);
+}
+
+/// The full flag over a log with room to spare (it may outlive the
+/// shortage that set it) evicts nothing: evicting while it stayed set
+/// would empty the log.
+#[test]
+fn a_full_flag_over_a_log_with_room_evicts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path(), IoBackend::Psync);
+    c.eviction = EvictionPolicy::AllkeysLru;
+    let e = Engine::open(c).unwrap();
+    for i in 0..4_000u32 {
+        let key = format!("k:{i}").into_bytes();
+        e.set(0, &key, &value_for(&key, 0, 1024), SetOptions::default())
+            .unwrap();
+    }
+    assert!(!e.inner.log_nearly_full());
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < deadline {
+        e.inner.flash_full.store(true, Relaxed);
+        e.inner.wake_background();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    e.inner.flash_full.store(false, Relaxed);
+    let t = e.tiered_info();
+    assert_eq!(t.evicted_keys, 0);
+    assert_eq!(e.dbsize(0), 4_000);
 }
 
 /// A read of a cold key is an access, as in Redis: its idle time starts

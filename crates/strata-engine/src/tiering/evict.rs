@@ -217,6 +217,12 @@ impl Inner {
         self.journal.queued_bytes() + reserve > room
     }
 
+    /// Whether the log has less room left than a segment (it cannot open
+    /// another).
+    pub(crate) fn log_nearly_full(&self) -> bool {
+        self.capacity.saturating_sub(self.table.allocated_bytes()) < self.segment_size
+    }
+
     /// Flash bytes the collector could reclaim (allocated minus live).
     pub(crate) fn reclaimable(&self) -> u64 {
         self.table

@@ -42,7 +42,8 @@
 //! 9. While the log is full, moving a segment wins only its garbage, at
 //!    the cost of writing its live bytes again. Under an evicting policy
 //!    a segment is moved only below `LIVE_THRESHOLD_TIGHT` live; failing
-//!    that, the oldest segment is evicted. Under `noeviction` one is moved
+//!    that, while less than a segment of room is left, the oldest segment
+//!    is evicted. Under `noeviction` one is moved
 //!    if a sixteenth of it is garbage (`LIVE_THRESHOLD_FULL`), and
 //!    `Inner::collectable` (the garbage of such segments) is what writers
 //!    may wait for before they are refused. Moving nearly live segments
@@ -325,8 +326,12 @@ impl Collector {
         };
         match (tombs_only, best) {
             (Some(seg), _) | (None, Some((_, seg))) => Some(relocate(seg)),
-            // Rule 9: nothing worth moving, and a cache may evict.
-            (None, None) if full && evicting => self.oldest(inner, writer),
+            // Rule 9: nothing worth moving, and a cache may evict, while
+            // the log cannot open another segment (the full flag may
+            // outlive the shortage: a flag alone would evict everything).
+            (None, None) if full && evicting && inner.log_nearly_full() => {
+                self.oldest(inner, writer)
+            }
             (None, None) => None,
         }
     }
