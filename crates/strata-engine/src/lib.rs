@@ -171,9 +171,10 @@ pub(crate) struct Inner {
     pub graveyard: Mutex<Vec<index::Slot>>,
     /// The keys clients WATCH (`keyspace::watch`).
     pub watches: keyspace::watch::Watches,
-    /// Set when the journal or demotion found the log full; the collector
-    /// then moves segments worth moving or evicts (its rule 9). Cleared
-    /// when either writes again.
+    /// Set when the journal or demotion found the log full, or admission
+    /// found it too full for what the journal holds; the collector then
+    /// moves segments worth moving or evicts (its rule 9). Cleared when
+    /// the journal or demotion writes again.
     pub flash_full: AtomicBool,
     /// Garbage in segments the collector would move while the log is full
     /// (its rule 9), as its last look found it: room writers may wait for.

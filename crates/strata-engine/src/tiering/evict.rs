@@ -211,8 +211,7 @@ impl Inner {
     /// segment). Writes stop `ADMISSION_RESERVE` short of it: what they
     /// queue is only estimated, and the next write's size is unknown.
     fn journal_outgrows_log(&self) -> bool {
-        let room = self.capacity.saturating_sub(self.table.allocated_bytes())
-            + self.collectable.load(Relaxed);
+        let room = self.log_room() + self.collectable.load(Relaxed);
         let reserve = (self.segment_size / 16).max(ADMISSION_RESERVE);
         self.journal.queued_bytes() + reserve > room
     }
@@ -220,7 +219,12 @@ impl Inner {
     /// Whether the log has less room left than a segment (it cannot open
     /// another).
     pub(crate) fn log_nearly_full(&self) -> bool {
-        self.capacity.saturating_sub(self.table.allocated_bytes()) < self.segment_size
+        self.log_room() < self.segment_size
+    }
+
+    /// The log's size less its segments' written bytes.
+    fn log_room(&self) -> u64 {
+        self.capacity.saturating_sub(self.table.allocated_bytes())
     }
 
     /// Flash bytes the collector could reclaim (allocated minus live).
@@ -271,16 +275,13 @@ impl Inner {
     }
 
     /// Shrinks every map that deletion or eviction left sparse
-    /// (`KeyMap::shrink_if_sparse`); returns how many it shrank.
-    pub(crate) fn shrink_sparse_maps(&self) -> usize {
-        let mut shrunk = 0;
+    /// (`KeyMap::shrink_if_sparse`).
+    pub(crate) fn shrink_sparse_maps(&self) {
         for s in self.shards.iter() {
-            let mut guard = s.lock();
-            for map in guard.dbs.iter_mut() {
-                shrunk += map.shrink_if_sparse() as usize;
+            for map in s.lock().dbs.iter_mut() {
+                map.shrink_if_sparse();
             }
         }
-        shrunk
     }
 
     /// Removes expired keys found within `budget` entries per shard from

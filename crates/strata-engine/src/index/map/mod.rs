@@ -362,9 +362,9 @@ impl KeyMap {
     /// key's eviction frees only its bucket here, so the table is much of
     /// what eviction can win), keeping room for half as many keys again
     /// (a quarter to a half of the slots then used, so no shrink follows
-    /// at once). Whether it gave anything back.
-    /// Without it, 32 shards that had held many keys kept 4.2 MB for one
-    /// key, over a RAM budget of 8 MB, so every write evicted more keys.
+    /// at once). Whether it gave anything back. Without it, 32 shards that
+    /// had held many keys kept 5.2 MB for one key, over a RAM budget of
+    /// 8 MB, so every write evicted more keys.
     pub fn shrink_if_sparse(&mut self) -> bool {
         let mut shrunk = self.buckets.shrink();
         self.full.shrink(self.buckets.len());

@@ -327,12 +327,11 @@ impl Journal {
     }
 
     /// About the log bytes the queued notes and the batch in hand will
-    /// take: their values and
-    /// a record's header and key for each (`NOTE_BYTES`), or, if more, the
-    /// average record written so far for each. (A key note carries no
-    /// value: its record is the key's state when written. Counted as a
-    /// header alone, 556 key notes of 1 KiB values were admitted into a
-    /// full log and never logged.)
+    /// take: their values and a record's header and key for each
+    /// (`NOTE_BYTES`), or, if more, the average record written so far for
+    /// each. (A key note carries no value: its record is the key's state
+    /// when written. Counted as a header alone, 556 key notes of 1 KiB
+    /// values were admitted into a full log and never logged.)
     pub(crate) fn queued_bytes(&self) -> u64 {
         let notes = (self.queued() + self.in_hand.load(Relaxed)) as u64;
         let values =
