@@ -3,7 +3,7 @@
 
 use crate::flash::io::IoBackend;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// Default segment size: 64 MiB.
@@ -22,16 +22,82 @@ pub const HIGH_WATERMARK_PERMILLE: u64 = 900;
 /// Demotion stops below this share of `maxmemory_ram` (per mille).
 pub const LOW_WATERMARK_PERMILLE: u64 = 800;
 
-/// What happens when the memory limits are reached.
+/// What happens when the memory limits are reached: Redis's eight
+/// `maxmemory-policy` values. Every evicting policy takes cold keys (value
+/// on flash: removing one frees flash and little RAM) before hot ones,
+/// oldest segment first, except `VolatileTtl`, which goes by expiry time
+/// alone. A `Volatile*` policy evicts only keys with a TTL; with none left
+/// it refuses writes as `NoEviction` does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum EvictionPolicy {
     /// Writes are refused with OOM; nothing is lost.
     NoEviction = 0,
-    /// Evict cold (flash) keys first, then the least recently used.
+    /// Then the least recently used.
     AllkeysLru = 1,
-    /// Evict cold keys first, then random ones.
+    /// Then random ones.
     AllkeysRandom = 2,
+    /// Then the least frequently used (Redis's logarithmic counter,
+    /// `lfu-log-factor`, `lfu-decay-time`).
+    AllkeysLfu = 3,
+    VolatileLru = 4,
+    VolatileRandom = 5,
+    VolatileLfu = 6,
+    /// Keys with a TTL, the nearest expiry first.
+    VolatileTtl = 7,
+}
+
+impl EvictionPolicy {
+    const ALL: [EvictionPolicy; 8] = [
+        EvictionPolicy::NoEviction,
+        EvictionPolicy::AllkeysLru,
+        EvictionPolicy::AllkeysRandom,
+        EvictionPolicy::AllkeysLfu,
+        EvictionPolicy::VolatileLru,
+        EvictionPolicy::VolatileRandom,
+        EvictionPolicy::VolatileLfu,
+        EvictionPolicy::VolatileTtl,
+    ];
+
+    /// Only keys with a TTL may be evicted.
+    pub fn volatile(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::VolatileLru
+                | EvictionPolicy::VolatileRandom
+                | EvictionPolicy::VolatileLfu
+                | EvictionPolicy::VolatileTtl
+        )
+    }
+
+    /// A full flash log evicts whole segments, oldest first (the
+    /// `allkeys-*` policies). A volatile policy may not: the keys of a
+    /// segment are not all volatile, so under one a full log refuses
+    /// writes as under `NoEviction` (its keys with a TTL are evicted for
+    /// `maxmemory` and the RAM budget).
+    pub fn evicts_segments(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::AllkeysLru | EvictionPolicy::AllkeysRandom | EvictionPolicy::AllkeysLfu
+        )
+    }
+
+    /// Keys' access frequency is tracked (and their idle time is not
+    /// reported: OBJECT IDLETIME refuses, as in Redis).
+    pub fn lfu(self) -> bool {
+        matches!(
+            self,
+            EvictionPolicy::AllkeysLfu | EvictionPolicy::VolatileLfu
+        )
+    }
+}
+
+/// Redis's LFU settings (`lfu-log-factor`, `lfu-decay-time`), read on
+/// every access under an LFU policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LfuParams {
+    pub log_factor: u32,
+    pub decay_minutes: u32,
 }
 
 /// When a value read from flash comes back to RAM.
@@ -81,6 +147,9 @@ pub struct EngineConfig {
     /// Limit for RAM + flash-resident value bytes; 0 = none.
     pub maxmemory: u64,
     pub eviction: EvictionPolicy,
+    /// Keys sampled per eviction (Redis's `maxmemory-samples`). Default: 5.
+    pub maxmemory_samples: u32,
+    pub lfu: LfuParams,
     /// Values shorter than this stay in RAM. Default: 64.
     pub min_value_size: usize,
     pub promote: PromotePolicy,
@@ -127,6 +196,11 @@ impl EngineConfig {
             maxmemory_ram: 1 << 30,
             maxmemory: 0,
             eviction: EvictionPolicy::NoEviction,
+            maxmemory_samples: 5,
+            lfu: LfuParams {
+                log_factor: 10,
+                decay_minutes: 1,
+            },
             min_value_size: DEFAULT_MIN_VALUE_SIZE,
             promote: PromotePolicy::SecondRead,
             gc_garbage_ratio: DEFAULT_GC_GARBAGE_RATIO,
@@ -164,6 +238,9 @@ pub struct Tunables {
     pub maxmemory_ram: AtomicU64,
     pub maxmemory: AtomicU64,
     eviction: AtomicU8,
+    pub maxmemory_samples: AtomicU32,
+    lfu_log_factor: AtomicU32,
+    lfu_decay_minutes: AtomicU32,
     pub min_value_size: AtomicU64,
     promote: AtomicU8,
     /// See `EngineConfig::gc_garbage_ratio`.
@@ -182,6 +259,9 @@ impl Tunables {
             maxmemory_ram: AtomicU64::new(c.maxmemory_ram),
             maxmemory: AtomicU64::new(c.maxmemory),
             eviction: AtomicU8::new(c.eviction as u8),
+            maxmemory_samples: AtomicU32::new(c.maxmemory_samples.max(1)),
+            lfu_log_factor: AtomicU32::new(c.lfu.log_factor),
+            lfu_decay_minutes: AtomicU32::new(c.lfu.decay_minutes),
             min_value_size: AtomicU64::new(c.min_value_size as u64),
             promote: AtomicU8::new(c.promote as u8),
             gc_garbage_ratio: AtomicU64::new(c.gc_garbage_ratio),
@@ -197,14 +277,27 @@ impl Tunables {
         *self.encoding.lock() = l;
     }
     pub fn eviction(&self) -> EvictionPolicy {
-        match self.eviction.load(Relaxed) {
-            1 => EvictionPolicy::AllkeysLru,
-            2 => EvictionPolicy::AllkeysRandom,
-            _ => EvictionPolicy::NoEviction,
-        }
+        EvictionPolicy::ALL
+            .get(self.eviction.load(Relaxed) as usize)
+            .copied()
+            .unwrap_or(EvictionPolicy::NoEviction)
     }
     pub fn set_eviction(&self, p: EvictionPolicy) {
         self.eviction.store(p as u8, Relaxed);
+    }
+    /// The LFU settings if the policy tracks access frequency.
+    pub fn lfu(&self) -> Option<LfuParams> {
+        self.eviction().lfu().then(|| self.lfu_params())
+    }
+    pub fn lfu_params(&self) -> LfuParams {
+        LfuParams {
+            log_factor: self.lfu_log_factor.load(Relaxed),
+            decay_minutes: self.lfu_decay_minutes.load(Relaxed),
+        }
+    }
+    pub fn set_lfu_params(&self, p: LfuParams) {
+        self.lfu_log_factor.store(p.log_factor, Relaxed);
+        self.lfu_decay_minutes.store(p.decay_minutes, Relaxed);
     }
     pub fn promote(&self) -> PromotePolicy {
         match self.promote.load(Relaxed) {

@@ -63,7 +63,7 @@ pub mod tiering;
 pub mod types;
 
 pub use config::{
-    AllocatorHooks, EngineConfig, EvictionPolicy, LatencySink, PromotePolicy, RamGauge,
+    AllocatorHooks, EngineConfig, EvictionPolicy, LatencySink, LfuParams, PromotePolicy, RamGauge,
 };
 pub use error::EngineError;
 pub use flash::io::{before_loop_sleeps, enter_loop, set_poll_us as set_flash_poll_us, IoBackend};
@@ -377,6 +377,17 @@ impl Engine {
     }
     pub fn set_eviction(&self, p: EvictionPolicy) {
         self.inner.tun.set_eviction(p);
+    }
+    /// `lfu-log-factor` and `lfu-decay-time` (CONFIG SET).
+    pub fn set_lfu(&self, p: LfuParams) {
+        self.inner.tun.set_lfu_params(p);
+    }
+    /// `maxmemory-samples` (CONFIG SET).
+    pub fn set_maxmemory_samples(&self, n: u32) {
+        self.inner
+            .tun
+            .maxmemory_samples
+            .store(n.max(1), Ordering::Relaxed);
     }
     /// Whether the background sweep deletes expired keys (Redis's active
     /// expiry; DEBUG SET-ACTIVE-EXPIRE). Reads still drop expired keys.

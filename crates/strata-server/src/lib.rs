@@ -235,6 +235,8 @@ impl Shared {
         e.set_maxmemory_ram(c.maxmemory_ram);
         e.set_maxmemory(c.maxmemory);
         e.set_eviction(eviction(&c.maxmemory_policy));
+        e.set_maxmemory_samples(c.maxmemory_samples);
+        e.set_lfu(lfu(&c));
         e.set_min_value_size(c.tiering_min_value_size);
         e.set_gc_garbage_ratio(c.flash_gc_garbage_ratio);
         strata_engine::set_flash_poll_us(c.flash_poll_us);
@@ -253,6 +255,18 @@ fn eviction(p: &MaxmemoryPolicy) -> EvictionPolicy {
         MaxmemoryPolicy::NoEviction => EvictionPolicy::NoEviction,
         MaxmemoryPolicy::AllkeysLru => EvictionPolicy::AllkeysLru,
         MaxmemoryPolicy::AllkeysRandom => EvictionPolicy::AllkeysRandom,
+        MaxmemoryPolicy::AllkeysLfu => EvictionPolicy::AllkeysLfu,
+        MaxmemoryPolicy::VolatileLru => EvictionPolicy::VolatileLru,
+        MaxmemoryPolicy::VolatileLfu => EvictionPolicy::VolatileLfu,
+        MaxmemoryPolicy::VolatileRandom => EvictionPolicy::VolatileRandom,
+        MaxmemoryPolicy::VolatileTtl => EvictionPolicy::VolatileTtl,
+    }
+}
+
+fn lfu(c: &Config) -> strata_engine::LfuParams {
+    strata_engine::LfuParams {
+        log_factor: c.lfu_log_factor,
+        decay_minutes: c.lfu_decay_time,
     }
 }
 
@@ -304,6 +318,8 @@ pub fn engine_config(c: &Config) -> EngineConfig {
     e.maxmemory = c.maxmemory;
     e.allocator = alloc::defrag_hooks();
     e.eviction = eviction(&c.maxmemory_policy);
+    e.maxmemory_samples = c.maxmemory_samples;
+    e.lfu = lfu(c);
     e.min_value_size = c.tiering_min_value_size;
     e.gc_garbage_ratio = c.flash_gc_garbage_ratio;
     e.promote = promote(&c.tiering_promote);

@@ -354,6 +354,7 @@ mod tests {
             expire_at_ms: ttl,
             version: 42,
             lru_secs: 0,
+            lfu: 0,
             flags: 0,
             value_len: 5,
             client_flags: 0,

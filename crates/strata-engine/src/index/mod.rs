@@ -216,6 +216,9 @@ pub struct Entry {
     pub expire_at_ms: u64,
     pub version: u64,
     pub lru_secs: u32,
+    /// Access frequency under an LFU policy (`tiering/lfu.rs`). Lives in
+    /// what would be padding.
+    pub lfu: u8,
     pub flags: u8,
     /// Length of the value in bytes (kept so STRLEN and accounting need no I/O).
     pub value_len: u32,

@@ -3,7 +3,7 @@
 //! the prefetch of a pipeline's keys before it runs.
 
 use crate::clock::{now_ms, now_secs};
-use crate::index::{Slot, F_REFERENCED};
+use crate::index::Slot;
 use crate::keyspace::chunks::{load_parts, Need, PartTarget};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, promote_fetched, FetchTarget, Read};
@@ -117,6 +117,7 @@ impl Engine {
             }
         };
         let (now, secs) = (now_ms(), now_secs());
+        let lfu = inner.tun.lfu();
         let mut promoted = false;
         let r = self.exclusive_keys(keys, || {
             let mut values = Vec::with_capacity(keys.len());
@@ -144,8 +145,8 @@ impl Engine {
                 }
                 inc(&stats.keyspace_hits);
                 if crate::keyspace::touches() {
-                    e.flags |= F_REFERENCED;
-                    e.lru_secs = secs;
+                    // The frequency once per command, at its first look.
+                    crate::tiering::lfu::touch(e, secs, lfu.filter(|_| count));
                 }
                 match &e.slot {
                     Slot::Hot(h) => {

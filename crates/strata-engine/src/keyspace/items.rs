@@ -17,7 +17,7 @@
 //!    only through `store` or `metadata_changed`, so the journal logs it.
 
 use crate::clock::{now_ms, now_secs};
-use crate::index::{Slot, F_FETCHED, F_REFERENCED, F_STALE, F_WIN_PENDING};
+use crate::index::{Slot, F_FETCHED, F_STALE, F_WIN_PENDING};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_and_promote, FetchTarget, Read};
 use crate::{Engine, EngineError};
@@ -178,8 +178,8 @@ impl Engine {
             e.flags |= F_WIN_PENDING;
         }
         if !opts.no_bump {
-            e.flags |= F_REFERENCED | F_FETCHED;
-            e.lru_secs = now_secs();
+            e.flags |= F_FETCHED;
+            crate::tiering::lfu::touch(e, now_secs(), inner.tun.lfu());
         }
         let (client_flags, expire_at_ms) = (e.client_flags, e.expire_at_ms);
         let item = move |value: Bytes| Item {

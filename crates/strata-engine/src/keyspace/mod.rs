@@ -109,6 +109,9 @@ pub struct KeyInfo {
     pub value_len: u64,
     pub location: Location,
     pub idle_secs: u64,
+    /// Its access frequency decayed to now (OBJECT FREQ; meaningful under
+    /// an LFU policy, `tiering/lfu.rs`).
+    pub lfu_freq: u8,
     pub expire_at_ms: u64,
     /// The value if it is in RAM (for OBJECT ENCODING's int check).
     pub hot_value: Option<Bytes>,
@@ -285,7 +288,7 @@ impl Engine {
         let sh = &mut *guard;
         match inner.live_index(sh, db, key) {
             Some(idx) => {
-                sh.dbs[db].mark_read(idx, now_secs());
+                sh.dbs[db].mark_read(idx, now_secs(), inner.tun.lfu());
                 true
             }
             None => false,
@@ -370,6 +373,12 @@ impl Engine {
                 }),
             },
             idle_secs: now.saturating_sub(self.inner.last_access_secs(e)) as u64,
+            lfu_freq: crate::tiering::lfu::decayed(
+                e.lfu,
+                e.lru_secs,
+                now,
+                self.inner.tun.lfu_params(),
+            ),
             expire_at_ms: e.expire_at_ms,
             hot_value: match &e.slot {
                 Slot::Hot(h) => h.value.as_str().filter(|v| v.len() <= 20).cloned(),

@@ -5,6 +5,7 @@
 mod big_strings;
 mod collections;
 mod durability;
+mod eviction;
 mod swapdb;
 mod torn_changes;
 

@@ -7,7 +7,7 @@
 //! `allkeys-random` evict, cold keys first (removing one is RAM-only and
 //! frees flash), then by the policy among hot keys.
 
-use crate::clock::now_ms;
+use crate::clock::{now_ms, now_secs};
 use crate::index::Slot;
 use crate::stats::Stats;
 use crate::{Engine, EvictionPolicy, Inner};
@@ -114,7 +114,7 @@ impl Engine {
     pub fn evict_to_limit(&self) -> usize {
         let inner = &self.inner;
         let policy = inner.tun.eviction();
-        let (mut evicted, mut misses) = (0, 0);
+        let mut evicted = 0;
         loop {
             let max = inner.tun.maxmemory.load(Relaxed);
             let used = inner.ram_used() + inner.flash_live_bytes.get();
@@ -123,8 +123,7 @@ impl Engine {
             }
             // (Sampling may miss the few keys left: a few tries, then stop.)
             match inner.evict_some(policy, 32) {
-                0 if inner.key_count() == 0 || misses >= 16 => return evicted,
-                0 => misses += 1,
+                0 => return evicted,
                 n => evicted += n,
             }
         }
@@ -143,16 +142,16 @@ impl Inner {
                     self.flash_full.store(true, Relaxed);
                     self.wake_background();
                     self.journal.kick();
-                    return match self.tun.eviction() {
-                        EvictionPolicy::NoEviction => Admission::OutOfMemory,
-                        _ => Admission::Wait,
+                    return match self.tun.eviction().evicts_segments() {
+                        false => Admission::OutOfMemory,
+                        true => Admission::Wait,
                     };
                 }
                 crate::log::journal::LogStatus::Ok => {}
                 crate::log::journal::LogStatus::Full
                     if self.collectable.load(Relaxed) >= self.segment_size
                         || self.table.allocated_bytes() + self.segment_size <= self.capacity
-                        || self.tun.eviction() != EvictionPolicy::NoEviction =>
+                        || self.tun.eviction().evicts_segments() =>
                 {
                     // The collector (or eviction) is making room, or made
                     // it already and the journal retries soon: wait, as for
@@ -178,10 +177,11 @@ impl Inner {
         }
         let maxmemory = self.tun.maxmemory.load(Relaxed);
         if maxmemory > 0 && ram + self.flash_live_bytes.get() > maxmemory {
-            if policy == EvictionPolicy::NoEviction {
+            if policy == EvictionPolicy::NoEviction || self.evict_some(policy, 32) == 0 {
+                // Nothing the policy may evict (no keys, or no key with a
+                // TTL under a volatile policy): refused, as in Redis.
                 return Admission::OutOfMemory;
             }
-            self.evict_some(policy, 32);
             return Admission::Admit;
         }
         // Exactly the budget, the limit the background thread compares with
@@ -194,10 +194,9 @@ impl Inner {
         if !self.demotion_stuck.load(Relaxed) {
             return Admission::Wait;
         }
-        if policy == EvictionPolicy::NoEviction {
+        if policy == EvictionPolicy::NoEviction || self.evict_some(policy, 32) == 0 {
             return Admission::OutOfMemory;
         }
-        self.evict_some(policy, 32);
         Admission::Admit
     }
 
@@ -234,41 +233,46 @@ impl Inner {
             .saturating_sub(self.flash_live_bytes.get())
     }
 
-    /// Evicts up to `n` keys: sampled from random shards, cold keys first
-    /// (oldest segment first), then by `policy` among hot keys.
+    /// Evicts up to `n` keys, one per shard visited, shards in turn from a
+    /// random one: in each, the best of `maxmemory-samples` keys sampled
+    /// in every database (`victim`). Returns the keys evicted: fewer than
+    /// `n` only when a whole turn of the shards found no candidate (no
+    /// keys, or under a `Volatile*` policy no key with a TTL).
     pub(crate) fn evict_some(&self, policy: EvictionPolicy, n: usize) -> usize {
         let mut rng = rand::thread_rng();
         let nshards = self.shards.len();
-        let mut evicted = 0;
-        for _ in 0..n * 4 {
-            if evicted >= n {
-                break;
-            }
-            let mut guard = self.shards[rng.gen_range(0..nshards)].lock();
+        let samples = self.tun.maxmemory_samples.load(Relaxed).clamp(1, 64) as usize;
+        let lfu = self.tun.lfu_params();
+        let now = now_secs();
+        let (mut evicted, mut empty_in_a_row) = (0, 0);
+        let mut s = rng.gen_range(0..nshards);
+        while evicted < n && empty_in_a_row < nshards {
+            s = (s + 1) % nshards;
+            let mut guard = self.shards[s].lock();
             let sh = &mut *guard;
-            let Some(db) = (0..sh.dbs.len()).find(|&d| !sh.dbs[d].is_empty()) else {
-                continue;
-            };
-            let map = &sh.dbs[db];
-            let len = map.len();
-            let mut best: Option<(usize, (u8, u64))> = None;
-            for _ in 0..8.min(len) {
-                let i = rng.gen_range(0..len);
-                let e = &map.at(i);
-                // Lower score = better victim: cold before hot, then oldest.
-                let score = match (&e.slot, policy) {
-                    (Slot::Cold(l), _) => (0, l.segment as u64),
-                    (_, EvictionPolicy::AllkeysLru) => (1, e.lru_secs as u64),
-                    _ => (1, rng.gen()),
-                };
-                if best.is_none_or(|(_, s)| score < s) {
-                    best = Some((i, score));
+            let mut best: Option<(usize, usize, (u8, u64))> = None;
+            for db in 0..sh.dbs.len() {
+                if sh.dbs[db].is_empty() || (policy.volatile() && sh.acct.dbs[db].expires == 0) {
+                    continue;
+                }
+                let map = &sh.dbs[db];
+                for i in candidates(map.len(), samples, policy.volatile(), &mut rng, |i| {
+                    map.at(i).expire_at_ms != 0
+                }) {
+                    let score = victim_score(&map.at(i), policy, now, lfu, &mut rng);
+                    if best.is_none_or(|(_, _, b)| score < b) {
+                        best = Some((db, i, score));
+                    }
                 }
             }
-            if let Some((i, _)) = best {
-                self.remove_index_as(sh, db, i, crate::keyspace::observe::KeyChange::Evicted);
-                Stats::inc(&self.stats.evicted_keys);
-                evicted += 1;
+            match best {
+                Some((db, i, _)) => {
+                    self.remove_index_as(sh, db, i, crate::keyspace::observe::KeyChange::Evicted);
+                    Stats::inc(&self.stats.evicted_keys);
+                    evicted += 1;
+                    empty_in_a_row = 0;
+                }
+                None => empty_in_a_row += 1,
             }
         }
         evicted
@@ -319,5 +323,53 @@ impl Inner {
             }
         }
         removed
+    }
+}
+
+/// Positions to sample in a map of `len` entries: `samples` random ones;
+/// under a volatile policy, the first `samples` with a TTL (`has_ttl`) in
+/// a walk from a random position, the whole map at most (a shard that
+/// counts keys with a TTL has one; Redis samples its `expires` table,
+/// which this index does not keep apart).
+fn candidates(
+    len: usize,
+    samples: usize,
+    volatile: bool,
+    rng: &mut impl Rng,
+    has_ttl: impl Fn(usize) -> bool,
+) -> Vec<usize> {
+    if !volatile {
+        return (0..samples.min(len))
+            .map(|_| rng.gen_range(0..len))
+            .collect();
+    }
+    let start = rng.gen_range(0..len);
+    (0..len)
+        .map(|k| (start + k) % len)
+        .filter(|&i| has_ttl(i))
+        .take(samples)
+        .collect()
+}
+
+/// A sampled key's rank as a victim, lower first: cold keys (value on
+/// flash; removing one frees flash and little RAM), oldest segment first,
+/// then hot keys by the policy. `VolatileTtl` ranks by expiry alone.
+fn victim_score(
+    e: &crate::index::Entry,
+    policy: EvictionPolicy,
+    now_secs: u32,
+    lfu: crate::config::LfuParams,
+    rng: &mut impl Rng,
+) -> (u8, u64) {
+    use EvictionPolicy::*;
+    match (&e.slot, policy) {
+        (_, VolatileTtl) => (0, e.expire_at_ms),
+        (Slot::Cold(l), _) => (0, l.segment as u64),
+        (_, AllkeysLru | VolatileLru) => (1, e.lru_secs as u64),
+        (_, AllkeysLfu | VolatileLfu) => (
+            1,
+            super::lfu::decayed(e.lfu, e.lru_secs, now_secs, lfu) as u64,
+        ),
+        _ => (1, rng.gen()),
     }
 }

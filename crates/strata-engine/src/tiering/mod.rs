@@ -18,11 +18,12 @@ mod defrag;
 mod demote;
 pub mod evict;
 pub mod fetch;
+pub mod lfu;
 
 use crate::log::collector;
 use crate::log::writer::AppendError;
 use crate::stats::Stats;
-use crate::{EvictionPolicy, Inner};
+use crate::Inner;
 use demote::demote_chunk;
 use std::sync::atomic::Ordering::{self, Relaxed};
 use std::time::{Duration, Instant};
@@ -142,7 +143,7 @@ pub(crate) fn run_background(inner: &Inner) {
                             busy = true;
                         } else {
                             pause(tick);
-                            if inner.tun.eviction() != EvictionPolicy::NoEviction {
+                            if inner.tun.eviction().evicts_segments() {
                                 busy |= gc.evict_oldest_segment(inner, &inner.writer.lock());
                             }
                         }
@@ -163,7 +164,7 @@ pub(crate) fn run_background(inner: &Inner) {
         }
         if inner.journal.status() == crate::log::journal::LogStatus::Full
             && inner.collectable.load(Relaxed) < inner.segment_size
-            && inner.tun.eviction() != EvictionPolicy::NoEviction
+            && inner.tun.eviction().evicts_segments()
         {
             // The journal cannot write and there is no garbage: evict.
             busy |= gc.evict_oldest_segment(inner, &inner.writer.lock());

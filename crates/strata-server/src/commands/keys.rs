@@ -378,11 +378,11 @@ pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// `RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f]`, with
 /// Redis 7.0's order of checks (options, BUSYKEY, TTL, payload). IDLETIME
-/// sets the key's idle time (OBJECT IDLETIME); FREQ is checked and
-/// otherwise ignored (no LFU here).
+/// sets the key's idle time (OBJECT IDLETIME) unless an LFU policy is
+/// selected; FREQ its access frequency (OBJECT FREQ) only under one.
 pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (mut replace, mut absttl) = (false, false);
-    let (mut idle, mut freq) = (None, false);
+    let (mut idle, mut freq) = (None, None);
     let mut j = 4;
     while j < args.len() {
         let more = args.len() - j - 1;
@@ -390,7 +390,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             replace = true;
         } else if is(&args[j], "absttl") {
             absttl = true;
-        } else if is(&args[j], "idletime") && more >= 1 && !freq {
+        } else if is(&args[j], "idletime") && more >= 1 && freq.is_none() {
             match parse_i64(&args[j + 1]) {
                 None => {
                     reply::error(ctx.out, reply::NOT_INTEGER);
@@ -413,7 +413,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                     reply::error(ctx.out, "ERR Invalid FREQ value, must be >= 0 and <= 255");
                     return Outcome::Done;
                 }
-                Some(_) => freq = true,
+                Some(n) => freq = Some(n as u8),
             }
             j += 1;
         } else {
@@ -459,6 +459,9 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             view.delete(&key);
         } else {
             view.put_expiring(&key, value, at);
+            if let Some(f) = freq {
+                view.set_freq(&key, f);
+            }
             if let Some(secs) = idle {
                 view.set_idle(&key, secs);
             }

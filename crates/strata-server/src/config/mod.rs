@@ -154,6 +154,13 @@ pub struct Config {
     pub maxmemory_ram: u64,
     /// What to do when `maxmemory` is reached. Default: `noeviction`.
     pub maxmemory_policy: MaxmemoryPolicy,
+    /// Keys sampled per eviction (the engine uses at most 64). Default: 5.
+    pub maxmemory_samples: u32,
+    /// The LFU policies' counter: how slowly it rises. Default: 10.
+    pub lfu_log_factor: u32,
+    /// Minutes per step the LFU counter falls while a key is idle; 0 =
+    /// never. Default: 1.
+    pub lfu_decay_time: u32,
     /// Directory of the flash log; `None` = `<dir>/flash` (see
     /// [`Config::flash_dir`]). Default: `None`.
     pub flash_dir: Option<PathBuf>,
@@ -260,6 +267,9 @@ impl Default for Config {
             maxmemory: DEFAULT_MAXMEMORY,
             maxmemory_ram: percent_of_ram(DEFAULT_MAXMEMORY_RAM_PERCENT),
             maxmemory_policy: DEFAULT_MAXMEMORY_POLICY,
+            maxmemory_samples: 5,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
             flash_dir: None,
             flash_max_size: DEFAULT_FLASH_MAX_SIZE,
             flash_segment_size: DEFAULT_FLASH_SEGMENT_SIZE,
@@ -402,8 +412,17 @@ impl Config {
                 .map_err(|reason| match d.origin {
                     // A file line may hold any option: say which one failed.
                     Origin::Line(..) => d.error(format!("{}: {reason}", def.name)),
-                    // `--name` is already in the message.
-                    Origin::Arg => d.error(reason),
+                    // `--name` is already in the message; the value too
+                    // unless the reason (Redis's words, for CONFIG SET)
+                    // leaves it out.
+                    Origin::Arg => {
+                        let value = d.args.join(" ");
+                        if reason.contains(&value) {
+                            d.error(reason)
+                        } else {
+                            d.error(format!("'{value}': {reason}"))
+                        }
+                    }
                 })?;
         }
         Ok(config)

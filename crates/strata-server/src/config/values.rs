@@ -70,44 +70,75 @@ impl ConfigError {
 // Enumerated option values
 // ---------------------------------------------------------------------------
 
-/// What happens when `maxmemory` is reached.
-#[derive(Clone, Debug, PartialEq)]
+/// What happens when `maxmemory` is reached: Redis's eight policies
+/// (`strata_engine::EvictionPolicy` says how each picks its victims).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum MaxmemoryPolicy {
     /// `noeviction`: refuse writes that need memory.
     NoEviction,
-    /// `allkeys-lru`: evict approximately least recently used keys.
     AllkeysLru,
-    /// `allkeys-random`: evict random keys.
+    AllkeysLfu,
     AllkeysRandom,
+    VolatileLru,
+    VolatileLfu,
+    VolatileRandom,
+    VolatileTtl,
 }
 
 impl MaxmemoryPolicy {
+    /// Every policy, in the order Redis's error message names them.
+    const ALL: [MaxmemoryPolicy; 8] = [
+        MaxmemoryPolicy::VolatileLru,
+        MaxmemoryPolicy::VolatileLfu,
+        MaxmemoryPolicy::VolatileRandom,
+        MaxmemoryPolicy::VolatileTtl,
+        MaxmemoryPolicy::AllkeysLru,
+        MaxmemoryPolicy::AllkeysLfu,
+        MaxmemoryPolicy::AllkeysRandom,
+        MaxmemoryPolicy::NoEviction,
+    ];
+
     /// The Redis name of the policy.
     pub fn as_str(&self) -> &'static str {
         match self {
             MaxmemoryPolicy::NoEviction => "noeviction",
             MaxmemoryPolicy::AllkeysLru => "allkeys-lru",
+            MaxmemoryPolicy::AllkeysLfu => "allkeys-lfu",
             MaxmemoryPolicy::AllkeysRandom => "allkeys-random",
+            MaxmemoryPolicy::VolatileLru => "volatile-lru",
+            MaxmemoryPolicy::VolatileLfu => "volatile-lfu",
+            MaxmemoryPolicy::VolatileRandom => "volatile-random",
+            MaxmemoryPolicy::VolatileTtl => "volatile-ttl",
         }
+    }
+
+    /// An LRU or LFU policy (Redis then keeps no shared integer objects:
+    /// OBJECT REFCOUNT).
+    pub fn tracks_access(&self) -> bool {
+        matches!(
+            self,
+            MaxmemoryPolicy::AllkeysLru
+                | MaxmemoryPolicy::AllkeysLfu
+                | MaxmemoryPolicy::VolatileLru
+                | MaxmemoryPolicy::VolatileLfu
+        )
     }
 }
 
 impl FromStr for MaxmemoryPolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "noeviction" => Ok(MaxmemoryPolicy::NoEviction),
-            "allkeys-lru" => Ok(MaxmemoryPolicy::AllkeysLru),
-            "allkeys-random" => Ok(MaxmemoryPolicy::AllkeysRandom),
-            "volatile-lru" | "volatile-lfu" | "allkeys-lfu" | "volatile-random"
-            | "volatile-ttl" => Err(format!(
-                "maxmemory-policy '{s}' is not supported yet \
-                 (supported: noeviction, allkeys-lru, allkeys-random)"
-            )),
-            _ => Err(format!(
-                "invalid maxmemory-policy '{s}' (expected noeviction, allkeys-lru or allkeys-random)"
-            )),
-        }
+        MaxmemoryPolicy::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                let names: Vec<&str> = MaxmemoryPolicy::ALL.iter().map(|p| p.as_str()).collect();
+                // Redis's words for a bad enum value.
+                format!(
+                    "argument(s) must be one of the following: {}",
+                    names.join(", ")
+                )
+            })
     }
 }
 

@@ -27,7 +27,7 @@ mod table;
 
 use super::bucket::Bucket;
 use super::cell::{Cell, EntryRef, Ext, Kind};
-use super::{Entry, Hasher, Hot, Key, Slot, Value, F_REFERENCED};
+use super::{Entry, Hasher, Hot, Key, Slot, Value};
 use std::hash::BuildHasher;
 
 /// Most keys one map holds (positions are `u32`).
@@ -239,13 +239,12 @@ impl KeyMap {
         }
     }
 
-    /// Marks the entry at `i` read: its CLOCK reference bit and its last
-    /// access, `secs` (OBJECT IDLETIME, allkeys-lru). A packed entry keeps
-    /// no access time, so it is boxed (the demotion hand packs it again).
-    pub fn mark_read(&mut self, i: usize, secs: u32) {
-        let e = self.at_mut(i);
-        e.flags |= F_REFERENCED;
-        e.lru_secs = secs;
+    /// Marks the entry at `i` read at `secs` (`tiering::lfu::touch`: its
+    /// CLOCK reference bit, its last access, and its access frequency
+    /// under an LFU policy). A packed entry keeps no access time, so it is
+    /// boxed (the demotion hand packs it again).
+    pub fn mark_read(&mut self, i: usize, secs: u32, lfu: Option<crate::config::LfuParams>) {
+        crate::tiering::lfu::touch(self.at_mut(i), secs, lfu);
     }
 
     /// Packs the entry at `i` if it can be (`cell.rs`, invariant 1);

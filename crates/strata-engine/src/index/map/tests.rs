@@ -14,6 +14,7 @@ pub(super) fn entry(v: u64) -> Entry {
         expire_at_ms: 0,
         version: v,
         lru_secs: 0,
+        lfu: 0,
         flags: 0,
         value_len: 1,
         client_flags: 0,
@@ -109,7 +110,7 @@ fn positions_follow_the_keys_through_random_changes() {
             }
             11 if !m.is_empty() => {
                 let i = rng.gen_range(0..m.len());
-                m.mark_read(i, 1);
+                m.mark_read(i, 1, None);
             }
             6..=7 => {
                 let old = m.swap_remove(&k);

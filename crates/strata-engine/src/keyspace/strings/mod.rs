@@ -11,6 +11,7 @@ use crate::clock::{now_ms, now_secs};
 use crate::index::{Entry, Slot, F_REFERENCED};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_and_promote, FetchTarget, Read};
+use crate::tiering::lfu;
 use crate::types::bigstr::{Piece, STR_CHUNKED_AT};
 use crate::types::ChunkedStr;
 use crate::types::{Collection, ValueType};
@@ -135,7 +136,7 @@ impl Engine {
         }
         f(Some(value));
         if crate::keyspace::touches() {
-            sh.dbs[db].mark_read(idx, now_secs());
+            sh.dbs[db].mark_read(idx, now_secs(), inner.tun.lfu());
         }
         InRam::Answered
     }
@@ -172,8 +173,7 @@ impl Engine {
         }
         Stats::inc(&inner.stats.keyspace_hits);
         if crate::keyspace::touches() {
-            e.flags |= F_REFERENCED;
-            e.lru_secs = now_secs();
+            lfu::touch(e, now_secs(), inner.tun.lfu());
         }
         Some(match &e.slot {
             Slot::Hot(h) => {
@@ -343,8 +343,11 @@ impl Inner {
                 e.version = version;
                 e.client_flags = client_flags;
                 e.vtype = vtype;
-                e.flags = F_REFERENCED | self.dirty_flag();
-                e.lru_secs = now_secs();
+                // An overwrite keeps the key's access frequency, raised
+                // by this access (Redis's lookup for write, then
+                // `dbOverwrite`).
+                e.flags = self.dirty_flag();
+                lfu::touch(e, now_secs(), self.tun.lfu());
                 i
             }
             None => {
@@ -353,6 +356,7 @@ impl Inner {
                     expire_at_ms,
                     version,
                     lru_secs: now_secs(),
+                    lfu: lfu::LFU_INIT_VAL,
                     flags: F_REFERENCED | self.dirty_flag(),
                     value_len,
                     client_flags,

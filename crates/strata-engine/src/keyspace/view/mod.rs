@@ -33,7 +33,7 @@ mod windows;
 pub(crate) use run::join_all;
 
 use crate::clock::now_secs;
-use crate::index::{Shard, Slot, Value, F_REFERENCED};
+use crate::index::{Shard, Slot, Value};
 use crate::keyspace::exclusive::ShardGuard;
 use crate::stats::Stats;
 use crate::types::{Collection, EncodingLimits, ValueType};
@@ -154,8 +154,7 @@ impl<'a> KeysView<'a> {
         let sh = self.shard(key)?;
         let e = sh.dbs[db].at_mut(i);
         if crate::keyspace::touches() {
-            e.flags |= F_REFERENCED;
-            e.lru_secs = now_secs();
+            crate::tiering::lfu::touch(e, now_secs(), inner.tun.lfu());
         }
         match &e.slot {
             Slot::Hot(h) => Some(match &h.value {
@@ -380,8 +379,29 @@ impl<'a> KeysView<'a> {
         Some(sh.dbs[db].at(i).expire_at_ms)
     }
 
-    /// RESTORE ... IDLETIME: the key was last used `secs` seconds ago.
+    /// RESTORE ... FREQ: the key's access frequency under an LFU policy
+    /// (ignored under another, as Redis ignores it).
+    pub fn set_freq(&mut self, key: &[u8], freq: u8) {
+        let Some(i) = self.live(key) else {
+            return;
+        };
+        if !self.inner.tun.eviction().lfu() {
+            return;
+        }
+        let db = self.db;
+        if let Some(sh) = self.shard(key) {
+            let e = sh.dbs[db].at_mut(i);
+            e.lfu = freq;
+            e.lru_secs = crate::clock::now_secs();
+        }
+    }
+
+    /// RESTORE ... IDLETIME: the key was last used `secs` seconds ago
+    /// (ignored under an LFU policy, as Redis ignores it).
     pub fn set_idle(&mut self, key: &[u8], secs: u64) {
+        if self.inner.tun.eviction().lfu() {
+            return;
+        }
         let Some(i) = self.live(key) else {
             return;
         };
@@ -467,8 +487,8 @@ impl<'a> KeysView<'a> {
                 inner.watches.quiet(db, &t.key, e.version, version);
             }
             e.version = version;
-            e.flags = F_REFERENCED | inner.dirty_flag();
-            e.lru_secs = now_secs();
+            e.flags = inner.dirty_flag();
+            crate::tiering::lfu::touch(e, now_secs(), inner.tun.lfu());
             sh.acct.hot_bytes = sh.acct.hot_bytes + new_len as u64 - old_len;
             sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len as u64 - old_len;
             if let Some(loc) = released {

@@ -58,7 +58,7 @@ use crate::flash::format::SEGMENT_DATA_START;
 use crate::flash::segment::Segment;
 use crate::log::writer::SegmentWriter;
 use crate::stats::Stats;
-use crate::{EvictionPolicy, Inner};
+use crate::Inner;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering::{Acquire, Relaxed};
 use std::sync::Arc;
@@ -263,7 +263,7 @@ impl Collector {
                 < (inner.flash_live_bytes.get() * ratio)
                     .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
         let full = inner.flash_full.load(Relaxed);
-        let evicting = inner.tun.eviction() != EvictionPolicy::NoEviction;
+        let evicting = inner.tun.eviction().evicts_segments();
         let threshold = if full && !evicting {
             // Writes wait for room: any garbage worth moving (rule 9).
             LIVE_THRESHOLD_FULL

@@ -203,17 +203,28 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_null(ctx.out, ctx.version());
         return Outcome::Done;
     };
+    let lfu = ctx
+        .shared
+        .config
+        .read()
+        .maxmemory_policy
+        .as_str()
+        .ends_with("lfu");
     if is(sub, "encoding") {
         write_bulk(ctx.out, encoding_name(&info).as_bytes());
     } else if is(sub, "idletime") {
-        write_integer(ctx.out, info.idle_secs as i64);
+        if lfu {
+            reply::error(ctx.out, "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+        } else {
+            write_integer(ctx.out, info.idle_secs as i64);
+        }
     } else if is(sub, "refcount") {
         // Redis shares one object for each integer 0..9999 (unless an LRU
         // policy under maxmemory needs per-key access times), whose
         // refcount reads INT_MAX; every other value has its own.
         let shareable = {
             let c = ctx.shared.config.read();
-            c.maxmemory == 0 || c.maxmemory_policy != crate::config::MaxmemoryPolicy::AllkeysLru
+            c.maxmemory == 0 || !c.maxmemory_policy.tracks_access()
         };
         let shared_int = shareable
             && encoding_name(&info) == "int"
@@ -224,7 +235,11 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 .is_some_and(|v| (0..10_000).contains(&v));
         write_integer(ctx.out, if shared_int { i32::MAX as i64 } else { 1 });
     } else if is(sub, "freq") {
-        reply::error(ctx.out, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+        if lfu {
+            write_integer(ctx.out, info.lfu_freq as i64);
+        } else {
+            reply::error(ctx.out, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+        }
     } else {
         reply::unknown_subcommand(ctx.out, sub, "object");
     }

@@ -36,13 +36,47 @@ pub(super) static OPTIONS: &[OptionDef] = &[
     OptionDef {
         name: "maxmemory-policy",
         default: "noeviction",
-        doc: "when maxmemory is reached: noeviction, allkeys-lru or allkeys-random",
+        doc: "when maxmemory is reached: noeviction, allkeys-lru, allkeys-lfu, allkeys-random, \
+              volatile-lru, volatile-lfu, volatile-random or volatile-ttl",
         runtime: true,
         set: Setter::One(|c, v| {
             c.maxmemory_policy = v.parse()?;
             Ok(())
         }),
         get: |c| c.maxmemory_policy.to_string(),
+    },
+    OptionDef {
+        name: "maxmemory-samples",
+        default: "5",
+        doc: "keys sampled per eviction (at most 64 are used)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.maxmemory_samples = parse_uint(v, 1, i32::MAX as u64, "integer")? as u32;
+            Ok(())
+        }),
+        get: |c| c.maxmemory_samples.to_string(),
+    },
+    OptionDef {
+        name: "lfu-log-factor",
+        default: "10",
+        doc: "how slowly the LFU policies' access counter rises",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.lfu_log_factor = parse_uint(v, 0, i32::MAX as u64, "integer")? as u32;
+            Ok(())
+        }),
+        get: |c| c.lfu_log_factor.to_string(),
+    },
+    OptionDef {
+        name: "lfu-decay-time",
+        default: "1",
+        doc: "minutes per step the LFU counter falls while a key is idle (0 = never)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.lfu_decay_time = parse_uint(v, 0, i32::MAX as u64, "integer")? as u32;
+            Ok(())
+        }),
+        get: |c| c.lfu_decay_time.to_string(),
     },
     OptionDef {
         name: "flash-dir",

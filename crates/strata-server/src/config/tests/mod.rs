@@ -97,7 +97,7 @@ fn table_is_well_formed() {
     names.dedup();
     assert_eq!(before, names.len(), "an option is listed twice");
     // One option per Config field, and the four ziplist aliases.
-    assert_eq!(before, 58, "one option per Config field (plus aliases)");
+    assert_eq!(before, 61, "one option per Config field (plus aliases)");
     let runtime: std::collections::BTreeSet<&str> = OPTIONS
         .iter()
         .filter(|d| d.runtime)
@@ -110,6 +110,9 @@ fn table_is_well_formed() {
             "maxmemory",
             "maxmemory-ram",
             "maxmemory-policy",
+            "maxmemory-samples",
+            "lfu-log-factor",
+            "lfu-decay-time",
             "flash-gc-garbage-ratio",
             "flash-poll-us",
             "activedefrag",
@@ -291,8 +294,10 @@ fn every_bad_value_names_its_option() {
         ("maxmemory-ram", "101%"),
         ("maxmemory-ram", "0"),
         ("maxmemory-ram", "lots"),
-        ("maxmemory-policy", "volatile-lru"),
+        ("maxmemory-policy", "volatile-lruu"),
         ("maxmemory-policy", "bogus"),
+        ("maxmemory-samples", "0"),
+        ("lfu-log-factor", "-1"),
         ("flash-max-size", "1.5gb"),
         ("flash-segment-size", "512kb"),
         ("flash-segment-size", "2gb"),
@@ -349,10 +354,31 @@ fn every_bad_value_names_its_option() {
         .to_string();
     assert!(msg.starts_with("bad option --port: "), "{msg}");
     assert_eq!(msg, "bad option --port: 'abc' is not a valid port");
-    let msg = Config::from_conf_str("maxmemory-policy allkeys-lfu")
+    let msg = Config::from_conf_str("maxmemory-policy allkeys-lfuu")
         .unwrap_err()
         .to_string();
-    assert!(msg.contains("'allkeys-lfu' is not supported yet"), "{msg}");
+    assert!(
+        msg.contains(
+            "argument(s) must be one of the following: volatile-lru, volatile-lfu, \
+             volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction"
+        ),
+        "{msg}"
+    );
+    // Every Redis policy is accepted, in any case (a redis.conf's
+    // `maxmemory-policy volatile-lru` starts the server).
+    for p in [
+        "noeviction",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "VOLATILE-TTL",
+    ] {
+        let c = Config::from_conf_str(&format!("maxmemory-policy {p}")).unwrap();
+        assert_eq!(c.maxmemory_policy.as_str(), p.to_ascii_lowercase());
+    }
     let msg = Config::from_conf_str("daemonize yes")
         .unwrap_err()
         .to_string();
