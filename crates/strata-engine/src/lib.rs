@@ -401,6 +401,12 @@ impl Engine {
 
     /// Active defragmentation's counters: values moved, values looked at
     /// and left, and whether the last tick found fragmentation.
+    /// Collections deleted whose parts the background thread has still to
+    /// free (Redis's `lazyfree_pending_objects`).
+    pub fn lazyfree_pending(&self) -> usize {
+        self.inner.graveyard.lock().len()
+    }
+
     pub fn defrag_info(&self) -> (u64, u64, bool) {
         let s = &self.inner.stats;
         (

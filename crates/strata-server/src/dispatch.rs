@@ -87,10 +87,19 @@ pub fn execute(
     if !before && spec.name != "exec" && !spec.has_flag("admin") && shared.monitors.active() {
         monitor_feed(shared, ctx.conn, args);
     }
-    // Client tracking remembers what a tracking client's reads read.
-    if shared.tracking.active() && spec.has_flag("readonly") {
+    // Client tracking remembers what a tracking client's reads read. A
+    // read in a script remembers the script's declared keys for its caller
+    // (whose id the script's client shares), and the read-only script
+    // commands remember nothing by themselves, as in Redis 7.0's `call`.
+    let script_command = matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
+    if shared.tracking.active() && spec.has_flag("readonly") && !script_command {
         let id = ctx.conn.handle.id;
-        if let Some(keys) = crate::session::transaction::command_keys(spec, args) {
+        let keys = if ctx.conn.script {
+            Some(ctx.conn.script_keys.clone())
+        } else {
+            crate::session::transaction::command_keys(spec, args)
+        };
+        if let Some(keys) = keys {
             if !keys.is_empty() {
                 shared.tracking.remember(&shared.pubsub, id, &keys, caching);
             }

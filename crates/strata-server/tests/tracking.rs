@@ -15,12 +15,13 @@ mod oracle;
 use oracle::{Conn, RedisServer};
 
 /// One step: a client sends a command (`$ID1` stands for client 1's id),
-/// or a client reads one message it was sent.
+/// a client reads one message it was sent, or a pause (ms).
 enum Step {
     Cmd(usize, &'static str),
     Recv(usize),
+    Sleep(u64),
 }
-use Step::{Cmd, Recv};
+use Step::{Cmd, Recv, Sleep};
 
 fn transcript(port: u16, steps: &[Step]) -> Vec<String> {
     let mut c: Vec<Conn> = (0..3).map(|_| Conn::connect(port)).collect();
@@ -41,16 +42,24 @@ fn transcript(port: u16, steps: &[Step]) -> Vec<String> {
                 (*who, c[*who].cmd(&args))
             }
             Recv(who) => (*who, c[*who].reply()),
+            Sleep(ms) => {
+                std::thread::sleep(std::time::Duration::from_millis(*ms));
+                continue;
+            }
         };
         let mut text = String::from_utf8_lossy(&got.bytes).to_string();
         // HELLO names the server and its version.
         if matches!(step, Cmd(_, w) if w.starts_with("HELLO")) {
             text = "(HELLO)".into();
         }
-        let names_ids =
-            matches!(step, Cmd(_, w) if w.contains("GETREDIR") || w.contains("TRACKINGINFO"));
+        let names_ids = matches!(step, Recv(_))
+            || matches!(step, Cmd(_, w) if w.contains("GETREDIR") || w.contains("TRACKINGINFO"));
         for (i, id) in ids.iter().enumerate().filter(|_| names_ids) {
-            text = text.replace(&format!(":{id}\r\n"), &format!(":<id{i}>\r\n"));
+            // An integer reply (`:id`), not a key ending in `:id`.
+            if text == format!(":{id}\r\n") {
+                text = format!(":<id{i}>\r\n");
+            }
+            text = text.replace(&format!("\n:{id}\r\n"), &format!("\n:<id{i}>\r\n"));
         }
         out.push(format!("client {who}: {text:?}"));
     }
@@ -133,6 +142,31 @@ fn tracking_matches_redis_7() {
         Recv(2),
         Cmd(0, "RESET"),
         Cmd(0, "CLIENT TRACKINGINFO"),
+        // A read in a script tracks the script's declared keys for its
+        // caller, not what it read; a script of writes tracks nothing, and
+        // EVAL_RO by itself nothing (Redis 7.0's `call`).
+        Cmd(0, "HELLO 3"),
+        Cmd(0, "CLIENT TRACKING on"),
+        Cmd(1, "MSET s1 1 s2 1"),
+        Cmd(0, "EVAL redis.call('set','s3','x') 2 s1 s2"),
+        Cmd(1, "MSET s2 2 s1 2"),
+        Cmd(0, "EVAL redis.call('get','s3') 2 s1 s2"),
+        Cmd(1, "MSET s2 3 s1 3 s3 3"),
+        Recv(0),
+        Recv(0),
+        Cmd(0, "EVAL_RO redis.call('ping') 2 s1 s2"),
+        Cmd(1, "MSET s2 4 s1 4"),
+        Cmd(0, "PING"),
+        Cmd(0, "CLIENT TRACKING off"),
+        // The REDIRECT client disconnects: the next invalidation becomes
+        // a `tracking-redir-broken` push to the RESP3 client.
+        Cmd(0, "CLIENT TRACKING on redirect $ID2"),
+        Cmd(0, "GET b"),
+        Cmd(2, "QUIT"),
+        Sleep(200),
+        Cmd(1, "SET b 1"),
+        Recv(0),
+        Cmd(0, "PING"),
     ];
     let redis = RedisServer::start();
     let strata = common::Server::start(&[]);

@@ -109,16 +109,21 @@ impl Engine {
     }
 
     /// Evicts by the policy until RAM + live flash bytes fit `maxmemory`
-    /// or no key is left (CONFIG SET maxmemory below what is used: Redis
-    /// evicts at once, not at the next write). Returns the keys evicted.
+    /// or the policy finds nothing more to evict: after CONFIG SET
+    /// maxmemory below what is used, and before every command that is not
+    /// a write (writes go through `admission`), as Redis evicts before
+    /// any command. Returns the keys evicted; without `maxmemory` it costs
+    /// one atomic load.
     pub fn evict_to_limit(&self) -> usize {
         let inner = &self.inner;
         let policy = inner.tun.eviction();
         let mut evicted = 0;
         loop {
             let max = inner.tun.maxmemory.load(Relaxed);
-            let used = inner.ram_used() + inner.flash_live_bytes.get();
-            if max == 0 || used <= max || policy == EvictionPolicy::NoEviction {
+            if max == 0 || policy == EvictionPolicy::NoEviction {
+                return evicted;
+            }
+            if inner.ram_used() + inner.flash_live_bytes.get() <= max {
                 return evicted;
             }
             // (Sampling may miss the few keys left: a few tries, then stop.)

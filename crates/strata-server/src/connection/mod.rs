@@ -55,6 +55,9 @@ pub struct ConnState {
     pub no_touch: bool,
     /// The client a script's `redis.call` runs as.
     pub script: bool,
+    /// A script's declared keys (KEYS): what client tracking remembers for
+    /// its caller when the script runs a read, as Redis remembers them.
+    pub script_keys: Vec<Bytes>,
     /// It ran MONITOR (`session::monitor`).
     pub monitor: bool,
 }
@@ -111,6 +114,7 @@ pub async fn serve(
                     watched: strata_engine::Watched::new(&shared.engine),
                     exec_ready: None,
                     script: false,
+                    script_keys: Vec::new(),
                     monitor: false,
                     caching: None,
                     no_touch: false,
@@ -277,6 +281,14 @@ pub async fn serve(
                     }
                     reply::error(&mut out, &transaction::refuse(&mut conn, spec, &refusal));
                     continue;
+                }
+            } else if shared.engine.evict_to_limit() > 0 && pending.is_empty() {
+                // Over `maxmemory`, Redis evicts before any command, and a
+                // tracking client hears of an evicted key before the reply.
+                if let Some(l) = conn.pubsub.as_mut() {
+                    while let Some(m) = l.try_next() {
+                        m.write(&mut out, conn.version);
+                    }
                 }
             }
             // CLIENT PAUSE: the command waits (writes only under WRITE).

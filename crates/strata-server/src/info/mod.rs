@@ -225,6 +225,10 @@ fn memory(s: &Shared, out: &mut String) {
     field!(out, "mem_fragmentation_bytes", over(rss, used));
     field!(out, "mem_allocator", crate::alloc::allocator_name());
     field!(out, "active_defrag_running", s.engine.defrag_info().2 as u8);
+    field!(out, "lazyfree_pending_objects", s.engine.lazyfree_pending());
+    // Eviction counts all of used_memory (Redis leaves out its AOF and
+    // replication buffers; the journal's queue is counted here).
+    field!(out, "mem_not_counted_for_evict", 0);
 }
 
 fn persistence(s: &Shared, out: &mut String) {

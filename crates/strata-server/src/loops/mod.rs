@@ -383,6 +383,7 @@ impl Job {
         }
         shared.clients.unregister(id);
         shared.tracking.off(id);
+        shared.tracking.gone(id);
         shared.monitors.remove(id);
     }
 }

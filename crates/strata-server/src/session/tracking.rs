@@ -44,6 +44,9 @@ struct Tracker {
     /// Where its own invalidations go (its queue).
     me: Arc<Subscriber>,
     resp3: bool,
+    /// Its REDIRECT client disconnected: its invalidations are dropped,
+    /// and a RESP3 client is told so instead (`tracking-redir-broken`).
+    redir_broken: bool,
 }
 
 /// The registry (module doc).
@@ -84,6 +87,7 @@ impl Tracking {
                 settings,
                 me,
                 resp3,
+                redir_broken: false,
             },
         )
         .is_none()
@@ -100,6 +104,19 @@ impl Tracking {
                 ids.remove(&id);
                 !ids.is_empty()
             });
+        }
+    }
+
+    /// Client `id` disconnected: the clients that redirect to it have a
+    /// broken redirection (Redis finds no client by that id).
+    pub fn gone(&self, id: u64) {
+        if self.count.load(Relaxed) == 0 {
+            return;
+        }
+        for t in self.clients.lock().values_mut() {
+            if t.settings.redirect == id {
+                t.redir_broken = true;
+            }
         }
     }
 
@@ -239,6 +256,18 @@ impl Tracking {
         t: &Tracker,
         keys: Option<Vec<Bytes>>,
     ) {
+        if t.redir_broken {
+            // As Redis's `sendTrackingMessage`: the invalidation is lost,
+            // and a RESP3 client hears why.
+            if t.resp3 {
+                let mut push = bytes::BytesMut::new();
+                strata_protocol::write_push_len(&mut push, strata_protocol::Version::Resp3, 2);
+                strata_protocol::write_bulk(&mut push, b"tracking-redir-broken");
+                strata_protocol::write_integer(&mut push, t.settings.redirect as i64);
+                pubsub.send_to(&t.me, Message::raw(push.freeze()));
+            }
+            return;
+        }
         let target = match t.settings.redirect {
             0 if t.resp3 => Some(t.me.clone()),
             // RESP2 without a redirect: nowhere to send it (as Redis).

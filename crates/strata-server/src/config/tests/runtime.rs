@@ -84,7 +84,12 @@ fn config_get_patterns() {
         |p: &[u8]| -> Vec<String> { c.get_matching(p).into_iter().map(|(n, _)| n).collect() };
     assert_eq!(
         names(b"maxmemory*"),
-        ["maxmemory", "maxmemory-ram", "maxmemory-policy", "maxmemory-samples"]
+        [
+            "maxmemory",
+            "maxmemory-ram",
+            "maxmemory-policy",
+            "maxmemory-samples"
+        ]
     );
     assert_eq!(names(b"MAXMEMORY"), ["maxmemory"]);
     assert_eq!(

@@ -85,6 +85,7 @@ pub(super) fn run(
         caching: None,
         no_touch: false,
         script: true,
+        script_keys: call.keys.clone(),
         monitor: false,
     };
     let result = (|| -> mlua::Result<(bool, Value)> {
