@@ -122,18 +122,30 @@ pub fn execute(
             .sample_if_needed(event, took.as_millis() as u64);
     }
     // A reply that comes later (a flash read, a blocked client served or
-    // timed out) counts as an error, and the call as failed, when it comes.
+    // timed out) counts as an error, and the call as failed, when it comes;
+    // and goes to the slowlog then, as Redis logs a blocked command when
+    // it is served.
     let outcome = match outcome {
         Outcome::Pending { reply, write } => {
             let shared = shared.clone();
+            let slow = shared
+                .slowlog
+                .enabled()
+                .then(|| (args.to_vec(), ctx.conn.handle.clone()));
             Outcome::Pending {
                 reply: Box::pin(async move {
                     let out = reply.await;
                     // A reply that came later counts from the call to it,
                     // unless the command blocked (Redis counts no wait).
-                    if !spec.has_flag("blocking") {
-                        let ms = started.elapsed().as_millis() as u64;
-                        shared.latency.sample_if_needed(event, ms);
+                    let blocking = spec.has_flag("blocking");
+                    let took = if blocking { took } else { started.elapsed() };
+                    if !blocking {
+                        shared
+                            .latency
+                            .sample_if_needed(event, took.as_millis() as u64);
+                    }
+                    if let Some((args, handle)) = slow {
+                        shared.slowlog.record(took, &args, &handle);
                     }
                     if out.first() == Some(&b'-') {
                         shared.errorstats.record(&out);
@@ -144,9 +156,11 @@ pub fn execute(
                 write,
             }
         }
-        o => o,
+        o => {
+            shared.slowlog.record(took, args, &ctx.conn.handle);
+            o
+        }
     };
-    shared.slowlog.record(took, args, &ctx.conn.handle);
     outcome
 }
 

@@ -561,6 +561,56 @@ fn slowlog_get_len_reset() {
     r.w("SLOWLOG GET", "*0\r\n");
 }
 
+/// A command whose reply comes later is logged when it comes, with the
+/// time it took (DEBUG SLEEP; a cold read), and a blocked command when it
+/// is served, without its wait: as Redis's slowlog.
+#[test]
+fn slowlog_logs_replies_that_come_later() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut r = Raw::new(&srv);
+    r.w("CONFIG SET slowlog-log-slower-than 100000", "+OK\r\n");
+    r.w("SLOWLOG RESET", "+OK\r\n");
+    r.w("CLIENT SETNAME sleeper", "+OK\r\n");
+    r.w("DEBUG SLEEP 0.2", "+OK\r\n");
+    r.w("SLOWLOG LEN", ":1\r\n");
+    let e = array(array(r.cmd("SLOWLOG GET 1"))[0].clone());
+    assert!(int(&e[2]) >= 200_000, "{} µs", int(&e[2]));
+    let args: Vec<String> = array(e[3].clone()).iter().map(bulk).collect();
+    assert_eq!(args, ["DEBUG", "SLEEP", "0.2"]);
+    assert_eq!(bulk(&e[5]), "sleeper");
+    // A blocked BLPOP, served 300 ms later: logged then, its wait not
+    // counted (it stays under the threshold).
+    let mut b = Raw::new(&srv);
+    r.w("SLOWLOG RESET", "+OK\r\n");
+    b.send(&[b"BLPOP", b"l", b"0"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    r.w("LPUSH l x", ":1\r\n");
+    let served: Vec<String> = array(b.frame()).iter().map(bulk).collect();
+    assert_eq!(served, ["l", "x"]);
+    r.w("SLOWLOG LEN", ":0\r\n");
+    r.w("CONFIG SET slowlog-log-slower-than 0", "+OK\r\n");
+    r.w("SLOWLOG RESET", "+OK\r\n");
+    b.send(&[b"BLPOP", b"l", b"0"]);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    r.w("LPUSH l y", ":1\r\n");
+    let served: Vec<String> = array(b.frame()).iter().map(bulk).collect();
+    assert_eq!(served, ["l", "y"]);
+    let all = array(r.cmd("SLOWLOG GET -1"));
+    let logged: Vec<Vec<String>> = all
+        .iter()
+        .map(|e| {
+            array(array(e.clone())[3].clone())
+                .iter()
+                .map(bulk)
+                .collect()
+        })
+        .collect();
+    assert!(
+        logged.contains(&vec!["BLPOP".into(), "l".into(), "0".into()]),
+        "{logged:?}"
+    );
+}
+
 #[test]
 fn object_memory_debug_introspection() {
     let srv = start();

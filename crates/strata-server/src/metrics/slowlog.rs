@@ -39,6 +39,11 @@ impl SlowLog {
         }
     }
 
+    /// Whether commands are logged at all (`slowlog-log-slower-than` ≥ 0).
+    pub fn enabled(&self) -> bool {
+        self.slower_than.load(Relaxed) >= 0
+    }
+
     /// Records a command if it was slow enough.
     pub fn record(&self, took: Duration, args: &[Bytes], client: &ClientHandle) {
         let limit = self.slower_than.load(Relaxed);
