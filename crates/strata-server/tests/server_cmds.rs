@@ -390,7 +390,15 @@ fn config_get_set_and_refusals() {
     // CONFIG GET with a glob: every maxmemory option, as name/value pairs.
     let got: Vec<(String, String)> = q(&mut con, "CONFIG GET maxmemory*");
     let names: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
-    assert_eq!(names, ["maxmemory", "maxmemory-ram", "maxmemory-policy"]);
+    assert_eq!(
+        names,
+        [
+            "maxmemory",
+            "maxmemory-ram",
+            "maxmemory-policy",
+            "maxmemory-samples"
+        ]
+    );
     assert_eq!(got[1].1, (16u64 << 20).to_string());
     // Several patterns; duplicates are reported once; no match is empty.
     let got: Vec<(String, String)> = q(&mut con, "CONFIG GET hz HZ databases");
