@@ -331,7 +331,8 @@ impl Inner {
     }
 }
 
-/// Positions to sample in a map of `len` entries: `samples` random ones;
+/// Positions to sample in a map of `len` entries: `samples` distinct
+/// random ones;
 /// under a volatile policy, the first `samples` with a TTL (`has_ttl`) in
 /// a walk from a random position, the whole map at most (a shard that
 /// counts keys with a TTL has one; Redis samples its `expires` table,
@@ -344,9 +345,8 @@ fn candidates(
     has_ttl: impl Fn(usize) -> bool,
 ) -> Vec<usize> {
     if !volatile {
-        return (0..samples.min(len))
-            .map(|_| rng.gen_range(0..len))
-            .collect();
+        // Distinct positions (a small map is seen whole).
+        return rand::seq::index::sample(rng, len, samples.min(len)).into_vec();
     }
     let start = rng.gen_range(0..len);
     (0..len)
