@@ -203,6 +203,9 @@ pub struct Pause {
     /// every command makes, without the lock.
     armed: AtomicBool,
     lifted: Notify,
+    /// Clients waiting in `wait` now: Redis counts its postponed clients
+    /// in INFO `blocked_clients`.
+    pub waiting: AtomicUsize,
 }
 
 impl Pause {
@@ -230,6 +233,14 @@ impl Pause {
     /// Waits while a command of this kind is paused (`write`: it writes
     /// or may propagate).
     pub async fn wait(&self, write: bool) {
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Relaxed);
+            }
+        }
+        self.waiting.fetch_add(1, Relaxed);
+        let _waiting = Waiting(&self.waiting);
         loop {
             let lifted = self.lifted.notified();
             let left = match *self.until.lock() {

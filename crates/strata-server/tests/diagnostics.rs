@@ -190,6 +190,73 @@ fn client_pause_holds_writes_or_everything_until_unpaused() {
     );
 }
 
+/// CLIENT PAUSE WRITE holds what may propagate, as Redis 7.0: PFCOUNT,
+/// PUBLISH, EXEC of queued writes, a script without `no-writes`; not a
+/// script flagged `no-writes`, EVAL_RO, nor EXEC of reads. INFO counts
+/// the held clients in `blocked_clients` (Redis's test suite waits on it).
+#[test]
+fn client_pause_write_holds_what_may_propagate() {
+    let srv = common::Server::start(&[]);
+    let mut c = Conn::connect(srv.port);
+    c.cmd(&[b"PFADD", b"h", b"a"]);
+    let blocked = |c: &mut Conn| -> String {
+        let info = String::from_utf8_lossy(&c.cmd(&[b"INFO", b"clients"]).bytes).to_string();
+        info.lines()
+            .find_map(|l| l.strip_prefix("blocked_clients:"))
+            .unwrap_or("?")
+            .trim()
+            .to_string()
+    };
+    let words = |w: &str| -> Vec<Vec<u8>> { w.split(' ').map(|x| x.as_bytes().to_vec()).collect() };
+    // A write is held even when it is only queued (as in Redis): queue
+    // it before the pause.
+    let mut m = Conn::connect(srv.port);
+    assert_eq!(m.cmd(&[b"MULTI"]).bytes, b"+OK\r\n");
+    assert_eq!(m.cmd(&[b"SET", b"k", b"v"]).bytes, b"+QUEUED\r\n");
+    assert_eq!(
+        c.cmd(&[b"CLIENT", b"PAUSE", b"60000", b"WRITE"]).bytes,
+        b"+OK\r\n"
+    );
+    let mut held: Vec<Conn> = Vec::new();
+    // (`return` with no value: a nil reply.)
+    for cmd in ["PFCOUNT h", "PUBLISH ch m", "EVAL return 0"] {
+        let mut x = Conn::connect(srv.port);
+        x.send(&words(cmd));
+        x.flush();
+        held.push(x);
+    }
+    m.send(&words("EXEC"));
+    m.flush();
+    held.push(m);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(blocked(&mut c), "4");
+    // Not held: answered while the pause lasts.
+    let mut r = Conn::connect(srv.port);
+    let t = Instant::now();
+    assert_eq!(
+        r.cmd(&[b"EVAL", b"#!lua flags=no-writes\nreturn 2", b"0"])
+            .bytes,
+        b":2\r\n"
+    );
+    assert_eq!(r.cmd(&[b"EVAL_RO", b"return 3", b"0"]).bytes, b":3\r\n");
+    assert_eq!(r.cmd(&[b"MULTI"]).bytes, b"+OK\r\n");
+    assert_eq!(r.cmd(&[b"GET", b"k"]).bytes, b"+QUEUED\r\n");
+    assert_eq!(r.cmd(&[b"EXEC"]).bytes, b"*1\r\n$-1\r\n");
+    assert!(t.elapsed() < Duration::from_secs(5), "a read was held");
+    c.cmd(&[b"CLIENT", b"UNPAUSE"]);
+    let replies: Vec<Vec<u8>> = held.iter_mut().map(|x| x.reply().bytes).collect();
+    assert_eq!(
+        replies,
+        [
+            b":1\r\n".to_vec(),
+            b":0\r\n".to_vec(),
+            b"$-1\r\n".to_vec(),
+            b"*1\r\n+OK\r\n".to_vec()
+        ]
+    );
+    assert_eq!(blocked(&mut c), "0");
+}
+
 #[test]
 fn debug_sleep_object_active_expire_and_reload() {
     let srv = common::Server::start(&[]);

@@ -293,8 +293,19 @@ pub async fn serve(
             }
             // CLIENT PAUSE: the command waits (writes only under WRITE).
             if shared.pause.armed() {
-                let write =
-                    spec.is_some_and(|s| s.has_flag("write") || s.has_flag("may_replicate"));
+                let write = match spec {
+                    Some(s) if s.name == "exec" => transaction::has_write(&conn),
+                    Some(s)
+                        if matches!(
+                            s.name,
+                            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
+                        ) =>
+                    {
+                        scripting::may_write(&shared, s.name, &args)
+                    }
+                    Some(s) => s.has_flag("write") || s.has_flag("may_replicate"),
+                    None => false,
+                };
                 if shared.pause.holds(write) {
                     // What was answered before goes out first.
                     drain(&mut pending, &mut out).await;

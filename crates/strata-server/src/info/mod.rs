@@ -160,7 +160,11 @@ fn clients(s: &Shared, out: &mut String) {
     out.push_str("# Clients\r\n");
     field!(out, "connected_clients", s.clients.count());
     field!(out, "maxclients", c.maxclients);
-    field!(out, "blocked_clients", s.blocking.blocked_clients());
+    field!(
+        out,
+        "blocked_clients",
+        s.blocking.blocked_clients() + s.pause.waiting.load(std::sync::atomic::Ordering::Relaxed)
+    );
 }
 
 fn human(bytes: u64) -> String {

@@ -132,6 +132,16 @@ pub fn has_denyoom(conn: &ConnState) -> bool {
         .is_some_and(|m| m.queued.iter().any(|(s, _)| s.has_flag("denyoom")))
 }
 
+/// Whether the queued commands write or may propagate (EXEC waits under
+/// CLIENT PAUSE WRITE then, as Redis's `is_may_replicate_command`).
+pub fn has_write(conn: &ConnState) -> bool {
+    conn.multi.as_ref().is_some_and(|m| {
+        m.queued
+            .iter()
+            .any(|(s, _)| s.has_flag("write") || s.has_flag("may_replicate"))
+    })
+}
+
 /// EXEC: runs the queued commands (module doc) and writes the reply.
 pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut) {
     let Some(multi) = conn.multi.take() else {

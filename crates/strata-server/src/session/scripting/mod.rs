@@ -180,6 +180,33 @@ impl Scripts {
     }
 }
 
+/// Whether a script command may write, by its script's declared flags
+/// (Redis's `evalGetCommandFlags`): CLIENT PAUSE WRITE holds it unless
+/// its script says `no-writes` (or it is an `_RO` command). A script not
+/// found, or a cache held by a running script (never waited for here),
+/// counts as writing.
+pub fn may_write(shared: &Shared, name: &str, args: &[Bytes]) -> bool {
+    let declared = |flags: Option<u8>| flags.is_none_or(|f| f & functions::NO_WRITES == 0);
+    match (name, args.get(1)) {
+        ("eval_ro" | "evalsha_ro" | "fcall_ro", _) => false,
+        ("eval", Some(body)) => match shebang(body) {
+            Ok(Some((_, flags))) => declared(Some(flags)),
+            _ => true,
+        },
+        ("evalsha", Some(sha)) => shared.scripts.inner.try_lock().is_none_or(|c| {
+            let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+            c.by_sha.get(&sha).is_none_or(|(_, flags)| declared(*flags))
+        }),
+        ("fcall", Some(f)) => shared.scripts.inner.try_lock().is_none_or(|c| {
+            !c.restored
+                || c.libraries
+                    .function(&String::from_utf8_lossy(f))
+                    .is_none_or(|r| declared(Some(r.flags)))
+        }),
+        _ => true,
+    }
+}
+
 /// The flags of an EVAL script's shebang line (`#!lua flags=...`) and the
 /// line's length (the code after it keeps its line feed, so line numbers
 /// stay the user's); None without a shebang.

@@ -222,7 +222,9 @@ fn command(
     if spec.has_flag("noscript") {
         return err(b"ERR This Redis command is not allowed from script");
     }
-    if read_only && spec.has_flag("write") {
+    // As Redis 7.0: what may propagate (PUBLISH, PFCOUNT) counts as a
+    // write here too.
+    if read_only && (spec.has_flag("write") || spec.has_flag("may_replicate")) {
         return err(b"ERR Write commands are not allowed from read-only scripts.");
     }
     if deny_oom && spec.has_flag("denyoom") {
