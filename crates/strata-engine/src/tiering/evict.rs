@@ -239,8 +239,8 @@ impl Inner {
     }
 
     /// Evicts up to `n` keys, one per shard visited, shards in turn from a
-    /// random one: in each, the best of `maxmemory-samples` keys sampled
-    /// in every database (`victim`). Returns the keys evicted: fewer than
+    /// random one: in each, the best (`victim_score`) of the keys sampled
+    /// in every database (`candidates`). Returns the keys evicted: fewer than
     /// `n` only when a whole turn of the shards found no candidate (no
     /// keys, or under a `Volatile*` policy no key with a TTL).
     pub(crate) fn evict_some(&self, policy: EvictionPolicy, n: usize) -> usize {
@@ -331,12 +331,12 @@ impl Inner {
     }
 }
 
-/// Positions to sample in a map of `len` entries: `samples` distinct
-/// random ones;
-/// under a volatile policy, the first `samples` with a TTL (`has_ttl`) in
-/// a walk from a random position, the whole map at most (a shard that
-/// counts keys with a TTL has one; Redis samples its `expires` table,
-/// which this index does not keep apart).
+/// Positions to sample in a map of `len` entries (`samples`: Redis's
+/// `maxmemory-samples`, at most 64): that many distinct random ones, or
+/// under a volatile policy the first that many with a TTL (`has_ttl`) in a
+/// walk from a random position, the whole map at most (the caller skips a
+/// map whose shard counts no key with a TTL; Redis samples its `expires`
+/// table, which this index does not keep apart).
 fn candidates(
     len: usize,
     samples: usize,

@@ -112,6 +112,14 @@ impl MaxmemoryPolicy {
         }
     }
 
+    /// An LFU policy: OBJECT FREQ answers, OBJECT IDLETIME refuses.
+    pub fn lfu(&self) -> bool {
+        matches!(
+            self,
+            MaxmemoryPolicy::AllkeysLfu | MaxmemoryPolicy::VolatileLfu
+        )
+    }
+
     /// An LRU or LFU policy (Redis then keeps no shared integer objects:
     /// OBJECT REFCOUNT).
     pub fn tracks_access(&self) -> bool {

@@ -203,13 +203,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_null(ctx.out, ctx.version());
         return Outcome::Done;
     };
-    let lfu = ctx
-        .shared
-        .config
-        .read()
-        .maxmemory_policy
-        .as_str()
-        .ends_with("lfu");
+    let lfu = ctx.shared.config.read().maxmemory_policy.lfu();
     if is(sub, "encoding") {
         write_bulk(ctx.out, encoding_name(&info).as_bytes());
     } else if is(sub, "idletime") {
