@@ -77,12 +77,12 @@ pub use keyspace::strings::{
 };
 pub use keyspace::view::{KeysView, ValueRef};
 pub use keyspace::watch::Watched;
-pub use keyspace::NoTouch;
 pub use keyspace::{ExpireCond, KeyInfo, LargestCollection, Location, TtlState};
 pub use log::journal::{FsyncPolicy, LogStatus};
 pub use log::persistence::{PersistInfo, ShutdownSave};
 pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
+pub use tiering::access::NoTouch;
 pub use tiering::evict::{Admission, OomCause};
 pub use tiering::fetch::Read;
 pub use types::bigstr::Piece;

@@ -589,20 +589,20 @@ fn slowlog_logs_replies_that_come_later() {
     // A blocked BLPOP, served 300 ms later: logged then, its wait not
     // counted (it stays under the threshold).
     let mut b = Raw::new(&srv);
+    // B blocks on BLPOP; A pushes `value` after `ms`; B is served it.
+    let blpop_served = |r: &mut Raw, b: &mut Raw, ms: u64, value: &str| {
+        b.send(&[b"BLPOP", b"l", b"0"]);
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        r.w(&format!("LPUSH l {value}"), ":1\r\n");
+        let served: Vec<String> = array(b.frame()).iter().map(bulk).collect();
+        assert_eq!(served, ["l", value]);
+    };
     r.w("SLOWLOG RESET", "+OK\r\n");
-    b.send(&[b"BLPOP", b"l", b"0"]);
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    r.w("LPUSH l x", ":1\r\n");
-    let served: Vec<String> = array(b.frame()).iter().map(bulk).collect();
-    assert_eq!(served, ["l", "x"]);
+    blpop_served(&mut r, &mut b, 300, "x");
     r.w("SLOWLOG LEN", ":0\r\n");
     r.w("CONFIG SET slowlog-log-slower-than 0", "+OK\r\n");
     r.w("SLOWLOG RESET", "+OK\r\n");
-    b.send(&[b"BLPOP", b"l", b"0"]);
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    r.w("LPUSH l y", ":1\r\n");
-    let served: Vec<String> = array(b.frame()).iter().map(bulk).collect();
-    assert_eq!(served, ["l", "y"]);
+    blpop_served(&mut r, &mut b, 100, "y");
     let all = array(r.cmd("SLOWLOG GET -1"));
     let logged: Vec<Vec<String>> = all
         .iter()

@@ -216,7 +216,7 @@ pub struct Entry {
     pub expire_at_ms: u64,
     pub version: u64,
     pub lru_secs: u32,
-    /// Access frequency under an LFU policy (`tiering/lfu.rs`). Lives in
+    /// Access frequency under an LFU policy (`tiering/access.rs`). Lives in
     /// what would be padding.
     pub lfu: u8,
     pub flags: u8,

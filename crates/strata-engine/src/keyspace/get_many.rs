@@ -144,9 +144,9 @@ impl Engine {
                     continue;
                 }
                 inc(&stats.keyspace_hits);
-                if crate::keyspace::touches() {
+                if crate::tiering::access::touches() {
                     // The frequency once per command, at its first look.
-                    crate::tiering::lfu::touch(e, secs, lfu.filter(|_| count));
+                    crate::tiering::access::touch(e, secs, lfu.filter(|_| count));
                 }
                 match &e.slot {
                     Slot::Hot(h) => {

@@ -25,34 +25,6 @@ use crate::stats::Stats;
 use crate::{Engine, Inner};
 use bytes::Bytes;
 use observe::KeyChange;
-
-thread_local! {
-    /// Reads on this thread leave keys' access times alone (CLIENT
-    /// NO-TOUCH).
-    static NO_TOUCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether reads on this thread mark what they read as accessed.
-pub(crate) fn touches() -> bool {
-    !NO_TOUCH.with(|t| t.get())
-}
-
-/// Makes reads on this thread leave access times alone until dropped
-/// (a CLIENT NO-TOUCH client's command).
-pub struct NoTouch(bool);
-
-impl NoTouch {
-    pub fn enter() -> NoTouch {
-        NoTouch(NO_TOUCH.with(|t| t.replace(true)))
-    }
-}
-
-impl Drop for NoTouch {
-    fn drop(&mut self) {
-        let prev = self.0;
-        NO_TOUCH.with(|t| t.set(prev));
-    }
-}
 use rand::Rng;
 
 /// A key's TTL.
@@ -110,7 +82,7 @@ pub struct KeyInfo {
     pub location: Location,
     pub idle_secs: u64,
     /// Its access frequency decayed to now (OBJECT FREQ; meaningful under
-    /// an LFU policy, `tiering/lfu.rs`).
+    /// an LFU policy, `tiering/access.rs`).
     pub lfu_freq: u8,
     pub expire_at_ms: u64,
     /// The value if it is in RAM (for OBJECT ENCODING's int check).
@@ -373,7 +345,7 @@ impl Engine {
                 }),
             },
             idle_secs: now.saturating_sub(self.inner.last_access_secs(e)) as u64,
-            lfu_freq: crate::tiering::lfu::decayed(
+            lfu_freq: crate::tiering::access::decayed(
                 e.lfu,
                 e.lru_secs,
                 now,

@@ -373,7 +373,7 @@ fn victim_score(
         (_, AllkeysLru | VolatileLru) => (1, e.lru_secs as u64),
         (_, AllkeysLfu | VolatileLfu) => (
             1,
-            super::lfu::decayed(e.lfu, e.lru_secs, now_secs, lfu) as u64,
+            super::access::decayed(e.lfu, e.lru_secs, now_secs, lfu) as u64,
         ),
         _ => (1, rng.gen()),
     }

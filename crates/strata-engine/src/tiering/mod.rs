@@ -14,11 +14,11 @@
 //! hold memory that is not yet a value in RAM; once they land, those
 //! values can move again.
 
+pub mod access;
 mod defrag;
 mod demote;
 pub mod evict;
 pub mod fetch;
-pub mod lfu;
 
 use crate::log::collector;
 use crate::log::writer::AppendError;

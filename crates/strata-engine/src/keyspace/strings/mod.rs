@@ -10,8 +10,8 @@
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Entry, Slot, F_REFERENCED};
 use crate::stats::Stats;
+use crate::tiering::access;
 use crate::tiering::fetch::{fetch_and_promote, FetchTarget, Read};
-use crate::tiering::lfu;
 use crate::types::bigstr::{Piece, STR_CHUNKED_AT};
 use crate::types::ChunkedStr;
 use crate::types::{Collection, ValueType};
@@ -135,7 +135,7 @@ impl Engine {
             Stats::inc(&inner.stats.ram_cool_hits);
         }
         f(Some(value));
-        if crate::keyspace::touches() {
+        if crate::tiering::access::touches() {
             sh.dbs[db].mark_read(idx, now_secs(), inner.tun.lfu());
         }
         InRam::Answered
@@ -172,8 +172,8 @@ impl Engine {
             return None;
         }
         Stats::inc(&inner.stats.keyspace_hits);
-        if crate::keyspace::touches() {
-            lfu::touch(e, now_secs(), inner.tun.lfu());
+        if crate::tiering::access::touches() {
+            access::touch(e, now_secs(), inner.tun.lfu());
         }
         Some(match &e.slot {
             Slot::Hot(h) => {
@@ -347,7 +347,7 @@ impl Inner {
                 // by this access (Redis's lookup for write, then
                 // `dbOverwrite`).
                 e.flags = self.dirty_flag();
-                lfu::touch(e, now_secs(), self.tun.lfu());
+                access::touch(e, now_secs(), self.tun.lfu());
                 i
             }
             None => {
@@ -356,7 +356,7 @@ impl Inner {
                     expire_at_ms,
                     version,
                     lru_secs: now_secs(),
-                    lfu: lfu::LFU_INIT_VAL,
+                    lfu: access::LFU_INIT_VAL,
                     flags: F_REFERENCED | self.dirty_flag(),
                     value_len,
                     client_flags,

@@ -153,8 +153,8 @@ impl<'a> KeysView<'a> {
         let db = self.db;
         let sh = self.shard(key)?;
         let e = sh.dbs[db].at_mut(i);
-        if crate::keyspace::touches() {
-            crate::tiering::lfu::touch(e, now_secs(), inner.tun.lfu());
+        if crate::tiering::access::touches() {
+            crate::tiering::access::touch(e, now_secs(), inner.tun.lfu());
         }
         match &e.slot {
             Slot::Hot(h) => Some(match &h.value {
@@ -488,7 +488,7 @@ impl<'a> KeysView<'a> {
             }
             e.version = version;
             e.flags = inner.dirty_flag();
-            crate::tiering::lfu::touch(e, now_secs(), inner.tun.lfu());
+            crate::tiering::access::touch(e, now_secs(), inner.tun.lfu());
             sh.acct.hot_bytes = sh.acct.hot_bytes + new_len as u64 - old_len;
             sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len as u64 - old_len;
             if let Some(loc) = released {

@@ -309,7 +309,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
         expire_at_ms: e.expire_at_ms,
         version: e.seq,
         lru_secs: now_secs(),
-        lfu: crate::tiering::lfu::LFU_INIT_VAL,
+        lfu: crate::tiering::access::LFU_INIT_VAL,
         flags: 0,
         value_len,
         client_flags: e.meta.client_flags,

@@ -1,10 +1,14 @@
-//! Access frequency for the LFU eviction policies, as Redis 7.0 keeps it
-//! (`evict.c`): an 8-bit logarithmic counter per key that a read raises
-//! with probability `1 / ((counter - 5) * lfu-log-factor + 1)` and that
-//! falls by one for each `lfu-decay-time` minutes since the key's last
-//! access. Redis keeps the minute of that access beside the counter; here
-//! it is the entry's `lru_secs` (the same instant, in seconds), so the
-//! counter is one byte in the entry's padding.
+//! A key's access, as reads and writes mark it: its CLOCK reference bit
+//! (demotion's second chance), its last access (OBJECT IDLETIME, the LRU
+//! policies), its access frequency for the LFU policies; and CLIENT
+//! NO-TOUCH, which leaves them alone.
+//!
+//! The frequency is Redis 7.0's (`evict.c`): an 8-bit logarithmic counter
+//! per key that a read raises with probability `1 / ((counter - 5) *
+//! lfu-log-factor + 1)` and that falls by one for each `lfu-decay-time`
+//! minutes since the key's last access. Redis keeps the minute of that
+//! access beside the counter; here it is the entry's `lru_secs` (the same
+//! instant, in seconds), so the counter is one byte in the entry's padding.
 //!
 //! Invariants:
 //! 1. The counter moves only under an LFU policy (`Tunables::lfu`); under
@@ -17,6 +21,34 @@
 
 use crate::config::LfuParams;
 use crate::index::{Entry, F_REFERENCED};
+
+thread_local! {
+    /// Reads on this thread leave keys' access times alone (CLIENT
+    /// NO-TOUCH).
+    static NO_TOUCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether reads on this thread mark what they read as accessed.
+pub(crate) fn touches() -> bool {
+    !NO_TOUCH.with(|t| t.get())
+}
+
+/// Makes reads on this thread leave access times alone until dropped
+/// (a CLIENT NO-TOUCH client's command).
+pub struct NoTouch(bool);
+
+impl NoTouch {
+    pub fn enter() -> NoTouch {
+        NoTouch(NO_TOUCH.with(|t| t.replace(true)))
+    }
+}
+
+impl Drop for NoTouch {
+    fn drop(&mut self) {
+        let prev = self.0;
+        NO_TOUCH.with(|t| t.set(prev));
+    }
+}
 
 /// A new key's counter (Redis's `LFU_INIT_VAL`), so that it is not the
 /// first to go before it had a chance to be read.
