@@ -44,6 +44,8 @@ pub struct ClientInfo {
     pub lib_name: String,
     pub lib_ver: String,
     pub last_cmd: &'static str,
+    /// The ACL user's name (`user=`).
+    pub user: bytes::Bytes,
 }
 
 impl ClientHandle {
@@ -68,6 +70,7 @@ impl ClientHandle {
             commands: AtomicU64::new(0),
             info: Mutex::new(ClientInfo {
                 last_cmd: "NULL",
+                user: bytes::Bytes::from_static(b"default"),
                 ..ClientInfo::default()
             }),
             last_cmd_at: ["NULL".as_ptr() as usize, 4].map(AtomicUsize::new),
@@ -146,7 +149,7 @@ impl ClientHandle {
         }
         let [sub, psub, ssub] = [0, 1, 2].map(|i| self.subs[i].load(Relaxed));
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -155,6 +158,7 @@ impl ClientHandle {
             self.idle_secs(),
             self.db.load(Relaxed),
             info.last_cmd,
+            String::from_utf8_lossy(&info.user),
             self.resp.load(Relaxed),
             info.lib_name,
             info.lib_ver,

@@ -1,6 +1,7 @@
 //! Dispatch: runs one command of a connection — the NOAUTH and arity
 //! checks, the handler found in `commands::table`, and the slow log.
 
+use crate::acl::LogContext;
 use crate::command::{CommandSpec, Ctx, Outcome};
 use crate::connection::ConnState;
 use crate::reply;
@@ -36,6 +37,9 @@ pub fn execute(
     }
     if !crate::commands::table::check_subcommand(spec, args, target) {
         shared.cmdstats.rejected(spec);
+        return Outcome::Done;
+    }
+    if !acl_allows(shared, conn, spec, args, target, LogContext::Toplevel) {
         return Outcome::Done;
     }
     let reply_at = target.len();
@@ -173,4 +177,28 @@ fn monitor_feed(shared: &Shared, conn: &ConnState, args: &[Bytes]) {
         conn.handle.addr.as_str()
     };
     shared.monitors.feed(&shared.pubsub, conn.db, origin, args);
+}
+
+/// Whether the connection's ACL user may run the command; if not, logs
+/// the refusal, writes Redis's error and counts the command rejected. (A
+/// script's commands are checked where `redis.call` runs them.)
+pub fn acl_allows(
+    shared: &Shared,
+    conn: &ConnState,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    target: &mut BytesMut,
+    context: LogContext,
+) -> bool {
+    if conn.script {
+        return true;
+    }
+    let Err(denied) = conn.user.check(spec, args) else {
+        return true;
+    };
+    let full = crate::commands::server::full_name(spec.name, args);
+    shared.acl.log_refusal(conn, args, full, denied, context);
+    shared.cmdstats.rejected(spec);
+    reply::error(target, &denied.error(full));
+    false
 }

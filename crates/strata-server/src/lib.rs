@@ -10,6 +10,7 @@
 //! index is sharded, each client has its own handle, and server counters
 //! are atomics.
 
+pub mod acl;
 pub mod alloc;
 pub mod client_buffers;
 pub mod clients;
@@ -74,6 +75,11 @@ pub type LogReloader = Box<dyn Fn(&config::LogLevel) + Send + Sync>;
 pub struct Shared {
     pub engine: Engine,
     pub config: RwLock<Config>,
+    /// ACL users and the ACL LOG.
+    pub acl: acl::Acl,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` both above 0:
+    /// with no replicas, writes are refused (NOREPLICAS).
+    pub no_good_replicas: AtomicBool,
     pub config_file: Option<std::path::PathBuf>,
     pub clients: Clients,
     pub stats: ServerStats,
@@ -204,6 +210,16 @@ impl Shared {
     /// Pushes run-time configuration into the engine and the limits.
     pub fn apply_config(&self) {
         let c = self.config.read();
+        self.acl.set_requirepass(c.requirepass.as_deref());
+        self.no_good_replicas.store(
+            c.min_replicas_to_write > 0 && c.min_replicas_max_lag > 0,
+            Relaxed,
+        );
+        self.acl
+            .log
+            .max_len
+            .store(c.acllog_max_len as usize, Relaxed);
+        self.acl.log.trim();
         if let Some(reload) = self.log_reloader.get() {
             reload(&c.loglevel);
         }
@@ -405,6 +421,11 @@ pub async fn start(
         }
     }
     commands::server::init_command_table();
+    let acl = acl::Acl::default();
+    for u in &config.users {
+        acl.load_user(u)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    }
     let pubsub: Arc<session::pubsub::PubSub> = Arc::default();
     let tracking: Arc<session::tracking::Tracking> = Arc::default();
     let blocking: Arc<session::blocking::Blocking> = Arc::default();
@@ -430,6 +451,8 @@ pub async fn start(
         max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
         idle_timeout_secs: AtomicU64::new(config.timeout),
         config: RwLock::new(config),
+        acl,
+        no_good_replicas: AtomicBool::new(false),
         config_file,
         clients: Clients::default(),
         stats: ServerStats::default(),

@@ -57,6 +57,9 @@ pub const NOT_POSITIVE_COUNT: &str = "ERR value is out of range, must be positiv
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// Writes `-<msg>\r\n`.
+/// Writes refused for want of replicas (`min-replicas-to-write`).
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+
 pub fn error(out: &mut BytesMut, msg: &str) {
     write_error(out, msg.as_bytes());
 }

@@ -314,11 +314,22 @@ impl Engine {
         }
     }
 
-    /// Metadata of a key (OBJECT, DEBUG TIER, TYPE, MEMORY USAGE).
+    /// Metadata of a key (OBJECT, DEBUG TIER, TYPE, MEMORY USAGE); an
+    /// expired key is deleted and None.
     pub fn key_info(&self, db: usize, key: &[u8]) -> Option<KeyInfo> {
+        self.key_info_of(db, key, true)
+    }
+
+    /// As `key_info`, for a key still in the index even if it expired
+    /// (DEBUG OBJECT: Redis looks in its dictionary, expiry unchecked).
+    pub fn key_info_present(&self, db: usize, key: &[u8]) -> Option<KeyInfo> {
+        self.key_info_of(db, key, false)
+    }
+
+    fn key_info_of(&self, db: usize, key: &[u8], live: bool) -> Option<KeyInfo> {
         let now = now_secs();
         let heap = crate::index::Key::heap_bytes_of(key) as u64;
-        self.inner.with_live(db, key, |sh, e| KeyInfo {
+        self.inner.with_entry(db, key, live, |sh, e| KeyInfo {
             ram_bytes: sh.dbs[db].key_bytes(key)
                 + heap
                 + match &e.slot {

@@ -27,6 +27,8 @@ struct Opts {
     desc: bool,
     alpha: bool,
     store: Option<Bytes>,
+    /// Run by a script's `redis.call`.
+    script: bool,
 }
 
 fn parse(args: &[Bytes], read_only: bool) -> Result<Opts, &'static str> {
@@ -39,6 +41,7 @@ fn parse(args: &[Bytes], read_only: bool) -> Result<Opts, &'static str> {
         desc: false,
         alpha: false,
         store: None,
+        script: false,
     };
     let mut i = 2;
     while i < args.len() {
@@ -163,9 +166,9 @@ fn run(view: &mut KeysView<'_>, o: &Opts, have: &[Bytes], v: Version) -> Run {
         return Run::Need(need);
     }
     // Redis sorts a set alphabetically when asked not to sort but to store
-    // (so the result is deterministic).
+    // or inside a script (so the result is deterministic).
     let (mut dont_sort, mut alpha, mut by) = (o.dont_sort, o.alpha, o.by.clone());
-    if dont_sort && is_set && o.store.is_some() {
+    if dont_sort && is_set && (o.store.is_some() || o.script) {
         dont_sort = false;
         alpha = true;
         by = None;
@@ -274,7 +277,10 @@ fn run(view: &mut KeysView<'_>, o: &Opts, have: &[Bytes], v: Version) -> Run {
 
 fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outcome {
     let o = match parse(args, read_only) {
-        Ok(o) => o,
+        Ok(o) => Opts {
+            script: ctx.conn.script,
+            ..o
+        },
         Err(e) => {
             reply::error(ctx.out, e);
             return Outcome::Done;

@@ -281,6 +281,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("watch", -2, TXN, KALL, "transactions", "Monitors changes to keys to determine the execution of a transaction.", server::watch),
     cmd("unwatch", 1, TXN, K0, "transactions", "Forgets about watched keys of a transaction.", server::unwatch),
     cmd("client", -2, CONN, K0, "connection", "A container for client connection commands.", client::client),
+    cmd("acl", -2, &["noscript", "loading", "stale"], K0, "server", "A container for Access List Control commands.", server::acl),
+    cmd("cluster", -2, &[], K0, "cluster", "A container for Redis Cluster commands (cluster support is disabled here).", server::cluster),
     cmd("command", -1, &["loading", "stale"], K0, "server", "Returns detailed information about all commands.", server::command),
     cmd("config", -2, ADMIN, K0, "server", "A container for server configuration commands.", config::config),
     cmd("info", -1, &["loading", "stale"], K0, "server", "Returns information and statistics about the server.", server::info),

@@ -203,6 +203,17 @@ pub struct Config {
     pub latency_monitor_threshold: u64,
     /// Entries kept in the slowlog. Default: 128.
     pub slowlog_max_len: usize,
+    /// Entries kept in the ACL LOG. Default: 128.
+    pub acllog_max_len: u64,
+    /// Writes need this many good replicas (`min-replicas-to-write`):
+    /// there are none here, so any value above 0 refuses writes with
+    /// NOREPLICAS, as Redis does without replicas. Default: 0.
+    pub min_replicas_to_write: u64,
+    /// Seconds of lag a good replica may have. Default: 10.
+    pub min_replicas_max_lag: u64,
+    /// ACL users the configuration file defines (`user <name> <rules>...`
+    /// lines), each the name and its rules. Default: none.
+    pub users: Vec<Vec<String>>,
     /// Log verbosity. Default: `notice`.
     pub loglevel: LogLevel,
     /// Log file path; "" = standard output. Default: "".
@@ -288,6 +299,10 @@ impl Default for Config {
             slowlog_log_slower_than: DEFAULT_SLOWLOG_LOG_SLOWER_THAN,
             latency_monitor_threshold: 0,
             slowlog_max_len: DEFAULT_SLOWLOG_MAX_LEN,
+            acllog_max_len: 128,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
+            users: Vec::new(),
             loglevel: DEFAULT_LOGLEVEL,
             logfile: String::new(),
             requirepass: None,
@@ -406,6 +421,17 @@ impl Config {
     fn from_directives(directives: Vec<Directive>) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         for d in &directives {
+            // `user <name> <rules>...`: an ACL user (not a CONFIG option).
+            if d.name == "user" {
+                crate::acl::check_user_line(&d.args).map_err(|e| d.error(format!("user: {e}")))?;
+                if config.users.iter().any(|u| u.first() == d.args.first()) {
+                    return Err(d.error(
+                        "user: Duplicate user found. A user can only be defined once in config files".into(),
+                    ));
+                }
+                config.users.push(d.args.clone());
+                continue;
+            }
             let def = find_option(&d.name)
                 .ok_or_else(|| d.error(format!("unknown option '{}'", d.name)))?;
             def.apply(&mut config, &d.args)

@@ -109,6 +109,18 @@ pub(super) fn parse_uint(v: &str, min: u64, max: u64, what: &str) -> Result<u64,
     }
 }
 
+/// An integer option as Redis's numeric configs check it, with Redis's
+/// errors.
+pub(super) fn parse_bounded(v: &str, min: i64, max: i64) -> Result<i64, String> {
+    match parse_int(v) {
+        Some(n) if n >= min && n <= max => Ok(n),
+        Some(_) => Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        )),
+        None => Err("argument couldn't be parsed into an integer".into()),
+    }
+}
+
 /// Strict signed integer: optional `-`, then ASCII digits.
 pub(super) fn parse_int(v: &str) -> Option<i64> {
     let digits = v.strip_prefix('-').unwrap_or(v);

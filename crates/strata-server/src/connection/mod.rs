@@ -8,8 +8,10 @@
 
 mod output;
 mod prefetch;
+mod refusals;
 
 pub(crate) use prefetch::{prefetch_pipeline, PREFETCH_MAX};
+use refusals::{admit, is_write, refuse_in_order, subscriber_refusal};
 
 use crate::client_buffers::{Backlog, BufGauge, BUFFER_KEEP};
 use crate::clients::ClientHandle;
@@ -28,7 +30,6 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
-use strata_engine::Admission;
 use strata_protocol::{decode_request_into, Version};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
@@ -38,8 +39,10 @@ pub struct ConnState {
     pub db: usize,
     pub version: Version,
     pub handle: Arc<ClientHandle>,
-    /// False until AUTH succeeds when `requirepass` is set.
+    /// False until AUTH succeeds when the default user needs a password.
     pub authenticated: bool,
+    /// The ACL user it runs as (the default user until AUTH).
+    pub user: Arc<crate::acl::User>,
     /// The open transaction (after MULTI).
     pub multi: Option<crate::session::transaction::Multi>,
     /// The keys WATCHed.
@@ -102,13 +105,14 @@ pub async fn serve(
         Some(p) => *p,
         None => {
             let _ = stream.set_nodelay(true);
-            let authenticated = shared.config.read().requirepass.is_none();
+            let authenticated = shared.acl.auto_auth();
             Parked {
                 conn: ConnState {
                     db: 0,
                     version: Version::Resp2,
                     handle,
                     authenticated,
+                    user: shared.acl.default_user(),
                     multi: None,
                     pubsub: None,
                     watched: strata_engine::Watched::new(&shared.engine),
@@ -249,16 +253,7 @@ pub async fn serve(
             let spec = table::lookup(&args[0]);
             if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
                 shared.stats.commands_processed.add(1);
-                let mut refusal = BytesMut::new();
-                reply::error(
-                    &mut refusal,
-                    &transaction::refuse(&mut conn, spec, reply::LOADING),
-                );
-                if pending.is_empty() {
-                    out.extend_from_slice(&refusal);
-                } else {
-                    pending.push_back(Box::pin(std::future::ready(refusal)));
-                }
+                refuse_in_order(&mut conn, spec, reply::LOADING, &mut pending, &mut out);
                 continue;
             }
             let denyoom = match spec {
@@ -290,6 +285,16 @@ pub async fn serve(
                         m.write(&mut out, conn.version);
                     }
                 }
+            }
+            // `min-replicas-to-write` with no replicas: writes are refused
+            // (a script's own writes are refused where it runs them).
+            if shared.no_good_replicas.load(Relaxed) && is_write(&conn, spec, &args) {
+                shared.stats.commands_processed.add(1);
+                if let Some(spec) = spec {
+                    shared.cmdstats.rejected(spec);
+                }
+                refuse_in_order(&mut conn, spec, reply::NOREPLICAS, &mut pending, &mut out);
+                continue;
             }
             // CLIENT PAUSE: the command waits (writes only under WRITE).
             if shared.pause.armed() {
@@ -370,7 +375,7 @@ pub async fn serve(
                 }
                 continue;
             }
-            if conn.multi.is_some() && transaction::queue(&mut conn, spec, &args, target) {
+            if conn.multi.is_some() && transaction::queue(&shared, &mut conn, spec, &args, target) {
                 if !scratch.is_empty() {
                     pending.push_back(Box::pin(std::future::ready(scratch)));
                 }
@@ -501,26 +506,6 @@ pub async fn serve(
 /// Argument slots a connection keeps between requests, at most.
 const ARGS_KEEP: usize = 1024;
 
-/// Admission of a `denyoom` command: the refusal line (OOM, or MISCONF
-/// when the log cannot be written), or None when admitted. The pending
-/// replies are drained before any waiting, so an error goes out in order.
-async fn admit(
-    shared: &Arc<Shared>,
-    pending: &mut FuturesOrdered<ReplyFuture>,
-    out: &mut BytesMut,
-) -> Option<String> {
-    let first = shared.engine.admission();
-    if first == Admission::Admit {
-        return None;
-    }
-    drain(pending, out).await;
-    match shared.admit_write(first).await {
-        Ok(()) => None,
-        Err(crate::Refusal::OutOfMemory) => Some(reply::oom(shared.engine.oom_cause())),
-        Err(crate::Refusal::Log(why)) => Some(reply::misconf(&why)),
-    }
-}
-
 async fn sleep_or_forever(d: Option<Duration>) {
     match d {
         Some(d) => tokio::time::sleep(d).await,
@@ -537,36 +522,6 @@ async fn next_message(
         Some(l) => l.next().await,
         None => std::future::pending().await,
     }
-}
-
-/// RESP2's subscriber mode: while a connection listens to anything, only
-/// these commands run (RESP3 connections may run any).
-fn subscriber_refusal(
-    conn: &ConnState,
-    spec: Option<&crate::command::CommandSpec>,
-) -> Option<String> {
-    let spec = spec?;
-    if conn.version != Version::Resp2 || !conn.pubsub.as_ref().is_some_and(|l| l.active()) {
-        return None;
-    }
-    let allowed = [
-        "subscribe",
-        "unsubscribe",
-        "psubscribe",
-        "punsubscribe",
-        "ssubscribe",
-        "sunsubscribe",
-        "ping",
-        "quit",
-        "reset",
-    ];
-    if allowed.contains(&spec.name) {
-        return None;
-    }
-    Some(format!(
-        "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-        spec.name
-    ))
 }
 
 /// CLIENT REPLY's modes: replies sent, dropped, or the next one dropped.

@@ -207,6 +207,22 @@ fn memory(s: &Shared, out: &mut String) {
         "mem_clients_normal",
         crate::client_buffers::CLIENT_BUFFERS.load(std::sync::atomic::Ordering::Relaxed)
     );
+    let counts = &s.scripts.counts;
+    field!(
+        out,
+        "number_of_cached_scripts",
+        counts.scripts.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    field!(
+        out,
+        "number_of_functions",
+        counts.functions.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    field!(
+        out,
+        "number_of_libraries",
+        counts.libraries.load(std::sync::atomic::Ordering::Relaxed)
+    );
     field!(out, "maxmemory", c.maxmemory);
     field!(out, "maxmemory_human", human(c.maxmemory));
     field!(out, "maxmemory_policy", c.maxmemory_policy.as_str());

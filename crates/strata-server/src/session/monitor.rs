@@ -1,7 +1,8 @@
 //! MONITOR: clients that are sent every command the server runs, as Redis
 //! 7.0 formats it (`replicationFeedMonitors`): `+<unix time>.<µs> [<db>
 //! <client address>|lua] "arg" ...`, each argument quoted as `sdscatrepr`
-//! quotes it, AUTH's and HELLO's (and MIGRATE's) secrets `(redacted)`.
+//! quotes it, AUTH's, ACL SETUSER's and HELLO's (and MIGRATE's) secrets
+//! `(redacted)`.
 //! A command is sent once it ran, except scripts and functions (EVAL,
 //! FCALL ...), sent before the commands they run, which follow as
 //! `[<db> lua]`; EXEC is sent after the transaction's commands. Admin
@@ -83,7 +84,8 @@ fn line(db: usize, origin: &str, args: &[Bytes]) -> Vec<u8> {
 }
 
 /// The arguments Redis redacts (`redactClientCommandArgument`): AUTH's,
-/// HELLO's AUTH username and password, MIGRATE's AUTH / AUTH2 secrets.
+/// ACL SETUSER's, HELLO's AUTH username and password, MIGRATE's AUTH /
+/// AUTH2 secrets.
 fn redacted(args: &[Bytes]) -> Vec<usize> {
     let is = |a: &Bytes, w: &str| a.eq_ignore_ascii_case(w.as_bytes());
     let Some(name) = args.first() else {
@@ -91,6 +93,9 @@ fn redacted(args: &[Bytes]) -> Vec<usize> {
     };
     if is(name, "auth") {
         return (1..args.len()).collect();
+    }
+    if is(name, "acl") && args.get(1).is_some_and(|s| is(s, "setuser")) {
+        return (2..args.len()).collect();
     }
     let mut out = Vec::new();
     if is(name, "hello") {
@@ -150,6 +155,11 @@ mod tests {
         assert!(l.starts_with('+'));
         let l = String::from_utf8(line(0, "lua", &a(&["AUTH", "u", "p"]))).unwrap();
         assert!(l.contains(r#""AUTH" "(redacted)" "(redacted)""#), "{l}");
+        let l = String::from_utf8(line(0, "x", &a(&["acl", "SETUSER", "u", ">p"]))).unwrap();
+        assert!(
+            l.contains(r#""acl" "SETUSER" "(redacted)" "(redacted)""#),
+            "{l}"
+        );
         let l = String::from_utf8(line(0, "x", &a(&["hello", "2", "AUTH", "u", "p"]))).unwrap();
         assert!(
             l.contains(r#""hello" "2" "AUTH" "(redacted)" "(redacted)""#),

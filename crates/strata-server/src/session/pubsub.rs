@@ -273,6 +273,19 @@ impl PubSub {
             .collect()
     }
 
+    /// What client `id` listens to: its channels, patterns and shard
+    /// channels (a scan of every name: for ACL SETUSER's revocations).
+    pub fn names_of(&self, id: u64) -> [Vec<Bytes>; 3] {
+        let names = self.names.lock();
+        [0, 1, 2].map(|k| {
+            names[k]
+                .iter()
+                .filter(|(_, subs)| subs.contains_key(&id))
+                .map(|(n, _)| n.clone())
+                .collect()
+        })
+    }
+
     /// Subscribers of `channel` in `kind` (not counting patterns).
     pub fn count(&self, kind: Kind, channel: &[u8]) -> usize {
         self.names.lock()[kind.index()]

@@ -28,6 +28,7 @@
 //! (BGSAVE and BGREWRITEAOF start their checkpoint, which waits for the
 //! section, and answer "scheduled", as Redis answers inside EXEC).
 
+use crate::acl::LogContext;
 use crate::command::{CommandSpec, Deferred, Outcome};
 use crate::connection::ConnState;
 use crate::dispatch::execute;
@@ -57,43 +58,51 @@ fn runs_at_once(name: &str) -> bool {
 /// returns true; returns false for a command that runs now (EXEC ...) or
 /// when no transaction is open.
 pub fn queue(
+    shared: &Shared,
     conn: &mut ConnState,
     spec: Option<&'static CommandSpec>,
     args: &[Bytes],
     out: &mut BytesMut,
 ) -> bool {
-    let Some(multi) = conn.multi.as_mut() else {
+    if conn.multi.is_none() {
         return false;
-    };
+    }
     let Some(spec) = spec else {
         reply::unknown_command(out, args);
-        multi.failed = true;
-        return true;
+        return fail(conn);
     };
     if runs_at_once(spec.name) {
         return false;
     }
     if !conn.authenticated && !matches!(spec.name, "auth" | "hello") {
         reply::error(out, reply::NOAUTH);
-        multi.failed = true;
-        return true;
+        return fail(conn);
     }
     if spec.has_flag("no_multi") {
         reply::error(out, "ERR Command not allowed inside a transaction");
-        multi.failed = true;
-        return true;
+        return fail(conn);
     }
     if !spec.arity_ok(args.len()) {
         reply::arity(out, spec.name);
-        multi.failed = true;
-        return true;
+        return fail(conn);
     }
-    if !crate::commands::table::check_subcommand(spec, args, out) {
-        multi.failed = true;
-        return true;
+    if !crate::commands::table::check_subcommand(spec, args, out)
+        || !crate::dispatch::acl_allows(shared, conn, spec, args, out, LogContext::Multi)
+    {
+        return fail(conn);
     }
-    multi.queued.push((spec, args.to_vec()));
+    if let Some(multi) = conn.multi.as_mut() {
+        multi.queued.push((spec, args.to_vec()));
+    }
     write_simple(out, b"QUEUED");
+    true
+}
+
+/// A command refused while queueing: EXEC will answer EXECABORT.
+fn fail(conn: &mut ConnState) -> bool {
+    if let Some(m) = conn.multi.as_mut() {
+        m.failed = true;
+    }
     true
 }
 
@@ -238,6 +247,21 @@ fn run_one(
     args: &[Bytes],
     body: &mut BytesMut,
 ) {
+    // ACL rules may have changed since the command was queued.
+    if let Err(denied) = conn.user.check(spec, args) {
+        let full = crate::commands::server::full_name(spec.name, args);
+        shared
+            .acl
+            .log_refusal(conn, args, full, denied, LogContext::Multi);
+        let why = match denied {
+            crate::acl::Denied::Command => "no permission to execute the command or subcommand",
+            crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
+            crate::acl::Denied::Channel(_) => {
+                "no permission to access one of the channels used as arguments"
+            }
+        };
+        return reply::error(body, &format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {why}"));
+    }
     let mut one = BytesMut::new();
     match execute(shared, conn, Some(spec), args, &mut one) {
         Outcome::Pending { reply, .. } => one = futures::executor::block_on(reply),

@@ -15,6 +15,9 @@ pub enum Step {
     Send(usize, &'static str),
     Set(usize, &'static str),
     Any(usize, &'static str),
+    /// Compared with the words of each line in no order (ACL rules, which
+    /// Redis lists in its hash table's order).
+    Words(usize, &'static str),
     Recv(usize),
     Sleep(u64),
 }
@@ -45,7 +48,10 @@ pub fn scenario(name: &str, redis_port: u16, strata_port: u16, steps: &[Step]) {
                 }
                 continue;
             }
-            Step::Cmd(who, words) | Step::Any(who, words) | Step::Set(who, words) => {
+            Step::Cmd(who, words)
+            | Step::Any(who, words)
+            | Step::Set(who, words)
+            | Step::Words(who, words) => {
                 let args: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
                 (
                     r[*who].cmd(&args),
@@ -61,6 +67,11 @@ pub fn scenario(name: &str, redis_port: u16, strata_port: u16, steps: &[Step]) {
         };
         match step {
             Step::Any(..) => {}
+            Step::Words(..) => assert_eq!(
+                unordered_words(&a.bytes),
+                unordered_words(&b.bytes),
+                "{name}, step {i} ({what}): redis vs strata"
+            ),
             Step::Set(..) => assert_eq!(
                 sorted_elements(&a.frame),
                 sorted_elements(&b.frame),
@@ -73,4 +84,16 @@ pub fn scenario(name: &str, redis_port: u16, strata_port: u16, steps: &[Step]) {
             ),
         }
     }
+}
+
+/// A reply's lines, each with its words sorted.
+fn unordered_words(reply: &[u8]) -> Vec<Vec<String>> {
+    String::from_utf8_lossy(reply)
+        .split("\r\n")
+        .map(|l| {
+            let mut w: Vec<String> = l.split(' ').map(str::to_string).collect();
+            w.sort();
+            w
+        })
+        .collect()
 }

@@ -383,11 +383,23 @@ impl Inner {
         key: &[u8],
         f: impl FnOnce(&crate::index::Shard, &Entry) -> T,
     ) -> Option<T> {
+        self.with_entry(db, key, true, f)
+    }
+
+    /// As `with_live`; with `live` false an expired key is looked at
+    /// as it is (neither deleted nor hidden).
+    pub(crate) fn with_entry<T>(
+        &self,
+        db: usize,
+        key: &[u8],
+        live: bool,
+        f: impl FnOnce(&crate::index::Shard, &Entry) -> T,
+    ) -> Option<T> {
         let now = now_ms();
         let mut guard = self.shard(key).lock();
         let sh = &mut *guard;
         let idx = sh.dbs[db].get_index_of(key)?;
-        if sh.dbs[db].at(idx).is_expired(now) {
+        if live && sh.dbs[db].at(idx).is_expired(now) {
             self.remove_index(sh, db, idx, true);
             return None;
         }

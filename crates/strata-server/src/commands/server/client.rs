@@ -445,11 +445,11 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         } else if is(&args[i], "laddr") {
             laddr = Some(text);
         } else if is(&args[i], "user") {
-            if text != "default" {
+            if ctx.shared.acl.get(val).is_none() {
                 reply::error(ctx.out, &format!("ERR No such user '{text}'"));
                 return;
             }
-            user = Some(text);
+            user = Some(val.clone());
         } else if is(&args[i], "type") {
             let t = text.to_ascii_lowercase();
             if !["normal", "pubsub", "master", "replica", "slave"].contains(&t.as_str()) {
@@ -479,8 +479,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             || id.is_some_and(|x| x != c.id)
             || addr.as_ref().is_some_and(|a| *a != c.addr)
             || laddr.as_ref().is_some_and(|a| *a != c.laddr)
-            // Every client is the default user's.
-            || user.as_ref().is_some_and(|u| u != "default")
+            || user.as_ref().is_some_and(|u| *u != c.info.lock().user)
             // No replicas or masters here.
             || kind.as_deref().is_some_and(|t| client_type(t).flatten() != Some(c.is_pubsub()))
         {

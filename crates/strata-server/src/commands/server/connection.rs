@@ -55,11 +55,10 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut name = None;
     while i < args.len() {
         if is(&args[i], "auth") && i + 2 < args.len() {
-            if let Some(msg) = auth_error(ctx, Some(&args[i + 1]), &args[i + 2]) {
+            if let Err(msg) = authenticate(ctx, &args[0], Some(&args[i + 1]), &args[i + 2]) {
                 reply::error(ctx.out, msg);
                 return Outcome::Done;
             }
-            ctx.conn.authenticated = true;
             i += 3;
         } else if is(&args[i], "setname") && i + 1 < args.len() {
             name = Some(args[i + 1].clone());
@@ -109,20 +108,32 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// The error for an AUTH attempt, if it fails. Only the `default` user
-/// exists; without `requirepass` it has no password (Redis `nopass`), so
-/// `AUTH default <anything>` succeeds while the legacy one-argument form
-/// is refused.
-fn auth_error(ctx: &Ctx<'_>, user: Option<&[u8]>, password: &[u8]) -> Option<&'static str> {
+/// Authenticates the connection as `user` (the default user when None)
+/// with `password` (`ACLAuthenticateUser`); the error if it fails, which
+/// is logged in the ACL LOG as `command` refused.
+fn authenticate(
+    ctx: &mut Ctx<'_>,
+    command: &[u8],
+    user: Option<&[u8]>,
+    password: &[u8],
+) -> Result<(), &'static str> {
     const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-    if user.is_some_and(|u| u != b"default") {
-        return Some(WRONGPASS);
+    let acl = &ctx.shared.acl;
+    let name = user.unwrap_or(b"default");
+    if user.is_none() && acl.default_user().rules().nopass {
+        return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
     }
-    match &ctx.shared.config.read().requirepass {
-        None if user.is_some() => None,
-        None => Some("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"),
-        Some(p) if p.as_bytes() == password => None,
-        Some(_) => Some(WRONGPASS),
+    match acl.authenticate(name, password) {
+        Some(u) => {
+            ctx.conn.authenticated = true;
+            ctx.conn.handle.info.lock().user = u.name.clone();
+            ctx.conn.user = u;
+            Ok(())
+        }
+        None => {
+            acl.log_auth_failure(ctx.conn, command, name);
+            Err(WRONGPASS)
+        }
     }
 }
 
@@ -132,12 +143,9 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     }
     let user = (args.len() == 3).then(|| &args[1][..]);
-    match auth_error(ctx, user, &args[args.len() - 1]) {
-        None => {
-            ctx.conn.authenticated = true;
-            write_simple(ctx.out, b"OK");
-        }
-        Some(e) => reply::error(ctx.out, e),
+    match authenticate(ctx, &args[0], user, &args[args.len() - 1]) {
+        Ok(()) => write_simple(ctx.out, b"OK"),
+        Err(e) => reply::error(ctx.out, e),
     }
     Outcome::Done
 }
@@ -173,6 +181,11 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     ctx.shared.tracking.off(ctx.conn.handle.id);
     ctx.shared.monitors.remove(ctx.conn.handle.id);
     ctx.conn.monitor = false;
+    // Back to the default user, authenticated only if it needs no
+    // password (`clearClientConnectionState`).
+    ctx.conn.user = ctx.shared.acl.default_user();
+    ctx.conn.authenticated = ctx.shared.acl.auto_auth();
+    ctx.conn.handle.info.lock().user = ctx.conn.user.name.clone();
     write_simple(ctx.out, b"RESET");
     Outcome::Done
 }

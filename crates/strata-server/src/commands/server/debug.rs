@@ -60,6 +60,13 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         let on = parse_i64(&args[2]).unwrap_or(0) != 0;
         ctx.engine().set_active_expire(on);
         write_simple(ctx.out, b"OK");
+    } else if is(sub, "set-disable-deny-scripts") && args.len() == 3 {
+        let on = parse_i64(&args[2]).unwrap_or(0) != 0;
+        ctx.shared
+            .scripts
+            .allow_noscript
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        write_simple(ctx.out, b"OK");
     } else if is(sub, "loops") && args.len() == 3 {
         // LOOPS <k>: k loops take connections, the others hand theirs
         // over at their next quiet point; 0 gives the choice back to
@@ -75,7 +82,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Err(e) => reply::error(ctx.out, &e),
         }
     } else if is(sub, "object") && args.len() == 3 {
-        let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
+        let Some(info) = ctx.engine().key_info_present(ctx.db(), &args[2]) else {
             reply::error(ctx.out, reply::NO_SUCH_KEY);
             return Outcome::Done;
         };
@@ -221,6 +228,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 "OBJECT <key>  -- the value's encoding, length and idle time",
                 "SLEEP <seconds>  -- stop the server for that long",
                 "SET-ACTIVE-EXPIRE <0|1>  -- stop or restart the background sweep of expired keys",
+                "SET-DISABLE-DENY-SCRIPTS <0|1>  -- let scripts call commands flagged noscript (for tests)",
                 "RELOAD  -- take a checkpoint, then read every value back from flash",
                 "LOADAOF  -- the same as RELOAD",
                 "DIGEST  -- Redis's digest of the whole dataset (zeros when it is empty)",

@@ -1,9 +1,11 @@
 //! Server commands, in rooms: `connection` (PING ECHO HELLO AUTH SELECT
 //! QUIT RESET), `databases` (DBSIZE FLUSHDB FLUSHALL SWAPDB LASTSAVE SAVE
 //! BGSAVE SHUTDOWN), `transactions` (MULTI EXEC DISCARD WATCH UNWATCH),
-//! `client` (CLIENT), `config` (CONFIG), `debug` (DEBUG); here: COMMAND
+//! `client` (CLIENT), `config` (CONFIG), `debug` (DEBUG), `acl` (ACL,
+//! CLUSTER); here: COMMAND
 //! INFO TIME MEMORY OBJECT SLOWLOG.
 
+mod acl;
 pub mod client;
 mod command_info;
 pub mod config;
@@ -13,8 +15,10 @@ mod debug;
 mod latency;
 mod transactions;
 
+pub use acl::{acl, cluster};
 pub use command_info::{
-    check_subcommand_arity, command, full_name, init as init_command_table, sub_is_denyoom,
+    acl_entries, acl_keys, check_subcommand_arity, command, full_name, init as init_command_table,
+    sub_is_denyoom, sub_is_noscript, AclEntry, ACL_CATEGORIES, KEY_READ, KEY_WRITE,
 };
 pub use connection::*;
 pub use databases::*;

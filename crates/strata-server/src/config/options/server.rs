@@ -205,6 +205,39 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| c.slowlog_max_len.to_string(),
     },
     OptionDef {
+        name: "min-replicas-to-write",
+        default: "0",
+        doc: "writes need this many good replicas: there are none here, so above 0 every write gets NOREPLICAS",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.min_replicas_to_write = parse_bounded(v, 0, i32::MAX as i64)? as u64;
+            Ok(())
+        }),
+        get: |c| c.min_replicas_to_write.to_string(),
+    },
+    OptionDef {
+        name: "min-replicas-max-lag",
+        default: "10",
+        doc: "seconds of lag a good replica may have",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.min_replicas_max_lag = parse_bounded(v, 0, i32::MAX as i64)? as u64;
+            Ok(())
+        }),
+        get: |c| c.min_replicas_max_lag.to_string(),
+    },
+    OptionDef {
+        name: "acllog-max-len",
+        default: "128",
+        doc: "entries kept in the ACL LOG",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.acllog_max_len = parse_bounded(v, 0, i64::MAX)? as u64;
+            Ok(())
+        }),
+        get: |c| c.acllog_max_len.to_string(),
+    },
+    OptionDef {
         name: "loglevel",
         default: "notice",
         doc: "log verbosity: debug, verbose, notice, warning or nothing",

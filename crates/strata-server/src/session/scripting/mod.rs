@@ -53,6 +53,9 @@ pub struct Scripts {
     /// The script running now, if any (busy scripts, SCRIPT KILL).
     pub busy: Arc<Busy>,
     pub counts: Arc<Counts>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call what Redis flags
+    /// `noscript` (a test harness's hack, as in Redis).
+    pub allow_noscript: std::sync::atomic::AtomicBool,
 }
 
 struct Cache {
@@ -75,6 +78,8 @@ struct Cache {
 pub struct Counts {
     pub libraries: AtomicUsize,
     pub functions: AtomicUsize,
+    /// EVAL's scripts cached (INFO `number_of_cached_scripts`).
+    pub scripts: AtomicUsize,
 }
 
 impl Counts {
@@ -121,6 +126,7 @@ impl Default for Scripts {
             }),
             counts,
             busy,
+            allow_noscript: Default::default(),
             thread: Mutex::new(script_thread()),
         }
     }
@@ -143,6 +149,7 @@ impl Scripts {
     pub fn flush(&self) {
         let mut c = self.inner.lock();
         c.by_sha.clear();
+        c.counts.scripts.store(0, Relaxed);
         if let Ok(vm) = vm::Vm::new(self.busy.clone(), vm::Flavor::Eval) {
             c.vm = vm;
         }
@@ -250,6 +257,7 @@ fn compile(c: &mut Cache, body: &[u8]) -> Result<(String, Function, Option<u8>),
         c.vm.lua
             .load(code)
             .set_name("@user_script")
+            .set_environment(c.vm.env.clone())
             .into_function()
             .map_err(|e| {
                 format!(
@@ -259,6 +267,7 @@ fn compile(c: &mut Cache, body: &[u8]) -> Result<(String, Function, Option<u8>),
             })?;
     let flags = header.map(|(_, f)| f);
     c.by_sha.insert(sha.clone(), (f.clone(), flags));
+    c.counts.scripts.store(c.by_sha.len(), Relaxed);
     Ok((sha, f, flags))
 }
 
@@ -281,9 +290,11 @@ struct Call {
     argv: Vec<Bytes>,
     /// The whole command (FUNCTION STATS shows it).
     command: Vec<Bytes>,
+    /// The caller's ACL user: what the script's commands may do.
+    user: Arc<crate::acl::User>,
 }
 
-fn parse(args: &[Bytes]) -> Result<Call, &'static str> {
+fn parse(args: &[Bytes], user: &Arc<crate::acl::User>) -> Result<Call, &'static str> {
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
     let n: i64 = std::str::from_utf8(&args[2])
         .ok()
@@ -313,13 +324,14 @@ fn parse(args: &[Bytes]) -> Result<Call, &'static str> {
         keys: args[3..3 + n].to_vec(),
         argv: args[3 + n..].to_vec(),
         command: args.to_vec(),
+        user: user.clone(),
     })
 }
 
 /// EVAL, FCALL and friends from a connection: the declared keys are
 /// warmed, then the script runs in an exclusive section (module doc).
 pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out: &mut BytesMut) {
-    let call = match parse(args) {
+    let call = match parse(args, &conn.user) {
         Ok(c) => c,
         Err(e) => return crate::reply::error(out, e),
     };
@@ -390,7 +402,7 @@ fn script_thread() -> std::sync::mpsc::Sender<Job> {
 /// EVAL, FCALL and friends inside EXEC (already in a section; blocked
 /// clients are served after the transaction).
 pub fn eval_now(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out: &mut BytesMut) {
-    match parse(args) {
+    match parse(args, &conn.user) {
         Ok(call) => {
             let deferred = conn.exec_ready.clone().unwrap_or_default();
             shared.scripts.busy.begin(&call);

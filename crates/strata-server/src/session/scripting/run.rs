@@ -69,6 +69,12 @@ pub(super) fn run(
     if deny_oom && flags.is_some() && !no_writes {
         return crate::reply::error(out, OOM);
     }
+    // A script that declares it may write needs good replicas to start;
+    // any script's writes need them to run.
+    let no_replicas = shared.no_good_replicas.load(Relaxed);
+    if no_replicas && flags.is_some() && !no_writes {
+        return crate::reply::error(out, crate::reply::NOREPLICAS);
+    }
     let function = call.kind == Kind::Function;
     let vm = if function { &cache.fvm } else { &cache.vm };
     vm.resp.store(2, Relaxed);
@@ -78,6 +84,7 @@ pub(super) fn run(
         version: Version::Resp2,
         handle: handle.clone(),
         authenticated: true,
+        user: call.user.clone(),
         multi: None,
         pubsub: None,
         watched: strata_engine::Watched::new(&shared.engine),
@@ -103,6 +110,27 @@ pub(super) fn run(
             g.raw_set("KEYS", keys.clone())?;
             g.raw_set("ARGV", argv.clone())?;
         }
+        let user = call.user.clone();
+        let acl_check = lua.create_function(move |_, args: MultiValue| {
+            let mut argv = Vec::with_capacity(args.len());
+            for a in &args {
+                match convert::arg_bytes(a) {
+                    Some(b) => argv.push(Bytes::from(b)),
+                    None => {
+                        return Err(mlua::Error::runtime(
+                            "Lua redis lib command arguments must be strings or integers",
+                        ))
+                    }
+                }
+            }
+            match argv.first().and_then(|n| table::lookup(n)) {
+                Some(spec) => Ok(user.check(spec, &argv).is_ok()),
+                None => Err(mlua::Error::runtime(
+                    "Invalid command passed to redis.acl_check_cmd()",
+                )),
+            }
+        })?;
+        lua.set_named_registry_value(vm::ACL_CHECK, acl_check)?;
         lua.scope(|scope| {
             let raw = scope.create_function_mut(|lua, args: MultiValue| {
                 me.version = if vm.resp.load(Relaxed) == 3 {
@@ -119,6 +147,7 @@ pub(super) fn run(
                 vm.run.call(f.clone())
             };
             lua.unset_named_registry_value(vm::RAW_CALL)?;
+            lua.unset_named_registry_value(vm::ACL_CHECK)?;
             let mut r = r?.into_iter();
             let ok = matches!(r.next(), Some(Value::Boolean(true)));
             Ok((ok, r.next().unwrap_or(Value::Nil)))
@@ -219,13 +248,25 @@ fn command(
     if !spec.arity_ok(argv.len()) {
         return err(b"ERR Wrong number of args calling Redis command from script");
     }
-    if spec.has_flag("noscript") {
+    if (spec.has_flag("noscript") || crate::commands::server::sub_is_noscript(spec.name, &argv))
+        && !shared.scripts.allow_noscript.load(Relaxed)
+    {
         return err(b"ERR This Redis command is not allowed from script");
+    }
+    if let Err(denied) = me.user.check(spec, &argv) {
+        let full = crate::commands::server::full_name(spec.name, &argv);
+        shared
+            .acl
+            .log_refusal(me, &argv, full, denied, crate::acl::LogContext::Lua);
+        return err(denied.script_error().as_bytes());
     }
     // As Redis 7.0: what may propagate (PUBLISH, PFCOUNT) counts as a
     // write here too.
     if read_only && (spec.has_flag("write") || spec.has_flag("may_replicate")) {
         return err(b"ERR Write commands are not allowed from read-only scripts.");
+    }
+    if spec.has_flag("write") && shared.no_good_replicas.load(Relaxed) {
+        return err(crate::reply::NOREPLICAS.as_bytes());
     }
     if deny_oom && spec.has_flag("denyoom") {
         return err(OOM.as_bytes());

@@ -40,6 +40,8 @@ pub struct Vm {
     deadline: Arc<Mutex<Option<Instant>>>,
     /// Functions only: where library code loads (module doc).
     library: Option<LibraryEnv>,
+    /// The read-only view of the globals a script runs in (its `_G`).
+    pub env: Table,
 }
 
 /// The environment library code runs in, and what it registers.
@@ -59,6 +61,8 @@ struct LibraryEnv {
 /// commands to (set for the length of one script): it returns the reply as
 /// a Lua value and whether that is an error (`{err=...}`).
 pub const RAW_CALL: &str = "strata_raw_call";
+/// Registry name of the running script's ACL check (`redis.acl_check_cmd`).
+pub const ACL_CHECK: &str = "strata_acl_check";
 
 /// `redis.call`: calls the raw function with the arguments; raises its
 /// `{err=...}` as the error value (a table, as Redis raises it), from a C
@@ -130,6 +134,8 @@ local function fix(ok, ...)
       local s = tostring(e):gsub("^runtime error: ", "")
       local cut = s:find("\nstack traceback:", 1, true)
       if cut then s = s:sub(1, cut - 1) end
+      -- SCRIPT KILL / FUNCTION KILL is not the script's to catch.
+      if s:find("Script killed by user with", 1, true) then error(e, 0) end
       return false, s
     end
     return false, e
@@ -150,7 +156,54 @@ local function protect(t)
     end,
   })
 end
-return run, protect
+-- Redis's Lua has read-only tables in its VM; here the tables scripts
+-- reach by name (the libraries, _G) are empty views that read through
+-- to them and refuse writes, and setmetatable / getmetatable / rawset
+-- refuse to change a read-only table or its metatable.
+local ro = setmetatable({}, { __mode = "k" })
+local raw_setmetatable, raw_getmetatable, raw_rawset = setmetatable, getmetatable, rawset
+local function refuse() error("Attempt to modify a readonly table", 2) end
+local function view(t)
+  local v = raw_setmetatable({}, { __index = t, __newindex = refuse })
+  ro[v] = true
+  return v
+end
+setmetatable = function(t, m)
+  if ro[t] then error("Attempt to modify a readonly table", 0) end
+  return raw_setmetatable(t, m)
+end
+getmetatable = function(t)
+  local m = raw_getmetatable(t)
+  if ro[t] and type(m) == "table" then return view(m) end
+  return m
+end
+rawset = function(t, k, v)
+  if ro[t] then error("Attempt to modify a readonly table", 0) end
+  return raw_rawset(t, k, v)
+end
+-- As Redis: no precompiled chunks.
+local raw_loadstring = loadstring
+loadstring = function(s, ...)
+  if type(s) == "string" and s:byte(1) == 27 then
+    return nil, "binary chunks are not allowed"
+  end
+  return raw_loadstring(s, ...)
+end
+load = nil
+-- Seals the globals: libraries behind read-only views, the globals
+-- protected, and the view scripts see as _G (and eval's environment).
+local function seal(g)
+  for _, n in ipairs({ "redis", "cjson", "cmsgpack", "bit", "struct", "string", "math", "table" }) do
+    local t = rawget(g, n)
+    if type(t) == "table" then raw_rawset(g, n, view(t)) end
+  end
+  protect(g)
+  ro[g] = true
+  local v = view(g)
+  raw_rawset(g, "_G", v)
+  return v
+end
+return run, protect, seal
 "#;
 
 /// Redis's rand48 (the same sequence on every platform).
@@ -265,6 +318,20 @@ impl Vm {
             "replicate_commands",
             lua.create_function(|_, _: MultiValue| Ok(true))?,
         )?;
+        // `redis.acl_check_cmd`: whether the caller's user may run a
+        // command (the check itself is the run's: `run.rs`).
+        redis.set(
+            "acl_check_cmd",
+            lua.create_function(|lua, args: MultiValue| {
+                let f: Option<mlua::Function> = lua.named_registry_value(ACL_CHECK)?;
+                match f {
+                    Some(f) => f.call::<bool>(args),
+                    None => Err(mlua::Error::runtime(
+                        "redis.acl_check_cmd can only be called inside a script invocation",
+                    )),
+                }
+            })?,
+        )?;
         // SAFETY: both are C functions over Lua's C API (above).
         redis.set("call", unsafe { lua.create_c_function(redis_call)? })?;
         redis.set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
@@ -342,13 +409,15 @@ impl Vm {
         let math: Table = g.get("math")?;
         math.set("random", random)?;
         math.set("randomseed", randomseed.clone())?;
-        let (run, protect): (Function, Function) = lua.load(SETUP).set_name("=strata").call(())?;
+        let (run, protect, seal): (Function, Function, Function) =
+            lua.load(SETUP).set_name("=strata").call(())?;
         let library = match flavor {
             Flavor::Eval => None,
             Flavor::Function => Some(library_env(&lua, &redis, &protect)?),
         };
-        // The globals are read-only from here on.
-        protect.call::<()>(g)?;
+        // The globals are read-only from here on; scripts see them
+        // through `env`.
+        let env: Table = seal.call(g)?;
         rand.seed(rand::random());
         let deadline: Arc<Mutex<Option<Instant>>> = Arc::default();
         let limit = deadline.clone();
@@ -368,6 +437,7 @@ impl Vm {
         );
         Ok(Vm {
             lua,
+            env,
             run,
             resp,
             deadline,

@@ -13,11 +13,15 @@
 //!
 //! Rooms: this file is COMMAND itself and the descriptions file; `desc`
 //! one description (flags, ACL categories, key specs, the legacy range);
-//! `render` COMMAND INFO's and DOCS's replies; `keys` GETKEYS.
+//! `render` COMMAND INFO's and DOCS's replies; `keys` GETKEYS; `acl` what
+//! ACL rules need of the descriptions (ids, categories, keys' permissions).
 
+mod acl;
 mod desc;
 mod keys;
 mod render;
+
+pub use acl::{acl_entries, acl_keys, AclEntry, ACL_CATEGORIES, KEY_READ, KEY_WRITE};
 
 use super::help;
 use crate::command::{Ctx, Outcome};
@@ -44,6 +48,8 @@ struct Sub {
     /// Flagged `denyoom` (`function|load`): refused under the memory
     /// limit as such commands are.
     denyoom: bool,
+    /// Flagged `noscript` (`cluster|reset`): refused in scripts.
+    noscript: bool,
 }
 
 /// The subcommands Redis describes, by full name (`client|kill`), kept (a
@@ -55,12 +61,20 @@ fn subcommands() -> &'static HashMap<String, Sub> {
             .iter()
             .filter(|(k, _)| k.contains('|'))
             .filter_map(|(k, v)| {
-                let denyoom = v
-                    .get("command_flags")
-                    .and_then(Value::as_array)
-                    .is_some_and(|f| f.iter().any(|x| x.as_str() == Some("DENYOOM")));
+                let flagged = |name: &str| {
+                    v.get("command_flags")
+                        .and_then(Value::as_array)
+                        .is_some_and(|f| f.iter().any(|x| x.as_str() == Some(name)))
+                };
                 let arity = v.get("arity")?.as_i64()?;
-                Some((k.clone(), Sub { arity, denyoom }))
+                Some((
+                    k.clone(),
+                    Sub {
+                        arity,
+                        denyoom: flagged("DENYOOM"),
+                        noscript: flagged("NOSCRIPT"),
+                    },
+                ))
             })
             .collect()
     })
@@ -82,6 +96,14 @@ pub fn sub_is_denyoom(name: &str, args: &[Bytes]) -> bool {
     sub_name(name, args)
         .and_then(|full| subcommands().get(&full))
         .is_some_and(|s| s.denyoom)
+}
+
+/// Whether the command `args` (of the container `name`, if it is one) is
+/// a subcommand Redis flags `noscript`.
+pub fn sub_is_noscript(name: &str, args: &[Bytes]) -> bool {
+    sub_name(name, args)
+        .and_then(|full| subcommands().get(&full))
+        .is_some_and(|s| s.noscript)
 }
 
 /// Builds the subcommand table now (at start: parsing the descriptions
@@ -141,12 +163,12 @@ pub fn full_name(name: &'static str, args: &[Bytes]) -> &'static str {
 
 /// The containers (commands with subcommands) Strata serves.
 const CONTAINERS: &[&str] = &[
-    "client", "command", "config", "function", "latency", "memory", "object", "pubsub", "script",
-    "slowlog", "xgroup", "xinfo",
+    "acl", "client", "cluster", "command", "config", "function", "latency", "memory", "object",
+    "pubsub", "script", "slowlog", "xgroup", "xinfo",
 ];
 
 /// The containers whose subcommands are exactly those Redis describes.
-const STRICT_CONTAINERS: &[&str] = &["xgroup", "xinfo"];
+const STRICT_CONTAINERS: &[&str] = &["acl", "cluster", "xgroup", "xinfo"];
 
 /// A description by the name COMMAND INFO / DOCS are given (`get` or
 /// `xgroup|create`).
