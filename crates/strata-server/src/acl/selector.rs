@@ -69,7 +69,7 @@ pub struct Check<'a> {
     pub id: usize,
     pub no_auth: bool,
     pub args: &'a [Bytes],
-    /// Whether the command is a subcommand (its first argument is args[2]).
+    /// Whether the command is a subcommand (its first argument is `args[2]`).
     pub is_sub: bool,
     /// The keys with the permissions each needs, found once for every
     /// selector (`aclKeyResultCache`).
