@@ -136,12 +136,12 @@ impl Rules {
                     self.passwords.remove(at);
                 }
                 b'(' if op.ends_with(b")") => {
+                    // Its rules split as Redis splits them (`sdssplitargs`).
+                    let inner = String::from_utf8_lossy(&op[1..op.len() - 1]);
+                    let parts = crate::config::split_args(&inner).map_err(|_| RuleError::Syntax)?;
                     let mut s = Selector::new(false);
-                    for part in op[1..op.len() - 1]
-                        .split(|c| c.is_ascii_whitespace())
-                        .filter(|p| !p.is_empty())
-                    {
-                        s.apply(part)?;
+                    for part in parts {
+                        s.apply(part.as_bytes())?;
                     }
                     self.selectors.push(s);
                 }

@@ -48,7 +48,7 @@ mod values;
 
 use options::OPTIONS;
 use parse::*;
-pub use parse::{help_text, parse_size};
+pub use parse::{help_text, parse_size, split_args};
 pub use values::*;
 
 // ---------------------------------------------------------------------------

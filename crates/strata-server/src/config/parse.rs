@@ -281,7 +281,7 @@ pub(super) fn parse_conf(text: &str) -> Result<Vec<Directive>, ConfigError> {
 /// Redis's `sdssplitargs`: whitespace-separated words; `"..."` with
 /// backslash escapes (`\n \r \t \b \a \\ \" \xHH`), `'...'` with only `\'`;
 /// a closing quote must be followed by whitespace or the end of the line.
-pub(super) fn split_args(line: &str) -> Result<Vec<String>, String> {
+pub fn split_args(line: &str) -> Result<Vec<String>, String> {
     let bytes = line.as_bytes();
     let mut words = Vec::new();
     let mut i = 0;

@@ -73,11 +73,14 @@ fn metadata(code: &[u8]) -> Result<String, String> {
     let Some(end) = code.iter().position(|&c| c == b'\n') else {
         return Err("ERR Invalid library metadata".into());
     };
-    let line = String::from_utf8_lossy(&code[..end]);
-    let mut parts = line.split_ascii_whitespace();
-    let engine = parts.next().unwrap_or("#!");
+    // The line's words as Redis splits them (`sdssplitargs`: quotes).
+    let words = crate::config::split_args(&String::from_utf8_lossy(&code[..end]))
+        .ok()
+        .filter(|w| !w.is_empty())
+        .ok_or("ERR Invalid library metadata")?;
+    let engine = words[0].as_str();
     let mut name = None;
-    for part in parts {
+    for part in words[1..].iter().map(String::as_str) {
         if part.len() >= 5 && part[..5].eq_ignore_ascii_case("name=") {
             if name.is_some() {
                 return Err(

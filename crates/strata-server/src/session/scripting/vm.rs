@@ -264,11 +264,25 @@ impl Vm {
         redis.set(
             "error_reply",
             lua.create_function(|lua, s: mlua::String| {
+                // As Redis 7.0 (`luaPushErrorBuff`): "CODE msg" with the
+                // leading '-' left out; a text without a space before its
+                // message gets the code ERR ("" becomes "ERR ").
+                let raw = s.as_bytes();
+                let body = raw.strip_prefix(b"-").unwrap_or(&raw);
+                let (code, msg) = match body.iter().position(|&c| c == b' ') {
+                    Some(i) => (&body[..i], &body[i + 1..]),
+                    None => (&b"ERR"[..], body),
+                };
+                let end = msg
+                    .iter()
+                    .rposition(|&c| c != b'\r' && c != b'\n')
+                    .map_or(0, |i| i + 1);
+                let start = msg[..end]
+                    .iter()
+                    .position(|&c| c != b'\r' && c != b'\n')
+                    .unwrap_or(end);
+                let e = [code, b" ", &msg[start..end]].concat();
                 let t = lua.create_table()?;
-                let mut e = s.as_bytes().to_vec();
-                if e.first() != Some(&b'-') {
-                    e.insert(0, b'-');
-                }
                 t.set("err", lua.create_string(&e)?)?;
                 Ok(t)
             })?,
