@@ -301,6 +301,12 @@ fn reset_and_requirepass_are_the_default_users() {
             Words(0, "ACL LIST"),
             Cmd(2, "PING"),
             Cmd(2, "AUTH default x"),
+            // CONFIG SET requirepass resets the passwords, even to the
+            // value it had.
+            Cmd(0, "CONFIG SET requirepass x1"),
+            Cmd(0, "ACL SETUSER default >extra"),
+            Cmd(0, "CONFIG SET requirepass x1"),
+            Words(0, "ACL LIST"),
             Cmd(0, "ACL SETUSER default nopass"),
         ],
     );
