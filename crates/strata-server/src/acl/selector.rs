@@ -3,9 +3,12 @@
 //! check of one command against it (`ACLSelectorCheckCmd`) and its
 //! description in rules (`ACLDescribeSelector`).
 //!
-//! Invariant: `allowed` has a bit per command id of the ACL table and one
+//! Invariant: a selector has a bit per command id of the ACL table and one
 //! more, the last, set only by `+@all`: the "future commands" bit that
-//! tells a description to start from `+@all` rather than `-@all`.
+//! tells a description to start from `+@all` rather than `-@all`. The bits
+//! past `allowed`'s words all equal `fill` (`+@all` and `-@all` only set
+//! `fill`), so the default user's selector needs no table: the table is
+//! built on first use by a rule or a check that names commands.
 
 use super::table::{table, Table};
 use crate::commands::server::{KEY_READ, KEY_WRITE};
@@ -53,6 +56,8 @@ pub enum Denied {
 pub struct Selector {
     pub root: bool,
     allowed: Vec<u64>,
+    /// The value of every bit past `allowed`.
+    fill: bool,
     allcommands: bool,
     /// Command id -> first arguments allowed although the command is not
     /// (`+select|0`), as given.
@@ -86,16 +91,24 @@ impl Selector {
     pub fn new(root: bool) -> Selector {
         Selector {
             root,
-            allowed: vec![0; table().len() / 64 + 1],
+            allowed: Vec::new(),
             ..Selector::default()
         }
     }
 
     fn bit(&self, id: usize) -> bool {
-        self.allowed[id / 64] & (1 << (id % 64)) != 0
+        match self.allowed.get(id / 64) {
+            Some(w) => w & (1 << (id % 64)) != 0,
+            None => self.fill,
+        }
     }
 
     fn set_bit(&mut self, id: usize, on: bool) {
+        if self.allowed.len() <= id / 64 {
+            let words = table().len() / 64 + 1;
+            let fill = if self.fill { u64::MAX } else { 0 };
+            self.allowed.resize(words.max(id / 64 + 1), fill);
+        }
         if on {
             self.allowed[id / 64] |= 1 << (id % 64);
         } else {
@@ -129,7 +142,6 @@ impl Selector {
 
     /// Applies one rule (`ACLSetSelector`); on error nothing changed.
     pub fn apply(&mut self, op: &[u8]) -> Result<(), RuleError> {
-        let t = table();
         let lower = String::from_utf8_lossy(op).to_ascii_lowercase();
         match lower.as_str() {
             "allkeys" | "~*" => {
@@ -153,19 +165,22 @@ impl Selector {
                 return Ok(());
             }
             "allcommands" | "+@all" => {
-                self.allowed.iter_mut().for_each(|w| *w = u64::MAX);
+                self.allowed.clear();
+                self.fill = true;
                 self.allcommands = true;
                 self.firstargs.clear();
                 return Ok(());
             }
             "nocommands" | "-@all" => {
-                self.allowed.iter_mut().for_each(|w| *w = 0);
+                self.allowed.clear();
+                self.fill = false;
                 self.allcommands = false;
                 self.firstargs.clear();
                 return Ok(());
             }
             _ => {}
         }
+        let t = table();
         match op.first() {
             Some(b'~') | Some(b'%') => {
                 if self.allkeys {
