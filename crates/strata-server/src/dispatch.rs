@@ -181,7 +181,8 @@ fn monitor_feed(shared: &Shared, conn: &ConnState, args: &[Bytes]) {
 
 /// Whether the connection's ACL user may run the command; if not, logs
 /// the refusal, writes Redis's error and counts the command rejected. (A
-/// script's commands are checked where `redis.call` runs them.)
+/// script's commands are checked where `redis.call` runs them, EXEC's
+/// where EXEC runs them.)
 pub fn acl_allows(
     shared: &Shared,
     conn: &ConnState,
@@ -190,15 +191,14 @@ pub fn acl_allows(
     target: &mut BytesMut,
     context: LogContext,
 ) -> bool {
-    if conn.script {
+    if conn.script || conn.exec_ready.is_some() {
         return true;
     }
-    let Err(denied) = conn.user.check(spec, args) else {
+    let Err(denied) = shared.acl.allows(conn, spec, args, context) else {
         return true;
     };
-    let full = crate::commands::server::full_name(spec.name, args);
-    shared.acl.log_refusal(conn, args, full, denied, context);
     shared.cmdstats.rejected(spec);
+    let full = crate::commands::server::full_name(spec.name, args);
     reply::error(target, &denied.error(full));
     false
 }

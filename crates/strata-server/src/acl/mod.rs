@@ -154,29 +154,16 @@ impl Rules {
     /// The user as ACL LIST shows it, after `user <name> `
     /// (`ACLDescribeUser`).
     pub fn describe(&self) -> String {
-        let mut s = String::new();
-        s.push_str(if self.enabled { "on " } else { "off " });
-        if self.nopass {
-            s.push_str("nopass ");
-        }
-        match self.sanitize {
-            Some(false) => s.push_str("skip-sanitize-payload "),
-            Some(true) => s.push_str("sanitize-payload "),
-            None => {}
-        }
-        for p in &self.passwords {
-            s.push('#');
-            s.push_str(p);
-            s.push(' ');
-        }
+        let mut words: Vec<String> = self.flags().iter().map(|f| f.to_string()).collect();
+        words.extend(self.passwords.iter().map(|p| format!("#{p}")));
         for (i, sel) in self.selectors.iter().enumerate() {
-            if i == 0 {
-                s.push_str(&sel.describe());
+            words.push(if i == 0 {
+                sel.describe()
             } else {
-                s.push_str(&format!(" ({})", sel.describe()));
-            }
+                format!("({})", sel.describe())
+            });
         }
-        s
+        words.join(" ")
     }
 
     /// ACL GETUSER's flags, in Redis's order.
@@ -277,6 +264,17 @@ impl Denied {
                     .into()
             }
         }
+    }
+
+    /// The refusal, at EXEC, of a command queued before the rules changed
+    /// (`execCommand`).
+    pub fn exec_error(self) -> String {
+        let why = match self {
+            Denied::Command => "no permission to execute the command or subcommand",
+            Denied::Key(_) => "no permission to touch the specified keys",
+            Denied::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {why}")
     }
 
     /// The refusal of a script's command (`getAclErrorMessage`).
@@ -447,8 +445,23 @@ impl Acl {
         }
     }
 
+    /// Whether the connection's user may run the command; a refusal is
+    /// logged in the ACL LOG as made in `context`.
+    pub fn allows(
+        &self,
+        conn: &crate::connection::ConnState,
+        spec: &CommandSpec,
+        args: &[Bytes],
+        context: LogContext,
+    ) -> Result<(), Denied> {
+        conn.user.check(spec, args).inspect_err(|&denied| {
+            let full = crate::commands::server::full_name(spec.name, args);
+            self.log_refusal(conn, args, full, denied, context);
+        })
+    }
+
     /// Logs a refused command (`addACLLogEntry`).
-    pub fn log_refusal(
+    fn log_refusal(
         &self,
         conn: &crate::connection::ConnState,
         args: &[Bytes],
@@ -521,7 +534,7 @@ pub fn check_user_line(line: &[String]) -> Result<(), String> {
     let Some((name, rules)) = line.split_first() else {
         return Err("Wrong number of arguments".into());
     };
-    if name.bytes().any(|c| c.is_ascii_whitespace() || c == 0) {
+    if has_spaces(name.as_bytes()) {
         return Err("Usernames can't contain spaces or null characters".into());
     }
     let ops: Vec<Bytes> = rules.iter().map(|r| Bytes::from(r.clone())).collect();
@@ -536,6 +549,12 @@ pub fn check_user_line(line: &[String]) -> Result<(), String> {
         })?;
     }
     Ok(())
+}
+
+/// Whether a name or pattern holds a space or a NUL, which ACL refuses
+/// (`ACLStringHasSpaces`).
+pub fn has_spaces(s: &[u8]) -> bool {
+    s.iter().any(|c| c.is_ascii_whitespace() || *c == 0)
 }
 
 /// Joins the arguments of a selector given in parts (`(~x*` `+get)`)

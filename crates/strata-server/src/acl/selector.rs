@@ -10,6 +10,7 @@
 //! `fill`), so the default user's selector needs no table: the table is
 //! built on first use by a rule or a check that names commands.
 
+use super::has_spaces;
 use super::table::{table, Table};
 use crate::commands::server::{KEY_READ, KEY_WRITE};
 use crate::glob::glob_match;
@@ -81,10 +82,6 @@ pub struct Check<'a> {
     pub keys: &'a dyn Fn() -> Vec<(usize, u8)>,
     /// The channels: position, and whether it is a pattern (PSUBSCRIBE).
     pub channels: &'a [(usize, bool)],
-}
-
-fn has_spaces(s: &[u8]) -> bool {
-    s.iter().any(|c| c.is_ascii_whitespace() || *c == 0)
 }
 
 impl Selector {
@@ -434,14 +431,9 @@ impl Selector {
 
     /// The whole selector as rules (`ACLDescribeSelector`).
     pub fn describe(&self) -> String {
-        let mut s = String::new();
-        if self.allkeys {
-            s.push_str("~* ");
-        } else {
-            for p in self.describe_keys().split(' ').filter(|p| !p.is_empty()) {
-                s.push_str(p);
-                s.push(' ');
-            }
+        let mut s = self.describe_keys();
+        if !s.is_empty() {
+            s.push(' ');
         }
         if self.allchannels {
             s.push_str("&* ");

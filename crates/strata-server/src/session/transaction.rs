@@ -248,19 +248,8 @@ fn run_one(
     body: &mut BytesMut,
 ) {
     // ACL rules may have changed since the command was queued.
-    if let Err(denied) = conn.user.check(spec, args) {
-        let full = crate::commands::server::full_name(spec.name, args);
-        shared
-            .acl
-            .log_refusal(conn, args, full, denied, LogContext::Multi);
-        let why = match denied {
-            crate::acl::Denied::Command => "no permission to execute the command or subcommand",
-            crate::acl::Denied::Key(_) => "no permission to touch the specified keys",
-            crate::acl::Denied::Channel(_) => {
-                "no permission to access one of the channels used as arguments"
-            }
-        };
-        return reply::error(body, &format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {why}"));
+    if let Err(denied) = shared.acl.allows(conn, spec, args, LogContext::Multi) {
+        return reply::error(body, &denied.exec_error());
     }
     let mut one = BytesMut::new();
     match execute(shared, conn, Some(spec), args, &mut one) {

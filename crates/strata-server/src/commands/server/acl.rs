@@ -110,13 +110,9 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-fn has_spaces(s: &[u8]) -> bool {
-    s.iter().any(|c| c.is_ascii_whitespace() || *c == 0)
-}
-
 fn setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     let name = &args[2];
-    if has_spaces(name) {
+    if crate::acl::has_spaces(name) {
         return reply::error(
             ctx.out,
             "ERR Usernames can't contain spaces or null characters",

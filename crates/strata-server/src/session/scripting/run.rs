@@ -253,11 +253,10 @@ fn command(
     {
         return err(b"ERR This Redis command is not allowed from script");
     }
-    if let Err(denied) = me.user.check(spec, &argv) {
-        let full = crate::commands::server::full_name(spec.name, &argv);
-        shared
-            .acl
-            .log_refusal(me, &argv, full, denied, crate::acl::LogContext::Lua);
+    if let Err(denied) = shared
+        .acl
+        .allows(me, spec, &argv, crate::acl::LogContext::Lua)
+    {
         return err(denied.script_error().as_bytes());
     }
     // As Redis 7.0: what may propagate (PUBLISH, PFCOUNT) counts as a

@@ -148,9 +148,10 @@ loadfile = nil
 dofile = nil
 print = nil
 -- Redis's read-only tables: assignments and unknown names are errors.
+local function refuse() error("Attempt to modify a readonly table", 2) end
 local function protect(t)
   return setmetatable(t, {
-    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+    __newindex = refuse,
     __index = function(_, n)
       error("Script attempted to access nonexistent global variable '" .. tostring(n) .. "'", 2)
     end,
@@ -162,7 +163,6 @@ end
 -- refuse to change a read-only table or its metatable.
 local ro = setmetatable({}, { __mode = "k" })
 local raw_setmetatable, raw_getmetatable, raw_rawset = setmetatable, getmetatable, rawset
-local function refuse() error("Attempt to modify a readonly table", 2) end
 local function view(t)
   local v = raw_setmetatable({}, { __index = t, __newindex = refuse })
   ro[v] = true

@@ -93,17 +93,22 @@ fn sub_name(name: &str, args: &[Bytes]) -> Option<String> {
 /// Whether the command `args` (of the container `name`, if it is one) is
 /// a subcommand Redis flags `denyoom`.
 pub fn sub_is_denyoom(name: &str, args: &[Bytes]) -> bool {
-    sub_name(name, args)
-        .and_then(|full| subcommands().get(&full))
-        .is_some_and(|s| s.denyoom)
+    described_sub(name, args).is_some_and(|(_, s)| s.denyoom)
 }
 
 /// Whether the command `args` (of the container `name`, if it is one) is
 /// a subcommand Redis flags `noscript`.
 pub fn sub_is_noscript(name: &str, args: &[Bytes]) -> bool {
-    sub_name(name, args)
-        .and_then(|full| subcommands().get(&full))
-        .is_some_and(|s| s.noscript)
+    described_sub(name, args).is_some_and(|(_, s)| s.noscript)
+}
+
+/// The subcommand Redis describes that `args` names (of the container
+/// `name`, if it is one), with its full name.
+fn described_sub(name: &str, args: &[Bytes]) -> Option<(&'static str, &'static Sub)> {
+    let full = sub_name(name, args)?;
+    subcommands()
+        .get_key_value(&full)
+        .map(|(k, s)| (k.as_str(), s))
 }
 
 /// Builds the subcommand table now (at start: parsing the descriptions
@@ -156,9 +161,7 @@ pub fn check_subcommand_arity(name: &str, args: &[Bytes], out: &mut BytesMut) ->
 /// The name CLIENT LIST shows for a command (Redis's `fullname`):
 /// `client|list` for a subcommand Redis describes, else the command's.
 pub fn full_name(name: &'static str, args: &[Bytes]) -> &'static str {
-    sub_name(name, args)
-        .and_then(|full| subcommands().get_key_value(&full))
-        .map_or(name, |(k, _)| k.as_str())
+    described_sub(name, args).map_or(name, |(full, _)| full)
 }
 
 /// The containers (commands with subcommands) Strata serves.
