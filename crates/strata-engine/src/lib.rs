@@ -75,7 +75,7 @@ pub use keyspace::observe::{KeyChange, KeyObserver};
 pub use keyspace::strings::{
     Current, ExpireUpdate, InRam, ItemState, Mutation, SetCond, SetOptions,
 };
-pub use keyspace::view::{KeysView, ValueRef};
+pub use keyspace::view::{ColdKeys, KeysView, ValueRef};
 pub use keyspace::watch::Watched;
 pub use keyspace::{ExpireCond, KeyInfo, LargestCollection, Location, TtlState};
 pub use log::journal::{FsyncPolicy, LogStatus};

@@ -149,13 +149,39 @@ impl Ctx<'_> {
         // While clients are blocked, writes report the lists and sorted
         // sets they filled, and serve those clients before replying.
         let track = self.shared.blocking.any_waiting();
-        let read = self
-            .engine()
-            .with_keys_needs(db, keys, needs, track, move |view| {
+        // First, with everything in RAM (the usual case), the closure
+        // writes its reply straight into the connection's output.
+        let mut f = Some(f);
+        let first = {
+            let out = &mut *self.out;
+            let mut now = Some(|view: &mut KeysView<'_>| {
+                if let Some(f) = f.take() {
+                    f(view, out, version);
+                }
+            });
+            self.shared
+                .engine
+                .try_keys_now(db, &keys, &needs, track, &mut now)
+        };
+        let cold = match first {
+            Ok(((), ready)) => {
+                if !ready.is_empty() {
+                    self.ready_sink().serve(db, ready);
+                }
+                return Outcome::Done;
+            }
+            Err(cold) => cold,
+        };
+        let f = f.map(|f| {
+            move |view: &mut KeysView<'_>| {
                 let mut out = BytesMut::new();
                 f(view, &mut out, version);
                 out
-            });
+            }
+        });
+        let read = self
+            .engine()
+            .with_keys_after(db, keys, needs, track, cold, f);
         let sink = self.ready_sink();
         self.reply_with(read, true, move |out, _, (reply, ready)| {
             out.extend_from_slice(&reply);

@@ -474,6 +474,9 @@ pub async fn serve(
             let _ = flush(&shared, &conn, &mut stream, &mut out, &mut backlog).await;
             return Served::Closed;
         }
+        if !out.is_empty() {
+            loops::end_of_turn().await;
+        }
         if flush_some(&shared, &stream, &mut out, &mut backlog).is_err() {
             return Served::Closed;
         }

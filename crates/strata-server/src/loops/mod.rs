@@ -31,6 +31,9 @@
 //!    script thread.
 //! 5. When the `Loops` is dropped (shutdown), the loops stop taking
 //!    connections, and each thread ends with its runtime.
+//! 6. A connection whose loop serves others sends a batch's replies at
+//!    the end of the loop's turn (`end_of_turn`), never holding them
+//!    longer: one yield, then the send.
 //!
 //! `server-runtime shared` keeps the earlier model instead: one
 //! work-stealing runtime of `threads` workers serves every connection
@@ -308,6 +311,31 @@ pub fn note_requests(n: usize) {
             p.slots[*i].requests.fetch_add(n as u64, Relaxed);
         }
     });
+}
+
+/// Whether the loop this runs on serves other connections too: a
+/// connection then sends its replies at the end of the loop's turn
+/// (`end_of_turn`).
+pub fn crowded() -> bool {
+    HERE.with_borrow(|h| {
+        h.as_ref()
+            .is_some_and(|(p, i)| p.slots[*i].conns.load(Relaxed) > 1)
+    })
+}
+
+/// Waits until the loop has run the other connections it has work for,
+/// when it serves several (`crowded`): replies then go out together, as
+/// Redis writes its clients' replies just before its event loop sleeps.
+/// A client woken by one reply finds the next ones ready, where replies
+/// sent one per connection batch woke it (an IPI on a VM) for each:
+/// `sock_def_readable` was 18% of the server's CPU under a pipelined
+/// LPUSH, against 6% for redis-server (BENCHMARKS.md).
+pub async fn end_of_turn() {
+    if crowded() {
+        // (tokio defers a yielded task's wake-up until the runtime has
+        // run the tasks it had and polled its reactor.)
+        tokio::task::yield_now().await;
+    }
 }
 
 /// At a connection's quiet point (invariant 2): the loop it should move

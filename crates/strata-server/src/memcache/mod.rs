@@ -235,6 +235,7 @@ async fn serve_requests(
         loops::note_requests(served);
         drain(&mut pending, &mut out).await;
         if !out.is_empty() {
+            loops::end_of_turn().await;
             if stream.write_all(&out).await.is_err() {
                 return Served::Closed;
             }

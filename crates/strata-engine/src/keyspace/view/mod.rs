@@ -31,6 +31,7 @@ mod stream;
 mod windows;
 
 pub(crate) use run::join_all;
+pub use run::ColdKeys;
 
 use crate::clock::now_secs;
 use crate::index::{Shard, Slot, Value};
@@ -67,6 +68,12 @@ pub struct KeysView<'a> {
     /// Small vectors: most commands name one or two keys.
     ids: SmallVec<[usize; 2]>,
     guards: SmallVec<[ShardGuard<'a>; 2]>,
+    /// Per declared key: its shard's position in `guards`, and where its
+    /// entry was last seen in that shard's map (a hint, checked by a key
+    /// compare before use; `usize::MAX` for none). A command reaches its
+    /// key a few times (the cold check, the closure, `finish`): one hash
+    /// and one probe, not one per step.
+    at: SmallVec<[(usize, usize); 2]>,
     /// Changes of several keys are one group: taken before `guards`,
     /// released after them (fields drop in declaration order).
     pub(super) _group: crate::log::journal::groups::GroupGuard<'a>,
@@ -111,18 +118,58 @@ impl<'a> KeysView<'a> {
         }
     }
 
+    /// Which declared key `key` is: the same bytes (a clone of the
+    /// declared `Bytes`, as handlers pass) or equal ones.
+    fn declared(&self, key: &[u8]) -> Option<usize> {
+        let same = |k: &Bytes| k.as_ptr() == key.as_ptr() && k.len() == key.len();
+        self.keys
+            .iter()
+            .position(same)
+            .or_else(|| self.keys.iter().position(|k| &k[..] == key))
+    }
+
     /// The shard of `key` if it was declared (invariant 3).
     fn shard(&mut self, key: &[u8]) -> Option<&mut Shard> {
-        let id = self.inner.shard_index(key);
-        let pos = self.ids.binary_search(&id).ok()?;
+        let pos = match self.declared(key) {
+            Some(d) => self.at[d].0,
+            None => {
+                let id = self.inner.shard_index(key);
+                self.ids.binary_search(&id).ok()?
+            }
+        };
         self.guards.get_mut(pos).map(|g| &mut **g)
+    }
+
+    /// Index of the entry of `key`, live or not: through the declared
+    /// key's hint, which it refreshes.
+    fn index_of(&mut self, key: &[u8]) -> Option<usize> {
+        let db = self.db;
+        let d = self.declared(key);
+        let (pos, hint) = match d {
+            Some(d) => self.at[d],
+            None => {
+                let id = self.inner.shard_index(key);
+                (self.ids.binary_search(&id).ok()?, usize::MAX)
+            }
+        };
+        let map = &self.guards.get(pos)?.dbs[db];
+        let idx = map.get_index_of_from(hint, key)?;
+        if let Some(d) = d {
+            self.at[d].1 = idx;
+        }
+        Some(idx)
     }
 
     /// Index of the live entry of `key`, removing it if expired.
     fn live(&mut self, key: &[u8]) -> Option<usize> {
         let (inner, db) = (self.inner, self.db);
+        let idx = self.index_of(key)?;
         let sh = self.shard(key)?;
-        inner.live_index(sh, db, key)
+        if sh.dbs[db].at(idx).is_expired(crate::clock::now_ms()) {
+            inner.remove_index(sh, db, idx, true);
+            return None;
+        }
+        Some(idx)
     }
 
     /// The version of `key`'s value (it changes with every write), if the
@@ -419,10 +466,10 @@ impl<'a> KeysView<'a> {
         let touched = std::mem::take(&mut self.touched);
         let limits = self.limits;
         for t in touched {
-            let Some(sh) = self.shard(&t.key) else {
+            let Some(idx) = self.index_of(&t.key) else {
                 continue;
             };
-            let Some(idx) = sh.dbs[db].get_index_of(&t.key[..]) else {
+            let Some(sh) = self.shard(&t.key) else {
                 continue;
             };
             let mut old_len = t.old_len as u64;

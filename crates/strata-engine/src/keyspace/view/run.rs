@@ -92,20 +92,56 @@ impl Engine {
         let mut f = Some(f);
         match self.inner.try_with_keys(db, &keys, &needs, track, &mut f) {
             Ok(r) => Read::Ready(Ok(r)),
-            Err(targets) => {
-                let inner = self.inner.clone();
-                Read::Pending(Box::pin(async move {
-                    let mut targets = targets;
-                    loop {
-                        promote_all(&inner, targets).await?;
-                        match inner.try_with_keys(db, &keys, &needs, track, &mut f) {
-                            Ok(r) => return Ok(r),
-                            Err(t) => targets = t,
-                        }
-                    }
-                }))
-            }
+            Err(cold) => self.with_keys_after(db, keys, needs, track, cold, f),
         }
+    }
+
+    /// One attempt of `with_keys_needs` that waits for nothing: runs `f`
+    /// now (it need not be `'static`, so it may write straight into its
+    /// caller's buffers) if no declared key or needed part is cold; else
+    /// leaves `f` in place and returns what to fetch, for
+    /// `with_keys_after`.
+    pub fn try_keys_now<R, F>(
+        &self,
+        db: usize,
+        keys: &[Bytes],
+        needs: &[Need],
+        track: bool,
+        f: &mut Option<F>,
+    ) -> Result<(R, Vec<Bytes>), ColdKeys>
+    where
+        F: FnOnce(&mut KeysView<'_>) -> R,
+    {
+        self.inner.try_with_keys(db, keys, needs, track, f)
+    }
+
+    /// `with_keys_needs` after a first attempt found `cold`: fetches it,
+    /// then tries again (fetching again whatever went cold meanwhile).
+    pub fn with_keys_after<R, F>(
+        &self,
+        db: usize,
+        keys: Vec<Bytes>,
+        needs: Vec<Need>,
+        track: bool,
+        cold: ColdKeys,
+        f: Option<F>,
+    ) -> Read<Result<(R, Vec<Bytes>), EngineError>>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut KeysView<'_>) -> R + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let mut f = f;
+        Read::Pending(Box::pin(async move {
+            let mut targets = cold;
+            loop {
+                promote_all(&inner, targets).await?;
+                match inner.try_with_keys(db, &keys, &needs, track, &mut f) {
+                    Ok(r) => return Ok(r),
+                    Err(t) => targets = t,
+                }
+            }
+        }))
     }
 }
 
@@ -170,7 +206,7 @@ pub(crate) async fn join_all<T, Fut: std::future::Future<Output = T>>(
 
 /// The cold values and parts a `with_keys` attempt must fetch first.
 #[derive(Default)]
-pub(super) struct ColdKeys {
+pub struct ColdKeys {
     values: Vec<(FetchTarget, ValueType)>,
     parts: Vec<PartTarget>,
 }
@@ -189,18 +225,35 @@ impl Inner {
     where
         F: FnOnce(&mut KeysView<'_>) -> R,
     {
-        let mut ids: SmallVec<[usize; 2]> = keys.iter().map(|k| self.shard_index(k)).collect();
-        ids.sort_unstable();
-        ids.dedup();
+        // (Pushes, not `collect`: SmallVec's `Extend` costs ~100
+        // instructions a call, and most commands name one key.)
+        let mut ids: SmallVec<[usize; 2]> = SmallVec::new();
+        let mut at: SmallVec<[(usize, usize); 2]> = SmallVec::new();
+        for k in keys {
+            let id = self.shard_index(k);
+            ids.push(id);
+            at.push((id, usize::MAX));
+        }
+        if ids.len() > 1 {
+            ids.sort_unstable();
+            ids.dedup();
+        }
+        for a in at.iter_mut() {
+            a.0 = ids.binary_search(&a.0).unwrap_or(0);
+        }
         // Taken before the shards (groups invariant 1).
         let group = self.group_of(keys);
-        let guards = ids.iter().map(|&i| self.shards[i].lock()).collect();
+        let mut guards = SmallVec::new();
+        for &i in &ids {
+            guards.push(self.shards[i].lock());
+        }
         let mut view = KeysView {
             inner: self,
             db,
             keys,
             ids,
             guards,
+            at,
             _group: group,
             touched: SmallVec::new(),
             limits: self.tun.encoding_limits(),
@@ -209,10 +262,11 @@ impl Inner {
         let now = now_ms();
         let mut cold = ColdKeys::default();
         for (i, k) in keys.iter().enumerate() {
-            let Some(sh) = view.shard(k) else { continue };
-            let Some(e) = sh.dbs[db].get_mut(&k[..]) else {
+            let Some(idx) = view.index_of(k) else {
                 continue;
             };
+            let Some(sh) = view.shard(k) else { continue };
+            let e = sh.dbs[db].at_mut(idx);
             if e.is_expired(now) {
                 continue;
             }

@@ -85,23 +85,21 @@ fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> O
         vec![key.clone()],
         vec![end(left, 1)],
         move |view, out, _| {
-            match get(view, &key) {
+            // (A write's lookup: no keyspace hit or miss, as Redis's
+            // lookupKeyWrite.)
+            let l = match get_mut(view, &key, !only_existing) {
                 Err(e) => return reply::engine(out, &e),
-                Ok(None) if only_existing => return write_integer(out, 0),
-                Ok(_) => {}
-            }
-            let mut len = 0;
-            if let Ok(Some(l)) = get_mut(view, &key, true) {
-                for e in &elems {
-                    if left {
-                        l.push_front(e[..].into());
-                    } else {
-                        l.push_back(e[..].into());
-                    }
+                Ok(None) => return write_integer(out, 0),
+                Ok(Some(l)) => l,
+            };
+            for e in &elems {
+                if left {
+                    l.push_front(e[..].into());
+                } else {
+                    l.push_back(e[..].into());
                 }
-                len = l.len();
             }
-            write_integer(out, len as i64);
+            write_integer(out, l.len() as i64);
         },
     )
 }
