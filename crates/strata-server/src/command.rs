@@ -132,6 +132,18 @@ impl Ctx<'_> {
         self.with_keys_needs(keys, Vec::new(), f)
     }
 
+    /// As `with_keys` for one key (no vectors unless it must be fetched
+    /// first).
+    pub fn with_key<F>(&mut self, key: Bytes, f: F) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
+        match self.keys_now(std::slice::from_ref(&key), &[], f) {
+            Ok(done) => done,
+            Err((cold, f)) => self.keys_later(vec![key], Vec::new(), cold, f),
+        }
+    }
+
     /// As `with_keys`, where `needs[i]` names the elements the closure
     /// touches of `keys[i]` (`Engine::with_keys_needs`): of a chunked
     /// collection only the parts holding them are loaded.
@@ -144,13 +156,29 @@ impl Ctx<'_> {
     where
         F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
     {
+        match self.keys_now(&keys, &needs, f) {
+            Ok(done) => done,
+            Err((cold, f)) => self.keys_later(keys, needs, cold, f),
+        }
+    }
+
+    /// The first attempt of `with_keys_needs`: with everything in RAM (the
+    /// usual case) the closure runs now and writes its reply straight into
+    /// the connection's output; else `f` comes back with what to fetch.
+    fn keys_now<F>(
+        &mut self,
+        keys: &[Bytes],
+        needs: &[strata_engine::Need],
+        f: F,
+    ) -> Result<Outcome, (strata_engine::ColdKeys, F)>
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version),
+    {
         let version = self.version();
         let db = self.db();
         // While clients are blocked, writes report the lists and sorted
         // sets they filled, and serve those clients before replying.
         let track = self.shared.blocking.any_waiting();
-        // First, with everything in RAM (the usual case), the closure
-        // writes its reply straight into the connection's output.
         let mut f = Some(f);
         let first = {
             let out = &mut *self.out;
@@ -161,27 +189,44 @@ impl Ctx<'_> {
             });
             self.shared
                 .engine
-                .try_keys_now(db, &keys, &needs, track, &mut now)
+                .try_keys_now(db, keys, needs, track, &mut now)
         };
-        let cold = match first {
-            Ok(((), ready)) => {
+        match (first, f) {
+            (Err(cold), Some(f)) => Err((cold, f)),
+            (Ok(((), ready)), _) => {
                 if !ready.is_empty() {
                     self.ready_sink().serve(db, ready);
                 }
-                return Outcome::Done;
+                Ok(Outcome::Done)
             }
-            Err(cold) => cold,
+            // (Not reached: `f` is taken only when it runs.)
+            (Err(_), None) => Ok(Outcome::Done),
+        }
+    }
+
+    /// `with_keys_needs` after `keys_now` found `cold`: the reply is built
+    /// apart and sent in order once the fetches are done.
+    fn keys_later<F>(
+        &mut self,
+        keys: Vec<Bytes>,
+        needs: Vec<strata_engine::Need>,
+        cold: strata_engine::ColdKeys,
+        f: F,
+    ) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
+        let version = self.version();
+        let db = self.db();
+        let track = self.shared.blocking.any_waiting();
+        let f = move |view: &mut KeysView<'_>| {
+            let mut out = BytesMut::new();
+            f(view, &mut out, version);
+            out
         };
-        let f = f.map(|f| {
-            move |view: &mut KeysView<'_>| {
-                let mut out = BytesMut::new();
-                f(view, &mut out, version);
-                out
-            }
-        });
         let read = self
             .engine()
-            .with_keys_after(db, keys, needs, track, cold, f);
+            .with_keys_after(db, keys, needs, track, cold, Some(f));
         let sink = self.ready_sink();
         self.reply_with(read, true, move |out, _, (reply, ready)| {
             out.extend_from_slice(&reply);
@@ -209,7 +254,11 @@ impl Ctx<'_> {
     where
         F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
     {
-        self.with_keys_needs(vec![key], vec![need], f)
+        // (No vectors unless the key must be fetched first.)
+        match self.keys_now(std::slice::from_ref(&key), std::slice::from_ref(&need), f) {
+            Ok(done) => done,
+            Err((cold, f)) => self.keys_later(vec![key], vec![need], cold, f),
+        }
     }
 }
 

@@ -368,11 +368,9 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// DUMP key: the value in Redis's serialization format (`crate::rdb`).
 pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
-        match view.get(&key) {
-            Some(val) => write_bulk(out, &crate::rdb::dump(val)),
-            None => write_null(out, v),
-        }
+    ctx.with_key(key.clone(), move |view, out, v| match view.get(&key) {
+        Some(val) => write_bulk(out, &crate::rdb::dump(val)),
+        None => write_null(out, v),
     })
 }
 
@@ -423,7 +421,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         j += 1;
     }
     let (key, ttl, payload) = (args[1].clone(), args[2].clone(), args[3].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key(key.clone(), move |view, out, _| {
         if !replace && view.vtype(&key).is_some() {
             reply::error(out, "BUSYKEY Target key name already exists.");
             return;

@@ -320,14 +320,17 @@ pub fn check_subcommand(
 
 /// Finds a command by name, case-insensitively, without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    static INDEX: OnceLock<HashMap<&'static str, &'static CommandSpec>> = OnceLock::new();
-    let index = INDEX.get_or_init(|| COMMANDS.iter().map(|c| (c.name, c)).collect());
+    // (foldhash, not SipHash: every request looks its command up; the
+    // names are ASCII, so no UTF-8 check is needed.)
+    type Index = HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>;
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    let index = INDEX.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect());
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
     }
-    index.get(std::str::from_utf8(lower).ok()?).copied()
+    index.get(&lower[..]).copied()
 }
 
 #[cfg(test)]

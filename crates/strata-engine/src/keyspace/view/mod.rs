@@ -128,21 +128,30 @@ impl<'a> KeysView<'a> {
             .or_else(|| self.keys.iter().position(|k| &k[..] == key))
     }
 
+    /// The position among `guards` of `key`'s shard, if it is held
+    /// (invariant 3).
+    fn pos(&self, key: &[u8]) -> Option<usize> {
+        match self.declared(key) {
+            Some(d) => Some(self.at[d].0),
+            None => self.ids.binary_search(&self.inner.shard_index(key)).ok(),
+        }
+    }
+
     /// The shard of `key` if it was declared (invariant 3).
     fn shard(&mut self, key: &[u8]) -> Option<&mut Shard> {
-        let pos = match self.declared(key) {
-            Some(d) => self.at[d].0,
-            None => {
-                let id = self.inner.shard_index(key);
-                self.ids.binary_search(&id).ok()?
-            }
-        };
+        let pos = self.pos(key)?;
         self.guards.get_mut(pos).map(|g| &mut **g)
     }
 
-    /// Index of the entry of `key`, live or not: through the declared
+    /// The held shard at `pos` (from `pos`, `index_at` or `live_at`).
+    fn guard(&mut self, pos: usize) -> &mut Shard {
+        &mut self.guards[pos]
+    }
+
+    /// Where the entry of `key` is, live or not: its shard's position
+    /// among `guards` and its index there, found through the declared
     /// key's hint, which it refreshes.
-    fn index_of(&mut self, key: &[u8]) -> Option<usize> {
+    fn index_at(&mut self, key: &[u8]) -> Option<(usize, usize)> {
         let db = self.db;
         let d = self.declared(key);
         let (pos, hint) = match d {
@@ -157,19 +166,24 @@ impl<'a> KeysView<'a> {
         if let Some(d) = d {
             self.at[d].1 = idx;
         }
-        Some(idx)
+        Some((pos, idx))
     }
 
-    /// Index of the live entry of `key`, removing it if expired.
-    fn live(&mut self, key: &[u8]) -> Option<usize> {
+    /// As `index_at`, for a live entry (an expired one is removed).
+    fn live_at(&mut self, key: &[u8]) -> Option<(usize, usize)> {
         let (inner, db) = (self.inner, self.db);
-        let idx = self.index_of(key)?;
-        let sh = self.shard(key)?;
+        let (pos, idx) = self.index_at(key)?;
+        let sh = self.guard(pos);
         if sh.dbs[db].at(idx).is_expired(crate::clock::now_ms()) {
             inner.remove_index(sh, db, idx, true);
             return None;
         }
-        Some(idx)
+        Some((pos, idx))
+    }
+
+    /// Index of the live entry of `key`, removing it if expired.
+    fn live(&mut self, key: &[u8]) -> Option<usize> {
+        self.live_at(key).map(|(_, i)| i)
     }
 
     /// The version of `key`'s value (it changes with every write), if the
@@ -192,14 +206,13 @@ impl<'a> KeysView<'a> {
     /// The value of `key` (counted as a keyspace hit or miss).
     pub fn get(&mut self, key: &[u8]) -> Option<ValueRef<'_>> {
         let inner = self.inner;
-        let Some(i) = self.live(key) else {
+        let Some((pos, i)) = self.live_at(key) else {
             Stats::inc(&inner.stats.keyspace_misses);
             return None;
         };
         Stats::inc(&inner.stats.keyspace_hits);
         let db = self.db;
-        let sh = self.shard(key)?;
-        let e = sh.dbs[db].at_mut(i);
+        let e = self.guard(pos).dbs[db].at_mut(i);
         if crate::tiering::access::touches() {
             crate::tiering::access::touch(e, now_secs(), inner.tun.lfu());
         }
@@ -251,30 +264,30 @@ impl<'a> KeysView<'a> {
         create: bool,
     ) -> Result<Option<&mut Collection>, EngineError> {
         let (inner, db) = (self.inner, self.db);
-        let idx = match self.live(key) {
-            Some(i) => {
-                let sh = self.shard(key).ok_or(EngineError::WrongType)?;
-                if sh.dbs[db].at(i).value_type() != t {
+        let (pos, idx) = match self.live_at(key) {
+            Some((pos, i)) => {
+                if self.guard(pos).dbs[db].at(i).value_type() != t {
                     return Err(EngineError::WrongType);
                 }
-                i
+                (pos, i)
             }
             None if create => {
                 let Some(c) = Collection::new(t) else {
                     return Err(EngineError::WrongType);
                 };
-                let Some(sh) = self.shard(key) else {
+                let Some(pos) = self.pos(key) else {
                     return Ok(None);
                 };
+                let sh = self.guard(pos);
                 match inner.store_value(sh, db, key, None, Value::Coll(Box::new(c)), 0, 0) {
-                    Some(i) => i,
+                    Some(i) => (pos, i),
                     None => return Ok(None),
                 }
             }
             None => return Ok(None),
         };
         if !self.touched.iter().any(|t| &t.key[..] == key) {
-            let sh = self.shard(key).ok_or(EngineError::WrongType)?;
+            let sh = self.guard(pos);
             let e = &sh.dbs[db].at(idx);
             let old_len = e.hot_bytes();
             let out = matches!(e.slot, Slot::Chunked(_));
@@ -292,8 +305,7 @@ impl<'a> KeysView<'a> {
                 quiet: false,
             });
         }
-        let sh = self.shard(key).ok_or(EngineError::WrongType)?;
-        match &mut sh.dbs[db].at_mut(idx).slot {
+        match &mut self.guard(pos).dbs[db].at_mut(idx).slot {
             Slot::Hot(h) => match &mut h.value {
                 Value::Coll(c) => Ok(Some(c)),
                 Value::Str(_) => Err(EngineError::WrongType),
@@ -466,43 +478,42 @@ impl<'a> KeysView<'a> {
         let touched = std::mem::take(&mut self.touched);
         let limits = self.limits;
         for t in touched {
-            let Some(idx) = self.index_of(&t.key) else {
+            let Some((pos, idx)) = self.index_at(&t.key) else {
                 continue;
             };
-            let Some(sh) = self.shard(&t.key) else {
-                continue;
-            };
+            let sh = &mut *self.guards[pos];
+            // (One entry reference for every step below: each `at` costs a
+            // segment lookup and a cell decode.)
+            let e = sh.dbs[db].at_mut(idx);
             let mut old_len = t.old_len as u64;
             if t.out {
                 // Counted in again as it is now; from here on a plain delta.
-                let e = &sh.dbs[db].at(idx);
                 sh.acct.add(&e.slot, e.value_len, e.vtype);
                 old_len = e.hot_bytes() as u64;
             }
             // Records a list's popped or trimmed parts gave up.
-            if let Slot::Chunked(c) = &mut sh.dbs[db].at_mut(idx).slot {
+            if let Slot::Chunked(c) = &mut e.slot {
                 if let Some(d) = c.dir_mut() {
                     for loc in d.take_dropped_refs() {
                         inner.release_flash(loc);
                     }
                 }
             }
-            let empty = match &sh.dbs[db].at(idx).slot {
+            let empty = match &e.slot {
                 Slot::Hot(h) => matches!(&h.value, Value::Coll(c) if c.is_empty()),
                 Slot::Chunked(c) => c.is_empty(),
                 Slot::Cold(_) => false,
             };
             if empty {
                 // Count the shrunk length out, as removal counts it in.
-                let new_len = sh.dbs[db].at(idx).hot_bytes() as u64;
+                let new_len = e.hot_bytes() as u64;
                 sh.acct.hot_bytes = sh.acct.hot_bytes + new_len - old_len;
                 sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len - old_len;
                 inner.remove_index(sh, db, idx, false);
                 continue;
             }
-            let t_ready = sh.dbs[db].at(idx).value_type();
+            let t_ready = e.value_type();
             let version = inner.next_seq();
-            let e = sh.dbs[db].at_mut(idx);
             let mut released = None;
             let mut new_refs = Vec::new();
             match &mut e.slot {
@@ -546,9 +557,8 @@ impl<'a> KeysView<'a> {
             }
             // A big hash or set past `CHUNKED_AT` becomes chunked (one way):
             // from now on a change writes only the parts it touched.
-            let e = sh.dbs[db].at_mut(idx);
-            if matches!(&e.slot, Slot::Hot(h) if matches!(&h.value, Value::Coll(c) if c.wants_chunks()))
-            {
+            let chunk = matches!(&e.slot, Slot::Hot(h) if matches!(&h.value, Value::Coll(c) if c.wants_chunks()));
+            if chunk {
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);
                 if let Slot::Hot(h) = std::mem::replace(&mut e.slot, Slot::Cold(NO_LOC)) {
                     e.slot = inner.new_slot(h.value);

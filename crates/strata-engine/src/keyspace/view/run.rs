@@ -262,11 +262,10 @@ impl Inner {
         let now = now_ms();
         let mut cold = ColdKeys::default();
         for (i, k) in keys.iter().enumerate() {
-            let Some(idx) = view.index_of(k) else {
+            let Some((pos, idx)) = view.index_at(k) else {
                 continue;
             };
-            let Some(sh) = view.shard(k) else { continue };
-            let e = sh.dbs[db].at_mut(idx);
+            let e = view.guard(pos).dbs[db].at_mut(idx);
             if e.is_expired(now) {
                 continue;
             }

@@ -68,40 +68,34 @@ fn read(
     f: impl FnOnce(Option<&List>, &mut BytesMut, Version) + Send + 'static,
 ) -> Outcome {
     let key = key.clone();
-    ctx.with_keys_needs(
-        vec![key.clone()],
-        vec![need],
-        move |view, out, v| match get(view, &key) {
+    ctx.with_key_need(key.clone(), need, move |view, out, v| {
+        match get(view, &key) {
             Ok(l) => f(l, out, v),
             Err(e) => reply::engine(out, &e),
-        },
-    )
+        }
+    })
 }
 
 fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, only_existing: bool) -> Outcome {
     let key = args[1].clone();
     let elems: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_keys_needs(
-        vec![key.clone()],
-        vec![end(left, 1)],
-        move |view, out, _| {
-            // (A write's lookup: no keyspace hit or miss, as Redis's
-            // lookupKeyWrite.)
-            let l = match get_mut(view, &key, !only_existing) {
-                Err(e) => return reply::engine(out, &e),
-                Ok(None) => return write_integer(out, 0),
-                Ok(Some(l)) => l,
-            };
-            for e in &elems {
-                if left {
-                    l.push_front(e[..].into());
-                } else {
-                    l.push_back(e[..].into());
-                }
+    ctx.with_key_need(key.clone(), end(left, 1), move |view, out, _| {
+        // (A write's lookup: no keyspace hit or miss, as Redis's
+        // lookupKeyWrite.)
+        let l = match get_mut(view, &key, !only_existing) {
+            Err(e) => return reply::engine(out, &e),
+            Ok(None) => return write_integer(out, 0),
+            Ok(Some(l)) => l,
+        };
+        for e in &elems {
+            if left {
+                l.push_front(e[..].into());
+            } else {
+                l.push_back(e[..].into());
             }
-            write_integer(out, l.len() as i64);
-        },
-    )
+        }
+        write_integer(out, l.len() as i64);
+    })
 }
 
 pub fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -132,7 +126,7 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool, name: &str) -> Outcome {
     };
     let key = args[1].clone();
     let need = end(left, count.unwrap_or(1));
-    ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, v| {
+    ctx.with_key_need(key.clone(), need, move |view, out, v| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => {
@@ -312,7 +306,7 @@ pub fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (key, index, elem) = (args[1].clone(), args[2].clone(), args[3].clone());
     let need = index_need(&index);
-    ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, _| {
+    ctx.with_key_need(key.clone(), need, move |view, out, _| {
         let len = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return reply::error(out, reply::NO_SUCH_KEY),
@@ -341,7 +335,7 @@ pub fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     let (key, pivot, elem) = (args[1].clone(), args[3].clone(), args[4].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key(key.clone(), move |view, out, _| {
         let at = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_integer(out, 0),
@@ -365,7 +359,7 @@ pub fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     };
     let (key, elem) = (args[1].clone(), args[3].clone());
-    ctx.with_keys(vec![key.clone()], move |view, out, _| {
+    ctx.with_key(key.clone(), move |view, out, _| {
         let total = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_integer(out, 0),
@@ -406,7 +400,7 @@ pub fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     // Only the parts where the kept range begins and ends change.
     let need = at(&[(start, start), (end, end)]);
-    ctx.with_keys_needs(vec![key.clone()], vec![need], move |view, out, _| {
+    ctx.with_key_need(key.clone(), need, move |view, out, _| {
         let len = match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(None) => return write_simple(out, b"OK"),

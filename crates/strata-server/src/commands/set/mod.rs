@@ -62,11 +62,9 @@ fn read(
     f: impl FnOnce(Option<&Set>, &mut BytesMut, Version) + Send + 'static,
 ) -> Outcome {
     let key = key.clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
-        match get(view, &key) {
-            Ok(s) => f(s, out, v),
-            Err(e) => reply::engine(out, &e),
-        }
+    ctx.with_key(key.clone(), move |view, out, v| match get(view, &key) {
+        Ok(s) => f(s, out, v),
+        Err(e) => reply::engine(out, &e),
     })
 }
 

@@ -66,11 +66,9 @@ pub(crate) fn read(
     f: impl FnOnce(Option<&ZSet>, &mut BytesMut, Version) + Send + 'static,
 ) -> Outcome {
     let key = key.clone();
-    ctx.with_keys(vec![key.clone()], move |view, out, v| {
-        match get(view, &key) {
-            Ok(z) => f(z, out, v),
-            Err(e) => reply::engine(out, &e),
-        }
+    ctx.with_key(key.clone(), move |view, out, v| match get(view, &key) {
+        Ok(z) => f(z, out, v),
+        Err(e) => reply::engine(out, &e),
     })
 }
 
