@@ -82,6 +82,7 @@ pub use log::journal::{FsyncPolicy, LogStatus};
 pub use log::persistence::{PersistInfo, ShutdownSave};
 pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
+pub use stats::WriteLookups;
 pub use tiering::access::NoTouch;
 pub use tiering::evict::{Admission, OomCause};
 pub use tiering::fetch::Read;

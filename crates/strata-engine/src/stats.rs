@@ -362,3 +362,32 @@ mod tests {
         assert_eq!(g.get(), 0);
     }
 }
+
+thread_local! {
+    /// Lookups on this thread are a write command's (`WriteLookups`).
+    static WRITE_LOOKUPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Makes the lookups of collections on this thread count no keyspace hit
+/// or miss until dropped: a write command's, as Redis's `lookupKeyWrite`
+/// counts none (LPUSH, SADD, HSET, ZADD ... leave `keyspace_hits` and
+/// `keyspace_misses` alone; the dispatcher enters it for them).
+pub struct WriteLookups(bool);
+
+impl WriteLookups {
+    pub fn enter() -> WriteLookups {
+        WriteLookups(WRITE_LOOKUPS.with(|t| t.replace(true)))
+    }
+
+    /// Whether this thread is in a write command's lookups.
+    pub fn active() -> bool {
+        WRITE_LOOKUPS.with(std::cell::Cell::get)
+    }
+}
+
+impl Drop for WriteLookups {
+    fn drop(&mut self) {
+        let prev = self.0;
+        WRITE_LOOKUPS.with(|t| t.set(prev));
+    }
+}

@@ -219,7 +219,11 @@ impl Ctx<'_> {
         let version = self.version();
         let db = self.db();
         let track = self.shared.blocking.any_waiting();
+        // The closure runs later, past the dispatcher's guards: a write's
+        // lookups still count no keyspace hit or miss.
+        let write = strata_engine::WriteLookups::active();
         let f = move |view: &mut KeysView<'_>| {
+            let _write = write.then(strata_engine::WriteLookups::enter);
             let mut out = BytesMut::new();
             f(view, &mut out, version);
             out

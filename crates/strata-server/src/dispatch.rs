@@ -79,6 +79,11 @@ pub fn execute(
         // CLIENT NO-TOUCH: reads leave access times alone (TOUCH not).
         let _no_touch =
             (ctx.conn.no_touch && spec.name != "touch").then(strata_engine::NoTouch::enter);
+        // A write's lookups count no keyspace hit or miss, as Redis's
+        // lookupKeyWrite (its sources' lookups do, for a command that
+        // reads them with lookupKeyRead).
+        let _write_lookups = (spec.has_flag("write") && !reads_sources(spec.name))
+            .then(strata_engine::WriteLookups::enter);
         (spec.handler)(&mut ctx, args)
     };
     let outcome = match (outcome, running) {
@@ -201,4 +206,27 @@ pub fn acl_allows(
     let full = crate::commands::server::full_name(spec.name, args);
     reply::error(target, &denied.error(full));
     false
+}
+
+/// Write commands whose source keys Redis looks up with `lookupKeyRead`,
+/// counting keyspace hits and misses (their destination is not looked up,
+/// or with `lookupKeyWrite`).
+fn reads_sources(name: &str) -> bool {
+    matches!(
+        name,
+        "sinterstore"
+            | "sunionstore"
+            | "sdiffstore"
+            | "zunionstore"
+            | "zinterstore"
+            | "zdiffstore"
+            | "zrangestore"
+            | "sort"
+            | "copy"
+            | "georadius"
+            | "georadiusbymember"
+            | "geosearchstore"
+            | "bitop"
+            | "pfmerge"
+    )
 }

@@ -582,7 +582,8 @@ fn slowlog_logs_replies_that_come_later() {
     r.w("DEBUG SLEEP 0.2", "+OK\r\n");
     r.w("SLOWLOG LEN", ":1\r\n");
     let e = array(array(r.cmd("SLOWLOG GET 1"))[0].clone());
-    assert!(int(&e[2]) >= 200_000, "{} µs", int(&e[2]));
+    // (Timed by the TSC through quanta's calibration: a little under.)
+    assert!(int(&e[2]) >= 195_000, "{} µs", int(&e[2]));
     let args: Vec<String> = array(e[3].clone()).iter().map(bulk).collect();
     assert_eq!(args, ["DEBUG", "SLEEP", "0.2"]);
     assert_eq!(bulk(&e[5]), "sleeper");
@@ -766,7 +767,9 @@ fn latency_monitor_samples_slow_commands() {
     assert_eq!(bulk(&ev[0]), "command");
     assert!((now_secs() - int(&ev[1])).abs() <= 2);
     let ms = int(&ev[2]);
-    assert!((200..1000).contains(&ms), "{ms}");
+    // (Commands are timed by the TSC, scaled by quanta's calibration: a
+    // 200 ms sleep was once measured as 199 ms.)
+    assert!((195..1000).contains(&ms), "{ms}");
     assert_eq!(int(&ev[3]), ms);
     let history = array(r.cmd("LATENCY HISTORY command"));
     assert_eq!(history.len(), 1);

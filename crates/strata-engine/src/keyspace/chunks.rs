@@ -196,12 +196,22 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
             Some(z) => zset_score_parts(z, *min, *max, *members),
             None => SmallVec::new(),
         },
-        Need::Indexes(ranges) => ranges
-            .iter()
-            .filter_map(|&(a, b)| clamp_indexes(a, b, d.len()))
-            .filter_map(|(a, b)| Some(d.part_at(a)?..=d.part_at(b)?))
-            .flatten()
-            .collect(),
+        // (Pushes, not `collect`: every push or pop of a chunked list
+        // comes here.)
+        Need::Indexes(ranges) => {
+            let mut v = SmallVec::new();
+            for &(a, b) in ranges {
+                let Some((a, b)) = clamp_indexes(a, b, d.len()) else {
+                    continue;
+                };
+                if let (Some(pa), Some(pb)) = (d.part_at(a), d.part_at(b)) {
+                    for i in pa..=pb {
+                        v.push(i);
+                    }
+                }
+            }
+            v
+        }
     };
     v.sort_unstable();
     v.dedup();

@@ -249,6 +249,18 @@ impl Engine {
         }
     }
 
+    /// Counts one lookup of a read command as a keyspace hit or miss, for
+    /// the commands whose engine calls count nothing themselves (EXISTS,
+    /// TYPE, TTL, STRLEN, OBJECT ..., which Redis looks up with
+    /// `lookupKeyRead`).
+    pub fn count_lookup(&self, hit: bool) {
+        if hit {
+            Stats::inc(&self.inner.stats.keyspace_hits);
+        } else {
+            Stats::inc(&self.inner.stats.keyspace_misses);
+        }
+    }
+
     pub fn exists(&self, db: usize, key: &[u8]) -> bool {
         self.inner.with_live(db, key, |_, _| ()).is_some()
     }

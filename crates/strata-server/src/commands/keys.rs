@@ -33,20 +33,30 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (db, engine) = (ctx.db(), ctx.engine().clone());
-    let n = count_keys(ctx, &args[1..], |k| engine.exists(db, k));
+    let n = count_keys(ctx, &args[1..], |k| {
+        let found = engine.exists(db, k);
+        engine.count_lookup(found);
+        found
+    });
     write_integer(ctx.out, n);
     Outcome::Done
 }
 
 pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (db, engine) = (ctx.db(), ctx.engine().clone());
-    let n = count_keys(ctx, &args[1..], |k| engine.touch(db, k));
+    let n = count_keys(ctx, &args[1..], |k| {
+        let found = engine.touch(db, k);
+        engine.count_lookup(found);
+        found
+    });
     write_integer(ctx.out, n);
     Outcome::Done
 }
 
 pub fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let t = match ctx.engine().key_info(ctx.db(), &args[1]) {
+    let info = ctx.engine().key_info(ctx.db(), &args[1]);
+    ctx.engine().count_lookup(info.is_some());
+    let t = match info {
         Some(i) => i.vtype.name(),
         None => "none",
     };
@@ -234,7 +244,10 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         .engine()
         .copy(ctx.db(), &args[1], dst_db, &args[2], replace);
     let (sink, dst) = (ctx.ready_sink(), args[2].clone());
+    let engine = ctx.engine().clone();
     ctx.reply_with(read, true, move |out, _, r| {
+        // Redis reads the source with lookupKeyRead: a hit or a miss.
+        engine.count_lookup(r.is_some());
         let copied = matches!(r, Some(true));
         if copied {
             serve_blocked(&sink, dst_db, dst);
@@ -334,7 +347,10 @@ pub fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// TTL family: -2 missing, -1 no TTL, else the value `f` derives.
 fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], f: impl Fn(u64) -> i64) -> Outcome {
-    let n = match ctx.engine().ttl(ctx.db(), key) {
+    let state = ctx.engine().ttl(ctx.db(), key);
+    ctx.engine()
+        .count_lookup(!matches!(state, TtlState::Missing));
+    let n = match state {
         TtlState::Missing => -2,
         TtlState::NoTtl => -1,
         TtlState::At(at) => f(at),

@@ -21,11 +21,13 @@
 //! 3. Only declared keys are reachable; any other key reads as missing.
 //!
 //! Rooms: this file is the view a closure gets (`KeysView`) and what it does
-//! to the entries it changes; `run` is `with_keys`: fetching what is cold,
+//! to the entries it changes; `lookup` how it finds a declared key's entry;
+//! `run` is `with_keys`: fetching what is cold,
 //! locking, running the closure, retrying; `stream` a whole read of one
 //! chunked collection a batch of parts at a time; `windows` a read of
 //! several hashes or sets by windows of the element hash.
 
+mod lookup;
 mod run;
 mod stream;
 mod windows;
@@ -34,7 +36,7 @@ pub(crate) use run::join_all;
 pub use run::ColdKeys;
 
 use crate::clock::now_secs;
-use crate::index::{Shard, Slot, Value};
+use crate::index::{Slot, Value};
 use crate::keyspace::exclusive::ShardGuard;
 use crate::stats::Stats;
 use crate::types::{Collection, EncodingLimits, ValueType};
@@ -118,74 +120,6 @@ impl<'a> KeysView<'a> {
         }
     }
 
-    /// Which declared key `key` is: the same bytes (a clone of the
-    /// declared `Bytes`, as handlers pass) or equal ones.
-    fn declared(&self, key: &[u8]) -> Option<usize> {
-        let same = |k: &Bytes| k.as_ptr() == key.as_ptr() && k.len() == key.len();
-        self.keys
-            .iter()
-            .position(same)
-            .or_else(|| self.keys.iter().position(|k| &k[..] == key))
-    }
-
-    /// The position among `guards` of `key`'s shard, if it is held
-    /// (invariant 3).
-    fn pos(&self, key: &[u8]) -> Option<usize> {
-        match self.declared(key) {
-            Some(d) => Some(self.at[d].0),
-            None => self.ids.binary_search(&self.inner.shard_index(key)).ok(),
-        }
-    }
-
-    /// The shard of `key` if it was declared (invariant 3).
-    fn shard(&mut self, key: &[u8]) -> Option<&mut Shard> {
-        let pos = self.pos(key)?;
-        self.guards.get_mut(pos).map(|g| &mut **g)
-    }
-
-    /// The held shard at `pos` (from `pos`, `index_at` or `live_at`).
-    fn guard(&mut self, pos: usize) -> &mut Shard {
-        &mut self.guards[pos]
-    }
-
-    /// Where the entry of `key` is, live or not: its shard's position
-    /// among `guards` and its index there, found through the declared
-    /// key's hint, which it refreshes.
-    fn index_at(&mut self, key: &[u8]) -> Option<(usize, usize)> {
-        let db = self.db;
-        let d = self.declared(key);
-        let (pos, hint) = match d {
-            Some(d) => self.at[d],
-            None => {
-                let id = self.inner.shard_index(key);
-                (self.ids.binary_search(&id).ok()?, usize::MAX)
-            }
-        };
-        let map = &self.guards.get(pos)?.dbs[db];
-        let idx = map.get_index_of_from(hint, key)?;
-        if let Some(d) = d {
-            self.at[d].1 = idx;
-        }
-        Some((pos, idx))
-    }
-
-    /// As `index_at`, for a live entry (an expired one is removed).
-    fn live_at(&mut self, key: &[u8]) -> Option<(usize, usize)> {
-        let (inner, db) = (self.inner, self.db);
-        let (pos, idx) = self.index_at(key)?;
-        let sh = self.guard(pos);
-        if sh.dbs[db].at(idx).is_expired(crate::clock::now_ms()) {
-            inner.remove_index(sh, db, idx, true);
-            return None;
-        }
-        Some((pos, idx))
-    }
-
-    /// Index of the live entry of `key`, removing it if expired.
-    fn live(&mut self, key: &[u8]) -> Option<usize> {
-        self.live_at(key).map(|(_, i)| i)
-    }
-
     /// The version of `key`'s value (it changes with every write), if the
     /// key exists.
     pub fn version(&mut self, key: &[u8]) -> Option<u64> {
@@ -206,11 +140,17 @@ impl<'a> KeysView<'a> {
     /// The value of `key` (counted as a keyspace hit or miss).
     pub fn get(&mut self, key: &[u8]) -> Option<ValueRef<'_>> {
         let inner = self.inner;
+        // (A write command's lookups count nothing: `WriteLookups`.)
+        let count = !crate::stats::WriteLookups::active();
         let Some((pos, i)) = self.live_at(key) else {
-            Stats::inc(&inner.stats.keyspace_misses);
+            if count {
+                Stats::inc(&inner.stats.keyspace_misses);
+            }
             return None;
         };
-        Stats::inc(&inner.stats.keyspace_hits);
+        if count {
+            Stats::inc(&inner.stats.keyspace_hits);
+        }
         let db = self.db;
         let e = self.guard(pos).dbs[db].at_mut(i);
         if crate::tiering::access::touches() {

@@ -136,7 +136,7 @@ fn window_end(ends: &[Vec<(u64, usize)>], budget: usize) -> u64 {
 /// Whether every part of `key` meeting `[lo, hi]` is in RAM (a key that
 /// is not chunked: its whole value is, once the view has it).
 fn window_resident(view: &mut KeysView<'_>, key: &[u8], lo: u64, hi: u64) -> bool {
-    match view.get(key) {
+    match view.peek(key) {
         Some(ValueRef::Coll(c)) => {
             Hashed::of(c).is_none_or(|h| h.meeting(lo, hi).all(|i| h.dir.part(i).resident))
         }
@@ -148,7 +148,7 @@ fn window_resident(view: &mut KeysView<'_>, key: &[u8], lo: u64, hi: u64) -> boo
 fn next_window(view: &mut KeysView<'_>, keys: &[Bytes], lo: u64) -> u64 {
     let ends: Vec<Vec<(u64, usize)>> = keys
         .iter()
-        .map(|k| match view.get(k) {
+        .map(|k| match view.peek(k) {
             Some(ValueRef::Coll(c)) => {
                 Hashed::of(c).map_or_else(Vec::new, |h| h.ends(lo, STREAM_BYTES))
             }

@@ -203,7 +203,9 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::unknown_subcommand(ctx.out, sub, "object");
         return Outcome::Done;
     }
-    let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
+    let info = ctx.engine().key_info(ctx.db(), &args[2]);
+    ctx.engine().count_lookup(info.is_some());
+    let Some(info) = info else {
         write_null(ctx.out, ctx.version());
         return Outcome::Done;
     };

@@ -16,7 +16,7 @@ use crate::reply;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use strata_engine::types::Set;
-use strata_engine::{Collection, EngineError, KeysView, ValueType};
+use strata_engine::{Collection, EngineError, KeysView, ValueRef, ValueType};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_set_len, Version,
 };
@@ -25,6 +25,15 @@ fn get<'v>(view: &'v mut KeysView<'_>, key: &[u8]) -> Result<Option<&'v Set>, En
     match view.coll(key, ValueType::Set)? {
         Some(Collection::Set(s)) => Ok(Some(s)),
         _ => Ok(None),
+    }
+}
+
+/// As `get`, counting no keyspace hit or miss: a later look at a set the
+/// command already looked up (a window of a set operation).
+fn peek<'v>(view: &'v mut KeysView<'_>, key: &[u8]) -> Option<&'v Set> {
+    match view.peek(key) {
+        Some(ValueRef::Coll(Collection::Set(s))) => Some(s),
+        _ => None,
     }
 }
 

@@ -7,7 +7,7 @@
 //! members come back in another order than Redis's (a set's order is not
 //! defined; clients and the differential test compare them as sets).
 
-use super::{get, write_members};
+use super::{get, peek, write_members};
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
 use crate::reply;
@@ -48,9 +48,9 @@ fn combine_window(
 ) -> Vec<Box<[u8]>> {
     let ins: Vec<Vec<Box<[u8]>>> = keys
         .iter()
-        .map(|k| match get(view, k) {
-            Ok(Some(s)) => s.iter_hashes(lo, hi).map(Box::from).collect(),
-            _ => Vec::new(),
+        .map(|k| match peek(view, k) {
+            Some(s) => s.iter_hashes(lo, hi).map(Box::from).collect(),
+            None => Vec::new(),
         })
         .collect();
     match op {

@@ -33,6 +33,19 @@ fn bulk_or_null(out: &mut BytesMut, v: Version, value: Option<Bytes>) {
     }
 }
 
+/// `bulk_or_null` for a command that read the old value (GETSET, GETDEL,
+/// GETEX, SET ... GET): counted as a keyspace hit or miss, as Redis's
+/// `lookupKeyRead` counts it.
+fn counted_bulk_or_null(
+    ctx: &Ctx<'_>,
+) -> impl FnOnce(&mut BytesMut, Version, Option<Bytes>) + Send + 'static {
+    let engine = ctx.engine().clone();
+    move |out, v, value| {
+        engine.count_lookup(value.is_some());
+        bulk_or_null(out, v, value)
+    }
+}
+
 pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (shared, db, v) = (ctx.shared, ctx.db(), ctx.version());
     let out = &mut *ctx.out;
@@ -167,7 +180,8 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             (Mutation::None, old)
         }
     });
-    ctx.reply_with(read, true, bulk_or_null)
+    let render = counted_bulk_or_null(ctx);
+    ctx.reply_with(read, true, render)
 }
 
 fn set_simple(
@@ -223,7 +237,8 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         (m, old)
     });
-    ctx.reply_with(read, true, bulk_or_null)
+    let render = counted_bulk_or_null(ctx);
+    ctx.reply_with(read, true, render)
 }
 
 pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -231,7 +246,8 @@ pub fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Some(c) => (Mutation::Delete, Some(c.value.clone())),
         None => (Mutation::None, None),
     });
-    ctx.reply_with(read, true, bulk_or_null)
+    let render = counted_bulk_or_null(ctx);
+    ctx.reply_with(read, true, render)
 }
 
 pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
@@ -266,7 +282,8 @@ pub fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             (Some(c), None) => (Mutation::None, Some(c.value.clone())),
             (None, _) => (Mutation::None, None),
         });
-    ctx.reply_with(read, change.is_some(), bulk_or_null)
+    let render = counted_bulk_or_null(ctx);
+    ctx.reply_with(read, change.is_some(), render)
 }
 
 /// MGET: the values as of one moment (`Engine::get_many`).
@@ -378,7 +395,14 @@ pub(super) fn edit<T: Send + 'static>(
 }
 
 pub fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    match ctx.engine().strlen(ctx.db(), &args[1]) {
+    let len = ctx.engine().strlen(ctx.db(), &args[1]);
+    // (A missing key's length is 0; the key was a hit if it had bytes or
+    // is there empty.)
+    if let Ok(n) = len {
+        let there = n > 0 || ctx.engine().exists(ctx.db(), &args[1]);
+        ctx.engine().count_lookup(there);
+    }
+    match len {
         Ok(n) => write_integer(ctx.out, n as i64),
         Err(e) => reply::engine(ctx.out, &e),
     }

@@ -49,7 +49,8 @@ fn input(
     lo: u64,
     hi: u64,
 ) -> Result<Vec<(Vec<u8>, f64)>, EngineError> {
-    Ok(match view.get(key) {
+    // (`peek`: each key was looked up, and counted, when the read began.)
+    Ok(match view.peek(key) {
         None => Vec::new(),
         Some(ValueRef::Coll(Collection::ZSet(z))) => z
             .iter_hashes(lo, hi)

@@ -133,12 +133,14 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }
         });
     }
+    let engine = ctx.engine().clone();
     rmw(
         ctx,
         &args[1],
         |cur| {
+            // (The count, and whether the key was there: a keyspace hit.)
             let Some(c) = cur else {
-                return (Mutation::None, Ok(0));
+                return (Mutation::None, Ok((0, false)));
             };
             if !valid(c.value) {
                 return (Mutation::None, Err(NOT_HLL));
@@ -146,7 +148,7 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             let v = c.value;
             if v[15] & 0x80 == 0 {
                 let card = u64::from_le_bytes(v[8..16].try_into().unwrap_or_default());
-                return (Mutation::MarkRaw, Ok(card as i64));
+                return (Mutation::MarkRaw, Ok((card as i64, true)));
             }
             let Some(regs) = registers(v) else {
                 return (Mutation::None, Err(CORRUPT));
@@ -154,9 +156,12 @@ pub fn pfcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             let card = count(&regs);
             let mut v = v.to_vec();
             v[8..16].copy_from_slice(&card.to_le_bytes());
-            (store_keeping_ttl(v, true).0, Ok(card as i64))
+            (store_keeping_ttl(v, true).0, Ok((card as i64, true)))
         },
-        |out, _, n| write_integer(out, n),
+        move |out, _, (n, found)| {
+            engine.count_lookup(found);
+            write_integer(out, n)
+        },
     )
 }
 
