@@ -326,13 +326,13 @@ impl<'a> KeysView<'a> {
     /// collection is left to invariant 2.
     pub fn unchanged(&mut self, key: &[u8]) {
         let db = self.db;
-        let empty = self.shard(key).is_some_and(|sh| {
-            sh.dbs[db].get(key).is_some_and(|e| match &e.slot {
-                Slot::Hot(h) => matches!(&h.value, Value::Coll(c) if c.is_empty()),
-                Slot::Chunked(c) => c.is_empty(),
-                Slot::Cold(_) => false,
-            })
-        });
+        let empty =
+            self.index_at(key)
+                .is_some_and(|(pos, i)| match &self.guards[pos].dbs[db].at(i).slot {
+                    Slot::Hot(h) => matches!(&h.value, Value::Coll(c) if c.is_empty()),
+                    Slot::Chunked(c) => c.is_empty(),
+                    Slot::Cold(_) => false,
+                });
         if !empty {
             self.settle(key);
         }
@@ -356,10 +356,9 @@ impl<'a> KeysView<'a> {
         };
         let t = self.touched.swap_remove(pos);
         let db = self.db;
-        let Some(sh) = self.shard(key) else {
-            return;
-        };
-        if let Some(e) = sh.dbs[db].get(key) {
+        if let Some((pos, i)) = self.index_at(key) {
+            let sh = &mut *self.guards[pos];
+            let e = sh.dbs[db].at(i);
             if t.out {
                 sh.acct.add(&e.slot, e.value_len, e.vtype);
                 return;
