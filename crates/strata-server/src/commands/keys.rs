@@ -34,9 +34,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (db, engine) = (ctx.db(), ctx.engine().clone());
     let n = count_keys(ctx, &args[1..], |k| {
-        let found = engine.exists(db, k);
-        engine.count_lookup(found);
-        found
+        engine.count_lookup(engine.exists(db, k))
     });
     write_integer(ctx.out, n);
     Outcome::Done
@@ -45,9 +43,7 @@ pub fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn touch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (db, engine) = (ctx.db(), ctx.engine().clone());
     let n = count_keys(ctx, &args[1..], |k| {
-        let found = engine.touch(db, k);
-        engine.count_lookup(found);
-        found
+        engine.count_lookup(engine.touch(db, k))
     });
     write_integer(ctx.out, n);
     Outcome::Done

@@ -316,7 +316,7 @@ pub fn note_requests(n: usize) {
 /// Whether the loop this runs on serves other connections too: a
 /// connection then sends its replies at the end of the loop's turn
 /// (`end_of_turn`).
-pub fn crowded() -> bool {
+fn crowded() -> bool {
     HERE.with_borrow(|h| {
         h.as_ref()
             .is_some_and(|(p, i)| p.slots[*i].conns.load(Relaxed) > 1)
