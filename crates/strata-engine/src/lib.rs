@@ -202,6 +202,9 @@ pub(crate) struct Inner {
 
 struct BackgroundGuard {
     inner: Arc<Inner>,
+    /// The flash directory's lock (`flash::lock`), released after the
+    /// threads stopped (fields drop after `drop` ran).
+    _lock: flash::lock::DirLock,
 }
 
 impl Drop for BackgroundGuard {
@@ -229,6 +232,8 @@ impl Engine {
     /// until recovery is done (commands must wait, as Redis's LOADING).
     pub fn start(cfg: EngineConfig) -> Result<Engine, EngineError> {
         std::fs::create_dir_all(&cfg.flash_dir)?;
+        // Before anything is read: another process may be writing it.
+        let lock = flash::lock::DirLock::acquire(&cfg.flash_dir, "flash-dir")?;
         let direct = cfg.direct_io && flash::segment::direct_io_supported(&cfg.flash_dir);
         if cfg.direct_io && !direct {
             tracing::warn!(
@@ -338,6 +343,7 @@ impl Engine {
         Ok(Engine {
             _background: Arc::new(BackgroundGuard {
                 inner: inner.clone(),
+                _lock: lock,
             }),
             inner,
         })

@@ -11,6 +11,13 @@ pub enum ProtocolError {
     /// Also used for invalid aggregate lengths in frames.
     #[error("Protocol error: invalid multibulk length")]
     InvalidMultibulkLength,
+    /// `*<n>` above 10 from a client that has not authenticated
+    /// ([`crate::Limits::unauthenticated`]).
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// `$<n>` above 16384 from a client that has not authenticated.
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
     /// `$<n>` header not a valid integer, negative, or above `max_bulk_len`.
     #[error("Protocol error: invalid bulk length")]
     InvalidBulkLength,

@@ -14,6 +14,12 @@ pub struct Limits {
     /// Longest inline command line / longest header line. Default 64 KiB
     /// (Redis PROTO_INLINE_MAX_SIZE).
     pub max_inline_len: usize,
+    /// The client has not authenticated while a password is required:
+    /// Redis's pre-AUTH limits apply (at most
+    /// [`Limits::UNAUTHENTICATED_MULTIBULK_LEN`] arguments, bulks of at
+    /// most [`Limits::UNAUTHENTICATED_BULK_LEN`] bytes), so a client that
+    /// knows no password cannot make the server buffer much.
+    pub unauthenticated: bool,
 }
 
 impl Limits {
@@ -23,6 +29,10 @@ impl Limits {
     pub const DEFAULT_MAX_MULTIBULK_LEN: usize = 1 << 30;
     /// Default `max_inline_len`: 64 KiB.
     pub const DEFAULT_MAX_INLINE_LEN: usize = 64 * 1024;
+    /// Most arguments of a request before AUTH (Redis: 10).
+    pub const UNAUTHENTICATED_MULTIBULK_LEN: i64 = 10;
+    /// Longest bulk of a request before AUTH (Redis: 16384).
+    pub const UNAUTHENTICATED_BULK_LEN: usize = 16384;
 }
 
 impl Default for Limits {
@@ -31,6 +41,7 @@ impl Default for Limits {
             max_bulk_len: Self::DEFAULT_MAX_BULK_LEN,
             max_multibulk_len: Self::DEFAULT_MAX_MULTIBULK_LEN,
             max_inline_len: Self::DEFAULT_MAX_INLINE_LEN,
+            unauthenticated: false,
         }
     }
 }

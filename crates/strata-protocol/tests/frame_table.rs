@@ -16,6 +16,7 @@ fn parse(input: &[u8]) -> Want {
         max_bulk_len: 16,
         max_multibulk_len: 4,
         max_inline_len: 32,
+        unauthenticated: false,
     };
     parse_frame(input, &limits)
 }

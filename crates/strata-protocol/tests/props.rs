@@ -57,6 +57,7 @@ fn small_limits() -> Limits {
         max_bulk_len: 64,
         max_multibulk_len: 8,
         max_inline_len: 48,
+        unauthenticated: false,
     }
 }
 

@@ -10,6 +10,47 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
+/// A connection's buffers as CLIENT LIST shows them (Redis's names):
+/// the input's bytes and free room, the output's bytes, the backlog's
+/// blocks and bytes, and all of it.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct BufferSizes {
+    pub qbuf: usize,
+    pub qbuf_free: usize,
+    pub obl: usize,
+    pub oll: usize,
+    pub omem: usize,
+    pub tot_mem: usize,
+}
+
+/// `BufferSizes` kept where CLIENT LIST reads them (each field a relaxed
+/// atomic: a reader may see one update half applied, as any snapshot of
+/// a running connection is).
+#[derive(Default)]
+pub struct SharedSizes([AtomicU64; 6]);
+
+impl SharedSizes {
+    pub fn store(&self, s: BufferSizes) {
+        let v = [s.qbuf, s.qbuf_free, s.obl, s.oll, s.omem, s.tot_mem];
+        for (a, v) in self.0.iter().zip(v) {
+            a.store(v as u64, Relaxed);
+        }
+    }
+
+    pub fn load(&self) -> BufferSizes {
+        let [qbuf, qbuf_free, obl, oll, omem, tot_mem] =
+            self.0.each_ref().map(|a| a.load(Relaxed) as usize);
+        BufferSizes {
+            qbuf,
+            qbuf_free,
+            obl,
+            oll,
+            omem,
+            tot_mem,
+        }
+    }
+}
+
 /// What the server knows about one connection.
 pub struct ClientHandle {
     pub id: u64,
@@ -29,6 +70,11 @@ pub struct ClientHandle {
     /// Channels, patterns and shard channels subscribed to (kept by the
     /// connection's pub/sub listener).
     pub subs: [AtomicU64; 3],
+    /// Its buffers' sizes (CLIENT LIST's qbuf ... tot-mem), kept by the
+    /// connection (`client_buffers::BufGauge`).
+    pub buffers: SharedSizes,
+    /// The socket's descriptor (CLIENT LIST's fd), once serving.
+    pub fd: std::sync::atomic::AtomicI32,
     killed: AtomicBool,
     kill: Notify,
 }
@@ -75,6 +121,8 @@ impl ClientHandle {
             }),
             last_cmd_at: ["NULL".as_ptr() as usize, 4].map(AtomicUsize::new),
             subs: Default::default(),
+            buffers: SharedSizes::default(),
+            fd: std::sync::atomic::AtomicI32::new(-1),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         }
@@ -148,11 +196,20 @@ impl ClientHandle {
             flags.push('N');
         }
         let [sub, psub, ssub] = [0, 1, 2].map(|i| self.subs[i].load(Relaxed));
+        let BufferSizes {
+            qbuf,
+            qbuf_free,
+            obl,
+            oll,
+            omem,
+            tot_mem,
+        } = self.buffers.load();
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={flags} db={} sub={sub} psub={psub} ssub={ssub} multi=-1 qbuf={qbuf} qbuf-free={qbuf_free} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl={obl} oll={oll} omem={omem} tot-mem={tot_mem} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
+            self.fd.load(Relaxed),
             info.name,
             self.created.elapsed().as_secs(),
             self.idle_secs(),

@@ -25,7 +25,7 @@ pub fn execute(
         shared.stats.unknown_commands.fetch_add(1, Relaxed);
         return Outcome::Done;
     };
-    if !conn.authenticated && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
+    if !conn.authenticated && !spec.has_flag("no_auth") {
         shared.cmdstats.rejected(spec);
         reply::error(target, reply::NOAUTH);
         return Outcome::Done;

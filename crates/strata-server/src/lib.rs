@@ -21,6 +21,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod glob;
 pub mod info;
+pub mod listen;
 pub mod loops;
 pub mod memcache;
 pub mod metrics;
@@ -55,6 +56,10 @@ pub struct ServerStats {
     pub oom_rejections: AtomicU64,
     /// Times a write waited for demotion to make room.
     pub write_waits: AtomicU64,
+    /// Clients closed for passing `client-output-buffer-limit`.
+    pub output_buffer_limit_disconnections: AtomicU64,
+    /// Clients closed for passing `client-query-buffer-limit`.
+    pub query_buffer_limit_disconnections: AtomicU64,
 }
 
 /// Longest a write waits for demotion (or the collector) to make room.
@@ -114,6 +119,11 @@ pub struct Shared {
     pub mc_port: AtomicU64,
     max_bulk_len: AtomicUsize,
     idle_timeout_secs: AtomicU64,
+    /// `client-output-buffer-limit`, per class.
+    pub out_limits: client_buffers::OutputLimits,
+    /// `client-query-buffer-limit`: bytes of unparsed input a client may
+    /// hold.
+    pub query_limit: AtomicU64,
     shutdown: Notify,
     shutting_down: AtomicBool,
     /// Set by SHUTDOWN: how to save; `main` waits for it beside signals.
@@ -122,6 +132,12 @@ pub struct Shared {
     log_reloader: std::sync::OnceLock<LogReloader>,
     /// The connection loops (DEBUG LOOPS, INFO), once started.
     pub loops: std::sync::OnceLock<Arc<loops::Pool>>,
+    /// The lock on `dir` (`strata_engine::flash::lock`), held for the
+    /// server's life.
+    _dir_lock: strata_engine::flash::lock::DirLock,
+    /// When (ms since the start) the last cross-protocol attack was
+    /// logged: once a minute at most, as Redis.
+    security_warned: AtomicU64,
 }
 
 impl Shared {
@@ -164,6 +180,27 @@ impl Shared {
                 }
             }
             admission = self.engine.admission();
+        }
+    }
+
+    /// A client sent `POST` or `Host:` (an HTTP request: a web page making
+    /// a browser talk to the server, "cross protocol scripting"): logged
+    /// once a minute at most, as Redis's `securityWarningCommand`; the
+    /// caller closes the connection.
+    pub fn warn_security_attack(&self) {
+        let now = self.started.elapsed().as_millis() as u64 + 60_000;
+        let last = self.security_warned.load(Relaxed);
+        if (last == 0 || now >= last + 60_000)
+            && self
+                .security_warned
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(
+                "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: \
+                 commands to Redis. This is likely due to an attacker attempting to use Cross \
+                 Protocol Scripting to compromise your Redis instance. Connection aborted."
+            );
         }
     }
 
@@ -234,6 +271,8 @@ impl Shared {
             .busy
             .threshold_ms
             .store(c.busy_reply_threshold, Relaxed);
+        self.out_limits.set(c.client_output_buffer_limit);
+        self.query_limit.store(c.client_query_buffer_limit, Relaxed);
         let [hard, soft, soft_secs] = c.client_output_buffer_limit[2];
         *self.pubsub.limit.lock() = session::pubsub::Limit {
             hard,
@@ -391,6 +430,8 @@ pub async fn start(
     config_file: Option<std::path::PathBuf>,
 ) -> std::io::Result<ServerHandle> {
     std::fs::create_dir_all(&config.dir)?;
+    // One server per data directory (the engine locks its flash-dir too).
+    let dir_lock = strata_engine::flash::lock::DirLock::acquire(&config.dir, "dir")?;
     // Recovery runs in the background; commands get -LOADING meanwhile.
     let latency: Arc<metrics::latency::LatencyMonitor> = Arc::default();
     latency
@@ -400,31 +441,35 @@ pub async fn start(
     let sink = latency.clone();
     ecfg.latency_sink = Some(Arc::new(move |event, ms| sink.sample_if_needed(event, ms)));
     let engine = Engine::start(ecfg).map_err(std::io::Error::other)?;
-    let mut mc_listeners = Vec::new();
-    if config.memcached_port != 0 {
-        for addr in &config.bind {
-            let a = format!("{}:{}", addr.trim_start_matches('-'), config.memcached_port);
-            let l = TcpListener::bind(&a).await.map_err(|e| {
-                std::io::Error::new(e.kind(), format!("could not bind memcached-port {a}: {e}"))
-            })?;
-            mc_listeners.push(l);
-        }
-    }
-    let mut listeners = Vec::new();
-    if config.port != 0 {
-        for addr in &config.bind {
-            let a = format!("{}:{}", addr.trim_start_matches('-'), config.port);
-            let l = TcpListener::bind(&a)
-                .await
-                .map_err(|e| std::io::Error::new(e.kind(), format!("could not bind {a}: {e}")))?;
-            listeners.push(l);
-        }
-    }
+    let backlog = config.tcp_backlog;
+    listen::check_backlog(backlog);
+    let mc_listeners = if config.memcached_port != 0 {
+        listen::bind_all(
+            &config.bind,
+            config.memcached_port,
+            backlog,
+            "memcached-port",
+        )?
+    } else {
+        Vec::new()
+    };
+    let listeners = if config.port != 0 {
+        listen::bind_all(&config.bind, config.port, backlog, "port")?
+    } else {
+        Vec::new()
+    };
     commands::server::init_command_table();
     let acl = acl::Acl::default();
     for u in &config.users {
         acl.load_user(u)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    }
+    let guarded = config.requirepass.is_some() || acl.guarded();
+    if let Some(refusal) = memcache::refuse_unauthenticated(&config, guarded) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            refusal,
+        ));
     }
     let pubsub: Arc<session::pubsub::PubSub> = Arc::default();
     let tracking: Arc<session::tracking::Tracking> = Arc::default();
@@ -450,6 +495,8 @@ pub async fn start(
         scripts: Default::default(),
         max_bulk_len: AtomicUsize::new(config.proto_max_bulk_len as usize),
         idle_timeout_secs: AtomicU64::new(config.timeout),
+        out_limits: Default::default(),
+        query_limit: AtomicU64::new(config.client_query_buffer_limit),
         config: RwLock::new(config),
         acl,
         no_good_replicas: AtomicBool::new(false),
@@ -468,6 +515,8 @@ pub async fn start(
         shutdown_requested: Notify::new(),
         log_reloader: std::sync::OnceLock::new(),
         loops: std::sync::OnceLock::new(),
+        _dir_lock: dir_lock,
+        security_warned: AtomicU64::new(0),
     });
     shared.apply_config();
     // The TSC clock commands are timed with calibrates on its first use
@@ -499,6 +548,10 @@ pub async fn start(
             Protocol::Memcached,
             loops.clone(),
         ));
+    }
+    {
+        let c = shared.config.read();
+        listen::warn_exposure(&addrs, c.protected_mode, !shared.acl.default_nopass());
     }
     tokio::spawn(blocking.serve_changed(shared.engine.clone()));
     tokio::spawn(session::tracking::broadcast_changes(
@@ -544,6 +597,20 @@ async fn accept_loop(
                 use tokio::io::AsyncWriteExt;
                 let mut s = stream;
                 let _ = s.write_all(refusal).await;
+            });
+            continue;
+        }
+        if protocol == Protocol::Resp
+            && shared.config.read().protected_mode
+            && shared.acl.default_nopass()
+            && !listen::is_local(&peer)
+        {
+            // Redis's protected mode: the refusal, before anything is read.
+            shared.stats.rejected_connections.fetch_add(1, Relaxed);
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut s = stream;
+                let _ = s.write_all(listen::DENIED).await;
             });
             continue;
         }

@@ -83,8 +83,21 @@ fn main() {
         for a in &handle.addrs {
             tracing::info!("Ready to accept connections on {a}");
         }
+        let shared = handle.shared.clone();
         let save = tokio::select! {
-            _ = wait_for_signal() => strata_engine::ShutdownSave::Save,
+            _ = async {
+                wait_for_signal().await;
+                // As Redis: a running script holds the shutdown back (the
+                // server keeps serving, so SCRIPT KILL or SHUTDOWN NOSAVE
+                // can end it); it starts once the script is over.
+                if shared.scripts.busy.running() {
+                    tracing::warn!(
+                        "Received SIGTERM scheduling shutdown... (after the running script: \
+                         SCRIPT KILL or SHUTDOWN NOSAVE end it)"
+                    );
+                    shared.scripts.busy.idle().await;
+                }
+            } => strata_engine::ShutdownSave::Save,
             s = handle.shared.shutdown_command() => s,
         };
         tracing::info!("Shutting down ({save:?})");

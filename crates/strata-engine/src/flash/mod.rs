@@ -5,4 +5,5 @@
 pub mod buf;
 pub mod format;
 pub mod io;
+pub mod lock;
 pub mod segment;

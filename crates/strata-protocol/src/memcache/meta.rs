@@ -6,7 +6,7 @@ use super::{
     BAD_FORMAT, BAD_KEY, DUPLICATE_FLAG, ERROR, INVALID_FLAG, KEY_MAX_LEN, MAX_META_FLAGS,
     META_FLAGS,
 };
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 
 /// The key (decoded if the `b` flag is present) and the flags of a meta
 /// command line `<cmd> <key> <flags>*` (for `ms`, the datalen token is
@@ -69,15 +69,13 @@ pub(super) fn decode_meta_set(
     tokens: &[&[u8]],
     limits: &McLimits,
 ) -> Option<McFrame> {
-    let fail = |buf: &mut BytesMut, e| {
-        buf.advance(nl + 1);
-        Some(McFrame::Reply(e))
-    };
+    // A length that does not read: what follows may be a data block of
+    // unknown size, never to be read as commands (`super` module doc).
     let Some(len) = tokens.get(2).and_then(|t| parse_u64(t)) else {
-        return fail(buf, BAD_FORMAT);
+        return Some(McFrame::Close(BAD_FORMAT));
     };
     let Ok(len) = usize::try_from(len) else {
-        return fail(buf, BAD_FORMAT);
+        return Some(McFrame::Close(BAD_FORMAT));
     };
     let mut rest: Vec<&[u8]> = Vec::with_capacity(tokens.len());
     rest.push(b"ms");

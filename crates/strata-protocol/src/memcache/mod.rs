@@ -11,14 +11,21 @@
 //! Rules kept from memcached 1.6 (`proto_text.c`, `proto_parser.c`):
 //! - commands are lower case and tokens are separated by spaces; a line
 //!   ends with `\n`, an optional `\r` before it is dropped;
-//! - a key is at most 250 bytes, with no control characters (a longer one
-//!   is `CLIENT_ERROR bad command line format`);
+//! - a key is 1 to 250 bytes without spaces or NUL; other control bytes are
+//!   part of it, as memcached 1.6 takes them (a longer key is `CLIENT_ERROR
+//!   bad command line format`);
 //! - storage commands carry `<flags> <exptime> <bytes>` (+ `<cas unique>`
 //!   for `cas`) and an optional `noreply`; the data block follows and must
 //!   end with `\r\n` (`CLIENT_ERROR bad data chunk` otherwise);
 //! - a value larger than the item size limit is refused with `SERVER_ERROR
 //!   object too large for cache` and its bytes are swallowed, so the
 //!   connection stays in sync;
+//! - a data block is never read as commands: a storage line refused for
+//!   any reason (a bad key, say) whose `<bytes>` reads as a length has its
+//!   block swallowed too (memcached runs a too-long key's block as
+//!   commands: a cross-protocol hole); one whose length cannot be read is
+//!   answered and the connection closed, since what follows may be a block
+//!   of unknown size;
 //! - an unknown command is `ERROR`; a first byte of 0x80 (the deprecated
 //!   binary protocol) is refused and the connection closed.
 //!
@@ -189,10 +196,13 @@ pub const DUPLICATE_FLAG: &str = "CLIENT_ERROR duplicate flag";
 /// accepts all of them, and ignores those it has no use for).
 const META_FLAGS: &[u8] = b"bNTRlOPLkstcfvhuqxFCEMJDI";
 
-/// Whether `key` is a valid memcached key: 1..=250 bytes, no control
-/// characters or spaces.
+/// Whether `key` is a valid memcached key: 1..=250 bytes, no spaces, line
+/// ends or NUL (memcached 1.6 keeps other control bytes in a key; a NUL
+/// ends its line).
 pub fn valid_key(key: &[u8]) -> bool {
-    !key.is_empty() && key.len() <= KEY_MAX_LEN && key.iter().all(|&b| b > b' ' && b != 0x7f)
+    !key.is_empty()
+        && key.len() <= KEY_MAX_LEN
+        && key.iter().all(|&b| !matches!(b, b' ' | b'\n' | 0))
 }
 
 fn parse_u64(t: &[u8]) -> Option<u64> {
@@ -241,7 +251,7 @@ pub fn decode(buf: &mut BytesMut, limits: &McLimits) -> Option<McFrame> {
     // storage command past its data block too).
     enum Next {
         Frame(McFrame),
-        Store(Result<StoreHead, &'static str>),
+        Store(Result<StoreHead, StoreRefusal>),
         MetaSet(Vec<u8>),
     }
     let next = {
@@ -492,23 +502,34 @@ struct StoreHead {
     noreply: bool,
 }
 
-/// Parses a storage command's line; Err = the reply line (its data block
-/// is not consumed, as memcached).
-fn store_head(tokens: &[&[u8]], mode: StoreMode) -> Result<StoreHead, &'static str> {
+/// A refused storage line: the reply, and the length of the data block
+/// that follows it when `<bytes>` reads as one (swallowed), else None (the
+/// connection closes: module doc).
+struct StoreRefusal {
+    reply: &'static str,
+    block: Option<usize>,
+}
+
+/// Parses a storage command's line.
+fn store_head(tokens: &[&[u8]], mode: StoreMode) -> Result<StoreHead, StoreRefusal> {
     let want = if mode == StoreMode::Cas { 6 } else { 5 };
     if tokens.len() < want {
-        return Err(ERROR);
+        // No `<bytes>` on the line: it declares no data block.
+        return Err(StoreRefusal {
+            reply: ERROR,
+            block: None,
+        });
     }
-    let key = key_at(tokens, 1)?;
-    let (Some(flags), Some(exptime), Some(len)) = (
-        parse_u32(tok(tokens, 2)),
-        parse_i64(tok(tokens, 3)),
-        parse_i64(tok(tokens, 4)),
-    ) else {
-        return Err(BAD_FORMAT);
+    let block = parse_u64(tok(tokens, 4)).and_then(|n| usize::try_from(n).ok());
+    let refuse = |reply| StoreRefusal { reply, block };
+    let key = key_at(tokens, 1).map_err(refuse)?;
+    let (Some(flags), Some(exptime), Some(len)) =
+        (parse_u32(tok(tokens, 2)), parse_i64(tok(tokens, 3)), block)
+    else {
+        return Err(refuse(BAD_FORMAT));
     };
     let cas = if mode == StoreMode::Cas {
-        parse_u64(tok(tokens, 5)).ok_or(BAD_FORMAT)?
+        parse_u64(tok(tokens, 5)).ok_or(refuse(BAD_FORMAT))?
     } else {
         0
     };
@@ -517,7 +538,7 @@ fn store_head(tokens: &[&[u8]], mode: StoreMode) -> Result<StoreHead, &'static s
         key,
         flags,
         exptime,
-        len: usize::try_from(len).map_err(|_| BAD_FORMAT)?,
+        len,
         cas,
         noreply: tokens.len() > want && noreply_lenient(tokens),
     })
@@ -526,15 +547,20 @@ fn store_head(tokens: &[&[u8]], mode: StoreMode) -> Result<StoreHead, &'static s
 fn decode_store(
     buf: &mut BytesMut,
     nl: usize,
-    head: Result<StoreHead, &'static str>,
+    head: Result<StoreHead, StoreRefusal>,
     limits: &McLimits,
 ) -> Option<McFrame> {
     let head = match head {
         Ok(h) => h,
-        Err(e) => {
+        Err(StoreRefusal { reply: ERROR, .. }) => {
             buf.advance(nl + 1);
-            return Some(McFrame::Reply(e));
+            return Some(McFrame::Reply(ERROR));
         }
+        Err(StoreRefusal {
+            reply,
+            block: Some(len),
+        }) => return Some(swallow(buf, nl, len, reply)),
+        Err(StoreRefusal { reply, block: None }) => return Some(McFrame::Close(reply)),
     };
     let data = match take_data_block(buf, nl, head.len, limits)? {
         Ok(d) => d,
@@ -549,6 +575,20 @@ fn decode_store(
         cas: head.cas,
         noreply: head.noreply,
     }))
+}
+
+/// Consumes the line ending at `nl` and what is here of the `len` bytes of
+/// its data block and their `\r\n`; the frame says how many more to
+/// discard, so the next command parses where it starts.
+fn swallow(buf: &mut BytesMut, nl: usize, len: usize, reply: &'static str) -> McFrame {
+    let data_start = nl + 1;
+    let have = buf.len() - data_start;
+    let total = len.saturating_add(2);
+    buf.advance(data_start + have.min(total));
+    McFrame::Swallow {
+        reply,
+        bytes: total - have.min(total),
+    }
 }
 
 /// A command line's space-separated tokens (on the stack for the usual
@@ -571,14 +611,7 @@ fn take_data_block(
 ) -> Option<Result<Bytes, McFrame>> {
     let data_start = nl + 1;
     if len > limits.max_item_size {
-        // Swallow the value and its \r\n so the next command parses.
-        let have = buf.len() - data_start;
-        let total = len.saturating_add(2);
-        buf.advance(data_start + have.min(total));
-        return Some(Err(McFrame::Swallow {
-            reply: TOO_LARGE,
-            bytes: total - have.min(total),
-        }));
+        return Some(Err(swallow(buf, nl, len, TOO_LARGE)));
     }
     if buf.len() < data_start + len + 2 {
         return None;

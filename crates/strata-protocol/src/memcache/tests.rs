@@ -99,22 +99,55 @@ fn storage_errors_keep_the_connection_in_sync() {
             b"set k 0 0 3\r\nabcXY\r\n",
             &[McFrame::Reply(BAD_CHUNK), McFrame::Reply(ERROR)],
         ),
-        // Flags over 32 bits, a negative length, junk numbers.
-        (b"set k 4294967296 0 1\r\n", &[McFrame::Reply(BAD_FORMAT)]),
-        (b"set k 0 0 -1\r\n", &[McFrame::Reply(BAD_FORMAT)]),
-        (b"set k x 0 1\r\n", &[McFrame::Reply(BAD_FORMAT)]),
-        (b"set k 0 0\r\n", &[McFrame::Reply(ERROR)]),
-        // A bad command line does not swallow the data: it parses as a
-        // command of its own (memcached 1.6.18 answers the same).
+        // Flags over 32 bits, a negative length, junk numbers. A refused
+        // line whose length reads has its data block swallowed (never
+        // read as commands: memcached 1.6.18 would read it so); one whose
+        // length does not read closes the connection.
         (
-            b"set k x 0 1\r\nx\r\n",
-            &[McFrame::Reply(BAD_FORMAT), McFrame::Reply(ERROR)],
+            b"set k 4294967296 0 1\r\n",
+            &[McFrame::Swallow {
+                reply: BAD_FORMAT,
+                bytes: 3,
+            }],
+        ),
+        (b"set k 0 0 -1\r\n", &[McFrame::Close(BAD_FORMAT)]),
+        (
+            b"set k 0 0 1x\r\nflush_all\r\n",
+            &[McFrame::Close(BAD_FORMAT)],
+        ),
+        (
+            b"set k x 0 1\r\n",
+            &[McFrame::Swallow {
+                reply: BAD_FORMAT,
+                bytes: 3,
+            }],
+        ),
+        (b"set k 0 0\r\n", &[McFrame::Reply(ERROR)]),
+        (
+            b"set k x 0 9\r\nflush_all\r\nget k\r\n",
+            &[
+                McFrame::Swallow {
+                    reply: BAD_FORMAT,
+                    bytes: 0,
+                },
+                McFrame::Request(McRequest::Get {
+                    keys: vec![b("k")],
+                    with_cas: false,
+                    touch: None,
+                }),
+            ],
         ),
         (
             b"cas k 0 0 1\r\nx\r\n",
             &[McFrame::Reply(ERROR), McFrame::Reply(ERROR)],
         ),
-        (b"cas k 0 0 1 -5\r\n", &[McFrame::Reply(BAD_FORMAT)]),
+        (
+            b"cas k 0 0 1 -5\r\n",
+            &[McFrame::Swallow {
+                reply: BAD_FORMAT,
+                bytes: 3,
+            }],
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(
@@ -260,10 +293,16 @@ fn key_rules() {
     );
     assert_eq!(
         decode_all(format!("set {too_long} 0 0 1\r\nx\r\n").as_bytes()),
-        vec![McFrame::Reply(BAD_FORMAT), McFrame::Reply(ERROR)]
+        vec![McFrame::Swallow {
+            reply: BAD_FORMAT,
+            bytes: 0
+        }]
     );
-    // A control character in a key.
-    assert_eq!(one(b"get a\x01b\r\n"), McFrame::Reply(BAD_FORMAT));
+    // Control bytes belong to a key, as memcached 1.6 takes them; a NUL
+    // does not (it ends memcached's line).
+    assert!(matches!(one(b"get a\x01b\r\n"), McFrame::Request(_)));
+    assert!(matches!(one(b"get a\x7fb\r\n"), McFrame::Request(_)));
+    assert_eq!(one(b"get a\x00b\r\n"), McFrame::Reply(BAD_FORMAT));
     assert!(!valid_key(b""));
     assert!(!valid_key(b"a b"));
 }
@@ -348,7 +387,7 @@ fn meta_commands() {
     );
     assert_eq!(one(b"mg foo 5\r\n"), McFrame::Reply(INVALID_FLAG));
     assert_eq!(one(b"mg\r\n"), McFrame::Reply(ERROR));
-    assert_eq!(one(b"ms foo x\r\n"), McFrame::Reply(BAD_FORMAT));
+    assert_eq!(one(b"ms foo x\r\n"), McFrame::Close(BAD_FORMAT));
     assert_eq!(one(b"ms foo 2\r\nhiXX"), McFrame::Reply(BAD_CHUNK));
     assert_eq!(one(b"md !!!! b\r\n"), McFrame::Reply(BAD_KEY));
     assert!(matches!(

@@ -309,6 +309,7 @@ mod tests {
             max_bulk_len: 16,
             max_multibulk_len: 4,
             max_inline_len: 32,
+            unauthenticated: false,
         };
         parse_frame(input, &limits)
     }

@@ -139,6 +139,9 @@ fn decode_multibulk(
             if n > 0 && n as u64 > limits.max_multibulk_len as u64 {
                 return Err(ProtocolError::InvalidMultibulkLength);
             }
+            if limits.unauthenticated && n > Limits::UNAUTHENTICATED_MULTIBULK_LEN {
+                return Err(ProtocolError::UnauthenticatedMultibulkLength);
+            }
             (n, next)
         }
     };
@@ -170,6 +173,9 @@ fn decode_multibulk(
                 let n = usize::try_from(n).map_err(|_| ProtocolError::InvalidBulkLength)?;
                 if n > limits.max_bulk_len {
                     return Err(ProtocolError::InvalidBulkLength);
+                }
+                if limits.unauthenticated && n > Limits::UNAUTHENTICATED_BULK_LEN {
+                    return Err(ProtocolError::UnauthenticatedBulkLength);
                 }
                 pos = next;
                 n
@@ -237,6 +243,7 @@ mod tests {
             max_bulk_len: 16,
             max_multibulk_len: 4,
             max_inline_len: 32,
+            unauthenticated: false,
         }
     }
 
@@ -427,6 +434,27 @@ mod tests {
         // overflowing i64 is just invalid
         let (r, _) = dec(b"*1\r\n$99999999999999999999\r\n", &l);
         assert_eq!(r, Err(InvalidBulkLength));
+    }
+
+    #[test]
+    fn unauthenticated_limits_as_redis() {
+        let l = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        // The header alone is refused: nothing of the payload is awaited.
+        assert_eq!(dec(b"*11\r\n", &l).0, Err(UnauthenticatedMultibulkLength));
+        assert_eq!(
+            dec(b"*1\r\n$16385\r\n", &l).0,
+            Err(UnauthenticatedBulkLength)
+        );
+        // At the limits: accepted.
+        assert_eq!(dec(b"*10\r\n", &l).0, Ok(None));
+        assert_eq!(dec(b"*1\r\n$16384\r\n", &l).0, Ok(None));
+        // The absolute maximum is checked first, as Redis does.
+        assert_eq!(dec(b"*1\r\n$536870913\r\n", &l).0, Err(InvalidBulkLength));
+        // Authenticated: no such limit.
+        assert_eq!(dec(b"*11\r\n", &Limits::default()).0, Ok(None));
     }
 
     #[test]

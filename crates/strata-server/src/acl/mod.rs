@@ -356,6 +356,19 @@ impl Acl {
         r.nopass && r.enabled
     }
 
+    /// Whether the default user needs no password (`USER_FLAG_NOPASS`):
+    /// what protected mode and the pre-AUTH limits look at.
+    pub fn default_nopass(&self) -> bool {
+        self.default.rules.read().nopass
+    }
+
+    /// Whether anyone must authenticate to run commands: the default user
+    /// has a password or is off, or other users exist (memcached's port,
+    /// which has no authentication, would bypass them).
+    pub fn guarded(&self) -> bool {
+        !self.auto_auth() || self.users.read().len() > 1
+    }
+
     /// `requirepass` changed: the default user's passwords follow
     /// (`ACLUpdateDefaultUserPassword`), only when it changed.
     pub fn set_requirepass(&self, pass: Option<&str>) {

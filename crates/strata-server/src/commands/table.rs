@@ -19,6 +19,16 @@ pub const RF: &[&str] = &["readonly", "fast"];
 pub const FAST: &[&str] = &["fast"];
 pub const ADMIN: &[&str] = &["admin", "noscript", "loading", "stale"];
 pub const CONN: &[&str] = &["noscript", "loading", "stale", "fast"];
+/// What a client may send before AUTH, and while a script is busy
+/// (Redis 7.0's AUTH, HELLO, QUIT and RESET: `no_auth`, `allow_busy`).
+pub const AUTHLESS: &[&str] = &[
+    "noscript",
+    "loading",
+    "stale",
+    "fast",
+    "no_auth",
+    "allow_busy",
+];
 pub const SCRIPT: &[&str] = &[
     "noscript",
     "stale",
@@ -250,11 +260,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     // connection and server
     cmd("ping", -1, FAST, K0, "connection", "Returns the server's liveliness response.", server::ping),
     cmd("echo", 2, FAST, K0, "connection", "Returns the given string.", server::echo),
-    cmd("hello", -1, CONN, K0, "connection", "Handshakes with the Redis server.", server::hello),
-    cmd("auth", -2, CONN, K0, "connection", "Authenticates the connection.", server::auth),
+    cmd("hello", -1, AUTHLESS, K0, "connection", "Handshakes with the Redis server.", server::hello),
+    cmd("auth", -2, AUTHLESS, K0, "connection", "Authenticates the connection.", server::auth),
     cmd("select", 2, &["loading", "stale", "fast"], K0, "connection", "Changes the selected database.", server::select),
-    cmd("quit", -1, CONN, K0, "connection", "Closes the connection.", server::quit),
-    cmd("reset", 1, CONN, K0, "connection", "Resets the connection.", server::reset),
+    cmd("quit", -1, AUTHLESS, K0, "connection", "Closes the connection.", server::quit),
+    cmd("reset", 1, AUTHLESS, K0, "connection", "Resets the connection.", server::reset),
     // pub/sub
     cmd("subscribe", -2, PUBSUB, K0, "pubsub", "Listens for messages published to channels.", pubsub::subscribe),
     cmd("unsubscribe", -1, PUBSUB, K0, "pubsub", "Stops listening to messages posted to channels.", pubsub::unsubscribe),

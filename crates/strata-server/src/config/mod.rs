@@ -58,7 +58,9 @@ pub use values::*;
 /// Default TCP port.
 pub const DEFAULT_PORT: u16 = 6379;
 /// Default listen address.
-pub const DEFAULT_BIND: &str = "127.0.0.1";
+/// Redis 7.0's default: IPv4 loopback, and IPv6 loopback where there is one
+/// (`-`: an address that does not exist here is skipped).
+pub const DEFAULT_BIND: &[&str] = &["127.0.0.1", "-::1"];
 /// Default working directory.
 pub const DEFAULT_DIR: &str = "./strata-data";
 /// Default number of logical databases.
@@ -135,8 +137,20 @@ pub const APPENDFSYNC_VALUES: [&str; 3] = ["always", "everysec", "no"];
 pub struct Config {
     /// TCP port to listen on; 0 = do not listen. Default: 6379.
     pub port: u16,
-    /// Addresses to listen on (`bind a b c` takes several). Default: `["127.0.0.1"]`.
+    /// Addresses to listen on (`bind a b c` takes several; `-addr`: skipped
+    /// where it does not exist; `*` any IPv4, `::*` any IPv6). Default:
+    /// `127.0.0.1 -::1`.
     pub bind: Vec<String>,
+    /// `protected-mode`: while the default user has no password, only
+    /// loopback clients may connect (others get `-DENIED`). Default: yes.
+    pub protected_mode: bool,
+    /// The listen backlog (`tcp-backlog`, capped by the kernel's
+    /// `net.core.somaxconn`). Default: 511.
+    pub tcp_backlog: u32,
+    /// `memcached-allow-unauthenticated`: serve the memcached port while
+    /// the RESP side needs a password (memcached's text protocol has no
+    /// authentication: it would bypass the password). Default: no.
+    pub memcached_allow_unauthenticated: bool,
     /// TCP port of the Memcached protocol (same `bind`, database 0); 0 =
     /// off. Default: 11211.
     pub memcached_port: u16,
@@ -250,9 +264,13 @@ pub struct Config {
     /// (and SCRIPT KILL may stop it). Default: 5000.
     pub busy_reply_threshold: u64,
     /// Output limits per client class (normal, replica, pubsub): hard
-    /// bytes, soft bytes, soft seconds (0 = none). Only pubsub's are
-    /// enforced (a subscriber's queued messages). Default: Redis's.
+    /// bytes, soft bytes, soft seconds (0 = none): a client whose waiting
+    /// replies (or a subscriber's queued messages) pass them is closed.
+    /// Default: Redis's.
     pub client_output_buffer_limit: [[u64; 3]; 3],
+    /// Bytes of unparsed input a client may hold before it is closed
+    /// (`client-query-buffer-limit`). Default: 1gb.
+    pub client_query_buffer_limit: u64,
     /// `enable-debug-command`: "no", "yes" or "local" (loopback clients).
     pub enable_debug_command: String,
     /// `server-runtime`: "per-core" (an event loop per thread, `loops`) or
@@ -272,7 +290,10 @@ impl Default for Config {
             port: DEFAULT_PORT,
             memcached_port: 11211,
             memcached_max_item_size: 1 << 20,
-            bind: vec![DEFAULT_BIND.to_string()],
+            protected_mode: true,
+            tcp_backlog: 511,
+            memcached_allow_unauthenticated: false,
+            bind: DEFAULT_BIND.iter().map(|a| a.to_string()).collect(),
             dir: PathBuf::from(DEFAULT_DIR),
             databases: DEFAULT_DATABASES,
             maxmemory: DEFAULT_MAXMEMORY,
@@ -313,6 +334,7 @@ impl Default for Config {
             notify_keyspace_events: 0,
             tracking_table_max_keys: 1_000_000,
             enable_debug_command: "no".into(),
+            client_query_buffer_limit: 1 << 30,
             server_runtime: "per-core".into(),
             loop_scaling: "auto".into(),
             client_output_buffer_limit: [

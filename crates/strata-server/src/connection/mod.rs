@@ -13,7 +13,7 @@ mod refusals;
 pub(crate) use prefetch::{prefetch_pipeline, PREFETCH_MAX};
 use refusals::{admit, is_write, refuse_in_order, subscriber_refusal};
 
-use crate::client_buffers::{Backlog, BufGauge, BUFFER_KEEP};
+use crate::client_buffers::{Backlog, BufGauge, Class, OutputWatch, BUFFER_KEEP};
 use crate::clients::ClientHandle;
 use crate::command::Outcome;
 use crate::commands::table;
@@ -105,6 +105,10 @@ pub async fn serve(
         Some(p) => *p,
         None => {
             let _ = stream.set_nodelay(true);
+            {
+                use std::os::fd::AsRawFd;
+                handle.fd.store(stream.as_raw_fd(), Relaxed);
+            }
             let authenticated = shared.acl.auto_auth();
             Parked {
                 conn: ConnState {
@@ -134,11 +138,12 @@ pub async fn serve(
     let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
     let mut backlog = Backlog::default();
     let mut gauge = BufGauge::default();
+    let mut watch = OutputWatch::default();
     // The request being served (emptied by each decode: it holds slices
     // of the input, which would keep a read from reusing the buffer).
     let mut args: Vec<Bytes> = Vec::new();
     loop {
-        gauge.set(&inbuf, &out, &backlog);
+        gauge.set(&conn.handle, &inbuf, &out, &backlog);
         // Read more input (or stop when killed / idle / shut down).
         // (Subscribers are never idle: they wait for messages.)
         let timeout = shared.idle_timeout().filter(|_| conn.pubsub.is_none());
@@ -191,6 +196,9 @@ pub async fn serve(
                     shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
                 }
             }
+            if over_query_limit(&shared, &conn, &inbuf) {
+                return Served::Closed;
+            }
         }
         let mut close = false;
         let mut barrier = false;
@@ -209,7 +217,9 @@ pub async fn serve(
                 .max(1);
             }
             ahead -= 1;
-            let limits = shared.limits();
+            let mut limits = shared.limits();
+            // Redis's pre-AUTH limits (few, short arguments) until AUTH.
+            limits.unauthenticated = !conn.authenticated;
             // (One argument vector for all the connection's requests,
             // given back when a huge request left it big.)
             if args.capacity() > ARGS_KEEP {
@@ -227,6 +237,13 @@ pub async fn serve(
             };
             if args.is_empty() {
                 continue;
+            }
+            if is_http(&args[0]) {
+                // An HTTP request (a web page's POST to localhost):
+                // nothing after it is read, and the replies of this read
+                // are dropped, as Redis frees the client at once.
+                shared.warn_security_attack();
+                return Served::Closed;
             }
             served += 1;
             if barrier {
@@ -266,7 +283,7 @@ pub async fn serve(
                 None => false,
             };
             if denyoom {
-                gauge.set(&inbuf, &out, &backlog);
+                gauge.set(&conn.handle, &inbuf, &out, &backlog);
                 if let Some(refusal) = admit(&shared, &mut pending, &mut out).await {
                     // `admit` drained the pending replies: order is kept.
                     shared.stats.commands_processed.add(1);
@@ -328,7 +345,9 @@ pub async fn serve(
             }
             // A script running: wait for it, or answer BUSY past the
             // threshold (never block a worker on the shards it holds).
+            // (An unauthenticated client gets NOAUTH first, as in Redis.)
             if shared.scripts.busy.running()
+                && conn.authenticated
                 && !scripting::allowed_while_busy(spec, &args)
                 && !shared.scripts.busy.wait().await
             {
@@ -431,6 +450,9 @@ pub async fn serve(
             if let Some(mode) = sets_mode {
                 reply_mode = mode;
             }
+            if over_output_limit(&shared, &conn, &mut watch, &out, &backlog) {
+                return Served::Closed;
+            }
             if close {
                 break;
             }
@@ -477,7 +499,9 @@ pub async fn serve(
         if !out.is_empty() {
             loops::end_of_turn().await;
         }
-        if flush_some(&shared, &stream, &mut out, &mut backlog).is_err() {
+        if flush_some(&shared, &stream, &mut out, &mut backlog).is_err()
+            || over_output_limit(&shared, &conn, &mut watch, &out, &backlog)
+        {
             return Served::Closed;
         }
         // A big buffer left by one big request or reply is given back:
@@ -504,6 +528,62 @@ pub async fn serve(
             }
         }
     }
+}
+
+/// Whether the replies waiting for the client (`out` and the backlog)
+/// pass its class's `client-output-buffer-limit` (`client_buffers`,
+/// invariant 3); if so it is logged and counted, and the caller closes
+/// the connection.
+fn over_output_limit(
+    shared: &Shared,
+    conn: &ConnState,
+    watch: &mut OutputWatch,
+    out: &BytesMut,
+    backlog: &Backlog,
+) -> bool {
+    let class = if conn.handle.is_pubsub() {
+        Class::PubSub
+    } else {
+        Class::Normal
+    };
+    let used = out.len() + backlog.bytes();
+    if !watch.exceeded(&shared.out_limits, class, used) {
+        return false;
+    }
+    shared
+        .stats
+        .output_buffer_limit_disconnections
+        .fetch_add(1, Relaxed);
+    tracing::warn!(
+        "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        conn.handle.list_line()
+    );
+    true
+}
+
+/// Whether the client's unparsed input passed `client-query-buffer-limit`
+/// (logged and counted; the caller closes the connection), as Redis.
+fn over_query_limit(shared: &Shared, conn: &ConnState, inbuf: &BytesMut) -> bool {
+    if inbuf.len() as u64 <= shared.query_limit.load(Relaxed) {
+        return false;
+    }
+    shared
+        .stats
+        .query_buffer_limit_disconnections
+        .fetch_add(1, Relaxed);
+    tracing::warn!(
+        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {:?})",
+        conn.handle.list_line(),
+        String::from_utf8_lossy(&inbuf[..inbuf.len().min(64)])
+    );
+    true
+}
+
+/// Whether a request's first word is `POST` or `Host:`, what an HTTP
+/// request sent to the port starts with (Redis's check, before the
+/// command table).
+fn is_http(first: &[u8]) -> bool {
+    first.eq_ignore_ascii_case(b"post") || first.eq_ignore_ascii_case(b"host:")
 }
 
 /// Argument slots a connection keeps between requests, at most.

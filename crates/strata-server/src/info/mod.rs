@@ -455,6 +455,17 @@ fn stats(s: &Shared, out: &mut String) {
         "write_backpressure_waits",
         st.write_waits.load(Relaxed)
     );
+    // (Redis 7.2's names.)
+    field!(
+        out,
+        "client_query_buffer_limit_disconnections",
+        st.query_buffer_limit_disconnections.load(Relaxed)
+    );
+    field!(
+        out,
+        "client_output_buffer_limit_disconnections",
+        st.output_buffer_limit_disconnections.load(Relaxed)
+    );
 }
 
 fn keyspace(s: &Shared, out: &mut String) {

@@ -51,6 +51,31 @@ const REALTIME_MAXDELTA: i64 = 60 * 60 * 24 * 30;
 const OOM: &str = "SERVER_ERROR out of memory storing object";
 const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
 
+/// What memcached answers a client that has not authenticated.
+const UNAUTHENTICATED: &[u8] = b"CLIENT_ERROR unauthenticated\r\n";
+
+/// Why the server must not start with this memcached port: memcached's
+/// text protocol has no authentication, so while a password or ACL users
+/// guard the RESP port (`guarded`) its clients would bypass them, unless
+/// the operator says so (`memcached-allow-unauthenticated yes`).
+pub fn refuse_unauthenticated(c: &crate::config::Config, guarded: bool) -> Option<String> {
+    (c.memcached_port != 0 && guarded && !c.memcached_allow_unauthenticated).then(|| {
+        format!(
+            "memcached-port {} would let clients past the password: memcached's text protocol \
+             has no authentication. Set memcached-port 0, or memcached-allow-unauthenticated yes \
+             to serve it anyway",
+            c.memcached_port
+        )
+    })
+}
+
+/// Whether memcached clients are refused now: a password or ACL users
+/// guard the server (set since the start, by CONFIG SET or ACL SETUSER)
+/// and `memcached-allow-unauthenticated` is no.
+fn refused_now(shared: &Shared) -> bool {
+    shared.acl.guarded() && !shared.config.read().memcached_allow_unauthenticated
+}
+
 /// memcached's exptime rule, as an absolute Unix time in ms (0 = never;
 /// a time in the past makes the key expire at once).
 pub fn expire_at_ms(exptime: i64) -> u64 {
@@ -118,6 +143,10 @@ async fn serve_requests(
         Some(p) => *p,
         None => {
             let _ = stream.set_nodelay(true);
+            {
+                use std::os::fd::AsRawFd;
+                handle.fd.store(stream.as_raw_fd(), Relaxed);
+            }
             Parked {
                 inbuf: BytesMut::with_capacity(16 * 1024),
                 // Bytes of a refused value still to discard.
@@ -142,6 +171,11 @@ async fn serve_requests(
                     shared.mc.bytes_read.fetch_add(n as u64, Relaxed);
                 }
             }
+        }
+        if refused_now(shared) {
+            // Nothing it sent is run: the RESP port needs a password now.
+            let _ = stream.write_all(UNAUTHENTICATED).await;
+            return Served::Closed;
         }
         let limits = McLimits {
             max_item_size: shared.config.read().memcached_max_item_size as usize,

@@ -88,7 +88,8 @@ impl RedisServer {
                 if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
                     let _ = s.write_all(b"PING\r\n");
                     let mut b = [0u8; 7];
-                    if s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n" {
+                    // PONG, or NOAUTH when started with a password: it serves.
+                    if s.read_exact(&mut b).is_ok() && (&b == b"+PONG\r\n" || &b == b"-NOAUTH") {
                         return srv;
                     }
                 }

@@ -6,7 +6,7 @@ pub(super) static OPTIONS: &[OptionDef] = &[
     OptionDef {
         name: "client-output-buffer-limit",
         default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
-        doc: "<class> <hard> <soft> <soft seconds> ... (class: normal, replica, pubsub; only pubsub's limit subscribers)",
+        doc: "<class> <hard> <soft> <soft seconds> ... (class: normal, replica, pubsub): a client whose waiting replies pass the hard limit, or the soft one for longer than its seconds, is closed",
         runtime: true,
         set: Setter::Many(|c, args| {
             c.client_output_buffer_limit = parse_output_limits(args, c.client_output_buffer_limit)?;
@@ -21,6 +21,17 @@ pub(super) static OPTIONS: &[OptionDef] = &[
                 .collect::<Vec<_>>()
                 .join(" ")
         },
+    },
+    OptionDef {
+        name: "client-query-buffer-limit",
+        default: "1gb",
+        doc: "bytes of unparsed input a client may hold before it is closed (at least 1mb)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.client_query_buffer_limit = parse_size_arg(v, 1 << 20, i64::MAX as u64)?;
+            Ok(())
+        }),
+        get: |c| c.client_query_buffer_limit.to_string(),
     },
     OptionDef {
         name: "enable-debug-command",

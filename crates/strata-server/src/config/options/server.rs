@@ -37,18 +37,60 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| c.memcached_max_item_size.to_string(),
     },
     OptionDef {
+        name: "memcached-allow-unauthenticated",
+        default: "no",
+        doc: "serve memcached-port even while a password or ACL users protect the RESP port (memcached's text protocol has no authentication: its clients bypass them)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.memcached_allow_unauthenticated = parse_bool(v)?;
+            Ok(())
+        }),
+        get: |c| bool_text(c.memcached_allow_unauthenticated),
+    },
+    OptionDef {
+        name: "protected-mode",
+        default: "yes",
+        doc: "while the default user has no password, refuse clients that are not on a loopback address (-DENIED), as Redis",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.protected_mode = parse_bool(v)?;
+            Ok(())
+        }),
+        get: |c| bool_text(c.protected_mode),
+    },
+    OptionDef {
+        name: "tcp-backlog",
+        default: "511",
+        doc: "connections the kernel queues before they are accepted (capped by net.core.somaxconn)",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.tcp_backlog = parse_uint(v, 0, i32::MAX as u64, "tcp-backlog")? as u32;
+            Ok(())
+        }),
+        get: |c| c.tcp_backlog.to_string(),
+    },
+    OptionDef {
         name: "bind",
-        default: "127.0.0.1",
-        doc: "addresses to listen on (one or more)",
+        default: "127.0.0.1 -::1",
+        doc: "addresses to listen on (one or more; -addr is skipped where it does not exist; 0.0.0.0 or '*' for any IPv4, '::*' for any IPv6)",
         runtime: false,
         set: Setter::Many(|c, args| {
+            // (One argument may hold several, as CONFIG GET renders them.)
+            let args: Vec<String> = args
+                .iter()
+                .flat_map(|a| a.split_whitespace())
+                .map(str::to_string)
+                .collect();
             if let Some(bad) = args
                 .iter()
-                .find(|a| a.is_empty() || a.contains(char::is_whitespace))
+                .find(|a| crate::listen::parse_addr(a.trim_start_matches('-')).is_none())
             {
                 return Err(format!("invalid address '{bad}'"));
             }
-            c.bind = args.to_vec();
+            if args.is_empty() {
+                return Err("bind needs an address".to_string());
+            }
+            c.bind = args;
             Ok(())
         }),
         get: |c| c.bind.join(" "),

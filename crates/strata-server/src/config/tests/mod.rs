@@ -34,7 +34,10 @@ impl Drop for TempConf {
 fn defaults() {
     let c = Config::default();
     assert_eq!(c.port, 6379);
-    assert_eq!(c.bind, vec!["127.0.0.1".to_string()]);
+    assert_eq!(c.bind, vec!["127.0.0.1".to_string(), "-::1".to_string()]);
+    assert!(c.protected_mode);
+    assert_eq!(c.tcp_backlog, 511);
+    assert!(!c.memcached_allow_unauthenticated);
     assert_eq!(c.dir, PathBuf::from("./strata-data"));
     assert_eq!(c.databases, 16);
     assert_eq!(c.maxmemory, 0);
@@ -97,7 +100,7 @@ fn table_is_well_formed() {
     names.dedup();
     assert_eq!(before, names.len(), "an option is listed twice");
     // One option per Config field, and the four ziplist aliases.
-    assert_eq!(before, 64, "one option per Config field (plus aliases)");
+    assert_eq!(before, 68, "one option per Config field (plus aliases)");
     let runtime: std::collections::BTreeSet<&str> = OPTIONS
         .iter()
         .filter(|d| d.runtime)
@@ -107,6 +110,8 @@ fn table_is_well_formed() {
         runtime,
         std::collections::BTreeSet::from([
             "memcached-max-item-size",
+            "memcached-allow-unauthenticated",
+            "protected-mode",
             "maxmemory",
             "maxmemory-ram",
             "maxmemory-policy",
@@ -149,6 +154,7 @@ fn table_is_well_formed() {
             "list-max-ziplist-size",
             "save",
             "client-output-buffer-limit",
+            "client-query-buffer-limit",
             "tracking-table-max-keys",
             "notify-keyspace-events",
             "busy-reply-threshold",
@@ -442,9 +448,19 @@ fn command_line_overrides_file() {
         "override",
         "port 7000\nhz 20\nbind 10.0.0.1\nloglevel debug\n",
     );
-    let c = Config::from_args(args(&[&conf.path(), "--port", "7001", "--bind", "a", "b"])).unwrap();
+    let c = Config::from_args(args(&[
+        &conf.path(),
+        "--port",
+        "7001",
+        "--bind",
+        "10.0.0.2",
+        "::1",
+    ]))
+    .unwrap();
     assert_eq!(c.port, 7001);
-    assert_eq!(c.bind, args(&["a", "b"]));
+    assert_eq!(c.bind, args(&["10.0.0.2", "::1"]));
+    // Addresses only (a name is refused at start, not at bind time).
+    assert!(Config::from_args(args(&["--bind", "somehost"])).is_err());
     assert_eq!(c.hz, 20);
     assert_eq!(c.loglevel, LogLevel::Debug);
     let c = Config::from_args(args(&[&conf.path()])).unwrap();
@@ -484,7 +500,7 @@ fn example_config_parses() {
     let text = std::fs::read_to_string(path).unwrap();
     let c = Config::from_conf_str(&text).unwrap();
     assert_eq!(c.port, 6379);
-    assert_eq!(c.bind, args(&["127.0.0.1"]));
+    assert_eq!(c.bind, args(&["127.0.0.1", "-::1"]));
     assert_eq!(c.dir, PathBuf::from("./strata-data"));
     assert_eq!(c.flash_segment_size, 64 << 20);
     assert_eq!(c.maxmemory_policy, MaxmemoryPolicy::NoEviction);

@@ -108,7 +108,7 @@ fn config_get_patterns() {
     assert!(names(b"nosuch").is_empty());
     assert_eq!(c.get("proto-max-bulk-len").as_deref(), Some("536870912"));
     assert_eq!(c.get("flash-segment-size").as_deref(), Some("67108864"));
-    assert_eq!(c.get("bind").as_deref(), Some("127.0.0.1"));
+    assert_eq!(c.get("bind").as_deref(), Some("127.0.0.1 -::1"));
     assert_eq!(c.get("flash-direct-io").as_deref(), Some("yes"));
     assert_eq!(c.get("requirepass").as_deref(), Some(""));
     assert_eq!(c.get("nosuch"), None);

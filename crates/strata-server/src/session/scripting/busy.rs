@@ -68,6 +68,17 @@ impl Busy {
         }
     }
 
+    /// Resolves once no script runs.
+    pub async fn idle(&self) {
+        loop {
+            let notified = self.done.notified();
+            if !self.running() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
     pub(super) fn begin(&self, call: &Call) {
         self.kill.store(false, Relaxed);
         self.wrote.store(false, Relaxed);
