@@ -63,6 +63,7 @@ fuzz_target!(|data: &[u8]| {
     let limits = McLimits {
         max_item_size: 64,
         max_line_len: 256,
+        max_multiget_len: 512,
     };
     let whole = run(&[input], &limits);
     let mid = usize::from(selector) * input.len() / 255;

@@ -724,3 +724,31 @@ fn a_memcached_client_library_works() {
     let v: Option<String> = client.get("n").unwrap();
     assert_eq!(v, None);
 }
+
+#[test]
+fn a_get_of_ten_thousand_keys_is_answered_as_memcached_answers_it() {
+    let srv = srv();
+    let mut m = Mc::new(&srv);
+    for i in 0..10 {
+        m.rt(&format!("set hit{i} 0 0 1\r\n{i}\r\n"), "STORED\r\n");
+    }
+    // 10,000 keys of up to 250 bytes: a line of ~2.5 MB.
+    let mut line = String::from("get");
+    for i in 0..10_000 {
+        if i % 1000 == 0 {
+            line.push_str(&format!(" hit{}", i / 1000));
+        } else {
+            line.push_str(&format!(" {i:0>250}"));
+        }
+    }
+    line.push_str("\r\n");
+    assert!(line.len() > 2_000_000);
+    m.send(line.as_bytes());
+    let mut want = String::new();
+    for i in 0..10 {
+        want.push_str(&format!("VALUE hit{i} 0 1\r\n{i}\r\n"));
+    }
+    want.push_str("END\r\n");
+    m.expect(&want);
+    m.rt("get hit0\r\n", "VALUE hit0 0 1\r\n0\r\nEND\r\n");
+}

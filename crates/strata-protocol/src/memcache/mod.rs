@@ -55,8 +55,12 @@ const MAX_META_FLAGS: usize = 32;
 pub struct McLimits {
     /// Largest value accepted (`memcached-max-item-size`). Default 1 MiB.
     pub max_item_size: usize,
-    /// Longest command line. Default 64 KiB (long multi-key `get`s fit).
+    /// Longest command line. Default 64 KiB.
     pub max_line_len: usize,
+    /// Longest `get`/`gets`/`gat`/`gats` line: memcached reads a multi-get
+    /// of any length (10,000 keys of 250 bytes are 2.5 MB); this bounds the
+    /// input held for one. Default 8 MiB.
+    pub max_multiget_len: usize,
 }
 
 impl Default for McLimits {
@@ -64,6 +68,7 @@ impl Default for McLimits {
         McLimits {
             max_item_size: 1 << 20,
             max_line_len: 64 << 10,
+            max_multiget_len: 8 << 20,
         }
     }
 }
@@ -232,13 +237,18 @@ pub fn decode(buf: &mut BytesMut, limits: &McLimits) -> Option<McFrame> {
     if buf.first() == Some(&0x80) {
         return Some(McFrame::Close(BINARY_REFUSED));
     }
+    let max_line = if is_multiget(buf) {
+        limits.max_multiget_len
+    } else {
+        limits.max_line_len
+    };
     let Some(nl) = buf.iter().position(|&b| b == b'\n') else {
-        if buf.len() > limits.max_line_len {
+        if buf.len() > max_line {
             return Some(McFrame::Close(LINE_TOO_LONG));
         }
         return None;
     };
-    if nl > limits.max_line_len {
+    if nl > max_line {
         return Some(McFrame::Close(LINE_TOO_LONG));
     }
     let line_end = if nl > 0 && buf.get(nl - 1) == Some(&b'\r') {
@@ -278,6 +288,14 @@ pub fn decode(buf: &mut BytesMut, limits: &McLimits) -> Option<McFrame> {
         Next::Store(head) => decode_store(buf, nl, head, limits),
         Next::MetaSet(line) => decode_meta_set(buf, nl, &tokenize(&line), limits),
     }
+}
+
+/// Whether the line at the front of `buf` is a retrieval command, whose
+/// key list may be long (`McLimits::max_multiget_len`).
+fn is_multiget(buf: &[u8]) -> bool {
+    [&b"get "[..], b"gets ", b"gat ", b"gats "]
+        .iter()
+        .any(|p| buf.starts_with(p))
 }
 
 /// Token `i`, or an empty slice past the end.

@@ -10,6 +10,7 @@ fn decode_all(input: &[u8]) -> Vec<McFrame> {
     let limits = McLimits {
         max_item_size: 64,
         max_line_len: 512,
+        max_multiget_len: 1024,
     };
     let mut swallow = 0usize;
     loop {
@@ -449,7 +450,7 @@ proptest! {
         // Feed the same bytes in pieces.
         let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (input.len() + 1)).collect();
         cuts.sort_unstable();
-        let limits = McLimits { max_item_size: 64, max_line_len: 512 };
+        let limits = McLimits { max_item_size: 64, max_line_len: 512, max_multiget_len: 1024 };
         let mut buf = BytesMut::new();
         let mut got = Vec::new();
         let mut swallow = 0usize;
@@ -494,4 +495,27 @@ proptest! {
             data: Bytes::from(data), cas: 0, noreply: false
         }));
     }
+}
+
+#[test]
+fn a_long_multiget_is_read_as_memcached_reads_it() {
+    // Past the line limit (512 here) a get still parses, up to its own
+    // limit; any other command's line is too long.
+    let keys: Vec<String> = (0..100).map(|i| format!("key{i:04}")).collect();
+    let line = format!("get {}\r\n", keys.join(" "));
+    assert!(line.len() > 512 && line.len() < 1024);
+    match decode_all(line.as_bytes()).as_slice() {
+        [McFrame::Request(McRequest::Get { keys: got, .. })] => assert_eq!(got.len(), 100),
+        other => panic!("{other:?}"),
+    }
+    let touch = format!("touch {} 0\r\n", "k".repeat(600));
+    assert_eq!(
+        decode_all(touch.as_bytes()),
+        vec![McFrame::Close(LINE_TOO_LONG)]
+    );
+    let huge = format!("get {}\r\n", "k ".repeat(600));
+    assert_eq!(
+        decode_all(huge.as_bytes()),
+        vec![McFrame::Close(LINE_TOO_LONG)]
+    );
 }

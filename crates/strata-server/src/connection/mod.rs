@@ -6,6 +6,7 @@
 //! barrier (see `dispatch`). Protocol errors get `-ERR Protocol error: ...`
 //! and the connection is closed, as Redis does.
 
+mod guards;
 mod output;
 mod prefetch;
 mod refusals;
@@ -13,7 +14,7 @@ mod refusals;
 pub(crate) use prefetch::{prefetch_pipeline, PREFETCH_MAX};
 use refusals::{admit, is_write, refuse_in_order, subscriber_refusal};
 
-use crate::client_buffers::{Backlog, BufGauge, Class, OutputWatch, BUFFER_KEEP};
+use crate::client_buffers::{Backlog, BufGauge, OutputWatch, BUFFER_KEEP};
 use crate::clients::ClientHandle;
 use crate::command::Outcome;
 use crate::commands::table;
@@ -24,6 +25,7 @@ use crate::session::{scripting, transaction};
 use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use futures::stream::{FuturesOrdered, StreamExt};
+use guards::{is_http, over_output_limit, over_query_limit};
 use output::{drain, drain_watching, durable, flush, flush_some};
 use std::future::Future;
 use std::pin::Pin;
@@ -528,62 +530,6 @@ pub async fn serve(
             }
         }
     }
-}
-
-/// Whether the replies waiting for the client (`out` and the backlog)
-/// pass its class's `client-output-buffer-limit` (`client_buffers`,
-/// invariant 3); if so it is logged and counted, and the caller closes
-/// the connection.
-fn over_output_limit(
-    shared: &Shared,
-    conn: &ConnState,
-    watch: &mut OutputWatch,
-    out: &BytesMut,
-    backlog: &Backlog,
-) -> bool {
-    let class = if conn.handle.is_pubsub() {
-        Class::PubSub
-    } else {
-        Class::Normal
-    };
-    let used = out.len() + backlog.bytes();
-    if !watch.exceeded(&shared.out_limits, class, used) {
-        return false;
-    }
-    shared
-        .stats
-        .output_buffer_limit_disconnections
-        .fetch_add(1, Relaxed);
-    tracing::warn!(
-        "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-        conn.handle.list_line()
-    );
-    true
-}
-
-/// Whether the client's unparsed input passed `client-query-buffer-limit`
-/// (logged and counted; the caller closes the connection), as Redis.
-fn over_query_limit(shared: &Shared, conn: &ConnState, inbuf: &BytesMut) -> bool {
-    if inbuf.len() as u64 <= shared.query_limit.load(Relaxed) {
-        return false;
-    }
-    shared
-        .stats
-        .query_buffer_limit_disconnections
-        .fetch_add(1, Relaxed);
-    tracing::warn!(
-        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {:?})",
-        conn.handle.list_line(),
-        String::from_utf8_lossy(&inbuf[..inbuf.len().min(64)])
-    );
-    true
-}
-
-/// Whether a request's first word is `POST` or `Host:`, what an HTTP
-/// request sent to the port starts with (Redis's check, before the
-/// command table).
-fn is_http(first: &[u8]) -> bool {
-    first.eq_ignore_ascii_case(b"post") || first.eq_ignore_ascii_case(b"host:")
 }
 
 /// Argument slots a connection keeps between requests, at most.

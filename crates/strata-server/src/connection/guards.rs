@@ -1,0 +1,67 @@
+//! What closes a connection before or after a command, whatever it is:
+//! an HTTP request on the port (cross-protocol scripting), input past
+//! `client-query-buffer-limit`, replies waiting past the client's
+//! `client-output-buffer-limit` (`client_buffers`, invariant 3). Each
+//! logs as Redis does and counts in INFO stats; the caller closes.
+
+use super::ConnState;
+use crate::client_buffers::{Backlog, Class, OutputWatch};
+use crate::Shared;
+use bytes::BytesMut;
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Whether the replies waiting for the client (`out` and the backlog)
+/// pass its class's `client-output-buffer-limit` (`client_buffers`,
+/// invariant 3); if so it is logged and counted, and the caller closes
+/// the connection.
+pub(super) fn over_output_limit(
+    shared: &Shared,
+    conn: &ConnState,
+    watch: &mut OutputWatch,
+    out: &BytesMut,
+    backlog: &Backlog,
+) -> bool {
+    let class = if conn.handle.is_pubsub() {
+        Class::PubSub
+    } else {
+        Class::Normal
+    };
+    let used = out.len() + backlog.bytes();
+    if !watch.exceeded(&shared.out_limits, class, used) {
+        return false;
+    }
+    shared
+        .stats
+        .output_buffer_limit_disconnections
+        .fetch_add(1, Relaxed);
+    tracing::warn!(
+        "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+        conn.handle.list_line()
+    );
+    true
+}
+
+/// Whether the client's unparsed input passed `client-query-buffer-limit`
+/// (logged and counted; the caller closes the connection), as Redis.
+pub(super) fn over_query_limit(shared: &Shared, conn: &ConnState, inbuf: &BytesMut) -> bool {
+    if inbuf.len() as u64 <= shared.query_limit.load(Relaxed) {
+        return false;
+    }
+    shared
+        .stats
+        .query_buffer_limit_disconnections
+        .fetch_add(1, Relaxed);
+    tracing::warn!(
+        "Closing client that reached max query buffer length: {} (qbuf initial bytes: {:?})",
+        conn.handle.list_line(),
+        String::from_utf8_lossy(&inbuf[..inbuf.len().min(64)])
+    );
+    true
+}
+
+/// Whether a request's first word is `POST` or `Host:`, what an HTTP
+/// request sent to the port starts with (Redis's check, before the
+/// command table).
+pub(super) fn is_http(first: &[u8]) -> bool {
+    first.eq_ignore_ascii_case(b"post") || first.eq_ignore_ascii_case(b"host:")
+}
