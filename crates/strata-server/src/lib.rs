@@ -378,6 +378,20 @@ pub async fn start(
         acl.load_user(u)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     }
+    if !config.aclfile.is_empty() {
+        if !config.users.is_empty() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both."));
+        }
+        acl.load_file(&config.aclfile).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("aclfile: {e}"))
+        })?;
+    }
+    commands::table::rename(&config.renames).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("rename-command: {e}"),
+        )
+    })?;
     let guarded = config.requirepass.is_some() || acl.guarded();
     if let Some(refusal) = memcache::refuse_unauthenticated(&config, guarded) {
         return Err(std::io::Error::new(

@@ -328,19 +328,61 @@ pub fn check_subcommand(
     server::check_subcommand_arity(spec.name, args, out)
 }
 
-/// Finds a command by name, case-insensitively, without allocating.
+type Index = HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>;
+
+/// The commands by their own names.
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect())
+}
+
+/// `rename-command`'s names, when any were given: every name clients
+/// may use, each with its command (a removed or renamed command's own
+/// name is absent).
+static RENAMED: OnceLock<HashMap<Vec<u8>, &'static CommandSpec>> = OnceLock::new();
+
+/// `rename-command` lines, applied in order at start as Redis applies
+/// them (an empty new name removes the command); Redis's errors.
+pub fn rename(renames: &[(String, String)]) -> Result<(), String> {
+    if renames.is_empty() {
+        return Ok(());
+    }
+    let mut names: HashMap<Vec<u8>, &'static CommandSpec> =
+        index().iter().map(|(n, c)| (n.to_vec(), *c)).collect();
+    for (old, new) in renames {
+        let spec = names
+            .remove(old.to_ascii_lowercase().as_bytes())
+            .ok_or("No such command in rename-command")?;
+        if !new.is_empty() {
+            if new.len() > 32 {
+                return Err("Target command name is too long".into());
+            }
+            let key = new.to_ascii_lowercase().into_bytes();
+            if names.contains_key(&key) {
+                return Err("Target command name already exists".into());
+            }
+            names.insert(key, spec);
+        }
+    }
+    RENAMED
+        .set(names)
+        .map_err(|_| "commands were renamed already".to_string())
+}
+
+/// Finds a command by the name clients use (its own, or the one
+/// `rename-command` gave it), case-insensitively, without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     // (foldhash, not SipHash: every request looks its command up; the
     // names are ASCII, so no UTF-8 check is needed.)
-    type Index = HashMap<&'static [u8], &'static CommandSpec, foldhash::fast::FixedState>;
-    static INDEX: OnceLock<Index> = OnceLock::new();
-    let index = INDEX.get_or_init(|| COMMANDS.iter().map(|c| (c.name.as_bytes(), c)).collect());
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
     }
-    index.get(&lower[..]).copied()
+    match RENAMED.get() {
+        None => index().get(&lower[..]).copied(),
+        Some(renamed) => renamed.get(&lower[..]).copied(),
+    }
 }
 
 #[cfg(test)]

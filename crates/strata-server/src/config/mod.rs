@@ -273,6 +273,18 @@ pub struct Config {
     pub client_query_buffer_limit: u64,
     /// `enable-debug-command`: "no", "yes" or "local" (loopback clients).
     pub enable_debug_command: String,
+    /// `enable-protected-configs`: who may CONFIG SET a protected option
+    /// (`dir`): "no", "yes" or "local". Default: no.
+    pub enable_protected_configs: String,
+    /// `enable-module-command`: accepted as Redis's ("no", "yes",
+    /// "local"); Strata loads no modules. Default: no.
+    pub enable_module_command: String,
+    /// `aclfile`: where ACL LOAD / ACL SAVE read and write the users; ""
+    /// = none (users come from `user` lines). Default: "".
+    pub aclfile: String,
+    /// `rename-command <name> <new name>` lines: each command renamed, or
+    /// removed when the new name is empty. Default: none.
+    pub renames: Vec<(String, String)>,
     /// `server-runtime`: "per-core" (an event loop per thread, `loops`) or
     /// "shared" (one work-stealing runtime for every connection).
     pub server_runtime: String,
@@ -334,6 +346,10 @@ impl Default for Config {
             notify_keyspace_events: 0,
             tracking_table_max_keys: 1_000_000,
             enable_debug_command: "no".into(),
+            enable_protected_configs: "no".into(),
+            enable_module_command: "no".into(),
+            aclfile: String::new(),
+            renames: Vec::new(),
             client_query_buffer_limit: 1 << 30,
             server_runtime: "per-core".into(),
             loop_scaling: "auto".into(),
@@ -454,6 +470,15 @@ impl Config {
                 config.users.push(d.args.clone());
                 continue;
             }
+            // `rename-command <name> <new name>`: checked against the
+            // command table when the server starts.
+            if d.name == "rename-command" {
+                let [old, new] = d.args.as_slice() else {
+                    return Err(d.error("rename-command: wrong number of arguments".into()));
+                };
+                config.renames.push((old.clone(), new.clone()));
+                continue;
+            }
             let def = find_option(&d.name)
                 .ok_or_else(|| d.error(format!("unknown option '{}'", d.name)))?;
             def.apply(&mut config, &d.args)
@@ -510,6 +535,17 @@ impl Config {
     /// changed at runtime; on error the config is unchanged. Options taking
     /// several arguments (`save`) split `value` on whitespace, like Redis.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        self.set_as(name, value, false)
+    }
+
+    /// `set`, by a client that `enable-protected-configs` lets change the
+    /// protected options (`protected_ok`) or not.
+    pub fn set_as(
+        &mut self,
+        name: &str,
+        value: &str,
+        protected_ok: bool,
+    ) -> Result<(), ConfigError> {
         let def = find_option(name).ok_or_else(|| ConfigError::UnknownOption(name.to_string()))?;
         let args: Vec<String> = match def.set {
             Setter::One(_) => vec![value.to_string()],
@@ -524,6 +560,9 @@ impl Config {
         };
         let mut updated = self.clone();
         let applied = def.apply(&mut updated, &args);
+        if PROTECTED.contains(&def.name) && !protected_ok {
+            return Err(ConfigError::Protected(def.name.to_string()));
+        }
         if !def.runtime {
             // An option read only at startup may be "set" to the value it
             // has (test harnesses do so): no change. Any other value is
@@ -541,6 +580,17 @@ impl Config {
         Ok(())
     }
 }
+
+/// Whether a client may do what an `enable-*` setting guards (Redis's
+/// `allowProtectedAction`): "yes", or "local" from a loopback address.
+pub fn allows(setting: &str, local: bool) -> bool {
+    setting == "yes" || (setting == "local" && local)
+}
+
+/// The options CONFIG SET refuses unless `enable-protected-configs`
+/// allows the client (Redis 7.0's PROTECTED_CONFIG ones Strata has: where
+/// the files go, the classic way to make a server write a file anywhere).
+pub const PROTECTED: &[&str] = &["dir"];
 
 // ---------------------------------------------------------------------------
 // The option table

@@ -41,6 +41,9 @@ pub enum ConfigError {
     /// `CONFIG SET` of an option that can only be set at startup.
     #[error("can't set immutable config '{0}'")]
     Immutable(String),
+    /// `CONFIG SET` of a protected option (`enable-protected-configs`).
+    #[error("can't set protected config '{0}'")]
+    Protected(String),
     /// `CONFIG SET` with a value the option refuses.
     #[error("bad value for {name}: {reason}")]
     InvalidValue { name: String, reason: String },
@@ -56,6 +59,9 @@ impl ConfigError {
             }
             ConfigError::Immutable(name) => format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            ),
+            ConfigError::Protected(name) => format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config"
             ),
             ConfigError::InvalidValue { name, reason } => {
                 format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}")

@@ -144,7 +144,7 @@ pub struct Reply {
 }
 
 pub struct Conn {
-    s: TcpStream,
+    pub s: TcpStream,
     buf: Vec<u8>,
     out: Vec<u8>,
 }

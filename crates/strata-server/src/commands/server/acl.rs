@@ -8,6 +8,7 @@ use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64, table};
 use crate::reply;
 use bytes::Bytes;
+use std::sync::Arc;
 use strata_protocol::{
     write_array_len, write_bulk, write_double, write_integer, write_map_len, write_null,
     write_set_len, write_simple,
@@ -75,8 +76,8 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     } else if is(sub, "whoami") && n == 2 {
         write_bulk(ctx.out, &ctx.conn.user.name);
-    } else if is(sub, "load") || is(sub, "save") {
-        reply::error(ctx.out, "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.");
+    } else if (is(sub, "load") || is(sub, "save")) && n == 2 {
+        return aclfile(ctx, is(sub, "load"));
     } else if is(sub, "cat") && n == 2 {
         write_array_len(ctx.out, super::ACL_CATEGORIES.len());
         for c in super::ACL_CATEGORIES {
@@ -196,6 +197,52 @@ fn deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Outcome::Close
     } else {
         Outcome::Done
+    }
+}
+
+/// ACL LOAD / ACL SAVE, with `aclfile` (`acl::file`).
+fn aclfile(ctx: &mut Ctx<'_>, load: bool) -> Outcome {
+    let path = ctx.shared.config.read().aclfile.clone();
+    if path.is_empty() {
+        reply::error(ctx.out, "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.");
+        return Outcome::Done;
+    }
+    if !load {
+        match ctx.shared.acl.save_file(&path) {
+            Ok(()) => write_simple(ctx.out, b"OK"),
+            Err(e) => {
+                tracing::warn!("Opening temp ACL file for ACL SAVE: {e}");
+                reply::error(ctx.out, "ERR There was an error trying to save the ACLs. Please check the server logs for more information");
+            }
+        }
+        return Outcome::Done;
+    }
+    match ctx.shared.acl.load_file(&path) {
+        Err(e) => {
+            reply::error(ctx.out, &format!("ERR {}", e.replace(['\r', '\n'], " ")));
+            Outcome::Done
+        }
+        Ok(replaced) => {
+            // The connections of every user replaced close, this one's too
+            // (after its reply), as Redis frees the old users' clients.
+            let mut myself = false;
+            for u in &replaced {
+                for c in ctx.shared.clients.all() {
+                    if c.id != ctx.conn.handle.id && c.info.lock().user == u.name {
+                        c.kill();
+                    }
+                }
+                myself |= Arc::ptr_eq(u, &ctx.conn.user);
+            }
+            write_simple(ctx.out, b"OK");
+            if myself {
+                ctx.conn.user = ctx.shared.acl.default_user();
+                ctx.conn.authenticated = false;
+                Outcome::Close
+            } else {
+                Outcome::Done
+            }
+        }
     }
 }
 

@@ -30,12 +30,14 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "set") && args.len() >= 4 && args.len() & 1 == 0 {
         let result = {
             let mut c = ctx.shared.config.write();
+            let protected_ok =
+                crate::config::allows(&c.enable_protected_configs, ctx.conn.handle.is_local());
             let backup = c.clone();
             let mut r = Ok(());
             for kv in args[2..].chunks_exact(2) {
                 let name = String::from_utf8_lossy(&kv[0]).into_owned();
                 let value = String::from_utf8_lossy(&kv[1]).into_owned();
-                if let Err(e) = c.set(&name, &value) {
+                if let Err(e) = c.set_as(&name, &value, protected_ok) {
                     r = Err(e.redis_error_text());
                     break;
                 }

@@ -21,11 +21,10 @@ use strata_protocol::{write_array_len, write_bulk, write_simple};
 /// OBJECT, SET-ACTIVE-EXPIRE, RELOAD (a checkpoint, then every value read
 /// back from its record, as after Redis's save-and-load).
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let allowed = match ctx.shared.config.read().enable_debug_command.as_str() {
-        "yes" => true,
-        "local" => ctx.conn.handle.is_local(),
-        _ => false,
-    };
+    let allowed = crate::config::allows(
+        &ctx.shared.config.read().enable_debug_command,
+        ctx.conn.handle.is_local(),
+    );
     if !allowed {
         reply::error(ctx.out, "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
         return Outcome::Done;

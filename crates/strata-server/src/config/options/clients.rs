@@ -39,14 +39,43 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         doc: "who may run DEBUG: no, yes, or local (clients on a loopback address), as Redis",
         runtime: false,
         set: Setter::One(|c, v| {
-            let v = v.to_ascii_lowercase();
-            if !["no", "yes", "local"].contains(&v.as_str()) {
-                return Err("argument must be one of the following: no, yes, local".into());
-            }
-            c.enable_debug_command = v;
+            c.enable_debug_command = parse_who(v)?;
             Ok(())
         }),
         get: |c| c.enable_debug_command.clone(),
+    },
+    OptionDef {
+        name: "enable-protected-configs",
+        default: "no",
+        doc: "who may CONFIG SET protected options (dir): no, yes, or local (clients on a loopback address), as Redis",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.enable_protected_configs = parse_who(v)?;
+            Ok(())
+        }),
+        get: |c| c.enable_protected_configs.clone(),
+    },
+    OptionDef {
+        name: "enable-module-command",
+        default: "no",
+        doc: "accepted as Redis's (no, yes, local); Strata loads no modules and has no MODULE command",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.enable_module_command = parse_who(v)?;
+            Ok(())
+        }),
+        get: |c| c.enable_module_command.clone(),
+    },
+    OptionDef {
+        name: "aclfile",
+        default: "",
+        doc: "file of ACL users (ACL LIST lines) read at start and by ACL LOAD, written by ACL SAVE; \"\" = none",
+        runtime: false,
+        set: Setter::One(|c, v| {
+            c.aclfile = v.to_string();
+            Ok(())
+        }),
+        get: |c| c.aclfile.clone(),
     },
     OptionDef {
         name: "tracking-table-max-keys",
@@ -94,3 +123,13 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| c.busy_reply_threshold.to_string(),
     },
 ];
+
+/// An `enable-*-command` / `enable-protected-configs` value: no, yes or
+/// local.
+fn parse_who(v: &str) -> Result<String, String> {
+    let v = v.to_ascii_lowercase();
+    if !["no", "yes", "local"].contains(&v.as_str()) {
+        return Err("argument must be one of the following: no, yes, local".into());
+    }
+    Ok(v)
+}

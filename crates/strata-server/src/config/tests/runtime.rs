@@ -118,7 +118,27 @@ fn config_get_patterns() {
 fn immutables_and_unknowns_refused() {
     let mut c = Config::default();
     let mut refused = 0;
-    for def in OPTIONS.iter().filter(|d| !d.runtime) {
+    // A protected option is refused whatever its value, as Redis refuses
+    // it, unless the client is allowed (then it is immutable here).
+    let own = c.get("dir").unwrap();
+    let err = c.set("dir", &own).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::Protected(ref n) if n == "dir"),
+        "{err}"
+    );
+    assert_eq!(
+        err.redis_error_text(),
+        "ERR CONFIG SET failed (possibly related to argument 'dir') - can't set protected config"
+    );
+    assert!(c.set_as("dir", &own, true).is_ok());
+    assert!(matches!(
+        c.set_as("dir", "/elsewhere", true),
+        Err(ConfigError::Immutable(_))
+    ));
+    for def in OPTIONS
+        .iter()
+        .filter(|d| !d.runtime && !PROTECTED.contains(&d.name))
+    {
         // Its own value is no change; another value is refused.
         let own = c.get(def.name).unwrap_or_default();
         assert!(c.set(def.name, &own).is_ok(), "{} {own}", def.name);
