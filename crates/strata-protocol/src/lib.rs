@@ -47,4 +47,5 @@ pub use resp::encode::{
     write_set_len, write_simple, write_verbatim, Version,
 };
 pub use resp::frame::{parse_frame, Frame, Parsed, MAX_FRAME_DEPTH};
+pub use resp::inline::split_args;
 pub use resp::request::{decode_request, decode_request_into, peek_keys};

@@ -629,3 +629,25 @@ fn the_query_buffer_limit_closes_a_client_that_sends_too_much() {
     let n = strata.info_u64(&mut c, "stats", "client_query_buffer_limit_disconnections");
     assert_eq!(n, 1);
 }
+
+#[test]
+fn a_restore_payload_cannot_make_the_server_allocate_what_it_says() {
+    // An LZF string that claims 72 PB once decompressed (found by the
+    // rdb_payload fuzz target: the server aborted on the allocation).
+    let mut body = vec![0x00, 0xC3, 0x02, 0x81];
+    body.extend_from_slice(&72_059_793_151_911_276u64.to_be_bytes());
+    body.extend_from_slice(b"\x00a");
+    let payload = strata_server::rdb::seal(body);
+    let redis = RedisServer::start();
+    let mut strata = Server::start(&[]);
+    let mut got = Vec::new();
+    for port in [redis.port, strata.port] {
+        let mut c = oracle::Conn::connect(port);
+        let r = c.cmd(&[b"RESTORE", b"k", b"0", &payload]);
+        got.push(String::from_utf8_lossy(&r.bytes).into_owned());
+        assert_eq!(c.cmd(&[b"PING"]).bytes, b"+PONG\r\n");
+    }
+    assert_eq!(got[0], got[1], "redis vs strata");
+    assert_eq!(got[1], "-ERR Bad data format\r\n");
+    assert!(strata.alive());
+}

@@ -25,7 +25,7 @@ fn hex_val(b: u8) -> Option<u8> {
 }
 
 /// Splits one inline line (without its line terminator) into arguments.
-pub(crate) fn split_args(line: &[u8]) -> Result<Vec<Bytes>, ProtocolError> {
+pub fn split_args(line: &[u8]) -> Result<Vec<Bytes>, ProtocolError> {
     // Reads like a C string: past the end (or at a NUL) reads as 0.
     let at = |i: usize| -> u8 { line.get(i).copied().unwrap_or(0) };
     let mut p = 0usize;

@@ -5,7 +5,7 @@
 
 pub mod encode;
 pub mod frame;
-mod inline;
+pub(crate) mod inline;
 pub(crate) mod num;
 pub mod request;
 

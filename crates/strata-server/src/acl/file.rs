@@ -16,33 +16,35 @@
 //!    one, never a part.
 
 use super::{has_spaces, user_rules, Acl, LineError, Rules, User};
-use crate::config::split_args;
 use bytes::Bytes;
 use std::io::Write;
 use std::sync::Arc;
+use strata_protocol::split_args;
 
 /// The users of an ACL file, each with its rules applied to a new user,
 /// or Redis's errors (invariant 1), in `ACLLoadFromFile`'s words.
-pub fn parse(text: &str, path: &str) -> Result<Vec<(Bytes, Rules)>, String> {
+pub fn parse(text: &[u8], path: &str) -> Result<Vec<(Bytes, Rules)>, String> {
     let mut users: Vec<(Bytes, Rules)> = Vec::new();
     let mut errors = String::new();
-    for (i, line) in text.lines().enumerate() {
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         let n = i + 1;
-        let line = line.trim_matches([' ', '\t', '\r', '\n']);
+        let line = line.trim_ascii();
         if line.is_empty() {
             continue;
         }
+        // (Bytes as sdssplitargs reads them: a pattern need not be UTF-8.)
         let Ok(words) = split_args(line) else {
             errors.push_str(&format!("{path}:{n}: Syntax error. "));
             continue;
         };
-        if words.first().map(String::as_str) != Some("user") || words.len() < 2 {
+        if words.first().map(|w| &w[..]) != Some(b"user") || words.len() < 2 {
             errors.push_str(&format!(
                 "{path}:{n} should start with user keyword followed by the username. "
             ));
             continue;
         }
-        let name = Bytes::from(words[1].clone());
+        let name = words[1].clone();
+        let shown = String::from_utf8_lossy(&name);
         if has_spaces(&name) {
             errors.push_str(&format!(
                 "{path}:{n}: Usernames can't contain spaces or null characters. "
@@ -51,8 +53,7 @@ pub fn parse(text: &str, path: &str) -> Result<Vec<(Bytes, Rules)>, String> {
         }
         if users.iter().any(|(u, _)| *u == name) {
             errors.push_str(&format!(
-                "WARNING: Duplicate user '{}' found on line {n}. ",
-                words[1]
+                "WARNING: Duplicate user '{shown}' found on line {n}. "
             ));
             continue;
         }
@@ -88,7 +89,7 @@ impl Acl {
     /// file's (invariants 1, 2). Returns the users replaced, whose
     /// connections the caller closes.
     pub fn load_file(&self, path: &str) -> Result<Vec<Arc<User>>, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = std::fs::read(path).map_err(|e| {
             format!(
                 "Error loading ACLs, opening file '{path}': {}",
                 strerror(&e)
@@ -120,13 +121,14 @@ impl Acl {
     /// ACL SAVE: every user's ACL LIST line, written whole or not at all
     /// (invariant 3).
     pub fn save_file(&self, path: &str) -> std::io::Result<()> {
-        let mut text = String::new();
+        // (Bytes: a pattern that is not UTF-8 is saved as it is.)
+        let mut text = Vec::new();
         for u in self.users() {
-            text.push_str(&format!(
-                "user {} {}\n",
-                String::from_utf8_lossy(&u.name),
-                u.rules().describe()
-            ));
+            text.extend_from_slice(b"user ");
+            text.extend_from_slice(&u.name);
+            text.push(b' ');
+            text.extend_from_slice(&u.rules().describe_bytes());
+            text.push(b'\n');
         }
         let target = std::path::Path::new(path);
         let tmp = target.with_file_name(format!(
@@ -139,7 +141,7 @@ impl Acl {
         ));
         let written = (|| {
             let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
+            f.write_all(&text)?;
             f.sync_all()?;
             std::fs::rename(&tmp, target)?;
             if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -161,7 +163,7 @@ mod tests {
     #[test]
     fn bad_lines_are_named_and_change_nothing() {
         let Err(err) = parse(
-            "user a on\n\nuser a off\nfoo bar\nuser b on +nosuch\n",
+            b"user a on\n\nuser a off\nfoo bar\nuser b on +nosuch\n",
             "/x",
         ) else {
             panic!("bad lines parsed");
@@ -224,6 +226,21 @@ mod tests {
         assert!(Arc::ptr_eq(&default, &other.default_user()));
         assert!(other.authenticate(b"default", b"dpw").is_some());
         assert_eq!(lines(&other), loaded);
+        // A pattern that is not UTF-8 comes back as it was.
+        acl.set_user(
+            b"bin",
+            &[
+                "on".into(),
+                Bytes::from_static(b"~\xff\xfe*"),
+                "+get".into(),
+            ],
+        )
+        .unwrap();
+        acl.save_file(path).unwrap();
+        other.load_file(path).unwrap();
+        let bin = other.get(b"bin").unwrap().rules().describe_bytes();
+        assert_eq!(bin, acl.get(b"bin").unwrap().rules().describe_bytes());
+        assert!(bin.windows(4).any(|w| w == b"~\xff\xfe*"));
         // No temporary file is left behind.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }

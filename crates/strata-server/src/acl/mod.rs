@@ -155,16 +155,22 @@ impl Rules {
     /// The user as ACL LIST shows it, after `user <name> `
     /// (`ACLDescribeUser`).
     pub fn describe(&self) -> String {
-        let mut words: Vec<String> = self.flags().iter().map(|f| f.to_string()).collect();
-        words.extend(self.passwords.iter().map(|p| format!("#{p}")));
+        String::from_utf8_lossy(&self.describe_bytes()).into_owned()
+    }
+
+    /// `describe` with the patterns' bytes as given (ACL LIST, ACL SAVE:
+    /// a pattern that is not UTF-8 must come back as it was).
+    pub fn describe_bytes(&self) -> Vec<u8> {
+        let mut words: Vec<Vec<u8>> = self.flags().iter().map(|f| f.as_bytes().to_vec()).collect();
+        words.extend(self.passwords.iter().map(|p| format!("#{p}").into_bytes()));
         for (i, sel) in self.selectors.iter().enumerate() {
             words.push(if i == 0 {
                 sel.describe()
             } else {
-                format!("({})", sel.describe())
+                [&b"("[..], &sel.describe(), b")"].concat()
             });
         }
-        words.join(" ")
+        words.join(&b' ')
     }
 
     /// ACL GETUSER's flags, in Redis's order.
@@ -551,7 +557,8 @@ pub fn check_user_line(line: &[String]) -> Result<(), String> {
     if has_spaces(name.as_bytes()) {
         return Err("Usernames can't contain spaces or null characters".into());
     }
-    user_rules(&line[1..]).map(drop).map_err(|e| match e {
+    let rules: Vec<Bytes> = line[1..].iter().map(|r| Bytes::from(r.clone())).collect();
+    user_rules(&rules).map(drop).map_err(|e| match e {
         LineError::Op(op, message) => format!("Error in user declaration '{op}': {message}"),
         LineError::Other(message) => message,
     })
@@ -567,10 +574,9 @@ pub(crate) enum LineError {
 
 /// A user's rules (a `user` line after its name) applied to a new user,
 /// which is off and may do nothing (`ACLCreateUser`).
-pub(crate) fn user_rules(rules: &[String]) -> Result<Rules, LineError> {
-    let ops: Vec<Bytes> = rules.iter().map(|r| Bytes::from(r.clone())).collect();
+pub(crate) fn user_rules(ops: &[Bytes]) -> Result<Rules, LineError> {
     let mut r = Rules::new();
-    for op in merge_selectors(&ops).map_err(LineError::Other)? {
+    for op in merge_selectors(ops).map_err(LineError::Other)? {
         r.apply(&op).map_err(|e| {
             LineError::Op(
                 String::from_utf8_lossy(&op).into_owned(),

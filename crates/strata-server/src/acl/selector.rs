@@ -330,37 +330,41 @@ impl Selector {
             .collect()
     }
 
-    /// The key patterns as rules (`~k*`, `%R~r*`), space-separated.
-    pub fn describe_keys(&self) -> String {
+    /// The key patterns as rules (`~k*`, `%R~r*`), space-separated, with
+    /// their bytes as given.
+    pub fn describe_keys(&self) -> Vec<u8> {
         if self.allkeys {
-            return "~*".into();
+            return b"~*".to_vec();
         }
-        let pats: Vec<String> = self
-            .patterns
-            .iter()
-            .map(|(p, f)| {
-                let pre = match *f {
-                    x if x == KEY_READ => "%R~",
-                    x if x == KEY_WRITE => "%W~",
-                    _ => "~",
-                };
-                format!("{pre}{}", String::from_utf8_lossy(p))
-            })
-            .collect();
-        pats.join(" ")
+        let mut out = Vec::new();
+        for (p, f) in &self.patterns {
+            if !out.is_empty() {
+                out.push(b' ');
+            }
+            out.extend_from_slice(match *f {
+                x if x == KEY_READ => b"%R~",
+                x if x == KEY_WRITE => b"%W~",
+                _ => b"~",
+            });
+            out.extend_from_slice(p);
+        }
+        out
     }
 
     /// The channel patterns as ACL GETUSER gives them (`&a &b`).
-    pub fn describe_channels(&self) -> String {
+    pub fn describe_channels(&self) -> Vec<u8> {
         if self.allchannels {
-            return "&*".into();
+            return b"&*".to_vec();
         }
-        let c: Vec<String> = self
-            .channels
-            .iter()
-            .map(|c| format!("&{}", String::from_utf8_lossy(c)))
-            .collect();
-        c.join(" ")
+        let mut out = Vec::new();
+        for c in &self.channels {
+            if !out.is_empty() {
+                out.push(b' ');
+            }
+            out.push(b'&');
+            out.extend_from_slice(c);
+        }
+        out
     }
 
     /// The command rules, starting from `+@all` or `-@all`, then the
@@ -429,23 +433,24 @@ impl Selector {
         (on, off)
     }
 
-    /// The whole selector as rules (`ACLDescribeSelector`).
-    pub fn describe(&self) -> String {
+    /// The whole selector as rules (`ACLDescribeSelector`), its patterns'
+    /// bytes as given.
+    pub fn describe(&self) -> Vec<u8> {
         let mut s = self.describe_keys();
         if !s.is_empty() {
-            s.push(' ');
+            s.push(b' ');
         }
         if self.allchannels {
-            s.push_str("&* ");
+            s.extend_from_slice(b"&* ");
         } else {
-            s.push_str("resetchannels ");
+            s.extend_from_slice(b"resetchannels ");
             for c in &self.channels {
-                s.push('&');
-                s.push_str(&String::from_utf8_lossy(c));
-                s.push(' ');
+                s.push(b'&');
+                s.extend_from_slice(c);
+                s.push(b' ');
             }
         }
-        s.push_str(&self.describe_commands());
+        s.extend_from_slice(self.describe_commands().as_bytes());
         s
     }
 

@@ -1,9 +1,18 @@
 //! LZF decompression (liblzf's format), for strings Redis compressed in a
 //! DUMP payload.
 
+/// Most bytes one input byte can become: a back reference of three bytes
+/// copies at most 264.
+const MAX_EXPANSION: usize = 88;
+
 /// Decompresses `input` into exactly `out_len` bytes; None if the input is
-/// malformed or does not produce that length.
+/// malformed or does not produce that length. A length the input cannot
+/// produce is refused before anything is allocated (a RESTORE payload is
+/// a client's bytes: it must not make the server allocate what it says).
 pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
+    if out_len > input.len().saturating_mul(MAX_EXPANSION) {
+        return None;
+    }
     let mut out: Vec<u8> = Vec::with_capacity(out_len);
     let mut i = 0;
     while i < input.len() {
@@ -53,5 +62,16 @@ mod tests {
             None,
             "reference before the start"
         );
+    }
+
+    #[test]
+    fn a_length_the_input_cannot_produce_allocates_nothing() {
+        // (Found by the rdb_payload fuzz target: 72 PB asked for.)
+        assert_eq!(super::decompress(b"\x00a", 72_059_793_151_911_276), None);
+        // The longest expansion there is: a literal, then a back
+        // reference of 264 bytes from three.
+        let mut input = vec![0u8, b'x'];
+        input.extend_from_slice(&[0xe0, 255, 0]);
+        assert_eq!(super::decompress(&input, 265).map(|v| v.len()), Some(265));
     }
 }

@@ -117,8 +117,10 @@ fn verified_body(payload: &[u8]) -> Result<&[u8], Refused> {
     Ok(body)
 }
 
-/// Appends the footer: the RDB version and a CRC-64 of all before it.
-fn seal(mut out: Vec<u8>) -> Vec<u8> {
+/// A payload of the body `out`: Redis's footer (the RDB version, then the
+/// CRC-64 of everything before the CRC) appended, as DUMP ends its
+/// payloads.
+pub fn seal(mut out: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64::crc64(0, &out);
     out.extend_from_slice(&crc.to_le_bytes());

@@ -66,12 +66,8 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             if is(sub, "users") {
                 write_bulk(ctx.out, &u.name);
             } else {
-                let line = format!(
-                    "user {} {}",
-                    String::from_utf8_lossy(&u.name),
-                    u.rules().describe()
-                );
-                write_bulk(ctx.out, line.as_bytes());
+                let line = [&b"user "[..], &u.name, b" ", &u.rules().describe_bytes()].concat();
+                write_bulk(ctx.out, &line);
             }
         }
     } else if is(sub, "whoami") && n == 2 {
@@ -269,9 +265,9 @@ fn getuser(ctx: &mut Ctx<'_>, name: &[u8]) {
         write_bulk(out, b"commands");
         write_bulk(out, s.describe_commands().as_bytes());
         write_bulk(out, b"keys");
-        write_bulk(out, s.describe_keys().as_bytes());
+        write_bulk(out, &s.describe_keys());
         write_bulk(out, b"channels");
-        write_bulk(out, s.describe_channels().as_bytes());
+        write_bulk(out, &s.describe_channels());
     };
     describe(out, &r.selectors[0]);
     write_bulk(out, b"selectors");
