@@ -63,6 +63,8 @@ pub struct ServerStats {
     pub output_buffer_limit_disconnections: AtomicU64,
     /// Clients closed for passing `client-query-buffer-limit`.
     pub query_buffer_limit_disconnections: AtomicU64,
+    /// Clients closed by `maxmemory-clients` (INFO `evicted_clients`).
+    pub evicted_clients: AtomicU64,
 }
 
 /// Longest a write waits for demotion (or the collector) to make room.
@@ -127,6 +129,10 @@ pub struct Shared {
     /// `client-query-buffer-limit`: bytes of unparsed input a client may
     /// hold.
     pub query_limit: AtomicU64,
+    /// `maxmemory-clients` in bytes (0 = none), and the lock one evictor
+    /// at a time holds (`connection::guards::evict_clients`).
+    pub clients_limit: AtomicU64,
+    pub evicting: parking_lot::Mutex<()>,
     shutdown: Notify,
     shutting_down: AtomicBool,
     /// Set by SHUTDOWN: how to save; `main` waits for it beside signals.
@@ -276,6 +282,8 @@ impl Shared {
             .store(c.busy_reply_threshold, Relaxed);
         self.out_limits.set(c.client_output_buffer_limit);
         self.query_limit.store(c.client_query_buffer_limit, Relaxed);
+        self.clients_limit
+            .store(c.maxmemory_clients.bytes(c.maxmemory_ram), Relaxed);
         let [hard, soft, soft_secs] = c.client_output_buffer_limit[2];
         *self.pubsub.limit.lock() = session::pubsub::Limit {
             hard,
@@ -425,6 +433,8 @@ pub async fn start(
         idle_timeout_secs: AtomicU64::new(config.timeout),
         out_limits: Default::default(),
         query_limit: AtomicU64::new(config.client_query_buffer_limit),
+        clients_limit: AtomicU64::new(0),
+        evicting: parking_lot::Mutex::new(()),
         config: RwLock::new(config),
         acl,
         no_good_replicas: AtomicBool::new(false),

@@ -651,3 +651,67 @@ fn a_restore_payload_cannot_make_the_server_allocate_what_it_says() {
     assert_eq!(got[1], "-ERR Bad data format\r\n");
     assert!(strata.alive());
 }
+
+#[test]
+fn maxmemory_clients_closes_the_clients_holding_most_as_redis() {
+    let redis = RedisServer::start_with(&["--maxmemory-clients", "16mb"]);
+    let strata = Server::start(&["--maxmemory-clients", "16mb"]);
+    let big = "x".repeat(1 << 20);
+    let mut got = Vec::new();
+    for (port, pid) in [(redis.port, None), (strata.port, Some(strata.pid()))] {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("big")
+            .arg(&big)
+            .query(&mut c)
+            .unwrap();
+        let conf: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("maxmemory-clients")
+            .query(&mut c)
+            .unwrap();
+        let before = pid.map(rss);
+        // 200 MB asked for, nothing read: closed once it holds 16 MB.
+        let mut greedy = greedy_reader(port, 200);
+        let (sent, closed) = read_to_close(&mut greedy);
+        let info: String = redis::cmd("INFO").arg("stats").query(&mut c).unwrap();
+        let evicted = info
+            .lines()
+            .find_map(|l| l.strip_prefix("evicted_clients:"))
+            .unwrap()
+            .trim()
+            .to_string();
+        // The client that asked for little is still served.
+        let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+        if let (Some(before), Some(pid)) = (before, pid) {
+            let after = rss(pid);
+            assert!(after < before + (96 << 20), "RSS {before} -> {after}");
+        }
+        // With CLIENT NO-EVICT on, the same client is left alone.
+        let mut spared = TcpStream::connect(local(port)).unwrap();
+        spared
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut req = b"CLIENT NO-EVICT on\r\n".to_vec();
+        for _ in 0..24 {
+            req.extend_from_slice(b"GET big\r\n");
+        }
+        spared.write_all(&req).unwrap();
+        let mut n = 0;
+        let mut buf = vec![0u8; 1 << 20];
+        while n < 5 + 24 * ((1 << 20) + 12) {
+            match spared.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k,
+            }
+        }
+        got.push((conf, closed, sent.len() < 64 << 20, evicted, pong, n));
+    }
+    assert_eq!(got[0], got[1], "redis vs strata");
+    assert!(got[1].1, "the greedy client was not closed");
+    assert_eq!(got[1].3, "1");
+    assert_eq!(got[1].5, 5 + 24 * ((1 << 20) + 12));
+}

@@ -170,6 +170,10 @@ pub struct Config {
     pub maxmemory_policy: MaxmemoryPolicy,
     /// Keys sampled per eviction (the engine uses at most 64). Default: 5.
     pub maxmemory_samples: u32,
+    /// `maxmemory-clients`: RAM all clients' buffers may hold before the
+    /// largest are closed (Redis 7's client eviction): bytes, or a
+    /// percentage of `maxmemory-ram`; 0 = no limit. Default: 0.
+    pub maxmemory_clients: ClientsLimit,
     /// The LFU policies' counter: how slowly it rises. Default: 10.
     pub lfu_log_factor: u32,
     /// Minutes per step the LFU counter falls while a key is idle; 0 =
@@ -312,6 +316,7 @@ impl Default for Config {
             maxmemory_ram: percent_of_ram(DEFAULT_MAXMEMORY_RAM_PERCENT),
             maxmemory_policy: DEFAULT_MAXMEMORY_POLICY,
             maxmemory_samples: 5,
+            maxmemory_clients: ClientsLimit::Bytes(0),
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             flash_dir: None,
@@ -578,6 +583,23 @@ impl Config {
         })?;
         *self = updated;
         Ok(())
+    }
+}
+
+/// `maxmemory-clients`: bytes, or a percentage of `maxmemory-ram`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientsLimit {
+    Bytes(u64),
+    Percent(u64),
+}
+
+impl ClientsLimit {
+    /// The limit in bytes (0 = none) for a RAM budget of `ram` bytes.
+    pub fn bytes(self, ram: u64) -> u64 {
+        match self {
+            ClientsLimit::Bytes(b) => b,
+            ClientsLimit::Percent(p) => ram / 100 * p,
+        }
     }
 }
 

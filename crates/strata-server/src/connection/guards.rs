@@ -1,11 +1,14 @@
 //! What closes a connection before or after a command, whatever it is:
 //! an HTTP request on the port (cross-protocol scripting), input past
 //! `client-query-buffer-limit`, replies waiting past the client's
-//! `client-output-buffer-limit` (`client_buffers`, invariant 3). Each
-//! logs as Redis does and counts in INFO stats; the caller closes.
+//! `client-output-buffer-limit` (`client_buffers`, invariant 3), and all
+//! clients' buffers past `maxmemory-clients` (the clients holding most
+//! are closed). Each logs as Redis does and counts in INFO stats; the
+//! caller closes.
 
 use super::ConnState;
-use crate::client_buffers::{Backlog, Class, OutputWatch};
+use crate::client_buffers::{Backlog, Class, OutputWatch, CLIENT_BUFFERS};
+use crate::clients::ClientHandle;
 use crate::Shared;
 use bytes::BytesMut;
 use std::sync::atomic::Ordering::Relaxed;
@@ -64,4 +67,41 @@ pub(super) fn over_query_limit(shared: &Shared, conn: &ConnState, inbuf: &BytesM
 /// command table).
 pub(super) fn is_http(first: &[u8]) -> bool {
     first.eq_ignore_ascii_case(b"post") || first.eq_ignore_ascii_case(b"host:")
+}
+
+/// `maxmemory-clients` (Redis 7's client eviction): while all clients'
+/// buffers hold more than the limit, the clients holding most are closed,
+/// largest first, but those with CLIENT NO-EVICT on. Returns whether `me`
+/// was one of them (its caller closes it; the others close themselves).
+pub(super) fn evict_clients(shared: &Shared, me: &ClientHandle) -> bool {
+    let limit = shared.clients_limit.load(Relaxed);
+    let total = CLIENT_BUFFERS.load(Relaxed);
+    if limit == 0 || total <= limit {
+        return false;
+    }
+    // One evictor at a time: the others' buffers are counted by then.
+    let Some(_one) = shared.evicting.try_lock() else {
+        return false;
+    };
+    let mut clients: Vec<(usize, std::sync::Arc<ClientHandle>)> = shared
+        .clients
+        .all()
+        .into_iter()
+        .filter(|c| !c.is_killed() && !c.info.lock().no_evict)
+        .map(|c| (c.buffers.load().tot_mem, c))
+        .collect();
+    clients.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut over = total - limit;
+    let mut evicted_me = false;
+    for (mem, c) in clients {
+        if over == 0 || mem == 0 {
+            break;
+        }
+        tracing::debug!("Evicting client: {}", c.list_line());
+        c.kill();
+        shared.stats.evicted_clients.fetch_add(1, Relaxed);
+        over = over.saturating_sub(mem as u64);
+        evicted_me |= c.id == me.id;
+    }
+    evicted_me
 }

@@ -25,7 +25,7 @@ use crate::session::{scripting, transaction};
 use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use futures::stream::{FuturesOrdered, StreamExt};
-use guards::{is_http, over_output_limit, over_query_limit};
+use guards::{evict_clients, is_http, over_output_limit, over_query_limit};
 use output::{drain, drain_watching, durable, flush, flush_some};
 use std::future::Future;
 use std::pin::Pin;
@@ -146,6 +146,9 @@ pub async fn serve(
     let mut args: Vec<Bytes> = Vec::new();
     loop {
         gauge.set(&conn.handle, &inbuf, &out, &backlog);
+        if evict_clients(&shared, &conn.handle) {
+            return Served::Closed;
+        }
         // Read more input (or stop when killed / idle / shut down).
         // (Subscribers are never idle: they wait for messages.)
         let timeout = shared.idle_timeout().filter(|_| conn.pubsub.is_none());
@@ -454,6 +457,13 @@ pub async fn serve(
             }
             if over_output_limit(&shared, &conn, &mut watch, &out, &backlog) {
                 return Served::Closed;
+            }
+            if shared.clients_limit.load(Relaxed) > 0 {
+                // (Counted now: one command can grow the output by much.)
+                gauge.set(&conn.handle, &inbuf, &out, &backlog);
+                if evict_clients(&shared, &conn.handle) {
+                    return Served::Closed;
+                }
             }
             if close {
                 break;

@@ -431,6 +431,7 @@ fn stats(s: &Shared, out: &mut String) {
     );
     field!(out, "expired_keys", t.expired_keys);
     field!(out, "evicted_keys", t.evicted_keys);
+    field!(out, "evicted_clients", st.evicted_clients.load(Relaxed));
     field!(out, "keyspace_hits", t.keyspace_hits);
     field!(out, "keyspace_misses", t.keyspace_misses);
     // Active defragmentation moves whole values, one per key.

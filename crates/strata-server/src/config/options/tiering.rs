@@ -34,6 +34,26 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         get: |c| c.maxmemory_ram.to_string(),
     },
     OptionDef {
+        name: "maxmemory-clients",
+        default: "0",
+        doc: "bytes (or N% of maxmemory-ram) all clients' buffers may hold; past it the clients holding most are closed, as Redis 7 (0 = no limit)",
+        runtime: true,
+        set: Setter::One(|c, v| {
+            c.maxmemory_clients = match v.strip_suffix('%') {
+                Some(pct) => ClientsLimit::Percent(
+                    parse_uint(pct, 1, 100, "percentage")
+                        .map_err(|_| format!("invalid percentage '{v}' (expected 1% to 100%)"))?,
+                ),
+                None => ClientsLimit::Bytes(parse_size_arg(v, 0, i64::MAX as u64)?),
+            };
+            Ok(())
+        }),
+        get: |c| match c.maxmemory_clients {
+            ClientsLimit::Bytes(b) => b.to_string(),
+            ClientsLimit::Percent(p) => format!("{p}%"),
+        },
+    },
+    OptionDef {
         name: "maxmemory-policy",
         default: "noeviction",
         doc: "when maxmemory is reached: noeviction, allkeys-lru, allkeys-lfu, allkeys-random, \

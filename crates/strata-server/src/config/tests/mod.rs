@@ -100,7 +100,7 @@ fn table_is_well_formed() {
     names.dedup();
     assert_eq!(before, names.len(), "an option is listed twice");
     // One option per Config field, and the four ziplist aliases.
-    assert_eq!(before, 71, "one option per Config field (plus aliases)");
+    assert_eq!(before, 72, "one option per Config field (plus aliases)");
     let runtime: std::collections::BTreeSet<&str> = OPTIONS
         .iter()
         .filter(|d| d.runtime)
@@ -115,6 +115,7 @@ fn table_is_well_formed() {
             "maxmemory",
             "maxmemory-ram",
             "maxmemory-policy",
+            "maxmemory-clients",
             "maxmemory-samples",
             "lfu-log-factor",
             "lfu-decay-time",

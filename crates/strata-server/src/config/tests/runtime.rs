@@ -87,6 +87,7 @@ fn config_get_patterns() {
         [
             "maxmemory",
             "maxmemory-ram",
+            "maxmemory-clients",
             "maxmemory-policy",
             "maxmemory-samples"
         ]
