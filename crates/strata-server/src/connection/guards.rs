@@ -90,7 +90,7 @@ pub(super) fn evict_clients(shared: &Shared, me: &ClientHandle) -> bool {
         .filter(|c| !c.is_killed() && !c.info.lock().no_evict)
         .map(|c| (c.buffers.load().tot_mem, c))
         .collect();
-    clients.sort_by(|a, b| b.0.cmp(&a.0));
+    clients.sort_by_key(|c| std::cmp::Reverse(c.0));
     let mut over = total - limit;
     let mut evicted_me = false;
     for (mem, c) in clients {
