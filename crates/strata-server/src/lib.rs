@@ -143,7 +143,7 @@ pub struct Shared {
     pub loops: std::sync::OnceLock<Arc<loops::Pool>>,
     /// The lock on `dir` (`strata_engine::flash::lock`), held for the
     /// server's life.
-    _dir_lock: strata_engine::flash::lock::DirLock,
+    _dir_lock: Option<strata_engine::flash::lock::DirLock>,
     /// When (ms since the start) the last cross-protocol attack was
     /// logged: once a minute at most, as Redis.
     security_warned: AtomicU64,
@@ -352,8 +352,17 @@ pub async fn start(
     config_file: Option<std::path::PathBuf>,
 ) -> std::io::Result<ServerHandle> {
     std::fs::create_dir_all(&config.dir)?;
-    // One server per data directory (the engine locks its flash-dir too).
-    let dir_lock = strata_engine::flash::lock::DirLock::acquire(&config.dir, "dir")?;
+    // One server per data directory (the engine locks its flash-dir too,
+    // which may be `dir` itself: then its lock is the one).
+    let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
+    let dir_lock = if same(&config.dir, &config.flash_dir()) {
+        None
+    } else {
+        Some(strata_engine::flash::lock::DirLock::acquire(
+            &config.dir,
+            "dir",
+        )?)
+    };
     // Recovery runs in the background; commands get -LOADING meanwhile.
     let latency: Arc<metrics::latency::LatencyMonitor> = Arc::default();
     latency

@@ -95,7 +95,17 @@ fn main() {
                         "Received SIGTERM scheduling shutdown... (after the running script: \
                          SCRIPT KILL or SHUTDOWN NOSAVE end it)"
                     );
-                    shared.scripts.busy.idle().await;
+                    tokio::select! {
+                        _ = shared.scripts.busy.idle() => {}
+                        _ = wait_for_signal() => {
+                            // A second signal: the operator insists (as
+                            // Redis's second SIGINT). What was
+                            // acknowledged is in the log as appendfsync
+                            // promised, as after kill -9.
+                            tracing::warn!("You insist... exiting now.");
+                            std::process::exit(1);
+                        }
+                    }
                 }
             } => strata_engine::ShutdownSave::Save,
             s = handle.shared.shutdown_command() => s,

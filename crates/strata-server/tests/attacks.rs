@@ -390,6 +390,12 @@ fn a_second_server_on_the_same_files_refuses_to_start() {
     }
     let v: String = q(&mut c, "GET k");
     assert_eq!(v, "v");
+    // A flash-dir that is dir itself: one lock, and the server starts.
+    let same = tempfile::tempdir().unwrap();
+    let path = same.path().to_str().unwrap();
+    let s = Server::start(&["--flash-dir", path, "--dir", path]);
+    let mut c = s.client();
+    let _: () = q(&mut c, "SET k v");
 }
 
 #[test]
