@@ -395,6 +395,7 @@ fn config_get_set_and_refusals() {
         [
             "maxmemory",
             "maxmemory-ram",
+            "maxmemory-clients",
             "maxmemory-policy",
             "maxmemory-samples"
         ]
