@@ -2,12 +2,13 @@
 //! checks invariants, not only the absence of panics:
 //! - any rules either apply or are refused whole (the user as it was);
 //! - a user's description (ACL LIST's rules) applied to a new user
-//!   describes the same (ACL SAVE then ACL LOAD changes no user) —
-//!   unless a key or channel pattern holds a parenthesis, which Redis
-//!   7.0 accepts in a selector and then describes so that it does not
-//!   parse back (`~y)`: redis-server answers the same), or `%RW~*` is
-//!   followed by a pattern (described `~* %W~w`, which Redis then
-//!   refuses to apply, as it refuses a pattern after `~*`).
+//!   describes the same (ACL SAVE then ACL LOAD changes no user) — but
+//!   for descriptions redis-server 7.0 cannot apply back either (checked
+//!   against it; `quirky`): a key or channel pattern holding a
+//!   parenthesis (`~y)`, `&a(b)` in a selector), `~*` beside other key
+//!   patterns (`~k* %RW~*` is described `~k* ~*`, which applies as `~*`),
+//!   or a pattern after it (`%RW~* %W~w`, refused as a pattern after
+//!   `~*`).
 //!
 //! Input: rules separated by spaces (the first byte picks whether they
 //! go to a new user or over an existing one).
@@ -17,6 +18,27 @@ use strata_server::acl::Acl;
 
 fn describe(acl: &Acl, name: &[u8]) -> Option<Vec<u8>> {
     acl.get(name).map(|u| u.rules().describe_bytes())
+}
+
+/// Whether a description is one redis-server 7.0 cannot apply back
+/// either (module doc).
+fn quirky(text: &[u8]) -> bool {
+    let mut keys = 0;
+    let mut all = false;
+    for w in text.split(|&b| b == b' ') {
+        let w = w.strip_prefix(b"(").unwrap_or(w);
+        let key = w.starts_with(b"~") || w.starts_with(b"%");
+        if key || w.starts_with(b"&") {
+            if w.contains(&b'(') || w.contains(&b')') {
+                return true;
+            }
+        }
+        if key {
+            keys += 1;
+            all |= w == b"~*";
+        }
+    }
+    all && keys > 1
 }
 
 /// One input: the checks above.
@@ -43,8 +65,7 @@ pub fn fuzz(data: &[u8]) {
         ),
         Ok(_) => {
             let text = describe(&acl, b"u").expect("the user exists");
-            let count = |c: u8| text.iter().filter(|&&b| b == c).count();
-            if count(b'(') != count(b')') {
+            if quirky(&text) {
                 return;
             }
             let words: Vec<Bytes> = text
@@ -52,12 +73,6 @@ pub fn fuzz(data: &[u8]) {
                 .filter(|w| !w.is_empty())
                 .map(Bytes::copy_from_slice)
                 .collect();
-            let fresh = Acl::default();
-            if let Err(e) = fresh.set_user(b"u", &words) {
-                if e.contains("Adding a pattern after the * pattern") {
-                    return;
-                }
-            }
             let fresh = Acl::default();
             fresh.set_user(b"u", &words).unwrap_or_else(|e| {
                 panic!(
