@@ -485,8 +485,10 @@ pub async fn start(
             loops.clone(),
         ));
     }
+    let mut mc_addrs = Vec::new();
     for l in mc_listeners {
         let addr = l.local_addr()?;
+        mc_addrs.push(addr);
         tracing::info!("Memcached protocol on {addr}");
         shared.mc_port.store(addr.port() as u64, Relaxed);
         tokio::spawn(accept_loop(
@@ -498,7 +500,8 @@ pub async fn start(
     }
     {
         let c = shared.config.read();
-        listen::warn_exposure(&addrs, c.protected_mode, !shared.acl.default_nopass());
+        let all: Vec<SocketAddr> = addrs.iter().chain(&mc_addrs).copied().collect();
+        listen::warn_exposure(&all, c.protected_mode, !shared.acl.default_nopass());
     }
     tokio::spawn(blocking.serve_changed(shared.engine.clone()));
     tokio::spawn(session::tracking::broadcast_changes(
@@ -547,17 +550,21 @@ async fn accept_loop(
             });
             continue;
         }
-        if protocol == Protocol::Resp
-            && shared.config.read().protected_mode
+        if shared.config.read().protected_mode
             && shared.acl.default_nopass()
             && !listen::is_local(&peer)
         {
-            // Redis's protected mode: the refusal, before anything is read.
+            // Redis's protected mode: the refusal, before anything is read
+            // (the memcached port too: it has no password at all).
             shared.stats.rejected_connections.fetch_add(1, Relaxed);
+            let refusal = match protocol {
+                Protocol::Resp => listen::DENIED,
+                Protocol::Memcached => listen::DENIED_MEMCACHED,
+            };
             tokio::spawn(async move {
                 use tokio::io::AsyncWriteExt;
                 let mut s = stream;
-                let _ = s.write_all(listen::DENIED).await;
+                let _ = s.write_all(refusal).await;
             });
             continue;
         }

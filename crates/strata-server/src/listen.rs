@@ -9,7 +9,8 @@
 //!   kernel caps it at `net.core.somaxconn`, which is logged).
 //! - Protected mode: while it is on and the default user has no password,
 //!   a client whose address is not a loopback one gets Redis's `-DENIED`
-//!   text and is closed, before anything it sent is read.
+//!   text (on the memcached port, a `SERVER_ERROR` line) and is closed,
+//!   before anything it sent is read.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use tokio::net::{TcpListener, TcpSocket};
@@ -141,6 +142,10 @@ pub fn is_local(peer: &SocketAddr) -> bool {
 
 /// What protected mode answers a client it refuses (Redis 7.0's text).
 pub const DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// What protected mode answers a memcached client it refuses (memcached
+/// has no such mode: a `SERVER_ERROR` line in its style).
+pub const DENIED_MEMCACHED: &[u8] = b"SERVER_ERROR Strata is running in protected mode because protected mode is enabled and no password is set for the default user: only loopback clients may use the memcached port\r\n";
 
 /// The start-up warnings of a server reachable from other hosts: what
 /// protected mode does about a missing password, or that nothing does.

@@ -25,7 +25,9 @@
 //!   block swallowed too (memcached runs a too-long key's block as
 //!   commands: a cross-protocol hole); one whose length cannot be read is
 //!   answered and the connection closed, since what follows may be a block
-//!   of unknown size;
+//!   of unknown size; a line whose first word is `POST` or `Host:` (an HTTP
+//!   request, as a web page can make a browser send) closes the
+//!   connection, as on the RESP port;
 //! - an unknown command is `ERROR`; a first byte of 0x80 (the deprecated
 //!   binary protocol) is refused and the connection closed.
 //!
@@ -277,6 +279,12 @@ pub fn decode(buf: &mut BytesMut, limits: &McLimits) -> Option<McFrame> {
             Some(b"cas") => Next::Store(store_head(&tokens, StoreMode::Cas)),
             // ms consumes a data block too; its (short) line is copied.
             Some(b"ms") => Next::MetaSet(line.to_vec()),
+            // An HTTP request (a web page posting to the port): closed
+            // before its body, which could hold commands, is read. Every
+            // HTTP request has a `Host:` line before its body.
+            Some(t) if t.eq_ignore_ascii_case(b"post") || t.eq_ignore_ascii_case(b"host:") => {
+                Next::Frame(McFrame::Close(ERROR))
+            }
             Some(_) => Next::Frame(decode_line(&tokens)),
         }
     };
@@ -531,14 +539,15 @@ struct StoreRefusal {
 /// Parses a storage command's line.
 fn store_head(tokens: &[&[u8]], mode: StoreMode) -> Result<StoreHead, StoreRefusal> {
     let want = if mode == StoreMode::Cas { 6 } else { 5 };
+    let block = parse_u64(tok(tokens, 4)).and_then(|n| usize::try_from(n).ok());
     if tokens.len() < want {
-        // No `<bytes>` on the line: it declares no data block.
+        // Too few tokens (a `cas` without its unique): memcached's ERROR;
+        // a `<bytes>` there still declares a block, swallowed.
         return Err(StoreRefusal {
             reply: ERROR,
-            block: None,
+            block: block.filter(|_| tokens.len() >= 5),
         });
     }
-    let block = parse_u64(tok(tokens, 4)).and_then(|n| usize::try_from(n).ok());
     let refuse = |reply| StoreRefusal { reply, block };
     let key = key_at(tokens, 1).map_err(refuse)?;
     let (Some(flags), Some(exptime), Some(len)) =
@@ -570,7 +579,10 @@ fn decode_store(
 ) -> Option<McFrame> {
     let head = match head {
         Ok(h) => h,
-        Err(StoreRefusal { reply: ERROR, .. }) => {
+        Err(StoreRefusal {
+            reply: ERROR,
+            block: None,
+        }) => {
             buf.advance(nl + 1);
             return Some(McFrame::Reply(ERROR));
         }

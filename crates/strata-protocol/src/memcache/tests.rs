@@ -140,8 +140,30 @@ fn storage_errors_keep_the_connection_in_sync() {
         ),
         (
             b"cas k 0 0 1\r\nx\r\n",
-            &[McFrame::Reply(ERROR), McFrame::Reply(ERROR)],
+            &[McFrame::Swallow {
+                reply: ERROR,
+                bytes: 0,
+            }],
         ),
+        (
+            b"cas k 0 0 9\r\nflush_all\r\nget k\r\n",
+            &[
+                McFrame::Swallow {
+                    reply: ERROR,
+                    bytes: 0,
+                },
+                McFrame::Request(McRequest::Get {
+                    keys: vec![b("k")],
+                    with_cas: false,
+                    touch: None,
+                }),
+            ],
+        ),
+        (
+            b"POST / HTTP/1.1\r\nHost: x\r\n\r\nflush_all\r\n",
+            &[McFrame::Close(ERROR)],
+        ),
+        (b"Host: x\r\nflush_all\r\n", &[McFrame::Close(ERROR)]),
         (
             b"cas k 0 0 1 -5\r\n",
             &[McFrame::Swallow {

@@ -131,16 +131,23 @@ impl Acl {
             text.push(b'\n');
         }
         let target = std::path::Path::new(path);
+        // (A name of its own per save: two saves at once never share a
+        // temporary file; the last rename wins whole.)
+        static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let tmp = target.with_file_name(format!(
-            ".{}.tmp-{}",
+            ".{}.tmp-{}-{}",
             target
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            std::process::id()
+            std::process::id(),
+            SAVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         ));
         let written = (|| {
-            let mut f = std::fs::File::create(&tmp)?;
+            let mut f = std::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
             f.write_all(&text)?;
             f.sync_all()?;
             std::fs::rename(&tmp, target)?;

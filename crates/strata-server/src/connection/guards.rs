@@ -30,7 +30,11 @@ pub(super) fn over_output_limit(
         Class::Normal
     };
     let used = out.len() + backlog.bytes();
-    if !watch.exceeded(&shared.out_limits, class, used) {
+    // A client that has not authenticated gets little to read (Redis 7.2.8
+    // closes it past a small limit too, CVE-2025-21605): else PINGs it
+    // never reads grow NOAUTH replies without bound.
+    let unauthenticated = !conn.authenticated && used > UNAUTHENTICATED_OUTPUT;
+    if !unauthenticated && !watch.exceeded(&shared.out_limits, class, used) {
         return false;
     }
     shared
@@ -43,6 +47,10 @@ pub(super) fn over_output_limit(
     );
     true
 }
+
+/// Most bytes of unread replies a client that has not authenticated may
+/// have waiting.
+const UNAUTHENTICATED_OUTPUT: usize = 64 << 10;
 
 /// Whether the client's unparsed input passed `client-query-buffer-limit`
 /// (logged and counted; the caller closes the connection), as Redis.
@@ -75,23 +83,35 @@ pub(super) fn is_http(first: &[u8]) -> bool {
 /// was one of them (its caller closes it; the others close themselves).
 pub(super) fn evict_clients(shared: &Shared, me: &ClientHandle) -> bool {
     let limit = shared.clients_limit.load(Relaxed);
+    if limit == 0 {
+        return false;
+    }
+    // Evicted by another connection: it stops growing now.
+    if me.is_killed() {
+        return true;
+    }
     let total = CLIENT_BUFFERS.load(Relaxed);
-    if limit == 0 || total <= limit {
+    if total <= limit {
         return false;
     }
     // One evictor at a time: the others' buffers are counted by then.
     let Some(_one) = shared.evicting.try_lock() else {
         return false;
     };
-    let mut clients: Vec<(usize, std::sync::Arc<ClientHandle>)> = shared
-        .clients
-        .all()
+    let all = shared.clients.all();
+    // Clients closing already free their bytes soon: not counted over.
+    let closing: u64 = all
+        .iter()
+        .filter(|c| c.is_killed())
+        .map(|c| c.buffers.load().tot_mem as u64)
+        .sum();
+    let mut clients: Vec<(usize, std::sync::Arc<ClientHandle>)> = all
         .into_iter()
         .filter(|c| !c.is_killed() && !c.info.lock().no_evict)
         .map(|c| (c.buffers.load().tot_mem, c))
         .collect();
     clients.sort_by_key(|c| std::cmp::Reverse(c.0));
-    let mut over = total - limit;
+    let mut over = total.saturating_sub(limit).saturating_sub(closing);
     let mut evicted_me = false;
     for (mem, c) in clients {
         if over == 0 || mem == 0 {

@@ -491,6 +491,7 @@ pub async fn serve(
             &conn,
         )
         .await
+            || over_query_limit(&shared, &conn, &inbuf)
         {
             return Served::Closed;
         }

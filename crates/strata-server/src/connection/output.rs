@@ -52,7 +52,10 @@ pub(super) async fn drain_watching(
                     append_reply(out, reply);
                 }
             }
-            r = stream.read_buf(inbuf), if inbuf.len() < MAX_BUFFERED => match r {
+            // (Past `client-query-buffer-limit` too: then the caller
+            // closes the connection.)
+            r = stream.read_buf(inbuf), if inbuf.len() < MAX_BUFFERED
+                && (inbuf.len() as u64) <= shared.query_limit.load(Relaxed) => match r {
                 Ok(0) | Err(_) => return false,
                 Ok(n) => {
                     shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);

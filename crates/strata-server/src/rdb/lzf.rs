@@ -13,7 +13,9 @@ pub fn decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
     if out_len > input.len().saturating_mul(MAX_EXPANSION) {
         return None;
     }
-    let mut out: Vec<u8> = Vec::with_capacity(out_len);
+    // (Grown as the input produces it: a length the input could reach is
+    // still a client's word.)
+    let mut out: Vec<u8> = Vec::with_capacity(out_len.min(1 << 20));
     let mut i = 0;
     while i < input.len() {
         let ctrl = *input.get(i)? as usize;
