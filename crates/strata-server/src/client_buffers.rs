@@ -173,6 +173,11 @@ pub enum Class {
 pub struct OutputLimits([[AtomicU64; 3]; 3]);
 
 impl OutputLimits {
+    /// `class`'s hard limit in bytes (0 = none).
+    pub fn hard(&self, class: Class) -> u64 {
+        self.0[class as usize][0].load(Relaxed)
+    }
+
     pub fn set(&self, limits: [[u64; 3]; 3]) {
         for (class, l) in self.0.iter().zip(limits) {
             for (a, v) in class.iter().zip(l) {

@@ -770,3 +770,47 @@ fn maxmemory_clients_closes_the_clients_holding_most_as_redis() {
     assert_eq!(got[1].3, "1");
     assert_eq!(got[1].5, 5 + 24 * ((1 << 20) + 12));
 }
+
+#[test]
+fn a_transaction_cannot_build_a_reply_past_the_output_limit_as_redis() {
+    let redis = RedisServer::start();
+    let strata = Server::start(&[]);
+    let big = "x".repeat(1 << 20);
+    let mut got = Vec::new();
+    for (port, pid) in [(redis.port, None), (strata.port, Some(strata.pid()))] {
+        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("big")
+            .arg(&big)
+            .query(&mut c)
+            .unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("client-output-buffer-limit")
+            .arg("normal 8mb 0 0")
+            .query(&mut c)
+            .unwrap();
+        let before = pid.map(rss);
+        // 300 MB of replies in one EXEC.
+        let mut req = b"MULTI\r\n".to_vec();
+        for _ in 0..300 {
+            req.extend_from_slice(b"GET big\r\n");
+        }
+        req.extend_from_slice(b"EXEC\r\nSET after 1\r\n");
+        let mut s = TcpStream::connect(local(port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(&req).unwrap();
+        let (reply, closed) = read_to_close(&mut s);
+        if let (Some(before), Some(pid)) = (before, pid) {
+            let after = rss(pid);
+            assert!(after < before + (64 << 20), "RSS {before} -> {after}");
+        }
+        let after: Option<String> = redis::cmd("GET").arg("after").query(&mut c).unwrap();
+        got.push((closed, reply.len() < 16 << 20, after));
+    }
+    assert_eq!(got[0], got[1], "redis vs strata");
+    assert!(got[1].0 && got[1].1);
+}

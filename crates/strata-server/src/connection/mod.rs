@@ -437,6 +437,10 @@ pub async fn serve(
                     if matches!(outcome, Outcome::Exec) {
                         wrote |= transaction::has_writes(&conn);
                         transaction::exec(&shared, &mut conn, &mut out).await;
+                        // Closed for its reply's size (the output limit).
+                        if conn.handle.is_killed() {
+                            return Served::Closed;
+                        }
                         // MONITOR shows EXEC after the commands it ran.
                         let addr = conn.handle.addr.clone();
                         shared.monitors.feed(&shared.pubsub, conn.db, &addr, &args);

@@ -167,6 +167,16 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
     }
     warm(shared, conn, &multi.queued).await;
     let mut body = BytesMut::new();
+    // The client's hard output limit, held while the reply is built (as
+    // Redis stops adding replies at it): past it the commands still run,
+    // their replies are dropped and the client is closed.
+    let class = if conn.handle.is_pubsub() {
+        crate::client_buffers::Class::PubSub
+    } else {
+        crate::client_buffers::Class::Normal
+    };
+    let cap = shared.out_limits.hard(class) as usize;
+    let mut overflow = false;
     let mut first = true;
     let mut rest = &multi.queued[..];
     let ready: Deferred = Default::default();
@@ -177,29 +187,34 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
             .position(|(s, a)| between_sections(s, a))
             .unwrap_or(rest.len());
         let (now, later) = rest.split_at(n);
-        let section = |conn: &mut ConnState, body: &mut BytesMut, first: &mut bool| {
-            // One instant for every command (Redis's fixed_time_expire):
-            // no key expires half-way through the transaction.
-            let _clock = strata_engine::clock::freeze();
-            if std::mem::take(first) && conn.watched.changed() {
-                return true;
-            }
-            for (spec, args) in now {
-                run_one(shared, conn, spec, args, body);
-            }
-            false
-        };
+        let section =
+            |conn: &mut ConnState, body: &mut BytesMut, first: &mut bool, overflow: &mut bool| {
+                // One instant for every command (Redis's fixed_time_expire):
+                // no key expires half-way through the transaction.
+                let _clock = strata_engine::clock::freeze();
+                if std::mem::take(first) && conn.watched.changed() {
+                    return true;
+                }
+                for (spec, args) in now {
+                    run_one(shared, conn, spec, args, body);
+                    if cap > 0 && body.len() >= cap {
+                        body.clear();
+                        *overflow = true;
+                    }
+                }
+                false
+            };
         // Only the shards of the keys it names when every command's keys
         // are known (module doc), else all of them.
         // (A long script inside gives this worker's other tasks to another
         // thread, as for EVAL: `scripting::Busy::check`.)
         let aborted = match section_keys(conn, now) {
-            Some(keys) => shared
-                .engine
-                .exclusive_keys(&keys, || section(conn, &mut body, &mut first)),
+            Some(keys) => shared.engine.exclusive_keys(&keys, || {
+                section(conn, &mut body, &mut first, &mut overflow)
+            }),
             None => shared
                 .engine
-                .exclusive(|| section(conn, &mut body, &mut first)),
+                .exclusive(|| section(conn, &mut body, &mut first, &mut overflow)),
         };
         if aborted {
             conn.exec_ready = None;
@@ -222,8 +237,20 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
     }
     conn.exec_ready = None;
     conn.watched.clear();
-    write_array_len(out, multi.queued.len());
-    out.extend_from_slice(&body);
+    if overflow || (cap > 0 && body.len() >= cap) {
+        shared
+            .stats
+            .output_buffer_limit_disconnections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::warn!(
+            "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            conn.handle.list_line()
+        );
+        conn.handle.kill();
+    } else {
+        write_array_len(out, multi.queued.len());
+        out.extend_from_slice(&body);
+    }
     for (db, keys) in std::mem::take(&mut *ready.lock()) {
         shared.blocking.serve(&shared.engine, db, keys);
     }
