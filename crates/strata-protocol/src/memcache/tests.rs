@@ -541,3 +541,29 @@ fn a_long_multiget_is_read_as_memcached_reads_it() {
         vec![McFrame::Close(LINE_TOO_LONG)]
     );
 }
+
+#[test]
+fn a_line_arriving_in_pieces_is_scanned_once() {
+    // Fed a byte at a time, `decode_from` gives what `decode` gives for
+    // the whole input, and `searched` only moves forward until a frame.
+    let limits = McLimits::default();
+    let input = b"get a b c d e f\r\nset k 0 0 2\r\nhi\r\ndelete k\r\n";
+    let mut whole = BytesMut::from(&input[..]);
+    let mut want = Vec::new();
+    while let Some(f) = decode(&mut whole, &limits) {
+        want.push(f);
+    }
+    let mut buf = BytesMut::new();
+    let mut searched = 0;
+    let mut got = Vec::new();
+    for &b in input.iter() {
+        buf.extend_from_slice(&[b]);
+        let before = searched;
+        while let Some(f) = decode_from(&mut buf, &limits, &mut searched) {
+            got.push(f);
+        }
+        assert!(searched == 0 || searched >= before);
+        assert!(searched <= buf.len());
+    }
+    assert_eq!(got, want);
+}

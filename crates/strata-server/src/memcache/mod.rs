@@ -158,6 +158,9 @@ async fn serve_requests(
     let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
     // Input carried from another loop is served before the next read.
     let mut skip_read = !inbuf.is_empty();
+    // Bytes at the input's front known to hold no line end
+    // (`mc::decode_from`); 0 whenever the front moves.
+    let mut searched = 0usize;
     loop {
         if !std::mem::take(&mut skip_read) {
             let read = tokio::select! {
@@ -195,12 +198,13 @@ async fn serve_requests(
             if swallow > 0 {
                 let n = swallow.min(inbuf.len());
                 let _ = inbuf.split_to(n);
+                searched = 0;
                 swallow -= n;
                 if swallow > 0 {
                     break;
                 }
             }
-            let Some(frame) = mc::decode(&mut inbuf, &limits) else {
+            let Some(frame) = mc::decode_from(&mut inbuf, &limits, &mut searched) else {
                 break;
             };
             served += 1;
