@@ -254,7 +254,9 @@ pub fn decode_from(buf: &mut BytesMut, limits: &McLimits, searched: &mut usize) 
         limits.max_line_len
     };
     let from = (*searched).min(buf.len());
-    let Some(nl) = buf[from..]
+    let Some(nl) = buf
+        .get(from..)
+        .unwrap_or_default()
         .iter()
         .position(|&b| b == b'\n')
         .map(|i| from + i)
