@@ -54,14 +54,15 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
     let low = le_u64(&value[10..18]);
     let ok = match vtype {
         ValueType::Hash | ValueType::Set => {
-            depth == 0 || (depth <= 64 && low & (u64::MAX >> depth) == 0)
+            depth == 0
+                || (depth <= 64 && low & u64::MAX.checked_shr(u32::from(depth)).unwrap_or(0) == 0)
         }
         ValueType::List => depth == 0,
         // Member parts as a hash's; order parts name an id.
         ValueType::ZSet => {
             depth == crate::types::chunked::ORDER_DEPTH
                 || depth == 0
-                || (depth <= 64 && low & (u64::MAX >> depth) == 0)
+                || (depth <= 64 && low & u64::MAX.checked_shr(u32::from(depth)).unwrap_or(0) == 0)
         }
         ValueType::Stream => {
             depth == crate::types::stream::STREAM_DEPTH || depth == crate::types::stream::PEL_DEPTH
