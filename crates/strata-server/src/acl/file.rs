@@ -1,6 +1,6 @@
-//! The ACL file (`aclfile`), as Redis 7.0's `ACLLoadFromFile` and
-//! `ACLSaveToFile`: one `user <name> <rules>...` line per user (ACL
-//! LIST's lines).
+//! User lines: the configuration's `user <name> <rules>...` lines, and the
+//! ACL file (`aclfile`), as Redis 7.0's `ACLLoadFromFile` and
+//! `ACLSaveToFile`: one such line per user (ACL LIST's lines).
 //!
 //! Invariants:
 //! 1. ACL LOAD is all or nothing: every line is checked (syntax, rules,
@@ -15,7 +15,7 @@
 //!    renames it over the target: a crash leaves the old file or the new
 //!    one, never a part.
 
-use super::{has_spaces, user_rules, Acl, LineError, Rules, User};
+use super::{has_spaces, merge_selectors, Acl, Rules, User};
 use bytes::Bytes;
 use std::io::Write;
 use std::sync::Arc;
@@ -73,6 +73,45 @@ pub fn parse(text: &[u8], path: &str) -> Result<Vec<(Bytes, Rules)>, String> {
         );
         Err(errors)
     }
+}
+
+/// Checks a `user <name> <rules>...` configuration line: the error's
+/// text (Redis's) if its name or a rule is wrong.
+pub fn check_user_line(line: &[String]) -> Result<(), String> {
+    let Some(name) = line.first() else {
+        return Err("Wrong number of arguments".into());
+    };
+    if has_spaces(name.as_bytes()) {
+        return Err("Usernames can't contain spaces or null characters".into());
+    }
+    let rules: Vec<Bytes> = line[1..].iter().map(|r| Bytes::from(r.clone())).collect();
+    user_rules(&rules).map(drop).map_err(|e| match e {
+        LineError::Op(op, message) => format!("Error in user declaration '{op}': {message}"),
+        LineError::Other(message) => message,
+    })
+}
+
+/// Why a user's rules do not apply: the rule and Redis's message, or a
+/// message alone.
+#[derive(Debug)]
+pub(crate) enum LineError {
+    Op(String, String),
+    Other(String),
+}
+
+/// A user's rules (a `user` line after its name) applied to a new user,
+/// which is off and may do nothing (`ACLCreateUser`).
+pub(crate) fn user_rules(ops: &[Bytes]) -> Result<Rules, LineError> {
+    let mut r = Rules::new();
+    for op in merge_selectors(ops).map_err(LineError::Other)? {
+        r.apply(&op).map_err(|e| {
+            LineError::Op(
+                String::from_utf8_lossy(&op).into_owned(),
+                e.message().to_string(),
+            )
+        })?;
+    }
+    Ok(r)
 }
 
 /// An I/O error as C's `strerror` words it ("No such file or directory").

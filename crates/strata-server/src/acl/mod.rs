@@ -18,6 +18,7 @@
 //!   file); `requirepass` sets the default user's password, as in Redis.
 
 mod file;
+pub use file::check_user_line;
 mod log;
 mod selector;
 mod table;
@@ -546,45 +547,6 @@ impl Acl {
     pub fn remove(&self, name: &[u8]) -> Option<Arc<User>> {
         self.users.write().remove(name)
     }
-}
-
-/// Checks a `user <name> <rules>...` configuration line: the error's
-/// text (Redis's) if its name or a rule is wrong.
-pub fn check_user_line(line: &[String]) -> Result<(), String> {
-    let Some(name) = line.first() else {
-        return Err("Wrong number of arguments".into());
-    };
-    if has_spaces(name.as_bytes()) {
-        return Err("Usernames can't contain spaces or null characters".into());
-    }
-    let rules: Vec<Bytes> = line[1..].iter().map(|r| Bytes::from(r.clone())).collect();
-    user_rules(&rules).map(drop).map_err(|e| match e {
-        LineError::Op(op, message) => format!("Error in user declaration '{op}': {message}"),
-        LineError::Other(message) => message,
-    })
-}
-
-/// Why a user's rules do not apply: the rule and Redis's message, or a
-/// message alone.
-#[derive(Debug)]
-pub(crate) enum LineError {
-    Op(String, String),
-    Other(String),
-}
-
-/// A user's rules (a `user` line after its name) applied to a new user,
-/// which is off and may do nothing (`ACLCreateUser`).
-pub(crate) fn user_rules(ops: &[Bytes]) -> Result<Rules, LineError> {
-    let mut r = Rules::new();
-    for op in merge_selectors(ops).map_err(LineError::Other)? {
-        r.apply(&op).map_err(|e| {
-            LineError::Op(
-                String::from_utf8_lossy(&op).into_owned(),
-                e.message().to_string(),
-            )
-        })?;
-    }
-    Ok(r)
 }
 
 /// Whether a name or pattern holds a space or a NUL, which ACL refuses

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod accounts;
+pub mod probe;
 pub mod raw;
 
 use std::io::{Read, Write};
