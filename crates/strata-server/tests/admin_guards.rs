@@ -8,6 +8,7 @@ mod common;
 #[path = "redis_diff/oracle.rs"]
 mod oracle;
 
+use common::probe::refused_start;
 use oracle::{Conn, RedisServer};
 
 fn text(r: oracle::Reply) -> String {
@@ -75,19 +76,16 @@ fn renamed_and_removed_commands_as_redis() {
     assert_eq!(got[1][5], ":1\r\n");
     // A name that is no command stops the start, as in Redis.
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
-        .args([
-            "--port",
-            &common::free_port().to_string(),
-            "--memcached-port",
-            "0",
-        ])
-        .args(["--dir", dir.path().to_str().unwrap()])
-        .args(["--rename-command", "nosuch", "x"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let dir_text = dir.path().to_str().unwrap();
+    let err = refused_start(&[
+        "--memcached-port",
+        "0",
+        "--dir",
+        dir_text,
+        "--rename-command",
+        "nosuch",
+        "x",
+    ]);
     assert!(err.contains("No such command in rename-command"), "{err}");
 }
 

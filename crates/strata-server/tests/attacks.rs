@@ -9,7 +9,7 @@ mod common;
 #[path = "redis_diff/oracle.rs"]
 mod oracle;
 
-use common::probe::{exchange, local, ping_time, rss};
+use common::probe::{exchange, local, ping_time, refused_start, rss};
 use common::{q, wait_until, Server};
 use oracle::RedisServer;
 use std::io::{Read, Write};
@@ -345,27 +345,19 @@ fn a_second_server_on_the_same_files_refuses_to_start() {
     let dir = first.dir.path().to_str().unwrap().to_string();
     let flash = first.flash_dir().to_str().unwrap().to_string();
     let other = tempfile::tempdir().unwrap();
+    let other = other.path().to_str().unwrap();
     for args in [
-        vec!["--dir".to_string(), dir.clone()],
+        vec!["--memcached-port", "0", "--dir", &dir],
         vec![
-            "--dir".to_string(),
-            other.path().to_str().unwrap().to_string(),
-            "--flash-dir".to_string(),
-            flash.clone(),
+            "--memcached-port",
+            "0",
+            "--dir",
+            other,
+            "--flash-dir",
+            &flash,
         ],
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
-            .args([
-                "--port",
-                &common::free_port().to_string(),
-                "--memcached-port",
-                "0",
-            ])
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(!out.status.success(), "{args:?}: the second server started");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = refused_start(&args);
         assert!(err.contains("is in use by process"), "{args:?}: {err}");
     }
     let v: String = q(&mut c, "GET k");
@@ -382,14 +374,16 @@ fn a_second_server_on_the_same_files_refuses_to_start() {
 fn the_memcached_port_never_bypasses_the_password() {
     // At start: refused with a message naming the option.
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
-        .args(["--port", &common::free_port().to_string()])
-        .args(["--memcached-port", &common::free_port().to_string()])
-        .args(["--dir", dir.path().to_str().unwrap(), "--requirepass", "pw"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let mc_port = common::free_port().to_string();
+    let dir_text = dir.path().to_str().unwrap();
+    let err = refused_start(&[
+        "--memcached-port",
+        &mc_port,
+        "--dir",
+        dir_text,
+        "--requirepass",
+        "pw",
+    ]);
     assert!(err.contains("memcached-allow-unauthenticated"), "{err}");
     // Explicitly allowed: it starts and serves.
     let s = Server::start(&[

@@ -10,7 +10,9 @@ mod common;
 #[path = "redis_diff/oracle.rs"]
 mod oracle;
 
-use common::probe::{client_field, greedy_reader, local, ping_time, read_to_close, rss};
+use common::probe::{
+    client_field, greedy_reader, local, ping_time, read_to_close, rss, with_big_value,
+};
 use common::{wait_until, Server};
 use oracle::RedisServer;
 use std::io::{Read, Write};
@@ -21,17 +23,8 @@ use std::time::Duration;
 fn clients_that_never_read_are_held_to_the_output_limit_as_redis() {
     let redis = RedisServer::start();
     let strata = Server::start(&[]);
-    let big = "x".repeat(1 << 20);
     for port in [redis.port, strata.port] {
-        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let _: () = redis::cmd("SET")
-            .arg("big")
-            .arg(&big)
-            .query(&mut c)
-            .unwrap();
+        let mut c = with_big_value(port);
         // No limit (the normal class's default): the replies wait, and
         // CLIENT LIST shows them.
         let mut greedy = greedy_reader(port, 24);
@@ -117,18 +110,9 @@ fn the_query_buffer_limit_closes_a_client_that_sends_too_much() {
 fn maxmemory_clients_closes_the_clients_holding_most_as_redis() {
     let redis = RedisServer::start_with(&["--maxmemory-clients", "16mb"]);
     let strata = Server::start(&["--maxmemory-clients", "16mb"]);
-    let big = "x".repeat(1 << 20);
     let mut got = Vec::new();
     for (port, pid) in [(redis.port, None), (strata.port, Some(strata.pid()))] {
-        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let _: () = redis::cmd("SET")
-            .arg("big")
-            .arg(&big)
-            .query(&mut c)
-            .unwrap();
+        let mut c = with_big_value(port);
         let conf: Vec<String> = redis::cmd("CONFIG")
             .arg("GET")
             .arg("maxmemory-clients")
@@ -181,18 +165,9 @@ fn maxmemory_clients_closes_the_clients_holding_most_as_redis() {
 fn a_transaction_cannot_build_a_reply_past_the_output_limit_as_redis() {
     let redis = RedisServer::start();
     let strata = Server::start(&[]);
-    let big = "x".repeat(1 << 20);
     let mut got = Vec::new();
     for (port, pid) in [(redis.port, None), (strata.port, Some(strata.pid()))] {
-        let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let _: () = redis::cmd("SET")
-            .arg("big")
-            .arg(&big)
-            .query(&mut c)
-            .unwrap();
+        let mut c = with_big_value(port);
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
             .arg("client-output-buffer-limit")

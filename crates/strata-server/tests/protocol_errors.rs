@@ -4,26 +4,12 @@
 //! commands and deep pipelines are answered correctly.
 
 mod common;
+use common::probe::read_to_close;
 use common::*;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
-
-/// Reads everything until the server closes the connection (or the read
-/// times out, which the caller's assertion then reports).
-fn read_to_close(s: &mut TcpStream) -> (Vec<u8>, bool) {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return (out, true),
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return (out, true),
-            Err(_) => return (out, false),
-        }
-    }
-}
 
 /// The process runs, a fresh connection gets PONG, and `old` (a connection
 /// opened before the abuse) still works.

@@ -79,3 +79,31 @@ pub fn greedy_reader(port: u16, n: usize) -> TcpStream {
     s.write_all(&req).unwrap();
     s
 }
+
+/// A `redis` crate connection to `port` with `big` set to a 1 MB value.
+pub fn with_big_value(port: u16) -> redis::Connection {
+    let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let big = "x".repeat(1 << 20);
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query(&mut c)
+        .unwrap();
+    c
+}
+
+/// Runs the binary with `args` (and a free `--port`), which must refuse to
+/// start; returns what it printed on stderr.
+pub fn refused_start(args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .args(["--port", &super::free_port().to_string()])
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{args:?}: it started ({err})");
+    err
+}
