@@ -282,3 +282,20 @@ macro_rules! display_as_str {
     )*};
 }
 display_as_str!(MaxmemoryPolicy, PromotePolicy, IoBackend, LogLevel);
+
+/// `maxmemory-clients`: bytes, or a percentage of `maxmemory-ram`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientsLimit {
+    Bytes(u64),
+    Percent(u64),
+}
+
+impl ClientsLimit {
+    /// The limit in bytes (0 = none) for a RAM budget of `ram` bytes.
+    pub fn bytes(self, ram: u64) -> u64 {
+        match self {
+            ClientsLimit::Bytes(b) => b,
+            ClientsLimit::Percent(p) => ram / 100 * p,
+        }
+    }
+}
