@@ -405,7 +405,11 @@ fn bit_reads_of_a_string_larger_than_ram_stream_its_parts() {
         .saturating_sub(before);
     eprintln!("BITCOUNT of a {total} B string: peak RAM grew {grew} B");
     assert_eq!(n, total * 4 + 1);
-    assert!(grew < total / 4, "BITCOUNT: peak RAM grew {grew} B");
+    // Streamed, the peak grows by the parts demotion has not moved back
+    // yet: under 2 MB alone, up to 18.7 MB measured with six servers and
+    // three busy loops on the 2 cores (the background thread starved; CI
+    // saw 15 MB). Loading every part first holds all 32 MB at once.
+    assert!(grew < total * 3 / 4, "BITCOUNT: peak RAM grew {grew} B");
     // The first set bit of the last piece: every part before it is read,
     // a batch at a time.
     let from = (PIECE * (PIECES - 1) - 10) as i64;
