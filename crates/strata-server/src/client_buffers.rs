@@ -29,7 +29,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
+use crate::net::stream::Stream;
 
 /// Bytes of every connection's buffers (module doc, invariant 2).
 pub static CLIENT_BUFFERS: AtomicU64 = AtomicU64::new(0);
@@ -60,7 +60,7 @@ impl Backlog {
     /// Writes what the socket takes now, without waiting: the backlog,
     /// then `out`; what is left of `out` joins the backlog (and `out`
     /// starts afresh). Returns the bytes sent.
-    pub fn flush_some(&mut self, stream: &TcpStream, out: &mut BytesMut) -> std::io::Result<usize> {
+    pub fn flush_some(&mut self, stream: &mut Stream, out: &mut BytesMut) -> std::io::Result<usize> {
         let mut sent = 0;
         while let Some((front, alloc)) = self.blocks.front_mut() {
             match stream.try_write(front) {
@@ -102,7 +102,7 @@ impl Backlog {
     /// Returns the bytes sent.
     pub async fn flush_all(
         &mut self,
-        stream: &mut TcpStream,
+        stream: &mut Stream,
         out: &mut BytesMut,
     ) -> std::io::Result<usize> {
         let mut sent = 0;
@@ -112,6 +112,10 @@ impl Backlog {
             sent += front.len();
         }
         stream.write_all(out).await?;
+        if stream.is_tls() {
+            // (What rustls holds goes out too.)
+            stream.flush().await?;
+        }
         sent += out.len();
         out.clear();
         if out.capacity() > BUFFER_KEEP {

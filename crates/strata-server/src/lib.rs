@@ -22,10 +22,10 @@ pub mod dispatch;
 pub mod engine_config;
 pub mod glob;
 pub mod info;
-pub mod listen;
 pub mod loops;
 pub mod memcache;
 pub mod metrics;
+pub mod net;
 pub mod rdb;
 pub mod reply;
 pub mod session;
@@ -35,6 +35,7 @@ use config::Config;
 pub use engine_config::engine_config;
 use engine_config::{encoding_limits, eviction, fsync_policy, lfu, promote};
 use loops::Protocol;
+use net::{listen, Listening};
 use metrics::slowlog::SlowLog;
 use parking_lot::RwLock;
 use std::net::SocketAddr;
@@ -43,7 +44,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::{Admission, Engine};
 use strata_protocol::Limits;
-use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 /// Server-level counters (INFO stats / clients).
@@ -122,6 +122,8 @@ pub struct Shared {
     pub tcp_port: AtomicU64,
     /// The memcached listener's port (0 = off).
     pub mc_port: AtomicU64,
+    /// The TLS configuration new TLS connections handshake with.
+    pub tls: net::tls::Tls,
     max_bulk_len: AtomicUsize,
     idle_timeout_secs: AtomicU64,
     /// `client-output-buffer-limit`, per class.
@@ -389,6 +391,20 @@ pub async fn start(
     } else {
         Vec::new()
     };
+    let tls = net::tls::Tls::default();
+    if config.tls_port != 0 || config.memcached_tls {
+        tls.reload(&config.tls).map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("Failed to configure TLS: {e}"),
+            )
+        })?;
+    }
+    let tls_listeners = if config.tls_port != 0 {
+        listen::bind_all(&config.bind, config.tls_port, backlog, "tls-port")?
+    } else {
+        Vec::new()
+    };
     commands::server::init_command_table();
     let acl = acl::Acl::default();
     for u in &config.users {
@@ -456,6 +472,7 @@ pub async fn start(
         run_id: run_id(),
         tcp_port: AtomicU64::new(0),
         mc_port: AtomicU64::new(0),
+        tls,
         shutdown: Notify::new(),
         shutting_down: AtomicBool::new(false),
         shutdown_request: parking_lot::Mutex::new(None),
@@ -474,33 +491,39 @@ pub async fn start(
     let loops = Arc::new(loops::Loops::start(shared.threads(), per_core, scaling)?);
     let _ = shared.loops.set(loops.pool().clone());
     let mut addrs = Vec::new();
+    let resp = Listening {
+        protocol: Protocol::Resp,
+        tls: false,
+    };
     for l in listeners {
         let addr = l.local_addr()?;
         shared.tcp_port.store(addr.port() as u64, Relaxed);
         addrs.push(addr);
-        tokio::spawn(accept_loop(
-            shared.clone(),
-            l,
-            Protocol::Resp,
-            loops.clone(),
-        ));
+        tokio::spawn(net::accept_loop(shared.clone(), l, resp, loops.clone()));
     }
-    let mut mc_addrs = Vec::new();
+    let mut other_addrs = Vec::new();
+    for l in tls_listeners {
+        let addr = l.local_addr()?;
+        other_addrs.push(addr);
+        tracing::info!("RESP over TLS on {addr}");
+        let tls = Listening { tls: true, ..resp };
+        tokio::spawn(net::accept_loop(shared.clone(), l, tls, loops.clone()));
+    }
+    let memcached = Listening {
+        protocol: Protocol::Memcached,
+        tls: shared.config.read().memcached_tls,
+    };
     for l in mc_listeners {
         let addr = l.local_addr()?;
-        mc_addrs.push(addr);
-        tracing::info!("Memcached protocol on {addr}");
+        other_addrs.push(addr);
+        let over = if memcached.tls { " over TLS" } else { "" };
+        tracing::info!("Memcached protocol{over} on {addr}");
         shared.mc_port.store(addr.port() as u64, Relaxed);
-        tokio::spawn(accept_loop(
-            shared.clone(),
-            l,
-            Protocol::Memcached,
-            loops.clone(),
-        ));
+        tokio::spawn(net::accept_loop(shared.clone(), l, memcached, loops.clone()));
     }
     {
         let c = shared.config.read();
-        let all: Vec<SocketAddr> = addrs.iter().chain(&mc_addrs).copied().collect();
+        let all: Vec<SocketAddr> = addrs.iter().chain(&other_addrs).copied().collect();
         listen::warn_exposure(&all, c.protected_mode, !shared.acl.default_nopass());
     }
     tokio::spawn(blocking.serve_changed(shared.engine.clone()));
@@ -509,72 +532,6 @@ pub async fn start(
         shared.pubsub.clone(),
     ));
     Ok(ServerHandle { shared, addrs })
-}
-
-async fn accept_loop(
-    shared: Arc<Shared>,
-    listener: TcpListener,
-    protocol: Protocol,
-    loops: Arc<loops::Loops>,
-) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = shared.shutdown_signal() => return,
-        };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        match protocol {
-            Protocol::Resp => shared.stats.connections_received.fetch_add(1, Relaxed),
-            Protocol::Memcached => shared.mc.total_connections.fetch_add(1, Relaxed),
-        };
-        let max = shared.config.read().maxclients;
-        if shared.clients.count() >= max {
-            let refusal: &'static [u8] = match protocol {
-                Protocol::Resp => {
-                    shared.stats.rejected_connections.fetch_add(1, Relaxed);
-                    b"-ERR max number of clients reached\r\n"
-                }
-                Protocol::Memcached => b"SERVER_ERROR Too many open connections\r\n",
-            };
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let mut s = stream;
-                let _ = s.write_all(refusal).await;
-            });
-            continue;
-        }
-        if shared.config.read().protected_mode
-            && shared.acl.default_nopass()
-            && !listen::is_local(&peer)
-        {
-            // Redis's protected mode: the refusal, before anything is read
-            // (the memcached port too: it has no password at all).
-            shared.stats.rejected_connections.fetch_add(1, Relaxed);
-            let refusal = match protocol {
-                Protocol::Resp => listen::DENIED,
-                Protocol::Memcached => listen::DENIED_MEMCACHED,
-            };
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let mut s = stream;
-                let _ = s.write_all(refusal).await;
-            });
-            continue;
-        }
-        let laddr = stream
-            .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
-        let handle = shared.clients.register(peer.to_string(), laddr);
-        loops.serve(shared.clone(), stream, protocol, handle);
-    }
 }
 
 fn run_id() -> String {

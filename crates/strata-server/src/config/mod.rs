@@ -81,6 +81,14 @@ pub struct Config {
     /// TCP port of the Memcached protocol (same `bind`, database 0); 0 =
     /// off. Default: 11211.
     pub memcached_port: u16,
+    /// `tls-port`: TCP port of the RESP protocol over TLS (same `bind`);
+    /// 0 = off. Default: 0.
+    pub tls_port: u16,
+    /// `memcached-tls`: the memcached port speaks TLS (memcached 1.6's
+    /// `-Z`), with the `tls-*` certificates. Default: no.
+    pub memcached_tls: bool,
+    /// The `tls-*` certificates and choices.
+    pub tls: TlsConfig,
     /// Bytes: largest value a memcached client may store. Default: 1mb.
     pub memcached_max_item_size: u64,
     /// Working directory for data files. Default: `./strata-data`.
@@ -232,6 +240,9 @@ impl Default for Config {
         Config {
             port: DEFAULT_PORT,
             memcached_port: 11211,
+            tls_port: 0,
+            memcached_tls: false,
+            tls: TlsConfig::default(),
             memcached_max_item_size: 1 << 20,
             protected_mode: true,
             tcp_backlog: 511,

@@ -299,3 +299,79 @@ impl ClientsLimit {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// TLS
+// ---------------------------------------------------------------------------
+
+/// `tls-auth-clients`: whether a TLS client must show a certificate the
+/// CA files vouch for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsAuthClients {
+    /// Required (Redis's default).
+    Yes,
+    No,
+    /// Checked when shown, not required.
+    Optional,
+}
+
+impl TlsAuthClients {
+    pub fn parse(v: &str) -> Result<TlsAuthClients, String> {
+        match v.to_ascii_lowercase().as_str() {
+            "yes" => Ok(TlsAuthClients::Yes),
+            "no" => Ok(TlsAuthClients::No),
+            "optional" => Ok(TlsAuthClients::Optional),
+            _ => Err("argument(s) must be one of the following: no, yes, optional".into()),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsAuthClients::Yes => "yes",
+            TlsAuthClients::No => "no",
+            TlsAuthClients::Optional => "optional",
+        }
+    }
+}
+
+/// The TLS options Redis 7.0 has for its server side (`tls-*`), as given:
+/// `net::tls` builds rustls's configuration from them (at start, and again
+/// whenever CONFIG SET changes one; a configuration that does not build is
+/// refused and the old one kept).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TlsConfig {
+    pub cert_file: String,
+    pub key_file: String,
+    pub key_file_pass: String,
+    pub ca_cert_file: String,
+    pub ca_cert_dir: String,
+    pub auth_clients: TlsAuthClients,
+    /// `tls-protocols`: "" (TLSv1.2 and TLSv1.3) or names, space-separated.
+    pub protocols: String,
+    /// `tls-ciphers` (TLSv1.2) and `tls-ciphersuites` (TLSv1.3): "" (all
+    /// rustls offers) or names, colon-separated.
+    pub ciphers: String,
+    pub ciphersuites: String,
+    pub prefer_server_ciphers: bool,
+    pub session_caching: bool,
+    pub session_cache_size: u64,
+}
+
+impl Default for TlsConfig {
+    fn default() -> TlsConfig {
+        TlsConfig {
+            cert_file: String::new(),
+            key_file: String::new(),
+            key_file_pass: String::new(),
+            ca_cert_file: String::new(),
+            ca_cert_dir: String::new(),
+            auth_clients: TlsAuthClients::Yes,
+            protocols: String::new(),
+            ciphers: String::new(),
+            ciphersuites: String::new(),
+            prefer_server_ciphers: false,
+            session_caching: true,
+            session_cache_size: 20480,
+        }
+    }
+}

@@ -33,8 +33,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_protocol::{decode_request_into, Version};
-use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use crate::net::stream::{Io, Stream};
 
 /// Per-connection state that commands change (SELECT, HELLO, CLIENT ...).
 pub struct ConnState {
@@ -94,7 +93,7 @@ pub struct Parked {
 /// parked it) until it closes or is told to move.
 pub async fn serve(
     shared: Arc<Shared>,
-    mut stream: TcpStream,
+    mut stream: Stream,
     handle: Arc<ClientHandle>,
     resume: Option<Box<Parked>>,
 ) -> Served {
@@ -106,10 +105,10 @@ pub async fn serve(
     } = match resume {
         Some(p) => *p,
         None => {
-            let _ = stream.set_nodelay(true);
+            let _ = stream.tcp().set_nodelay(true);
             {
                 use std::os::fd::AsRawFd;
-                handle.fd.store(stream.as_raw_fd(), Relaxed);
+                handle.fd.store(stream.tcp().as_raw_fd(), Relaxed);
             }
             let authenticated = shared.acl.auto_auth();
             Parked {
@@ -157,18 +156,20 @@ pub async fn serve(
             // readiness, so the next wait costs no `recv` that would find
             // nothing (`readable` + `try_read` kept it, one wasted syscall
             // per request).
+            // Replies the client has not taken yet go out as it takes
+            // them, while its input is still read and served.
+            let unsent = !out.is_empty() || !backlog.is_empty() || stream.has_unsent();
             let wake = {
-                let (mut rd, wr) = stream.split();
                 tokio::select! {
-                    r = rd.read_buf(&mut inbuf) => Wake::Read(r),
-                    // Replies the client has not taken yet go out as it
-                    // takes them, while its input is still read and served.
-                    r = wr.as_ref().writable(), if !out.is_empty() || !backlog.is_empty() => {
-                        if r.is_err() || flush_some(&shared, wr.as_ref(), &mut out, &mut backlog).is_err() {
-                            return Served::Closed;
+                    io = stream.read_or_writable(&mut inbuf, unsent) => match io {
+                        Io::Read(r) => Wake::Read(r),
+                        Io::Writable(r) => {
+                            if r.is_err() || flush_some(&shared, &mut stream, &mut out, &mut backlog).is_err() {
+                                return Served::Closed;
+                            }
+                            continue;
                         }
-                        continue;
-                    }
+                    },
                     m = next_message(&mut conn.pubsub) => {
                         m.write(&mut out, conn.version);
                         if let Some(l) = conn.pubsub.as_mut() {
@@ -479,7 +480,7 @@ pub async fn serve(
             if out.len() > 1 << 20
                 && pending.is_empty()
                 && (!durable(&shared, &mut wrote).await
-                    || flush_some(&shared, &stream, &mut out, &mut backlog).is_err())
+                    || flush_some(&shared, &mut stream, &mut out, &mut backlog).is_err())
             {
                 return Served::Closed;
             }
@@ -516,7 +517,7 @@ pub async fn serve(
         if !out.is_empty() {
             loops::end_of_turn().await;
         }
-        if flush_some(&shared, &stream, &mut out, &mut backlog).is_err()
+        if flush_some(&shared, &mut stream, &mut out, &mut backlog).is_err()
             || over_output_limit(&shared, &conn, &mut watch, &out, &backlog)
         {
             return Served::Closed;
@@ -528,11 +529,13 @@ pub async fn serve(
             inbuf = BytesMut::with_capacity(16 * 1024);
         }
         // A quiet point (`loops`, invariant 2): the connection may move.
+        // (A TLS one stays: `net::stream`, invariant 3.)
         if out.is_empty()
             && backlog.is_empty()
             && pending.is_empty()
             && conn.pubsub.is_none()
             && !conn.monitor
+            && !stream.is_tls()
         {
             if let Some(to) = loops::move_order() {
                 let state = Resume::Resp(Box::new(Parked {
@@ -541,6 +544,9 @@ pub async fn serve(
                     inbuf,
                     skip_read,
                 }));
+                let Ok(stream) = stream.into_tcp() else {
+                    return Served::Closed;
+                };
                 return Served::Moved { stream, state, to };
             }
         }

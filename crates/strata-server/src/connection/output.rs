@@ -10,7 +10,7 @@ use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
 use std::sync::atomic::Ordering::Relaxed;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
+use crate::net::stream::Stream;
 
 /// With appendfsync always, waits until the writes of this batch are
 /// durable before their replies go out. Returns false when the log failed:
@@ -39,7 +39,7 @@ pub(super) async fn drain_watching(
     shared: &Shared,
     pending: &mut FuturesOrdered<ReplyFuture>,
     out: &mut BytesMut,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     inbuf: &mut BytesMut,
     conn: &ConnState,
 ) -> bool {
@@ -89,7 +89,7 @@ fn append_reply(out: &mut BytesMut, reply: BytesMut) {
 pub(super) async fn flush(
     shared: &Shared,
     conn: &ConnState,
-    stream: &mut TcpStream,
+    stream: &mut Stream,
     out: &mut BytesMut,
     backlog: &mut Backlog,
 ) -> std::io::Result<()> {
@@ -114,7 +114,7 @@ pub(super) async fn flush(
 /// (`client_buffers`).
 pub(super) fn flush_some(
     shared: &Shared,
-    stream: &TcpStream,
+    stream: &mut Stream,
     out: &mut BytesMut,
     backlog: &mut Backlog,
 ) -> std::io::Result<()> {

@@ -80,6 +80,9 @@ struct Job {
     protocol: Protocol,
     handle: Arc<ClientHandle>,
     resume: Option<Resume>,
+    /// TLS's configuration, for a new connection on a TLS listener: the
+    /// loop runs the handshake (`net`, invariant 2).
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// One loop's counters (each on a cache line of its own: the loop writes
@@ -185,6 +188,7 @@ impl Loops {
         stream: TcpStream,
         protocol: Protocol,
         handle: Arc<ClientHandle>,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) {
         let id = handle.id;
         let stream = match stream.into_std() {
@@ -201,6 +205,7 @@ impl Loops {
             protocol,
             handle,
             resume: None,
+            tls,
         };
         if self.pool.slots.is_empty() {
             tokio::spawn(job.serve());
@@ -365,6 +370,7 @@ impl Job {
             protocol,
             handle,
             resume,
+            tls,
         } = self;
         let id = handle.id;
         let stream = match TcpStream::from_std(stream) {
@@ -375,6 +381,15 @@ impl Job {
                 left_loop();
                 return;
             }
+        };
+        if tls.is_some() {
+            // (Before the handshake: its records go out unbatched.)
+            let _ = stream.set_nodelay(true);
+        }
+        let Some(stream) = crate::net::handshake(stream, tls).await else {
+            shared.clients.unregister(id);
+            left_loop();
+            return;
         };
         let served = match resume {
             Some(Resume::Resp(p)) => {
@@ -403,6 +418,7 @@ impl Job {
                             protocol,
                             handle,
                             resume: Some(state),
+                            tls: None,
                         },
                     );
                     return;

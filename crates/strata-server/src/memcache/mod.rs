@@ -39,8 +39,8 @@ use std::time::Duration;
 use strata_engine::{EngineError, ExpireCond, ItemCond, ItemGet, NewItem, Read, StoreOutcome};
 use strata_protocol::memcache::reply as mr;
 use strata_protocol::memcache::{self as mc, McFrame, McLimits, McRequest, StoreMode};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::AsyncReadExt;
+use crate::net::stream::Stream;
 
 /// The version memcached clients are told (the protocol level we follow).
 pub const VERSION: &str = "1.6.21";
@@ -116,7 +116,7 @@ pub struct Parked {
 /// parked it) until it closes or is told to move.
 pub async fn serve(
     shared: Arc<Shared>,
-    stream: TcpStream,
+    stream: Stream,
     handle: Arc<ClientHandle>,
     resume: Option<Box<Parked>>,
 ) -> Served {
@@ -132,7 +132,7 @@ pub async fn serve(
 
 async fn serve_requests(
     shared: &Arc<Shared>,
-    mut stream: TcpStream,
+    mut stream: Stream,
     handle: &ClientHandle,
     resume: Option<Box<Parked>>,
 ) -> Served {
@@ -142,10 +142,10 @@ async fn serve_requests(
     } = match resume {
         Some(p) => *p,
         None => {
-            let _ = stream.set_nodelay(true);
+            let _ = stream.tcp().set_nodelay(true);
             {
                 use std::os::fd::AsRawFd;
-                handle.fd.store(stream.as_raw_fd(), Relaxed);
+                handle.fd.store(stream.tcp().as_raw_fd(), Relaxed);
             }
             Parked {
                 inbuf: BytesMut::with_capacity(16 * 1024),
@@ -177,7 +177,7 @@ async fn serve_requests(
         }
         if refused_now(shared) {
             // Nothing it sent is run: the RESP port needs a password now.
-            let _ = stream.write_all(UNAUTHENTICATED).await;
+            let _ = stream.send_all(UNAUTHENTICATED).await;
             return Served::Closed;
         }
         let limits = McLimits {
@@ -254,7 +254,7 @@ async fn serve_requests(
                 Done::Metadump => {
                     drain(&mut pending, &mut out).await;
                     let written = out.len() as u64;
-                    if stream.write_all(&out).await.is_err() {
+                    if stream.send_all(&out).await.is_err() {
                         return Served::Closed;
                     }
                     out.clear();
@@ -274,7 +274,7 @@ async fn serve_requests(
         drain(&mut pending, &mut out).await;
         if !out.is_empty() {
             loops::end_of_turn().await;
-            if stream.write_all(&out).await.is_err() {
+            if stream.send_all(&out).await.is_err() {
                 return Served::Closed;
             }
             shared.mc.bytes_written.fetch_add(out.len() as u64, Relaxed);
@@ -284,8 +284,15 @@ async fn serve_requests(
             return Served::Closed;
         }
         // A quiet point (`loops`, invariant 2): the connection may move.
+        // (A TLS one stays: `net::stream`, invariant 3.)
+        if stream.is_tls() {
+            continue;
+        }
         if let Some(to) = loops::move_order() {
             let state = Resume::Memcached(Box::new(Parked { inbuf, swallow }));
+            let Ok(stream) = stream.into_tcp() else {
+                return Served::Closed;
+            };
             return Served::Moved { stream, state, to };
         }
     }

@@ -7,8 +7,7 @@ use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use strata_protocol::memcache::reply as mr;
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
+use crate::net::stream::Stream;
 
 /// memcached's general counters (those the engine does not keep).
 #[derive(Default)]
@@ -89,7 +88,7 @@ impl McStats {
 /// is scanned in batches and written as it goes; items changed meanwhile
 /// may or may not appear, as with memcached's crawler. Returns the bytes
 /// written.
-pub(super) async fn metadump(shared: &Shared, stream: &mut TcpStream) -> std::io::Result<u64> {
+pub(super) async fn metadump(shared: &Shared, stream: &mut Stream) -> std::io::Result<u64> {
     let now_s = strata_engine::clock::now_ms() / 1000;
     let mut cursor = 0;
     let mut chunk = BytesMut::new();
@@ -125,13 +124,13 @@ pub(super) async fn metadump(shared: &Shared, stream: &mut TcpStream) -> std::io
         }
         cursor = next;
         if chunk.len() >= 64 * 1024 {
-            stream.write_all(&chunk).await?;
+            stream.send_all(&chunk).await?;
             written += chunk.len() as u64;
             chunk.clear();
         }
     }
     chunk.extend_from_slice(b"END\r\n");
-    stream.write_all(&chunk).await?;
+    stream.send_all(&chunk).await?;
     Ok(written + chunk.len() as u64)
 }
 

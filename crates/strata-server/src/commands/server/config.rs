@@ -42,6 +42,9 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                     break;
                 }
             }
+            if r.is_ok() && c.tls != backup.tls {
+                r = reload_tls(ctx.shared, &c, args);
+            }
             if r.is_err() {
                 *c = backup; // all or nothing, as Redis does
             }
@@ -95,4 +98,25 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::unknown_subcommand(ctx.out, sub, "config");
     }
     Outcome::Done
+}
+
+/// Rebuilds TLS's configuration after CONFIG SET changed a `tls-*` option
+/// (`net::tls`): new connections use it, open ones keep theirs. One that
+/// does not build is refused with Redis's words, the reason logged.
+fn reload_tls(shared: &crate::Shared, c: &crate::config::Config, args: &[Bytes]) -> Result<(), String> {
+    if c.tls_port == 0 && !c.memcached_tls {
+        return Ok(());
+    }
+    shared.tls.reload(&c.tls).map_err(|why| {
+        tracing::warn!("Failed to update TLS configuration: {why}");
+        let name = args[2..]
+            .chunks_exact(2)
+            .map(|kv| String::from_utf8_lossy(&kv[0]).to_ascii_lowercase())
+            .find(|n| n.starts_with("tls-"))
+            .unwrap_or_default();
+        format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - Unable to update \
+             TLS configuration. Check server logs."
+        )
+    })
 }

@@ -12,10 +12,12 @@ mod encodings;
 mod persistence;
 mod server;
 mod tiering;
+mod tls;
 
 pub(in crate::config) static OPTIONS: LazyLock<Vec<OptionDef>> = LazyLock::new(|| {
     [
         server::OPTIONS,
+        tls::OPTIONS,
         tiering::OPTIONS,
         persistence::OPTIONS,
         encodings::OPTIONS,
