@@ -24,12 +24,12 @@
 //!    that asks and never reads holds at most that much.
 
 use crate::clients::{BufferSizes, ClientHandle};
+use crate::net::stream::Stream;
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 use tokio::io::AsyncWriteExt;
-use crate::net::stream::Stream;
 
 /// Bytes of every connection's buffers (module doc, invariant 2).
 pub static CLIENT_BUFFERS: AtomicU64 = AtomicU64::new(0);
@@ -60,7 +60,11 @@ impl Backlog {
     /// Writes what the socket takes now, without waiting: the backlog,
     /// then `out`; what is left of `out` joins the backlog (and `out`
     /// starts afresh). Returns the bytes sent.
-    pub fn flush_some(&mut self, stream: &mut Stream, out: &mut BytesMut) -> std::io::Result<usize> {
+    pub fn flush_some(
+        &mut self,
+        stream: &mut Stream,
+        out: &mut BytesMut,
+    ) -> std::io::Result<usize> {
         let mut sent = 0;
         while let Some((front, alloc)) = self.blocks.front_mut() {
             match stream.try_write(front) {

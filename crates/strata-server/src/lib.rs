@@ -35,8 +35,8 @@ use config::Config;
 pub use engine_config::engine_config;
 use engine_config::{encoding_limits, eviction, fsync_policy, lfu, promote};
 use loops::Protocol;
-use net::{listen, Listening};
 use metrics::slowlog::SlowLog;
+use net::{listen, Listening};
 use parking_lot::RwLock;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -519,7 +519,12 @@ pub async fn start(
         let over = if memcached.tls { " over TLS" } else { "" };
         tracing::info!("Memcached protocol{over} on {addr}");
         shared.mc_port.store(addr.port() as u64, Relaxed);
-        tokio::spawn(net::accept_loop(shared.clone(), l, memcached, loops.clone()));
+        tokio::spawn(net::accept_loop(
+            shared.clone(),
+            l,
+            memcached,
+            loops.clone(),
+        ));
     }
     {
         let c = shared.config.read();

@@ -20,6 +20,7 @@ use crate::command::Outcome;
 use crate::commands::table;
 use crate::dispatch::execute;
 use crate::loops::{self, Resume, Served};
+use crate::net::stream::{Io, Stream};
 use crate::reply;
 use crate::session::{scripting, transaction};
 use crate::Shared;
@@ -33,7 +34,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_protocol::{decode_request_into, Version};
-use crate::net::stream::{Io, Stream};
 
 /// Per-connection state that commands change (SELECT, HELLO, CLIENT ...).
 pub struct ConnState {

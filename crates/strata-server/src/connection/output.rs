@@ -5,12 +5,12 @@
 
 use super::{ConnState, ReplyFuture};
 use crate::client_buffers::Backlog;
+use crate::net::stream::Stream;
 use crate::Shared;
 use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
 use std::sync::atomic::Ordering::Relaxed;
 use tokio::io::AsyncReadExt;
-use crate::net::stream::Stream;
 
 /// With appendfsync always, waits until the writes of this batch are
 /// durable before their replies go out. Returns false when the log failed:

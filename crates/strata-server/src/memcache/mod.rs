@@ -28,6 +28,7 @@ use stats::{inc, metadump, stats};
 use crate::clients::ClientHandle;
 use crate::connection::{prefetch_pipeline, PREFETCH_MAX};
 use crate::loops::{self, Resume, Served};
+use crate::net::stream::Stream;
 use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -40,7 +41,6 @@ use strata_engine::{EngineError, ExpireCond, ItemCond, ItemGet, NewItem, Read, S
 use strata_protocol::memcache::reply as mr;
 use strata_protocol::memcache::{self as mc, McFrame, McLimits, McRequest, StoreMode};
 use tokio::io::AsyncReadExt;
-use crate::net::stream::Stream;
 
 /// The version memcached clients are told (the protocol level we follow).
 pub const VERSION: &str = "1.6.21";

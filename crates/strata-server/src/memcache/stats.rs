@@ -3,11 +3,11 @@
 //! `lru_crawler metadump`.
 
 use super::{DB, VERSION};
+use crate::net::stream::Stream;
 use crate::Shared;
 use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use strata_protocol::memcache::reply as mr;
-use crate::net::stream::Stream;
 
 /// memcached's general counters (those the engine does not keep).
 #[derive(Default)]

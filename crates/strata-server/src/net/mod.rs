@@ -116,7 +116,10 @@ pub async fn handshake(stream: TcpStream, tls: Option<Arc<ServerConfig>>) -> Opt
     let Some(config) = tls else {
         return Some(Stream::Tcp(stream));
     };
-    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     let accept = tokio_rustls::TlsAcceptor::from(config).accept(stream);
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await {
         Ok(Ok(s)) => Some(Stream::Tls(Box::new(s))),
@@ -126,7 +129,9 @@ pub async fn handshake(stream: TcpStream, tls: Option<Arc<ServerConfig>>) -> Opt
             None
         }
         Err(_) => {
-            tracing::debug!("Error accepting a client connection: handshake timed out (addr={peer})");
+            tracing::debug!(
+                "Error accepting a client connection: handshake timed out (addr={peer})"
+            );
             None
         }
     }

@@ -87,7 +87,11 @@ impl Stream {
     }
 
     /// `AsyncReadExt::read_buf`, as a poll.
-    fn poll_read_buf(&mut self, cx: &mut Context<'_>, buf: &mut BytesMut) -> Poll<io::Result<usize>> {
+    fn poll_read_buf(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
         if buf.capacity() == buf.len() {
             buf.reserve(64);
         }

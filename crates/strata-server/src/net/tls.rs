@@ -66,7 +66,9 @@ pub fn build(c: &TlsConfig) -> Result<Arc<ServerConfig>, String> {
                 _ => verifier,
             };
             builder.with_client_cert_verifier(
-                verifier.build().map_err(|e| format!("client certificates: {e}"))?,
+                verifier
+                    .build()
+                    .map_err(|e| format!("client certificates: {e}"))?,
             )
         }
     };
@@ -170,13 +172,17 @@ fn versions(list: &str) -> Result<Vec<&'static SupportedProtocolVersion>, String
             "tlsv1.2" => out.push(&rustls::version::TLS12),
             "tlsv1.3" => out.push(&rustls::version::TLS13),
             "tlsv1" | "tlsv1.1" => {
-                tracing::warn!("tls-protocols: {name} is not offered (rustls has TLSv1.2 and TLSv1.3)");
+                tracing::warn!(
+                    "tls-protocols: {name} is not offered (rustls has TLSv1.2 and TLSv1.3)"
+                );
             }
             _ => return Err(format!("tls-protocols: invalid protocol '{name}'")),
         }
     }
     if out.is_empty() {
-        return Err(format!("tls-protocols: no protocol rustls offers in '{list}'"));
+        return Err(format!(
+            "tls-protocols: no protocol rustls offers in '{list}'"
+        ));
     }
     Ok(out)
 }
@@ -185,9 +191,11 @@ fn versions(list: &str) -> Result<Vec<&'static SupportedProtocolVersion>, String
 fn roots(c: &TlsConfig) -> Result<RootCertStore, String> {
     if c.ca_cert_file.is_empty() && c.ca_cert_dir.is_empty() {
         // Redis's words.
-        return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when \
+        return Err(
+            "Either tls-ca-cert-file or tls-ca-cert-dir must be specified when \
                     tls-auth-clients is enabled"
-            .into());
+                .into(),
+        );
     }
     let mut store = RootCertStore::empty();
     let mut files = Vec::new();
@@ -198,7 +206,10 @@ fn roots(c: &TlsConfig) -> Result<RootCertStore, String> {
         let dir = std::fs::read_dir(&c.ca_cert_dir)
             .map_err(|e| format!("tls-ca-cert-dir {}: {e}", c.ca_cert_dir))?;
         for entry in dir.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()) {
+            if entry
+                .file_type()
+                .is_ok_and(|t| t.is_file() || t.is_symlink())
+            {
                 files.push(entry.path());
             }
         }
@@ -236,23 +247,28 @@ fn certs(path: &str) -> Result<Vec<CertificateDer<'static>>, String> {
 /// The private key of `tls-key-file`: PKCS#8, PKCS#1 or SEC1; an
 /// encrypted PKCS#8 one is decrypted with `pass`.
 fn key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("tls-key-file {path}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("tls-key-file {path}: {e}"))?;
     if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") {
         if pass.is_empty() {
-            return Err(format!("tls-key-file {path} is encrypted: tls-key-file-pass is not set"));
+            return Err(format!(
+                "tls-key-file {path} is encrypted: tls-key-file-pass is not set"
+            ));
         }
         const END: &str = "-----END ENCRYPTED PRIVATE KEY-----";
-        let from = text.find("-----BEGIN ENCRYPTED PRIVATE KEY-----").unwrap_or(0);
+        let from = text
+            .find("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+            .unwrap_or(0);
         let to = text.find(END).map_or(text.len(), |i| i + END.len());
-        let (_, der) = pkcs8::der::pem::decode_vec(text[from..to].as_bytes())
+        let (_, der) = pkcs8::der::pem::decode_vec(&text.as_bytes()[from..to])
             .map_err(|e| format!("tls-key-file {path}: {e}"))?;
         let info = pkcs8::EncryptedPrivateKeyInfo::try_from(der.as_slice())
             .map_err(|e| format!("tls-key-file {path}: {e}"))?;
-        let doc = info
-            .decrypt(pass.as_bytes())
-            .map_err(|_| format!("tls-key-file {path}: cannot decrypt (wrong tls-key-file-pass?)"))?;
-        return Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(doc.as_bytes().to_vec())));
+        let doc = info.decrypt(pass.as_bytes()).map_err(|_| {
+            format!("tls-key-file {path}: cannot decrypt (wrong tls-key-file-pass?)")
+        })?;
+        return Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+            doc.as_bytes().to_vec(),
+        )));
     }
     if text.contains("Proc-Type: 4,ENCRYPTED") {
         return Err(format!(
@@ -283,7 +299,11 @@ mod tests {
     #[test]
     fn suites_and_versions_chosen_by_name() {
         let all = rustls::crypto::ring::default_provider().cipher_suites;
-        let tls13: Vec<_> = all.iter().filter(|s| s.tls13().is_some()).copied().collect();
+        let tls13: Vec<_> = all
+            .iter()
+            .filter(|s| s.tls13().is_some())
+            .copied()
+            .collect();
         let one = pick("TLS_AES_256_GCM_SHA384", &tls13, "x").unwrap();
         assert_eq!(one.len(), 1);
         assert!(pick("NOPE:ALSO-NOPE", &tls13, "tls-ciphersuites").is_err());

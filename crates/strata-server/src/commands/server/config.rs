@@ -103,7 +103,11 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// Rebuilds TLS's configuration after CONFIG SET changed a `tls-*` option
 /// (`net::tls`): new connections use it, open ones keep theirs. One that
 /// does not build is refused with Redis's words, the reason logged.
-fn reload_tls(shared: &crate::Shared, c: &crate::config::Config, args: &[Bytes]) -> Result<(), String> {
+fn reload_tls(
+    shared: &crate::Shared,
+    c: &crate::config::Config,
+    args: &[Bytes],
+) -> Result<(), String> {
     if c.tls_port == 0 && !c.memcached_tls {
         return Ok(());
     }
