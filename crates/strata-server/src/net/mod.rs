@@ -7,9 +7,10 @@
 //! 1. A client is refused before anything it sent is read: past
 //!    `maxclients`, or by protected mode. On a TLS listener the refusal
 //!    goes out over TLS, after the handshake, as Redis writes it.
-//! 2. The TLS handshake runs on the loop that serves the connection, never
-//!    on the accept loop, and is bounded by `HANDSHAKE_TIMEOUT`: a client
-//!    that never finishes it holds nothing else up.
+//! 2. The TLS handshake runs on the loop that serves the connection (a
+//!    refusal's in a task of its own), never in the accept loop's task,
+//!    and is bounded by `HANDSHAKE_TIMEOUT`: a client that never finishes
+//!    it holds nothing else up.
 
 pub mod listen;
 pub mod stream;
