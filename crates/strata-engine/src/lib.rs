@@ -6,7 +6,7 @@
 //! (`tiering`); a read of a cold value costs one device read and may
 //! *promote* the value back to RAM ([`tiering::fetch`], policy [`PromotePolicy`]).
 //! Overwrites, deletes and expiries of cold values only touch RAM: the old
-//! record becomes garbage, and the collector (`gc`) reclaims segments with
+//! record becomes garbage, and the collector (`log::collector`) reclaims segments with
 //! few *live bytes* by moving their live records.
 //!
 //! Layout: [`index`] (the RAM index), [`types`] (what a value is: strings

@@ -1,8 +1,8 @@
 //! What a command handler is: its context (`Ctx`), its result
 //! (`Outcome`) and its table entry (`CommandSpec`). Command families
 //! (`commands/*`) implement handlers against these types; the table that
-//! lists them is `commands::table`, and `dispatch` runs them. Neither of
-//! those two imports the other.
+//! lists them is `commands::table`, and `dispatch` runs them: `dispatch`
+//! reads the table, the table never imports `dispatch`.
 //!
 //! A handler writes its reply into `Ctx::out` and returns `Outcome::Done`,
 //! or returns `Outcome::Pending` with a future that renders the reply once

@@ -4,9 +4,10 @@
 //! connections, decodes RESP requests, dispatches commands to the tiered
 //! engine and renders replies and INFO.
 //!
-//! Threads: a tokio multi-thread runtime with `threads` workers runs every
-//! connection as a task; the engine adds its background thread and its
-//! I/O backend threads. No lock is global on the request path: the engine
+//! Threads: the main thread's runtime accepts (`net`); `threads` event
+//! loops, each a tokio `current_thread` runtime, serve the connections
+//! (`loops`; `server-runtime shared`: one multi-thread runtime instead);
+//! the engine adds its background and journal threads. No lock is global on the request path: the engine
 //! index is sharded, each client has its own handle, and server counters
 //! are atomics.
 

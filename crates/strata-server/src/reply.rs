@@ -1,4 +1,6 @@
-//! Every client-visible error text, in one place, with Redis's wording.
+//! The error texts many commands share, with Redis's wording, and the
+//! replies they write (a family's own texts are still beside it: issue 45
+//! gathers them here).
 
 use bytes::BytesMut;
 use strata_engine::EngineError;

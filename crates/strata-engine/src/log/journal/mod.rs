@@ -1,5 +1,6 @@
 //! The journal: with `appendonly yes`, every change of a key reaches the
-//! flash log as one record, so the log is the database (DESIGN.md).
+//! flash log as one record, so the log is the database (its records:
+//! docs/format.md).
 //!
 //! Shape: a mutation notes its key (`Inner::note_key_as`) in the shard's
 //! critical section and marks the entry `F_DIRTY` ("its current state is
