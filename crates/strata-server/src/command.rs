@@ -342,12 +342,120 @@ impl Ctx<'_> {
 
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Outcome;
 
+/// A command's flags (Redis's `CMD_*`), as bits. The table writes them by
+/// Redis's names (`Flags::parse`, at compile time: a name that is not a
+/// flag does not build).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags(u32);
+
+/// Redis's flag names, and their bits: first the ones COMMAND INFO
+/// prints, in its order (`addReplyFlagsForCommand`; `movablekeys` is
+/// computed there), then the ones it does not print.
+pub const FLAG_NAMES: [&str; 23] = [
+    "write",
+    "readonly",
+    "denyoom",
+    "module",
+    "admin",
+    "pubsub",
+    "noscript",
+    "blocking",
+    "loading",
+    "stale",
+    "skip_monitor",
+    "skip_slowlog",
+    "asking",
+    "fast",
+    "no_auth",
+    "no_mandatory_keys",
+    "no_async_loading",
+    "no_multi",
+    "movablekeys",
+    "allow_busy",
+    "may_replicate",
+    "sentinel",
+    "only_sentinel",
+];
+
+/// How many of `FLAG_NAMES` COMMAND INFO prints.
+pub const FLAGS_PRINTED: usize = 20;
+
+impl Flags {
+    pub const WRITE: Flags = Flags::named("write");
+    pub const READONLY: Flags = Flags::named("readonly");
+    pub const DENYOOM: Flags = Flags::named("denyoom");
+    pub const ADMIN: Flags = Flags::named("admin");
+    pub const PUBSUB: Flags = Flags::named("pubsub");
+    pub const NOSCRIPT: Flags = Flags::named("noscript");
+    pub const BLOCKING: Flags = Flags::named("blocking");
+    pub const LOADING: Flags = Flags::named("loading");
+    pub const FAST: Flags = Flags::named("fast");
+    pub const NO_AUTH: Flags = Flags::named("no_auth");
+    pub const MAY_REPLICATE: Flags = Flags::named("may_replicate");
+    pub const NO_MULTI: Flags = Flags::named("no_multi");
+    pub const MOVABLEKEYS: Flags = Flags::named("movablekeys");
+    pub const ALLOW_BUSY: Flags = Flags::named("allow_busy");
+
+    /// The flags `names` name (Redis's names). Panics (at compile time,
+    /// in a const) on a name that is no flag.
+    pub const fn parse(names: &[&str]) -> Flags {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < names.len() {
+            bits |= Flags::named(names[i]).0;
+            i += 1;
+        }
+        Flags(bits)
+    }
+
+    const fn named(name: &str) -> Flags {
+        let mut i = 0;
+        while i < FLAG_NAMES.len() {
+            if eq(FLAG_NAMES[i].as_bytes(), name.as_bytes()) {
+                return Flags(1 << i);
+            }
+            i += 1;
+        }
+        panic!("not a command flag");
+    }
+
+    /// Whether every flag of `f` is set.
+    pub const fn has(self, f: Flags) -> bool {
+        self.0 & f.0 == f.0
+    }
+
+    /// The names of the flags set, in `FLAG_NAMES`'s order (COMMAND
+    /// INFO's, then those it does not print).
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        FLAG_NAMES
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, n)| *n)
+    }
+}
+
+/// Byte equality in a const fn.
+const fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// One command of the table.
 pub struct CommandSpec {
     pub name: &'static str,
     /// Redis arity: n = exactly n args (with the name), -n = at least n.
     pub arity: i32,
-    pub flags: &'static [&'static str],
+    pub flags: Flags,
     /// First key, last key, step (COMMAND INFO's key positions).
     pub keys: (i32, i32, i32),
     pub group: &'static str,
@@ -356,8 +464,9 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    pub fn has_flag(&self, f: &str) -> bool {
-        self.flags.contains(&f)
+    /// Whether the command has every flag of `f`.
+    pub fn has(&self, f: Flags) -> bool {
+        self.flags.has(f)
     }
     /// Whether `argc` (with the name) satisfies the arity.
     pub fn arity_ok(&self, argc: usize) -> bool {

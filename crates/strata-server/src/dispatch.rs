@@ -2,7 +2,7 @@
 //! checks, the handler found in `commands::table`, and the slow log.
 
 use crate::acl::LogContext;
-use crate::command::{CommandSpec, Ctx, Outcome};
+use crate::command::{CommandSpec, Ctx, Flags, Outcome};
 use crate::connection::ConnState;
 use crate::reply;
 use crate::session::notify;
@@ -25,7 +25,7 @@ pub fn execute(
         shared.stats.unknown_commands.fetch_add(1, Relaxed);
         return Outcome::Done;
     };
-    if !conn.authenticated && !spec.has_flag("no_auth") {
+    if !conn.authenticated && !spec.has(Flags::NO_AUTH) {
         shared.cmdstats.rejected(spec);
         reply::error(target, reply::NOAUTH);
         return Outcome::Done;
@@ -82,7 +82,7 @@ pub fn execute(
         // A write's lookups count no keyspace hit or miss, as Redis's
         // lookupKeyWrite (its sources' lookups do, for a command that
         // reads them with lookupKeyRead).
-        let _write_lookups = (spec.has_flag("write") && !reads_sources(spec.name))
+        let _write_lookups = (spec.has(Flags::WRITE) && !reads_sources(spec.name))
             .then(strata_engine::WriteLookups::enter);
         (spec.handler)(&mut ctx, args)
     };
@@ -93,7 +93,7 @@ pub fn execute(
         },
         (o, _) => o,
     };
-    if !before && spec.name != "exec" && !spec.has_flag("admin") && shared.monitors.active() {
+    if !before && spec.name != "exec" && !spec.has(Flags::ADMIN) && shared.monitors.active() {
         monitor_feed(shared, ctx.conn, args);
     }
     // Client tracking remembers what a tracking client's reads read. A
@@ -101,7 +101,7 @@ pub fn execute(
     // (whose id the script's client shares), and the read-only script
     // commands remember nothing by themselves, as in Redis 7.0's `call`.
     let script_command = matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro");
-    if shared.tracking.active() && spec.has_flag("readonly") && !script_command {
+    if shared.tracking.active() && spec.has(Flags::READONLY) && !script_command {
         let id = ctx.conn.handle.id;
         let keys = if ctx.conn.script {
             Some(ctx.conn.script_keys.clone())
@@ -120,7 +120,7 @@ pub fn execute(
         shared.errorstats.record(&ctx.out[reply_at..]);
     }
     shared.cmdstats.record(spec, took, failed);
-    let event = if spec.has_flag("fast") {
+    let event = if spec.has(Flags::FAST) {
         "fast-command"
     } else {
         "command"
@@ -146,7 +146,7 @@ pub fn execute(
                     let out = reply.await;
                     // A reply that came later counts from the call to it,
                     // unless the command blocked (Redis counts no wait).
-                    let blocking = spec.has_flag("blocking");
+                    let blocking = spec.has(Flags::BLOCKING);
                     let took = if blocking { took } else { started.elapsed() };
                     if !blocking {
                         shared

@@ -7,7 +7,7 @@ use super::server::{client, config};
 use super::{
     blocking, geo, hash, keys, list, pubsub, scripting, server, set, sort, stream, strings, zset,
 };
-use crate::command::{CommandSpec, Handler};
+use crate::command::{CommandSpec, Flags, Handler};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -60,7 +60,7 @@ pub const fn cmd(
     CommandSpec {
         name,
         arity,
-        flags,
+        flags: Flags::parse(flags),
         keys,
         group,
         summary,
@@ -164,7 +164,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("spop", -2, WD, K1, "set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", set::spop),
     cmd("smove", 4, WD, K2, "set", "Moves a member from one set to another.", set::smove),
     cmd("sinter", -2, R, KALL, "set", "Returns the intersect of multiple sets.", set::sinter),
-    cmd("sintercard", -3, R, K0, "set", "Returns the number of members of the intersect of multiple sets.", set::sintercard),
+    cmd("sintercard", -3, &["readonly", "movablekeys"], K0, "set", "Returns the number of members of the intersect of multiple sets.", set::sintercard),
     cmd("sinterstore", -3, W, KALL, "set", "Stores the intersect of multiple sets in a key.", set::sinterstore),
     cmd("sunion", -2, R, KALL, "set", "Returns the union of multiple sets.", set::sunion),
     cmd("sunionstore", -3, W, KALL, "set", "Stores the union of multiple sets in a key.", set::sunionstore),
@@ -188,7 +188,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("lpos", -3, R, K1, "list", "Returns the index of matching elements in a list.", list::lpos),
     cmd("lmove", 5, W, K2, "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", list::lmove),
     cmd("rpoplpush", 3, W, K2, "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", list::rpoplpush),
-    cmd("lmpop", -4, &["write"], K0, "list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", list::lmpop),
+    cmd("lmpop", -4, &["write", "movablekeys"], K0, "list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", list::lmpop),
     cmd("blpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blocking::blpop),
     cmd("brpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blocking::brpop),
     cmd("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], K2, "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", blocking::brpoplpush),
@@ -220,12 +220,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("zremrangebylex", 4, &["write"], K1, "sorted_set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", zset::zremrangebylex),
     cmd("zpopmin", -2, WD, K1, "sorted_set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zset::zpopmin),
     cmd("zpopmax", -2, WD, K1, "sorted_set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zset::zpopmax),
-    cmd("zmpop", -4, &["write"], K0, "sorted_set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zset::zmpop),
+    cmd("zmpop", -4, &["write", "movablekeys"], K0, "sorted_set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zset::zmpop),
     cmd("zrandmember", -2, R, K1, "sorted_set", "Returns one or more random members from a sorted set.", zset::zrandmember),
-    cmd("zunion", -3, R, K0, "sorted_set", "Returns the union of multiple sorted sets.", zset::zunion),
-    cmd("zinter", -3, R, K0, "sorted_set", "Returns the intersect of multiple sorted sets.", zset::zinter),
-    cmd("zdiff", -3, R, K0, "sorted_set", "Returns the difference between multiple sorted sets.", zset::zdiff),
-    cmd("zunionstore", -4, W, K1, "sorted_set", "Stores the union of multiple sorted sets in a key.", zset::zunionstore),
+    cmd("zunion", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the union of multiple sorted sets.", zset::zunion),
+    cmd("zinter", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the intersect of multiple sorted sets.", zset::zinter),
+    cmd("zdiff", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the difference between multiple sorted sets.", zset::zdiff),
+    cmd("zunionstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the union of multiple sorted sets in a key.", zset::zunionstore),
     // geo (positions in sorted sets)
     cmd("geoadd", -5, W, K1, "geo", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.", geo::geoadd),
     cmd("geodist", -4, R, K1, "geo", "Returns the distance between two members of a geospatial index.", geo::geodist),
@@ -237,9 +237,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("georadiusbymember_ro", -5, R, K1, "geo", "Returns members from a geospatial index that are within a distance from a member.", geo::georadiusbymember_ro),
     cmd("geosearch", -7, R, K1, "geo", "Queries a geospatial index for members inside an area of a box or a circle.", geo::geosearch),
     cmd("geosearchstore", -8, W, K2, "geo", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geo::geosearchstore),
-    cmd("zinterstore", -4, W, K1, "sorted_set", "Stores the intersect of multiple sorted sets in a key.", zset::zinterstore),
-    cmd("zdiffstore", -4, W, K1, "sorted_set", "Stores the difference of multiple sorted sets in a key.", zset::zdiffstore),
-    cmd("zintercard", -3, R, K0, "sorted_set", "Returns the number of members of the intersect of multiple sorted sets.", zset::zintercard),
+    cmd("zinterstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the intersect of multiple sorted sets in a key.", zset::zinterstore),
+    cmd("zdiffstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the difference of multiple sorted sets in a key.", zset::zdiffstore),
+    cmd("zintercard", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the number of members of the intersect of multiple sorted sets.", zset::zintercard),
     cmd("zscan", -3, R, K1, "sorted_set", "Iterates over members and scores of a sorted set.", zset::zscan),
     // streams
     cmd("xadd", -5, WF, K1, "stream", "Appends a new message to a stream. Creates the key if it doesn't exist.", stream::xadd),
@@ -259,7 +259,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("xinfo", -2, &[], K0, "stream", "A container for stream introspection commands.", stream::xinfo),
     // connection and server
     cmd("ping", -1, FAST, K0, "connection", "Returns the server's liveliness response.", server::ping),
-    cmd("echo", 2, FAST, K0, "connection", "Returns the given string.", server::echo),
+    cmd("echo", 2, &["loading", "stale", "fast"], K0, "connection", "Returns the given string.", server::echo),
     cmd("hello", -1, AUTHLESS, K0, "connection", "Handshakes with the Redis server.", server::hello),
     cmd("auth", -2, AUTHLESS, K0, "connection", "Authenticates the connection.", server::auth),
     cmd("select", 2, &["loading", "stale", "fast"], K0, "connection", "Changes the selected database.", server::select),
@@ -300,18 +300,18 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd("flushdb", -1, &["write"], K0, "server", "Removes all keys from the current database.", server::flushdb),
     cmd("flushall", -1, &["write"], K0, "server", "Removes all keys from all databases.", server::flushall),
     cmd("swapdb", 3, WD, K0, "server", "Swaps two Redis databases.", server::swapdb),
-    cmd("time", 1, FAST, K0, "server", "Returns the server time.", server::time),
+    cmd("time", 1, &["loading", "stale", "fast"], K0, "server", "Returns the server time.", server::time),
     cmd("memory", -2, R, K0, "server", "A container for memory diagnostics commands.", server::memory),
     cmd("object", -2, R, K0, "generic", "A container for object introspection commands.", server::object),
     cmd("slowlog", -2, ADMIN, K0, "server", "A container for slow log commands.", server::slowlog),
     cmd("latency", -2, ADMIN, K0, "server", "A container for latency diagnostics commands.", server::latency),
     cmd("wait", 3, &["noscript"], K0, "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", server::wait),
     cmd("debug", -2, ADMIN, K0, "server", "A container for debugging commands (DEBUG TIER key says where a value lives).", server::debug),
-    cmd("lastsave", 1, FAST, K0, "server", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave),
+    cmd("lastsave", 1, &["loading", "stale", "fast"], K0, "server", "Returns the Unix timestamp of the last successful save to disk.", server::lastsave),
     cmd("monitor", 1, ADMIN, K0, "server", "Listens for all requests received by the server in real-time.", server::monitor),
-    cmd("save", 1, &["admin", "noscript", "no_multi"], K0, "server", "Synchronously writes an index checkpoint (and, with appendonly no, RAM-only values) to disk.", server::save),
+    cmd("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], K0, "server", "Synchronously writes an index checkpoint (and, with appendonly no, RAM-only values) to disk.", server::save),
     cmd("bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], K0, "server", "Asynchronously rewrites the append-only file to disk.", server::bgrewriteaof),
-    cmd("bgsave", -1, &["admin", "noscript"], K0, "server", "Writes an index checkpoint in the background.", server::bgsave),
+    cmd("bgsave", -1, &["admin", "noscript", "no_async_loading"], K0, "server", "Writes an index checkpoint in the background.", server::bgsave),
     cmd("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi"], K0, "server", "Synchronously saves and shuts down the server.", server::shutdown),
 ];
 

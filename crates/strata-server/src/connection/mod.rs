@@ -11,6 +11,7 @@ mod output;
 mod prefetch;
 mod refusals;
 
+use crate::command::Flags;
 pub(crate) use prefetch::{prefetch_pipeline, PREFETCH_MAX};
 use refusals::{admit, is_write, refuse_in_order, subscriber_refusal};
 
@@ -274,7 +275,7 @@ pub async fn serve(
                 }
             }
             let spec = table::lookup(&args[0]);
-            if shared.engine.is_loading() && spec.is_some_and(|s| !s.has_flag("loading")) {
+            if shared.engine.is_loading() && spec.is_some_and(|s| !s.has(Flags::LOADING)) {
                 shared.stats.commands_processed.add(1);
                 refuse_in_order(&mut conn, spec, reply::LOADING, &mut pending, &mut out);
                 continue;
@@ -282,7 +283,7 @@ pub async fn serve(
             let denyoom = match spec {
                 Some(s) if s.name == "exec" => transaction::has_denyoom(&conn),
                 Some(s) => {
-                    (s.has_flag("denyoom")
+                    (s.has(Flags::DENYOOM)
                         || crate::commands::server::sub_is_denyoom(s.name, &args))
                         && s.arity_ok(args.len())
                 }
@@ -331,7 +332,7 @@ pub async fn serve(
                     {
                         scripting::may_write(&shared, s.name, &args)
                     }
-                    Some(s) => s.has_flag("write") || s.has_flag("may_replicate"),
+                    Some(s) => s.has(Flags::WRITE) || s.has(Flags::MAY_REPLICATE),
                     None => false,
                 };
                 if shared.pause.holds(write) {
@@ -382,7 +383,7 @@ pub async fn serve(
             let sets_mode = client_reply(spec, &args);
             let silent = silent
                 && sets_mode != Some(ReplyMode::On)
-                && !spec.is_some_and(|s| s.has_flag("pubsub") && s.name.contains("subscribe"));
+                && !spec.is_some_and(|s| s.has(Flags::PUBSUB) && s.name.contains("subscribe"));
             let out_mark = out.len();
             let in_order = pending.is_empty();
             let mut scratch = BytesMut::new();
@@ -406,7 +407,7 @@ pub async fn serve(
                 }
                 continue;
             }
-            if spec.is_some_and(|s| s.has_flag("write")) {
+            if spec.is_some_and(|s| s.has(Flags::WRITE)) {
                 wrote = true;
             }
             match execute(&shared, &mut conn, spec, &args, target) {

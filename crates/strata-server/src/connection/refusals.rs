@@ -4,6 +4,7 @@
 //! mode.
 
 use super::{drain, ConnState, ReplyFuture};
+use crate::command::Flags;
 use crate::reply;
 use crate::session::transaction;
 use crate::Shared;
@@ -23,7 +24,7 @@ pub(super) fn is_write(
 ) -> bool {
     match spec {
         Some(s) if s.name == "exec" => transaction::has_write(conn),
-        Some(s) => s.has_flag("write") && s.arity_ok(args.len()),
+        Some(s) => s.has(Flags::WRITE) && s.arity_ok(args.len()),
         None => false,
     }
 }

@@ -29,7 +29,7 @@
 //! section, and answer "scheduled", as Redis answers inside EXEC).
 
 use crate::acl::LogContext;
-use crate::command::{CommandSpec, Deferred, Outcome};
+use crate::command::{CommandSpec, Deferred, Flags, Outcome};
 use crate::connection::ConnState;
 use crate::dispatch::execute;
 use crate::reply;
@@ -78,7 +78,7 @@ pub fn queue(
         reply::error(out, reply::NOAUTH);
         return fail(conn);
     }
-    if spec.has_flag("no_multi") {
+    if spec.has(Flags::NO_MULTI) {
         reply::error(out, "ERR Command not allowed inside a transaction");
         return fail(conn);
     }
@@ -130,7 +130,7 @@ pub fn refuse(conn: &mut ConnState, spec: Option<&CommandSpec>, err: &str) -> St
 pub fn has_writes(conn: &ConnState) -> bool {
     conn.multi
         .as_ref()
-        .is_some_and(|m| m.queued.iter().any(|(s, _)| s.has_flag("write")))
+        .is_some_and(|m| m.queued.iter().any(|(s, _)| s.has(Flags::WRITE)))
 }
 
 /// Whether EXEC is subject to the memory limit: the open transaction
@@ -138,7 +138,7 @@ pub fn has_writes(conn: &ConnState) -> bool {
 pub fn has_denyoom(conn: &ConnState) -> bool {
     conn.multi
         .as_ref()
-        .is_some_and(|m| m.queued.iter().any(|(s, _)| s.has_flag("denyoom")))
+        .is_some_and(|m| m.queued.iter().any(|(s, _)| s.has(Flags::DENYOOM)))
 }
 
 /// Whether the queued commands write or may propagate (EXEC waits under
@@ -147,7 +147,7 @@ pub fn has_write(conn: &ConnState) -> bool {
     conn.multi.as_ref().is_some_and(|m| {
         m.queued
             .iter()
-            .any(|(s, _)| s.has_flag("write") || s.has_flag("may_replicate"))
+            .any(|(s, _)| s.has(Flags::WRITE) || s.has(Flags::MAY_REPLICATE))
     })
 }
 
@@ -326,7 +326,7 @@ pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<Bytes>> {
             k
         }
         "object" => args.get(2).cloned().into_iter().collect(),
-        _ if spec.has_flag("movablekeys") || spec.keys.0 <= 0 => return None,
+        _ if spec.has(Flags::MOVABLEKEYS) || spec.keys.0 <= 0 => return None,
         _ => spec_keys(spec, args),
     };
     Some(keys)

@@ -3,6 +3,7 @@
 
 use super::{sha1hex, Call, Kind};
 use crate::command::CommandSpec;
+use crate::command::Flags;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -145,7 +146,7 @@ pub fn allowed_while_busy(spec: Option<&CommandSpec>, args: &[Bytes]) -> bool {
         args.get(1)
             .is_some_and(|a| a.eq_ignore_ascii_case(s.as_bytes()))
     };
-    spec.has_flag("allow_busy")
+    spec.has(Flags::ALLOW_BUSY)
         || spec.name == "shutdown"
         || (spec.name == "script" && sub("kill"))
         || (spec.name == "function" && (sub("kill") || sub("stats")))

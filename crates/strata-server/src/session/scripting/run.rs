@@ -3,7 +3,7 @@
 //! (`convert`), errors worded as Redis words them.
 
 use super::{compile, convert, functions, vm, Call, Kind};
-use crate::command::{CommandSpec, Deferred, Outcome};
+use crate::command::{CommandSpec, Deferred, Flags, Outcome};
 use crate::commands::table;
 use crate::connection::ConnState;
 use crate::dispatch::execute;
@@ -248,7 +248,7 @@ fn command(
     if !spec.arity_ok(argv.len()) {
         return err(b"ERR Wrong number of args calling Redis command from script");
     }
-    if (spec.has_flag("noscript") || crate::commands::server::sub_is_noscript(spec.name, &argv))
+    if (spec.has(Flags::NOSCRIPT) || crate::commands::server::sub_is_noscript(spec.name, &argv))
         && !shared.scripts.allow_noscript.load(Relaxed)
     {
         return err(b"ERR This Redis command is not allowed from script");
@@ -261,16 +261,16 @@ fn command(
     }
     // As Redis 7.0: what may propagate (PUBLISH, PFCOUNT) counts as a
     // write here too.
-    if read_only && (spec.has_flag("write") || spec.has_flag("may_replicate")) {
+    if read_only && (spec.has(Flags::WRITE) || spec.has(Flags::MAY_REPLICATE)) {
         return err(b"ERR Write commands are not allowed from read-only scripts.");
     }
-    if spec.has_flag("write") && shared.no_good_replicas.load(Relaxed) {
+    if spec.has(Flags::WRITE) && shared.no_good_replicas.load(Relaxed) {
         return err(crate::reply::NOREPLICAS.as_bytes());
     }
-    if deny_oom && spec.has_flag("denyoom") {
+    if deny_oom && spec.has(Flags::DENYOOM) {
         return err(OOM.as_bytes());
     }
-    if spec.has_flag("write") {
+    if spec.has(Flags::WRITE) {
         shared.scripts.busy.wrote.store(true, Relaxed);
     }
     let reply = run_command(shared, me, spec, &argv);

@@ -18,29 +18,11 @@ pub(super) fn strs(v: Option<&Value>) -> Vec<&str> {
 }
 
 /// Command flags in the order Redis prints them (`addReplyFlagsForCommand`;
-/// `movablekeys` is computed).
-pub(super) const FLAG_ORDER: &[&str] = &[
-    "write",
-    "readonly",
-    "denyoom",
-    "module",
-    "admin",
-    "pubsub",
-    "noscript",
-    "blocking",
-    "loading",
-    "stale",
-    "skip_monitor",
-    "skip_slowlog",
-    "asking",
-    "fast",
-    "no_auth",
-    "no_mandatory_keys",
-    "no_async_loading",
-    "no_multi",
-    "movablekeys",
-    "allow_busy",
-];
+/// `movablekeys` is computed): the registry's.
+pub(super) const FLAG_ORDER: &[&str] = {
+    let (printed, _) = crate::command::FLAG_NAMES.split_at(crate::command::FLAGS_PRINTED);
+    printed
+};
 
 /// ACL categories in Redis's order (`ACLCommandCategories`).
 pub(super) const CATEGORY_ORDER: &[&str] = &[

@@ -337,4 +337,45 @@ mod tests {
             );
         }
     }
+
+    /// The table's flags are Redis's (what COMMAND INFO shows from the
+    /// description): the server acts on the table's, clients read Redis's.
+    #[test]
+    fn the_tables_flags_are_redis_s() {
+        let all = descriptions();
+        // Where the table differs on purpose: a container's entry is the
+        // gate of all its subcommands (Redis flags each subcommand); and
+        // what Strata's scripts and busy-script handling do not run yet.
+        let differs: &[(&str, &str)] = &[
+            (
+                "blmpop",
+                "noscript: scripts do not run blocking commands yet",
+            ),
+            (
+                "bzmpop",
+                "noscript: scripts do not run blocking commands yet",
+            ),
+            (
+                "shutdown",
+                "no allow_busy: SHUTDOWN NOSAVE does not end a busy script yet",
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for c in COMMANDS {
+            let d = Desc::get(&all, c.name).unwrap();
+            if CONTAINERS.contains(&c.name) || differs.iter().any(|(n, _)| *n == c.name) {
+                continue;
+            }
+            let redis: Vec<&str> = d.flags();
+            let ours: Vec<&str> = c
+                .flags
+                .names()
+                .take_while(|n| *n != "may_replicate")
+                .collect();
+            if redis != ours {
+                wrong.push(format!("{}: table {ours:?}, Redis {redis:?}", c.name));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
 }
