@@ -1,5 +1,6 @@
-//! Dispatch: runs one command of a connection — the NOAUTH and arity
-//! checks, the handler found in `commands::table`, and the slow log.
+//! Dispatch: runs one command of a connection — the checks every command
+//! passes (`GATES`), the handler found in `commands::table`, and the slow
+//! log.
 
 use crate::acl::LogContext;
 use crate::command::{CommandSpec, Ctx, Flags, Outcome};
@@ -11,7 +12,76 @@ use bytes::{Bytes, BytesMut};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-/// Runs one command: arity check, the handler, and the slow log.
+/// A check before a known command runs: false when it answered the
+/// command (a refusal, counted as rejected).
+pub type Gate =
+    fn(&Arc<Shared>, &mut ConnState, &'static CommandSpec, &[Bytes], &mut BytesMut) -> bool;
+
+/// The checks of every dispatched command, in Redis's order
+/// (`processCommand`: an unknown command is answered before them, then
+/// NOAUTH, arity, a container's subcommand, ACL). The connection's own
+/// checks (`connection::gates`) ran before.
+pub const GATES: &[Gate] = &[authenticated, arity, subcommand, acl];
+
+/// NOAUTH: before AUTH, only `no_auth` commands.
+fn authenticated(
+    shared: &Arc<Shared>,
+    conn: &mut ConnState,
+    spec: &'static CommandSpec,
+    _: &[Bytes],
+    out: &mut BytesMut,
+) -> bool {
+    if conn.authenticated || spec.has(Flags::NO_AUTH) {
+        return true;
+    }
+    shared.cmdstats.rejected(spec);
+    reply::error(out, reply::NOAUTH);
+    false
+}
+
+/// The arity of the table.
+fn arity(
+    shared: &Arc<Shared>,
+    _: &mut ConnState,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    out: &mut BytesMut,
+) -> bool {
+    if spec.arity_ok(args.len()) {
+        return true;
+    }
+    shared.cmdstats.rejected(spec);
+    reply::arity(out, spec.name);
+    false
+}
+
+/// A container's subcommand: known, with its arity.
+fn subcommand(
+    shared: &Arc<Shared>,
+    _: &mut ConnState,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    out: &mut BytesMut,
+) -> bool {
+    if crate::commands::table::check_subcommand(spec, args, out) {
+        return true;
+    }
+    shared.cmdstats.rejected(spec);
+    false
+}
+
+/// The ACL user's permissions (denials logged, as Redis's ACL LOG).
+fn acl(
+    shared: &Arc<Shared>,
+    conn: &mut ConnState,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+    out: &mut BytesMut,
+) -> bool {
+    acl_allows(shared, conn, spec, args, out, LogContext::Toplevel)
+}
+
+/// Runs one command: the gates, the handler, and the slow log.
 pub fn execute(
     shared: &Arc<Shared>,
     conn: &mut ConnState,
@@ -25,21 +95,10 @@ pub fn execute(
         shared.stats.unknown_commands.fetch_add(1, Relaxed);
         return Outcome::Done;
     };
-    if !conn.authenticated && !spec.has(Flags::NO_AUTH) {
-        shared.cmdstats.rejected(spec);
-        reply::error(target, reply::NOAUTH);
-        return Outcome::Done;
-    }
-    if !spec.arity_ok(args.len()) {
-        shared.cmdstats.rejected(spec);
-        reply::arity(target, spec.name);
-        return Outcome::Done;
-    }
-    if !crate::commands::table::check_subcommand(spec, args, target) {
-        shared.cmdstats.rejected(spec);
-        return Outcome::Done;
-    }
-    if !acl_allows(shared, conn, spec, args, target, LogContext::Toplevel) {
+    if !GATES
+        .iter()
+        .all(|gate| gate(shared, conn, spec, args, target))
+    {
         return Outcome::Done;
     }
     let reply_at = target.len();

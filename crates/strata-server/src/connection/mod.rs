@@ -6,14 +6,16 @@
 //! barrier (see `dispatch`). Protocol errors get `-ERR Protocol error: ...`
 //! and the connection is closed, as Redis does.
 
+mod gates;
 mod guards;
 mod output;
 mod prefetch;
 mod refusals;
 
 use crate::command::Flags;
+use gates::Verdict;
 pub(crate) use prefetch::{prefetch_pipeline, PREFETCH_MAX};
-use refusals::{admit, is_write, refuse_in_order, subscriber_refusal};
+use refusals::subscriber_refusal;
 
 use crate::client_buffers::{Backlog, BufGauge, OutputWatch, BUFFER_KEEP};
 use crate::clients::ClientHandle;
@@ -275,98 +277,23 @@ pub async fn serve(
                 }
             }
             let spec = table::lookup(&args[0]);
-            if shared.engine.is_loading() && spec.is_some_and(|s| !s.has(Flags::LOADING)) {
-                shared.stats.commands_processed.add(1);
-                refuse_in_order(&mut conn, spec, reply::LOADING, &mut pending, &mut out);
-                continue;
-            }
-            let denyoom = match spec {
-                Some(s) if s.name == "exec" => transaction::has_denyoom(&conn),
-                Some(s) => {
-                    (s.has(Flags::DENYOOM)
-                        || crate::commands::server::sub_is_denyoom(s.name, &args))
-                        && s.arity_ok(args.len())
-                }
-                None => false,
+            let mut turn = gates::Turn {
+                shared: &shared,
+                conn: &mut conn,
+                spec,
+                args: &args,
+                pending: &mut pending,
+                out: &mut out,
+                stream: &mut stream,
+                backlog: &mut backlog,
+                wrote: &mut wrote,
+                gauge: &mut gauge,
+                inbuf: &inbuf,
             };
-            if denyoom {
-                gauge.set(&conn.handle, &inbuf, &out, &backlog);
-                if let Some(refusal) = admit(&shared, &mut pending, &mut out).await {
-                    // `admit` drained the pending replies: order is kept.
-                    shared.stats.commands_processed.add(1);
-                    shared.stats.oom_rejections.fetch_add(1, Relaxed);
-                    if let Some(spec) = spec {
-                        shared.cmdstats.rejected(spec);
-                    }
-                    reply::error(&mut out, &transaction::refuse(&mut conn, spec, &refusal));
-                    continue;
-                }
-            } else if shared.engine.evict_to_limit() > 0 && pending.is_empty() {
-                // Over `maxmemory`, Redis evicts before any command, and a
-                // tracking client hears of an evicted key before the reply.
-                if let Some(l) = conn.pubsub.as_mut() {
-                    while let Some(m) = l.try_next() {
-                        m.write(&mut out, conn.version);
-                    }
-                }
-            }
-            // `min-replicas-to-write` with no replicas: writes are refused
-            // (a script's own writes are refused where it runs them).
-            if shared.no_good_replicas.load(Relaxed) && is_write(&conn, spec, &args) {
-                shared.stats.commands_processed.add(1);
-                if let Some(spec) = spec {
-                    shared.cmdstats.rejected(spec);
-                }
-                refuse_in_order(&mut conn, spec, reply::NOREPLICAS, &mut pending, &mut out);
-                continue;
-            }
-            // CLIENT PAUSE: the command waits (writes only under WRITE).
-            if shared.pause.armed() {
-                let write = match spec {
-                    Some(s) if s.name == "exec" => transaction::has_write(&conn),
-                    Some(s)
-                        if matches!(
-                            s.name,
-                            "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-                        ) =>
-                    {
-                        scripting::may_write(&shared, s.name, &args)
-                    }
-                    Some(s) => s.has(Flags::WRITE) || s.has(Flags::MAY_REPLICATE),
-                    None => false,
-                };
-                if shared.pause.holds(write) {
-                    // What was answered before goes out first.
-                    drain(&mut pending, &mut out).await;
-                    // (Acknowledged writes only once durable, as always.)
-                    if !out.is_empty()
-                        && (!durable(&shared, &mut wrote).await
-                            || flush(&shared, &conn, &mut stream, &mut out, &mut backlog)
-                                .await
-                                .is_err())
-                    {
-                        return Served::Closed;
-                    }
-                    shared.pause.wait(write).await;
-                }
-            }
-            // A script running: wait for it, or answer BUSY past the
-            // threshold (never block a worker on the shards it holds).
-            // (An unauthenticated client gets NOAUTH first, as in Redis.)
-            if shared.scripts.busy.running()
-                && conn.authenticated
-                && !scripting::allowed_while_busy(spec, &args)
-                && !shared.scripts.busy.wait().await
-            {
-                let mut busy = BytesMut::new();
-                let message = shared.scripts.busy.message();
-                reply::error(&mut busy, &transaction::refuse(&mut conn, spec, message));
-                if pending.is_empty() {
-                    out.extend_from_slice(&busy);
-                } else {
-                    pending.push_back(Box::pin(std::future::ready(busy)));
-                }
-                continue;
+            match gates::check(&mut turn).await {
+                Verdict::Run => {}
+                Verdict::Answered => continue,
+                Verdict::Close => return Served::Closed,
             }
             // CLIENT REPLY OFF / SKIP: this command's reply is dropped.
             let silent = match reply_mode {
