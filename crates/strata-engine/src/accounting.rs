@@ -40,13 +40,13 @@ impl Inner {
 
     /// Releases the flash record an entry pointed at: its bytes are no
     /// longer live. Caller holds the entry's shard lock (segment invariant 2).
-    pub fn release_flash(&self, loc: index::FlashLoc) {
+    pub fn release_flash(&self, loc: crate::base::FlashLoc) {
         self.release_flash_quiet(loc);
         Stats::inc(&self.stats.flash_deletes);
     }
 
     /// As `release_flash`, for records that were moved rather than deleted.
-    pub fn release_flash_quiet(&self, loc: index::FlashLoc) {
+    pub fn release_flash_quiet(&self, loc: crate::base::FlashLoc) {
         self.table.with(loc.segment, |seg| {
             seg.live_bytes.fetch_sub(loc.len as u64, Ordering::AcqRel)
         });
@@ -98,7 +98,7 @@ impl Inner {
 
     /// Marks a flash record as referenced by an entry. Caller holds the
     /// entry's shard lock.
-    pub fn retain_flash(&self, loc: index::FlashLoc) {
+    pub fn retain_flash(&self, loc: crate::base::FlashLoc) {
         self.table.with(loc.segment, |seg| {
             seg.live_bytes.fetch_add(loc.len as u64, Ordering::AcqRel)
         });

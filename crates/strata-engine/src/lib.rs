@@ -47,6 +47,7 @@
 //!    (`keyspace::swapdb`), converted under a shard lock.
 
 mod accounting;
+pub mod base;
 pub mod clock;
 pub mod config;
 pub mod error;
@@ -163,7 +164,8 @@ pub(crate) struct Inner {
     /// Part records being read, and how to wait for each: a part many
     /// commands want at once (a queue's cold tail) is read once
     /// (`keyspace::chunks::load_parts`).
-    pub part_loads: Mutex<std::collections::HashMap<index::FlashLoc, Arc<tokio::sync::Notify>>>,
+    pub part_loads:
+        Mutex<std::collections::HashMap<crate::base::FlashLoc, Arc<tokio::sync::Notify>>>,
     /// Big chunked collections removed from the index (DEL, UNLINK, expiry,
     /// overwrite) whose records the background thread releases and whose
     /// parts it frees (`Inner::bury`): O(1) for the command that removed

@@ -48,6 +48,7 @@ mod counters;
 mod key;
 mod map;
 
+use crate::base::FlashLoc;
 use crate::flash::format::ItemMeta;
 use crate::types::{Collection, Malformed, ValueType};
 use bytes::Bytes;
@@ -63,16 +64,6 @@ pub type Hasher = foldhash::fast::RandomState;
 /// checkpoint, so a restart finds each shard's keys in one section.
 pub type ShardHasher = foldhash::fast::FixedState;
 pub type DbMap = KeyMap;
-
-/// Where a cold value lives: one record of one segment.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FlashLoc {
-    pub segment: u32,
-    /// Byte offset of the record within the segment file.
-    pub offset: u32,
-    /// Length of the whole record in bytes.
-    pub len: u32,
-}
 
 /// A value in RAM, inline in its entry (a cold entry is packed in its
 /// bucket's cell, so the 48 bytes cost only the boxed entries).

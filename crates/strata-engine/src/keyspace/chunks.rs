@@ -10,8 +10,9 @@
 //! 2. Installing a part changes no state a client sees (the part was
 //!    clean), only where its bytes are.
 
+use crate::base::FlashLoc;
 use crate::flash::format;
-use crate::index::{Entry, FlashLoc, Slot, Value};
+use crate::index::{Entry, Slot, Value};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget};
 use crate::types::bigstr::{STR_CHUNKED_AT, STR_DEPTH};

@@ -20,8 +20,9 @@ pub mod swapdb;
 pub mod view;
 pub mod watch;
 
+use crate::base::FlashLoc;
 use crate::clock::{now_ms, now_secs};
-use crate::index::{FlashLoc, Shard, Slot};
+use crate::index::{Shard, Slot};
 use crate::stats::Stats;
 use crate::{Engine, Inner};
 use bytes::Bytes;

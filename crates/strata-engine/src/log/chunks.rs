@@ -5,8 +5,9 @@
 //! part only if it did not change since it was captured. And, for the
 //! collector, whether a chunk or head record is live and moving it.
 
+use crate::base::FlashLoc;
 use crate::flash::format::{self, RecordHeader, RecordKind};
-use crate::index::{Entry, FlashLoc, ShardCounters, Slot, F_DIRTY};
+use crate::index::{Entry, ShardCounters, Slot, F_DIRTY};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::Inner;

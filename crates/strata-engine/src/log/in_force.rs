@@ -6,7 +6,7 @@
 //! published. Publishing and moving happen under the writer lock, so
 //! records are published in the order they were written.
 
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::Inner;
 use parking_lot::Mutex;
 

@@ -37,7 +37,7 @@ pub mod writer;
 pub(crate) fn read_value_blocking(
     inner: &crate::Inner,
     key: &[u8],
-    loc: crate::index::FlashLoc,
+    loc: crate::base::FlashLoc,
     seq: u64,
 ) -> Option<Vec<u8>> {
     use crate::flash::buf::{align_down, align_up, AlignedBuf};

@@ -23,11 +23,11 @@
 //!    batch's member (docs/format.md, "Atomic batches"); whoever opens a
 //!    batch appends nothing else and ends it before releasing the writer.
 
+use crate::base::FlashLoc;
 use crate::flash::buf::{align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, ItemMeta, RecordHeader, SEGMENT_DATA_START};
 use crate::flash::io::{self, IoEngine};
 use crate::flash::segment::{Segment, SegmentTable};
-use crate::index::FlashLoc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

@@ -190,7 +190,7 @@ fn wait_for_flash_copies(e: &Engine, keys: impl Iterator<Item = String> + Clone)
     });
 }
 
-fn flash_loc(e: &Engine, key: &[u8]) -> crate::index::FlashLoc {
+fn flash_loc(e: &Engine, key: &[u8]) -> crate::base::FlashLoc {
     match e.key_info(0, key).unwrap().location {
         Location::Flash(l) | Location::RamAndFlash(l) => l,
         Location::Ram | Location::Chunked { .. } => panic!("no flash copy"),

@@ -11,9 +11,10 @@
 //! whose version did not change meanwhile points at its record and leaves
 //! RAM (index invariant 2).
 
+use crate::base::FlashLoc;
 use crate::flash::format::{ItemMeta, RecordHeader};
 use crate::index::{
-    prefetch_lines, FlashLoc, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING,
+    prefetch_lines, Slot, F_DIRTY, F_EXPLICIT_CAS, F_REFERENCED, F_STALE, F_STASHING,
 };
 use crate::log::chunks::{append_chunked, capture_dir, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};

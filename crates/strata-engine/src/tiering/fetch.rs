@@ -5,11 +5,12 @@
 //! releases the lock, reads, and re-locks only to promote — and only if the
 //! entry still has the same version and location (invariant 5).
 
+use crate::base::FlashLoc;
 use crate::flash::buf::{align_down, align_up, AlignedBuf};
 use crate::flash::format;
 use crate::flash::io;
 use crate::flash::segment::Segment;
-use crate::index::{FlashLoc, Slot, F_TOUCHED};
+use crate::index::{Slot, F_TOUCHED};
 use crate::stats::Stats;
 use crate::{EngineError, Inner, PromotePolicy};
 use bytes::Bytes;

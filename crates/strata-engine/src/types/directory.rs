@@ -78,7 +78,7 @@ impl Collection {
         cid: u64,
         parts: &[chunked::PartInfo],
         order: &[chunked::OrderInfo],
-        head_loc: Option<crate::index::FlashLoc>,
+        head_loc: Option<crate::base::FlashLoc>,
         head_seq: u64,
         span: Option<(u64, u64)>,
     ) -> Option<Collection> {
@@ -164,7 +164,7 @@ impl Collection {
         cid: u64,
         parts: &[stream::StreamPartInfo],
         pel: &[chunked::PartInfo],
-        head_loc: Option<crate::index::FlashLoc>,
+        head_loc: Option<crate::base::FlashLoc>,
         head_seq: u64,
     ) -> Collection {
         Collection::Stream(Box::new(Stream::from_infos(

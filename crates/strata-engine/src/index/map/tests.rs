@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 pub(super) fn entry(v: u64) -> Entry {
     Entry {
-        slot: Slot::Cold(crate::index::FlashLoc {
+        slot: Slot::Cold(crate::base::FlashLoc {
             segment: 1,
             offset: v as u32,
             len: 8,
@@ -96,7 +96,7 @@ fn positions_follow_the_keys_through_random_changes() {
                 let mut e = entry(step);
                 if step % 2 == 0 {
                     let len = crate::flash::format::RECORD_HEADER_LEN + k.len() + 1;
-                    e.slot = Slot::Cold(crate::index::FlashLoc {
+                    e.slot = Slot::Cold(crate::base::FlashLoc {
                         segment: 1,
                         offset: step as u32,
                         len: len as u32,

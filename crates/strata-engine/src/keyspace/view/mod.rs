@@ -516,7 +516,7 @@ impl<'a> KeysView<'a> {
 }
 
 /// A placeholder location while a slot is rebuilt (never stored).
-const NO_LOC: crate::index::FlashLoc = crate::index::FlashLoc {
+const NO_LOC: crate::base::FlashLoc = crate::base::FlashLoc {
     segment: 0,
     offset: 0,
     len: 0,

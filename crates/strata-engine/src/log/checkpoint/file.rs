@@ -3,8 +3,8 @@
 //! table and trailer; encoding, decoding and loading with both CRCs
 //! checked (invariant 2 of `checkpoint`).
 
+use crate::base::FlashLoc;
 use crate::flash::format::{ItemMeta, RecordKind, RECORD_HEADER_LEN};
-use crate::index::FlashLoc;
 use crate::log::writer::LogPosition;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -5,11 +5,12 @@
 //! rules are in the parent module's doc.
 
 use super::{Collector, Job, Mode};
+use crate::base::FlashLoc;
 use crate::flash::buf::{align_down, align_up, AlignedBuf, PAGE};
 use crate::flash::format::{self, DecodeError};
 use crate::flash::io;
 use crate::flash::segment::Segment;
-use crate::index::{Entry, FlashLoc, Slot};
+use crate::index::{Entry, Slot};
 use crate::log::chunks;
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;

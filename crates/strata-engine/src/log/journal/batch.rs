@@ -5,9 +5,10 @@
 
 use super::publish::publish_all;
 use super::Note;
+use crate::base::FlashLoc;
 use crate::clock::now_ms;
 use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
-use crate::index::{prefetch_lines, CompactKey, FlashLoc, Slot, F_DIRTY};
+use crate::index::{prefetch_lines, CompactKey, Slot, F_DIRTY};
 use crate::log::chunks::{append_chunked, capture_chunked, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;

@@ -4,7 +4,8 @@
 //! by prefetching.
 
 use super::batch::{Captured, Placed, State};
-use crate::index::{FlashLoc, Slot, F_DIRTY};
+use crate::base::FlashLoc;
+use crate::index::{Slot, F_DIRTY};
 use crate::Inner;
 
 /// Most records published under one hold of a shard lock.

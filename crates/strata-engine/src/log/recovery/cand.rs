@@ -2,8 +2,8 @@
 //! collection's directory (from the log tail or the checkpoint), and
 //! measuring a chunk body's elements (recovery's `chunks` and `order`).
 
+use crate::base::FlashLoc;
 use crate::flash::format;
-use crate::index::FlashLoc;
 use crate::types::bigstr::STR_DEPTH;
 use crate::types::chunked::{
     decode_order, elem_hash, measure_elems, measure_list, measure_order, range_high, Score,

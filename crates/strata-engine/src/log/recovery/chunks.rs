@@ -21,8 +21,9 @@
 
 use super::cand::{measure, Cand};
 use super::replay::Replay;
+use crate::base::FlashLoc;
 use crate::flash::format;
-use crate::index::{FlashLoc, Shard, Slot};
+use crate::index::{Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::chunked::{measure_list, measure_list_range, range_high, PartInfo, ORDER_DEPTH};
 use crate::types::{Collection, ValueType};

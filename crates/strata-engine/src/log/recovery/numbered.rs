@@ -5,8 +5,9 @@
 //! parts and flags) are read from the head record.
 
 use super::cand::Cand;
+use crate::base::FlashLoc;
 use crate::flash::format;
-use crate::index::{FlashLoc, Shard, Slot};
+use crate::index::{Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
 use crate::types::bigstr::STR_DEPTH;
 use crate::types::chunked::PartInfo;

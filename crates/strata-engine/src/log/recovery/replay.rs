@@ -5,10 +5,11 @@
 //! dropped), and resynchronising after damage.
 
 use super::RecoveryReport;
+use crate::base::FlashLoc;
 use crate::clock::now_secs;
 use crate::flash::buf::{align_up, PAGE};
 use crate::flash::format::{self, DecodeError, ItemMeta, RecordKind, ALL_DATABASES};
-use crate::index::{CompactKey, Entry, FlashLoc, Shard, Slot};
+use crate::index::{CompactKey, Entry, Shard, Slot};
 use crate::Inner;
 use std::collections::HashMap;
 use std::path::Path;

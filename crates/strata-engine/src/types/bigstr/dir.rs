@@ -3,7 +3,7 @@
 //! its records (recovery).
 
 use super::{part_count_of, Bytes, ChunkedStr, Part, STR_DEPTH, STR_PART};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::chunked::{clock_walk, Dir, DirHead, PartClock, PartInfo};
 use crate::types::Malformed;
 

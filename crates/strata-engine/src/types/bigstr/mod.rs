@@ -34,7 +34,7 @@ pub use dir::STR_META_LEN;
 #[cfg(test)]
 mod tests;
 
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::chunked::{Changes, DirHead};
 
 /// Bytes of one part (the last may be shorter).

@@ -3,7 +3,7 @@
 //! element type.
 
 use super::{range_high, Chunked, Elem, Part};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::Malformed;
 
 /// RAM one part's directory entry takes (beside its elements).

@@ -4,7 +4,7 @@
 
 use super::part::{check_packed, decode_elems, Data};
 use super::{elem_hash, Chunked, Elem};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::Malformed;
 
 impl<V: Elem> Chunked<V> {

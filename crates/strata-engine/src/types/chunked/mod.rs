@@ -52,7 +52,7 @@ pub use zset::{
 };
 
 use super::packed_len;
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 
 /// A part splits when its packed body passes this many bytes.
 pub const CHUNK_MAX: usize = 8 * 1024;

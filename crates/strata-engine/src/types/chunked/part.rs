@@ -3,7 +3,7 @@
 //! place, or a map once changed); and decoding chunk bodies.
 
 use super::range_high;
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::{packed_len, put, Malformed, Reader};
 use indexmap::IndexMap;
 

@@ -254,7 +254,7 @@ fn part_ram_bytes_is_a_parts_size() {
 #[test]
 fn changed_parts_are_found_without_a_pass_over_every_part() {
     use super::{Chunked, Dir, PartInfo};
-    use crate::index::FlashLoc;
+    use crate::base::FlashLoc;
     let n: u64 = 360_000;
     // Parts at depth 19 (2^19 > n): the first n of them, then one part
     // for the rest of the hash space.

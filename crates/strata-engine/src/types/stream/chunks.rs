@@ -27,7 +27,7 @@ use super::codec::{decode_meta, decode_part};
 use super::part::{SPart, BOUND_LEN};
 use super::pel::PelParts;
 use super::Stream;
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::chunked::{Changes, DirHead, PartInfo};
 use crate::types::Malformed;
 

@@ -6,7 +6,7 @@
 use super::chunks::STREAM_DEPTH;
 use super::pel::{PelAt, PEL_DEPTH};
 use super::{part_nodes, Stream};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::chunked::{clock_walk, Dir, DirHead, PartClock, PartInfo};
 use crate::types::Malformed;
 

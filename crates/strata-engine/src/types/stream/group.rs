@@ -10,7 +10,7 @@
 
 use super::pel::{decode_pel_part, PelParts};
 use super::{put_bytes, StreamId, ID_LEN};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::Malformed;
 use std::collections::{BTreeMap, BTreeSet};
 

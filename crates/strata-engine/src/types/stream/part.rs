@@ -14,7 +14,7 @@
 
 use super::node::Node;
 use super::StreamId;
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use std::collections::VecDeque;
 
 /// Bytes of a part's *bound*: its first id (ms, seq; u64 LE each) and its

@@ -174,7 +174,7 @@ fn a_chunked_stream_needs_only_the_parts_it_plans() {
 /// One run of `a_chunked_stream_needs_only_the_parts_it_plans`; MAXLEN
 /// trims cut up to `cut` entries.
 fn needs_only_planned_parts(seed: u64, cut: u64) {
-    use crate::index::FlashLoc;
+    use crate::base::FlashLoc;
     use crate::types::chunked::Dir;
     use std::collections::HashMap;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -369,7 +369,7 @@ fn needs_only_planned_parts(seed: u64, cut: u64) {
 /// the parts it touched, never the whole list.
 #[test]
 fn pending_lists_in_parts_rebuild_from_their_records() {
-    use crate::index::FlashLoc;
+    use crate::base::FlashLoc;
     use crate::types::chunked::Dir;
     use std::collections::HashMap;
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);

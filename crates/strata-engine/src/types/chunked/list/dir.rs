@@ -3,7 +3,7 @@
 
 use super::part::{packed_iter, Items};
 use super::ChunkedList;
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::chunked::dir::{clock_walk, PartClock};
 use crate::types::chunked::{Dir, DirHead, PartInfo};
 use crate::types::{packed_len, put, Malformed};

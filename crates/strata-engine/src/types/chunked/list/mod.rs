@@ -41,7 +41,7 @@ mod part;
 pub use part::{measure_list, measure_list_range};
 
 use super::{DirHead, PartInfo, CHUNK_MAX};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::packed_len;
 use part::{Items, LPart};
 use std::collections::VecDeque;

@@ -2,7 +2,7 @@
 //! (`Items`: the chunk body as read, or a deque once changed); measuring
 //! list chunk bodies.
 
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::{packed_len, Malformed, Reader};
 use std::collections::VecDeque;
 

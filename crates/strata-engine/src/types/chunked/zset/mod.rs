@@ -25,7 +25,7 @@ pub use record::{cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey};
 
 use super::dir::{clock_walk, PartClock};
 use super::{Chunked, Dir, DirHead, PartInfo};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::zset::{below_min, within_max};
 use crate::types::Malformed;
 use std::ops::Bound;

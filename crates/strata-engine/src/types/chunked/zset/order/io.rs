@@ -4,7 +4,7 @@
 
 use super::super::record::{decode_order, in_range, key_bytes};
 use super::{cmp_zkey, Order, BLOCK};
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::{put, Malformed};
 use std::cmp::Ordering;
 

@@ -27,7 +27,7 @@
 //!    the journal and loads find parts by).
 
 use super::record::key_bytes;
-use crate::index::FlashLoc;
+use crate::base::FlashLoc;
 use crate::types::chunked::{Changes, CHUNK_MAX};
 use std::cmp::Ordering;
 
