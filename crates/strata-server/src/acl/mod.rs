@@ -139,11 +139,11 @@ impl Rules {
                 }
                 b'(' if op.ends_with(b")") => {
                     // Its rules split as Redis splits them (`sdssplitargs`).
-                    let inner = String::from_utf8_lossy(&op[1..op.len() - 1]);
-                    let parts = crate::config::split_args(&inner).map_err(|_| RuleError::Syntax)?;
+                    let parts = strata_protocol::split_args(&op[1..op.len() - 1])
+                        .map_err(|_| RuleError::Syntax)?;
                     let mut s = Selector::new(false);
                     for part in parts {
-                        s.apply(part.as_bytes())?;
+                        s.apply(&part)?;
                     }
                     self.selectors.push(s);
                 }

@@ -50,7 +50,7 @@ mod values;
 pub use defaults::*;
 use options::OPTIONS;
 use parse::*;
-pub use parse::{help_text, parse_size, split_args};
+pub use parse::{help_text, parse_size};
 pub use values::*;
 
 // ---------------------------------------------------------------------------

@@ -278,87 +278,19 @@ pub(super) fn parse_conf(text: &str) -> Result<Vec<Directive>, ConfigError> {
     Ok(directives)
 }
 
-/// Redis's `sdssplitargs`: whitespace-separated words; `"..."` with
-/// backslash escapes (`\n \r \t \b \a \\ \" \xHH`), `'...'` with only `\'`;
-/// a closing quote must be followed by whitespace or the end of the line.
+/// Redis's `sdssplitargs` (the protocol crate's port, which inline
+/// requests use too), as text: whitespace-separated words, `"..."` with
+/// backslash escapes, `'...'` with only `\'`; a closing quote must be
+/// followed by whitespace or the end of the line.
 pub fn split_args(line: &str) -> Result<Vec<String>, String> {
-    let bytes = line.as_bytes();
-    let mut words = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= bytes.len() {
-            return Ok(words);
-        }
-        let mut word: Vec<u8> = Vec::new();
-        let mut in_double = false;
-        let mut in_single = false;
-        loop {
-            let c = bytes.get(i).copied();
-            if in_double {
-                match c {
-                    None => return Err("unbalanced quotes".to_string()),
-                    Some(b'\\')
-                        if i + 3 < bytes.len()
-                            && bytes[i + 1] == b'x'
-                            && bytes[i + 2].is_ascii_hexdigit()
-                            && bytes[i + 3].is_ascii_hexdigit() =>
-                    {
-                        let hex = std::str::from_utf8(&bytes[i + 2..i + 4]).unwrap_or("0");
-                        word.push(u8::from_str_radix(hex, 16).unwrap_or(0));
-                        i += 3;
-                    }
-                    Some(b'\\') if i + 1 < bytes.len() => {
-                        i += 1;
-                        word.push(match bytes[i] {
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            b'b' => 0x08,
-                            b'a' => 0x07,
-                            other => other,
-                        });
-                    }
-                    Some(b'"') => {
-                        if bytes.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
-                            return Err("closing quote must be followed by a space".to_string());
-                        }
-                        i += 1;
-                        break;
-                    }
-                    Some(other) => word.push(other),
-                }
-            } else if in_single {
-                match c {
-                    None => return Err("unbalanced quotes".to_string()),
-                    Some(b'\\') if bytes.get(i + 1) == Some(&b'\'') => {
-                        i += 1;
-                        word.push(b'\'');
-                    }
-                    Some(b'\'') => {
-                        if bytes.get(i + 1).is_some_and(|b| !b.is_ascii_whitespace()) {
-                            return Err("closing quote must be followed by a space".to_string());
-                        }
-                        i += 1;
-                        break;
-                    }
-                    Some(other) => word.push(other),
-                }
-            } else {
-                match c {
-                    None => break,
-                    Some(b) if b.is_ascii_whitespace() => break,
-                    Some(b'"') => in_double = true,
-                    Some(b'\'') => in_single = true,
-                    Some(other) => word.push(other),
-                }
-            }
-            i += 1;
-        }
-        words.push(String::from_utf8(word).map_err(|_| "argument is not valid UTF-8".to_string())?);
-    }
+    let words = strata_protocol::split_args(line.as_bytes())
+        .map_err(|_| "unbalanced quotes".to_string())?;
+    words
+        .into_iter()
+        .map(|w| {
+            String::from_utf8(w.to_vec()).map_err(|_| "argument is not valid UTF-8".to_string())
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------

@@ -74,8 +74,13 @@ fn metadata(code: &[u8]) -> Result<String, String> {
         return Err("ERR Invalid library metadata".into());
     };
     // The line's words as Redis splits them (`sdssplitargs`: quotes).
-    let words = crate::config::split_args(&String::from_utf8_lossy(&code[..end]))
+    let words = strata_protocol::split_args(&code[..end])
         .ok()
+        .map(|w| {
+            w.iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect::<Vec<_>>()
+        })
         .filter(|w| !w.is_empty())
         .ok_or("ERR Invalid library metadata")?;
     let engine = words[0].as_str();
