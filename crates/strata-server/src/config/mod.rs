@@ -41,6 +41,7 @@ use std::sync::OnceLock;
 use crate::glob::glob_match;
 
 mod defaults;
+pub mod events;
 mod options;
 mod parse;
 #[cfg(test)]
@@ -50,7 +51,7 @@ mod values;
 pub use defaults::*;
 use options::OPTIONS;
 use parse::*;
-pub use parse::{help_text, parse_size};
+pub use parse::{help_text, parse_addr, parse_size};
 pub use values::*;
 
 // ---------------------------------------------------------------------------

@@ -278,6 +278,16 @@ pub(super) fn parse_conf(text: &str) -> Result<Vec<Directive>, ConfigError> {
     Ok(directives)
 }
 
+/// A `bind` address: an IP, `*` (any IPv4) or `::*` (any IPv6).
+pub fn parse_addr(text: &str) -> Option<std::net::IpAddr> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    match text {
+        "*" => Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        "::*" => Some(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
+        t => t.parse().ok(),
+    }
+}
+
 /// Redis's `sdssplitargs` (the protocol crate's port, which inline
 /// requests use too), as text: whitespace-separated words, `"..."` with
 /// backslash escapes, `'...'` with only `\'`; a closing quote must be

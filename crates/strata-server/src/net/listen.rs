@@ -12,7 +12,7 @@
 //!   text (on the memcached port, a `SERVER_ERROR` line) and is closed,
 //!   before anything it sent is read.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use tokio::net::{TcpListener, TcpSocket};
 
 /// Binds `port` on every address of `bind`. `what` names the port in
@@ -29,7 +29,7 @@ pub fn bind_all(
             Some(t) => (true, t),
             None => (false, spec.as_str()),
         };
-        let ip = parse_addr(text).ok_or_else(|| {
+        let ip = crate::config::parse_addr(text).ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!("invalid bind address '{spec}'"),
@@ -50,15 +50,6 @@ pub fn bind_all(
         }
     }
     Ok(out)
-}
-
-/// A `bind` address: an IP, `*` (any IPv4) or `::*` (any IPv6).
-pub fn parse_addr(text: &str) -> Option<IpAddr> {
-    match text {
-        "*" => Some(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
-        "::*" => Some(IpAddr::V6(Ipv6Addr::UNSPECIFIED)),
-        t => t.parse().ok(),
-    }
 }
 
 /// The errors that an optional address skips: the address or its family
@@ -175,6 +166,8 @@ pub fn warn_exposure(addrs: &[SocketAddr], protected: bool, has_password: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse_addr;
+    use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]
     fn bind_addresses_as_redis_reads_them() {

@@ -94,11 +94,11 @@ pub(super) static OPTIONS: &[OptionDef] = &[
         doc: "keyspace notification classes (K, E, g, $, l, s, h, z, x, e, n, A ...), as Redis",
         runtime: true,
         set: Setter::One(|c, v| {
-            c.notify_keyspace_events = crate::session::notify::parse(v)
+            c.notify_keyspace_events = crate::config::events::parse(v)
                 .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
             Ok(())
         }),
-        get: |c| crate::session::notify::render(c.notify_keyspace_events),
+        get: |c| crate::config::events::render(c.notify_keyspace_events),
     },
     OptionDef {
         name: "busy-reply-threshold",

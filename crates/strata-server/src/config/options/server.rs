@@ -83,7 +83,7 @@ pub(super) static OPTIONS: &[OptionDef] = &[
                 .collect();
             if let Some(bad) = args
                 .iter()
-                .find(|a| crate::net::listen::parse_addr(a.trim_start_matches('-')).is_none())
+                .find(|a| crate::config::parse_addr(a.trim_start_matches('-')).is_none())
             {
                 return Err(format!("invalid address '{bad}'"));
             }
