@@ -3,7 +3,8 @@
 //! without replicas), OOM or MISCONF (`admit`), and RESP2's subscriber
 //! mode.
 
-use super::{drain, ConnState, ReplyFuture};
+use super::output::drain;
+use super::{ConnState, ReplyFuture};
 use crate::command::Flags;
 use crate::reply;
 use crate::session::transaction;
