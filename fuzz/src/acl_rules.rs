@@ -8,7 +8,8 @@
 //!   parenthesis (`~y)`, `&a(b)` in a selector), `~*` beside other key
 //!   patterns (`~k* %RW~*` is described `~k* ~*`, which applies as `~*`),
 //!   or a pattern after it (`%RW~* %W~w`, refused as a pattern after
-//!   `~*`).
+//!   `~*`), or a quote in a selector (Redis splits a selector with
+//!   sdssplitargs and makes it empty where the split fails).
 //!
 //! Input: rules separated by spaces (the first byte picks whether they
 //! go to a new user or over an existing one).
@@ -23,6 +24,14 @@ fn describe(acl: &Acl, name: &[u8]) -> Option<Vec<u8>> {
 /// Whether a description is one redis-server 7.0 cannot apply back
 /// either (module doc).
 fn quirky(text: &[u8]) -> bool {
+    // A quote in a selector: Redis splits a selector with sdssplitargs,
+    // which an unbalanced quote fails, and then makes the selector empty
+    // (checked against redis-server 7.0.15).
+    if let Some(open) = text.iter().position(|&b| b == b'(') {
+        if text[open..].iter().any(|&b| b == b'\'' || b == b'"') {
+            return true;
+        }
+    }
     let mut keys = 0;
     let mut all = false;
     for w in text.split(|&b| b == b' ') {

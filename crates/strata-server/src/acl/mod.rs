@@ -139,8 +139,10 @@ impl Rules {
                 }
                 b'(' if op.ends_with(b")") => {
                     // Its rules split as Redis splits them (`sdssplitargs`).
-                    let parts = strata_protocol::split_args(&op[1..op.len() - 1])
-                        .map_err(|_| RuleError::Syntax)?;
+                    // (Where the split fails, an unbalanced quote, Redis
+                    // 7.0 makes the selector empty and says OK: so here.)
+                    let parts =
+                        strata_protocol::split_args(&op[1..op.len() - 1]).unwrap_or_default();
                     let mut s = Selector::new(false);
                     for part in parts {
                         s.apply(&part)?;
@@ -562,8 +564,10 @@ fn merge_selectors(ops: &[Bytes]) -> Result<Vec<Vec<u8>>, String> {
     let mut open: Option<(Vec<u8>, &Bytes)> = None;
     for op in ops {
         if let Some((sel, _)) = open.as_mut() {
+            // (Redis appends the later parts with `%s`: each up to its
+            // first NUL byte.)
             sel.push(b' ');
-            sel.extend_from_slice(op);
+            sel.extend_from_slice(op.split(|&b| b == 0).next().unwrap_or_default());
             if op.ends_with(b")") {
                 out.push(open.take().map(|(s, _)| s).unwrap_or_default());
             }

@@ -201,6 +201,10 @@ impl Selector {
                         }
                         i += 1;
                     }
+                    // (`%~*`: no permission named, refused as Redis 7.0.)
+                    if flags == 0 {
+                        return Err(RuleError::Syntax);
+                    }
                     (flags, i)
                 } else {
                     (KEY_READ | KEY_WRITE, 1)
