@@ -116,10 +116,8 @@ impl Backlog {
             sent += front.len();
         }
         stream.write_all(out).await?;
-        if stream.is_tls() {
-            // (What rustls holds goes out too.)
-            stream.flush().await?;
-        }
+        // (What rustls holds goes out too; a plain stream's does nothing.)
+        stream.flush().await?;
         sent += out.len();
         out.clear();
         if out.capacity() > BUFFER_KEEP {

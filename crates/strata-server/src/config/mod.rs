@@ -85,8 +85,7 @@ pub struct Config {
     /// `tls-port`: TCP port of the RESP protocol over TLS (same `bind`);
     /// 0 = off. Default: 0.
     pub tls_port: u16,
-    /// `memcached-tls`: the memcached port speaks TLS (memcached 1.6's
-    /// `-Z`), with the `tls-*` certificates. Default: no.
+    /// `memcached-tls`: the memcached port speaks TLS (memcached's `-Z`).
     pub memcached_tls: bool,
     /// The `tls-*` certificates and choices.
     pub tls: TlsConfig,

@@ -10,7 +10,7 @@ use super::output::{drain, drain_watching, durable, flush, flush_some};
 use super::prefetch::{prefetch_pipeline, PREFETCH_MAX};
 use super::refusals::subscriber_refusal;
 use super::{
-    client_reply, next_message, sleep_or_forever, ConnState, Parked, ReplyFuture, ReplyMode, Wake,
+    client_reply, next_message, sleep_or_forever, ConnState, Parked, ReplyFuture, ReplyMode,
     ARGS_KEEP, MAX_PENDING,
 };
 use crate::client_buffers::{Backlog, BufGauge, OutputWatch, BUFFER_KEEP};
@@ -131,69 +131,57 @@ impl Client {
         if evict_clients(shared, &conn.handle) {
             return Step::Closed;
         }
-        // Read more input (or stop when killed / idle / shut down).
-        // (Subscribers are never idle: they wait for messages.)
-        let timeout = shared.idle_timeout().filter(|_| conn.pubsub.is_none());
         if std::mem::take(skip_read) {
             return Step::Go;
         }
-        {
-            // Read through `AsyncRead`: a short read clears the socket's
-            // readiness, so the next wait costs no `recv` that would find
-            // nothing (`readable` + `try_read` kept it, one wasted syscall
-            // per request).
-            // Replies the client has not taken yet go out as it takes
-            // them, while its input is still read and served.
-            let unsent = !out.is_empty() || !backlog.is_empty() || stream.has_unsent();
-            let wake = {
-                tokio::select! {
-                    io = stream.read_or_writable(inbuf, unsent) => match io {
-                        Io::Read(r) => Wake::Read(r),
-                        Io::Writable(r) => {
-                            if r.is_err() || flush_some(shared, stream, out, backlog).is_err() {
-                                return Step::Closed;
-                            }
-                            return Step::Again;
-                        }
-                    },
-                    m = next_message(&mut conn.pubsub) => {
-                        m.write(out, conn.version);
-                        if let Some(l) = conn.pubsub.as_mut() {
-                            while let Some(m) = l.try_next() {
-                                m.write(out, conn.version);
-                            }
-                        }
-                        Wake::Flush
-                    }
-                    _ = conn.handle.killed() => return Step::Closed,
-                    _ = shared.shutdown_signal() => return Step::Closed,
-                    _ = sleep_or_forever(timeout) => return Step::Closed,
-                }
-            };
-            let read = match wake {
-                Wake::Read(r) => r,
-                Wake::Flush => {
-                    if flush(shared, conn, stream, out, backlog).await.is_err() {
+        // (Subscribers are never idle: they wait for messages.)
+        let timeout = shared.idle_timeout().filter(|_| conn.pubsub.is_none());
+        // Read through `AsyncRead`: a short read clears the socket's
+        // readiness, so the next wait costs no `recv` that would find
+        // nothing (`readable` + `try_read` kept it, one wasted syscall per
+        // request). Replies the client has not taken yet go out as it
+        // takes them, while its input is still read and served.
+        let unsent = !out.is_empty() || !backlog.is_empty() || stream.has_unsent();
+        let read = tokio::select! {
+            io = stream.read_or_writable(inbuf, unsent) => match io {
+                Io::Read(r) => r,
+                Io::Writable(r) => {
+                    if r.is_err() || flush_some(shared, stream, out, backlog).is_err() {
                         return Step::Closed;
                     }
                     return Step::Again;
                 }
-            };
-            // A client killed meanwhile (CLIENT KILL, ACL LOAD or SETUSER
-            // replacing its user) runs nothing more, even when its input
-            // woke it first, as Redis frees it at once.
-            if conn.handle.is_killed() {
-                return Step::Closed;
-            }
-            match read {
-                Ok(0) | Err(_) => return Step::Closed,
-                Ok(n) => {
-                    shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
+            },
+            m = next_message(&mut conn.pubsub) => {
+                m.write(out, conn.version);
+                if let Some(l) = conn.pubsub.as_mut() {
+                    while let Some(m) = l.try_next() {
+                        m.write(out, conn.version);
+                    }
                 }
+                if flush(shared, conn, stream, out, backlog).await.is_err() {
+                    return Step::Closed;
+                }
+                return Step::Again;
             }
-            if over_query_limit(shared, conn, inbuf) {
-                return Step::Closed;
+            _ = conn.handle.killed() => return Step::Closed,
+            _ = shared.shutdown_signal() => return Step::Closed,
+            _ = sleep_or_forever(timeout) => return Step::Closed,
+        };
+        // A client killed meanwhile (CLIENT KILL, ACL LOAD or SETUSER
+        // replacing its user) runs nothing more, even when its input woke
+        // it first, as Redis frees it at once.
+        if conn.handle.is_killed() {
+            return Step::Closed;
+        }
+        match read {
+            Ok(0) | Err(_) => return Step::Closed,
+            Ok(n) => {
+                shared.stats.net_input_bytes.fetch_add(n as u64, Relaxed);
             }
+        }
+        if over_query_limit(shared, conn, inbuf) {
+            return Step::Closed;
         }
         Step::Go
     }

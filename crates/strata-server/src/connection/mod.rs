@@ -61,13 +61,6 @@ pub struct ConnState {
 
 type ReplyFuture = Pin<Box<dyn Future<Output = BytesMut> + Send>>;
 
-/// What woke a connection waiting for input.
-enum Wake {
-    Read(std::io::Result<usize>),
-    /// Pub/sub messages were written to the output.
-    Flush,
-}
-
 /// Most replies a connection keeps pending (cold reads in flight plus the
 /// replies queued behind them); a deeper pipeline waits for the oldest.
 const MAX_PENDING: usize = 256;
@@ -118,7 +111,6 @@ pub async fn serve(
 
 /// A new connection's state: database 0, RESP2, the default user.
 fn fresh(shared: &Shared, stream: &Stream, handle: Arc<ClientHandle>) -> Parked {
-    let _ = stream.tcp().set_nodelay(true);
     {
         use std::os::fd::AsRawFd;
         handle.fd.store(stream.tcp().as_raw_fd(), Relaxed);

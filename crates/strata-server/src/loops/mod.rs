@@ -382,8 +382,9 @@ impl Job {
                 return;
             }
         };
-        if tls.is_some() {
-            // (Before the handshake: its records go out unbatched.)
+        if resume.is_none() {
+            // (A new connection; before a TLS handshake, whose records
+            // then go out unbatched too.)
             let _ = stream.set_nodelay(true);
         }
         let Some(stream) = crate::net::handshake(stream, tls).await else {

@@ -142,7 +142,6 @@ async fn serve_requests(
     } = match resume {
         Some(p) => *p,
         None => {
-            let _ = stream.tcp().set_nodelay(true);
             {
                 use std::os::fd::AsRawFd;
                 handle.fd.store(stream.tcp().as_raw_fd(), Relaxed);

@@ -145,13 +145,10 @@ impl Stream {
     }
 
     /// Writes all of `buf`, waiting for the socket; over TLS, flushed to
-    /// the socket too.
+    /// the socket too (a plain stream's flush does nothing).
     pub async fn send_all(&mut self, buf: &[u8]) -> io::Result<()> {
         self.write_all(buf).await?;
-        if self.is_tls() {
-            self.flush().await?;
-        }
-        Ok(())
+        self.flush().await
     }
 }
 
