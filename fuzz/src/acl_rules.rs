@@ -15,7 +15,7 @@
 //! go to a new user or over an existing one).
 
 use bytes::Bytes;
-use strata_server::acl::Acl;
+use strata_server::services::acl::Acl;
 
 fn describe(acl: &Acl, name: &[u8]) -> Option<Vec<u8>> {
     acl.get(name).map(|u| u.rules().describe_bytes())
@@ -52,6 +52,8 @@ fn quirky(text: &[u8]) -> bool {
 
 /// One input: the checks above.
 pub fn fuzz(data: &[u8]) {
+    // The ACL table is the registry's commands (installed once).
+    strata_server::commands::install();
     let Some((&selector, text)) = data.split_first() else {
         return;
     };

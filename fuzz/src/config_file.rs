@@ -5,7 +5,7 @@
 //!   as a file, parse to the same configuration (CONFIG GET, CONFIG SET
 //!   and the file agree on every option).
 
-use strata_server::config::Config;
+use strata_server::services::config::Config;
 
 /// `sdscatrepr`-like quoting that `split_args` reads back.
 fn quote(v: &str) -> String {
@@ -32,6 +32,8 @@ pub fn fuzz(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    // `user` lines name commands: the registry is read.
+    strata_server::commands::install();
     let Ok(c) = Config::from_conf_str(text) else {
         return;
     };

@@ -1,5 +1,5 @@
 //! Fuzzes the DUMP payload reader RESTORE runs on bytes a client sends
-//! (`strata_server::rdb::restore`), and checks invariants, not only the
+//! (`strata_server::base::rdb::restore`), and checks invariants, not only the
 //! absence of panics:
 //! - the input is sealed as a payload (version and CRC-64 appended), so
 //!   the reader's body parsing is what gets explored;
@@ -8,7 +8,7 @@
 //! - the same bytes unsealed, or with a flipped checksum, are refused.
 
 use strata_engine::{Value, ValueRef};
-use strata_server::rdb::{dump, restore, seal};
+use strata_server::base::rdb::{dump, restore, seal};
 
 fn as_ref(v: &Value) -> ValueRef<'_> {
     match v {

@@ -55,7 +55,7 @@ fn seeds_and_tokens(target: &str) -> (Vec<Vec<u8>>, Vec<&'static [u8]>) {
             let s = bytes::Bytes::from_static(b"hello");
             (
                 vec![
-                    body(strata_server::rdb::dump(ValueRef::Str(&s))),
+                    body(strata_server::base::rdb::dump(ValueRef::Str(&s))),
                     b(b"\x10\x0a\x0a\x00\x00\x00\x02\x00\x01a\x02\x01b\x02\xff"),
                     b(b"\x0b\x0c\x02\x00\x00\x00\x02\x00\x00\x00\x01\x00\x02\x00"),
                 ],

@@ -1,9 +1,9 @@
 //! `strata-server [config-file] [--option value ...]`: parses the
 //! configuration, sets up logging and runs the server until SIGINT/SIGTERM.
 
-use strata_server::alloc::CountingAlloc;
-use strata_server::config::{self, Config, LogLevel};
-use strata_server::LogReloader;
+use strata_server::base::alloc::CountingAlloc;
+use strata_server::command::LogReloader;
+use strata_server::services::config::{self, Config, LogLevel};
 
 #[global_allocator]
 static GLOBAL: CountingAlloc = CountingAlloc;
@@ -25,6 +25,9 @@ static MALLOC_CONF: &[u8; 91] =
 
 fn main() {
     CountingAlloc::mark_installed();
+    // The command registry first: the configuration's `user` lines name
+    // commands.
+    strata_server::commands::install();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         print!("{}", config::help_text());
@@ -47,7 +50,7 @@ fn main() {
     };
     let reload_log = init_logging(&config);
     // The main thread accepts connections and runs the server's own
-    // tasks; `threads` connection loops serve the clients (`loops`).
+    // tasks; `threads` connection loops serve the clients (`net::loops`).
     let runtime = if config.server_runtime == "shared" {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.threads.max(1))

@@ -314,7 +314,9 @@ fn reset_and_requirepass_are_the_default_users() {
 
 #[test]
 fn users_from_the_configuration() {
-    use strata_server::config::Config;
+    use strata_server::services::config::Config;
+    // `user` lines name commands: the registry is read.
+    strata_server::commands::install();
     let c = Config::from_conf_str("user alice on >pw ~a* +get\nuser bob off\n").unwrap();
     assert_eq!(c.users.len(), 2);
     let dup = Config::from_conf_str("user alice on\nuser alice off\n").unwrap_err();

@@ -498,7 +498,7 @@ fn a_restore_payload_cannot_make_the_server_allocate_what_it_says() {
     let mut body = vec![0x00, 0xC3, 0x02, 0x81];
     body.extend_from_slice(&72_059_793_151_911_276u64.to_be_bytes());
     body.extend_from_slice(b"\x00a");
-    let payload = strata_server::rdb::seal(body);
+    let payload = strata_server::base::rdb::seal(body);
     let redis = RedisServer::start();
     let mut strata = Server::start(&[]);
     let mut got = Vec::new();

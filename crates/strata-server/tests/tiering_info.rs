@@ -45,7 +45,7 @@ fn writes_far_beyond_the_ram_budget_read_back_byte_exact() {
     let used = srv.info_u64(&mut con, "memory", "used_memory");
     let peak = srv.info_u64(&mut con, "memory", "used_memory_peak");
     // The budget covers all but the clients' buffers (INFO
-    // mem_clients_normal: client_buffers.rs), as its admission does.
+    // mem_clients_normal: services/clients/buffers.rs), as its admission does.
     let clients = srv.info_u64(&mut con, "memory", "mem_clients_normal");
     assert!(
         used.saturating_sub(clients) <= 16 << 20,

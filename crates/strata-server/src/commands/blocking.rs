@@ -1,12 +1,14 @@
 //! The blocking pops: BLPOP BRPOP BRPOPLPUSH BLMOVE (and, with the sorted
 //! set family, BZPOPMIN BZPOPMAX). Each tries its pop at once; when every
-//! watched key is empty it waits in `crate::session::blocking` until a push serves
+//! watched key is empty it waits in `crate::services::blocking` until a push serves
 //! it or the timeout passes (null array), as Redis does.
 
 use super::{is, parse_f64};
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
-use crate::session::blocking::{Kind, PopOp};
+use crate::registry::flags::*;
+use crate::services::blocking::{Kind, PopOp};
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +30,7 @@ pub fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, &'static str> {
 }
 
 /// Runs `op` now; if it found nothing, blocks on `watch` (see the module
-/// doc of `crate::session::blocking`). Inside EXEC it does not block: it answers
+/// doc of `crate::services::blocking`). Inside EXEC it does not block: it answers
 /// at once as Redis does there, a null (`null_bulk`: BLMOVE, BRPOPLPUSH)
 /// or a null array.
 pub fn block(
@@ -136,7 +138,7 @@ fn block_as(
 
 #[allow(clippy::too_many_arguments)]
 async fn wait(
-    shared: Arc<crate::Shared>,
+    shared: Arc<crate::command::Shared>,
     client: u64,
     db: usize,
     watch: Vec<Bytes>,
@@ -400,3 +402,15 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     });
     block(ctx, keys.clone(), (keys, Vec::new()), timeout, op, false)
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("blpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blpop),
+    cmd("brpop", -3, &["write", "noscript", "blocking"], (1, -2, 1), "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", brpop),
+    cmd("brpoplpush", 4, &["write", "denyoom", "noscript", "blocking"], K2, "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", brpoplpush),
+    cmd("blmove", 6, &["write", "denyoom", "noscript", "blocking"], K2, "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", blmove),
+    cmd("blmpop", -5, &["write", "noscript", "blocking", "movablekeys"], K0, "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", blmpop),
+    cmd("bzpopmin", -3, &["write", "noscript", "blocking", "fast"], (1, -2, 1), "sorted_set", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzpopmin),
+    cmd("bzpopmax", -3, &["write", "noscript", "blocking", "fast"], (1, -2, 1), "sorted_set", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", bzpopmax),
+    cmd("bzmpop", -5, &["write", "noscript", "blocking", "movablekeys"], K0, "sorted_set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpop),
+];

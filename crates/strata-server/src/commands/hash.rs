@@ -4,8 +4,10 @@
 //! if cold); arguments are checked before, in Redis's order.
 
 use super::parse_i64;
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use strata_engine::types::Hash;
@@ -514,7 +516,7 @@ pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             .filter(|(f, _)| {
                 o.pattern
                     .as_ref()
-                    .is_none_or(|p| crate::glob::glob_match(p, f, false))
+                    .is_none_or(|p| crate::base::glob::glob_match(p, f, false))
             })
             .collect();
         write_array_len(out, 2);
@@ -533,3 +535,23 @@ pub fn write_empty_scan(out: &mut BytesMut) {
     write_bulk(out, b"0");
     write_array_len(out, 0);
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("hset", -4, WF, K1, "hash", "Creates or modifies the value of a field in a hash.", hset),
+    cmd("hsetnx", 4, WF, K1, "hash", "Sets the value of a field in a hash only when the field doesn't exist.", hsetnx),
+    cmd("hmset", -4, WF, K1, "hash", "Sets the values of multiple fields.", hmset),
+    cmd("hget", 3, RF, K1, "hash", "Returns the value of a field in a hash.", hget),
+    cmd("hmget", -3, RF, K1, "hash", "Returns the values of all fields in a hash.", hmget),
+    cmd("hdel", -3, WD, K1, "hash", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", hdel),
+    cmd("hexists", 3, RF, K1, "hash", "Determines whether a field exists in a hash.", hexists),
+    cmd("hlen", 2, RF, K1, "hash", "Returns the number of fields in a hash.", hlen),
+    cmd("hstrlen", 3, RF, K1, "hash", "Returns the length of the value of a field.", hstrlen),
+    cmd("hkeys", 2, R, K1, "hash", "Returns all fields in a hash.", hkeys),
+    cmd("hvals", 2, R, K1, "hash", "Returns all values in a hash.", hvals),
+    cmd("hgetall", 2, R, K1, "hash", "Returns all fields and values in a hash.", hgetall),
+    cmd("hincrby", 4, WF, K1, "hash", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", hincrby),
+    cmd("hincrbyfloat", 4, WF, K1, "hash", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", hincrbyfloat),
+    cmd("hrandfield", -2, R, K1, "hash", "Returns one or more random fields from a hash.", hrandfield),
+    cmd("hscan", -3, R, K1, "hash", "Iterates over fields and values of a hash.", hscan),
+];

@@ -4,9 +4,11 @@
 //! COPY of a cold value read it once.
 
 use super::{is, parse_i64};
+use crate::base::glob::glob_match;
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::glob::glob_match;
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::Bytes;
 use strata_engine::clock::now_ms;
 use strata_engine::{ExpireCond, TtlState};
@@ -377,11 +379,11 @@ pub fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome::Done
 }
 
-/// DUMP key: the value in Redis's serialization format (`crate::rdb`).
+/// DUMP key: the value in Redis's serialization format (`crate::base::rdb`).
 pub fn dump(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     ctx.with_key(key.clone(), move |view, out, v| match view.get(&key) {
-        Some(val) => write_bulk(out, &crate::rdb::dump(val)),
+        Some(val) => write_bulk(out, &crate::base::rdb::dump(val)),
         None => write_null(out, v),
     })
 }
@@ -443,7 +445,7 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Some(t) if t < 0 => return reply::error(out, "ERR Invalid TTL value, must be >= 0"),
             Some(t) => t as u64,
         };
-        let value = match crate::rdb::restore(&payload) {
+        let value = match crate::base::rdb::restore(&payload) {
             // Loaded as Redis loads it: a small sorted set becomes a
             // listpack, which keeps no -0 score.
             Ok(strata_engine::Value::Coll(c)) => match *c {
@@ -454,10 +456,12 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 c => strata_engine::Value::Coll(Box::new(c)),
             },
             Ok(v) => v,
-            Err(crate::rdb::Refused::VersionOrChecksum) => {
+            Err(crate::base::rdb::Refused::VersionOrChecksum) => {
                 return reply::error(out, "ERR DUMP payload version or checksum are wrong")
             }
-            Err(crate::rdb::Refused::BadFormat) => return reply::error(out, "ERR Bad data format"),
+            Err(crate::base::rdb::Refused::BadFormat) => {
+                return reply::error(out, "ERR Bad data format")
+            }
         };
         let at = match ttl {
             0 => 0,
@@ -479,3 +483,30 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_simple(out, b"OK");
     })
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("del", -2, &["write"], KALL, "generic", "Deletes one or more keys.", del),
+    cmd("unlink", -2, WD, KALL, "generic", "Asynchronously deletes one or more keys.", del),
+    cmd("exists", -2, RF, KALL, "generic", "Determines whether one or more keys exist.", exists),
+    cmd("touch", -2, RF, KALL, "generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", touch),
+    cmd("type", 2, RF, K1, "generic", "Determines the type of value stored at a key.", type_),
+    cmd("keys", 2, &["readonly"], K0, "generic", "Returns all key names that match a pattern.", keys),
+    cmd("scan", -2, &["readonly"], K0, "generic", "Iterates over the key names in the database.", scan),
+    cmd("randomkey", 1, &["readonly"], K0, "generic", "Returns a random key name from the database.", randomkey),
+    cmd("rename", 3, &["write"], K2, "generic", "Renames a key and overwrites the destination.", rename),
+    cmd("renamenx", 3, WD, K2, "generic", "Renames a key only when the target key name doesn't exist.", renamenx),
+    cmd("dump", 2, R, K1, "generic", "Returns a serialized representation of the value stored at a key.", dump),
+    cmd("restore", -4, W, K1, "generic", "Creates a key from the serialized representation of a value.", restore),
+    cmd("move", 3, WD, K1, "generic", "Moves a key to another database.", move_),
+    cmd("copy", -3, W, K2, "generic", "Copies the value of a key to a new key.", copy),
+    cmd("expire", -3, WD, K1, "generic", "Sets the expiration time of a key in seconds.", expire),
+    cmd("pexpire", -3, WD, K1, "generic", "Sets the expiration time of a key in milliseconds.", pexpire),
+    cmd("expireat", -3, WD, K1, "generic", "Sets the expiration time of a key to a Unix timestamp.", expireat),
+    cmd("pexpireat", -3, WD, K1, "generic", "Sets the expiration time of a key to a Unix milliseconds timestamp.", pexpireat),
+    cmd("ttl", 2, RF, K1, "generic", "Returns the expiration time in seconds of a key.", ttl),
+    cmd("pttl", 2, RF, K1, "generic", "Returns the expiration time in milliseconds of a key.", pttl),
+    cmd("persist", 2, WD, K1, "generic", "Removes the expiration time of a key.", persist),
+    cmd("expiretime", 2, RF, K1, "generic", "Returns the expiration time of a key as a Unix timestamp.", expiretime),
+    cmd("pexpiretime", 2, RF, K1, "generic", "Returns the expiration time of a key as a Unix milliseconds timestamp.", pexpiretime),
+];

@@ -1,6 +1,12 @@
 //! Command families (one file each, as Dragonfly's `*_family`), plus the
 //! argument parsers they share. Handlers turn arguments into engine calls
 //! and engine results into replies; they never block on I/O.
+//!
+//! Each family lists its own commands (`COMMANDS`: the registry's facts
+//! and the handler); `install` gives the facts to the registry and keeps
+//! the handlers by the registry's ids (`handler`). Adding a command
+//! touches its family's file (and Redis's description, which a test
+//! holds the entry to).
 
 pub mod blocking;
 pub mod float;
@@ -15,40 +21,71 @@ pub mod set;
 pub mod sort;
 pub mod stream;
 pub mod strings;
-pub mod table;
 pub mod zset;
 
-/// Parses a Redis integer argument (strict: no spaces, no '+', no
-/// leading zeros other than "0", fits in i64).
-pub fn parse_i64(b: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(b).ok()?;
-    if s.is_empty() || s.len() > 20 || s.starts_with('+') {
-        return None;
+use crate::command::{Command, Handler};
+use crate::registry::{self, CommandSpec};
+
+pub use crate::base::args::{is, parse_f64, parse_i64, parse_usize};
+
+/// Every family's table, in the order the registry numbers them.
+const FAMILIES: [&[Command]; 13] = [
+    strings::COMMANDS,
+    keys::COMMANDS,
+    sort::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
+    list::COMMANDS,
+    blocking::COMMANDS,
+    zset::COMMANDS,
+    geo::COMMANDS,
+    stream::COMMANDS,
+    server::COMMANDS,
+    pubsub::COMMANDS,
+    scripting::COMMANDS,
+];
+
+/// How many commands the families list.
+const COUNT: usize = {
+    let (mut n, mut f) = (0, 0);
+    while f < FAMILIES.len() {
+        n += FAMILIES[f].len();
+        f += 1;
     }
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || (digits.len() > 1 && digits.starts_with('0')) || s == "-0" {
-        return None;
+    n
+};
+
+/// Every command, each numbered by its place (`CommandSpec::id`), built
+/// at compile time: the registry refers to these facts (nothing of them
+/// is allocated, so nothing counts against the RAM budget) and dispatch
+/// finds a handler by the id.
+pub static ALL: [Command; COUNT] = {
+    let mut all = [FAMILIES[0][0]; COUNT];
+    let (mut i, mut f) = (0, 0);
+    while f < FAMILIES.len() {
+        let mut j = 0;
+        while j < FAMILIES[f].len() {
+            all[i] = FAMILIES[f][j];
+            all[i].spec.id = i;
+            i += 1;
+            j += 1;
+        }
+        f += 1;
     }
-    s.parse().ok()
+    all
+};
+
+/// Gives every family's commands to the registry (once; later calls
+/// change nothing). Before any command is looked up, and before the
+/// configuration is read (its `user` lines name commands).
+pub fn install() {
+    registry::install(ALL.iter().map(|c| &c.spec));
 }
 
-/// Parses a non-negative integer that fits in usize.
-pub fn parse_usize(b: &[u8]) -> Option<usize> {
-    parse_i64(b).and_then(|n| usize::try_from(n).ok())
-}
-
-/// Parses a Redis float argument (no NaN; "inf" allowed as Redis does).
-pub fn parse_f64(b: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(b).ok()?;
-    if s.is_empty() || s.trim() != s {
-        return None;
-    }
-    let v: f64 = match s.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => s.parse().ok()?,
-    };
-    (!v.is_nan()).then_some(v)
+/// The handler of a registered command.
+#[inline]
+pub fn handler(spec: &CommandSpec) -> Handler {
+    ALL[spec.id].handler
 }
 
 /// The arguments of LMPOP / ZMPOP (and their blocking forms) from
@@ -66,7 +103,7 @@ pub fn parse_mpop(
     };
     let where_idx = numkeys.saturating_add(1);
     if where_idx >= args.len() as u64 {
-        return Err(crate::reply::SYNTAX);
+        return Err(crate::base::reply::SYNTAX);
     }
     let w = where_idx as usize;
     let is_second = if is(&args[w], first) {
@@ -74,7 +111,7 @@ pub fn parse_mpop(
     } else if is(&args[w], second) {
         true
     } else {
-        return Err(crate::reply::SYNTAX);
+        return Err(crate::base::reply::SYNTAX);
     };
     let mut count = None;
     let mut j = w + 1;
@@ -86,7 +123,7 @@ pub fn parse_mpop(
             }
             j += 2;
         } else {
-            return Err(crate::reply::SYNTAX);
+            return Err(crate::base::reply::SYNTAX);
         }
     }
     Ok((args[1..w].to_vec(), is_second, count.unwrap_or(1)))
@@ -96,7 +133,7 @@ pub fn parse_mpop(
 /// on), with Redis's errors: the count, and whether `with` was given.
 pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool), &'static str> {
     let count = match args.first().and_then(|a| parse_i64(a)) {
-        None => return Err(crate::reply::NOT_INTEGER),
+        None => return Err(crate::base::reply::NOT_INTEGER),
         Some(i64::MIN) => {
             return Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
         }
@@ -105,7 +142,7 @@ pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool)
     let with_values = match args.get(1) {
         None => false,
         Some(a) if args.len() == 2 && is(a, with) => true,
-        Some(_) => return Err(crate::reply::SYNTAX),
+        Some(_) => return Err(crate::base::reply::SYNTAX),
     };
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)
         || count < 0 && count.unsigned_abs() > hash::MAX_PICKS
@@ -113,43 +150,4 @@ pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool)
         return Err("ERR value is out of range");
     }
     Ok((count, with_values))
-}
-
-/// Case-insensitive comparison of an argument with an ASCII word.
-pub fn is(arg: &[u8], word: &str) -> bool {
-    arg.eq_ignore_ascii_case(word.as_bytes())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn integers_follow_redis_string2ll() {
-        assert_eq!(parse_i64(b"0"), Some(0));
-        assert_eq!(parse_i64(b"-12"), Some(-12));
-        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
-        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [
-            &b""[..],
-            b"+1",
-            b"01",
-            b"-0",
-            b" 1",
-            b"1 ",
-            b"1.0",
-            b"9223372036854775808",
-            b"abc",
-        ] {
-            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
-        }
-    }
-
-    #[test]
-    fn floats() {
-        assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"-inf"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_f64(b"nan"), None);
-        assert_eq!(parse_f64(b" 1"), None);
-    }
 }

@@ -1,11 +1,13 @@
 //! SUBSCRIBE UNSUBSCRIBE PSUBSCRIBE PUNSUBSCRIBE SSUBSCRIBE SUNSUBSCRIBE
 //! PUBLISH SPUBLISH PUBSUB, as Redis 7.0 (the registry and delivery:
-//! `crate::session::pubsub`; writing messages to a subscriber: the connection).
+//! `crate::services::pubsub`; writing messages to a subscriber: the connection).
 
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
-use crate::reply;
-use crate::session::pubsub::Kind;
+use crate::registry::flags::*;
+use crate::services::pubsub::Kind;
 use bytes::{Bytes, BytesMut};
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_push_len, Version,
@@ -60,7 +62,7 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Outcome
         Kind::Pattern => b"punsubscribe",
         Kind::Shard => b"sunsubscribe",
     };
-    let count = |l: &crate::session::pubsub::Listener| {
+    let count = |l: &crate::services::pubsub::Listener| {
         if kind == Kind::Shard {
             l.shard_count()
         } else {
@@ -195,3 +197,88 @@ pub fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     Outcome::Done
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd(
+        "subscribe",
+        -2,
+        PUBSUB,
+        K0,
+        "pubsub",
+        "Listens for messages published to channels.",
+        subscribe,
+    ),
+    cmd(
+        "unsubscribe",
+        -1,
+        PUBSUB,
+        K0,
+        "pubsub",
+        "Stops listening to messages posted to channels.",
+        unsubscribe,
+    ),
+    cmd(
+        "psubscribe",
+        -2,
+        PUBSUB,
+        K0,
+        "pubsub",
+        "Listens for messages published to channels that match one or more patterns.",
+        psubscribe,
+    ),
+    cmd(
+        "punsubscribe",
+        -1,
+        PUBSUB,
+        K0,
+        "pubsub",
+        "Stops listening to messages published to channels that match one or more patterns.",
+        punsubscribe,
+    ),
+    cmd(
+        "ssubscribe",
+        -2,
+        PUBSUB,
+        KALL,
+        "pubsub",
+        "Listens for messages published to shard channels.",
+        ssubscribe,
+    ),
+    cmd(
+        "sunsubscribe",
+        -1,
+        PUBSUB,
+        KALL,
+        "pubsub",
+        "Stops listening to messages posted to shard channels.",
+        sunsubscribe,
+    ),
+    cmd(
+        "publish",
+        3,
+        &["pubsub", "loading", "stale", "fast", "may_replicate"],
+        K0,
+        "pubsub",
+        "Posts a message to a channel.",
+        publish,
+    ),
+    cmd(
+        "spublish",
+        3,
+        &["pubsub", "loading", "stale", "fast", "may_replicate"],
+        K1,
+        "pubsub",
+        "Post a message to a shard channel",
+        spublish,
+    ),
+    cmd(
+        "pubsub",
+        -2,
+        &["loading", "stale"],
+        K0,
+        "pubsub",
+        "A container for Pub/Sub commands.",
+        pubsub,
+    ),
+];

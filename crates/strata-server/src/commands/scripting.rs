@@ -1,13 +1,15 @@
 //! EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO SCRIPT FUNCTION: the
 //! table's side. Running a
-//! script is `crate::session::scripting` (the connection runs it, since a script
+//! script is `crate::exec::scripting` (the connection runs it, since a script
 //! runs other commands).
 
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
-use crate::reply;
-use crate::session::scripting::functions::Policy;
-use crate::session::scripting::FLAGS;
+use crate::registry::flags::*;
+use crate::services::scripts::functions::Policy;
+use crate::services::scripts::FLAGS;
 use bytes::Bytes;
 use std::sync::atomic::Ordering::Relaxed;
 use strata_protocol::{
@@ -82,7 +84,7 @@ pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 /// FUNCTION LOAD | DELETE | LIST | FLUSH | DUMP | RESTORE | STATS | KILL
-/// | HELP (`session::scripting::functions`).
+/// | HELP (`services::scripts::functions`).
 pub fn function(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     let n = args.len();
@@ -265,7 +267,7 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
                 .filter(|(name, _)| {
                     pattern
                         .as_ref()
-                        .is_none_or(|p| crate::glob::glob_match(p, name.as_bytes(), true))
+                        .is_none_or(|p| crate::base::glob::glob_match(p, name.as_bytes(), true))
                 })
                 .collect();
             write_array_len(out, chosen.len());
@@ -347,4 +349,80 @@ const FUNCTION_HELP: &[&str] = &[
     "      in case of functions name collision with another library).",
     "HELP",
     "    Prints this help.",
+];
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd(
+        "eval",
+        -3,
+        SCRIPT,
+        K0,
+        "scripting",
+        "Executes a server-side Lua script.",
+        eval,
+    ),
+    cmd(
+        "evalsha",
+        -3,
+        SCRIPT,
+        K0,
+        "scripting",
+        "Executes a server-side Lua script by SHA1 digest.",
+        eval,
+    ),
+    cmd(
+        "eval_ro",
+        -3,
+        SCRIPT_RO,
+        K0,
+        "scripting",
+        "Executes a read-only server-side Lua script.",
+        eval,
+    ),
+    cmd(
+        "evalsha_ro",
+        -3,
+        SCRIPT_RO,
+        K0,
+        "scripting",
+        "Executes a read-only server-side Lua script by SHA1 digest.",
+        eval,
+    ),
+    cmd(
+        "script",
+        -2,
+        &["noscript"],
+        K0,
+        "scripting",
+        "A container for Lua scripts management commands.",
+        script,
+    ),
+    cmd(
+        "fcall",
+        -3,
+        SCRIPT,
+        K0,
+        "scripting",
+        "Invokes a function.",
+        eval,
+    ),
+    cmd(
+        "fcall_ro",
+        -3,
+        SCRIPT_RO,
+        K0,
+        "scripting",
+        "Invokes a read-only function.",
+        eval,
+    ),
+    cmd(
+        "function",
+        -2,
+        &["noscript", "write"],
+        K0,
+        "scripting",
+        "A container for function commands.",
+        function,
+    ),
 ];

@@ -9,8 +9,10 @@
 //! them (again if the elements changed meanwhile).
 
 use super::{is, parse_i64};
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
 use std::cmp::Ordering;
 use strata_engine::{Collection, KeysView, Value, ValueRef, ValueType};
@@ -335,3 +337,25 @@ pub fn sort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn sort_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     sort_generic(ctx, args, true)
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd(
+        "sort",
+        -2,
+        &["write", "denyoom", "movablekeys"],
+        K1,
+        "generic",
+        "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
+        sort,
+    ),
+    cmd(
+        "sort_ro",
+        -2,
+        &["readonly", "movablekeys"],
+        K1,
+        "generic",
+        "Returns the sorted elements of a list, a set, or a sorted set.",
+        sort_ro,
+    ),
+];

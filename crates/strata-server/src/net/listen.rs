@@ -29,7 +29,7 @@ pub fn bind_all(
             Some(t) => (true, t),
             None => (false, spec.as_str()),
         };
-        let ip = crate::config::parse_addr(text).ok_or_else(|| {
+        let ip = crate::services::config::parse_addr(text).ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!("invalid bind address '{spec}'"),
@@ -166,7 +166,7 @@ pub fn warn_exposure(addrs: &[SocketAddr], protected: bool, has_password: bool) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::parse_addr;
+    use crate::services::config::parse_addr;
     use std::net::{Ipv4Addr, Ipv6Addr};
 
     #[test]

@@ -1,7 +1,8 @@
-//! The network's edge: binding the listeners (`listen`), accepting
-//! clients and refusing those a limit or protected mode turns away (here),
-//! TLS's configuration (`tls`), and the stream a connection reads and
-//! writes, plain or TLS (`stream`).
+//! The top floor: the network. Binding the listeners (`listen`),
+//! accepting clients and refusing those a limit or protected mode turns
+//! away (here), the stream a connection reads and writes, plain or TLS
+//! (`stream`), the connection loops (`loops`), and the two protocols'
+//! connections: RESP (`connection`) and memcached (`memcache`).
 //!
 //! Invariants:
 //! 1. A client is refused before anything it sent is read: past
@@ -12,12 +13,14 @@
 //!    and is bounded by `HANDSHAKE_TIMEOUT`: a client that never finishes
 //!    it holds nothing else up.
 
+pub mod connection;
 pub mod listen;
+pub mod loops;
+pub mod memcache;
 pub mod stream;
-pub mod tls;
 
-use crate::loops::{self, Protocol};
-use crate::Shared;
+use crate::command::Shared;
+use loops::Protocol;
 use rustls::ServerConfig;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;

@@ -15,8 +15,10 @@ mod pqsort;
 
 use super::zset::{self as zs, normalize_for_store};
 use super::{is, parse_i64};
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
 use geohash::{Search, Shape};
 use std::ops::Bound;
@@ -543,3 +545,17 @@ pub fn geosearch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn geosearchstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     search(ctx, args, Kind::SearchStore)
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("geoadd", -5, W, K1, "geo", "Adds one or more members to a geospatial index. The key is created if it doesn't exist.", geoadd),
+    cmd("geodist", -4, R, K1, "geo", "Returns the distance between two members of a geospatial index.", geodist),
+    cmd("geohash", -2, R, K1, "geo", "Returns members from a geospatial index as geohash strings.", geohash),
+    cmd("geopos", -2, R, K1, "geo", "Returns the longitude and latitude of members from a geospatial index.", geopos),
+    cmd("georadius", -6, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.", georadius),
+    cmd("georadius_ro", -6, R, K1, "geo", "Returns members from a geospatial index that are within a distance from a coordinate.", georadius_ro),
+    cmd("georadiusbymember", -5, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a member, optionally stores the result.", georadiusbymember),
+    cmd("georadiusbymember_ro", -5, R, K1, "geo", "Returns members from a geospatial index that are within a distance from a member.", georadiusbymember_ro),
+    cmd("geosearch", -7, R, K1, "geo", "Queries a geospatial index for members inside an area of a box or a circle.", geosearch),
+    cmd("geosearchstore", -8, W, K2, "geo", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geosearchstore),
+];

@@ -9,8 +9,10 @@ mod moves;
 pub use moves::{lmove, lmpop, mpop, parse_mpop, rpoplpush, MpopArgs};
 
 use super::{is, parse_i64};
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
 use strata_engine::types::List;
 use strata_engine::{Collection, EngineError, KeysView, Need, ValueType};
@@ -523,3 +525,24 @@ pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     })
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("lpush", -3, WF, K1, "list", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", lpush),
+    cmd("rpush", -3, WF, K1, "list", "Appends one or more elements to a list. Creates the key if it doesn't exist.", rpush),
+    cmd("lpushx", -3, WF, K1, "list", "Prepends one or more elements to a list only when the list exists.", lpushx),
+    cmd("rpushx", -3, WF, K1, "list", "Appends an element to a list only when the list exists.", rpushx),
+    cmd("lpop", -2, WD, K1, "list", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", lpop),
+    cmd("rpop", -2, WD, K1, "list", "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", rpop),
+    cmd("llen", 2, RF, K1, "list", "Returns the length of a list.", llen),
+    cmd("lrange", 4, R, K1, "list", "Returns a range of elements from a list.", lrange),
+    cmd("lindex", 3, R, K1, "list", "Returns an element from a list by its index.", lindex),
+    cmd("lset", 4, W, K1, "list", "Sets the value of an element in a list by its index.", lset),
+    cmd("linsert", 5, W, K1, "list", "Inserts an element before or after another element in a list.", linsert),
+    cmd("lrem", 4, &["write"], K1, "list", "Removes elements from a list. Deletes the list if the last element was removed.", lrem),
+    cmd("ltrim", 4, &["write"], K1, "list", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", ltrim),
+    cmd("lpos", -3, R, K1, "list", "Returns the index of matching elements in a list.", lpos),
+    cmd("lmove", 5, W, K2, "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", lmove),
+    cmd("rpoplpush", 3, W, K2, "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", rpoplpush),
+    cmd("lmpop", -4, &["write", "movablekeys"], K0, "list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", lmpop),
+];

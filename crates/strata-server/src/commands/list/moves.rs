@@ -2,9 +2,9 @@
 //! and LMPOP (the blocking forms, in `commands::blocking`, share `mpop`).
 
 use super::{at, end, get, get_mut};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::KeysView;
 use strata_protocol::{write_array_len, write_bulk, write_null, write_null_array};

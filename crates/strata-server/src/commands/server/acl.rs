@@ -1,12 +1,13 @@
 //! ACL (SETUSER GETUSER DELUSER USERS LIST WHOAMI CAT GENPASS LOG DRYRUN
-//! LOAD SAVE HELP), over the users of `crate::acl`; and CLUSTER, which
+//! LOAD SAVE HELP), over the users of `crate::services::acl`; and CLUSTER, which
 //! answers as Redis does with cluster support disabled.
 
 use super::help;
-use crate::acl::Denied;
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
-use crate::commands::{is, parse_i64, table};
-use crate::reply;
+use crate::commands::{is, parse_i64};
+use crate::registry::{self, describe};
+use crate::services::acl::Denied;
 use bytes::Bytes;
 use std::sync::Arc;
 use strata_protocol::{
@@ -75,13 +76,13 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if (is(sub, "load") || is(sub, "save")) && n == 2 {
         return aclfile(ctx, is(sub, "load"));
     } else if is(sub, "cat") && n == 2 {
-        write_array_len(ctx.out, super::ACL_CATEGORIES.len());
-        for c in super::ACL_CATEGORIES {
+        write_array_len(ctx.out, describe::ACL_CATEGORIES.len());
+        for c in describe::ACL_CATEGORIES {
             write_bulk(ctx.out, c.as_bytes());
         }
     } else if is(sub, "cat") && n == 3 {
         let name = String::from_utf8_lossy(&args[2]).to_ascii_lowercase();
-        match crate::acl::category_commands(&name) {
+        match crate::services::acl::category_commands(&name) {
             Some(names) => {
                 write_array_len(ctx.out, names.len());
                 for c in names {
@@ -109,7 +110,7 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 fn setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     let name = &args[2];
-    if crate::acl::has_spaces(name) {
+    if crate::services::acl::has_spaces(name) {
         return reply::error(
             ctx.out,
             "ERR Usernames can't contain spaces or null characters",
@@ -130,7 +131,11 @@ fn setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) {
 /// they listen to are closed (`ACLKillPubsubClientsIfNeeded`): unless a
 /// selector now allows every channel, or the new channel rules include
 /// every old one.
-fn kill_revoked_subscribers(ctx: &Ctx<'_>, user: &crate::acl::User, before: &crate::acl::Rules) {
+fn kill_revoked_subscribers(
+    ctx: &Ctx<'_>,
+    user: &crate::services::acl::User,
+    before: &crate::services::acl::Rules,
+) {
     let now = user.rules();
     if now.selectors.iter().any(|s| s.allchannels) {
         return;
@@ -261,7 +266,7 @@ fn getuser(ctx: &mut Ctx<'_>, name: &[u8]) {
     for p in &r.passwords {
         write_bulk(out, p.as_bytes());
     }
-    let describe = |out: &mut bytes::BytesMut, s: &crate::acl::Selector| {
+    let describe = |out: &mut bytes::BytesMut, s: &crate::services::acl::Selector| {
         write_bulk(out, b"commands");
         write_bulk(out, s.describe_commands().as_bytes());
         write_bulk(out, b"keys");
@@ -311,7 +316,7 @@ fn log(ctx: &mut Ctx<'_>, arg: Option<&Bytes>) {
     }
     let v = ctx.version();
     let entries = log.newest(count as usize);
-    let now = crate::acl::now_ms();
+    let now = crate::services::acl::now_ms();
     let out = &mut *ctx.out;
     write_array_len(out, entries.len());
     for e in entries {
@@ -341,7 +346,7 @@ fn dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         );
     };
     let cmd = &args[3..];
-    let Some(spec) = table::lookup(&cmd[0]) else {
+    let Some(spec) = registry::lookup(&cmd[0]) else {
         return reply::error(
             ctx.out,
             &format!(
@@ -350,9 +355,9 @@ fn dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             ),
         );
     };
-    let full = super::full_name(spec.name, cmd);
+    let full = describe::full_name(spec.name, cmd);
     if !spec.arity_ok(cmd.len())
-        || !super::check_subcommand_arity(spec.name, cmd, &mut bytes::BytesMut::new())
+        || !describe::check_subcommand_arity(spec.name, cmd, &mut bytes::BytesMut::new())
     {
         return reply::error(
             ctx.out,

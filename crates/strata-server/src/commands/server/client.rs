@@ -1,10 +1,10 @@
 //! CLIENT ID | SETNAME | GETNAME | SETINFO | LIST | INFO | KILL |
 //! NO-EVICT | PAUSE | UNPAUSE | REPLY | HELP.
 
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
-use crate::session::tracking::Settings;
+use crate::services::tracking::Settings;
 use bytes::Bytes;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_map_len, write_null, write_set_len,

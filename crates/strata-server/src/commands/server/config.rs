@@ -1,9 +1,9 @@
 //! CONFIG GET | SET | RESETSTAT | HELP (REWRITE is refused: the server
 //! never edits its configuration file).
 
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
-use crate::reply;
 use bytes::Bytes;
 use std::sync::atomic::Ordering::Relaxed;
 use strata_protocol::{write_bulk, write_map_len, write_simple};
@@ -30,8 +30,10 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "set") && args.len() >= 4 && args.len() & 1 == 0 {
         let result = {
             let mut c = ctx.shared.config.write();
-            let protected_ok =
-                crate::config::allows(&c.enable_protected_configs, ctx.conn.handle.is_local());
+            let protected_ok = crate::services::config::allows(
+                &c.enable_protected_configs,
+                ctx.conn.handle.is_local(),
+            );
             let backup = c.clone();
             let mut r = Ok(());
             for kv in args[2..].chunks_exact(2) {
@@ -104,8 +106,8 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// (`net::tls`): new connections use it, open ones keep theirs. One that
 /// does not build is refused with Redis's words, the reason logged.
 fn reload_tls(
-    shared: &crate::Shared,
-    c: &crate::config::Config,
+    shared: &crate::command::Shared,
+    c: &crate::services::config::Config,
     args: &[Bytes],
 ) -> Result<(), String> {
     if c.tls_port == 0 && !c.memcached_tls {

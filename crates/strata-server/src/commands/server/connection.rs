@@ -1,8 +1,9 @@
 //! Connection commands: PING ECHO HELLO AUTH SELECT QUIT RESET.
 
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
+use crate::services::acl::LogContext;
 use bytes::Bytes;
 use std::sync::atomic::Ordering::Relaxed;
 use strata_protocol::{
@@ -94,7 +95,7 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     write_bulk(out, b"server");
     write_bulk(out, b"redis");
     write_bulk(out, b"version");
-    write_bulk(out, crate::info::REDIS_VERSION.as_bytes());
+    write_bulk(out, crate::base::process::REDIS_VERSION.as_bytes());
     write_bulk(out, b"proto");
     write_integer(out, if version == Version::Resp3 { 3 } else { 2 });
     write_bulk(out, b"id");
@@ -131,7 +132,12 @@ fn authenticate(
             Ok(())
         }
         None => {
-            acl.log_auth_failure(ctx.conn, command, name);
+            let context = if ctx.conn.multi.is_some() {
+                LogContext::Multi
+            } else {
+                LogContext::Toplevel
+            };
+            acl.log_auth_failure(&ctx.conn.handle, context, command, name);
             Err(WRONGPASS)
         }
     }
@@ -191,12 +197,12 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
 }
 
 /// MONITOR: from now on this client is sent every command the server runs
-/// (`session::monitor`). A second MONITOR is ignored without a reply, as
+/// (`services::monitor`). A second MONITOR is ignored without a reply, as
 /// Redis ignores it; inside EXEC it is refused, as Redis refuses it to a
 /// client that expects one reply per command.
 pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     if ctx.conn.exec_ready.is_some() || ctx.conn.script {
-        crate::reply::error(
+        crate::base::reply::error(
             ctx.out,
             "ERR MONITOR isn't allowed for DENY BLOCKING client",
         );

@@ -1,9 +1,9 @@
 //! Whole databases and their persistence: DBSIZE FLUSHDB FLUSHALL SWAPDB
 //! LASTSAVE SAVE BGSAVE SHUTDOWN.
 
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_protocol::{write_integer, write_simple};
 

@@ -7,9 +7,9 @@
 //! QUICKLIST-PACKED-THRESHOLD, LOOPS (how many connection loops serve).
 
 use super::{encoding_name, help};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::Bytes;
 use strata_engine::types::Collection;
 use strata_engine::{Location, ValueRef};
@@ -21,7 +21,7 @@ use strata_protocol::{write_array_len, write_bulk, write_simple};
 /// OBJECT, SET-ACTIVE-EXPIRE, RELOAD (a checkpoint, then every value read
 /// back from its record, as after Redis's save-and-load).
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let allowed = crate::config::allows(
+    let allowed = crate::services::config::allows(
         &ctx.shared.config.read().enable_debug_command,
         ctx.conn.handle.is_local(),
     );
@@ -146,7 +146,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         // list here has no such nodes, so only the argument is checked.
         let size = std::str::from_utf8(&args[2])
             .ok()
-            .and_then(crate::config::parse_size);
+            .and_then(crate::services::config::parse_size);
         match size {
             Some(n) if n <= (1 << 32) - (1 << 20) => write_simple(ctx.out, b"OK"),
             _ => reply::error(

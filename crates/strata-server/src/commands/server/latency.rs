@@ -3,10 +3,10 @@
 //! histograms of `metrics::commands`, with Redis 7.0's replies and texts
 //! (latency.c, sparkline.c); and WAIT (no replicas: always 0).
 
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::metrics::latency::Series;
-use crate::reply;
+use crate::services::metrics::latency::Series;
 use bytes::Bytes;
 use std::sync::atomic::Ordering::Relaxed;
 use strata_protocol::{write_array_len, write_bulk, write_integer, write_map_len, write_verbatim};

@@ -7,28 +7,28 @@
 
 mod acl;
 pub mod client;
-mod command_info;
+mod command;
 pub mod config;
 mod connection;
 mod databases;
 mod debug;
+pub mod info;
 mod latency;
 mod transactions;
 
 pub use acl::{acl, cluster};
-pub use command_info::{
-    acl_entries, acl_keys, check_subcommand_arity, command, full_name, init as init_command_table,
-    sub_is_denyoom, sub_is_noscript, AclEntry, ACL_CATEGORIES, KEY_READ, KEY_WRITE,
-};
+pub use command::command;
 pub use connection::*;
 pub use databases::*;
 pub use debug::debug;
 pub use latency::*;
 pub use transactions::*;
 
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::Bytes;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_map_len, write_null, write_simple,
@@ -52,7 +52,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    let text = crate::info::render(ctx.shared, &sections);
+    let text = crate::commands::server::info::render(ctx.shared, &sections);
     write_verbatim(ctx.out, ctx.version(), b"txt", text.as_bytes());
     Outcome::Done
 }
@@ -108,16 +108,16 @@ struct Memory {
 
 fn memory_figures(ctx: &Ctx<'_>) -> Memory {
     let s = ctx.shared;
-    let total = crate::alloc::allocated_bytes().unwrap_or_else(|| s.engine.ram_used());
+    let total = crate::base::alloc::allocated_bytes().unwrap_or_else(|| s.engine.ram_used());
     let t = s.engine.tiered_info();
     let dbs = s.config.read().databases;
     Memory {
-        peak: crate::alloc::peak_bytes().unwrap_or(total),
+        peak: crate::base::alloc::peak_bytes().unwrap_or(total),
         total,
         startup: s.startup_allocated,
         dataset: t.index_bytes + t.hot_bytes,
         keys: (0..dbs).map(|d| s.engine.dbsize(d)).sum(),
-        rss: crate::alloc::rss_bytes(),
+        rss: crate::base::alloc::rss_bytes(),
     }
 }
 
@@ -310,3 +310,42 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     Outcome::Done
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("ping", -1, FAST, K0, "connection", "Returns the server's liveliness response.", ping),
+    cmd("echo", 2, &["loading", "stale", "fast"], K0, "connection", "Returns the given string.", echo),
+    cmd("hello", -1, AUTHLESS, K0, "connection", "Handshakes with the Redis server.", hello),
+    cmd("auth", -2, AUTHLESS, K0, "connection", "Authenticates the connection.", auth),
+    cmd("select", 2, &["loading", "stale", "fast"], K0, "connection", "Changes the selected database.", select),
+    cmd("quit", -1, AUTHLESS, K0, "connection", "Closes the connection.", quit),
+    cmd("reset", 1, AUTHLESS, K0, "connection", "Resets the connection.", reset),
+    cmd("multi", 1, TXN, K0, "transactions", "Starts a transaction.", multi),
+    cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], K0, "transactions", "Executes all commands in a transaction.", exec),
+    cmd("discard", 1, TXN, K0, "transactions", "Discards a transaction.", discard),
+    cmd("watch", -2, TXN, KALL, "transactions", "Monitors changes to keys to determine the execution of a transaction.", watch),
+    cmd("unwatch", 1, TXN, K0, "transactions", "Forgets about watched keys of a transaction.", unwatch),
+    cmd("client", -2, CONN, K0, "connection", "A container for client connection commands.", client::client),
+    cmd("acl", -2, &["noscript", "loading", "stale"], K0, "server", "A container for Access List Control commands.", acl),
+    cmd("cluster", -2, &[], K0, "cluster", "A container for Redis Cluster commands (cluster support is disabled here).", cluster),
+    cmd("command", -1, &["loading", "stale"], K0, "server", "Returns detailed information about all commands.", command),
+    cmd("config", -2, ADMIN, K0, "server", "A container for server configuration commands.", config::config),
+    cmd("info", -1, &["loading", "stale"], K0, "server", "Returns information and statistics about the server.", info),
+    cmd("dbsize", 1, RF, K0, "server", "Returns the number of keys in the database.", dbsize),
+    cmd("flushdb", -1, &["write"], K0, "server", "Removes all keys from the current database.", flushdb),
+    cmd("flushall", -1, &["write"], K0, "server", "Removes all keys from all databases.", flushall),
+    cmd("swapdb", 3, WD, K0, "server", "Swaps two Redis databases.", swapdb),
+    cmd("time", 1, &["loading", "stale", "fast"], K0, "server", "Returns the server time.", time),
+    cmd("memory", -2, R, K0, "server", "A container for memory diagnostics commands.", memory),
+    cmd("object", -2, R, K0, "generic", "A container for object introspection commands.", object),
+    cmd("slowlog", -2, ADMIN, K0, "server", "A container for slow log commands.", slowlog),
+    cmd("latency", -2, ADMIN, K0, "server", "A container for latency diagnostics commands.", latency),
+    cmd("wait", 3, &["noscript"], K0, "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
+    cmd("debug", -2, ADMIN, K0, "server", "A container for debugging commands (DEBUG TIER key says where a value lives).", debug),
+    cmd("lastsave", 1, &["loading", "stale", "fast"], K0, "server", "Returns the Unix timestamp of the last successful save to disk.", lastsave),
+    cmd("monitor", 1, ADMIN, K0, "server", "Listens for all requests received by the server in real-time.", monitor),
+    cmd("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], K0, "server", "Synchronously writes an index checkpoint (and, with appendonly no, RAM-only values) to disk.", save),
+    cmd("bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], K0, "server", "Asynchronously rewrites the append-only file to disk.", bgrewriteaof),
+    cmd("bgsave", -1, &["admin", "noscript", "no_async_loading"], K0, "server", "Writes an index checkpoint in the background.", bgsave),
+    cmd("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi"], K0, "server", "Synchronously saves and shuts down the server.", shutdown),
+];

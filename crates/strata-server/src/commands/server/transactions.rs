@@ -1,10 +1,10 @@
 //! MULTI EXEC DISCARD WATCH UNWATCH: the per-connection side. Queueing and
-//! running a transaction is `crate::session::transaction` (the connection runs EXEC,
+//! running a transaction is `crate::exec::transaction` (the connection runs EXEC,
 //! since it runs other commands).
 
+use crate::base::reply;
+use crate::command::Multi;
 use crate::command::{Ctx, Outcome};
-use crate::reply;
-use crate::session::transaction::Multi;
 use bytes::Bytes;
 use strata_protocol::write_simple;
 

@@ -11,8 +11,10 @@ pub use ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunion
 
 use super::hash::{parse_cursor, parse_scan_opts, pick_indexes, scan_positions, write_empty_scan};
 use super::parse_i64;
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use strata_engine::types::Set;
@@ -371,7 +373,7 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             .filter(|m| {
                 o.pattern
                     .as_ref()
-                    .is_none_or(|p| crate::glob::glob_match(p, m, false))
+                    .is_none_or(|p| crate::base::glob::glob_match(p, m, false))
             })
             .collect();
         write_array_len(out, 2);
@@ -382,3 +384,24 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     })
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("sadd", -3, WF, K1, "set", "Adds one or more members to a set. Creates the key if it doesn't exist.", sadd),
+    cmd("srem", -3, WD, K1, "set", "Removes one or more members from a set. Deletes the set if the last member was removed.", srem),
+    cmd("sismember", 3, RF, K1, "set", "Determines whether a member belongs to a set.", sismember),
+    cmd("smismember", -3, RF, K1, "set", "Determines whether multiple members belong to a set.", smismember),
+    cmd("scard", 2, RF, K1, "set", "Returns the number of members in a set.", scard),
+    cmd("smembers", 2, R, K1, "set", "Returns all members of a set.", smembers),
+    cmd("srandmember", -2, R, K1, "set", "Get one or multiple random members from a set", srandmember),
+    cmd("spop", -2, WD, K1, "set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped.", spop),
+    cmd("smove", 4, WD, K2, "set", "Moves a member from one set to another.", smove),
+    cmd("sinter", -2, R, KALL, "set", "Returns the intersect of multiple sets.", sinter),
+    cmd("sintercard", -3, &["readonly", "movablekeys"], K0, "set", "Returns the number of members of the intersect of multiple sets.", sintercard),
+    cmd("sinterstore", -3, W, KALL, "set", "Stores the intersect of multiple sets in a key.", sinterstore),
+    cmd("sunion", -2, R, KALL, "set", "Returns the union of multiple sets.", sunion),
+    cmd("sunionstore", -3, W, KALL, "set", "Stores the union of multiple sets in a key.", sunionstore),
+    cmd("sdiff", -2, R, KALL, "set", "Returns the difference of multiple sets.", sdiff),
+    cmd("sdiffstore", -3, W, KALL, "set", "Stores the difference of multiple sets in a key.", sdiffstore),
+    cmd("sscan", -3, R, K1, "set", "Iterates over members of a set.", sscan),
+];

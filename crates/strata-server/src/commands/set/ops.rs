@@ -8,9 +8,9 @@
 //! defined; clients and the differential test compare them as sets).
 
 use super::{get, peek, write_members};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::{Buf, Bytes, BytesMut};
 use std::collections::HashSet;
 use strata_engine::types::Set;

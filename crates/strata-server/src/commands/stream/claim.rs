@@ -5,9 +5,9 @@
 use super::{
     events, get, get_mut, need, nogroup, parse_bound, parse_strict_id, write_entry, write_id,
 };
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::Bytes;
 use std::sync::Arc;
 use strata_engine::clock::now_ms;

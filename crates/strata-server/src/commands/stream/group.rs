@@ -6,9 +6,9 @@ use super::{
     events, get, get_mut, need, no_such_group, nogroup, parse_bound, parse_id, parse_strict_id,
     write_id,
 };
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::Bytes;
 use strata_engine::clock::now_ms;
 use strata_engine::types::stream::{StreamId, ENTRIES_READ_UNKNOWN};

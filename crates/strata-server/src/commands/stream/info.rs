@@ -4,9 +4,9 @@
 //! radix tree) and reports the same count.
 
 use super::{get, write_entry, write_id};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
 use strata_engine::types::stream::{Group, StreamId, StreamNeed, ENTRIES_READ_UNKNOWN};

@@ -22,8 +22,10 @@ pub use range::{xrange, xrevrange};
 pub use read::{xread, xreadgroup};
 
 use super::{is, parse_i64};
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
 use strata_engine::types::stream::{EntryRef, StreamId, StreamNeed, Trim, LISTPACK_MAX};
@@ -62,7 +64,7 @@ fn need(needs: Vec<StreamNeed>) -> Need {
 /// Records the stream events a command caused on `key` (keyspace
 /// notifications: which ones fire depends on what the command did).
 fn events(key: &[u8], names: &[&'static str]) {
-    crate::session::notify::stream_events(key, names);
+    crate::services::notify::stream_events(key, names);
 }
 
 /// `string2ull`: a canonical i64 that is not negative, or what C's
@@ -516,6 +518,25 @@ pub fn xsetid(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_simple(out, b"OK");
     })
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("xadd", -5, WF, K1, "stream", "Appends a new message to a stream. Creates the key if it doesn't exist.", xadd),
+    cmd("xrange", -4, R, K1, "stream", "Returns the messages from a stream within a range of IDs.", xrange),
+    cmd("xrevrange", -4, R, K1, "stream", "Returns the messages from a stream within a range of IDs in reverse order.", xrevrange),
+    cmd("xlen", 2, RF, K1, "stream", "Return the number of messages in a stream.", xlen),
+    cmd("xdel", -3, WD, K1, "stream", "Returns the number of messages after removing them from a stream.", xdel),
+    cmd("xtrim", -4, &["write"], K1, "stream", "Deletes messages from the beginning of a stream.", xtrim),
+    cmd("xsetid", -3, WF, K1, "stream", "An internal command for replicating stream values.", xsetid),
+    cmd("xread", -4, &["readonly", "blocking", "movablekeys"], K0, "stream", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", xread),
+    cmd("xreadgroup", -7, &["write", "blocking", "movablekeys"], K0, "stream", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", xreadgroup),
+    cmd("xgroup", -2, &[], K0, "stream", "A container for consumer groups commands.", xgroup),
+    cmd("xack", -4, WD, K1, "stream", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", xack),
+    cmd("xpending", -3, R, K1, "stream", "Returns the information and entries from a stream consumer group's pending entries list.", xpending),
+    cmd("xclaim", -6, WD, K1, "stream", "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member.", xclaim),
+    cmd("xautoclaim", -6, WD, K1, "stream", "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member.", xautoclaim),
+    cmd("xinfo", -2, &[], K0, "stream", "A container for stream introspection commands.", xinfo),
+];
 
 #[cfg(test)]
 mod tests {

@@ -3,9 +3,9 @@
 //! a batch of parts at a time.
 
 use super::{get, need, parse_bound, write_entry};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::Bytes;
 use strata_engine::types::stream::{EntryRef, StreamId, StreamNeed};
 use strata_engine::Collection;

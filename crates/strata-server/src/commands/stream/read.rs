@@ -9,10 +9,10 @@
 //! COUNT or 1000 entries, or an error if its group or stream went away.
 
 use super::{get, get_mut, parse_strict_id, write_entry, write_id};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
-use crate::session::blocking::PopOp;
+use crate::services::blocking::PopOp;
 use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use std::sync::Arc;

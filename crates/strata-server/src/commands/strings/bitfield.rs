@@ -5,9 +5,9 @@
 
 use super::bitmap::{bit_offset, get_bit, BAD_OFFSET};
 use super::edit;
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::{EngineError, Need, StrEdit, StrRef};
 use strata_protocol::{write_array_len, write_integer, write_null, Version};
@@ -355,7 +355,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outco
             let (_, wrote) = run_fields(&mut Fields::Edit(ed), &fields, &mut out, version)?;
             if !wrote && (grew || !existed) {
                 // ... and signals nothing then.
-                crate::session::notify::no_modification();
+                crate::services::notify::no_modification();
             }
             Ok(Ok(out))
         },

@@ -10,9 +10,9 @@
 //! device read.
 
 use super::{edit, set_raw, with_strings};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::{ExpireUpdate, Need, Piece};
 use strata_protocol::{write_integer, Version};

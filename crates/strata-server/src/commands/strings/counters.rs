@@ -2,9 +2,9 @@
 //! read-modify-write of one string (`rmw`) that keeps the key's TTL.
 
 use super::rmw;
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::parse_i64;
-use crate::reply;
 use bytes::Bytes;
 use strata_engine::{ExpireUpdate, Mutation};
 use strata_protocol::{write_bulk, write_integer};

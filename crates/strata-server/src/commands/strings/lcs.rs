@@ -4,9 +4,9 @@
 //! match ranges).
 
 use super::with_strings;
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_protocol::{write_array_len, write_bulk, write_integer, write_map_len, Version};
 

@@ -16,11 +16,13 @@ mod section;
 
 pub use counters::{decr, decrby, incr, incrby, incrbyfloat};
 
+use crate::command::{cmd, Command};
+use crate::registry::flags::*;
 use section::{set_raw, with_strings};
 
 use super::{is, parse_i64};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use strata_engine::clock::now_ms;
 use strata_engine::{
@@ -519,6 +521,44 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         |out, _, n| write_integer(out, n),
     )
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("get", 2, RF, K1, "string", "Returns the string value of a key.", get),
+    cmd("set", -3, W, K1, "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", set),
+    cmd("setnx", 3, WF, K1, "string", "Set the string value of a key only when the key doesn't exist.", setnx),
+    cmd("setex", 4, W, K1, "string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", setex),
+    cmd("psetex", 4, W, K1, "string", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", psetex),
+    cmd("getset", 3, WF, K1, "string", "Returns the previous string value of a key after setting it to a new value.", getset),
+    cmd("getdel", 2, WD, K1, "string", "Returns the string value of a key after deleting the key.", getdel),
+    cmd("getex", -2, WD, K1, "string", "Returns the string value of a key after setting its expiration time.", getex),
+    cmd("mget", -2, RF, KALL, "string", "Atomically returns the string values of one or more keys.", mget),
+    cmd("mset", -3, W, (1, -1, 2), "string", "Atomically creates or modifies the string values of one or more keys.", mset),
+    cmd("msetnx", -3, W, (1, -1, 2), "string", "Atomically modifies the string values of one or more keys only when all keys don't exist.", msetnx),
+    cmd("append", 3, WF, K1, "string", "Appends a string to the value of a key. Creates the key if it doesn't exist.", append),
+    cmd("strlen", 2, RF, K1, "string", "Returns the length of a string value.", strlen),
+    cmd("getrange", 4, R, K1, "string", "Returns a substring of the string stored at a key.", getrange),
+    cmd("substr", 4, R, K1, "string", "Returns a substring from a string value.", getrange),
+    cmd("setrange", 4, W, K1, "string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", setrange),
+    cmd("setbit", 4, W, K1, "bitmap", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", bitmap::setbit),
+    cmd("getbit", 3, RF, K1, "bitmap", "Returns a bit value by offset.", bitmap::getbit),
+    cmd("bitcount", -2, R, K1, "bitmap", "Counts the number of set bits (population counting) in a string.", bitmap::bitcount),
+    cmd("bitpos", -3, R, K1, "bitmap", "Finds the first set (1) or clear (0) bit in a string.", bitmap::bitpos),
+    cmd("bitop", -4, W, (2, -1, 1), "bitmap", "Performs bitwise operations on multiple strings, and stores the result.", bitmap::bitop),
+    cmd("bitfield", -2, W, K1, "bitmap", "Performs arbitrary bitfield integer operations on strings.", bitfield::bitfield),
+    cmd("bitfield_ro", -2, RF, K1, "bitmap", "Performs arbitrary read-only bitfield integer operations on strings.", bitfield::bitfield_ro),
+    cmd("lcs", -3, R, (1, 2, 1), "string", "Finds the longest common substring.", lcs::lcs),
+    cmd("pfadd", -2, WF, K1, "hyperloglog", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
+    cmd("pfcount", -2, &["readonly", "may_replicate"], KALL, "hyperloglog", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
+    cmd("pfmerge", -2, W, KALL, "hyperloglog", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge),
+    cmd("pfdebug", 3, &["write", "denyoom", "admin"], (2, 2, 1), "hyperloglog", "Internal commands for debugging HyperLogLog values.", hll::pfdebug),
+    cmd("pfselftest", 1, &["admin"], K0, "hyperloglog", "An internal command for testing HyperLogLog values.", hll::pfselftest),
+    cmd("incr", 2, WF, K1, "string", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", incr),
+    cmd("decr", 2, WF, K1, "string", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", decr),
+    cmd("incrby", 3, WF, K1, "string", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", incrby),
+    cmd("decrby", 3, WF, K1, "string", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", decrby),
+    cmd("incrbyfloat", 3, WF, K1, "string", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", incrbyfloat),
+];
 
 #[cfg(test)]
 mod tests {

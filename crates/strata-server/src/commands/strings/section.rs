@@ -37,7 +37,7 @@ pub(crate) fn with_strings(
     let (shared, db) = (ctx.shared.clone(), ctx.db());
     Outcome::Pending {
         reply: Box::pin(async move {
-            crate::session::warm(&shared, db, keys.clone()).await;
+            crate::command::warm(&shared, db, keys.clone()).await;
             let engine = &shared.engine;
             let mut held = keys.clone();
             held.extend(writes);

@@ -25,8 +25,10 @@ pub use score::{fmt_score, parse_score, write_double_text, write_score};
 use super::hash::{parse_cursor, parse_scan_opts, pick_indexes, scan_positions, write_empty_scan};
 use super::list::clamp_range;
 use super::{is, parse_i64};
+use crate::base::reply;
+use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
-use crate::reply;
+use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use std::ops::Bound;
@@ -391,3 +393,39 @@ pub fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     rank_generic(ctx, args, true)
 }
+
+/// This family's commands (`registry`; `commands::install`).
+pub const COMMANDS: &[Command] = &[
+    cmd("zadd", -4, WF, K1, "sorted_set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zadd),
+    cmd("zincrby", 4, WF, K1, "sorted_set", "Increments the score of a member in a sorted set.", zincrby),
+    cmd("zrem", -3, WD, K1, "sorted_set", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", zrem),
+    cmd("zcard", 2, RF, K1, "sorted_set", "Returns the number of members in a sorted set.", zcard),
+    cmd("zscore", 3, RF, K1, "sorted_set", "Returns the score of a member in a sorted set.", zscore),
+    cmd("zmscore", -3, RF, K1, "sorted_set", "Returns the score of one or more members in a sorted set.", zmscore),
+    cmd("zrank", 3, RF, K1, "sorted_set", "Returns the index of a member in a sorted set ordered by ascending scores.", zrank),
+    cmd("zrevrank", 3, RF, K1, "sorted_set", "Returns the index of a member in a sorted set ordered by descending scores.", zrevrank),
+    cmd("zcount", 4, RF, K1, "sorted_set", "Returns the count of members in a sorted set that have scores within a range.", zcount),
+    cmd("zlexcount", 4, RF, K1, "sorted_set", "Returns the number of members in a sorted set within a lexicographical range.", zlexcount),
+    cmd("zrange", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of indexes.", zrange),
+    cmd("zrangestore", -5, W, K2, "sorted_set", "Stores a range of members from sorted set in a key.", zrangestore),
+    cmd("zrevrange", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of indexes in reverse order.", zrevrange),
+    cmd("zrangebyscore", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of scores.", zrangebyscore),
+    cmd("zrevrangebyscore", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of scores in reverse order.", zrevrangebyscore),
+    cmd("zrangebylex", -4, R, K1, "sorted_set", "Returns members in a sorted set within a lexicographical range.", zrangebylex),
+    cmd("zrevrangebylex", -4, R, K1, "sorted_set", "Returns members in a sorted set within a lexicographical range in reverse order.", zrevrangebylex),
+    cmd("zremrangebyrank", 4, &["write"], K1, "sorted_set", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", zremrangebyrank),
+    cmd("zremrangebyscore", 4, &["write"], K1, "sorted_set", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", zremrangebyscore),
+    cmd("zremrangebylex", 4, &["write"], K1, "sorted_set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", zremrangebylex),
+    cmd("zpopmin", -2, WD, K1, "sorted_set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmin),
+    cmd("zpopmax", -2, WD, K1, "sorted_set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmax),
+    cmd("zmpop", -4, &["write", "movablekeys"], K0, "sorted_set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zmpop),
+    cmd("zrandmember", -2, R, K1, "sorted_set", "Returns one or more random members from a sorted set.", zrandmember),
+    cmd("zunion", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the union of multiple sorted sets.", zunion),
+    cmd("zinter", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the intersect of multiple sorted sets.", zinter),
+    cmd("zdiff", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the difference between multiple sorted sets.", zdiff),
+    cmd("zunionstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the union of multiple sorted sets in a key.", zunionstore),
+    cmd("zinterstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the intersect of multiple sorted sets in a key.", zinterstore),
+    cmd("zdiffstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the difference of multiple sorted sets in a key.", zdiffstore),
+    cmd("zintercard", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the number of members of the intersect of multiple sorted sets.", zintercard),
+    cmd("zscan", -3, R, K1, "sorted_set", "Iterates over members and scores of a sorted set.", zscan),
+];

@@ -466,7 +466,7 @@ pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             .filter(|(m, _)| {
                 o.pattern
                     .as_ref()
-                    .is_none_or(|p| crate::glob::glob_match(p, m, false))
+                    .is_none_or(|p| crate::base::glob::glob_match(p, m, false))
             })
             .collect();
         write_array_len(out, 2);

@@ -4,9 +4,9 @@
 
 use super::format::*;
 use super::rmw;
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
-use crate::reply;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use strata_engine::{ExpireUpdate, Mutation};

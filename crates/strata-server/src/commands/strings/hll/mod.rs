@@ -12,8 +12,8 @@ mod format;
 pub use debug::{pfdebug, pfselftest};
 
 use super::{rmw, set_raw, store_keeping_ttl, with_strings};
+use crate::base::reply;
 use crate::command::{Ctx, Outcome};
-use crate::reply;
 use bytes::Bytes;
 use strata_engine::{ExpireUpdate, Mutation};
 use strata_protocol::{write_integer, write_simple};
