@@ -68,14 +68,21 @@ pub fn error(out: &mut BytesMut, msg: &str) {
 
 /// `ERR wrong number of arguments for 'get' command`.
 pub fn arity(out: &mut BytesMut, name: &str) {
-    error(
-        out,
-        &format!("ERR wrong number of arguments for '{name}' command"),
-    );
+    error(out, &arity_text(name));
+}
+
+/// The text of `arity`'s error.
+pub fn arity_text(name: &str) -> String {
+    format!("ERR wrong number of arguments for '{name}' command")
 }
 
 /// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `.
 pub fn unknown_command(out: &mut BytesMut, args: &[bytes::Bytes]) {
+    error(out, &unknown_command_text(args));
+}
+
+/// The text of `unknown_command`'s error.
+pub fn unknown_command_text(args: &[bytes::Bytes]) -> String {
     let name = args.first().map(|a| lossy(a, 128)).unwrap_or_default();
     // As Redis: arguments until their text reaches 128 bytes, the last one
     // cut to what is left.
@@ -86,20 +93,21 @@ pub fn unknown_command(out: &mut BytesMut, args: &[bytes::Bytes]) {
         }
         list.push_str(&format!("'{}' ", lossy(a, 128 - list.len())));
     }
-    let msg = format!("ERR unknown command '{name}', with args beginning with: {list}");
-    error(out, &msg);
+    format!("ERR unknown command '{name}', with args beginning with: {list}")
 }
 
 /// `ERR unknown subcommand 'x'. Try CLIENT HELP.`
 pub fn unknown_subcommand(out: &mut BytesMut, sub: &[u8], cmd: &str) {
-    error(
-        out,
-        &format!(
-            "ERR unknown subcommand '{}'. Try {} HELP.",
-            lossy(sub, 128),
-            cmd.to_ascii_uppercase()
-        ),
-    );
+    error(out, &unknown_subcommand_text(sub, cmd));
+}
+
+/// The text of `unknown_subcommand`'s error.
+pub fn unknown_subcommand_text(sub: &[u8], cmd: &str) -> String {
+    format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        lossy(sub, 128),
+        cmd.to_ascii_uppercase()
+    )
 }
 
 /// `addReplySubcommandSyntaxError`: `ERR unknown subcommand or wrong

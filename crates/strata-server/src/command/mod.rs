@@ -19,7 +19,7 @@ pub use conn::{ConnState, Multi};
 pub use shared::{LogReloader, LoopControl, Refusal, ServerStats, Shared};
 
 use crate::base::reply;
-use crate::registry::{CommandSpec, Flags};
+use crate::registry::{CommandSpec, Flags, Role};
 use bytes::{Bytes, BytesMut};
 use std::future::Future;
 use std::pin::Pin;
@@ -378,8 +378,23 @@ pub const fn cmd(
             keys,
             group,
             summary,
+            role: Role::Plain,
         },
         handler,
+    }
+}
+
+impl Command {
+    /// The entry with the flags of `f` too (Strata's own: `READS_SOURCES`).
+    pub const fn with(mut self, f: Flags) -> Command {
+        self.spec.flags = self.spec.flags.with(f);
+        self
+    }
+
+    /// The entry with the role the machinery treats it as.
+    pub const fn role(mut self, role: Role) -> Command {
+        self.spec.role = role;
+        self
     }
 }
 

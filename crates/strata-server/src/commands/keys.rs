@@ -9,6 +9,8 @@ use crate::base::reply;
 use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::registry::flags::*;
+use crate::registry::Flags;
+use crate::registry::Role;
 use bytes::Bytes;
 use strata_engine::clock::now_ms;
 use strata_engine::{ExpireCond, TtlState};
@@ -489,7 +491,7 @@ pub const COMMANDS: &[Command] = &[
     cmd("del", -2, &["write"], KALL, "generic", "Deletes one or more keys.", del),
     cmd("unlink", -2, WD, KALL, "generic", "Asynchronously deletes one or more keys.", del),
     cmd("exists", -2, RF, KALL, "generic", "Determines whether one or more keys exist.", exists),
-    cmd("touch", -2, RF, KALL, "generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", touch),
+    cmd("touch", -2, RF, KALL, "generic", "Returns the number of existing keys out of those specified after updating the time they were last accessed.", touch).role(Role::Touch),
     cmd("type", 2, RF, K1, "generic", "Determines the type of value stored at a key.", type_),
     cmd("keys", 2, &["readonly"], K0, "generic", "Returns all key names that match a pattern.", keys),
     cmd("scan", -2, &["readonly"], K0, "generic", "Iterates over the key names in the database.", scan),
@@ -499,7 +501,7 @@ pub const COMMANDS: &[Command] = &[
     cmd("dump", 2, R, K1, "generic", "Returns a serialized representation of the value stored at a key.", dump),
     cmd("restore", -4, W, K1, "generic", "Creates a key from the serialized representation of a value.", restore),
     cmd("move", 3, WD, K1, "generic", "Moves a key to another database.", move_),
-    cmd("copy", -3, W, K2, "generic", "Copies the value of a key to a new key.", copy),
+    cmd("copy", -3, W, K2, "generic", "Copies the value of a key to a new key.", copy).with(Flags::READS_SOURCES),
     cmd("expire", -3, WD, K1, "generic", "Sets the expiration time of a key in seconds.", expire),
     cmd("pexpire", -3, WD, K1, "generic", "Sets the expiration time of a key in milliseconds.", pexpire),
     cmd("expireat", -3, WD, K1, "generic", "Sets the expiration time of a key to a Unix timestamp.", expireat),

@@ -151,3 +151,61 @@ pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool)
     }
     Ok((count, with_values))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Role;
+
+    /// The roles the machinery around commands acts on are on the
+    /// commands Redis treats so, and on no other.
+    #[test]
+    fn roles_are_on_the_commands_redis_treats_so() {
+        install();
+        let roles: &[(&[&str], Role)] = &[
+            (&["exec"], Role::Exec),
+            (&["multi", "discard", "watch"], Role::Transaction),
+            (&["quit", "reset"], Role::Session),
+            (
+                &[
+                    "eval",
+                    "evalsha",
+                    "eval_ro",
+                    "evalsha_ro",
+                    "fcall",
+                    "fcall_ro",
+                ],
+                Role::Script,
+            ),
+            (
+                &[
+                    "subscribe",
+                    "unsubscribe",
+                    "psubscribe",
+                    "punsubscribe",
+                    "ssubscribe",
+                    "sunsubscribe",
+                ],
+                Role::Subscribe,
+            ),
+            (&["ping"], Role::Ping),
+            (&["client"], Role::Client),
+            (&["debug"], Role::Debug),
+            (&["touch"], Role::Touch),
+        ];
+        let mut named = 0;
+        for (names, role) in roles {
+            for n in *names {
+                let spec = registry::lookup(n.as_bytes()).unwrap();
+                assert_eq!(spec.role, *role, "{n}");
+                named += 1;
+            }
+        }
+        let special = registry::all().iter().filter(|c| c.role != Role::Plain);
+        assert_eq!(special.count(), named);
+        for (i, c) in ALL.iter().enumerate() {
+            assert_eq!(c.spec.id, i);
+            assert!(std::ptr::eq(registry::all()[i], &c.spec));
+        }
+    }
+}

@@ -7,6 +7,7 @@ use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
 use crate::registry::flags::*;
+use crate::registry::Role;
 use crate::services::pubsub::Kind;
 use bytes::{Bytes, BytesMut};
 use strata_protocol::{
@@ -208,7 +209,8 @@ pub const COMMANDS: &[Command] = &[
         "pubsub",
         "Listens for messages published to channels.",
         subscribe,
-    ),
+    )
+    .role(Role::Subscribe),
     cmd(
         "unsubscribe",
         -1,
@@ -217,7 +219,8 @@ pub const COMMANDS: &[Command] = &[
         "pubsub",
         "Stops listening to messages posted to channels.",
         unsubscribe,
-    ),
+    )
+    .role(Role::Subscribe),
     cmd(
         "psubscribe",
         -2,
@@ -226,7 +229,8 @@ pub const COMMANDS: &[Command] = &[
         "pubsub",
         "Listens for messages published to channels that match one or more patterns.",
         psubscribe,
-    ),
+    )
+    .role(Role::Subscribe),
     cmd(
         "punsubscribe",
         -1,
@@ -235,7 +239,8 @@ pub const COMMANDS: &[Command] = &[
         "pubsub",
         "Stops listening to messages published to channels that match one or more patterns.",
         punsubscribe,
-    ),
+    )
+    .role(Role::Subscribe),
     cmd(
         "ssubscribe",
         -2,
@@ -244,7 +249,8 @@ pub const COMMANDS: &[Command] = &[
         "pubsub",
         "Listens for messages published to shard channels.",
         ssubscribe,
-    ),
+    )
+    .role(Role::Subscribe),
     cmd(
         "sunsubscribe",
         -1,
@@ -253,7 +259,8 @@ pub const COMMANDS: &[Command] = &[
         "pubsub",
         "Stops listening to messages posted to shard channels.",
         sunsubscribe,
-    ),
+    )
+    .role(Role::Subscribe),
     cmd(
         "publish",
         3,

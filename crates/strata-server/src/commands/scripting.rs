@@ -8,6 +8,7 @@ use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
 use crate::registry::flags::*;
+use crate::registry::Role;
 use crate::services::scripts::functions::Policy;
 use crate::services::scripts::FLAGS;
 use bytes::Bytes;
@@ -361,7 +362,8 @@ pub const COMMANDS: &[Command] = &[
         "scripting",
         "Executes a server-side Lua script.",
         eval,
-    ),
+    )
+    .role(Role::Script),
     cmd(
         "evalsha",
         -3,
@@ -370,7 +372,8 @@ pub const COMMANDS: &[Command] = &[
         "scripting",
         "Executes a server-side Lua script by SHA1 digest.",
         eval,
-    ),
+    )
+    .role(Role::Script),
     cmd(
         "eval_ro",
         -3,
@@ -379,7 +382,8 @@ pub const COMMANDS: &[Command] = &[
         "scripting",
         "Executes a read-only server-side Lua script.",
         eval,
-    ),
+    )
+    .role(Role::Script),
     cmd(
         "evalsha_ro",
         -3,
@@ -388,7 +392,8 @@ pub const COMMANDS: &[Command] = &[
         "scripting",
         "Executes a read-only server-side Lua script by SHA1 digest.",
         eval,
-    ),
+    )
+    .role(Role::Script),
     cmd(
         "script",
         -2,
@@ -406,7 +411,8 @@ pub const COMMANDS: &[Command] = &[
         "scripting",
         "Invokes a function.",
         eval,
-    ),
+    )
+    .role(Role::Script),
     cmd(
         "fcall_ro",
         -3,
@@ -415,7 +421,8 @@ pub const COMMANDS: &[Command] = &[
         "scripting",
         "Invokes a read-only function.",
         eval,
-    ),
+    )
+    .role(Role::Script),
     cmd(
         "function",
         -2,

@@ -13,6 +13,7 @@ use crate::base::reply;
 use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::registry::flags::*;
+use crate::registry::Flags;
 use bytes::{Bytes, BytesMut};
 use std::cmp::Ordering;
 use strata_engine::{Collection, KeysView, Value, ValueRef, ValueType};
@@ -348,7 +349,8 @@ pub const COMMANDS: &[Command] = &[
         "generic",
         "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
         sort,
-    ),
+    )
+    .with(Flags::READS_SOURCES),
     cmd(
         "sort_ro",
         -2,

@@ -1,5 +1,6 @@
-//! The callers of dispatch: what runs commands, one (`dispatch`: the
-//! gates that need a command's arguments, then its handler) or many
+//! What runs commands: the checks of a command by its arguments
+//! (`gates`), one command (`dispatch`: its handler, statistics, slow log)
+//! or many
 //! (`transaction`: MULTI/EXEC's queue in one exclusive section;
 //! `scripting`: EVAL and FCALL's `redis.call` on the script thread). The
 //! connection (`net::connection`) calls these; command handlers never do
@@ -7,5 +8,6 @@
 //! connection runs them here).
 
 pub mod dispatch;
+pub mod gates;
 pub mod scripting;
 pub mod transaction;

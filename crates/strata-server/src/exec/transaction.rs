@@ -33,69 +33,36 @@ use crate::command::ConnState;
 use crate::command::Shared;
 use crate::command::{Deferred, Outcome};
 use crate::exec::dispatch::execute;
-use crate::registry::{CommandSpec, Flags};
+use crate::registry::{CommandSpec, Flags, Role};
 use crate::services::acl::LogContext;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use strata_protocol::{write_array_len, write_null_array, write_simple};
 
 /// Commands that run at once inside MULTI rather than being queued.
-fn runs_at_once(name: &str) -> bool {
-    matches!(
-        name,
-        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
-    )
+fn runs_at_once(spec: &CommandSpec) -> bool {
+    matches!(spec.role, Role::Exec | Role::Transaction | Role::Session)
 }
 
-/// Inside MULTI, queues the command (replying `+QUEUED` or its error) and
-/// returns true; returns false for a command that runs now (EXEC ...) or
-/// when no transaction is open.
+/// Inside MULTI, queues a command that passed its gates (`gates`),
+/// replying `+QUEUED`, and returns true; returns false for a command that
+/// runs now (EXEC ...) or when no transaction is open.
 pub fn queue(
-    shared: &Shared,
     conn: &mut ConnState,
-    spec: Option<&'static CommandSpec>,
+    spec: &'static CommandSpec,
     args: &[Bytes],
     out: &mut BytesMut,
 ) -> bool {
     if conn.multi.is_none() {
         return false;
     }
-    let Some(spec) = spec else {
-        reply::unknown_command(out, args);
-        return fail(conn);
-    };
-    if runs_at_once(spec.name) {
+    if runs_at_once(spec) {
         return false;
-    }
-    if !conn.authenticated && !matches!(spec.name, "auth" | "hello") {
-        reply::error(out, reply::NOAUTH);
-        return fail(conn);
-    }
-    if spec.has(Flags::NO_MULTI) {
-        reply::error(out, "ERR Command not allowed inside a transaction");
-        return fail(conn);
-    }
-    if !spec.arity_ok(args.len()) {
-        reply::arity(out, spec.name);
-        return fail(conn);
-    }
-    if !crate::registry::describe::check_subcommand_arity(spec.name, args, out)
-        || !crate::exec::dispatch::acl_allows(shared, conn, spec, args, out, LogContext::Multi)
-    {
-        return fail(conn);
     }
     if let Some(multi) = conn.multi.as_mut() {
         multi.queued.push((spec, args.to_vec()));
     }
     write_simple(out, b"QUEUED");
-    true
-}
-
-/// A command refused while queueing: EXEC will answer EXECABORT.
-fn fail(conn: &mut ConnState) -> bool {
-    if let Some(m) = conn.multi.as_mut() {
-        m.failed = true;
-    }
     true
 }
 
@@ -107,7 +74,7 @@ pub fn refuse(conn: &mut ConnState, spec: Option<&CommandSpec>, err: &str) -> St
     if conn.multi.is_none() {
         return err.to_string();
     }
-    if spec.is_some_and(|s| s.name == "exec") {
+    if spec.is_some_and(|s| s.role == Role::Exec) {
         conn.multi = None;
         conn.watched.clear();
         return format!("EXECABORT Transaction discarded because of: {err}");
@@ -218,7 +185,7 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
         // DEBUG RELOAD runs outside a section (module doc).
         if let Some(((spec, args), after)) = later.split_first() {
             let mut one = BytesMut::new();
-            match execute(shared, conn, Some(spec), args, &mut one) {
+            match execute(shared, conn, spec, args, &mut one) {
                 Outcome::Pending { reply, .. } => one = reply.await,
                 Outcome::Done | Outcome::Close | Outcome::Exec | Outcome::Eval => {}
             }
@@ -252,7 +219,7 @@ pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut
 /// Whether a queued command waits for a background thread that takes
 /// shards (module doc): it runs between sections.
 fn between_sections(spec: &CommandSpec, args: &[Bytes]) -> bool {
-    spec.name == "debug"
+    spec.role == Role::Debug
         && args
             .get(1)
             .is_some_and(|s| crate::commands::is(s, "reload") || crate::commands::is(s, "loadaof"))
@@ -275,7 +242,7 @@ fn run_one(
         return reply::error(body, &denied.exec_error());
     }
     let mut one = BytesMut::new();
-    match execute(shared, conn, Some(spec), args, &mut one) {
+    match execute(shared, conn, spec, args, &mut one) {
         Outcome::Pending { reply, .. } => one = futures::executor::block_on(reply),
         Outcome::Eval => crate::exec::scripting::eval_now(shared, conn, args, &mut one),
         Outcome::Done | Outcome::Close | Outcome::Exec => {}

@@ -9,8 +9,8 @@ pub struct Flags(u32);
 
 /// Redis's flag names, and their bits: first the ones COMMAND INFO
 /// prints, in its order (`addReplyFlagsForCommand`; `movablekeys` is
-/// computed there), then the ones it does not print.
-pub const FLAG_NAMES: [&str; 23] = [
+/// computed there), then the ones it does not print, then Strata's own.
+pub const FLAG_NAMES: [&str; 24] = [
     "write",
     "readonly",
     "denyoom",
@@ -34,6 +34,11 @@ pub const FLAG_NAMES: [&str; 23] = [
     "may_replicate",
     "sentinel",
     "only_sentinel",
+    // Strata's own (Redis has no flag for them):
+    // a write that reads its sources as Redis's `lookupKeyRead` does
+    // (their lookups count keyspace hits and misses; SORT ... STORE,
+    // SINTERSTORE, COPY ...).
+    "reads_sources",
 ];
 
 /// How many of `FLAG_NAMES` COMMAND INFO prints.
@@ -54,6 +59,7 @@ impl Flags {
     pub const NO_MULTI: Flags = Flags::named("no_multi");
     pub const MOVABLEKEYS: Flags = Flags::named("movablekeys");
     pub const ALLOW_BUSY: Flags = Flags::named("allow_busy");
+    pub const READS_SOURCES: Flags = Flags::named("reads_sources");
 
     /// The flags `names` name (Redis's names). Panics (at compile time,
     /// in a const) on a name that is no flag.
@@ -76,6 +82,11 @@ impl Flags {
             i += 1;
         }
         panic!("not a command flag");
+    }
+
+    /// These flags and those of `f`.
+    pub const fn with(self, f: Flags) -> Flags {
+        Flags(self.0 | f.0)
     }
 
     /// Whether every flag of `f` is set.

@@ -38,6 +38,41 @@ pub struct CommandSpec {
     pub keys: (i32, i32, i32),
     pub group: &'static str,
     pub summary: &'static str,
+    /// What the machinery around commands treats it as (`Role`).
+    pub role: Role,
+}
+
+/// What the machinery around commands (the gates, dispatch, MULTI, the
+/// scripts, the connection) treats a command as: named by role in the
+/// family's entry, never matched by the command's name elsewhere.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// Nothing special.
+    #[default]
+    Plain,
+    /// EXEC: the connection runs the queued transaction.
+    Exec,
+    /// MULTI, DISCARD, WATCH: run at once inside MULTI, as EXEC does.
+    Transaction,
+    /// QUIT and RESET: run at once inside MULTI, and in RESP2's
+    /// subscriber context.
+    Session,
+    /// EVAL, EVALSHA, FCALL and their `_RO` forms: run a script (MONITOR
+    /// shows them before their commands; CLIENT PAUSE WRITE asks the
+    /// script's flags).
+    Script,
+    /// (P|S)SUBSCRIBE and (P|S)UNSUBSCRIBE: allowed in RESP2's subscriber
+    /// context, their confirmations pushed past CLIENT REPLY's mode.
+    Subscribe,
+    /// PING: allowed in RESP2's subscriber context.
+    Ping,
+    /// CLIENT: CLIENT REPLY sets the connection's reply mode, and CLIENT
+    /// CACHING's answer outlives it.
+    Client,
+    /// DEBUG: RELOAD and LOADAOF run between a transaction's sections.
+    Debug,
+    /// TOUCH: an access even under CLIENT NO-TOUCH.
+    Touch,
 }
 
 impl CommandSpec {

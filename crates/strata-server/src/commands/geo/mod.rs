@@ -19,6 +19,7 @@ use crate::base::reply;
 use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::registry::flags::*;
+use crate::registry::Flags;
 use bytes::{Bytes, BytesMut};
 use geohash::{Search, Shape};
 use std::ops::Bound;
@@ -552,10 +553,10 @@ pub const COMMANDS: &[Command] = &[
     cmd("geodist", -4, R, K1, "geo", "Returns the distance between two members of a geospatial index.", geodist),
     cmd("geohash", -2, R, K1, "geo", "Returns members from a geospatial index as geohash strings.", geohash),
     cmd("geopos", -2, R, K1, "geo", "Returns the longitude and latitude of members from a geospatial index.", geopos),
-    cmd("georadius", -6, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.", georadius),
+    cmd("georadius", -6, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result.", georadius).with(Flags::READS_SOURCES),
     cmd("georadius_ro", -6, R, K1, "geo", "Returns members from a geospatial index that are within a distance from a coordinate.", georadius_ro),
-    cmd("georadiusbymember", -5, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a member, optionally stores the result.", georadiusbymember),
+    cmd("georadiusbymember", -5, &["write", "denyoom", "movablekeys"], K1, "geo", "Queries a geospatial index for members within a distance from a member, optionally stores the result.", georadiusbymember).with(Flags::READS_SOURCES),
     cmd("georadiusbymember_ro", -5, R, K1, "geo", "Returns members from a geospatial index that are within a distance from a member.", georadiusbymember_ro),
     cmd("geosearch", -7, R, K1, "geo", "Queries a geospatial index for members inside an area of a box or a circle.", geosearch),
-    cmd("geosearchstore", -8, W, K2, "geo", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geosearchstore),
+    cmd("geosearchstore", -8, W, K2, "geo", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result.", geosearchstore).with(Flags::READS_SOURCES),
 ];

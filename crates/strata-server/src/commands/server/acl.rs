@@ -356,9 +356,7 @@ fn dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         );
     };
     let full = describe::full_name(spec.name, cmd);
-    if !spec.arity_ok(cmd.len())
-        || !describe::check_subcommand_arity(spec.name, cmd, &mut bytes::BytesMut::new())
-    {
+    if !spec.arity_ok(cmd.len()) || describe::subcommand_arity(spec.name, cmd).is_err() {
         return reply::error(
             ctx.out,
             &format!("ERR wrong number of arguments for '{full}' command"),

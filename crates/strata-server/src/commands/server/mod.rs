@@ -29,6 +29,7 @@ use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::commands::{is, parse_i64};
 use crate::registry::flags::*;
+use crate::registry::Role;
 use bytes::Bytes;
 use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_map_len, write_null, write_simple,
@@ -313,19 +314,19 @@ pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// This family's commands (`registry`; `commands::install`).
 pub const COMMANDS: &[Command] = &[
-    cmd("ping", -1, FAST, K0, "connection", "Returns the server's liveliness response.", ping),
+    cmd("ping", -1, FAST, K0, "connection", "Returns the server's liveliness response.", ping).role(Role::Ping),
     cmd("echo", 2, &["loading", "stale", "fast"], K0, "connection", "Returns the given string.", echo),
     cmd("hello", -1, AUTHLESS, K0, "connection", "Handshakes with the Redis server.", hello),
     cmd("auth", -2, AUTHLESS, K0, "connection", "Authenticates the connection.", auth),
     cmd("select", 2, &["loading", "stale", "fast"], K0, "connection", "Changes the selected database.", select),
-    cmd("quit", -1, AUTHLESS, K0, "connection", "Closes the connection.", quit),
-    cmd("reset", 1, AUTHLESS, K0, "connection", "Resets the connection.", reset),
-    cmd("multi", 1, TXN, K0, "transactions", "Starts a transaction.", multi),
-    cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], K0, "transactions", "Executes all commands in a transaction.", exec),
-    cmd("discard", 1, TXN, K0, "transactions", "Discards a transaction.", discard),
-    cmd("watch", -2, TXN, KALL, "transactions", "Monitors changes to keys to determine the execution of a transaction.", watch),
+    cmd("quit", -1, AUTHLESS, K0, "connection", "Closes the connection.", quit).role(Role::Session),
+    cmd("reset", 1, AUTHLESS, K0, "connection", "Resets the connection.", reset).role(Role::Session),
+    cmd("multi", 1, TXN, K0, "transactions", "Starts a transaction.", multi).role(Role::Transaction),
+    cmd("exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], K0, "transactions", "Executes all commands in a transaction.", exec).role(Role::Exec),
+    cmd("discard", 1, TXN, K0, "transactions", "Discards a transaction.", discard).role(Role::Transaction),
+    cmd("watch", -2, TXN, KALL, "transactions", "Monitors changes to keys to determine the execution of a transaction.", watch).role(Role::Transaction),
     cmd("unwatch", 1, TXN, K0, "transactions", "Forgets about watched keys of a transaction.", unwatch),
-    cmd("client", -2, CONN, K0, "connection", "A container for client connection commands.", client::client),
+    cmd("client", -2, CONN, K0, "connection", "A container for client connection commands.", client::client).role(Role::Client),
     cmd("acl", -2, &["noscript", "loading", "stale"], K0, "server", "A container for Access List Control commands.", acl),
     cmd("cluster", -2, &[], K0, "cluster", "A container for Redis Cluster commands (cluster support is disabled here).", cluster),
     cmd("command", -1, &["loading", "stale"], K0, "server", "Returns detailed information about all commands.", command),
@@ -341,11 +342,11 @@ pub const COMMANDS: &[Command] = &[
     cmd("slowlog", -2, ADMIN, K0, "server", "A container for slow log commands.", slowlog),
     cmd("latency", -2, ADMIN, K0, "server", "A container for latency diagnostics commands.", latency),
     cmd("wait", 3, &["noscript"], K0, "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
-    cmd("debug", -2, ADMIN, K0, "server", "A container for debugging commands (DEBUG TIER key says where a value lives).", debug),
+    cmd("debug", -2, ADMIN, K0, "server", "A container for debugging commands (DEBUG TIER key says where a value lives).", debug).role(Role::Debug),
     cmd("lastsave", 1, &["loading", "stale", "fast"], K0, "server", "Returns the Unix timestamp of the last successful save to disk.", lastsave),
     cmd("monitor", 1, ADMIN, K0, "server", "Listens for all requests received by the server in real-time.", monitor),
     cmd("save", 1, &["admin", "noscript", "no_async_loading", "no_multi"], K0, "server", "Synchronously writes an index checkpoint (and, with appendonly no, RAM-only values) to disk.", save),
     cmd("bgrewriteaof", 1, &["admin", "noscript", "no_async_loading"], K0, "server", "Asynchronously rewrites the append-only file to disk.", bgrewriteaof),
     cmd("bgsave", -1, &["admin", "noscript", "no_async_loading"], K0, "server", "Writes an index checkpoint in the background.", bgsave),
-    cmd("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi"], K0, "server", "Synchronously saves and shuts down the server.", shutdown),
+    cmd("shutdown", -1, &["admin", "noscript", "loading", "stale", "no_multi", "allow_busy"], K0, "server", "Synchronously saves and shuts down the server.", shutdown),
 ];

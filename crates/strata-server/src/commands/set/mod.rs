@@ -15,6 +15,7 @@ use crate::base::reply;
 use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::registry::flags::*;
+use crate::registry::Flags;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use strata_engine::types::Set;
@@ -398,10 +399,10 @@ pub const COMMANDS: &[Command] = &[
     cmd("smove", 4, WD, K2, "set", "Moves a member from one set to another.", smove),
     cmd("sinter", -2, R, KALL, "set", "Returns the intersect of multiple sets.", sinter),
     cmd("sintercard", -3, &["readonly", "movablekeys"], K0, "set", "Returns the number of members of the intersect of multiple sets.", sintercard),
-    cmd("sinterstore", -3, W, KALL, "set", "Stores the intersect of multiple sets in a key.", sinterstore),
+    cmd("sinterstore", -3, W, KALL, "set", "Stores the intersect of multiple sets in a key.", sinterstore).with(Flags::READS_SOURCES),
     cmd("sunion", -2, R, KALL, "set", "Returns the union of multiple sets.", sunion),
-    cmd("sunionstore", -3, W, KALL, "set", "Stores the union of multiple sets in a key.", sunionstore),
+    cmd("sunionstore", -3, W, KALL, "set", "Stores the union of multiple sets in a key.", sunionstore).with(Flags::READS_SOURCES),
     cmd("sdiff", -2, R, KALL, "set", "Returns the difference of multiple sets.", sdiff),
-    cmd("sdiffstore", -3, W, KALL, "set", "Stores the difference of multiple sets in a key.", sdiffstore),
+    cmd("sdiffstore", -3, W, KALL, "set", "Stores the difference of multiple sets in a key.", sdiffstore).with(Flags::READS_SOURCES),
     cmd("sscan", -3, R, K1, "set", "Iterates over members of a set.", sscan),
 ];

@@ -18,6 +18,7 @@ pub use counters::{decr, decrby, incr, incrby, incrbyfloat};
 
 use crate::command::{cmd, Command};
 use crate::registry::flags::*;
+use crate::registry::Flags;
 use section::{set_raw, with_strings};
 
 use super::{is, parse_i64};
@@ -544,13 +545,13 @@ pub const COMMANDS: &[Command] = &[
     cmd("getbit", 3, RF, K1, "bitmap", "Returns a bit value by offset.", bitmap::getbit),
     cmd("bitcount", -2, R, K1, "bitmap", "Counts the number of set bits (population counting) in a string.", bitmap::bitcount),
     cmd("bitpos", -3, R, K1, "bitmap", "Finds the first set (1) or clear (0) bit in a string.", bitmap::bitpos),
-    cmd("bitop", -4, W, (2, -1, 1), "bitmap", "Performs bitwise operations on multiple strings, and stores the result.", bitmap::bitop),
+    cmd("bitop", -4, W, (2, -1, 1), "bitmap", "Performs bitwise operations on multiple strings, and stores the result.", bitmap::bitop).with(Flags::READS_SOURCES),
     cmd("bitfield", -2, W, K1, "bitmap", "Performs arbitrary bitfield integer operations on strings.", bitfield::bitfield),
     cmd("bitfield_ro", -2, RF, K1, "bitmap", "Performs arbitrary read-only bitfield integer operations on strings.", bitfield::bitfield_ro),
     cmd("lcs", -3, R, (1, 2, 1), "string", "Finds the longest common substring.", lcs::lcs),
     cmd("pfadd", -2, WF, K1, "hyperloglog", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist.", hll::pfadd),
     cmd("pfcount", -2, &["readonly", "may_replicate"], KALL, "hyperloglog", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s).", hll::pfcount),
-    cmd("pfmerge", -2, W, KALL, "hyperloglog", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge),
+    cmd("pfmerge", -2, W, KALL, "hyperloglog", "Merges one or more HyperLogLog values into a single key.", hll::pfmerge).with(Flags::READS_SOURCES),
     cmd("pfdebug", 3, &["write", "denyoom", "admin"], (2, 2, 1), "hyperloglog", "Internal commands for debugging HyperLogLog values.", hll::pfdebug),
     cmd("pfselftest", 1, &["admin"], K0, "hyperloglog", "An internal command for testing HyperLogLog values.", hll::pfselftest),
     cmd("incr", 2, WF, K1, "string", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", incr),

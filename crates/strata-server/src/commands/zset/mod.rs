@@ -29,6 +29,7 @@ use crate::base::reply;
 use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::registry::flags::*;
+use crate::registry::Flags;
 use bytes::{Bytes, BytesMut};
 use rand::Rng;
 use std::ops::Bound;
@@ -407,7 +408,7 @@ pub const COMMANDS: &[Command] = &[
     cmd("zcount", 4, RF, K1, "sorted_set", "Returns the count of members in a sorted set that have scores within a range.", zcount),
     cmd("zlexcount", 4, RF, K1, "sorted_set", "Returns the number of members in a sorted set within a lexicographical range.", zlexcount),
     cmd("zrange", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of indexes.", zrange),
-    cmd("zrangestore", -5, W, K2, "sorted_set", "Stores a range of members from sorted set in a key.", zrangestore),
+    cmd("zrangestore", -5, W, K2, "sorted_set", "Stores a range of members from sorted set in a key.", zrangestore).with(Flags::READS_SOURCES),
     cmd("zrevrange", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of indexes in reverse order.", zrevrange),
     cmd("zrangebyscore", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of scores.", zrangebyscore),
     cmd("zrevrangebyscore", -4, R, K1, "sorted_set", "Returns members in a sorted set within a range of scores in reverse order.", zrevrangebyscore),
@@ -423,9 +424,9 @@ pub const COMMANDS: &[Command] = &[
     cmd("zunion", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the union of multiple sorted sets.", zunion),
     cmd("zinter", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the intersect of multiple sorted sets.", zinter),
     cmd("zdiff", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the difference between multiple sorted sets.", zdiff),
-    cmd("zunionstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the union of multiple sorted sets in a key.", zunionstore),
-    cmd("zinterstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the intersect of multiple sorted sets in a key.", zinterstore),
-    cmd("zdiffstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the difference of multiple sorted sets in a key.", zdiffstore),
+    cmd("zunionstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the union of multiple sorted sets in a key.", zunionstore).with(Flags::READS_SOURCES),
+    cmd("zinterstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the intersect of multiple sorted sets in a key.", zinterstore).with(Flags::READS_SOURCES),
+    cmd("zdiffstore", -4, &["write", "denyoom", "movablekeys"], K1, "sorted_set", "Stores the difference of multiple sorted sets in a key.", zdiffstore).with(Flags::READS_SOURCES),
     cmd("zintercard", -3, &["readonly", "movablekeys"], K0, "sorted_set", "Returns the number of members of the intersect of multiple sorted sets.", zintercard),
     cmd("zscan", -3, R, K1, "sorted_set", "Iterates over members and scores of a sorted set.", zscan),
 ];

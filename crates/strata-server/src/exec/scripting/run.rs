@@ -31,30 +31,9 @@ pub(super) fn run(
     let mut cache = shared.scripts.inner.lock();
     let cache = &mut *cache;
     // The code, its name in errors, whether it may write.
-    let (name, f, flags) = match call.kind {
-        Kind::Eval { by_sha: true } => {
-            let sha = String::from_utf8_lossy(&call.script).to_ascii_lowercase();
-            match cache.by_sha.get(&sha) {
-                Some((f, flags)) => (sha, f.clone(), *flags),
-                None => {
-                    return crate::base::reply::error(
-                        out,
-                        "NOSCRIPT No matching script. Please use EVAL.",
-                    )
-                }
-            }
-        }
-        Kind::Eval { by_sha: false } => match compile(cache, &call.script) {
-            Ok(x) => x,
-            Err(e) => return crate::base::reply::error(out, &e),
-        },
-        Kind::Function => {
-            let name = String::from_utf8_lossy(&call.script).to_string();
-            match cache.libraries(&shared.engine).function(&name) {
-                Some(r) => (name, r.callback.clone(), Some(r.flags)),
-                None => return crate::base::reply::error(out, "ERR Function not found"),
-            }
-        }
+    let (name, f, flags) = match resolve(shared, cache, call) {
+        Ok(x) => x,
+        Err(e) => return crate::base::reply::error(out, &e),
     };
     let no_writes = flags.is_some_and(|f| f & functions::NO_WRITES != 0);
     if call.read_only && flags.is_some() && !no_writes {
@@ -79,23 +58,7 @@ pub(super) fn run(
     let function = call.kind == Kind::Function;
     let vm = if function { &cache.fvm } else { &cache.vm };
     vm.resp.store(2, Relaxed);
-    // The script's own client: the caller's database.
-    let mut me = ConnState {
-        db,
-        version: Version::Resp2,
-        handle: handle.clone(),
-        authenticated: true,
-        user: call.user.clone(),
-        multi: None,
-        pubsub: None,
-        watched: strata_engine::Watched::new(&shared.engine),
-        exec_ready: Some(deferred.clone()),
-        caching: None,
-        no_touch: false,
-        script: true,
-        script_keys: call.keys.clone(),
-        monitor: false,
-    };
+    let mut me = script_client(shared, db, handle, call, deferred);
     let result = (|| -> mlua::Result<(bool, Value)> {
         let lua = &vm.lua;
         let strings = |v: &[Bytes]| -> mlua::Result<mlua::Table> {
@@ -154,6 +117,72 @@ pub(super) fn run(
             Ok((ok, r.next().unwrap_or(Value::Nil)))
         })
     })();
+    reply(out, result, version, vm, &name, function);
+}
+
+/// The script or function `call` names: its name in errors, its code and
+/// its flags (None: an EVAL script without a shebang); else the error.
+fn resolve(
+    shared: &Shared,
+    cache: &mut crate::services::scripts::Cache,
+    call: &Call,
+) -> Result<(String, mlua::Function, Option<u8>), String> {
+    match call.kind {
+        Kind::Eval { by_sha: true } => {
+            let sha = String::from_utf8_lossy(&call.script).to_ascii_lowercase();
+            match cache.by_sha.get(&sha) {
+                Some((f, flags)) => Ok((sha, f.clone(), *flags)),
+                None => Err("NOSCRIPT No matching script. Please use EVAL.".into()),
+            }
+        }
+        Kind::Eval { by_sha: false } => compile(cache, &call.script),
+        Kind::Function => {
+            let name = String::from_utf8_lossy(&call.script).to_string();
+            match cache.libraries(&shared.engine).function(&name) {
+                Some(r) => Ok((name, r.callback.clone(), Some(r.flags))),
+                None => Err("ERR Function not found".into()),
+            }
+        }
+    }
+}
+
+/// The script's own client: the caller's database and user, RESP2, the
+/// keys it declared (client tracking), blocked clients served after it.
+fn script_client(
+    shared: &Shared,
+    db: usize,
+    handle: &Arc<crate::services::clients::ClientHandle>,
+    call: &Call,
+    deferred: &Deferred,
+) -> ConnState {
+    ConnState {
+        db,
+        version: Version::Resp2,
+        handle: handle.clone(),
+        authenticated: true,
+        user: call.user.clone(),
+        multi: None,
+        pubsub: None,
+        watched: strata_engine::Watched::new(&shared.engine),
+        exec_ready: Some(deferred.clone()),
+        caching: None,
+        no_touch: false,
+        script: true,
+        script_keys: call.keys.clone(),
+        monitor: false,
+    }
+}
+
+/// The script's result as its caller's reply: its value, or its error as
+/// Redis words it (`<message> script: <name>, on @user_script:<line>.`).
+fn reply(
+    out: &mut BytesMut,
+    result: mlua::Result<(bool, Value)>,
+    version: Version,
+    vm: &vm::Vm,
+    name: &str,
+    function: bool,
+) {
     let chunk = if function {
         "user_function"
     } else {
@@ -240,6 +269,10 @@ fn command(
     if deny_oom && spec.has(Flags::DENYOOM) {
         return err(OOM.as_bytes());
     }
+    // (A container's subcommand's arity, as Redis's table checks it.)
+    if let Err(e) = crate::registry::describe::subcommand_arity(spec.name, &argv) {
+        return err(e.as_bytes());
+    }
     if spec.has(Flags::WRITE) {
         shared.scripts.busy.wrote.store(true, Relaxed);
     }
@@ -266,7 +299,7 @@ fn run_command(
     argv: &[Bytes],
 ) -> BytesMut {
     let mut out = BytesMut::new();
-    match execute(shared, me, Some(spec), argv, &mut out) {
+    match execute(shared, me, spec, argv, &mut out) {
         Outcome::Pending { reply, .. } => futures::executor::block_on(reply),
         Outcome::Done | Outcome::Close | Outcome::Exec | Outcome::Eval => out,
     }

@@ -9,7 +9,6 @@ use super::gates::{self, Verdict};
 use super::guards::{evict_clients, is_http, over_output_limit, over_query_limit};
 use super::output::{drain, drain_watching, durable, flush, flush_some};
 use super::prefetch::{prefetch_pipeline, PREFETCH_MAX};
-use super::refusals::subscriber_refusal;
 use super::{
     client_reply, next_message, sleep_or_forever, ConnState, Parked, ReplyFuture, ReplyMode,
     ARGS_KEEP, MAX_PENDING,
@@ -21,7 +20,7 @@ use crate::exec::dispatch::execute;
 use crate::exec::{scripting, transaction};
 use crate::net::loops::{self, Resume, Served};
 use crate::net::stream::{Io, Stream};
-use crate::registry::Flags;
+use crate::registry::{Flags, Role};
 use crate::services::clients::buffers::{BufGauge, OutputWatch, BUFFER_KEEP};
 use bytes::{Bytes, BytesMut};
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -214,6 +213,7 @@ impl Client {
             backlog,
             gauge,
             args,
+            reply_mode,
             ..
         } = self;
         if b.ahead == 0 {
@@ -265,6 +265,7 @@ impl Client {
             }
         }
         let spec = crate::registry::lookup(&args[0]);
+        let silent = silenced(reply_mode, spec, args);
         let mut turn = gates::Turn {
             shared,
             conn,
@@ -277,13 +278,14 @@ impl Client {
             wrote: &mut b.wrote,
             gauge,
             inbuf,
+            silent,
         };
-        match gates::check(&mut turn).await {
-            Verdict::Run => {}
-            Verdict::Answered => return Request::Next,
-            Verdict::Close => return Request::Closed,
-        }
-        match self.command(spec, b).await {
+        let spec = match (gates::check(&mut turn).await, spec) {
+            (Verdict::Run, Some(spec)) => spec,
+            (Verdict::Close, _) => return Request::Closed,
+            (Verdict::Answered | Verdict::Run, _) => return Request::Next,
+        };
+        match self.command(spec, silent, b).await {
             Ran::Done => {}
             Ran::Answered => return Request::Next,
             Ran::Closed => return Request::Closed,
@@ -327,11 +329,12 @@ impl Client {
         Request::Next
     }
 
-    /// Runs a command that passed the gates: CLIENT REPLY's mode, RESP2's
-    /// subscriber context, MULTI's queue, then the command.
+    /// Runs a command that passed the gates (its reply dropped when
+    /// `silent`): MULTI's queue, or the command; then CLIENT REPLY's mode.
     async fn command(
         &mut self,
-        spec: Option<&'static crate::registry::CommandSpec>,
+        spec: &'static crate::registry::CommandSpec,
+        silent: bool,
         b: &mut Batch,
     ) -> Ran {
         let Client {
@@ -343,22 +346,7 @@ impl Client {
             args,
             ..
         } = self;
-        // CLIENT REPLY OFF / SKIP: this command's reply is dropped.
-        let silent = match *reply_mode {
-            ReplyMode::On => false,
-            ReplyMode::Off => true,
-            ReplyMode::Skip => {
-                *reply_mode = ReplyMode::On;
-                true
-            }
-        };
-        // CLIENT REPLY ON answers, whatever the mode was; so do the
-        // (un)subscribe confirmations, which Redis pushes past the
-        // reply mode (its CLIENT_PUSHING), as it does messages.
-        let sets_mode = client_reply(spec, args);
-        let silent = silent
-            && sets_mode != Some(ReplyMode::On)
-            && !spec.is_some_and(|s| s.has(Flags::PUBSUB) && s.name.contains("subscribe"));
+        let sets_mode = client_reply(Some(spec), args);
         let out_mark = out.len();
         let in_order = pending.is_empty();
         let mut scratch = BytesMut::new();
@@ -367,22 +355,13 @@ impl Client {
         } else {
             &mut scratch
         };
-        if let Some(refusal) = subscriber_refusal(conn, spec) {
-            if !silent {
-                reply::error(target, &refusal);
-            }
+        if conn.multi.is_some() && transaction::queue(conn, spec, args, target) {
             if !scratch.is_empty() {
                 pending.push_back(Box::pin(std::future::ready(scratch)));
             }
             return Ran::Answered;
         }
-        if conn.multi.is_some() && transaction::queue(shared, conn, spec, args, target) {
-            if !scratch.is_empty() {
-                pending.push_back(Box::pin(std::future::ready(scratch)));
-            }
-            return Ran::Answered;
-        }
-        if spec.is_some_and(|s| s.has(Flags::WRITE)) {
+        if spec.has(Flags::WRITE) {
             b.wrote = true;
         }
         match execute(shared, conn, spec, args, target) {
@@ -516,4 +495,27 @@ impl Client {
         };
         Served::Moved { stream, state, to }
     }
+}
+
+/// Whether a command's reply is dropped (CLIENT REPLY OFF, or SKIP for
+/// this one command, which the mode then leaves): CLIENT REPLY ON
+/// answers whatever the mode was, and so do the (un)subscribe
+/// confirmations, which Redis pushes past the reply mode (its
+/// CLIENT_PUSHING), as it does messages.
+fn silenced(
+    mode: &mut ReplyMode,
+    spec: Option<&'static crate::registry::CommandSpec>,
+    args: &[Bytes],
+) -> bool {
+    let silent = match *mode {
+        ReplyMode::On => false,
+        ReplyMode::Off => true,
+        ReplyMode::Skip => {
+            *mode = ReplyMode::On;
+            true
+        }
+    };
+    silent
+        && client_reply(spec, args) != Some(ReplyMode::On)
+        && !spec.is_some_and(|s| s.role == Role::Subscribe)
 }

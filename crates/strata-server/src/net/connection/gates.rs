@@ -1,36 +1,33 @@
-//! The checks a connection makes before a command runs, one function
-//! each, run in order by `check`. A new check (MOVED/ASK, READONLY on a
-//! replica) is one function here and one line in `check`.
-//!
-//! The order, and Redis's (`processCommand`): Redis answers an unknown
-//! command, a wrong arity, NOAUTH and an ACL denial first; those are
-//! `dispatch::GATES`, which run after these, when the command is
-//! dispatched (a command refused here is never looked at by them). Then
-//! Redis's order is OOM (and MISCONF), NOREPLICAS, RESP2's subscriber
-//! context, LOADING, BUSY, CLIENT PAUSE, MULTI's queue; here LOADING comes
-//! first (a server still loading refuses before it admits anything), and
-//! the subscriber context and MULTI's queue come after the pause and the
-//! busy script (`serve`).
+//! The checks before a client's command runs, one function each, run in
+//! Redis's order (`processCommand`) by `check`: first those of the
+//! command by its arguments (`exec::gates`: unknown command, arity,
+//! subcommand, NOAUTH, MULTI's `no_multi`, ACL), then those that ask the
+//! server's state: OOM (and MISCONF), NOREPLICAS, RESP2's subscriber
+//! context, LOADING, a busy script, CLIENT PAUSE. A new check (MOVED/ASK
+//! after the ACL, READONLY on a replica after NOREPLICAS) is one function
+//! here (or in `exec::gates`) and one line in `check`.
 //!
 //! Invariants:
 //! 1. A refusal is the command's reply, in its place among the pipeline's
 //!    replies (at once, or after the pending ones), and counts as a
-//!    processed command; inside MULTI it fails the transaction (EXEC's
-//!    refusal discards it), as `transaction::refuse` says.
+//!    processed command, a rejected call and an error reply (INFO
+//!    errorstats), as Redis's `rejectCommand`; inside MULTI it fails the
+//!    transaction (EXEC's refusal discards it), as `transaction::refuse`
+//!    says. Under CLIENT REPLY OFF or SKIP it is not sent.
 //! 2. A gate that waits (admission, CLIENT PAUSE, a busy script) first
 //!    lets the replies before it go out, so its client is never left
 //!    without answers it is owed while it waits.
 
 use super::backlog::Backlog;
 use super::output::{drain, durable, flush};
-use super::refusals::{admit, is_write, refuse_in_order};
+use super::refusals::{admit, is_write, subscriber_refusal};
 use super::ReplyFuture;
 use crate::base::reply;
 use crate::command::ConnState;
 use crate::command::Shared;
 use crate::exec::transaction;
 use crate::net::stream::Stream;
-use crate::registry::{CommandSpec, Flags};
+use crate::registry::{CommandSpec, Flags, Role};
 use crate::services::clients::buffers::BufGauge;
 use bytes::{Bytes, BytesMut};
 use futures::stream::FuturesOrdered;
@@ -53,6 +50,8 @@ pub(super) struct Turn<'a> {
     pub wrote: &'a mut bool,
     pub gauge: &'a mut BufGauge,
     pub inbuf: &'a BytesMut,
+    /// CLIENT REPLY OFF or SKIP: a refusal is not sent.
+    pub silent: bool,
 }
 
 /// What the gates decided.
@@ -66,18 +65,41 @@ pub(super) enum Verdict {
 }
 
 /// Runs the gates in order (module doc); the first that does not let the
-/// command pass decides.
+/// command pass decides. The command runs only if it is known.
 pub(super) async fn check(t: &mut Turn<'_>) -> Verdict {
-    if loading(t) || memory(t).await || no_replicas(t) {
+    if let Err(e) = crate::exec::gates::check(t.shared, t.conn, t.spec, t.args) {
+        refuse(t, &e);
+        return Verdict::Answered;
+    }
+    if memory(t).await || no_replicas(t) || subscriber_context(t) || loading(t) {
+        return Verdict::Answered;
+    }
+    if busy_script(t).await {
         return Verdict::Answered;
     }
     if !pause(t).await {
         return Verdict::Close;
     }
-    if busy_script(t).await {
-        return Verdict::Answered;
-    }
     Verdict::Run
+}
+
+/// Answers a command refused before it runs (module doc, invariant 1).
+fn refuse(t: &mut Turn<'_>, err: &str) {
+    t.shared.stats.commands_processed.add(1);
+    if let Some(spec) = t.spec {
+        t.shared.cmdstats.rejected(spec);
+    }
+    let mut refusal = BytesMut::new();
+    reply::error(&mut refusal, &transaction::refuse(t.conn, t.spec, err));
+    t.shared.errorstats.record(&refusal);
+    if t.silent {
+        return;
+    }
+    if t.pending.is_empty() {
+        t.out.extend_from_slice(&refusal);
+    } else {
+        t.pending.push_back(Box::pin(std::future::ready(refusal)));
+    }
 }
 
 /// LOADING: while the data set loads, only commands flagged `loading`.
@@ -85,8 +107,17 @@ fn loading(t: &mut Turn<'_>) -> bool {
     if !t.shared.engine.is_loading() || t.spec.is_none_or(|s| s.has(Flags::LOADING)) {
         return false;
     }
-    t.shared.stats.commands_processed.add(1);
-    refuse_in_order(t.conn, t.spec, reply::LOADING, t.pending, t.out);
+    refuse(t, reply::LOADING);
+    true
+}
+
+/// RESP2's subscriber context: only (P|S)(UN)SUBSCRIBE, PING, QUIT and
+/// RESET while the connection listens to anything.
+fn subscriber_context(t: &mut Turn<'_>) -> bool {
+    let Some(refusal) = subscriber_refusal(t.conn, t.spec) else {
+        return false;
+    };
+    refuse(t, &refusal);
     true
 }
 
@@ -96,7 +127,7 @@ fn loading(t: &mut Turn<'_>) -> bool {
 async fn memory(t: &mut Turn<'_>) -> bool {
     let args = t.args;
     let denyoom = match t.spec {
-        Some(s) if s.name == "exec" => transaction::has_denyoom(t.conn),
+        Some(s) if s.role == Role::Exec => transaction::has_denyoom(t.conn),
         Some(s) => {
             (s.has(Flags::DENYOOM) || crate::registry::describe::sub_is_denyoom(s.name, args))
                 && s.arity_ok(args.len())
@@ -120,12 +151,8 @@ async fn memory(t: &mut Turn<'_>) -> bool {
         return false;
     };
     // `admit` drained the pending replies: order is kept.
-    t.shared.stats.commands_processed.add(1);
     t.shared.stats.oom_rejections.fetch_add(1, Relaxed);
-    if let Some(spec) = t.spec {
-        t.shared.cmdstats.rejected(spec);
-    }
-    reply::error(t.out, &transaction::refuse(t.conn, t.spec, &refusal));
+    refuse(t, &refusal);
     true
 }
 
@@ -135,11 +162,7 @@ fn no_replicas(t: &mut Turn<'_>) -> bool {
     if !t.shared.no_good_replicas.load(Relaxed) || !is_write(t.conn, t.spec, t.args) {
         return false;
     }
-    t.shared.stats.commands_processed.add(1);
-    if let Some(spec) = t.spec {
-        t.shared.cmdstats.rejected(spec);
-    }
-    refuse_in_order(t.conn, t.spec, reply::NOREPLICAS, t.pending, t.out);
+    refuse(t, reply::NOREPLICAS);
     true
 }
 
@@ -150,15 +173,8 @@ async fn pause(t: &mut Turn<'_>) -> bool {
         return true;
     }
     let write = match t.spec {
-        Some(s) if s.name == "exec" => transaction::has_write(t.conn),
-        Some(s)
-            if matches!(
-                s.name,
-                "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-            ) =>
-        {
-            t.shared.scripts.may_write(s.name, t.args)
-        }
+        Some(s) if s.role == Role::Exec => transaction::has_write(t.conn),
+        Some(s) if s.role == Role::Script => t.shared.scripts.may_write(s.name, t.args),
         Some(s) => s.has(Flags::WRITE) || s.has(Flags::MAY_REPLICATE),
         None => false,
     };
@@ -181,24 +197,15 @@ async fn pause(t: &mut Turn<'_>) -> bool {
 }
 
 /// BUSY: while a script runs, wait for it, or answer BUSY past the
-/// threshold (never block a loop on the shards it holds). An
-/// unauthenticated client gets NOAUTH first, as in Redis.
+/// threshold (never block a loop on the shards it holds).
 async fn busy_script(t: &mut Turn<'_>) -> bool {
     let shared = t.shared;
     if !shared.scripts.busy.running()
-        || !t.conn.authenticated
         || crate::services::scripts::allowed_while_busy(t.spec, t.args)
         || shared.scripts.busy.wait().await
     {
         return false;
     }
-    let mut busy = BytesMut::new();
-    let message = shared.scripts.busy.message();
-    reply::error(&mut busy, &transaction::refuse(t.conn, t.spec, message));
-    if t.pending.is_empty() {
-        t.out.extend_from_slice(&busy);
-    } else {
-        t.pending.push_back(Box::pin(std::future::ready(busy)));
-    }
+    refuse(t, shared.scripts.busy.message());
     true
 }

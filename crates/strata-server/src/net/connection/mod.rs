@@ -145,7 +145,10 @@ fn client_reply(
     spec: Option<&crate::registry::CommandSpec>,
     args: &[bytes::Bytes],
 ) -> Option<ReplyMode> {
-    if spec?.name != "client" || args.len() != 3 || !args[1].eq_ignore_ascii_case(b"reply") {
+    if spec?.role != crate::registry::Role::Client
+        || args.len() != 3
+        || !args[1].eq_ignore_ascii_case(b"reply")
+    {
         return None;
     }
     let a = &args[2];

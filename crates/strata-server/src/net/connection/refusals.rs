@@ -1,7 +1,7 @@
-//! What refuses a command before it runs, in its place among a
-//! pipeline's replies: LOADING, NOREPLICAS (`min-replicas-to-write`
-//! without replicas), OOM or MISCONF (`admit`), and RESP2's subscriber
-//! mode.
+//! What the gates (`gates`) ask before they refuse a command: whether it
+//! writes (`is_write`, as NOREPLICAS and CLIENT PAUSE count writes), its
+//! admission under the memory limits (`admit`: OOM or MISCONF), and
+//! RESP2's subscriber context (`subscriber_refusal`).
 
 use super::output::drain;
 use super::ReplyFuture;
@@ -9,7 +9,7 @@ use crate::base::reply;
 use crate::command::ConnState;
 use crate::command::Shared;
 use crate::exec::transaction;
-use crate::registry::Flags;
+use crate::registry::{Flags, Role};
 use bytes::{Bytes, BytesMut};
 use futures::stream::FuturesOrdered;
 use std::sync::Arc;
@@ -25,27 +25,9 @@ pub(super) fn is_write(
     args: &[Bytes],
 ) -> bool {
     match spec {
-        Some(s) if s.name == "exec" => transaction::has_write(conn),
+        Some(s) if s.role == Role::Exec => transaction::has_write(conn),
         Some(s) => s.has(Flags::WRITE) && s.arity_ok(args.len()),
         None => false,
-    }
-}
-
-/// Answers a command refused before it runs (LOADING, NOREPLICAS) in its
-/// place among the replies: at once, or after the pending ones.
-pub(super) fn refuse_in_order(
-    conn: &mut ConnState,
-    spec: Option<&'static crate::registry::CommandSpec>,
-    err: &str,
-    pending: &mut FuturesOrdered<ReplyFuture>,
-    out: &mut BytesMut,
-) {
-    let mut refusal = BytesMut::new();
-    reply::error(&mut refusal, &transaction::refuse(conn, spec, err));
-    if pending.is_empty() {
-        out.extend_from_slice(&refusal);
-    } else {
-        pending.push_back(Box::pin(std::future::ready(refusal)));
     }
 }
 
@@ -79,18 +61,7 @@ pub(super) fn subscriber_refusal(
     if conn.version != Version::Resp2 || !conn.pubsub.as_ref().is_some_and(|l| l.active()) {
         return None;
     }
-    let allowed = [
-        "subscribe",
-        "unsubscribe",
-        "psubscribe",
-        "punsubscribe",
-        "ssubscribe",
-        "sunsubscribe",
-        "ping",
-        "quit",
-        "reset",
-    ];
-    if allowed.contains(&spec.name) {
+    if matches!(spec.role, Role::Subscribe | Role::Ping | Role::Session) {
         return None;
     }
     Some(format!(

@@ -138,16 +138,10 @@ impl Busy {
     }
 }
 
-/// Whether a command runs while a script is busy (SCRIPT KILL, FUNCTION
-/// KILL and STATS, SHUTDOWN, and those flagged `allow_busy`, as in Redis).
+/// Whether a command runs while a script is busy: those Redis flags
+/// `allow_busy` (AUTH, SHUTDOWN ...), and the subcommands it flags so
+/// (SCRIPT KILL, FUNCTION KILL and STATS).
 pub fn allowed_while_busy(spec: Option<&CommandSpec>, args: &[Bytes]) -> bool {
     let Some(spec) = spec else { return true };
-    let sub = |s: &str| {
-        args.get(1)
-            .is_some_and(|a| a.eq_ignore_ascii_case(s.as_bytes()))
-    };
-    spec.has(Flags::ALLOW_BUSY)
-        || spec.name == "shutdown"
-        || (spec.name == "script" && sub("kill"))
-        || (spec.name == "function" && (sub("kill") || sub("stats")))
+    spec.has(Flags::ALLOW_BUSY) || crate::registry::describe::sub_allows_busy(spec.name, args)
 }
