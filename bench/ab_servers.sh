@@ -16,6 +16,9 @@
 #   N (400000)  PIPELINE (16)  CLIENTS (50)  RUNS (3)
 #   STRATA_ARGS  extra strata-server options (default --appendonly no)
 #   REDIS_ARGS   extra redis-server options (after --appendonly no)
+#   SETUP     a redis-cli command run on each fresh server before the
+#             benchmark (e.g. SETUP="SCRIPT LOAD 'return 1'" for
+#             CMD="EVALSHA e0e1f9fabfc9d4800c877a703b823ac0578ff8db 0")
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -54,6 +57,9 @@ for run in $(seq "$RUNS"); do
             STRATA_BIN=$srv start_strata "$port" "$(bench_tmpdir strata)" --maxmemory-ram 4gb $STRATA_ARGS
         fi
         pid=$LAST_PID
+        if [ -n "${SETUP:-}" ]; then
+            eval "redis-cli -h 127.0.0.1 -p $port $SETUP" >/dev/null
+        fi
         if [ -n "$CMD" ]; then
             # No globbing of CMD's words (XADD's `*` id).
             set -f

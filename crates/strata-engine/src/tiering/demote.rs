@@ -74,29 +74,48 @@ pub(super) struct Progress {
     pub(super) scanned: usize,
 }
 
-/// Demotes about one write chunk of values.
+/// What one demotion step gathers as its hand walks: the values and the
+/// chunked collections' parts it picked, and its counts.
+#[derive(Default)]
+struct Pass {
+    victims: Vec<Victim>,
+    keys: Keys,
+    chunk_victims: Vec<(u16, Box<[u8]>, ChunkedState)>,
+    /// Victims of the database being walked whose explicit CAS is looked
+    /// up after its walk.
+    with_cas: Vec<usize>,
+    /// Dirty values were left to the journal: wake it.
+    journal_due: bool,
+    /// Bytes picked to write.
+    bytes: usize,
+    /// Values that left RAM without I/O.
+    freed: usize,
+    /// Eligible values that got a second chance this time: not "stuck".
+    spared: usize,
+    scanned: usize,
+    /// RAM to free (to the low watermark): a chunked collection's hand
+    /// stops once its freed and picked parts cover what is left of it.
+    to_free: usize,
+    /// `tiering-min-value-size`: shorter values never move.
+    min: usize,
+}
+
+/// Demotes about one write chunk of values: the hand walks the shards'
+/// databases picking victims (`Pass::walk`), then they are written and
+/// published (`Pass::write`).
 pub(super) fn demote_chunk(
     inner: &Inner,
     writer: &mut SegmentWriter,
     next_shard: &mut usize,
 ) -> Result<Progress, AppendError> {
-    let min = inner.tun.min_value_size.load(Relaxed) as usize;
     let nshards = inner.shards.len();
-    let mut victims: Vec<Victim> = Vec::new();
-    let mut keys = Keys::default();
-    let mut chunk_victims: Vec<(u16, Box<[u8]>, ChunkedState)> = Vec::new();
-    // Dirty values were left to the journal: wake it.
-    let mut journal_due = false;
-    let mut bytes = 0usize;
-    let mut freed = 0usize;
-    // Eligible values that got a second chance this time: not "stuck".
-    let mut spared = 0usize;
-    let mut scanned = 0usize;
-    // RAM to free (to the low watermark): a chunked collection's hand
-    // stops once its freed and picked parts cover what is left of it.
-    let mut to_free = inner.ram_used().saturating_sub(inner.tun.low_watermark()) as usize;
+    let mut pass = Pass {
+        to_free: inner.ram_used().saturating_sub(inner.tun.low_watermark()) as usize,
+        min: inner.tun.min_value_size.load(Relaxed) as usize,
+        ..Pass::default()
+    };
     for _ in 0..nshards * 2 {
-        if bytes >= inner.write_chunk {
+        if pass.bytes >= inner.write_chunk {
             break;
         }
         let si = *next_shard % nshards;
@@ -104,204 +123,252 @@ pub(super) fn demote_chunk(
         let mut guard = inner.shards[si].lock();
         let sh = &mut *guard;
         for db in 0..sh.dbs.len() {
-            let len = sh.dbs[db].len();
-            if len == 0 || bytes >= inner.write_chunk {
+            if sh.dbs[db].is_empty() || pass.bytes >= inner.write_chunk {
                 continue;
             }
-            let mut hand = sh.hand[db];
-            // Victims whose explicit CAS is looked up after the scan.
-            let mut with_cas = Vec::new();
-            let mut steps = HAND_STEP.min(len);
-            // The next boxed positions ahead of the hand, their buckets
-            // and boxes prefetched together (each box is a cache miss of
-            // its own: visited one by one, they were 40% of this thread).
-            let mut window = [0usize; WINDOW];
-            let (mut wn, mut wi) = (0, 0);
-            while steps > 0 {
-                if hand >= len {
-                    hand = 0;
-                }
-                if wi == wn {
-                    // Packed entries are cold: the hand passes them
-                    // through the map's bits, without reading buckets.
-                    let end = len.min(hand + steps);
-                    let m = &sh.dbs[db];
-                    (wn, wi) = (0, 0);
-                    let mut p = hand;
-                    while wn < WINDOW {
-                        let Some(q) = m.next_boxed(p, end) else {
-                            break;
-                        };
-                        window[wn] = q;
-                        wn += 1;
-                        p = q + 1;
-                    }
-                    if wn == 0 {
-                        scanned += end - hand;
-                        steps -= end - hand;
-                        hand = end;
-                        continue;
-                    }
-                    for &q in &window[..wn] {
-                        m.prefetch(q, false);
-                    }
-                    for &q in &window[..wn] {
-                        m.prefetch(q, true);
-                    }
-                }
-                let i = window[wi];
-                wi += 1;
-                scanned += i + 1 - hand;
-                steps -= i + 1 - hand;
-                hand = i + 1;
-                // A packed entry is cold: nothing to do (and no boxing it
-                // to look). A boxed cold one is packed if it can be.
-                match sh.dbs[db].boxed_at(i) {
-                    None if i < len => continue,
-                    Some(e) if matches!(e.slot, Slot::Cold(_)) => {
-                        sh.dbs[db].pack(i);
-                        continue;
-                    }
-                    _ => {}
-                }
-                let Some((k, e)) = sh.dbs[db].get_index_mut(i) else {
-                    break;
-                };
-                if matches!(e.slot, Slot::Chunked(_)) {
-                    let want = to_free
-                        .saturating_sub(bytes)
-                        .max(crate::types::chunked::CHUNK_MAX);
-                    let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled);
-                    if step.journal_due {
-                        inner.journal.kick();
-                    }
-                    to_free = to_free.saturating_sub(step.freed_bytes);
-                    spared += step.spared;
-                    freed += step.freed;
-                    // Each part in RAM counts as an entry examined.
-                    scanned += step.examined;
-                    if let Some(st) = step.write {
-                        e.flags |= F_STASHING;
-                        bytes += st
-                            .parts
-                            .iter()
-                            .map(|p| p.value.len() + k.len() + 32)
-                            .sum::<usize>();
-                        chunk_victims.push((inner.dbmap.id(db), Box::<[u8]>::from(k), st));
-                    }
-                    if bytes >= inner.write_chunk {
+            pass.walk(inner, sh, si, db);
+        }
+    }
+    if pass.journal_due {
+        inner.journal.kick();
+    }
+    pass.write(inner, writer)
+}
+
+/// What the hand does next after an entry.
+enum Step {
+    Next,
+    /// The chunk is full.
+    Full,
+}
+
+impl Pass {
+    /// Moves the hand of `db` in shard `si` over up to `HAND_STEP`
+    /// entries, picking victims.
+    fn walk(&mut self, inner: &Inner, sh: &mut crate::index::Shard, si: usize, db: usize) {
+        let len = sh.dbs[db].len();
+        let mut hand = sh.hand[db];
+        self.with_cas.clear();
+        let mut steps = HAND_STEP.min(len);
+        // The next boxed positions ahead of the hand, their buckets and
+        // boxes prefetched together (each box is a cache miss of its own:
+        // visited one by one, they were 40% of this thread).
+        let mut window = [0usize; WINDOW];
+        let (mut wn, mut wi) = (0, 0);
+        while steps > 0 {
+            if hand >= len {
+                hand = 0;
+            }
+            if wi == wn {
+                // Packed entries are cold: the hand passes them through
+                // the map's bits, without reading buckets.
+                let end = len.min(hand + steps);
+                let m = &sh.dbs[db];
+                (wn, wi) = (0, 0);
+                let mut p = hand;
+                while wn < WINDOW {
+                    let Some(q) = m.next_boxed(p, end) else {
                         break;
-                    }
+                    };
+                    window[wn] = q;
+                    wn += 1;
+                    p = q + 1;
+                }
+                if wn == 0 {
+                    self.scanned += end - hand;
+                    steps -= end - hand;
+                    hand = end;
                     continue;
                 }
-                if !matches!(e.slot, Slot::Hot(_)) || e.flags & F_STASHING != 0 {
-                    continue;
+                for &q in &window[..wn] {
+                    m.prefetch(q, false);
                 }
-                // A string's length is in the entry: no visit to its value
-                // (a cache miss per entry the hand passes) unless it goes.
-                let len = match (&e.slot, e.value_type()) {
-                    (_, crate::ValueType::String) => e.value_len as usize,
-                    (Slot::Hot(h), _) => h.value.len(),
-                    _ => 0,
-                };
-                if len < min.max(1) {
-                    continue;
-                }
-                if e.flags & F_REFERENCED != 0 {
-                    e.flags &= !F_REFERENCED;
-                    spared += 1;
-                    continue;
-                }
-                let Slot::Hot(h) = &e.slot else {
-                    continue;
-                };
-                if let Some(loc) = h.backing {
-                    // A clean copy is on flash: drop the RAM copy, no I/O.
-                    e.replace_slot(&mut sh.acct, Slot::Cold(loc));
-                    sh.dbs[db].pack(i);
-                    Stats::inc(&inner.stats.free_demotions);
-                    freed += 1;
-                    continue;
-                }
-                if inner.journal.enabled {
-                    // The journal writes it (soon: it is noted); a record
-                    // written here could carry one key of a transaction
-                    // ahead of the others' (journal invariant 7). Once
-                    // journaled, it is demoted without I/O.
-                    spared += 1;
-                    journal_due = true;
-                    continue;
-                }
-                e.flags |= F_STASHING;
-                bytes += h.value.len() + k.len() + 32;
-                if e.flags & F_EXPLICIT_CAS != 0 {
-                    with_cas.push(victims.len());
-                }
-                victims.push(Victim {
-                    shard: si,
-                    pos: i,
-                    db: inner.dbmap.id(db),
-                    key: keys.push(k),
-                    value: h.value.to_bytes(),
-                    version: e.version,
-                    expire_at_ms: e.expire_at_ms,
-                    meta: ItemMeta {
-                        client_flags: e.client_flags,
-                        explicit_cas: None,
-                        stale: e.flags & F_STALE != 0,
-                        vtype: e.value_type(),
-                    },
-                    loc: None,
-                });
-                if bytes >= inner.write_chunk {
-                    break;
+                for &q in &window[..wn] {
+                    m.prefetch(q, true);
                 }
             }
-            sh.hand[db] = hand;
-            for i in with_cas {
-                let v = &mut victims[i];
-                let key = keys.of(v);
-                if let Some(e) = sh.dbs[db].get(key) {
-                    v.meta = sh.item_meta(db, key, &e);
-                }
+            let i = window[wi];
+            wi += 1;
+            self.scanned += i + 1 - hand;
+            steps -= i + 1 - hand;
+            hand = i + 1;
+            match self.entry(inner, sh, si, db, i) {
+                Some(Step::Next) => {}
+                Some(Step::Full) | None => break,
+            }
+        }
+        sh.hand[db] = hand;
+        for &i in &self.with_cas {
+            let v = &mut self.victims[i];
+            let key = self.keys.of(v);
+            if let Some(e) = sh.dbs[db].get(key) {
+                v.meta = sh.item_meta(db, key, &e);
             }
         }
     }
-    if journal_due {
-        inner.journal.kick();
+
+    /// The hand at entry `i` of `db`: a cold boxed one packed, a chunked
+    /// collection's parts demoted, a referenced one spared, a clean one
+    /// dropped, a dirty one picked (or left to the journal). None when
+    /// the map ends before `i`.
+    #[inline]
+    fn entry(
+        &mut self,
+        inner: &Inner,
+        sh: &mut crate::index::Shard,
+        si: usize,
+        db: usize,
+        i: usize,
+    ) -> Option<Step> {
+        let len = sh.dbs[db].len();
+        // A packed entry is cold: nothing to do (and no boxing it to
+        // look). A boxed cold one is packed if it can be.
+        match sh.dbs[db].boxed_at(i) {
+            None if i < len => return Some(Step::Next),
+            Some(e) if matches!(e.slot, Slot::Cold(_)) => {
+                sh.dbs[db].pack(i);
+                return Some(Step::Next);
+            }
+            _ => {}
+        }
+        let (k, e) = sh.dbs[db].get_index_mut(i)?;
+        let full = |bytes: usize| {
+            if bytes >= inner.write_chunk {
+                Step::Full
+            } else {
+                Step::Next
+            }
+        };
+        if matches!(e.slot, Slot::Chunked(_)) {
+            let want = self
+                .to_free
+                .saturating_sub(self.bytes)
+                .max(crate::types::chunked::CHUNK_MAX);
+            let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled);
+            if step.journal_due {
+                inner.journal.kick();
+            }
+            self.to_free = self.to_free.saturating_sub(step.freed_bytes);
+            self.spared += step.spared;
+            self.freed += step.freed;
+            // Each part in RAM counts as an entry examined.
+            self.scanned += step.examined;
+            if let Some(st) = step.write {
+                e.flags |= F_STASHING;
+                self.bytes += st
+                    .parts
+                    .iter()
+                    .map(|p| p.value.len() + k.len() + 32)
+                    .sum::<usize>();
+                self.chunk_victims
+                    .push((inner.dbmap.id(db), Box::<[u8]>::from(k), st));
+            }
+            return Some(full(self.bytes));
+        }
+        if !matches!(e.slot, Slot::Hot(_)) || e.flags & F_STASHING != 0 {
+            return Some(Step::Next);
+        }
+        // A string's length is in the entry: no visit to its value (a
+        // cache miss per entry the hand passes) unless it goes.
+        let vlen = match (&e.slot, e.value_type()) {
+            (_, crate::ValueType::String) => e.value_len as usize,
+            (Slot::Hot(h), _) => h.value.len(),
+            _ => 0,
+        };
+        if vlen < self.min.max(1) {
+            return Some(Step::Next);
+        }
+        if e.flags & F_REFERENCED != 0 {
+            e.flags &= !F_REFERENCED;
+            self.spared += 1;
+            return Some(Step::Next);
+        }
+        let Slot::Hot(h) = &e.slot else {
+            return Some(Step::Next);
+        };
+        if let Some(loc) = h.backing {
+            // A clean copy is on flash: drop the RAM copy, no I/O.
+            e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+            sh.dbs[db].pack(i);
+            Stats::inc(&inner.stats.free_demotions);
+            self.freed += 1;
+            return Some(Step::Next);
+        }
+        if inner.journal.enabled {
+            // The journal writes it (soon: it is noted); a record written
+            // here could carry one key of a transaction ahead of the
+            // others' (journal invariant 7). Once journaled, it is demoted
+            // without I/O.
+            self.spared += 1;
+            self.journal_due = true;
+            return Some(Step::Next);
+        }
+        e.flags |= F_STASHING;
+        self.bytes += h.value.len() + k.len() + 32;
+        if e.flags & F_EXPLICIT_CAS != 0 {
+            self.with_cas.push(self.victims.len());
+        }
+        self.victims.push(Victim {
+            shard: si,
+            pos: i,
+            db: inner.dbmap.id(db),
+            key: self.keys.push(k),
+            value: h.value.to_bytes(),
+            version: e.version,
+            expire_at_ms: e.expire_at_ms,
+            meta: ItemMeta {
+                client_flags: e.client_flags,
+                explicit_cas: None,
+                stale: e.flags & F_STALE != 0,
+                vtype: e.value_type(),
+            },
+            loc: None,
+        });
+        Some(full(self.bytes))
     }
-    let chunks_moved = if chunk_victims.is_empty() {
-        Ok(0)
-    } else {
-        // Parts written but changed before they could be published stay in
-        // RAM (dirty): the next pass writes them again, so they count as
-        // spared, not as a reason to call demotion stuck.
-        let picked: usize = chunk_victims.iter().map(|(_, _, st)| st.parts.len()).sum();
-        write_chunk_victims(inner, writer, &chunk_victims).inspect(|&n| {
-            spared += picked.saturating_sub(n);
-        })
-    };
-    Stats::add(&inner.stats.demotion_scanned, scanned as u64);
-    if victims.is_empty() {
-        return chunks_moved.map(|n| Progress {
-            moved: freed + n,
+
+    /// Writes what the walk picked and publishes it: the chunked
+    /// collections' parts, then the values.
+    fn write(mut self, inner: &Inner, writer: &mut SegmentWriter) -> Result<Progress, AppendError> {
+        let chunks_moved = if self.chunk_victims.is_empty() {
+            Ok(0)
+        } else {
+            // Parts written but changed before they could be published
+            // stay in RAM (dirty): the next pass writes them again, so they
+            // count as spared, not as a reason to call demotion stuck.
+            let picked: usize = self
+                .chunk_victims
+                .iter()
+                .map(|(_, _, st)| st.parts.len())
+                .sum();
+            let spared = &mut self.spared;
+            write_chunk_victims(inner, writer, &self.chunk_victims).inspect(|&n| {
+                *spared += picked.saturating_sub(n);
+            })
+        };
+        Stats::add(&inner.stats.demotion_scanned, self.scanned as u64);
+        let (spared, scanned) = (self.spared, self.scanned);
+        if self.victims.is_empty() {
+            return chunks_moved.map(|n| Progress {
+                moved: self.freed + n,
+                spared,
+                scanned,
+            });
+        }
+        let freed = self.freed + chunks_moved?;
+        inner
+            .stats
+            .pending_stashes
+            .store(self.victims.len() as u64, Relaxed);
+        let result = write_victims(inner, writer, &mut self.victims, &self.keys);
+        inner.stats.pending_stashes.store(0, Relaxed);
+        let published = publish(inner, &self.victims, &self.keys);
+        result.map(|()| Progress {
+            moved: published + freed,
             spared,
             scanned,
-        });
+        })
     }
-    let freed = freed + chunks_moved?;
-    inner
-        .stats
-        .pending_stashes
-        .store(victims.len() as u64, Relaxed);
-    let result = write_victims(inner, writer, &mut victims, &keys);
-    inner.stats.pending_stashes.store(0, Relaxed);
-    let published = publish(inner, &victims, &keys);
-    result.map(|()| Progress {
-        moved: published + freed,
-        spared,
-        scanned,
-    })
 }
 
 /// What the hand did to one chunked collection.

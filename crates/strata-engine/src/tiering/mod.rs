@@ -31,6 +31,10 @@ use std::time::{Duration, Instant};
 /// How long demotion must have rested before active defragmentation runs.
 const DEFRAG_AFTER_DEMOTION: Duration = Duration::from_secs(1);
 
+/// The background thread: each turn its housekeeping (expiry, sparse
+/// maps, checkpoints, defragmentation: `housekeeping`), demotion between
+/// the watermarks (`demote`), the collector (`collect`), then a rest
+/// until woken or the next tick when nothing was done.
 pub(crate) fn run_background(inner: &Inner) {
     /// Tells the journal this thread is done, however it ends.
     struct Done<'a>(&'a Inner);
@@ -41,149 +45,39 @@ pub(crate) fn run_background(inner: &Inner) {
         }
     }
     let _done = Done(inner);
-    let mut gc = collector::Collector::default();
-    let mut defrag = defrag::Defrag::default();
     let tick = Duration::from_millis(1000 / inner.hz as u64);
-    let mut last_sweep = Instant::now();
-    let mut next_shard = 0usize;
-    let mut demoting = false;
-    // When demotion last ran (active defragmentation waits for it).
-    let mut last_demoting = Instant::now();
-    // After a failed or fruitless demotion: not before this instant again.
-    let mut retry_at: Option<Instant> = None;
-    // Entries the hands examined since demotion last made progress.
-    let mut idle_scanned = 0usize;
-    // When a look last found nothing in RAM that could move (module doc).
-    let mut nothing_since: Option<Instant> = None;
+    let mut bg = Background {
+        gc: collector::Collector::default(),
+        defrag: defrag::Defrag::default(),
+        tick,
+        last_sweep: Instant::now(),
+        next_shard: 0,
+        demoting: false,
+        last_demoting: Instant::now(),
+        retry_at: None,
+        idle_scanned: 0,
+        nothing_since: None,
+    };
     while !inner.shutdown.load(Ordering::Acquire) {
         let mut busy = inner.release_buried();
-        if last_sweep.elapsed() >= tick {
-            if inner.tun.active_expire.load(Ordering::Relaxed) {
-                let t0 = Instant::now();
-                let removed = inner.sweep_expired(1000);
-                let ms = t0.elapsed().as_millis() as u64;
-                // (A cycle that expired nothing only waited for shards a
-                // command held: no expiry spike.)
-                if let (Some(sink), true) = (&inner.latency_sink, ms > 0 && removed > 0) {
-                    sink("expire-cycle", ms);
-                }
-            }
-            inner.shrink_sparse_maps();
-            inner.maybe_checkpoint();
-            // Not while demotion runs, nor in the pauses of a steady
-            // stream of writes to flash: writes then refill the room it
-            // frees (and a moved value may be the next to go).
-            if !demoting && last_demoting.elapsed() >= DEFRAG_AFTER_DEMOTION {
-                defrag.tick(inner);
-            }
-            last_sweep = Instant::now();
+        if bg.last_sweep.elapsed() >= tick {
+            bg.housekeeping(inner);
+            bg.last_sweep = Instant::now();
         }
         let ram = inner.ram_used();
-        if ram > inner.tun.high_watermark() && retry_at.is_none_or(|t| Instant::now() >= t) {
-            retry_at = None;
+        if ram > inner.tun.high_watermark() && bg.retry_at.is_none_or(|t| Instant::now() >= t) {
+            bg.retry_at = None;
             if inner.ram_parts().hot_bytes == 0 && !inner.journal.busy() {
                 // Nothing in RAM can go to flash: once confirmed, writers
                 // are refused (or evict) at once, and no pass runs until
                 // the next tick.
-                confirm_nothing(inner, &mut nothing_since, &mut retry_at, tick);
+                confirm_nothing(inner, &mut bg.nothing_since, &mut bg.retry_at, tick);
             } else {
-                demoting = true;
+                bg.demoting = true;
             }
         }
-        if demoting {
-            if ram < inner.tun.low_watermark() {
-                demoting = false;
-                nothing_since = None;
-                inner.demotion_stuck.store(false, Relaxed);
-            } else {
-                // On failure, demotion pauses for a tick instead of spinning.
-                let mut pause = |d: Duration| {
-                    inner.demotion_stuck.store(true, Relaxed);
-                    retry_at = Some(Instant::now() + d);
-                };
-                last_demoting = Instant::now();
-                let demoted = demote_chunk(inner, &mut inner.writer.lock(), &mut next_shard);
-                match demoted {
-                    Ok(p) if p.moved + p.spared == 0 => {
-                        // Stuck only once the hands passed every key without
-                        // finding anything: waiting writers would wait forever.
-                        // Not while the journal has a batch in hand: its
-                        // captured values are RAM it gives back when the
-                        // batch is written (and the values it publishes can
-                        // then leave RAM without I/O), so writers wait.
-                        idle_scanned += p.scanned;
-                        if idle_scanned < inner.key_count() {
-                            busy = true;
-                        } else {
-                            idle_scanned = 0;
-                            // Set before the look: a batch that ends
-                            // meanwhile still wakes this thread.
-                            inner.demotion_awaits_journal.store(true, Relaxed);
-                            if !inner.journal.busy() {
-                                inner.demotion_awaits_journal.store(false, Relaxed);
-                                confirm_nothing(inner, &mut nothing_since, &mut retry_at, tick);
-                                demoting = false;
-                            }
-                        }
-                    }
-                    Ok(_) => {
-                        idle_scanned = 0;
-                        nothing_since = None;
-                        inner.demotion_stuck.store(false, Relaxed);
-                        inner.flash_full.store(false, Relaxed);
-                        busy = true;
-                    }
-                    Err(AppendError::Full) => {
-                        // Garbage the collector can reclaim is room that is
-                        // coming: writers wait for it (backpressure) rather
-                        // than being refused.
-                        inner.flash_full.store(true, Relaxed);
-                        if inner.collectable.load(Relaxed) >= inner.segment_size {
-                            retry_at = Some(Instant::now() + Duration::from_millis(5));
-                            busy = true;
-                        } else {
-                            pause(tick);
-                            if inner.tun.eviction().evicts_segments() {
-                                busy |= gc.evict_oldest_segment(inner, &inner.writer.lock());
-                            }
-                        }
-                        demoting = false;
-                    }
-                    Err(AppendError::Io(e)) => {
-                        Stats::inc(&inner.stats.write_errors);
-                        tracing::error!("flash write failed: {e}");
-                        pause(Duration::from_secs(1));
-                        demoting = false;
-                    }
-                }
-            }
-            inner.room.notify_waiters();
-        } else if ram <= inner.tun.maxmemory_ram.load(Relaxed) {
-            nothing_since = None;
-            inner.demotion_stuck.store(false, Relaxed);
-        }
-        if inner.journal.status() == crate::log::journal::LogStatus::Full
-            && inner.collectable.load(Relaxed) < inner.segment_size
-            && inner.tun.eviction().evicts_segments()
-        {
-            // The journal cannot write and there is no garbage: evict.
-            busy |= gc.evict_oldest_segment(inner, &inner.writer.lock());
-        }
-        // While the log holds more garbage than live data (a write rate
-        // the collector's one slice per turn does not keep up with), it
-        // gets several slices per turn.
-        let slices = if inner.reclaimable() > inner.flash_live_bytes.get() {
-            GC_SLICES_BEHIND
-        } else {
-            1
-        };
-        for _ in 0..slices {
-            let did = gc.step(inner, &mut inner.writer.lock());
-            busy |= did;
-            if !did {
-                break;
-            }
-        }
+        busy |= bg.demote(inner, ram);
+        busy |= bg.collect(inner);
         if !busy {
             inner.room.notify_waiters();
             let (lock, cv) = &inner.wake;
@@ -196,6 +90,163 @@ pub(crate) fn run_background(inner: &Inner) {
     }
     inner.release_buried();
     let _ = inner.writer.lock().flush();
+}
+
+/// The background thread's state between turns.
+struct Background {
+    gc: collector::Collector,
+    defrag: defrag::Defrag,
+    tick: Duration,
+    last_sweep: Instant,
+    next_shard: usize,
+    demoting: bool,
+    /// When demotion last ran (active defragmentation waits for it).
+    last_demoting: Instant,
+    /// After a failed or fruitless demotion: not before this instant again.
+    retry_at: Option<Instant>,
+    /// Entries the hands examined since demotion last made progress.
+    idle_scanned: usize,
+    /// When a look last found nothing in RAM that could move (module doc).
+    nothing_since: Option<Instant>,
+}
+
+impl Background {
+    /// Once a tick: active expiry, shrinking sparse maps, a due
+    /// checkpoint, and defragmentation while demotion rests.
+    fn housekeeping(&mut self, inner: &Inner) {
+        if inner.tun.active_expire.load(Ordering::Relaxed) {
+            let t0 = Instant::now();
+            let removed = inner.sweep_expired(1000);
+            let ms = t0.elapsed().as_millis() as u64;
+            // (A cycle that expired nothing only waited for shards a
+            // command held: no expiry spike.)
+            if let (Some(sink), true) = (&inner.latency_sink, ms > 0 && removed > 0) {
+                sink("expire-cycle", ms);
+            }
+        }
+        inner.shrink_sparse_maps();
+        inner.maybe_checkpoint();
+        // Not while demotion runs, nor in the pauses of a steady
+        // stream of writes to flash: writes then refill the room it
+        // frees (and a moved value may be the next to go).
+        if !self.demoting && self.last_demoting.elapsed() >= DEFRAG_AFTER_DEMOTION {
+            self.defrag.tick(inner);
+        }
+    }
+
+    /// A chunk of demotion while RAM is between the watermarks (or its
+    /// end below the low one); true when it did work.
+    fn demote(&mut self, inner: &Inner, ram: u64) -> bool {
+        let mut busy = false;
+        if self.demoting {
+            if ram < inner.tun.low_watermark() {
+                self.demoting = false;
+                self.nothing_since = None;
+                inner.demotion_stuck.store(false, Relaxed);
+            } else {
+                // On failure, demotion pauses for a tick instead of spinning.
+                let mut pause = |d: Duration| {
+                    inner.demotion_stuck.store(true, Relaxed);
+                    self.retry_at = Some(Instant::now() + d);
+                };
+                self.last_demoting = Instant::now();
+                let demoted = demote_chunk(inner, &mut inner.writer.lock(), &mut self.next_shard);
+                match demoted {
+                    Ok(p) if p.moved + p.spared == 0 => {
+                        // Stuck only once the hands passed every key without
+                        // finding anything: waiting writers would wait forever.
+                        // Not while the journal has a batch in hand: its
+                        // captured values are RAM it gives back when the
+                        // batch is written (and the values it publishes can
+                        // then leave RAM without I/O), so writers wait.
+                        self.idle_scanned += p.scanned;
+                        if self.idle_scanned < inner.key_count() {
+                            busy = true;
+                        } else {
+                            self.idle_scanned = 0;
+                            // Set before the look: a batch that ends
+                            // meanwhile still wakes this thread.
+                            inner.demotion_awaits_journal.store(true, Relaxed);
+                            if !inner.journal.busy() {
+                                inner.demotion_awaits_journal.store(false, Relaxed);
+                                confirm_nothing(
+                                    inner,
+                                    &mut self.nothing_since,
+                                    &mut self.retry_at,
+                                    self.tick,
+                                );
+                                self.demoting = false;
+                            }
+                        }
+                    }
+                    Ok(_) => {
+                        self.idle_scanned = 0;
+                        self.nothing_since = None;
+                        inner.demotion_stuck.store(false, Relaxed);
+                        inner.flash_full.store(false, Relaxed);
+                        busy = true;
+                    }
+                    Err(AppendError::Full) => {
+                        // Garbage the collector can reclaim is room that is
+                        // coming: writers wait for it (backpressure) rather
+                        // than being refused.
+                        inner.flash_full.store(true, Relaxed);
+                        if inner.collectable.load(Relaxed) >= inner.segment_size {
+                            self.retry_at = Some(Instant::now() + Duration::from_millis(5));
+                            busy = true;
+                        } else {
+                            pause(self.tick);
+                            if inner.tun.eviction().evicts_segments() {
+                                busy |= self.gc.evict_oldest_segment(inner, &inner.writer.lock());
+                            }
+                        }
+                        self.demoting = false;
+                    }
+                    Err(AppendError::Io(e)) => {
+                        Stats::inc(&inner.stats.write_errors);
+                        tracing::error!("flash write failed: {e}");
+                        pause(Duration::from_secs(1));
+                        self.demoting = false;
+                    }
+                }
+            }
+            inner.room.notify_waiters();
+        } else if ram <= inner.tun.maxmemory_ram.load(Relaxed) {
+            self.nothing_since = None;
+            inner.demotion_stuck.store(false, Relaxed);
+        }
+        busy
+    }
+
+    /// The collector: an evicted segment when the journal cannot write
+    /// and there is no garbage, then one slice (several while the log
+    /// holds more garbage than live data); true when it did work.
+    fn collect(&mut self, inner: &Inner) -> bool {
+        let mut busy = false;
+        if inner.journal.status() == crate::log::journal::LogStatus::Full
+            && inner.collectable.load(Relaxed) < inner.segment_size
+            && inner.tun.eviction().evicts_segments()
+        {
+            // The journal cannot write and there is no garbage: evict.
+            busy |= self.gc.evict_oldest_segment(inner, &inner.writer.lock());
+        }
+        // While the log holds more garbage than live data (a write rate
+        // the collector's one slice per turn does not keep up with), it
+        // gets several slices per turn.
+        let slices = if inner.reclaimable() > inner.flash_live_bytes.get() {
+            GC_SLICES_BEHIND
+        } else {
+            1
+        };
+        for _ in 0..slices {
+            let did = self.gc.step(inner, &mut inner.writer.lock());
+            busy |= did;
+            if !did {
+                break;
+            }
+        }
+        busy
+    }
 }
 
 /// A look found nothing in RAM that could move: demotion counts as stuck

@@ -3,10 +3,10 @@
 //! the right to refill an item (`W` / `Z`: auto-vivify `N`, stale items,
 //! early recache `R`), quiet mode (`q`, ended by `mn`).
 
-use super::{
-    admit, arith, concat, engine_error, expire_at_ms, inc, ArithOp, ArithResult, Done, DB,
-    NON_NUMERIC,
-};
+use super::modify::{arith, concat, ArithOp, ArithResult};
+use super::stats::inc;
+use super::text::{admit, engine_error};
+use super::{expire_at_ms, Done, DB, NON_NUMERIC};
 use crate::command::Shared;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;

@@ -20,26 +20,24 @@
 mod meta;
 mod modify;
 mod stats;
+mod text;
 
-use modify::{arith, concat, ArithOp, ArithResult};
+use stats::metadump;
 pub use stats::McStats;
-use stats::{inc, metadump, stats};
 
 use crate::command::Shared;
 use crate::net::connection::{prefetch_pipeline, PREFETCH_MAX};
 use crate::net::loops::{self, Resume, Served};
 use crate::net::stream::Stream;
 use crate::services::clients::ClientHandle;
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
-use strata_engine::{EngineError, ExpireCond, ItemCond, ItemGet, NewItem, Read, StoreOutcome};
 use strata_protocol::memcache::reply as mr;
-use strata_protocol::memcache::{self as mc, McFrame, McLimits, McRequest, StoreMode};
+use strata_protocol::memcache::{self as mc, McFrame, McLimits};
 use tokio::io::AsyncReadExt;
 
 /// The version memcached clients are told (the protocol level we follow).
@@ -133,16 +131,36 @@ pub async fn serve(
     served
 }
 
+/// One memcached connection's state while a loop serves it.
+struct McConn<'a> {
+    shared: &'a Arc<Shared>,
+    handle: &'a ClientHandle,
+    stream: Stream,
+    inbuf: BytesMut,
+    /// Bytes of a refused value still to discard.
+    swallow: usize,
+    out: BytesMut,
+    pending: FuturesOrdered<ReplyFuture>,
+    /// Bytes at the input's front known to hold no line end
+    /// (`mc::decode_from`); 0 whenever the front moves.
+    searched: usize,
+}
+
+/// What ended a batch of requests.
+enum Batch {
+    /// Every complete request was served.
+    Served,
+    /// quit, or a request memcached closes the connection for.
+    Close,
+}
+
 async fn serve_requests(
     shared: &Arc<Shared>,
-    mut stream: Stream,
+    stream: Stream,
     handle: &ClientHandle,
     resume: Option<Box<Parked>>,
 ) -> Served {
-    let Parked {
-        mut inbuf,
-        mut swallow,
-    } = match resume {
+    let Parked { inbuf, swallow } = match resume {
         Some(p) => *p,
         None => {
             {
@@ -151,146 +169,50 @@ async fn serve_requests(
             }
             Parked {
                 inbuf: BytesMut::with_capacity(16 * 1024),
-                // Bytes of a refused value still to discard.
                 swallow: 0,
             }
         }
     };
-    let mut out = BytesMut::with_capacity(16 * 1024);
-    let mut pending: FuturesOrdered<ReplyFuture> = FuturesOrdered::new();
+    let mut c = McConn {
+        shared,
+        handle,
+        stream,
+        inbuf,
+        swallow,
+        out: BytesMut::with_capacity(16 * 1024),
+        pending: FuturesOrdered::new(),
+        searched: 0,
+    };
     // Input carried from another loop is served before the next read.
-    let mut skip_read = !inbuf.is_empty();
-    // Bytes at the input's front known to hold no line end
-    // (`mc::decode_from`); 0 whenever the front moves.
-    let mut searched = 0usize;
+    let mut skip_read = !c.inbuf.is_empty();
     loop {
-        if !std::mem::take(&mut skip_read) {
-            let read = tokio::select! {
-                r = stream.read_buf(&mut inbuf) => r,
-                _ = handle.killed() => return Served::Closed,
-                _ = shared.shutdown_signal() => return Served::Closed,
-            };
-            match read {
-                Ok(0) | Err(_) => return Served::Closed,
-                Ok(n) => {
-                    shared.mc.bytes_read.fetch_add(n as u64, Relaxed);
-                }
-            }
+        if !std::mem::take(&mut skip_read) && !c.read().await {
+            return Served::Closed;
         }
         if refused_now(shared) {
             // Nothing it sent is run: the RESP port needs a password now.
-            let _ = stream.send_all(UNAUTHENTICATED).await;
+            let _ = c.stream.send_all(UNAUTHENTICATED).await;
             return Served::Closed;
         }
-        let limits = McLimits {
-            max_item_size: shared.config.read().memcached_max_item_size as usize,
-            ..McLimits::default()
+        let batch = match c.batch().await {
+            Some(b) => b,
+            None => return Served::Closed,
         };
-        let mut close = false;
-        // Requests left before the next prefetch of the pipeline's keys.
-        let mut ahead = 0usize;
-        // Requests of this batch (the loop controller's rate).
-        let mut served = 0usize;
-        loop {
-            if ahead == 0 && swallow == 0 {
-                ahead = prefetch_pipeline(shared, DB, |f| mc::peek_keys(&inbuf, PREFETCH_MAX, f))
-                    .max(1);
-            }
-            ahead = ahead.saturating_sub(1);
-            if swallow > 0 {
-                let n = swallow.min(inbuf.len());
-                let _ = inbuf.split_to(n);
-                searched = 0;
-                swallow -= n;
-                if swallow > 0 {
-                    break;
-                }
-            }
-            let Some(frame) = mc::decode_from(&mut inbuf, &limits, &mut searched) else {
-                break;
-            };
-            served += 1;
-            // A reply ready now goes straight to `out` unless replies still
-            // pending must precede it (then it waits in line, in order).
-            let mut queued = BytesMut::new();
-            let in_order = pending.is_empty();
-            let now = if in_order { &mut out } else { &mut queued };
-            let done = match frame {
-                McFrame::Request(req) => {
-                    if shared.engine.is_loading() {
-                        mr::line(now, "SERVER_ERROR loading the dataset");
-                        Done::Now
-                    } else {
-                        execute(shared, req, now).await
-                    }
-                }
-                McFrame::Reply(line) => {
-                    mr::line(now, line);
-                    Done::Now
-                }
-                McFrame::Swallow { reply, bytes } => {
-                    mr::line(now, reply);
-                    swallow = bytes;
-                    Done::Now
-                }
-                McFrame::Close(line) => {
-                    mr::line(now, line);
-                    Done::Close
-                }
-            };
-            if !queued.is_empty() {
-                pending.push_back(Box::pin(std::future::ready(queued)));
-            }
-            match done {
-                Done::Now => {}
-                Done::Later(f, write) => {
-                    pending.push_back(f);
-                    if write {
-                        drain(&mut pending, &mut out).await;
-                    }
-                }
-                Done::Close => {
-                    close = true;
-                    break;
-                }
-                Done::Metadump => {
-                    drain(&mut pending, &mut out).await;
-                    let written = out.len() as u64;
-                    if stream.send_all(&out).await.is_err() {
-                        return Served::Closed;
-                    }
-                    out.clear();
-                    match metadump(shared, &mut stream).await {
-                        Ok(n) => {
-                            shared.mc.bytes_written.fetch_add(written + n, Relaxed);
-                        }
-                        Err(_) => return Served::Closed,
-                    }
-                }
-            }
-            if pending.len() >= 256 {
-                drain(&mut pending, &mut out).await;
-            }
-        }
-        loops::note_requests(served);
-        drain(&mut pending, &mut out).await;
-        if !out.is_empty() {
-            loops::end_of_turn().await;
-            if stream.send_all(&out).await.is_err() {
-                return Served::Closed;
-            }
-            shared.mc.bytes_written.fetch_add(out.len() as u64, Relaxed);
-            out.clear();
-        }
-        if close {
+        if !c.answer().await || matches!(batch, Batch::Close) {
             return Served::Closed;
         }
         // A quiet point (`net::loops`, invariant 2): the connection may move.
         // (A TLS one stays: `net::stream`, invariant 3.)
-        if stream.is_tls() {
+        if c.stream.is_tls() {
             continue;
         }
         if let Some(to) = loops::move_order() {
+            let McConn {
+                stream,
+                inbuf,
+                swallow,
+                ..
+            } = c;
             let state = Resume::Memcached(Box::new(Parked { inbuf, swallow }));
             let Ok(stream) = stream.into_tcp() else {
                 return Served::Closed;
@@ -300,283 +222,146 @@ async fn serve_requests(
     }
 }
 
+impl McConn<'_> {
+    /// Reads what the client sent; false when the connection ends.
+    async fn read(&mut self) -> bool {
+        let read = tokio::select! {
+            r = self.stream.read_buf(&mut self.inbuf) => r,
+            _ = self.handle.killed() => return false,
+            _ = self.shared.shutdown_signal() => return false,
+        };
+        match read {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.shared.mc.bytes_read.fetch_add(n as u64, Relaxed);
+                true
+            }
+        }
+    }
+
+    /// Serves every complete request of the input, replies in order
+    /// (pending ones queued behind those ready); None when the connection
+    /// ends.
+    async fn batch(&mut self) -> Option<Batch> {
+        let shared = self.shared;
+        let limits = McLimits {
+            max_item_size: shared.config.read().memcached_max_item_size as usize,
+            ..McLimits::default()
+        };
+        // Requests left before the next prefetch of the pipeline's keys.
+        let mut ahead = 0usize;
+        // Requests of this batch (the loop controller's rate).
+        let mut served = 0usize;
+        let mut batch = Batch::Served;
+        loop {
+            if ahead == 0 && self.swallow == 0 {
+                let inbuf = &self.inbuf;
+                ahead =
+                    prefetch_pipeline(shared, DB, |f| mc::peek_keys(inbuf, PREFETCH_MAX, f)).max(1);
+            }
+            ahead = ahead.saturating_sub(1);
+            if self.swallow > 0 {
+                let n = self.swallow.min(self.inbuf.len());
+                let _ = self.inbuf.split_to(n);
+                self.searched = 0;
+                self.swallow -= n;
+                if self.swallow > 0 {
+                    break;
+                }
+            }
+            let Some(frame) = mc::decode_from(&mut self.inbuf, &limits, &mut self.searched) else {
+                break;
+            };
+            served += 1;
+            if let Done::Close = self.request(frame).await? {
+                batch = Batch::Close;
+                break;
+            }
+            if self.pending.len() >= 256 {
+                drain(&mut self.pending, &mut self.out).await;
+            }
+        }
+        loops::note_requests(served);
+        Some(batch)
+    }
+
+    /// Serves one decoded frame: its reply in `out` (or queued behind the
+    /// pending ones); None when the connection ends.
+    async fn request(&mut self, frame: McFrame) -> Option<Done> {
+        let shared = self.shared;
+        // A reply ready now goes straight to `out` unless replies still
+        // pending must precede it (then it waits in line, in order).
+        let mut queued = BytesMut::new();
+        let in_order = self.pending.is_empty();
+        let now = if in_order { &mut self.out } else { &mut queued };
+        let done = match frame {
+            McFrame::Request(req) => {
+                if shared.engine.is_loading() {
+                    mr::line(now, "SERVER_ERROR loading the dataset");
+                    Done::Now
+                } else {
+                    text::execute(shared, req, now).await
+                }
+            }
+            McFrame::Reply(line) => {
+                mr::line(now, line);
+                Done::Now
+            }
+            McFrame::Swallow { reply, bytes } => {
+                mr::line(now, reply);
+                self.swallow = bytes;
+                Done::Now
+            }
+            McFrame::Close(line) => {
+                mr::line(now, line);
+                Done::Close
+            }
+        };
+        if !queued.is_empty() {
+            self.pending.push_back(Box::pin(std::future::ready(queued)));
+        }
+        match done {
+            Done::Now => Some(Done::Now),
+            Done::Later(f, write) => {
+                self.pending.push_back(f);
+                if write {
+                    drain(&mut self.pending, &mut self.out).await;
+                }
+                Some(Done::Now)
+            }
+            Done::Close => Some(Done::Close),
+            Done::Metadump => {
+                drain(&mut self.pending, &mut self.out).await;
+                let written = self.out.len() as u64;
+                self.stream.send_all(&self.out).await.ok()?;
+                self.out.clear();
+                let n = metadump(shared, &mut self.stream).await.ok()?;
+                shared.mc.bytes_written.fetch_add(written + n, Relaxed);
+                Some(Done::Now)
+            }
+        }
+    }
+
+    /// Sends the batch's replies once the pending ones are in; false when
+    /// the connection ends.
+    async fn answer(&mut self) -> bool {
+        drain(&mut self.pending, &mut self.out).await;
+        if self.out.is_empty() {
+            return true;
+        }
+        loops::end_of_turn().await;
+        if self.stream.send_all(&self.out).await.is_err() {
+            return false;
+        }
+        let n = self.out.len() as u64;
+        self.shared.mc.bytes_written.fetch_add(n, Relaxed);
+        self.out.clear();
+        true
+    }
+}
+
 async fn drain(pending: &mut FuturesOrdered<ReplyFuture>, out: &mut BytesMut) {
     while let Some(r) = pending.next().await {
         out.extend_from_slice(&r);
     }
-}
-
-/// Admission of a store (as the RESP side's `denyoom`): Err(line) when the
-/// write must be refused.
-async fn admit(shared: &Shared) -> Result<(), String> {
-    shared
-        .admit_write(shared.engine.admission())
-        .await
-        .map_err(|r| match r {
-            crate::command::Refusal::OutOfMemory => OOM.to_string(),
-            crate::command::Refusal::Log(why) => format!("SERVER_ERROR {why}"),
-        })
-}
-
-fn engine_error(out: &mut BytesMut, e: &EngineError) {
-    mr::line(out, &format!("SERVER_ERROR {e}"));
-}
-
-async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Done {
-    let st = &shared.mc;
-    match req {
-        McRequest::Get {
-            keys,
-            with_cas,
-            touch,
-        } => {
-            let touch_at = touch.map(expire_at_ms);
-            let mut reads = Vec::with_capacity(keys.len());
-            for key in keys {
-                inc(&st.cmd_get);
-                if touch.is_some() {
-                    inc(&st.cmd_touch);
-                }
-                let opts = ItemGet {
-                    touch: touch_at,
-                    ..ItemGet::default()
-                };
-                reads.push((key.clone(), shared.engine.get_item(DB, &key, opts)));
-            }
-            // All in RAM: the reply is written now, with no future.
-            if reads.iter().all(|(_, r)| r.is_ready()) {
-                let results = reads
-                    .into_iter()
-                    .filter_map(|(k, r)| Some((k, r.into_ready()?)));
-                get_reply(st, out, results, with_cas, touch.is_some());
-                return Done::Now;
-            }
-            let s = shared.clone();
-            let fut = async move {
-                let mut results = Vec::with_capacity(reads.len());
-                for (key, r) in reads {
-                    results.push((key, r.wait().await));
-                }
-                let mut out = BytesMut::new();
-                get_reply(&s.mc, &mut out, results, with_cas, touch.is_some());
-                out
-            };
-            Done::Later(Box::pin(fut), false)
-        }
-        McRequest::Store {
-            mode,
-            key,
-            flags,
-            exptime,
-            data,
-            cas,
-            noreply,
-        } => {
-            inc(&st.cmd_set);
-            if let Err(e) = admit(shared).await {
-                reply_unless(out, noreply, &e);
-                return Done::Now;
-            }
-            let at = expire_at_ms(exptime);
-            let cond = match mode {
-                StoreMode::Set => ItemCond::Always,
-                StoreMode::Add => ItemCond::Missing,
-                StoreMode::Replace => ItemCond::Exists,
-                StoreMode::Cas => ItemCond::Cas(cas),
-                StoreMode::Append | StoreMode::Prepend => {
-                    let read = concat(shared, key, data, mode == StoreMode::Append, None, None);
-                    return later_line(read, noreply, true);
-                }
-            };
-            let item = NewItem {
-                value: &data,
-                client_flags: flags,
-                expire_at_ms: at,
-                explicit_cas: None,
-            };
-            let r = shared.engine.store_item(DB, &key, item, cond);
-            if matches!(r, StoreOutcome::Stored(_)) {
-                inc(&st.total_items);
-            }
-            if mode == StoreMode::Cas {
-                match r {
-                    StoreOutcome::Stored(_) => inc(&st.cas_hits),
-                    StoreOutcome::Exists => inc(&st.cas_badval),
-                    _ => inc(&st.cas_misses),
-                }
-            }
-            reply_unless(out, noreply, outcome_word(r));
-            Done::Now
-        }
-        McRequest::Delete { key, noreply } => {
-            let hit = shared.engine.delete(DB, &key);
-            inc(if hit {
-                &st.delete_hits
-            } else {
-                &st.delete_misses
-            });
-            reply_unless(out, noreply, if hit { "DELETED" } else { "NOT_FOUND" });
-            Done::Now
-        }
-        McRequest::Arith {
-            key,
-            incr,
-            delta,
-            noreply,
-        } => {
-            let op = ArithOp {
-                incr,
-                delta,
-                ..ArithOp::default()
-            };
-            let read = arith(shared, key, op);
-            let s = shared.clone();
-            let fut = async move {
-                let mut out = BytesMut::new();
-                match read.wait().await {
-                    Ok((ArithResult::Done { value, .. }, _)) => {
-                        s.mc.count_arith(incr, true);
-                        if !noreply {
-                            mr::number(&mut out, value);
-                        }
-                    }
-                    Ok((ArithResult::Missing | ArithResult::CasMismatch, _)) => {
-                        s.mc.count_arith(incr, false);
-                        reply_unless(&mut out, noreply, "NOT_FOUND");
-                    }
-                    Ok((ArithResult::NonNumeric, _)) => {
-                        reply_unless(&mut out, noreply, NON_NUMERIC)
-                    }
-                    Err(e) => engine_error(&mut out, &e),
-                }
-                out
-            };
-            Done::Later(Box::pin(fut), true)
-        }
-        McRequest::Touch {
-            key,
-            exptime,
-            noreply,
-        } => {
-            inc(&st.cmd_touch);
-            let hit = shared
-                .engine
-                .expire(DB, &key, expire_at_ms(exptime), ExpireCond::Always);
-            inc(if hit {
-                &st.touch_hits
-            } else {
-                &st.touch_misses
-            });
-            reply_unless(out, noreply, if hit { "TOUCHED" } else { "NOT_FOUND" });
-            Done::Now
-        }
-        McRequest::FlushAll { delay, noreply } => {
-            inc(&st.cmd_flush);
-            if delay <= 0 {
-                shared.engine.flush_db(DB);
-            } else {
-                let engine = shared.engine.clone();
-                let wait =
-                    (expire_at_ms(delay).saturating_sub(strata_engine::clock::now_ms())).max(1);
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(wait)).await;
-                    engine.flush_db(DB);
-                });
-            }
-            reply_unless(out, noreply, "OK");
-            Done::Now
-        }
-        McRequest::Version => {
-            mr::line(out, &format!("VERSION {VERSION}"));
-            Done::Now
-        }
-        McRequest::Verbosity { noreply } => {
-            reply_unless(out, noreply, "OK");
-            Done::Now
-        }
-        McRequest::Quit => Done::Close,
-        McRequest::Metadump => Done::Metadump,
-        McRequest::Stats { args } => {
-            stats(shared, &args, out);
-            Done::Now
-        }
-        McRequest::Meta {
-            cmd,
-            key,
-            base64_key,
-            flags,
-            data,
-        } => meta::meta(shared, cmd, key, base64_key, flags, data, out).await,
-    }
-}
-
-/// The reply of get / gets / gat / gats, from each key's result.
-fn get_reply(
-    st: &McStats,
-    out: &mut BytesMut,
-    results: impl IntoIterator<Item = (Bytes, Result<Option<strata_engine::Item>, EngineError>)>,
-    with_cas: bool,
-    touch: bool,
-) {
-    let start = out.len();
-    for (key, r) in results {
-        match r {
-            Ok(Some(item)) => {
-                inc(&st.get_hits);
-                if touch {
-                    inc(&st.touch_hits);
-                }
-                mr::value(
-                    out,
-                    &key,
-                    item.client_flags,
-                    &item.value,
-                    with_cas.then_some(item.cas),
-                );
-            }
-            Ok(None) => {
-                inc(&st.get_misses);
-                if touch {
-                    inc(&st.touch_misses);
-                }
-            }
-            Err(e) => {
-                // memcached has no per-key error in a multi-get: the whole
-                // reply becomes the error.
-                out.truncate(start);
-                engine_error(out, &e);
-                return;
-            }
-        }
-    }
-    mr::end(out);
-}
-
-fn reply_unless(out: &mut BytesMut, noreply: bool, line: &str) {
-    if !noreply {
-        mr::line(out, line);
-    }
-}
-
-fn outcome_word(r: StoreOutcome) -> &'static str {
-    match r {
-        StoreOutcome::Stored(_) => "STORED",
-        StoreOutcome::NotStored => "NOT_STORED",
-        StoreOutcome::Exists => "EXISTS",
-        StoreOutcome::NotFound => "NOT_FOUND",
-    }
-}
-
-fn later_line(read: Read<Result<&'static str, EngineError>>, noreply: bool, write: bool) -> Done {
-    Done::Later(
-        Box::pin(async move {
-            let mut out = BytesMut::new();
-            match read.wait().await {
-                Ok(line) => reply_unless(&mut out, noreply, line),
-                Err(e) => engine_error(&mut out, &e),
-            }
-            out
-        }),
-        write,
-    )
 }
