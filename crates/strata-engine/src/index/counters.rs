@@ -3,7 +3,7 @@
 //! exact as slots change (`Entry::replace_slot`, `Entry::with_dir`).
 
 use super::{Entry, Slot, VTYPE_MASK};
-use crate::types::ValueType;
+use crate::base::ValueType;
 
 /// Per-database counters kept by a shard.
 #[derive(Clone, Debug, Default)]

@@ -49,8 +49,9 @@ mod key;
 mod map;
 
 use crate::base::FlashLoc;
+use crate::base::{Malformed, ValueType};
 use crate::flash::format::ItemMeta;
-use crate::types::{Collection, Malformed, ValueType};
+use crate::types::Collection;
 use bytes::Bytes;
 pub use cell::EntryRef;
 pub use counters::{DbCounters, ShardCounters};

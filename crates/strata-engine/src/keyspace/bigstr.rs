@@ -12,12 +12,13 @@
 //! 2. A chunked string's part outside the need is never read or written
 //!    (`NotLoaded` is an error reply, never a guess of its bytes).
 
+use crate::base::ValueType;
 use crate::index::Value;
 use crate::keyspace::chunks::Need;
 use crate::keyspace::strings::{update_cold, Current, ExpireUpdate, Mutation, Retry};
 use crate::tiering::fetch::Read;
 use crate::types::bigstr::{NotLoaded, Piece, STR_CHUNKED_AT, STR_PART};
-use crate::types::{ChunkedStr, Collection, ValueType};
+use crate::types::{ChunkedStr, Collection};
 use crate::{Engine, EngineError, ValueRef};
 use bytes::Bytes;
 

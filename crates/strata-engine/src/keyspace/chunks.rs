@@ -11,13 +11,16 @@
 //!    clean), only where its bytes are.
 
 use crate::base::FlashLoc;
+use crate::base::ORDER_DEPTH;
+use crate::base::STREAM_DEPTH;
+use crate::base::STR_DEPTH;
 use crate::flash::format;
 use crate::index::{Entry, Slot, Value};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget};
-use crate::types::bigstr::{STR_CHUNKED_AT, STR_DEPTH};
-use crate::types::chunked::{elem_hash, zkey, ChunkedZSet, ORDER_DEPTH};
-use crate::types::stream::{StreamNeed, STREAM_DEPTH};
+use crate::types::bigstr::STR_CHUNKED_AT;
+use crate::types::chunked::{elem_hash, zkey, ChunkedZSet};
+use crate::types::stream::StreamNeed;
 use crate::types::{ChunkedStr, Collection};
 use crate::{EngineError, Inner};
 use bytes::Bytes;

@@ -2,12 +2,13 @@
 //! exclusive section), cold ones read first and checked unchanged; and
 //! the prefetch of a pipeline's keys before it runs.
 
+use crate::base::ValueType;
 use crate::clock::{now_ms, now_secs};
 use crate::index::Slot;
 use crate::keyspace::chunks::{load_parts, Need, PartTarget};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, promote_fetched, FetchTarget, Read};
-use crate::types::{Collection, ValueType};
+use crate::types::Collection;
 use crate::{Engine, EngineError};
 use bytes::Bytes;
 

@@ -146,7 +146,7 @@ impl Engine {
             Stats::inc(&inner.stats.get_expired);
             return Read::Ready(Ok(None));
         }
-        if sh.dbs[db].at(idx).value_type() != crate::types::ValueType::String {
+        if sh.dbs[db].at(idx).value_type() != crate::base::ValueType::String {
             return Read::Ready(Err(EngineError::WrongType));
         }
         if let Some(at) = opts.touch {

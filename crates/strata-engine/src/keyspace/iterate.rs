@@ -34,7 +34,7 @@ impl Engine {
         db: usize,
         cursor: u64,
         count: usize,
-        matches: impl Fn(&[u8], crate::types::ValueType) -> bool,
+        matches: impl Fn(&[u8], crate::base::ValueType) -> bool,
     ) -> (u64, Vec<Bytes>) {
         let nshards = self.inner.shards.len() as u64;
         let now = now_ms();

@@ -69,7 +69,7 @@ pub enum Location {
 pub struct LargestCollection {
     pub db: usize,
     pub key: bytes::Bytes,
-    pub vtype: crate::types::ValueType,
+    pub vtype: crate::base::ValueType,
     /// Its element count (saturates at 2^31 - 1).
     pub elements: u64,
     /// Its packed length in bytes.
@@ -104,7 +104,7 @@ pub struct KeyInfo {
     pub fetched: bool,
     /// The value's type; for a collection, its element count and whether
     /// Redis would report the big encoding (from RAM, hot or cold).
-    pub vtype: crate::types::ValueType,
+    pub vtype: crate::base::ValueType,
     pub elements: u64,
     pub big_encoding: bool,
 }
@@ -390,10 +390,10 @@ impl Engine {
             raw_string: e.vtype & crate::index::VT_STR_RAW != 0,
             float_string: e.vtype & crate::index::VT_STR_NOINT != 0,
             elements: match e.value_type() {
-                crate::types::ValueType::String => 0,
+                crate::base::ValueType::String => 0,
                 _ => crate::types::aux_count(e.client_flags) as u64,
             },
-            big_encoding: e.value_type() != crate::types::ValueType::String
+            big_encoding: e.value_type() != crate::base::ValueType::String
                 && e.client_flags & crate::types::AUX_BIG != 0,
         })
     }
@@ -408,7 +408,7 @@ impl Engine {
             for (db, map) in sh.dbs.iter().enumerate() {
                 for (k, e) in map.iter() {
                     let t = e.value_type();
-                    if t == crate::types::ValueType::String {
+                    if t == crate::base::ValueType::String {
                         continue;
                     }
                     let n = crate::types::aux_count(e.client_flags) as u64;

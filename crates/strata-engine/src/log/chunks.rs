@@ -15,7 +15,7 @@ use crate::Inner;
 /// The records a chunked collection's change needs.
 pub(crate) struct ChunkedState {
     pub cid: u64,
-    pub vtype: crate::types::ValueType,
+    pub vtype: crate::base::ValueType,
     pub bits: u8,
     pub version: u64,
     pub expire_at_ms: u64,
@@ -70,7 +70,7 @@ pub(crate) fn capture_chunked(
 /// HSET). Demotion writes its picks alone only without the journal, where
 /// a crash discards the files and a clean shutdown saves every dirty part.
 pub(crate) fn capture_dir(
-    vtype: crate::types::ValueType,
+    vtype: crate::base::ValueType,
     bits: u8,
     d: &dyn crate::types::chunked::Dir,
     version: u64,
@@ -106,7 +106,7 @@ pub(crate) fn capture_dir(
 
 /// Part `i` of `d` as a kind-9 value (the part is in RAM).
 fn capture_part(
-    vtype: crate::types::ValueType,
+    vtype: crate::base::ValueType,
     d: &dyn crate::types::chunked::Dir,
     i: usize,
     evict: bool,

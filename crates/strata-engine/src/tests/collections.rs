@@ -5,9 +5,10 @@
 //! engine restarts from a full log scan, from a checkpoint and its tail,
 //! and after a clean shutdown.
 
+use crate::base::ValueType;
 use crate::clock::now_ms;
 use crate::tests::{block_on, wait_until};
-use crate::types::{Collection, ValueType};
+use crate::types::Collection;
 use crate::{
     Engine, EngineConfig, ExpireCond, IoBackend, Location, ShutdownSave, TtlState, Value, ValueRef,
 };

@@ -10,8 +10,9 @@
 //! alone, so a batch cut between two of a collection's part records came
 //! back half applied.
 
+use crate::base::ValueType;
 use crate::tests::block_on;
-use crate::types::{Collection, ValueType};
+use crate::types::Collection;
 use crate::{Engine, EngineConfig, IoBackend, Location, ValueRef};
 use bytes::Bytes;
 use rand::{rngs::StdRng, Rng, SeedableRng};

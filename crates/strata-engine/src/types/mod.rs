@@ -38,51 +38,13 @@ pub mod set;
 pub mod stream;
 pub mod zset;
 
+pub use crate::base::{Malformed, ValueType};
 pub use bigstr::ChunkedStr;
 pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
 pub use stream::Stream;
 pub use zset::{ScoreKey, ZSet};
-
-/// The type of a key's value (TYPE), as stored in the index and records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum ValueType {
-    #[default]
-    String = 0,
-    Hash = 1,
-    List = 2,
-    Set = 3,
-    ZSet = 4,
-    Stream = 5,
-}
-
-impl ValueType {
-    pub fn from_u8(b: u8) -> Option<ValueType> {
-        Some(match b {
-            0 => ValueType::String,
-            1 => ValueType::Hash,
-            2 => ValueType::List,
-            3 => ValueType::Set,
-            4 => ValueType::ZSet,
-            5 => ValueType::Stream,
-            _ => return None,
-        })
-    }
-
-    /// The name TYPE replies.
-    pub fn name(self) -> &'static str {
-        match self {
-            ValueType::String => "string",
-            ValueType::Hash => "hash",
-            ValueType::List => "list",
-            ValueType::Set => "set",
-            ValueType::ZSet => "zset",
-            ValueType::Stream => "stream",
-        }
-    }
-}
 
 /// Bit of the packed bits byte: the collection has outgrown Redis's small
 /// encoding (listpack / intset) and, as in Redis, never goes back.
@@ -158,11 +120,6 @@ pub enum Collection {
     /// shorter string is a `Value::Str`).
     Str(Box<ChunkedStr>),
 }
-
-/// A packed collection that does not decode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("malformed collection record")]
-pub struct Malformed;
 
 impl Collection {
     /// An empty collection of `t` (None for strings).

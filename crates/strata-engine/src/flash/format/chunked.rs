@@ -2,7 +2,7 @@
 //! (chunk), docs/format.md "Chunked collections".
 
 use super::le_u64;
-use crate::types::ValueType;
+use crate::base::ValueType;
 
 /// Bytes of a kind-8 value of a hash, set or sorted set.
 pub const HEAD_VALUE_LEN: usize = 10;
@@ -60,14 +60,12 @@ pub fn decode_chunk(value: &[u8]) -> Option<(ChunkName, &[u8])> {
         ValueType::List => depth == 0,
         // Member parts as a hash's; order parts name an id.
         ValueType::ZSet => {
-            depth == crate::types::chunked::ORDER_DEPTH
+            depth == crate::base::ORDER_DEPTH
                 || depth == 0
                 || (depth <= 64 && low & u64::MAX.checked_shr(u32::from(depth)).unwrap_or(0) == 0)
         }
-        ValueType::Stream => {
-            depth == crate::types::stream::STREAM_DEPTH || depth == crate::types::stream::PEL_DEPTH
-        }
-        ValueType::String => depth == crate::types::bigstr::STR_DEPTH,
+        ValueType::Stream => depth == crate::base::STREAM_DEPTH || depth == crate::base::PEL_DEPTH,
+        ValueType::String => depth == crate::base::STR_DEPTH,
     };
     if !ok {
         return None;

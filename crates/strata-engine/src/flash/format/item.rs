@@ -3,7 +3,7 @@
 //! record kind that holds them (docs/format.md, kinds 1, 4 and 5).
 
 use super::RecordKind;
-use crate::types::ValueType;
+use crate::base::ValueType;
 
 /// Bit of a kind-5 record's bits byte: the item is stale (meta `I`).
 pub const META_STALE: u8 = 1;

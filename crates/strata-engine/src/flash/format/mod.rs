@@ -28,7 +28,7 @@ use item::META_PREFIX_LEN;
 pub use item::{ItemMeta, META_EXPLICIT_CAS, META_STALE, META_TYPE_SHIFT};
 
 use super::buf::PAGE;
-use crate::types::ValueType;
+use crate::base::ValueType;
 
 /// Version of the segment and record layout written by this build
 /// (version 2 added flush records and kind 4, version 3 kind 5, version 4

@@ -7,6 +7,7 @@
 //! value fetches it, then re-locks and applies only if the entry's version
 //! is unchanged; otherwise it starts again from the new state.
 
+use crate::base::ValueType;
 use crate::clock::{now_ms, now_secs};
 use crate::index::{Entry, Slot, F_REFERENCED};
 use crate::stats::Stats;
@@ -14,7 +15,7 @@ use crate::tiering::access;
 use crate::tiering::fetch::{fetch_and_promote, FetchTarget, Read};
 use crate::types::bigstr::{Piece, STR_CHUNKED_AT};
 use crate::types::ChunkedStr;
-use crate::types::{Collection, ValueType};
+use crate::types::Collection;
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 mod update;

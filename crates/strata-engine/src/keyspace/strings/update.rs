@@ -7,11 +7,12 @@
 //! `Retry::Chunked` instead (`Engine::write_str` changes parts alone).
 
 use super::{resolve_expire, ExpireUpdate, ItemState};
+use crate::base::ValueType;
 use crate::clock::now_ms;
 use crate::index::Slot;
 use crate::keyspace::chunks::{load_parts, Need};
 use crate::tiering::fetch::{fetch_value, FetchTarget, Read};
-use crate::types::{ChunkedStr, Collection, ValueType};
+use crate::types::{ChunkedStr, Collection};
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 use std::sync::Arc;

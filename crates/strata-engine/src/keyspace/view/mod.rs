@@ -35,11 +35,12 @@ mod windows;
 pub(crate) use run::join_all;
 pub use run::ColdKeys;
 
+use crate::base::ValueType;
 use crate::clock::now_secs;
 use crate::index::{Slot, Value};
 use crate::keyspace::exclusive::ShardGuard;
 use crate::stats::Stats;
-use crate::types::{Collection, EncodingLimits, ValueType};
+use crate::types::{Collection, EncodingLimits};
 use crate::{EngineError, Inner};
 use bytes::Bytes;
 use smallvec::SmallVec;

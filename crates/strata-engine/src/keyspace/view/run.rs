@@ -4,12 +4,12 @@
 //! doc, invariant 1), and retry if something went cold in between.
 
 use super::KeysView;
+use crate::base::ValueType;
 use crate::clock::now_ms;
 use crate::index::{Slot, Value};
 use crate::keyspace::chunks::{load_parts, Need, PartTarget};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget, Read};
-use crate::types::ValueType;
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
 use smallvec::SmallVec;

@@ -284,10 +284,7 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
         let parts = b.get(key_end + 20..parts_end)?;
         let orders = parts
             .chunks_exact(CP_PART_LEN)
-            .filter(|p| {
-                p[0] == crate::types::chunked::ORDER_DEPTH
-                    || p[0] == crate::types::stream::STREAM_DEPTH
-            })
+            .filter(|p| p[0] == crate::base::ORDER_DEPTH || p[0] == crate::base::STREAM_DEPTH)
             .count();
         let mut end = parts_end;
         for _ in 0..orders {

@@ -3,14 +3,15 @@
 //! measuring a chunk body's elements (recovery's `chunks` and `order`).
 
 use crate::base::FlashLoc;
+use crate::base::ValueType;
+use crate::base::ORDER_DEPTH;
+use crate::base::STR_DEPTH;
+use crate::base::{PEL_DEPTH, STREAM_DEPTH};
 use crate::flash::format;
-use crate::types::bigstr::STR_DEPTH;
 use crate::types::chunked::{
     decode_order, elem_hash, measure_elems, measure_list, measure_order, range_high, Score,
-    ORDER_DEPTH,
 };
-use crate::types::stream::{measure_pel_part, measure_stream_part, PEL_DEPTH, STREAM_DEPTH};
-use crate::types::ValueType;
+use crate::types::stream::{measure_pel_part, measure_stream_part};
 
 /// The bounds of a sorted set's order record: lower (inclusive, empty:
 /// none) and upper (exclusive, None: none); a stream part's bound (first

@@ -22,11 +22,13 @@
 use super::cand::{measure, Cand};
 use super::replay::Replay;
 use crate::base::FlashLoc;
+use crate::base::ValueType;
+use crate::base::ORDER_DEPTH;
 use crate::flash::format;
 use crate::index::{Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
-use crate::types::chunked::{measure_list, measure_list_range, range_high, PartInfo, ORDER_DEPTH};
-use crate::types::{Collection, ValueType};
+use crate::types::chunked::{measure_list, measure_list_range, range_high, PartInfo};
+use crate::types::Collection;
 use crate::Inner;
 use std::collections::BTreeMap;
 

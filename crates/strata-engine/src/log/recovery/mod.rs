@@ -25,13 +25,15 @@ mod numbered;
 mod order;
 mod replay;
 
+use crate::base::ORDER_DEPTH;
+use crate::base::{PEL_DEPTH, STREAM_DEPTH};
 use crate::clock::{now_ms, now_secs};
 use crate::flash::format::{self, SEGMENT_DATA_START};
 use crate::index::{CompactKey, Entry, Shard, Slot};
 use crate::log::checkpoint;
 use crate::log::writer::LogPosition;
-use crate::types::chunked::{OrderInfo, PartInfo, ORDER_DEPTH};
-use crate::types::stream::{StreamPartInfo, PEL_DEPTH, STREAM_DEPTH};
+use crate::types::chunked::{OrderInfo, PartInfo};
+use crate::types::stream::StreamPartInfo;
 use crate::types::Collection;
 use crate::Inner;
 use replay::Replay;
@@ -273,7 +275,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
                 ));
             }
             let big = e.meta.client_flags & crate::types::AUX_BIG != 0;
-            let coll = if e.meta.vtype == crate::types::ValueType::Stream {
+            let coll = if e.meta.vtype == crate::base::ValueType::Stream {
                 Some(Collection::stream_from_directory(
                     c.cid,
                     &stream,

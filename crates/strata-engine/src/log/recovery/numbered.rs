@@ -6,14 +6,13 @@
 
 use super::cand::Cand;
 use crate::base::FlashLoc;
+use crate::base::STR_DEPTH;
+use crate::base::{PEL_DEPTH, STREAM_DEPTH};
 use crate::flash::format;
 use crate::index::{Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
-use crate::types::bigstr::STR_DEPTH;
 use crate::types::chunked::PartInfo;
-use crate::types::stream::{
-    measure_stream_part, StreamPartInfo, BOUND_LEN, PEL_DEPTH, STREAM_DEPTH,
-};
+use crate::types::stream::{measure_stream_part, StreamPartInfo, BOUND_LEN};
 use crate::types::{ChunkedStr, Collection};
 use crate::Inner;
 use std::collections::BTreeMap;

@@ -42,9 +42,7 @@ pub const STR_PART: usize = 16 << 10;
 /// A string longer than this is stored chunked: below it one record (one
 /// device read for a cold GET) costs less than parts would.
 pub const STR_CHUNKED_AT: usize = 256 << 10;
-/// The depth byte of a string part's chunk record and checkpoint entry
-/// (its `low` is the part's number).
-pub const STR_DEPTH: u8 = 0xFD;
+pub use crate::base::STR_DEPTH;
 
 /// A part's bytes.
 #[derive(Clone, Debug, PartialEq)]

@@ -60,9 +60,7 @@ pub const CHUNK_MAX: usize = 8 * 1024;
 /// bytes: below it, one packed record costs less RAM (a directory is ~220
 /// bytes plus 56 per part) and one read of it is as fast as one of a part.
 pub const CHUNKED_AT: usize = 32 * 1024;
-/// Parts stop splitting at this depth (only a flood of hash collisions gets
-/// there; such a part just grows).
-pub const MAX_DEPTH: u8 = 48;
+pub use crate::base::MAX_DEPTH;
 
 /// The partition hash of an element: xxh3-64, stable across builds and
 /// restarts (records and checkpoints name hash ranges).

@@ -31,9 +31,7 @@ use crate::base::FlashLoc;
 use crate::types::chunked::{Changes, DirHead, PartInfo};
 use crate::types::Malformed;
 
-/// The depth byte of a stream part's chunk record and checkpoint entry
-/// (its `low` is the part's number).
-pub const STREAM_DEPTH: u8 = 0xFE;
+pub use crate::base::STREAM_DEPTH;
 
 /// A chunked stream's directory bookkeeping.
 #[derive(Clone, Debug)]

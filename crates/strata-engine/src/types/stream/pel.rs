@@ -26,8 +26,7 @@ use crate::types::chunked::PartInfo;
 use crate::types::{Malformed, Reader};
 use std::collections::BTreeMap;
 
-/// The depth byte of a PEL part's chunk record and checkpoint entry.
-pub const PEL_DEPTH: u8 = 0xFC;
+pub use crate::base::PEL_DEPTH;
 
 /// NACKs a part holds at most (~4.6 KB of record), and at most after two
 /// neighbours merge.

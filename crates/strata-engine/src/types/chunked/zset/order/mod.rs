@@ -35,9 +35,7 @@ use super::record::cmp_zkey;
 
 mod io;
 
-/// The depth byte that names an order part's record (hash ranges use
-/// 0..=64).
-pub const ORDER_DEPTH: u8 = 0xFF;
+pub use crate::base::ORDER_DEPTH;
 
 /// One part of the order family.
 #[derive(Clone, Debug)]
