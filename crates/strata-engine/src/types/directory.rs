@@ -9,10 +9,10 @@ impl Collection {
     /// The directory of a chunked collection.
     pub fn dir(&self) -> Option<&dyn chunked::Dir> {
         match self {
-            Collection::Hash(h) => h.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
-            Collection::Set(s) => s.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
-            Collection::List(l) => l.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
-            Collection::ZSet(z) => z.chunks.as_deref().map(|c| c as &dyn chunked::Dir),
+            Collection::Hash(h) => h.chunks().map(|c| c as &dyn chunked::Dir),
+            Collection::Set(s) => s.chunks().map(|c| c as &dyn chunked::Dir),
+            Collection::List(l) => l.chunked().map(|c| c as &dyn chunked::Dir),
+            Collection::ZSet(z) => z.chunked().map(|c| c as &dyn chunked::Dir),
             Collection::Stream(s) => s.is_chunked().then_some(&**s as &dyn chunked::Dir),
             Collection::Str(s) => Some(&**s as &dyn chunked::Dir),
         }
@@ -20,10 +20,10 @@ impl Collection {
 
     pub fn dir_mut(&mut self) -> Option<&mut dyn chunked::Dir> {
         match self {
-            Collection::Hash(h) => h.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::Set(s) => s.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::List(l) => l.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::ZSet(z) => z.chunks.as_deref_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::Hash(h) => h.chunks_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::Set(s) => s.chunks_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::List(l) => l.chunked_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::ZSet(z) => z.chunked_mut().map(|c| c as &mut dyn chunked::Dir),
             Collection::Stream(s) => {
                 if s.is_chunked() {
                     Some(&mut **s as &mut dyn chunked::Dir)

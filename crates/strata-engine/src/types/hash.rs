@@ -9,15 +9,33 @@ use indexmap::IndexMap;
 
 type Map = IndexMap<Box<[u8]>, Box<[u8]>, foldhash::fast::RandomState>;
 
-#[derive(Clone, Debug, Default)]
+/// A hash: small (its fields in a map) or chunked (its parts), never both.
+#[derive(Clone, Debug)]
 pub struct Hash {
-    map: Map,
-    /// Bytes of the packed elements (`packed_len` of each field and value).
-    body: usize,
+    repr: Repr,
     /// Redis would report `hashtable` (one-way).
     pub big: bool,
-    /// The parts, when chunked (then `map` is empty and unused).
-    pub(crate) chunks: Option<Box<Chunked<Box<[u8]>>>>,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// The fields in insertion order, and the bytes of their packed form
+    /// (`packed_len` of each field and value).
+    Small { map: Map, body: usize },
+    /// The parts, some of which may be on flash.
+    Chunked(Box<Chunked<Box<[u8]>>>),
+}
+
+impl Default for Hash {
+    fn default() -> Hash {
+        Hash {
+            repr: Repr::Small {
+                map: Map::default(),
+                body: 0,
+            },
+            big: false,
+        }
+    }
 }
 
 impl PartialEq for Hash {
@@ -29,14 +47,17 @@ impl PartialEq for Hash {
 impl Hash {
     pub fn with_capacity(n: usize) -> Hash {
         Hash {
-            map: Map::with_capacity_and_hasher(n, Default::default()),
-            ..Hash::default()
+            repr: Repr::Small {
+                map: Map::with_capacity_and_hasher(n, Default::default()),
+                body: 0,
+            },
+            big: false,
         }
     }
     pub fn len(&self) -> usize {
-        match &self.chunks {
-            Some(c) => c.len(),
-            None => self.map.len(),
+        match &self.repr {
+            Repr::Chunked(c) => c.len(),
+            Repr::Small { map, .. } => map.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -45,15 +66,15 @@ impl Hash {
     /// Packed bytes of the elements (each length-prefixed; a sorted set's
     /// with its score; a chunked sorted set's counted in both families).
     pub fn body_len(&self) -> usize {
-        match &self.chunks {
-            Some(c) => c.body_len(),
-            None => self.body,
+        match &self.repr {
+            Repr::Chunked(c) => c.body_len(),
+            Repr::Small { body, .. } => *body,
         }
     }
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        match &self.chunks {
-            Some(c) => c.get(field),
-            None => self.map.get(field).map(|v| &**v),
+        match &self.repr {
+            Repr::Chunked(c) => c.get(field),
+            Repr::Small { map, .. } => map.get(field).map(|v| &**v),
         }
     }
     pub fn contains(&self, field: &[u8]) -> bool {
@@ -61,18 +82,19 @@ impl Hash {
     }
     /// Sets `field`; returns whether it is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if let Some(c) = &mut self.chunks {
-            return c.insert(field, value.into());
-        }
-        match self.map.get_mut(field) {
+        let (map, body) = match &mut self.repr {
+            Repr::Chunked(c) => return c.insert(field, value.into()),
+            Repr::Small { map, body } => (map, body),
+        };
+        match map.get_mut(field) {
             Some(v) => {
-                self.body = self.body - v.len() + value.len();
+                *body = *body - v.len() + value.len();
                 *v = value.into();
                 false
             }
             None => {
-                self.body += packed_len(field.len()) + packed_len(value.len());
-                self.map.insert(field.into(), value.into());
+                *body += packed_len(field.len()) + packed_len(value.len());
+                map.insert(field.into(), value.into());
                 true
             }
         }
@@ -83,25 +105,32 @@ impl Hash {
     }
     /// Removes `field`; returns whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        if let Some(c) = &mut self.chunks {
-            return c.remove(field).is_some();
-        }
+        let (map, body) = match &mut self.repr {
+            Repr::Chunked(c) => return c.remove(field).is_some(),
+            Repr::Small { map, body } => (map, body),
+        };
         let removed = if self.big {
-            self.map.swap_remove(field)
+            map.swap_remove(field)
         } else {
-            self.map.shift_remove(field)
+            map.shift_remove(field)
         };
         match removed {
             Some(v) => {
-                self.body -= packed_len(field.len()) + packed_len(v.len());
+                *body -= packed_len(field.len()) + packed_len(v.len());
                 true
             }
             None => false,
         }
     }
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
-        let parts = self.chunks.iter().flat_map(|c| c.iter());
-        self.map.iter().map(|(k, v)| (&**k, &**v)).chain(parts)
+        let (small, parts) = match &self.repr {
+            Repr::Small { map, .. } => (Some(map.iter().map(|(k, v)| (&**k, &**v))), None),
+            Repr::Chunked(c) => (None, Some(c.iter())),
+        };
+        small
+            .into_iter()
+            .flatten()
+            .chain(parts.into_iter().flatten())
     }
     /// The fields and values of the directory's parts `r` of a chunked
     /// hash (in RAM), or of the whole hash if it is not chunked.
@@ -109,52 +138,68 @@ impl Hash {
         &self,
         r: std::ops::Range<usize>,
     ) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
-        match &self.chunks {
-            Some(c) => Box::new(c.iter_parts(r)),
-            None => Box::new(self.iter()),
+        match &self.repr {
+            Repr::Chunked(c) => Box::new(c.iter_parts(r)),
+            Repr::Small { .. } => Box::new(self.iter()),
         }
     }
     /// The field and value at position `i` (for random picks and scans).
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        match &self.chunks {
-            Some(c) => c.get_index(i),
-            None => self.map.get_index(i).map(|(k, v)| (&**k, &**v)),
+        match &self.repr {
+            Repr::Chunked(c) => c.get_index(i),
+            Repr::Small { map, .. } => map.get_index(i).map(|(k, v)| (&**k, &**v)),
         }
     }
     /// One HSCAN step over a chunked hash (`Chunked::scan`): fields and
     /// values with hash at least `from`, and the next cursor; None if the
     /// hash is not chunked (its cursors are positions).
     pub fn chunk_scan(&self, from: u64, count: usize) -> Option<super::chunked::ScanStep<'_>> {
-        self.chunks.as_ref().map(|c| c.scan(from, count))
+        self.chunks().map(|c| c.scan(from, count))
     }
-    /// Whether the hash is chunked.
     /// Parts of its directory (0 if not chunked).
     pub fn part_count(&self) -> usize {
-        self.chunks.as_ref().map_or(0, |c| c.parts().len())
+        self.chunks().map_or(0, |c| c.parts().len())
     }
+    /// Whether the hash is chunked.
     pub fn is_chunked(&self) -> bool {
-        self.chunks.is_some()
+        matches!(self.repr, Repr::Chunked(_))
+    }
+    /// Its parts, when chunked.
+    pub(crate) fn chunks(&self) -> Option<&Chunked<Box<[u8]>>> {
+        match &self.repr {
+            Repr::Chunked(c) => Some(c),
+            Repr::Small { .. } => None,
+        }
+    }
+    /// Its parts, when chunked.
+    pub(crate) fn chunks_mut(&mut self) -> Option<&mut Chunked<Box<[u8]>>> {
+        match &mut self.repr {
+            Repr::Chunked(c) => Some(c),
+            Repr::Small { .. } => None,
+        }
     }
     /// A chunked one of these parts.
     pub(crate) fn from_chunks(big: bool, c: Chunked<Box<[u8]>>) -> Self {
         Self {
+            repr: Repr::Chunked(Box::new(c)),
             big,
-            chunks: Some(Box::new(c)),
-            ..Self::default()
         }
     }
     /// Makes the hash chunked (a big one past `CHUNKED_AT`), with
     /// collection id `cid`.
     pub(crate) fn make_chunked(&mut self, cid: u64) {
-        let map = std::mem::take(&mut self.map);
-        self.body = 0;
-        self.chunks = Some(Box::new(Chunked::build(cid, map)));
+        if let Repr::Small { map, .. } = &mut self.repr {
+            let map = std::mem::take(map);
+            self.repr = Repr::Chunked(Box::new(Chunked::build(cid, map)));
+        }
     }
     pub(crate) fn update_encoding(&mut self, lim: &EncodingLimits) {
+        let Repr::Small { map, .. } = &self.repr else {
+            return;
+        };
         if !self.big
-            && (self.map.len() > lim.hash_entries
-                || self
-                    .map
+            && (map.len() > lim.hash_entries
+                || map
                     .iter()
                     .any(|(k, v)| k.len() > lim.hash_value || v.len() > lim.hash_value))
         {

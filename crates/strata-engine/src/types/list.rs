@@ -10,12 +10,31 @@ use std::collections::VecDeque;
 pub trait ElemIter<'a>: DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator {}
 impl<'a, T: DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator> ElemIter<'a> for T {}
 
+/// A list: small (a deque of its elements) or chunked (its parts), never
+/// both.
 #[derive(Clone, Debug, Default)]
 pub struct List {
-    items: VecDeque<Box<[u8]>>,
-    body: usize,
-    /// The parts, when chunked (then `items` is empty and unused).
-    pub(crate) chunks: Option<Box<ChunkedList>>,
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// The elements, and the bytes of their packed form.
+    Small {
+        items: VecDeque<Box<[u8]>>,
+        body: usize,
+    },
+    /// The parts, some of which may be on flash.
+    Chunked(Box<ChunkedList>),
+}
+
+impl Default for Repr {
+    fn default() -> Repr {
+        Repr::Small {
+            items: VecDeque::new(),
+            body: 0,
+        }
+    }
 }
 
 impl PartialEq for List {
@@ -26,9 +45,9 @@ impl PartialEq for List {
 
 impl List {
     pub fn len(&self) -> usize {
-        match &self.chunks {
-            Some(c) => c.len(),
-            None => self.items.len(),
+        match &self.repr {
+            Repr::Chunked(c) => c.len(),
+            Repr::Small { items, .. } => items.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -37,87 +56,110 @@ impl List {
     /// Packed bytes of the elements (each length-prefixed; a sorted set's
     /// with its score; a chunked sorted set's counted in both families).
     pub fn body_len(&self) -> usize {
-        match &self.chunks {
-            Some(c) => c.body_len(),
-            None => self.body,
+        match &self.repr {
+            Repr::Chunked(c) => c.body_len(),
+            Repr::Small { body, .. } => *body,
+        }
+    }
+    /// The chunked form, if chunked.
+    pub fn chunked(&self) -> Option<&ChunkedList> {
+        match &self.repr {
+            Repr::Chunked(c) => Some(c),
+            Repr::Small { .. } => None,
+        }
+    }
+    /// The chunked form, if chunked.
+    pub(crate) fn chunked_mut(&mut self) -> Option<&mut ChunkedList> {
+        match &mut self.repr {
+            Repr::Chunked(c) => Some(c),
+            Repr::Small { .. } => None,
         }
     }
     /// Whether the list is chunked.
-    /// The chunked form, if chunked.
-    pub fn chunked(&self) -> Option<&ChunkedList> {
-        self.chunks.as_deref()
-    }
     pub fn is_chunked(&self) -> bool {
-        self.chunks.is_some()
+        matches!(self.repr, Repr::Chunked(_))
     }
     pub fn push_back(&mut self, e: Box<[u8]>) {
-        if let Some(c) = &mut self.chunks {
-            return c.push_back(e);
+        match &mut self.repr {
+            Repr::Chunked(c) => c.push_back(e),
+            Repr::Small { items, body } => {
+                *body += packed_len(e.len());
+                items.push_back(e);
+            }
         }
-        self.body += packed_len(e.len());
-        self.items.push_back(e);
     }
     pub fn push_front(&mut self, e: Box<[u8]>) {
-        if let Some(c) = &mut self.chunks {
-            return c.push_front(e);
+        match &mut self.repr {
+            Repr::Chunked(c) => c.push_front(e),
+            Repr::Small { items, body } => {
+                *body += packed_len(e.len());
+                items.push_front(e);
+            }
         }
-        self.body += packed_len(e.len());
-        self.items.push_front(e);
     }
     pub fn pop_front(&mut self) -> Option<Box<[u8]>> {
-        if let Some(c) = &mut self.chunks {
-            return c.pop_front();
+        match &mut self.repr {
+            Repr::Chunked(c) => c.pop_front(),
+            Repr::Small { items, body } => {
+                let e = items.pop_front()?;
+                *body -= packed_len(e.len());
+                Some(e)
+            }
         }
-        let e = self.items.pop_front()?;
-        self.body -= packed_len(e.len());
-        Some(e)
     }
     pub fn pop_back(&mut self) -> Option<Box<[u8]>> {
-        if let Some(c) = &mut self.chunks {
-            return c.pop_back();
+        match &mut self.repr {
+            Repr::Chunked(c) => c.pop_back(),
+            Repr::Small { items, body } => {
+                let e = items.pop_back()?;
+                *body -= packed_len(e.len());
+                Some(e)
+            }
         }
-        let e = self.items.pop_back()?;
-        self.body -= packed_len(e.len());
-        Some(e)
     }
     pub fn get(&self, i: usize) -> Option<&[u8]> {
-        match &self.chunks {
-            Some(c) => c.get(i),
-            None => self.items.get(i).map(|e| &**e),
+        match &self.repr {
+            Repr::Chunked(c) => c.get(i),
+            Repr::Small { items, .. } => items.get(i).map(|e| &**e),
         }
     }
     /// Replaces element `i`; false if out of range.
     pub fn set(&mut self, i: usize, e: &[u8]) -> bool {
-        if let Some(c) = &mut self.chunks {
-            return c.set(i, e);
-        }
-        match self.items.get_mut(i) {
-            Some(old) => {
-                self.body = self.body - old.len() + e.len();
-                *old = e.into();
-                true
-            }
-            None => false,
+        match &mut self.repr {
+            Repr::Chunked(c) => c.set(i, e),
+            Repr::Small { items, body } => match items.get_mut(i) {
+                Some(old) => {
+                    *body = *body - old.len() + e.len();
+                    *old = e.into();
+                    true
+                }
+                None => false,
+            },
         }
     }
     pub fn insert(&mut self, i: usize, e: &[u8]) {
-        if let Some(c) = &mut self.chunks {
-            return c.insert(i, e);
+        match &mut self.repr {
+            Repr::Chunked(c) => c.insert(i, e),
+            Repr::Small { items, body } => {
+                *body += packed_len(e.len());
+                items.insert(i, e.into());
+            }
         }
-        self.body += packed_len(e.len());
-        self.items.insert(i, e.into());
     }
     /// Keeps only elements `start..=end` (clamped by the caller).
     pub fn keep_range(&mut self, start: usize, end_incl: usize) {
-        if let Some(c) = &mut self.chunks {
-            return c.keep_range(start, end_incl);
-        }
-        if start > end_incl || start >= self.items.len() {
-            self.items.clear();
-            self.body = 0;
-            return;
-        }
-        for _ in end_incl + 1..self.items.len() {
+        let len = match &mut self.repr {
+            Repr::Chunked(c) => return c.keep_range(start, end_incl),
+            Repr::Small { items, body } => {
+                if start > end_incl || start >= items.len() {
+                    items.clear();
+                    *body = 0;
+                    return;
+                }
+                items.len()
+            }
+        };
+        for _ in end_incl + 1..len {
             self.pop_back();
         }
         for _ in 0..start {
@@ -126,45 +168,43 @@ impl List {
     }
     /// Keeps the elements for which `keep` is true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
-        if let Some(c) = &mut self.chunks {
-            return c.retain(keep);
+        match &mut self.repr {
+            Repr::Chunked(c) => c.retain(keep),
+            Repr::Small { items, body } => items.retain(|e| {
+                let k = keep(e);
+                if !k {
+                    *body -= packed_len(e.len());
+                }
+                k
+            }),
         }
-        let mut body = self.body;
-        self.items.retain(|e| {
-            let k = keep(e);
-            if !k {
-                body -= packed_len(e.len());
-            }
-            k
-        });
-        self.body = body;
     }
     /// Every element in order (of a chunked list, all parts must be in RAM).
     pub fn iter(&self) -> Box<dyn ElemIter<'_> + '_> {
-        match &self.chunks {
-            Some(c) => Box::new(c.iter()),
-            None => Box::new(self.items.iter().map(|e| &**e)),
+        match &self.repr {
+            Repr::Chunked(c) => Box::new(c.iter()),
+            Repr::Small { items, .. } => Box::new(items.iter().map(|e| &**e)),
         }
     }
     /// Elements `first..` in order (LRANGE: of a chunked list, only the
     /// parts holding the range need be in RAM; take no more than those).
     pub fn iter_from(&self, first: usize) -> Box<dyn Iterator<Item = &[u8]> + '_> {
-        match &self.chunks {
-            Some(c) => Box::new(c.iter_from(first)),
-            None => Box::new(self.items.iter().skip(first).map(|e| &**e)),
+        match &self.repr {
+            Repr::Chunked(c) => Box::new(c.iter_from(first)),
+            Repr::Small { items, .. } => Box::new(items.iter().skip(first).map(|e| &**e)),
         }
     }
     /// Makes the list chunked (past `CHUNKED_AT`), as incarnation `cid`.
     pub(crate) fn make_chunked(&mut self, cid: u64) {
-        let items = std::mem::take(&mut self.items);
-        self.body = 0;
-        self.chunks = Some(Box::new(ChunkedList::build(cid, items)));
+        if let Repr::Small { items, .. } = &mut self.repr {
+            let items = std::mem::take(items);
+            self.repr = Repr::Chunked(Box::new(ChunkedList::build(cid, items)));
+        }
     }
     /// A chunked list of these parts.
     pub(crate) fn from_chunks(c: ChunkedList) -> Self {
-        Self {
-            chunks: Some(Box::new(c)),
-            ..Self::default()
+        List {
+            repr: Repr::Chunked(Box::new(c)),
         }
     }
 }

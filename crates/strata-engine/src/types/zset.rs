@@ -108,6 +108,8 @@ enum Repr {
         scores: Members,
         order: BTreeSet<(ScoreKey, Box<[u8]>)>,
     },
+    /// The parts, some of which may be on flash.
+    Chunked(Box<ChunkedZSet>),
 }
 
 impl Default for Repr {
@@ -116,14 +118,15 @@ impl Default for Repr {
     }
 }
 
+/// A sorted set: packed, a tree, or chunked (`Repr`), one at a time.
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
     repr: Repr,
+    /// Bytes of the packed elements of a packed or tree set (a chunked
+    /// one's are its parts').
     body: usize,
     /// Redis would report `skiplist` (one-way).
     pub big: bool,
-    /// The parts, when chunked (then `repr` is empty and unused).
-    pub(crate) chunks: Option<Box<ChunkedZSet>>,
 }
 
 impl PartialEq for ZSet {
@@ -194,10 +197,8 @@ fn in_bounds(s: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
 
 impl ZSet {
     pub fn len(&self) -> usize {
-        if let Some(c) = &self.chunks {
-            return c.len();
-        }
         match &self.repr {
+            Repr::Chunked(c) => c.len(),
             Repr::Packed(p) => p.n,
             Repr::Tree { scores, .. } => scores.len(),
         }
@@ -208,16 +209,14 @@ impl ZSet {
     /// Packed bytes of the elements (each length-prefixed; a sorted set's
     /// with its score; a chunked sorted set's counted in both families).
     pub fn body_len(&self) -> usize {
-        match &self.chunks {
-            Some(c) => c.body_len(),
-            None => self.body,
+        match &self.repr {
+            Repr::Chunked(c) => c.body_len(),
+            _ => self.body,
         }
     }
     pub fn score(&self, m: &[u8]) -> Option<f64> {
-        if let Some(c) = &self.chunks {
-            return c.score(m);
-        }
         match &self.repr {
+            Repr::Chunked(c) => c.score(m),
             Repr::Packed(p) => p.find(m).map(|(_, _, s)| s),
             Repr::Tree { scores, .. } => scores.get(m).copied(),
         }
@@ -240,7 +239,7 @@ impl ZSet {
     /// Caller guarantees `score` is not NaN.
     pub fn insert(&mut self, m: &[u8], score: f64) -> Option<f64> {
         debug_assert!(!score.is_nan());
-        if let Some(c) = &mut self.chunks {
+        if let Repr::Chunked(c) = &mut self.repr {
             return c.insert(m, score);
         }
         if let Repr::Packed(p) = &mut self.repr {
@@ -263,7 +262,7 @@ impl ZSet {
             }
         }
         let Repr::Tree { scores, order } = &mut self.repr else {
-            unreachable!("converted above");
+            unreachable!("a chunked or packed set returned above, or became a tree");
         };
         match scores.get_mut(m) {
             Some(old) => {
@@ -289,10 +288,8 @@ impl ZSet {
     }
     /// Removes `m`; returns whether it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
-        if let Some(c) = &mut self.chunks {
-            return c.remove(m);
-        }
         let found = match &mut self.repr {
+            Repr::Chunked(c) => return c.remove(m),
             Repr::Packed(p) => match p.find(m) {
                 Some((_, off, _)) => {
                     p.remove_at(off, m.len());
@@ -315,10 +312,8 @@ impl ZSet {
     }
     /// 0-based rank of `m` in ascending order.
     pub fn rank(&self, m: &[u8]) -> Option<usize> {
-        if let Some(c) = &self.chunks {
-            return c.rank(m);
-        }
         match &self.repr {
+            Repr::Chunked(c) => c.rank(m),
             Repr::Packed(p) => p.find(m).map(|(i, _, _)| i),
             Repr::Tree { order, .. } => {
                 let s = self.score(m)?;
@@ -329,10 +324,8 @@ impl ZSet {
     }
     /// Members in ascending order with their scores.
     pub fn iter(&self) -> Iter<'_> {
-        if let Some(c) = &self.chunks {
-            return Iter(IterInner::Tree(Box::new(c.iter())));
-        }
         Iter(match &self.repr {
+            Repr::Chunked(c) => IterInner::Tree(Box::new(c.iter())),
             Repr::Packed(p) => IterInner::Packed(
                 p.entries()
                     .map(|(_, m, s)| (m, s))
@@ -347,11 +340,11 @@ impl ZSet {
     /// Members with a score in the given bounds, ascending (reverse the
     /// iterator for descending). Only the members in range are visited.
     pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> Iter<'_> {
-        if let Some(c) = &self.chunks {
-            let (a, b) = c.score_ranks(min, max);
-            return Iter(IterInner::Tree(Box::new(c.range(a, b))));
-        }
         let order = match &self.repr {
+            Repr::Chunked(c) => {
+                let (a, b) = c.score_ranks(min, max);
+                return Iter(IterInner::Tree(Box::new(c.range(a, b))));
+            }
             Repr::Packed(p) => {
                 return Iter(IterInner::Packed(
                     p.entries()
@@ -388,7 +381,7 @@ impl ZSet {
     }
     /// Removes and returns the lowest (or, with `max`, the highest) member.
     pub fn pop(&mut self, max: bool) -> Option<(Box<[u8]>, f64)> {
-        if self.chunks.is_some() {
+        if self.is_chunked() {
             // By rank: only the end's parts need be in RAM.
             let r = if max { self.len().checked_sub(1)? } else { 0 };
             let (m, s) = self.get_rank(r).map(|(m, s)| (Box::<[u8]>::from(m), s))?;
@@ -406,7 +399,7 @@ impl ZSet {
     /// Members of ranks `[a, b)` ascending (reverse the iterator for
     /// descending); of a chunked set only their parts are read.
     pub fn rank_range(&self, a: usize, b: usize) -> Iter<'_> {
-        if let Some(c) = &self.chunks {
+        if let Repr::Chunked(c) = &self.repr {
             return Iter(IterInner::Tree(Box::new(c.range(a, b))));
         }
         let n = b.saturating_sub(a);
@@ -416,10 +409,8 @@ impl ZSet {
     }
     /// The member at rank `i` (ascending).
     pub fn get_rank(&self, i: usize) -> Option<(&[u8], f64)> {
-        if let Some(c) = &self.chunks {
-            return c.get_rank(i);
-        }
         match &self.repr {
+            Repr::Chunked(c) => c.get_rank(i),
             Repr::Packed(p) => p.entries().nth(i).map(|(_, m, s)| (m, s)),
             Repr::Tree { order, .. } => order.iter().nth(i).map(|(s, m)| (&**m, s.0)),
         }
@@ -430,10 +421,8 @@ impl ZSet {
         }
     }
     fn has_member_over(&self, n: usize) -> bool {
-        if let Some(c) = &self.chunks {
-            return c.iter().any(|(m, _)| m.len() > n);
-        }
         match &self.repr {
+            Repr::Chunked(c) => c.iter().any(|(m, _)| m.len() > n),
             Repr::Packed(p) => p.entries().any(|(_, m, _)| m.len() > n),
             Repr::Tree { scores, .. } => scores.keys().any(|m| m.len() > n),
         }
@@ -443,7 +432,7 @@ impl ZSet {
 impl ZSet {
     /// Whether the sorted set is chunked.
     pub fn is_chunked(&self) -> bool {
-        self.chunks.is_some()
+        matches!(self.repr, Repr::Chunked(_))
     }
     /// The (member, score) pairs whose member hash (`chunked::elem_hash`)
     /// lies in `[lo, hi]`: of a chunked set from the member parts holding
@@ -453,8 +442,8 @@ impl ZSet {
         let all = lo == 0 && hi == u64::MAX;
         let keep =
             move |e: &(&[u8], f64)| all || (lo..=hi).contains(&super::chunked::elem_hash(e.0));
-        match &self.chunks {
-            Some(c) => {
+        match &self.repr {
+            Repr::Chunked(c) => {
                 let m = &c.members;
                 let parts = m.part_of(lo)..m.part_of(hi) + 1;
                 Box::new(
@@ -463,27 +452,39 @@ impl ZSet {
                         .filter(keep),
                 )
             }
-            None => Box::new(self.iter().filter(keep)),
+            _ => Box::new(self.iter().filter(keep)),
         }
     }
     /// The chunked form, if chunked.
     pub fn chunked(&self) -> Option<&ChunkedZSet> {
-        self.chunks.as_deref()
+        match &self.repr {
+            Repr::Chunked(c) => Some(c),
+            _ => None,
+        }
+    }
+    /// The chunked form, if chunked.
+    pub(crate) fn chunked_mut(&mut self) -> Option<&mut ChunkedZSet> {
+        match &mut self.repr {
+            Repr::Chunked(c) => Some(c),
+            _ => None,
+        }
     }
     /// A chunked one of these parts.
     pub(crate) fn from_chunks(big: bool, c: ChunkedZSet) -> Self {
         ZSet {
+            repr: Repr::Chunked(Box::new(c)),
+            body: 0,
             big,
-            chunks: Some(Box::new(c)),
-            ..ZSet::default()
         }
     }
     /// Makes the sorted set chunked, with collection id `cid`.
     pub(crate) fn make_chunked(&mut self, cid: u64) {
+        if self.is_chunked() {
+            return;
+        }
         let c = ChunkedZSet::build(cid, self.iter());
-        self.repr = Repr::default();
+        self.repr = Repr::Chunked(Box::new(c));
         self.body = 0;
-        self.chunks = Some(Box::new(c));
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::{part_count_of, Bytes, ChunkedStr, Part, STR_DEPTH, STR_PART};
 use crate::base::FlashLoc;
-use crate::types::chunked::{clock_walk, Dir, DirHead, PartClock, PartInfo};
+use crate::types::chunked::{Dir, DirHead, PartClock, PartInfo};
 use crate::types::Malformed;
 
 /// Bytes of a string head's fields after its span: length (u64 LE), parts
@@ -196,23 +196,20 @@ impl Dir for ChunkedStr {
     fn scan_parts(&self, _: u64, _: usize) -> std::ops::Range<usize> {
         0..0
     }
-    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+    fn hand(&mut self) -> &mut usize {
+        &mut self.hand
+    }
+    /// A hole is no RAM to free; a part's bytes are what it covers.
+    fn part_clock(&mut self, i: usize) -> PartClock {
         let len = self.len;
-        let parts = &mut self.parts;
-        let step = clock_walk(parts.len(), &mut self.hand, want, |i| {
-            let p = &mut parts[i];
-            PartClock {
-                resident: matches!(p.bytes, Bytes::Ram(_)),
-                referenced: std::mem::replace(&mut p.referenced, false),
-                dirty: p.dirty,
-                has_record: p.loc.is_some(),
-                body: (len - (i * STR_PART) as u64).min(STR_PART as u64) as usize,
-            }
-        });
-        for &i in &step.free {
-            self.evict_part(i);
+        let p = &mut self.parts[i];
+        PartClock {
+            resident: matches!(p.bytes, Bytes::Ram(_)),
+            referenced: std::mem::replace(&mut p.referenced, false),
+            dirty: p.dirty,
+            has_record: p.loc.is_some(),
+            body: (len - (i * STR_PART) as u64).min(STR_PART as u64) as usize,
         }
-        step.into_counts()
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
@@ -261,16 +258,8 @@ impl Dir for ChunkedStr {
     fn evict(&mut self, i: usize) -> usize {
         self.evict_part(i)
     }
-    fn touch(&mut self, i: usize) {
-        if let Some(p) = self.parts.get_mut(i) {
-            p.referenced = true;
-        }
-    }
-    fn clock(&mut self, i: usize) -> bool {
-        match self.parts.get_mut(i) {
-            Some(p) => std::mem::replace(&mut p.referenced, false),
-            None => false,
-        }
+    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
+        self.parts.get_mut(i).map(|p| &mut p.referenced)
     }
     fn install(
         &mut self,

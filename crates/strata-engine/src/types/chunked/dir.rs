@@ -46,7 +46,7 @@ impl PartInfo {
 
 /// What the demoter's hand sees of one part (`clock_walk`). Reading it
 /// clears the part's used mark.
-pub(crate) struct PartClock {
+pub struct PartClock {
     pub resident: bool,
     /// Used since the hand last passed (the mark is cleared by reading).
     pub referenced: bool,
@@ -302,7 +302,30 @@ pub trait Dir {
     /// once the freed and listed parts hold `want` bytes (or after one
     /// turn), so one huge collection is not emptied to free a little.
     /// Returns (spared, freed, examined, changed parts).
-    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>);
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+        let n = self.part_count();
+        let mut hand = *self.hand();
+        let step = clock_walk(n, &mut hand, want, |i| self.part_clock(i));
+        *self.hand() = hand;
+        for &i in &step.free {
+            self.evict(i);
+        }
+        step.into_counts()
+    }
+    /// Where the demoter's hand stopped (a hint for the next pass).
+    fn hand(&mut self) -> &mut usize;
+    /// What the demoter's hand sees of part `i` (reading it clears the
+    /// part's used mark): by default, what `part` says of it.
+    fn part_clock(&mut self, i: usize) -> PartClock {
+        let info = self.part(i);
+        PartClock {
+            resident: info.resident,
+            referenced: self.clock(i),
+            dirty: info.dirty,
+            has_record: info.loc.is_some(),
+            body: info.body as usize,
+        }
+    }
     /// Points part `i` at `loc` (a moved copy of its record).
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc);
     /// The parts whose record is `loc`, a record of the range at `low`,
@@ -317,11 +340,21 @@ pub trait Dir {
         seq: u64,
     ) -> Option<Option<FlashLoc>>;
     fn evict(&mut self, i: usize) -> usize;
+    /// Part `i`'s used mark (CLOCK: set by reads, cleared by the
+    /// demoter's hand), if the part exists and has one.
+    fn used_mark(&mut self, i: usize) -> Option<&mut bool>;
     /// Marks part `i` used (CLOCK).
-    fn touch(&mut self, i: usize);
+    fn touch(&mut self, i: usize) {
+        if let Some(m) = self.used_mark(i) {
+            *m = true;
+        }
+    }
     /// The demoter's hand passes part `i`: returns whether it was used
     /// since, clearing the mark.
-    fn clock(&mut self, i: usize) -> bool;
+    fn clock(&mut self, i: usize) -> bool {
+        self.used_mark(i)
+            .is_some_and(|m| std::mem::replace(m, false))
+    }
     /// Installs part `i`'s elements from the record at `loc`, whose chunk
     /// is `named` (low, depth) and has this body, if the part is still cold
     /// there; returns whether it was installed.
@@ -407,22 +440,8 @@ impl<V: Elem> Dir for Chunked<V> {
     fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
         Chunked::scan_parts(self, from, count)
     }
-    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
-        let parts = &mut self.parts;
-        let step = clock_walk(parts.len(), &mut self.hand, want, |i| {
-            let p = &mut parts[i];
-            PartClock {
-                resident: p.is_resident(),
-                referenced: std::mem::replace(&mut p.referenced, false),
-                dirty: p.dirty,
-                has_record: p.loc.is_some(),
-                body: p.body as usize,
-            }
-        });
-        for &i in &step.free {
-            Chunked::evict(self, i);
-        }
-        step.into_counts()
+    fn hand(&mut self) -> &mut usize {
+        &mut self.hand
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
@@ -451,16 +470,8 @@ impl<V: Elem> Dir for Chunked<V> {
     fn evict(&mut self, i: usize) -> usize {
         Chunked::evict(self, i)
     }
-    fn touch(&mut self, i: usize) {
-        if let Some(p) = self.parts.get_mut(i) {
-            p.referenced = true;
-        }
-    }
-    fn clock(&mut self, i: usize) -> bool {
-        match self.parts.get_mut(i) {
-            Some(p) => std::mem::replace(&mut p.referenced, false),
-            None => false,
-        }
+    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
+        self.parts.get_mut(i).map(|p| &mut p.referenced)
     }
     fn install(
         &mut self,

@@ -198,9 +198,6 @@ impl<V: Elem> Chunked<V> {
     pub fn parts(&self) -> &[Part<V>] {
         &self.parts
     }
-    pub(super) fn part_mut(&mut self, i: usize) -> &mut Part<V> {
-        &mut self.parts[i]
-    }
     pub fn all_resident(&self) -> bool {
         self.resident == self.body && self.parts.iter().all(|p| p.is_resident())
     }

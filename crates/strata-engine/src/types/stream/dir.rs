@@ -74,6 +74,10 @@ impl Dir for Stream {
     fn scan_parts(&self, _: u64, _: usize) -> std::ops::Range<usize> {
         0..0
     }
+    fn hand(&mut self) -> &mut usize {
+        &mut self.ch_mut().hand
+    }
+    /// Over the stream's parts only: its groups' PEL parts stay in RAM.
     fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
         let mut hand = self.ch().hand;
         let parts = &mut self.parts;
@@ -195,16 +199,8 @@ impl Dir for Stream {
         }
         self.evict_part(i)
     }
-    fn touch(&mut self, i: usize) {
-        if let Some(p) = self.parts.get_mut(i) {
-            p.referenced = true;
-        }
-    }
-    fn clock(&mut self, i: usize) -> bool {
-        match self.parts.get_mut(i) {
-            Some(p) => std::mem::replace(&mut p.referenced, false),
-            None => false,
-        }
+    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
+        self.parts.get_mut(i).map(|p| &mut p.referenced)
     }
     fn install(
         &mut self,

@@ -4,7 +4,6 @@
 use super::part::{packed_iter, Items};
 use super::ChunkedList;
 use crate::base::FlashLoc;
-use crate::types::chunked::dir::{clock_walk, PartClock};
 use crate::types::chunked::{Dir, DirHead, PartInfo};
 use crate::types::{packed_len, put, Malformed};
 use std::collections::VecDeque;
@@ -107,22 +106,8 @@ impl Dir for ChunkedList {
     fn scan_parts(&self, _: u64, _: usize) -> std::ops::Range<usize> {
         0..0
     }
-    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
-        let parts = &mut self.parts;
-        let step = clock_walk(parts.len(), &mut self.hand, want, |i| {
-            let p = &mut parts[i];
-            PartClock {
-                resident: p.items.is_some(),
-                referenced: std::mem::replace(&mut p.referenced, false),
-                dirty: p.dirty,
-                has_record: p.loc.is_some(),
-                body: p.body as usize,
-            }
-        });
-        for &i in &step.free {
-            Dir::evict(self, i);
-        }
-        step.into_counts()
+    fn hand(&mut self) -> &mut usize {
+        &mut self.hand
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
@@ -175,16 +160,8 @@ impl Dir for ChunkedList {
         self.resident_parts -= 1;
         p.body as usize
     }
-    fn touch(&mut self, i: usize) {
-        if let Some(p) = self.parts.get_mut(i) {
-            p.referenced = true;
-        }
-    }
-    fn clock(&mut self, i: usize) -> bool {
-        match self.parts.get_mut(i) {
-            Some(p) => std::mem::replace(&mut p.referenced, false),
-            None => false,
-        }
+    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
+        self.parts.get_mut(i).map(|p| &mut p.referenced)
     }
     fn install(
         &mut self,

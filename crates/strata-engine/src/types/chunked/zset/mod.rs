@@ -23,7 +23,7 @@ mod record;
 pub use order::{Order, OrderInfo, ORDER_DEPTH};
 pub use record::{cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey};
 
-use super::dir::{clock_walk, PartClock};
+use super::dir::PartClock;
 use super::{Chunked, Dir, DirHead, PartInfo};
 use crate::base::FlashLoc;
 use crate::types::zset::{below_min, within_max};
@@ -286,38 +286,23 @@ impl Dir for ChunkedZSet {
     fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize> {
         self.members.scan_parts(from, count)
     }
-    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+    fn hand(&mut self) -> &mut usize {
+        &mut self.members.hand
+    }
+    fn part_clock(&mut self, i: usize) -> PartClock {
         let m = self.members.part_count();
-        let n = m + self.order.part_count();
-        let mut hand = self.members.hand;
-        let (members, order) = (&mut self.members, &mut self.order);
-        let step = clock_walk(n, &mut hand, want, |i| {
-            if i < m {
-                let p = members.part_mut(i);
-                PartClock {
-                    resident: p.is_resident(),
-                    referenced: std::mem::replace(&mut p.referenced, false),
-                    dirty: p.dirty,
-                    has_record: p.loc.is_some(),
-                    body: p.body as usize,
-                }
-            } else {
-                let p = order.part_mut(i - m);
-                PartClock {
-                    // An empty part never leaves RAM (order invariant 5).
-                    resident: p.is_resident() && p.count > 0,
-                    referenced: std::mem::replace(&mut p.referenced, false),
-                    dirty: p.dirty,
-                    has_record: p.loc.is_some(),
-                    body: p.body as usize,
-                }
-            }
-        });
-        self.members.hand = hand;
-        for &i in &step.free {
-            Dir::evict(self, i);
+        if i < m {
+            return self.members.part_clock(i);
         }
-        step.into_counts()
+        let p = self.order.part_mut(i - m);
+        PartClock {
+            // An empty part never leaves RAM (order invariant 5).
+            resident: p.is_resident() && p.count > 0,
+            referenced: std::mem::replace(&mut p.referenced, false),
+            dirty: p.dirty,
+            has_record: p.loc.is_some(),
+            body: p.body as usize,
+        }
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         match self.oi(i) {
@@ -370,23 +355,11 @@ impl Dir for ChunkedZSet {
             Some(j) => self.order.evict(j),
         }
     }
-    fn touch(&mut self, i: usize) {
+    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
         match self.oi(i) {
-            None => Dir::touch(&mut self.members, i),
-            Some(j) => {
-                if j < self.order.part_count() {
-                    self.order.part_mut(j).referenced = true;
-                }
-            }
-        }
-    }
-    fn clock(&mut self, i: usize) -> bool {
-        match self.oi(i) {
-            None => Dir::clock(&mut self.members, i),
-            Some(j) if j < self.order.part_count() => {
-                std::mem::replace(&mut self.order.part_mut(j).referenced, false)
-            }
-            Some(_) => false,
+            None => Dir::used_mark(&mut self.members, i),
+            Some(j) if j < self.order.part_count() => Some(&mut self.order.part_mut(j).referenced),
+            Some(_) => None,
         }
     }
     fn install(
