@@ -1,6 +1,8 @@
-//! The error texts many commands share, with Redis's wording, and the
-//! replies they write (a family's own texts are still beside it: issue 45
-//! gathers them here).
+//! Writing error replies, and the error texts that more than one command
+//! or room answers, in Redis's wording: a text used in two places is a
+//! constant here (the gates', the engine's errors as RESP words them,
+//! `reply::engine`); a text only one command answers stays beside that
+//! command, as in Redis's own sources.
 
 use bytes::BytesMut;
 use strata_engine::EngineError;
@@ -57,10 +59,31 @@ pub const OFFSET_RANGE: &str = "ERR offset is out of range";
 pub const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 pub const NOT_POSITIVE_COUNT: &str = "ERR value is out of range, must be positive";
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+/// A collection record that does not decode.
+pub const MALFORMED: &str = "ERR flash record of key is corrupt (malformed collection)";
 
 /// Writes `-<msg>\r\n`.
 /// Writes refused for want of replicas (`min-replicas-to-write`).
 pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// Texts more than one command answers.
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+pub const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
+pub const INVALID_LIBRARY_METADATA: &str = "ERR Invalid library metadata";
+pub const MISSING_LIBRARY_METADATA: &str = "ERR Missing library metadata";
+pub const NO_LIBRARY_NAME: &str = "ERR Library name was not given";
+pub const TOO_LARGE: &str = "ERR Elements are too large to be stored";
+pub const I64_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+pub const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+pub const NUMKEYS_NOT_POSITIVE: &str = "ERR numkeys should be greater than 0";
+pub const TOO_MANY_KEYS: &str = "ERR Number of keys can't be greater than number of args";
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+pub const BAD_DUMP: &str = "ERR DUMP payload version or checksum are wrong";
+pub const COUNT_NOT_POSITIVE: &str = "ERR COUNT must be > 0";
+pub const BAD_DATA_FORMAT: &str = "ERR Bad data format";
 
 pub fn error(out: &mut BytesMut, msg: &str) {
     write_error(out, msg.as_bytes());
@@ -139,6 +162,8 @@ pub fn engine(out: &mut BytesMut, e: &EngineError) {
             &format!("ERR flash read failed: record corrupt ({why})"),
         ),
         EngineError::Io(io) => error(out, &format!("ERR flash read failed: {io}")),
+        EngineError::Malformed => error(out, MALFORMED),
+        // (`EngineError` is non-exhaustive: a new kind reads as itself.)
         other => error(out, &format!("ERR {other}")),
     }
 }

@@ -21,7 +21,7 @@ pub fn parse_timeout(b: &[u8]) -> Result<Option<Duration>, &'static str> {
         .filter(|v| v.is_finite())
         .ok_or("ERR timeout is not a float or out of range")?;
     if v < 0.0 {
-        return Err("ERR timeout is negative");
+        return Err(crate::base::reply::TIMEOUT_NEGATIVE);
     }
     if v * 1000.0 > i64::MAX as f64 / 2.0 {
         return Err("ERR timeout is out of range");

@@ -478,7 +478,7 @@ pub fn scan_positions(
 
 pub fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let Some(cursor) = parse_cursor(&args[2]) else {
-        reply::error(ctx.out, "ERR invalid cursor");
+        reply::error(ctx.out, crate::base::reply::INVALID_CURSOR);
         return Outcome::Done;
     };
     let opts = parse_scan_opts(&args[3..]);

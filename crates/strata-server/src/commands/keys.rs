@@ -88,7 +88,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
     else {
-        reply::error(ctx.out, "ERR invalid cursor");
+        reply::error(ctx.out, crate::base::reply::INVALID_CURSOR);
         return Outcome::Done;
     };
     let mut count = 10usize;
@@ -193,7 +193,7 @@ pub fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     };
     if dst_db == ctx.db() {
-        reply::error(ctx.out, "ERR source and destination objects are the same");
+        reply::error(ctx.out, crate::base::reply::SAME_OBJECT);
         return Outcome::Done;
     }
     let read = ctx.engine().move_key(ctx.db(), &args[1], dst_db);
@@ -237,7 +237,7 @@ pub fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     }
     if dst_db == ctx.db() && args[1] == args[2] {
-        reply::error(ctx.out, "ERR source and destination objects are the same");
+        reply::error(ctx.out, crate::base::reply::SAME_OBJECT);
         return Outcome::Done;
     }
     let read = ctx
@@ -459,10 +459,10 @@ pub fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             },
             Ok(v) => v,
             Err(crate::base::rdb::Refused::VersionOrChecksum) => {
-                return reply::error(out, "ERR DUMP payload version or checksum are wrong")
+                return reply::error(out, crate::base::reply::BAD_DUMP)
             }
             Err(crate::base::rdb::Refused::BadFormat) => {
-                return reply::error(out, "ERR Bad data format")
+                return reply::error(out, crate::base::reply::BAD_DATA_FORMAT)
             }
         };
         let at = match ttl {

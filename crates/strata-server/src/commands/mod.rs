@@ -99,7 +99,7 @@ pub fn parse_mpop(
 ) -> Result<(Vec<bytes::Bytes>, bool, usize), &'static str> {
     let numkeys = match args.first().and_then(|a| parse_i64(a)) {
         Some(n) if n >= 1 => n as u64,
-        _ => return Err("ERR numkeys should be greater than 0"),
+        _ => return Err(crate::base::reply::NUMKEYS_NOT_POSITIVE),
     };
     let where_idx = numkeys.saturating_add(1);
     if where_idx >= args.len() as u64 {
@@ -134,9 +134,7 @@ pub fn parse_mpop(
 pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool), &'static str> {
     let count = match args.first().and_then(|a| parse_i64(a)) {
         None => return Err(crate::base::reply::NOT_INTEGER),
-        Some(i64::MIN) => {
-            return Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-        }
+        Some(i64::MIN) => return Err(crate::base::reply::I64_RANGE),
         Some(n) => n,
     };
     let with_values = match args.get(1) {
@@ -147,7 +145,7 @@ pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool)
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count)
         || count < 0 && count.unsigned_abs() > hash::MAX_PICKS
     {
-        return Err("ERR value is out of range");
+        return Err(crate::base::reply::OUT_OF_RANGE);
     }
     Ok((count, with_values))
 }

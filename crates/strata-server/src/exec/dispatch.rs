@@ -82,7 +82,7 @@ pub fn execute(
         let keys = if ctx.conn.script {
             Some(ctx.conn.script_keys.clone())
         } else {
-            crate::exec::transaction::command_keys(spec, args)
+            crate::registry::keys::command_keys(spec, args)
         };
         if let Some(keys) = keys {
             if !keys.is_empty() {

@@ -16,7 +16,7 @@
 //!    inside EXEC does not block (it answers as on a timeout).
 //!
 //! The section holds the shards of the keys the commands and the watched
-//! keys name (`command_keys`), so transactions over other shards go on; a
+//! keys name (`registry::keys::command_keys`), so transactions over other shards go on; a
 //! transaction with a command whose keys cannot be told from its arguments
 //! (SORT with BY or GET, GEORADIUS with STORE) or that reads the whole
 //! keyspace (SCAN, FLUSHDB, DBSIZE ...) holds every shard.
@@ -114,7 +114,7 @@ pub fn has_write(conn: &ConnState) -> bool {
 /// EXEC: runs the queued commands (module doc) and writes the reply.
 pub async fn exec(shared: &Arc<Shared>, conn: &mut ConnState, out: &mut BytesMut) {
     let Some(multi) = conn.multi.take() else {
-        reply::error(out, "ERR EXEC without MULTI");
+        reply::error(out, crate::base::reply::EXEC_WITHOUT_MULTI);
         return;
     };
     if multi.failed {
@@ -260,59 +260,9 @@ fn section_keys(
 ) -> Option<Vec<Bytes>> {
     let mut keys = conn.watched.keys();
     for (spec, args) in cmds {
-        keys.extend(command_keys(spec, args)?);
+        keys.extend(crate::registry::keys::command_keys(spec, args)?);
     }
     Some(keys)
-}
-
-/// The keys `args` of the command `spec` touches (as COMMAND GETKEYS
-/// would give them), or None when they cannot be told from the arguments
-/// or the command reads the whole keyspace.
-pub fn command_keys(spec: &CommandSpec, args: &[Bytes]) -> Option<Vec<Bytes>> {
-    // numkeys at `at`, the keys after it (none when numkeys is invalid:
-    // the command then fails before it touches a key).
-    let from = |at: usize| -> Vec<Bytes> {
-        let n = args
-            .get(at)
-            .and_then(|a| std::str::from_utf8(a).ok())
-            .and_then(|a| a.parse::<usize>().ok())
-            .unwrap_or(0);
-        args.iter().skip(at + 1).take(n).cloned().collect()
-    };
-    let keys = match spec.name {
-        "ping" | "echo" | "select" | "time" | "unwatch" | "lastsave" => Vec::new(),
-        "sintercard" | "zintercard" | "zinter" | "zunion" | "zdiff" | "lmpop" | "zmpop" => from(1),
-        "blmpop" | "bzmpop" => from(2),
-        "zunionstore" | "zinterstore" | "zdiffstore" => {
-            let mut k = from(2);
-            k.push(args.get(1)?.clone());
-            k
-        }
-        "object" => args.get(2).cloned().into_iter().collect(),
-        _ if spec.has(Flags::MOVABLEKEYS) || spec.keys.0 <= 0 => return None,
-        _ => spec_keys(spec, args),
-    };
-    Some(keys)
-}
-
-/// The keys at the positions of the command's table entry.
-fn spec_keys(spec: &CommandSpec, args: &[Bytes]) -> Vec<Bytes> {
-    let (first, last, step) = spec.keys;
-    let mut keys = Vec::new();
-    if first <= 0 || step <= 0 {
-        return keys;
-    }
-    let last = if last < 0 {
-        args.len() as i32 + last
-    } else {
-        last
-    };
-    let mut i = first;
-    while i <= last && (i as usize) < args.len() {
-        keys.push(args[i as usize].clone());
-        i += step;
-    }
-    keys
 }
 
 /// Brings the cold keys the queued commands name into RAM (the key
@@ -325,7 +275,10 @@ async fn warm(
 ) {
     let mut keys = Vec::new();
     for (spec, args) in queued {
-        keys.extend(command_keys(spec, args).unwrap_or_else(|| spec_keys(spec, args)));
+        keys.extend(
+            crate::registry::keys::command_keys(spec, args)
+                .unwrap_or_else(|| crate::registry::keys::spec_keys(spec, args)),
+        );
     }
     crate::command::warm(shared, conn.db, keys).await;
 }

@@ -18,6 +18,7 @@ pub mod listen;
 pub mod loops;
 pub mod memcache;
 pub mod stream;
+pub mod turn;
 
 use crate::command::Shared;
 use loops::Protocol;

@@ -19,6 +19,7 @@
 
 pub mod describe;
 pub mod flags;
+pub mod keys;
 
 pub use flags::Flags;
 

@@ -142,15 +142,14 @@ pub fn dump_functions(codes: &[&[u8]]) -> Vec<u8> {
 
 /// The library codes of a FUNCTION RESTORE payload, or Redis's error.
 pub fn restore_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    let body = verified_body(payload)
-        .map_err(|_| "ERR DUMP payload version or checksum are wrong".to_string())?;
+    let body = verified_body(payload).map_err(|_| crate::base::reply::BAD_DUMP.to_string())?;
     let mut r = Reader { b: body };
     let mut codes = Vec::new();
     while let Some(t) = r.byte() {
         if t != OPCODE_FUNCTION2 {
             return Err("ERR given type is not a function".into());
         }
-        codes.push(r.string().ok_or("ERR Bad data format")?);
+        codes.push(r.string().ok_or(crate::base::reply::BAD_DATA_FORMAT)?);
     }
     Ok(codes)
 }

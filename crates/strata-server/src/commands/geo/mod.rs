@@ -293,7 +293,7 @@ fn parse(args: &[Bytes], kind: Kind, z: Option<&ZSet>) -> Result<Query, String> 
         } else if is(a, "count") && left >= 1 {
             let n = parse_i64(&opts[i + 1]).ok_or(reply::NOT_INTEGER)?;
             if n <= 0 {
-                return Err("ERR COUNT must be > 0".into());
+                return Err(crate::base::reply::COUNT_NOT_POSITIVE.into());
             }
             q.count = n as usize;
             i += 1;

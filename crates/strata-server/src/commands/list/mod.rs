@@ -440,7 +440,7 @@ pub fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                     return Outcome::Done;
                 }
                 Some(i64::MIN) => {
-                    reply::error(ctx.out, "ERR value is out of range");
+                    reply::error(ctx.out, crate::base::reply::OUT_OF_RANGE);
                     return Outcome::Done;
                 }
                 Some(r) => rank = r,

@@ -227,8 +227,8 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             }
         };
         match parse_i64(&args[2]) {
-            None => reply::error(ctx.out, "ERR timeout is not an integer or out of range"),
-            Some(ms) if ms < 0 => reply::error(ctx.out, "ERR timeout is negative"),
+            None => reply::error(ctx.out, crate::base::reply::TIMEOUT_NOT_INTEGER),
+            Some(ms) if ms < 0 => reply::error(ctx.out, crate::base::reply::TIMEOUT_NEGATIVE),
             Some(ms) => {
                 ctx.shared
                     .pause

@@ -125,8 +125,8 @@ pub fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::error(ctx.out, reply::NOT_INTEGER);
     } else {
         match parse_i64(&args[2]) {
-            None => reply::error(ctx.out, "ERR timeout is not an integer or out of range"),
-            Some(t) if t < 0 => reply::error(ctx.out, "ERR timeout is negative"),
+            None => reply::error(ctx.out, crate::base::reply::TIMEOUT_NOT_INTEGER),
+            Some(t) if t < 0 => reply::error(ctx.out, crate::base::reply::TIMEOUT_NEGATIVE),
             Some(_) => write_integer(ctx.out, 0),
         }
     }

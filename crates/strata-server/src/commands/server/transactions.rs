@@ -20,7 +20,7 @@ pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
 
 pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     if ctx.conn.multi.is_none() {
-        reply::error(ctx.out, "ERR EXEC without MULTI");
+        reply::error(ctx.out, crate::base::reply::EXEC_WITHOUT_MULTI);
         return Outcome::Done;
     }
     Outcome::Exec

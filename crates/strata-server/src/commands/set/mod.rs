@@ -190,7 +190,7 @@ pub fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 fn parse_count(b: &[u8]) -> Result<i64, &'static str> {
     match parse_i64(b) {
         None => Err(reply::NOT_INTEGER),
-        Some(i64::MIN) => Err("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"),
+        Some(i64::MIN) => Err(crate::base::reply::I64_RANGE),
         Some(n) => Ok(n),
     }
 }
@@ -221,7 +221,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let count = match parse_count(&args[2]) {
         Ok(n) if n < 0 && n.unsigned_abs() > super::hash::MAX_PICKS => {
-            reply::error(ctx.out, "ERR value is out of range");
+            reply::error(ctx.out, crate::base::reply::OUT_OF_RANGE);
             return Outcome::Done;
         }
         Ok(n) => n,
@@ -341,7 +341,7 @@ pub fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let Some(cursor) = parse_cursor(&args[2]) else {
-        reply::error(ctx.out, "ERR invalid cursor");
+        reply::error(ctx.out, crate::base::reply::INVALID_CURSOR);
         return Outcome::Done;
     };
     let opts = parse_scan_opts(&args[3..]);

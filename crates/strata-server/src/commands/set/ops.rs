@@ -269,15 +269,12 @@ pub fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let numkeys = match parse_i64(&args[1]) {
         Some(n) if n >= 1 => n as u64,
         _ => {
-            reply::error(ctx.out, "ERR numkeys should be greater than 0");
+            reply::error(ctx.out, crate::base::reply::NUMKEYS_NOT_POSITIVE);
             return Outcome::Done;
         }
     };
     if numkeys > (args.len() - 2) as u64 {
-        reply::error(
-            ctx.out,
-            "ERR Number of keys can't be greater than number of args",
-        );
+        reply::error(ctx.out, crate::base::reply::TOO_MANY_KEYS);
         return Outcome::Done;
     }
     let n = numkeys as usize;
@@ -288,7 +285,7 @@ pub fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             match parse_i64(&args[j + 1]) {
                 Some(l) if l >= 0 => limit = l as u64,
                 _ => {
-                    reply::error(ctx.out, "ERR LIMIT can't be negative");
+                    reply::error(ctx.out, crate::base::reply::LIMIT_NEGATIVE);
                     return Outcome::Done;
                 }
             }

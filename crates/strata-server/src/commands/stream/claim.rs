@@ -205,7 +205,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 let max = i64::MAX / 16;
                 count = parse_i64(&args[j + 1])
                     .filter(|n| (1..=max).contains(n))
-                    .ok_or("ERR COUNT must be > 0")?;
+                    .ok_or(crate::base::reply::COUNT_NOT_POSITIVE)?;
                 j += 1;
             } else if is(&args[j], "justid") {
                 justid = true;

@@ -339,7 +339,7 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             None => last.next_after(now_ms()),
         };
         let Some(id) = id else {
-            return reply::error(out, "ERR Elements are too large to be stored");
+            return reply::error(out, crate::base::reply::TOO_LARGE);
         };
         if id <= last {
             return reply::error(
@@ -348,10 +348,10 @@ pub fn xadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             );
         }
         if pairs.iter().map(|p| p.len() as u64).sum::<u64>() > LISTPACK_MAX {
-            return reply::error(out, "ERR Elements are too large to be stored");
+            return reply::error(out, crate::base::reply::TOO_LARGE);
         }
         let Ok(Some(s)) = get_mut(view, &key, true) else {
-            return reply::error(out, "ERR Elements are too large to be stored");
+            return reply::error(out, crate::base::reply::TOO_LARGE);
         };
         let refs: Vec<&[u8]> = pairs.iter().map(|p| &p[..]).collect();
         s.append(id, &refs, lim);

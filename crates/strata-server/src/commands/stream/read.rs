@@ -61,9 +61,9 @@ fn parse(args: &[Bytes], xreadgroup: bool, script: bool) -> Result<ReadArgs, Str
                 ));
             }
             i += 1;
-            let t = parse_i64(&args[i]).ok_or("ERR timeout is not an integer or out of range")?;
+            let t = parse_i64(&args[i]).ok_or(crate::base::reply::TIMEOUT_NOT_INTEGER)?;
             if t < 0 {
-                return Err("ERR timeout is negative".into());
+                return Err(crate::base::reply::TIMEOUT_NEGATIVE.into());
             }
             a.block = Some((t > 0).then(|| Duration::from_millis(t as u64)));
         } else if is(o, "count") && more > 0 {

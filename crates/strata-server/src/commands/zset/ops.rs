@@ -177,7 +177,7 @@ fn parse_opts(op: SetOp, sink: &Sink, n: usize, opts: &[Bytes]) -> Result<Opts, 
             if is(&opts[j], "limit") && left >= 2 {
                 match parse_i64(&opts[j + 1]) {
                     Some(l) if l >= 0 => o.limit = l as u64,
-                    _ => return Err("ERR LIMIT can't be negative"),
+                    _ => return Err(crate::base::reply::LIMIT_NEGATIVE),
                 }
                 j += 2;
                 continue;
@@ -425,7 +425,7 @@ pub fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 pub fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let Some(cursor) = parse_cursor(&args[2]) else {
-        reply::error(ctx.out, "ERR invalid cursor");
+        reply::error(ctx.out, crate::base::reply::INVALID_CURSOR);
         return Outcome::Done;
     };
     let opts = parse_scan_opts(&args[3..]);

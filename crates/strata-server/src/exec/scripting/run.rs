@@ -47,7 +47,7 @@ pub(super) fn run(
     let deny_oom =
         flags.is_none_or(|f| f & functions::ALLOW_OOM == 0) && shared.engine.over_maxmemory();
     if deny_oom && flags.is_some() && !no_writes {
-        return crate::base::reply::error(out, OOM);
+        return crate::base::reply::error(out, crate::base::reply::OOM);
     }
     // A script that declares it may write needs good replicas to start;
     // any script's writes need them to run.
@@ -267,7 +267,7 @@ fn command(
         return err(crate::base::reply::NOREPLICAS.as_bytes());
     }
     if deny_oom && spec.has(Flags::DENYOOM) {
-        return err(OOM.as_bytes());
+        return err(crate::base::reply::OOM.as_bytes());
     }
     // (A container's subcommand's arity, as Redis's table checks it.)
     if let Err(e) = crate::registry::describe::subcommand_arity(spec.name, &argv) {
@@ -288,9 +288,6 @@ fn command(
         _ => err(b"ERR the command's reply could not be read"),
     }
 }
-
-/// Redis's OOM refusal.
-const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 
 fn run_command(
     shared: &Arc<Shared>,

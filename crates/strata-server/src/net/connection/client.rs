@@ -18,8 +18,8 @@ use crate::command::Outcome;
 use crate::command::Shared;
 use crate::exec::dispatch::execute;
 use crate::exec::{scripting, transaction};
-use crate::net::loops::{self, Resume, Served};
 use crate::net::stream::{Io, Stream};
+use crate::net::turn::{self, Served};
 use crate::registry::{Flags, Role};
 use crate::services::clients::buffers::{BufGauge, OutputWatch, BUFFER_KEEP};
 use bytes::{Bytes, BytesMut};
@@ -196,7 +196,7 @@ impl Client {
                 Request::Closed => return None,
             }
         }
-        loops::note_requests(b.served);
+        turn::note_requests(b.served);
         Some(b)
     }
 
@@ -454,7 +454,7 @@ impl Client {
             return false;
         }
         if !out.is_empty() {
-            loops::end_of_turn().await;
+            turn::end_of_turn().await;
         }
         if flush_some(shared, stream, out, backlog).is_err()
             || over_output_limit(shared, conn, watch, out, backlog)
@@ -483,13 +483,13 @@ impl Client {
     }
 
     /// Hands the connection to loop `to`.
-    pub(super) fn park(self, to: usize) -> Served {
-        let state = Resume::Resp(Box::new(Parked {
+    pub(super) fn park(self, to: usize) -> Served<Box<Parked>> {
+        let state = Box::new(Parked {
             conn: self.conn,
             reply_mode: self.reply_mode,
             inbuf: self.inbuf,
             skip_read: self.skip_read,
-        }));
+        });
         let Ok(stream) = self.stream.into_tcp() else {
             return Served::Closed;
         };

@@ -18,8 +18,8 @@ pub(crate) use prefetch::{prefetch_pipeline, PREFETCH_MAX};
 
 use crate::command::ConnState;
 use crate::command::Shared;
-use crate::net::loops::{self, Served};
 use crate::net::stream::Stream;
+use crate::net::turn::{self, Served};
 use crate::services::clients::ClientHandle;
 use bytes::BytesMut;
 use client::{Client, Step};
@@ -53,7 +53,7 @@ pub async fn serve(
     stream: Stream,
     handle: Arc<ClientHandle>,
     resume: Option<Box<Parked>>,
-) -> Served {
+) -> Served<Box<Parked>> {
     let parked = match resume {
         Some(p) => *p,
         None => fresh(&shared, &stream, handle),
@@ -73,7 +73,7 @@ pub async fn serve(
         }
         // A quiet point (`net::loops`, invariant 2): the connection may move.
         if c.quiet() {
-            if let Some(to) = loops::move_order() {
+            if let Some(to) = turn::move_order() {
                 return c.park(to);
             }
         }

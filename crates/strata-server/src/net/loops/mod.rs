@@ -42,6 +42,7 @@
 mod control;
 
 use crate::command::Shared;
+use crate::net::turn::{self, Seat};
 use crate::services::clients::ClientHandle;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -63,15 +64,7 @@ pub enum Resume {
 }
 
 /// How a connection's service on a loop ended.
-pub enum Served {
-    Closed,
-    /// At a quiet point, told to move: loop `to` serves it from `state`.
-    Moved {
-        stream: TcpStream,
-        state: Resume,
-        to: usize,
-    },
-}
+pub type Served = turn::Served<Resume>;
 
 /// A connection handed to a loop.
 struct Job {
@@ -160,9 +153,11 @@ impl Loops {
                     strata_engine::enter_loop();
                     // SAFETY: gettid has no preconditions.
                     p.slots[i].tid.store(unsafe { libc::gettid() }, Relaxed);
+                    turn::sit(Some(Arc::new(LoopSeat { pool: p.clone(), i })));
                     HERE.set(Some((p, i)));
                     rt.block_on(run(rx));
                     HERE.set(None);
+                    turn::sit(None);
                 })?;
             senders.push(tx);
         }
@@ -317,59 +312,34 @@ impl Pool {
     }
 }
 
-/// Counts `n` requests served by the loop this runs on (the controller's
-/// rate). Connections call it once per batch.
-pub fn note_requests(n: usize) {
-    if n == 0 {
-        return;
+/// Loop `i` of a pool, as the connections it serves see it (`net::turn`).
+struct LoopSeat {
+    pool: Arc<Pool>,
+    i: usize,
+}
+
+impl Seat for LoopSeat {
+    fn note_requests(&self, n: usize) {
+        self.pool.slots[self.i]
+            .requests
+            .fetch_add(n as u64, Relaxed);
     }
-    HERE.with_borrow(|h| {
-        if let Some((p, i)) = h {
-            p.slots[*i].requests.fetch_add(n as u64, Relaxed);
-        }
-    });
-}
 
-/// Whether the loop this runs on serves other connections too: a
-/// connection then sends its replies at the end of the loop's turn
-/// (`end_of_turn`).
-fn crowded() -> bool {
-    HERE.with_borrow(|h| {
-        h.as_ref()
-            .is_some_and(|(p, i)| p.slots[*i].conns.load(Relaxed) > 1)
-    })
-}
-
-/// Waits until the loop has run the other connections it has work for,
-/// when it serves several (`crowded`): replies then go out together, as
-/// Redis writes its clients' replies just before its event loop sleeps.
-/// A client woken by one reply finds the next ones ready, where replies
-/// sent one per connection batch woke it (an IPI on a VM) for each:
-/// `sock_def_readable` was 18% of the server's CPU under a pipelined
-/// LPUSH, against 6% for redis-server (BENCHMARKS.md).
-pub async fn end_of_turn() {
-    if crowded() {
-        // (tokio defers a yielded task's wake-up until the runtime has
-        // run the tasks it had and polled its reactor.)
-        tokio::task::yield_now().await;
+    fn crowded(&self) -> bool {
+        self.pool.slots[self.i].conns.load(Relaxed) > 1
     }
-}
 
-/// At a connection's quiet point (invariant 2): the loop it should move
-/// to, when its loop sheds connections.
-pub fn move_order() -> Option<usize> {
-    HERE.with_borrow(|h| {
-        let (p, i) = h.as_ref()?;
-        let slot = &p.slots[*i];
+    fn move_order(&self) -> Option<usize> {
+        let slot = &self.pool.slots[self.i];
         if slot.shed.load(Relaxed) == 0 {
             return None;
         }
         slot.shed
             .fetch_update(Relaxed, Relaxed, |s| s.checked_sub(1))
             .ok()?;
-        let to = p.pick(Some(*i));
-        (to != *i).then_some(to)
-    })
+        let to = self.pool.pick(Some(self.i));
+        (to != self.i).then_some(to)
+    }
 }
 
 impl Job {
@@ -406,20 +376,28 @@ impl Job {
         };
         let served = match resume {
             Some(Resume::Resp(p)) => {
-                crate::net::connection::serve(shared.clone(), stream, handle.clone(), Some(p)).await
+                crate::net::connection::serve(shared.clone(), stream, handle.clone(), Some(p))
+                    .await
+                    .map(Resume::Resp)
             }
             Some(Resume::Memcached(p)) => {
-                crate::net::memcache::serve(shared.clone(), stream, handle.clone(), Some(p)).await
+                crate::net::memcache::serve(shared.clone(), stream, handle.clone(), Some(p))
+                    .await
+                    .map(Resume::Memcached)
             }
             None if protocol == Protocol::Resp => {
-                crate::net::connection::serve(shared.clone(), stream, handle.clone(), None).await
+                crate::net::connection::serve(shared.clone(), stream, handle.clone(), None)
+                    .await
+                    .map(Resume::Resp)
             }
-            None => crate::net::memcache::serve(shared.clone(), stream, handle.clone(), None).await,
+            None => crate::net::memcache::serve(shared.clone(), stream, handle.clone(), None)
+                .await
+                .map(Resume::Memcached),
         };
         left_loop();
         match served {
-            Served::Closed => {}
-            Served::Moved { stream, state, to } => {
+            turn::Served::Closed => {}
+            turn::Served::Moved { stream, state, to } => {
                 let pool = HERE.with_borrow(|h| h.as_ref().map(|(p, _)| p.clone()));
                 if let (Some(pool), Ok(stream)) = (pool, stream.into_std()) {
                     pool.migrations.fetch_add(1, Relaxed);

@@ -3,9 +3,9 @@
 //! the right to refill an item (`W` / `Z`: auto-vivify `N`, stale items,
 //! early recache `R`), quiet mode (`q`, ended by `mn`).
 
+use super::errors::{admit, engine_error};
 use super::modify::{arith, concat, ArithOp, ArithResult};
 use super::stats::inc;
-use super::text::{admit, engine_error};
 use super::{expire_at_ms, Done, DB, NON_NUMERIC};
 use crate::command::Shared;
 use bytes::{Bytes, BytesMut};

@@ -17,6 +17,7 @@
 //!   `noeviction` a store into a full server gets `SERVER_ERROR out of memory
 //!   storing object`; `allkeys-lru` gives memcached's behaviour (evict).
 
+mod errors;
 mod meta;
 mod modify;
 mod stats;
@@ -27,8 +28,8 @@ pub use stats::McStats;
 
 use crate::command::Shared;
 use crate::net::connection::{prefetch_pipeline, PREFETCH_MAX};
-use crate::net::loops::{self, Resume, Served};
 use crate::net::stream::Stream;
+use crate::net::turn::{self, Served};
 use crate::services::clients::ClientHandle;
 use bytes::BytesMut;
 use futures::stream::{FuturesOrdered, StreamExt};
@@ -120,7 +121,7 @@ pub async fn serve(
     stream: Stream,
     handle: Arc<ClientHandle>,
     resume: Option<Box<Parked>>,
-) -> Served {
+) -> Served<Box<Parked>> {
     if resume.is_none() {
         shared.mc.curr_connections.fetch_add(1, Relaxed);
     }
@@ -159,7 +160,7 @@ async fn serve_requests(
     stream: Stream,
     handle: &ClientHandle,
     resume: Option<Box<Parked>>,
-) -> Served {
+) -> Served<Box<Parked>> {
     let Parked { inbuf, swallow } = match resume {
         Some(p) => *p,
         None => {
@@ -206,14 +207,14 @@ async fn serve_requests(
         if c.stream.is_tls() {
             continue;
         }
-        if let Some(to) = loops::move_order() {
+        if let Some(to) = turn::move_order() {
             let McConn {
                 stream,
                 inbuf,
                 swallow,
                 ..
             } = c;
-            let state = Resume::Memcached(Box::new(Parked { inbuf, swallow }));
+            let state = Box::new(Parked { inbuf, swallow });
             let Ok(stream) = stream.into_tcp() else {
                 return Served::Closed;
             };
@@ -281,7 +282,7 @@ impl McConn<'_> {
                 drain(&mut self.pending, &mut self.out).await;
             }
         }
-        loops::note_requests(served);
+        turn::note_requests(served);
         Some(batch)
     }
 
@@ -349,7 +350,7 @@ impl McConn<'_> {
         if self.out.is_empty() {
             return true;
         }
-        loops::end_of_turn().await;
+        turn::end_of_turn().await;
         if self.stream.send_all(&self.out).await.is_err() {
             return false;
         }

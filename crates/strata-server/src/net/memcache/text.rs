@@ -3,10 +3,11 @@
 //! version, verbosity, quit, stats and `lru_crawler metadump` (the last two
 //! in `stats`).
 
+use super::errors::{admit, engine_error};
 use super::meta;
 use super::modify::{arith, concat, ArithOp, ArithResult};
 use super::stats::{inc, stats, McStats};
-use super::{expire_at_ms, Done, DB, NON_NUMERIC, OOM, VERSION};
+use super::{expire_at_ms, Done, DB, NON_NUMERIC, VERSION};
 use crate::command::Shared;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
@@ -14,22 +15,6 @@ use std::time::Duration;
 use strata_engine::{EngineError, ExpireCond, ItemCond, ItemGet, NewItem, Read, StoreOutcome};
 use strata_protocol::memcache::reply as mr;
 use strata_protocol::memcache::{McRequest, StoreMode};
-
-/// Admission of a store (as the RESP side's `denyoom`): Err(line) when the
-/// write must be refused.
-pub(super) async fn admit(shared: &Shared) -> Result<(), String> {
-    shared
-        .admit_write(shared.engine.admission())
-        .await
-        .map_err(|r| match r {
-            crate::command::Refusal::OutOfMemory => OOM.to_string(),
-            crate::command::Refusal::Log(why) => format!("SERVER_ERROR {why}"),
-        })
-}
-
-pub(super) fn engine_error(out: &mut BytesMut, e: &EngineError) {
-    mr::line(out, &format!("SERVER_ERROR {e}"));
-}
 
 pub(super) async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut BytesMut) -> Done {
     let st = &shared.mc;

@@ -525,12 +525,6 @@ impl Config {
     }
 }
 
-/// Whether a client may do what an `enable-*` setting guards (Redis's
-/// `allowProtectedAction`): "yes", or "local" from a loopback address.
-pub fn allows(setting: &str, local: bool) -> bool {
-    setting == "yes" || (setting == "local" && local)
-}
-
 /// The options CONFIG SET refuses unless `enable-protected-configs`
 /// allows the client (Redis 7.0's PROTECTED_CONFIG ones Strata has: where
 /// the files go, the classic way to make a server write a file anywhere).

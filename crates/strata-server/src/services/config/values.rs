@@ -375,3 +375,9 @@ impl Default for TlsConfig {
         }
     }
 }
+
+/// Whether a client may do what an `enable-*` setting guards (Redis's
+/// `allowProtectedAction`): "yes", or "local" from a loopback address.
+pub fn allows(setting: &str, local: bool) -> bool {
+    setting == "yes" || (setting == "local" && local)
+}

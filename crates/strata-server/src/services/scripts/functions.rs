@@ -68,10 +68,10 @@ pub enum Policy {
 /// The library name of `code` from its shebang line, or Redis's error.
 fn metadata(code: &[u8]) -> Result<String, String> {
     if !code.starts_with(b"#!") {
-        return Err("ERR Missing library metadata".into());
+        return Err(crate::base::reply::MISSING_LIBRARY_METADATA.into());
     }
     let Some(end) = code.iter().position(|&c| c == b'\n') else {
-        return Err("ERR Invalid library metadata".into());
+        return Err(crate::base::reply::INVALID_LIBRARY_METADATA.into());
     };
     // The line's words as Redis splits them (`sdssplitargs`: quotes).
     let words = strata_protocol::split_args(&code[..end])
@@ -82,7 +82,7 @@ fn metadata(code: &[u8]) -> Result<String, String> {
                 .collect::<Vec<_>>()
         })
         .filter(|w| !w.is_empty())
-        .ok_or("ERR Invalid library metadata")?;
+        .ok_or(crate::base::reply::INVALID_LIBRARY_METADATA)?;
     let engine = words[0].as_str();
     let mut name = None;
     for part in words[1..].iter().map(String::as_str) {
@@ -97,7 +97,7 @@ fn metadata(code: &[u8]) -> Result<String, String> {
         }
         return Err(format!("ERR Invalid metadata value given: {part}"));
     }
-    let name = name.ok_or("ERR Library name was not given")?;
+    let name = name.ok_or(crate::base::reply::NO_LIBRARY_NAME)?;
     let name = verified(name).map_err(|e| format!("ERR {e}"))?;
     if !engine[2..].eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{}' not found", &engine[2..]));
@@ -325,15 +325,15 @@ mod tests {
         assert_eq!(metadata(b"#!LUA  Name=b_1 \nx").unwrap(), "b_1");
         assert_eq!(
             metadata(b"return 1").unwrap_err(),
-            "ERR Missing library metadata"
+            crate::base::reply::MISSING_LIBRARY_METADATA
         );
         assert_eq!(
             metadata(b"#!lua name=a").unwrap_err(),
-            "ERR Invalid library metadata"
+            crate::base::reply::INVALID_LIBRARY_METADATA
         );
         assert_eq!(
             metadata(b"#!lua\n").unwrap_err(),
-            "ERR Library name was not given"
+            crate::base::reply::NO_LIBRARY_NAME
         );
         assert_eq!(
             metadata(b"#!lua name=a foo=1\n").unwrap_err(),

@@ -299,13 +299,13 @@ pub fn parse(args: &[Bytes], user: &Arc<crate::services::acl::User>) -> Result<C
         .ok_or(if name.starts_with("fcall") {
             "ERR Bad number of keys provided"
         } else {
-            "ERR value is not an integer or out of range"
+            crate::base::reply::NOT_INTEGER
         })?;
     if n < 0 {
         return Err("ERR Number of keys can't be negative");
     }
     if n as usize > args.len() - 3 {
-        return Err("ERR Number of keys can't be greater than number of args");
+        return Err(crate::base::reply::TOO_MANY_KEYS);
     }
     let n = n as usize;
     Ok(Call {
