@@ -74,32 +74,81 @@ impl ServerHandle {
 }
 
 /// Opens the engine, binds the listeners and starts accepting. Must be
-/// called inside a tokio runtime.
+/// called inside a tokio runtime. In order: the data directory's lock,
+/// the engine (recovery runs in the background: commands get -LOADING
+/// meanwhile), the listeners, the users, the shared state, the loops,
+/// the accept loops.
 pub async fn start(
     config: Config,
     config_file: Option<std::path::PathBuf>,
 ) -> std::io::Result<ServerHandle> {
     std::fs::create_dir_all(&config.dir)?;
-    // One server per data directory (the engine locks its flash-dir too,
-    // which may be `dir` itself: then its lock is the one).
+    let dir_lock = lock_dir(&config)?;
+    let (engine, latency) = open_engine(&config)?;
+    let mut bound = bind(&config)?;
+    let acl = users(&config)?;
+    let tls = std::mem::take(&mut bound.tls);
+    let shared = compose(config, config_file, engine, latency, acl, tls, dir_lock);
+    shared.apply_config();
+    // The TSC clock commands are timed with calibrates on its first use
+    // (~0.6 ms here): before the first command, not during it.
+    let _ = quanta::Instant::now();
+    let per_core = shared.config.read().server_runtime == "per-core";
+    let scaling = shared.config.read().loop_scaling == "auto";
+    let loops = Arc::new(loops::Loops::start(shared.threads(), per_core, scaling)?);
+    let _ = shared
+        .loops
+        .set(loops.pool().clone() as Arc<dyn command::LoopControl>);
+    let addrs = accept(&shared, bound, &loops)?;
+    tokio::spawn(shared.blocking.clone().serve_changed(shared.engine.clone()));
+    tokio::spawn(tracking::broadcast_changes(
+        shared.tracking.clone(),
+        shared.pubsub.clone(),
+    ));
+    Ok(ServerHandle { shared, addrs })
+}
+
+/// One server per data directory (the engine locks its flash-dir too,
+/// which may be `dir` itself: then its lock is the one).
+fn lock_dir(config: &Config) -> std::io::Result<Option<strata_engine::flash::lock::DirLock>> {
     let same = |a: &std::path::Path, b: &std::path::Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
-    let dir_lock = if same(&config.dir, &config.flash_dir()) {
+    Ok(if same(&config.dir, &config.flash_dir()) {
         None
     } else {
         Some(strata_engine::flash::lock::DirLock::acquire(
             &config.dir,
             "dir",
         )?)
-    };
-    // Recovery runs in the background; commands get -LOADING meanwhile.
+    })
+}
+
+/// The engine, with the latency monitor it reports to.
+fn open_engine(
+    config: &Config,
+) -> std::io::Result<(Engine, Arc<metrics::latency::LatencyMonitor>)> {
     let latency: Arc<metrics::latency::LatencyMonitor> = Arc::default();
     latency
         .threshold_ms
         .store(config.latency_monitor_threshold, Relaxed);
-    let mut ecfg = engine_config(&config);
+    let mut ecfg = engine_config(config);
     let sink = latency.clone();
     ecfg.latency_sink = Some(Arc::new(move |event, ms| sink.sample_if_needed(event, ms)));
     let engine = Engine::start(ecfg).map_err(std::io::Error::other)?;
+    Ok((engine, latency))
+}
+
+/// The listeners the configuration asks for, bound, and TLS's
+/// configuration.
+struct Bound {
+    resp: Vec<tokio::net::TcpListener>,
+    resp_tls: Vec<tokio::net::TcpListener>,
+    memcached: Vec<tokio::net::TcpListener>,
+    tls: services::tls::Tls,
+}
+
+/// Binds the listeners (before the users are read, as Redis: a port in
+/// use fails the start first).
+fn bind(config: &Config) -> std::io::Result<Bound> {
     let backlog = config.tcp_backlog;
     listen::check_backlog(backlog);
     let mc_listeners = if config.memcached_port != 0 {
@@ -131,6 +180,18 @@ pub async fn start(
     } else {
         Vec::new()
     };
+    Ok(Bound {
+        resp: listeners,
+        resp_tls: tls_listeners,
+        memcached: mc_listeners,
+        tls,
+    })
+}
+
+/// The command registry, then the ACL users of the configuration (its
+/// `user` lines or `aclfile`), `rename-command`, and the memcached port's
+/// refusal while a password guards the server.
+fn users(config: &Config) -> std::io::Result<acl::Acl> {
     commands::install();
     registry::describe::init();
     let acl = acl::Acl::default();
@@ -153,12 +214,25 @@ pub async fn start(
         )
     })?;
     let guarded = config.requirepass.is_some() || acl.guarded();
-    if let Some(refusal) = memcache::refuse_unauthenticated(&config, guarded) {
+    if let Some(refusal) = memcache::refuse_unauthenticated(config, guarded) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             refusal,
         ));
     }
+    Ok(acl)
+}
+
+/// The shared state: the engine and every service.
+fn compose(
+    config: Config,
+    config_file: Option<std::path::PathBuf>,
+    engine: Engine,
+    latency: Arc<metrics::latency::LatencyMonitor>,
+    acl: acl::Acl,
+    tls: services::tls::Tls,
+    dir_lock: Option<strata_engine::flash::lock::DirLock>,
+) -> Arc<Shared> {
     let pubsub: Arc<pubsub::PubSub> = Arc::default();
     let tracking: Arc<tracking::Tracking> = Arc::default();
     let blocking: Arc<blocking::Blocking> = Arc::default();
@@ -168,7 +242,7 @@ pub async fn start(
         blocking.clone(),
     ));
     engine.set_observer(notifier.clone());
-    let shared = Arc::new(Shared {
+    Arc::new(Shared {
         engine,
         notifier,
         tracking,
@@ -208,30 +282,28 @@ pub async fn start(
         loops: std::sync::OnceLock::new(),
         _dir_lock: dir_lock,
         security_warned: AtomicU64::new(0),
-    });
-    shared.apply_config();
-    // The TSC clock commands are timed with calibrates on its first use
-    // (~0.6 ms here): before the first command, not during it.
-    let _ = quanta::Instant::now();
-    let per_core = shared.config.read().server_runtime == "per-core";
-    let scaling = shared.config.read().loop_scaling == "auto";
-    let loops = Arc::new(loops::Loops::start(shared.threads(), per_core, scaling)?);
-    let _ = shared
-        .loops
-        .set(loops.pool().clone() as Arc<dyn command::LoopControl>);
+    })
+}
+
+/// Starts an accept loop per listener; the addresses clients use.
+fn accept(
+    shared: &Arc<Shared>,
+    bound: Bound,
+    loops: &Arc<loops::Loops>,
+) -> std::io::Result<Vec<SocketAddr>> {
     let mut addrs = Vec::new();
     let resp = Listening {
         protocol: Protocol::Resp,
         tls: false,
     };
-    for l in listeners {
+    for l in bound.resp {
         let addr = l.local_addr()?;
         shared.tcp_port.store(addr.port() as u64, Relaxed);
         addrs.push(addr);
         tokio::spawn(net::accept_loop(shared.clone(), l, resp, loops.clone()));
     }
     let mut other_addrs = Vec::new();
-    for l in tls_listeners {
+    for l in bound.resp_tls {
         let addr = l.local_addr()?;
         other_addrs.push(addr);
         tracing::info!("RESP over TLS on {addr}");
@@ -242,7 +314,7 @@ pub async fn start(
         protocol: Protocol::Memcached,
         tls: shared.config.read().memcached_tls,
     };
-    for l in mc_listeners {
+    for l in bound.memcached {
         let addr = l.local_addr()?;
         other_addrs.push(addr);
         let over = if memcached.tls { " over TLS" } else { "" };
@@ -260,12 +332,7 @@ pub async fn start(
         let all: Vec<SocketAddr> = addrs.iter().chain(&other_addrs).copied().collect();
         listen::warn_exposure(&all, c.protected_mode, !shared.acl.default_nopass());
     }
-    tokio::spawn(blocking.serve_changed(shared.engine.clone()));
-    tokio::spawn(tracking::broadcast_changes(
-        shared.tracking.clone(),
-        shared.pubsub.clone(),
-    ));
-    Ok(ServerHandle { shared, addrs })
+    Ok(addrs)
 }
 
 fn run_id() -> String {

@@ -26,25 +26,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if is(sub, "id") && args.len() == 2 {
         write_integer(ctx.out, ctx.conn.handle.id as i64);
     } else if is(sub, "unblock") && (args.len() == 3 || args.len() == 4) {
-        // Redis 7.0's order: the reason, then the id.
-        let error = match args.get(3) {
-            None => false,
-            Some(r) if is(r, "timeout") => false,
-            Some(r) if is(r, "error") => true,
-            Some(_) => {
-                reply::error(
-                    ctx.out,
-                    "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
-                );
-                return Outcome::Done;
-            }
-        };
-        let Some(id) = crate::commands::parse_i64(&args[2]) else {
-            reply::error(ctx.out, reply::NOT_INTEGER);
-            return Outcome::Done;
-        };
-        let done = id >= 0 && ctx.shared.blocking.unblock(id as u64, error);
-        write_integer(ctx.out, done as i64);
+        unblock(ctx, args);
     } else if is(sub, "setname") && args.len() == 3 {
         match set_name(ctx, &args[2]) {
             Ok(()) => write_simple(ctx.out, b"OK"),
@@ -58,68 +40,9 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             write_bulk(ctx.out, name.as_bytes());
         }
     } else if is(sub, "setinfo") && args.len() == 4 {
-        let value = String::from_utf8_lossy(&args[3]).into_owned();
-        if value.contains(|c: char| c <= ' ' || c > '~') {
-            reply::error(
-                ctx.out,
-                "ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.",
-            );
-            return Outcome::Done;
-        }
-        let mut info = ctx.conn.handle.info.lock();
-        if is(&args[2], "lib-name") {
-            info.lib_name = value;
-        } else if is(&args[2], "lib-ver") {
-            info.lib_ver = value;
-        } else {
-            drop(info);
-            reply::error(
-                ctx.out,
-                &format!("ERR Unrecognized option '{}'", reply::lossy(&args[2], 64)),
-            );
-            return Outcome::Done;
-        }
-        drop(info);
-        write_simple(ctx.out, b"OK");
+        set_info(ctx, args);
     } else if is(sub, "list") {
-        // `CLIENT LIST [TYPE type | ID id ...]`, as Redis 7.0 parses it.
-        let clients = if args.len() == 4 && is(&args[2], "type") {
-            let t = String::from_utf8_lossy(&args[3]).to_ascii_lowercase();
-            let Some(pubsub) = client_type(&t) else {
-                let text = String::from_utf8_lossy(&args[3]);
-                reply::error(ctx.out, &format!("ERR Unknown client type '{text}'"));
-                return Outcome::Done;
-            };
-            let all = ctx.shared.clients.all();
-            all.into_iter()
-                .filter(|c| pubsub.is_some_and(|p| p == c.is_pubsub()))
-                .collect()
-        } else if args.len() > 3 && is(&args[2], "id") {
-            let mut found = Vec::new();
-            for a in &args[3..] {
-                let Some(id) = parse_i64(a) else {
-                    reply::error(ctx.out, "ERR Invalid client ID");
-                    return Outcome::Done;
-                };
-                found.extend(
-                    u64::try_from(id)
-                        .ok()
-                        .and_then(|id| ctx.shared.clients.get(id)),
-                );
-            }
-            found
-        } else if args.len() != 2 {
-            reply::error(ctx.out, reply::SYNTAX);
-            return Outcome::Done;
-        } else {
-            ctx.shared.clients.all()
-        };
-        let mut text = String::new();
-        for c in clients {
-            text.push_str(&c.list_line());
-            text.push('\n');
-        }
-        write_verbatim(ctx.out, v, b"txt", text.as_bytes());
+        list(ctx, args);
     } else if is(sub, "info") && args.len() == 2 {
         let mut line = ctx.conn.handle.list_line();
         line.push('\n');
@@ -131,71 +54,9 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             reply::error(ctx.out, &e);
         }
     } else if is(sub, "caching") && args.len() == 3 {
-        let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
-        let err = match s {
-            Some(s) if s.optin || s.optout => {
-                if is(&args[2], "yes") && s.optin {
-                    ctx.conn.caching = Some(true);
-                    None
-                } else if is(&args[2], "no") && s.optout {
-                    ctx.conn.caching = Some(false);
-                    None
-                } else if is(&args[2], "yes") {
-                    Some("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
-                } else if is(&args[2], "no") {
-                    Some("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
-                } else {
-                    Some(reply::SYNTAX)
-                }
-            }
-            _ => Some("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"),
-        };
-        match err {
-            None => write_simple(ctx.out, b"OK"),
-            Some(e) => reply::error(ctx.out, e),
-        }
+        caching(ctx, args);
     } else if is(sub, "trackinginfo") && args.len() == 2 {
-        let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
-        let mut flags: Vec<&str> = Vec::new();
-        match &s {
-            None => flags.push("off"),
-            Some(s) => {
-                flags.push("on");
-                if s.bcast {
-                    flags.push("bcast");
-                }
-                if s.optin {
-                    flags.push("optin");
-                    if ctx.conn.caching == Some(true) {
-                        flags.push("caching-yes");
-                    }
-                }
-                if s.optout {
-                    flags.push("optout");
-                    if ctx.conn.caching == Some(false) {
-                        flags.push("caching-no");
-                    }
-                }
-                if s.noloop {
-                    flags.push("noloop");
-                }
-            }
-        }
-        write_map_len(ctx.out, v, 3);
-        write_bulk(ctx.out, b"flags");
-        write_set_len(ctx.out, v, flags.len());
-        for f in flags {
-            write_bulk(ctx.out, f.as_bytes());
-        }
-        write_bulk(ctx.out, b"redirect");
-        write_integer(ctx.out, s.as_ref().map_or(-1, |s| s.redirect as i64));
-        write_bulk(ctx.out, b"prefixes");
-        let mut prefixes = s.map(|s| s.prefixes).unwrap_or_default();
-        prefixes.sort();
-        write_array_len(ctx.out, prefixes.len());
-        for p in prefixes {
-            write_bulk(ctx.out, &p);
-        }
+        tracking_info(ctx);
     } else if is(sub, "getredir") && args.len() == 2 {
         let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
         write_integer(ctx.out, s.map_or(-1, |s| s.redirect as i64));
@@ -217,25 +78,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             None => reply::error(ctx.out, reply::SYNTAX),
         }
     } else if is(sub, "pause") && (args.len() == 3 || args.len() == 4) {
-        let all = match args.get(3) {
-            None => true,
-            Some(m) if is(m, "all") => true,
-            Some(m) if is(m, "write") => false,
-            Some(_) => {
-                reply::error(ctx.out, "ERR CLIENT PAUSE mode must be WRITE or ALL");
-                return Outcome::Done;
-            }
-        };
-        match parse_i64(&args[2]) {
-            None => reply::error(ctx.out, crate::base::reply::TIMEOUT_NOT_INTEGER),
-            Some(ms) if ms < 0 => reply::error(ctx.out, crate::base::reply::TIMEOUT_NEGATIVE),
-            Some(ms) => {
-                ctx.shared
-                    .pause
-                    .pause(std::time::Duration::from_millis(ms as u64), all);
-                write_simple(ctx.out, b"OK");
-            }
-        }
+        pause(ctx, args);
     } else if is(sub, "unpause") && args.len() == 2 {
         ctx.shared.pause.unpause();
         write_simple(ctx.out, b"OK");
@@ -281,6 +124,195 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::unknown_subcommand(ctx.out, sub, "client");
     }
     Outcome::Done
+}
+
+/// CLIENT UNBLOCK.
+fn unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) {
+    // Redis 7.0's order: the reason, then the id.
+    let error = match args.get(3) {
+        None => false,
+        Some(r) if is(r, "timeout") => false,
+        Some(r) if is(r, "error") => true,
+        Some(_) => {
+            reply::error(
+                ctx.out,
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            );
+            return;
+        }
+    };
+    let Some(id) = crate::commands::parse_i64(&args[2]) else {
+        reply::error(ctx.out, reply::NOT_INTEGER);
+        return;
+    };
+    let done = id >= 0 && ctx.shared.blocking.unblock(id as u64, error);
+    write_integer(ctx.out, done as i64);
+}
+
+/// CLIENT SETINFO.
+fn set_info(ctx: &mut Ctx<'_>, args: &[Bytes]) {
+    let value = String::from_utf8_lossy(&args[3]).into_owned();
+    if value.contains(|c: char| c <= ' ' || c > '~') {
+        reply::error(
+            ctx.out,
+            "ERR lib-name and lib-ver cannot contain spaces, newlines or special characters.",
+        );
+        return;
+    }
+    let mut info = ctx.conn.handle.info.lock();
+    if is(&args[2], "lib-name") {
+        info.lib_name = value;
+    } else if is(&args[2], "lib-ver") {
+        info.lib_ver = value;
+    } else {
+        drop(info);
+        reply::error(
+            ctx.out,
+            &format!("ERR Unrecognized option '{}'", reply::lossy(&args[2], 64)),
+        );
+        return;
+    }
+    drop(info);
+    write_simple(ctx.out, b"OK");
+}
+
+/// CLIENT LIST.
+fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) {
+    let v = ctx.version();
+    // `CLIENT LIST [TYPE type | ID id ...]`, as Redis 7.0 parses it.
+    let clients = if args.len() == 4 && is(&args[2], "type") {
+        let t = String::from_utf8_lossy(&args[3]).to_ascii_lowercase();
+        let Some(pubsub) = client_type(&t) else {
+            let text = String::from_utf8_lossy(&args[3]);
+            reply::error(ctx.out, &format!("ERR Unknown client type '{text}'"));
+            return;
+        };
+        let all = ctx.shared.clients.all();
+        all.into_iter()
+            .filter(|c| pubsub.is_some_and(|p| p == c.is_pubsub()))
+            .collect()
+    } else if args.len() > 3 && is(&args[2], "id") {
+        let mut found = Vec::new();
+        for a in &args[3..] {
+            let Some(id) = parse_i64(a) else {
+                reply::error(ctx.out, "ERR Invalid client ID");
+                return;
+            };
+            found.extend(
+                u64::try_from(id)
+                    .ok()
+                    .and_then(|id| ctx.shared.clients.get(id)),
+            );
+        }
+        found
+    } else if args.len() != 2 {
+        reply::error(ctx.out, reply::SYNTAX);
+        return;
+    } else {
+        ctx.shared.clients.all()
+    };
+    let mut text = String::new();
+    for c in clients {
+        text.push_str(&c.list_line());
+        text.push('\n');
+    }
+    write_verbatim(ctx.out, v, b"txt", text.as_bytes());
+}
+
+/// CLIENT CACHING.
+fn caching(ctx: &mut Ctx<'_>, args: &[Bytes]) {
+    let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+    let err = match s {
+        Some(s) if s.optin || s.optout => {
+            if is(&args[2], "yes") && s.optin {
+                ctx.conn.caching = Some(true);
+                None
+            } else if is(&args[2], "no") && s.optout {
+                ctx.conn.caching = Some(false);
+                None
+            } else if is(&args[2], "yes") {
+                Some("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+            } else if is(&args[2], "no") {
+                Some("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+            } else {
+                Some(reply::SYNTAX)
+            }
+        }
+        _ => Some("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled"),
+    };
+    match err {
+        None => write_simple(ctx.out, b"OK"),
+        Some(e) => reply::error(ctx.out, e),
+    }
+}
+
+/// CLIENT TRACKINGINFO.
+fn tracking_info(ctx: &mut Ctx<'_>) {
+    let v = ctx.version();
+    let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+    let mut flags: Vec<&str> = Vec::new();
+    match &s {
+        None => flags.push("off"),
+        Some(s) => {
+            flags.push("on");
+            if s.bcast {
+                flags.push("bcast");
+            }
+            if s.optin {
+                flags.push("optin");
+                if ctx.conn.caching == Some(true) {
+                    flags.push("caching-yes");
+                }
+            }
+            if s.optout {
+                flags.push("optout");
+                if ctx.conn.caching == Some(false) {
+                    flags.push("caching-no");
+                }
+            }
+            if s.noloop {
+                flags.push("noloop");
+            }
+        }
+    }
+    write_map_len(ctx.out, v, 3);
+    write_bulk(ctx.out, b"flags");
+    write_set_len(ctx.out, v, flags.len());
+    for f in flags {
+        write_bulk(ctx.out, f.as_bytes());
+    }
+    write_bulk(ctx.out, b"redirect");
+    write_integer(ctx.out, s.as_ref().map_or(-1, |s| s.redirect as i64));
+    write_bulk(ctx.out, b"prefixes");
+    let mut prefixes = s.map(|s| s.prefixes).unwrap_or_default();
+    prefixes.sort();
+    write_array_len(ctx.out, prefixes.len());
+    for p in prefixes {
+        write_bulk(ctx.out, &p);
+    }
+}
+
+/// CLIENT PAUSE.
+fn pause(ctx: &mut Ctx<'_>, args: &[Bytes]) {
+    let all = match args.get(3) {
+        None => true,
+        Some(m) if is(m, "all") => true,
+        Some(m) if is(m, "write") => false,
+        Some(_) => {
+            reply::error(ctx.out, "ERR CLIENT PAUSE mode must be WRITE or ALL");
+            return;
+        }
+    };
+    match parse_i64(&args[2]) {
+        None => reply::error(ctx.out, crate::base::reply::TIMEOUT_NOT_INTEGER),
+        Some(ms) if ms < 0 => reply::error(ctx.out, crate::base::reply::TIMEOUT_NEGATIVE),
+        Some(ms) => {
+            ctx.shared
+                .pause
+                .pause(std::time::Duration::from_millis(ms as u64), all);
+            write_simple(ctx.out, b"OK");
+        }
+    }
 }
 
 /// `CLIENT TRACKING ON|OFF [REDIRECT id] [BCAST] [PREFIX p ...] [OPTIN]

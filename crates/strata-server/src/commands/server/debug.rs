@@ -31,30 +31,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let sub = &args[1];
     if is(sub, "sleep") && args.len() == 3 {
-        let secs: f64 = std::str::from_utf8(&args[2])
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0.0);
-        let engine = ctx.engine().clone();
-        if engine.in_section() {
-            // Inside EXEC the shards are held already.
-            std::thread::sleep(std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6)));
-            write_simple(ctx.out, b"OK");
-            return Outcome::Done;
-        }
-        return Outcome::Pending {
-            reply: Box::pin(async move {
-                let took = std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6));
-                let _ = tokio::task::spawn_blocking(move || {
-                    engine.exclusive(|| std::thread::sleep(took))
-                })
-                .await;
-                let mut out = bytes::BytesMut::new();
-                write_simple(&mut out, b"OK");
-                out
-            }),
-            write: true,
-        };
+        return sleep(ctx, args);
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         let on = parse_i64(&args[2]).unwrap_or(0) != 0;
         ctx.engine().set_active_expire(on);
@@ -96,49 +73,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         );
         write_simple(ctx.out, text.as_bytes());
     } else if is(sub, "reload") || is(sub, "loadaof") {
-        // Redis reloads its dataset from its RDB or AOF; here the log is
-        // the dataset: a checkpoint, then every value and part with a copy
-        // on flash leaves RAM, so each is read back from its record, as
-        // Redis reads every value back from its file. (The index stays:
-        // this is not a restart. Off the runtime's workers, as SAVE: it
-        // waits for its writes.)
-        let engine = ctx.engine().clone();
-        return Outcome::Pending {
-            reply: Box::pin(async move {
-                let mut out = bytes::BytesMut::new();
-                // A checkpoint already running (BGSAVE) is waited for.
-                let reload = move || {
-                    let save = || {
-                        for _ in 0..6000 {
-                            match engine.save() {
-                                Err(e) if e.contains("in progress") => {
-                                    std::thread::sleep(std::time::Duration::from_millis(10))
-                                }
-                                r => return r,
-                            }
-                        }
-                        engine.save()
-                    };
-                    let r = save();
-                    if r.is_ok() {
-                        let (values, parts) = engine.drop_ram_copies();
-                        tracing::info!(
-                            "DEBUG RELOAD: {values} values, {parts} parts to read back from flash"
-                        );
-                    }
-                    r
-                };
-                match tokio::task::spawn_blocking(reload).await {
-                    Ok(Ok(_)) => write_simple(&mut out, b"OK"),
-                    Ok(Err(e)) => {
-                        reply::error(&mut out, &format!("ERR Error trying to save the DB: {e}"))
-                    }
-                    Err(e) => reply::error(&mut out, &format!("ERR {e}")),
-                }
-                out
-            }),
-            write: true,
-        };
+        return reload(ctx);
     } else if is(sub, "protocol") && args.len() == 3 {
         protocol(ctx, &args[2]);
     } else if is(sub, "quicklist-packed-threshold") && args.len() == 3 {
@@ -178,38 +113,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             write: false,
         };
     } else if is(sub, "tier") && args.len() == 3 {
-        let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
-            reply::error(ctx.out, reply::NO_SUCH_KEY);
-            return Outcome::Done;
-        };
-        let text = match info.location {
-            Location::Ram => format!("tier:ram value_len:{}", info.value_len),
-            Location::RamAndFlash(l) => format!(
-                "tier:ram+flash value_len:{} segment:{} offset:{} record_len:{}",
-                info.value_len, l.segment, l.offset, l.len
-            ),
-            Location::Flash(l) => format!(
-                "tier:flash value_len:{} segment:{} offset:{} record_len:{}",
-                info.value_len, l.segment, l.offset, l.len
-            ),
-            Location::Chunked { parts, in_ram } => format!(
-                "tier:chunked value_len:{} chunks:{parts} chunks_in_ram:{in_ram}",
-                info.value_len
-            ),
-        };
-        // The memcached view of the item (database 0 is shared with the
-        // memcached port).
-        let text = if info.vtype == strata_engine::ValueType::String {
-            format!("{text} client_flags:{} cas:{}", info.client_flags, info.cas)
-        } else {
-            format!(
-                "{text} type:{} elements:{} encoding:{}",
-                info.vtype.name(),
-                info.elements,
-                encoding_name(&info)
-            )
-        };
-        write_simple(ctx.out, text.as_bytes());
+        return tier(ctx, args);
     } else if is(sub, "live-bytes") && args.len() == 2 {
         // Segments whose live-byte count differs from the records the
         // index points at: "segment counted pointed" per line (empty when
@@ -239,6 +143,117 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else {
         reply::unknown_subcommand(ctx.out, sub, "debug");
     }
+    Outcome::Done
+}
+
+/// DEBUG SLEEP.
+fn sleep(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let secs: f64 = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.0);
+    let engine = ctx.engine().clone();
+    if engine.in_section() {
+        // Inside EXEC the shards are held already.
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6)));
+        write_simple(ctx.out, b"OK");
+        return Outcome::Done;
+    }
+    Outcome::Pending {
+        reply: Box::pin(async move {
+            let took = std::time::Duration::from_secs_f64(secs.clamp(0.0, 1e6));
+            let _ =
+                tokio::task::spawn_blocking(move || engine.exclusive(|| std::thread::sleep(took)))
+                    .await;
+            let mut out = bytes::BytesMut::new();
+            write_simple(&mut out, b"OK");
+            out
+        }),
+        write: true,
+    }
+}
+
+/// DEBUG RELOAD.
+fn reload(ctx: &mut Ctx<'_>) -> Outcome {
+    // Redis reloads its dataset from its RDB or AOF; here the log is
+    // the dataset: a checkpoint, then every value and part with a copy
+    // on flash leaves RAM, so each is read back from its record, as
+    // Redis reads every value back from its file. (The index stays:
+    // this is not a restart. Off the runtime's workers, as SAVE: it
+    // waits for its writes.)
+    let engine = ctx.engine().clone();
+    Outcome::Pending {
+        reply: Box::pin(async move {
+            let mut out = bytes::BytesMut::new();
+            // A checkpoint already running (BGSAVE) is waited for.
+            let reload = move || {
+                let save = || {
+                    for _ in 0..6000 {
+                        match engine.save() {
+                            Err(e) if e.contains("in progress") => {
+                                std::thread::sleep(std::time::Duration::from_millis(10))
+                            }
+                            r => return r,
+                        }
+                    }
+                    engine.save()
+                };
+                let r = save();
+                if r.is_ok() {
+                    let (values, parts) = engine.drop_ram_copies();
+                    tracing::info!(
+                        "DEBUG RELOAD: {values} values, {parts} parts to read back from flash"
+                    );
+                }
+                r
+            };
+            match tokio::task::spawn_blocking(reload).await {
+                Ok(Ok(_)) => write_simple(&mut out, b"OK"),
+                Ok(Err(e)) => {
+                    reply::error(&mut out, &format!("ERR Error trying to save the DB: {e}"))
+                }
+                Err(e) => reply::error(&mut out, &format!("ERR {e}")),
+            }
+            out
+        }),
+        write: true,
+    }
+}
+
+/// DEBUG TIER.
+fn tier(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let Some(info) = ctx.engine().key_info(ctx.db(), &args[2]) else {
+        reply::error(ctx.out, reply::NO_SUCH_KEY);
+        return Outcome::Done;
+    };
+    let text = match info.location {
+        Location::Ram => format!("tier:ram value_len:{}", info.value_len),
+        Location::RamAndFlash(l) => format!(
+            "tier:ram+flash value_len:{} segment:{} offset:{} record_len:{}",
+            info.value_len, l.segment, l.offset, l.len
+        ),
+        Location::Flash(l) => format!(
+            "tier:flash value_len:{} segment:{} offset:{} record_len:{}",
+            info.value_len, l.segment, l.offset, l.len
+        ),
+        Location::Chunked { parts, in_ram } => format!(
+            "tier:chunked value_len:{} chunks:{parts} chunks_in_ram:{in_ram}",
+            info.value_len
+        ),
+    };
+    // The memcached view of the item (database 0 is shared with the
+    // memcached port).
+    let text = if info.vtype == strata_engine::ValueType::String {
+        format!("{text} client_flags:{} cas:{}", info.client_flags, info.cas)
+    } else {
+        format!(
+            "{text} type:{} elements:{} encoding:{}",
+            info.vtype.name(),
+            info.elements,
+            encoding_name(&info)
+        )
+    };
+    write_simple(ctx.out, text.as_bytes());
     Outcome::Done
 }
 

@@ -16,31 +16,36 @@ use strata_protocol::{
     write_array_len, write_bulk, write_integer, write_null, write_null_array, write_simple,
 };
 
+/// XGROUP HELP.
+fn xgroup_help(out: &mut bytes::BytesMut) {
+    crate::commands::server::help(
+        out,
+        "XGROUP",
+        &[
+            "CREATE <key> <groupname> <id|$> [option]",
+            "    Create a new consumer group. Options are:",
+            "    * MKSTREAM",
+            "      Create the empty stream if it does not exist.",
+            "    * ENTRIESREAD entries_read",
+            "      Set the group's entries_read counter (internal use).",
+            "CREATECONSUMER <key> <groupname> <consumer>",
+            "    Create a new consumer in the specified group.",
+            "DELCONSUMER <key> <groupname> <consumer>",
+            "    Remove the specified consumer.",
+            "DESTROY <key> <groupname>",
+            "    Remove the specified group.",
+            "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+            "    Set the current group ID and entries_read counter.",
+            "HELP",
+            "    Prints this help.",
+        ],
+    );
+}
+
 pub fn xgroup(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     if sub == "help" {
-        crate::commands::server::help(
-            ctx.out,
-            "XGROUP",
-            &[
-                "CREATE <key> <groupname> <id|$> [option]",
-                "    Create a new consumer group. Options are:",
-                "    * MKSTREAM",
-                "      Create the empty stream if it does not exist.",
-                "    * ENTRIESREAD entries_read",
-                "      Set the group's entries_read counter (internal use).",
-                "CREATECONSUMER <key> <groupname> <consumer>",
-                "    Create a new consumer in the specified group.",
-                "DELCONSUMER <key> <groupname> <consumer>",
-                "    Remove the specified consumer.",
-                "DESTROY <key> <groupname>",
-                "    Remove the specified group.",
-                "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-                "    Set the current group ID and entries_read counter.",
-                "HELP",
-                "    Prints this help.",
-            ],
-        );
+        xgroup_help(ctx.out);
         return Outcome::Done;
     }
     let (mut mkstream, mut entries_read) = (false, ENTRIES_READ_UNKNOWN);

@@ -240,189 +240,13 @@ impl Vm {
             )
         };
         let g = lua.globals();
-        let redis = lua.create_table()?;
-        redis.set(
-            "sha1hex",
-            lua.create_function(|_, args: mlua::MultiValue| {
-                // As `luaRedisSha1hexCommand`: one argument, a string or a
-                // number (converted as Lua converts it).
-                if args.len() != 1 {
-                    return Err(mlua::Error::RuntimeError(
-                        "wrong number of arguments".into(),
-                    ));
-                }
-                // (A table or nil hashes as the empty string, as
-                // `lua_tolstring`'s NULL does.)
-                let b = args
-                    .iter()
-                    .next()
-                    .and_then(super::convert::lua_string)
-                    .unwrap_or_default();
-                Ok(super::sha1hex(&b))
-            })?,
-        )?;
-        redis.set(
-            "error_reply",
-            lua.create_function(|lua, s: mlua::String| {
-                // As Redis 7.0 (`luaPushErrorBuff`): "CODE msg" with the
-                // leading '-' left out; a text without a space before its
-                // message gets the code ERR ("" becomes "ERR ").
-                let raw = s.as_bytes();
-                let body = raw.strip_prefix(b"-").unwrap_or(&raw);
-                let (code, msg) = match body.iter().position(|&c| c == b' ') {
-                    Some(i) => (&body[..i], &body[i + 1..]),
-                    None => (&b"ERR"[..], body),
-                };
-                let end = msg
-                    .iter()
-                    .rposition(|&c| c != b'\r' && c != b'\n')
-                    .map_or(0, |i| i + 1);
-                let start = msg[..end]
-                    .iter()
-                    .position(|&c| c != b'\r' && c != b'\n')
-                    .unwrap_or(end);
-                let e = [code, b" ", &msg[start..end]].concat();
-                let t = lua.create_table()?;
-                t.set("err", lua.create_string(&e)?)?;
-                Ok(t)
-            })?,
-        )?;
-        redis.set(
-            "status_reply",
-            lua.create_function(|lua, s: mlua::String| {
-                let t = lua.create_table()?;
-                t.set("ok", s)?;
-                Ok(t)
-            })?,
-        )?;
-        for (i, name) in ["LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"]
-            .iter()
-            .enumerate()
-        {
-            redis.set(*name, i as i64)?;
-        }
-        redis.set(
-            "log",
-            lua.create_function(|_, args: MultiValue| {
-                let msg: Vec<String> = args
-                    .iter()
-                    .skip(1)
-                    .filter_map(|v| v.as_string().map(|s| s.to_string_lossy().to_string()))
-                    .collect();
-                tracing::info!(target: "script", "{}", msg.join(" "));
-                Ok(())
-            })?,
-        )?;
-        for (i, name) in [
-            "REPL_NONE",
-            "REPL_AOF",
-            "REPL_SLAVE",
-            "REPL_REPLICA",
-            "REPL_ALL",
-        ]
-        .iter()
-        .enumerate()
-        {
-            let v = [0, 1, 2, 2, 3][i];
-            redis.set(*name, v)?;
-        }
-        // Effects are what the log records: replication modes change nothing.
-        redis.set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
-        redis.set(
-            "replicate_commands",
-            lua.create_function(|_, _: MultiValue| Ok(true))?,
-        )?;
-        // `redis.acl_check_cmd`: whether the caller's user may run a
-        // command (the check itself is the run's: `run.rs`).
-        redis.set(
-            "acl_check_cmd",
-            lua.create_function(|lua, args: MultiValue| {
-                let f: Option<mlua::Function> = lua.named_registry_value(ACL_CHECK)?;
-                match f {
-                    Some(f) => f.call::<bool>(args),
-                    None => Err(mlua::Error::runtime(
-                        "redis.acl_check_cmd can only be called inside a script invocation",
-                    )),
-                }
-            })?,
-        )?;
-        // SAFETY: both are C functions over Lua's C API (above).
-        redis.set("call", unsafe { lua.create_c_function(redis_call)? })?;
-        redis.set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
-        let resp = Arc::new(AtomicU8::new(2));
-        let r = resp.clone();
-        redis.set(
-            "setresp",
-            lua.create_function(move |_, args: MultiValue| {
-                if args.len() != 1 {
-                    return Err(mlua::Error::runtime(
-                        "redis.setresp() requires one argument.",
-                    ));
-                }
-                match &args[0] {
-                    Value::Integer(2) => r.store(2, Relaxed),
-                    Value::Integer(3) => r.store(3, Relaxed),
-                    Value::Number(n) if *n == 2.0 || *n == 3.0 => r.store(*n as u8, Relaxed),
-                    _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
-                }
-                Ok(())
-            })?,
-        )?;
-        let version = crate::base::process::REDIS_VERSION;
-        let num = version
-            .split('.')
-            .fold(0i64, |n, p| (n << 8) | p.parse::<i64>().unwrap_or(0));
-        redis.set("REDIS_VERSION", version)?;
-        redis.set("REDIS_VERSION_NUM", num)?;
+        let (redis, resp) = redis_table(&lua)?;
         g.set("redis", redis.clone())?;
         g.set("bit", super::libs::bit::library(&lua)?)?;
         g.set("cjson", super::libs::json::library(&lua)?)?;
         g.set("cmsgpack", super::libs::msgpack::library(&lua)?)?;
         g.set("struct", super::libs::structs::library(&lua)?)?;
-        let rand = Arc::new(Rand48(AtomicU64::new(0)));
-        let r = rand.clone();
-        let random = lua.create_function(move |_, args: MultiValue| {
-            const MAX: f64 = i32::MAX as f64;
-            let x = (r.next() as f64 % MAX) / MAX;
-            let int = |v: &Value| -> mlua::Result<f64> {
-                match v {
-                    Value::Number(n) => Ok(n.floor()),
-                    Value::Integer(n) => Ok(*n as f64),
-                    _ => Err(mlua::Error::runtime(
-                        "bad argument to 'random' (number expected)",
-                    )),
-                }
-            };
-            match args.len() {
-                0 => Ok(x),
-                1 => {
-                    let u = int(&args[0])?;
-                    if u < 1.0 {
-                        return Err(mlua::Error::runtime(
-                            "bad argument #1 to 'random' (interval is empty)",
-                        ));
-                    }
-                    Ok((x * u).floor() + 1.0)
-                }
-                _ => {
-                    let (l, u) = (int(&args[0])?, int(&args[1])?);
-                    if l > u {
-                        return Err(mlua::Error::runtime(
-                            "bad argument #2 to 'random' (interval is empty)",
-                        ));
-                    }
-                    Ok((x * (u - l + 1.0)).floor() + l)
-                }
-            }
-        })?;
-        let r = rand.clone();
-        let randomseed = lua.create_function(move |_, s: f64| {
-            r.seed(s as i64 as u32);
-            Ok(())
-        })?;
-        let math: Table = g.get("math")?;
-        math.set("random", random)?;
-        math.set("randomseed", randomseed.clone())?;
+        let rand = seed_math(&lua, &g)?;
         let (run, protect, seal): (Function, Function, Function) =
             lua.load(SETUP).set_name("=strata").call(())?;
         let library = match flavor {
@@ -490,6 +314,198 @@ impl Vm {
         }
         Ok(registered)
     }
+}
+
+/// The `redis` table scripts see: its reply helpers, log levels,
+/// replication no-ops, `acl_check_cmd`, `call` and `pcall` (C functions),
+/// `setresp` (the RESP version `redis.call` replies in, returned) and the
+/// version.
+fn redis_table(lua: &Lua) -> mlua::Result<(Table, Arc<AtomicU8>)> {
+    let redis = lua.create_table()?;
+    redis.set(
+        "sha1hex",
+        lua.create_function(|_, args: mlua::MultiValue| {
+            // As `luaRedisSha1hexCommand`: one argument, a string or a
+            // number (converted as Lua converts it).
+            if args.len() != 1 {
+                return Err(mlua::Error::RuntimeError(
+                    "wrong number of arguments".into(),
+                ));
+            }
+            // (A table or nil hashes as the empty string, as
+            // `lua_tolstring`'s NULL does.)
+            let b = args
+                .iter()
+                .next()
+                .and_then(super::convert::lua_string)
+                .unwrap_or_default();
+            Ok(super::sha1hex(&b))
+        })?,
+    )?;
+    redis.set(
+        "error_reply",
+        lua.create_function(|lua, s: mlua::String| {
+            // As Redis 7.0 (`luaPushErrorBuff`): "CODE msg" with the
+            // leading '-' left out; a text without a space before its
+            // message gets the code ERR ("" becomes "ERR ").
+            let raw = s.as_bytes();
+            let body = raw.strip_prefix(b"-").unwrap_or(&raw);
+            let (code, msg) = match body.iter().position(|&c| c == b' ') {
+                Some(i) => (&body[..i], &body[i + 1..]),
+                None => (&b"ERR"[..], body),
+            };
+            let end = msg
+                .iter()
+                .rposition(|&c| c != b'\r' && c != b'\n')
+                .map_or(0, |i| i + 1);
+            let start = msg[..end]
+                .iter()
+                .position(|&c| c != b'\r' && c != b'\n')
+                .unwrap_or(end);
+            let e = [code, b" ", &msg[start..end]].concat();
+            let t = lua.create_table()?;
+            t.set("err", lua.create_string(&e)?)?;
+            Ok(t)
+        })?,
+    )?;
+    redis.set(
+        "status_reply",
+        lua.create_function(|lua, s: mlua::String| {
+            let t = lua.create_table()?;
+            t.set("ok", s)?;
+            Ok(t)
+        })?,
+    )?;
+    for (i, name) in ["LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"]
+        .iter()
+        .enumerate()
+    {
+        redis.set(*name, i as i64)?;
+    }
+    redis.set(
+        "log",
+        lua.create_function(|_, args: MultiValue| {
+            let msg: Vec<String> = args
+                .iter()
+                .skip(1)
+                .filter_map(|v| v.as_string().map(|s| s.to_string_lossy().to_string()))
+                .collect();
+            tracing::info!(target: "script", "{}", msg.join(" "));
+            Ok(())
+        })?,
+    )?;
+    for (i, name) in [
+        "REPL_NONE",
+        "REPL_AOF",
+        "REPL_SLAVE",
+        "REPL_REPLICA",
+        "REPL_ALL",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let v = [0, 1, 2, 2, 3][i];
+        redis.set(*name, v)?;
+    }
+    // Effects are what the log records: replication modes change nothing.
+    redis.set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    redis.set(
+        "replicate_commands",
+        lua.create_function(|_, _: MultiValue| Ok(true))?,
+    )?;
+    // `redis.acl_check_cmd`: whether the caller's user may run a
+    // command (the check itself is the run's: `run.rs`).
+    redis.set(
+        "acl_check_cmd",
+        lua.create_function(|lua, args: MultiValue| {
+            let f: Option<mlua::Function> = lua.named_registry_value(ACL_CHECK)?;
+            match f {
+                Some(f) => f.call::<bool>(args),
+                None => Err(mlua::Error::runtime(
+                    "redis.acl_check_cmd can only be called inside a script invocation",
+                )),
+            }
+        })?,
+    )?;
+    // SAFETY: both are C functions over Lua's C API (above).
+    redis.set("call", unsafe { lua.create_c_function(redis_call)? })?;
+    redis.set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
+    let resp = Arc::new(AtomicU8::new(2));
+    let r = resp.clone();
+    redis.set(
+        "setresp",
+        lua.create_function(move |_, args: MultiValue| {
+            if args.len() != 1 {
+                return Err(mlua::Error::runtime(
+                    "redis.setresp() requires one argument.",
+                ));
+            }
+            match &args[0] {
+                Value::Integer(2) => r.store(2, Relaxed),
+                Value::Integer(3) => r.store(3, Relaxed),
+                Value::Number(n) if *n == 2.0 || *n == 3.0 => r.store(*n as u8, Relaxed),
+                _ => return Err(mlua::Error::runtime("RESP version must be 2 or 3.")),
+            }
+            Ok(())
+        })?,
+    )?;
+    let version = crate::base::process::REDIS_VERSION;
+    let num = version
+        .split('.')
+        .fold(0i64, |n, p| (n << 8) | p.parse::<i64>().unwrap_or(0));
+    redis.set("REDIS_VERSION", version)?;
+    redis.set("REDIS_VERSION_NUM", num)?;
+    Ok((redis, resp))
+}
+
+/// `math.random` and `math.randomseed` as Redis's (rand48, seeded per
+/// script); the generator, to seed it.
+fn seed_math(lua: &Lua, g: &Table) -> mlua::Result<Arc<Rand48>> {
+    let rand = Arc::new(Rand48(AtomicU64::new(0)));
+    let r = rand.clone();
+    let random = lua.create_function(move |_, args: MultiValue| {
+        const MAX: f64 = i32::MAX as f64;
+        let x = (r.next() as f64 % MAX) / MAX;
+        let int = |v: &Value| -> mlua::Result<f64> {
+            match v {
+                Value::Number(n) => Ok(n.floor()),
+                Value::Integer(n) => Ok(*n as f64),
+                _ => Err(mlua::Error::runtime(
+                    "bad argument to 'random' (number expected)",
+                )),
+            }
+        };
+        match args.len() {
+            0 => Ok(x),
+            1 => {
+                let u = int(&args[0])?;
+                if u < 1.0 {
+                    return Err(mlua::Error::runtime(
+                        "bad argument #1 to 'random' (interval is empty)",
+                    ));
+                }
+                Ok((x * u).floor() + 1.0)
+            }
+            _ => {
+                let (l, u) = (int(&args[0])?, int(&args[1])?);
+                if l > u {
+                    return Err(mlua::Error::runtime(
+                        "bad argument #2 to 'random' (interval is empty)",
+                    ));
+                }
+                Ok((x * (u - l + 1.0)).floor() + l)
+            }
+        }
+    })?;
+    let r = rand.clone();
+    let randomseed = lua.create_function(move |_, s: f64| {
+        r.seed(s as i64 as u32);
+        Ok(())
+    })?;
+    let math: Table = g.get("math")?;
+    math.set("random", random)?;
+    math.set("randomseed", randomseed.clone())?;
+    Ok(rand)
 }
 
 /// The message of a compile error, as Lua words it.
