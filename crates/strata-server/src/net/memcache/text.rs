@@ -237,7 +237,7 @@ fn arith_request(shared: &Arc<Shared>, key: Bytes, incr: bool, delta: u64, norep
     Done::Later(Box::pin(fut), true)
 }
 
-/// flush_all [delay]: now, or after `delay`.
+/// flush_all `[delay]`: now, or after `delay`.
 fn flush_all(shared: &Arc<Shared>, delay: i64) {
     let st = &shared.mc;
     inc(&st.cmd_flush);
