@@ -256,6 +256,24 @@ impl Inner {
                 }
             }
         };
+        self.apply_mutation(sh, db, key, idx, mutation);
+        let after = sh.dbs[db].get(key).map(|e| ItemState {
+            cas: sh.cas_of(db, key, &e),
+            expire_at_ms: e.expire_at_ms,
+        });
+        Ok((r, after))
+    }
+
+    /// Applies a string's read-modify-write (`try_update`'s `f`) to the
+    /// entry at `idx` (None: the key is absent) under its shard's lock.
+    fn apply_mutation(
+        &self,
+        sh: &mut crate::index::Shard,
+        db: usize,
+        key: &[u8],
+        idx: Option<usize>,
+        mutation: Mutation,
+    ) {
         let mutation_kind = match &mutation {
             Mutation::SetRaw { .. } => MutationKind::Raw,
             Mutation::SetFloat { .. } => MutationKind::Float,
@@ -329,10 +347,5 @@ impl Inner {
                 }
             }
         }
-        let after = sh.dbs[db].get(key).map(|e| ItemState {
-            cas: sh.cas_of(db, key, &e),
-            expire_at_ms: e.expire_at_ms,
-        });
-        Ok((r, after))
     }
 }
