@@ -85,9 +85,8 @@ pub async fn start(
     std::fs::create_dir_all(&config.dir)?;
     let dir_lock = lock_dir(&config)?;
     let (engine, latency) = open_engine(&config)?;
-    let mut bound = bind(&config)?;
+    let (bound, tls) = bind(&config)?;
     let acl = users(&config)?;
-    let tls = std::mem::take(&mut bound.tls);
     let shared = compose(config, config_file, engine, latency, acl, tls, dir_lock);
     shared.apply_config();
     // The TSC clock commands are timed with calibrates on its first use
@@ -137,18 +136,17 @@ fn open_engine(
     Ok((engine, latency))
 }
 
-/// The listeners the configuration asks for, bound, and TLS's
-/// configuration.
+/// The listeners the configuration asks for, bound.
 struct Bound {
     resp: Vec<tokio::net::TcpListener>,
     resp_tls: Vec<tokio::net::TcpListener>,
     memcached: Vec<tokio::net::TcpListener>,
-    tls: services::tls::Tls,
 }
 
-/// Binds the listeners (before the users are read, as Redis: a port in
-/// use fails the start first).
-fn bind(config: &Config) -> std::io::Result<Bound> {
+/// Binds the listeners, with TLS's configuration when one speaks TLS
+/// (before the users are read, as Redis: a port in use fails the start
+/// first).
+fn bind(config: &Config) -> std::io::Result<(Bound, services::tls::Tls)> {
     let backlog = config.tcp_backlog;
     listen::check_backlog(backlog);
     let mc_listeners = if config.memcached_port != 0 {
@@ -180,12 +178,12 @@ fn bind(config: &Config) -> std::io::Result<Bound> {
     } else {
         Vec::new()
     };
-    Ok(Bound {
+    let bound = Bound {
         resp: listeners,
         resp_tls: tls_listeners,
         memcached: mc_listeners,
-        tls,
-    })
+    };
+    Ok((bound, tls))
 }
 
 /// The command registry, then the ACL users of the configuration (its

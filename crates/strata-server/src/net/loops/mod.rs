@@ -111,7 +111,7 @@ pub struct Pool {
 
 thread_local! {
     /// On a loop's thread: the pool and the loop's index.
-    static HERE: RefCell<Option<(Arc<Pool>, usize)>> = const { RefCell::new(None) };
+    static HERE: RefCell<Option<Arc<LoopSeat>>> = const { RefCell::new(None) };
 }
 
 pub struct Loops {
@@ -153,8 +153,9 @@ impl Loops {
                     strata_engine::enter_loop();
                     // SAFETY: gettid has no preconditions.
                     p.slots[i].tid.store(unsafe { libc::gettid() }, Relaxed);
-                    turn::sit(Some(Arc::new(LoopSeat { pool: p.clone(), i })));
-                    HERE.set(Some((p, i)));
+                    let seat = Arc::new(LoopSeat { pool: p, i });
+                    turn::sit(Some(seat.clone()));
+                    HERE.set(Some(seat));
                     rt.block_on(run(rx));
                     HERE.set(None);
                     turn::sit(None);
@@ -398,7 +399,7 @@ impl Job {
         match served {
             turn::Served::Closed => {}
             turn::Served::Moved { stream, state, to } => {
-                let pool = HERE.with_borrow(|h| h.as_ref().map(|(p, _)| p.clone()));
+                let pool = HERE.with_borrow(|h| h.as_ref().map(|s| s.pool.clone()));
                 if let (Some(pool), Ok(stream)) = (pool, stream.into_std()) {
                     pool.migrations.fetch_add(1, Relaxed);
                     pool.send(
@@ -426,8 +427,8 @@ impl Job {
 /// A connection left the loop this runs on (ended or moved).
 fn left_loop() {
     HERE.with_borrow(|h| {
-        if let Some((p, i)) = h {
-            p.slots[*i].conns.fetch_sub(1, Relaxed);
+        if let Some(s) = h {
+            s.pool.slots[s.i].conns.fetch_sub(1, Relaxed);
         }
     });
 }

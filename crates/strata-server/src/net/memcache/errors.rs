@@ -26,10 +26,15 @@ pub(super) fn engine_error(out: &mut BytesMut, e: &EngineError) {
     let why = match e {
         EngineError::OutOfMemory => "command not allowed when used memory > 'maxmemory'".into(),
         EngineError::WrongType => reply::WRONGTYPE.to_string(),
-        EngineError::NoSuchDb => "DB index is out of range".to_string(),
+        EngineError::NoSuchDb => without_code(reply::DB_RANGE),
         EngineError::Corrupt(why) => format!("flash record of key is corrupt ({why})"),
-        EngineError::Malformed => "flash record of key is corrupt (malformed collection)".into(),
+        EngineError::Malformed => without_code(reply::MALFORMED),
         other => other.to_string(),
     };
     mr::line(out, &format!("SERVER_ERROR {why}"));
+}
+
+/// A RESP error text without its `ERR ` code.
+fn without_code(text: &str) -> String {
+    text.strip_prefix("ERR ").unwrap_or(text).to_string()
 }

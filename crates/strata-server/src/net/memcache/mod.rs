@@ -24,7 +24,6 @@ mod stats;
 mod text;
 
 use stats::metadump;
-pub use stats::McStats;
 
 use crate::command::Shared;
 use crate::net::connection::{prefetch_pipeline, PREFETCH_MAX};

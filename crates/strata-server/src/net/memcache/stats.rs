@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use strata_protocol::memcache::reply as mr;
 
-pub use crate::services::metrics::memcache::McStats;
+use crate::services::metrics::memcache::McStats;
 
 pub(super) fn inc(c: &AtomicU64) {
     c.fetch_add(1, Relaxed);

@@ -6,9 +6,10 @@
 use super::errors::{admit, engine_error};
 use super::meta;
 use super::modify::{arith, concat, ArithOp, ArithResult};
-use super::stats::{inc, stats, McStats};
+use super::stats::{inc, stats};
 use super::{expire_at_ms, Done, DB, NON_NUMERIC, VERSION};
 use crate::command::Shared;
+use crate::services::metrics::memcache::McStats;
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 use std::time::Duration;

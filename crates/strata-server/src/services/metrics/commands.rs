@@ -151,11 +151,6 @@ impl Default for CommandStats {
     }
 }
 
-/// A command's slot: its registry id.
-fn index(spec: &CommandSpec) -> Option<usize> {
-    (spec.id < registry::all().len()).then_some(spec.id)
-}
-
 /// One command's figures (INFO and LATENCY).
 pub struct Figures {
     pub name: &'static str,
@@ -185,9 +180,6 @@ impl CommandStats {
     /// came since this thread last recorded: invariant 2).
     #[inline]
     fn with_slot(&self, spec: &CommandSpec, f: impl FnOnce(&Slot)) {
-        let Some(i) = index(spec) else {
-            return;
-        };
         let me = Arc::as_ptr(&self.all);
         MINE.with_borrow_mut(|mine| {
             let table = match mine.iter().position(|m| m.all.as_ptr() == me) {
@@ -208,7 +200,10 @@ impl CommandStats {
             if table.generation.load(Relaxed) != generation {
                 table.restart(generation);
             }
-            f(&table.slots[i]);
+            // A command's slot is its registry id.
+            if let Some(slot) = table.slots.get(spec.id) {
+                f(slot);
+            }
         });
     }
 
