@@ -8,7 +8,11 @@ Reads every `crate::<room>` path in the non-test code of each room (line
 comments and `#[cfg(test)]` modules left out: a test may reach up) and
 fails, naming the file and the path, on any that reaches a room on a
 higher floor. A room not in the list fails too: a new room takes its floor
-here, on purpose."""
+here, on purpose.
+
+And a command family sees the services it uses through `Ctx`'s methods:
+the whole server state (`Ctx::server`) is the server family's
+(`commands/server/`), so any other file of `commands/` calling it fails."""
 
 import os
 import re
@@ -52,11 +56,14 @@ def main():
             floor = FLOORS.index(room)
             with open(path, encoding="utf-8") as f:
                 code = code_of(f.read())
+            if rel.startswith("commands" + os.sep) and not rel.startswith(os.path.join("commands", "server") + os.sep):
+                if re.search(r"\bctx\s*\.\s*server\s*\(", code):
+                    wrong.append(f"{rel}: a family outside commands/server/ takes the whole server state (`ctx.server()`); add a `Ctx` method for the service it uses")
             for used in sorted(rooms_used(code)):
                 if used in FLOORS and FLOORS.index(used) > floor:
                     wrong.append(f"{rel}: `{room}` (floor {floor + 1}) imports `crate::{used}` (floor {FLOORS.index(used) + 1})")
     if wrong:
-        print("imports that run up a floor:")
+        print("imports that run up a floor, or reach past Ctx:")
         print("\n".join(wrong))
         sys.exit(1)
     print(f"every room imports only the floors below it ({' < '.join(FLOORS)})")

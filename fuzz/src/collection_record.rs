@@ -17,9 +17,10 @@ use strata_engine::flash::format::{
     chunk_prefix, decode_chunk, decode_head, decode_record, head_value, RecordKind,
 };
 use strata_engine::types::chunked::{
-    cmp_zkey, decode_elems, decode_order, elem_hash, in_range, measure_list, measure_list_range,
-    measure_order, range_high, Score,
+    cmp_zkey, decode_elems, decode_order, in_range, measure_list, measure_list_range,
+    measure_order, Score,
 };
+use strata_engine::types::parts::{elem_hash, range_high};
 use strata_engine::types::stream::measure_stream_part;
 use strata_engine::types::{Collection, ValueType};
 

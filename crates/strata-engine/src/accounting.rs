@@ -25,7 +25,7 @@ impl Inner {
 
     /// RAM in use: the configured gauge, or index + hot value bytes.
     pub fn ram_used(&self) -> u64 {
-        match &self.ram_gauge {
+        match &self.hooks.ram_gauge {
             Some(g) => g(),
             None => {
                 let mut total = 0;
@@ -47,10 +47,10 @@ impl Inner {
 
     /// As `release_flash`, for records that were moved rather than deleted.
     pub fn release_flash_quiet(&self, loc: crate::base::FlashLoc) {
-        self.table.with(loc.segment, |seg| {
+        self.flash.table.with(loc.segment, |seg| {
             seg.live_bytes.fetch_sub(loc.len as u64, Ordering::AcqRel)
         });
-        self.flash_live_bytes.sub(loc.len as u64);
+        self.flash.live_bytes.sub(loc.len as u64);
     }
 
     /// Segments whose `live_bytes` differ from the bytes of the records
@@ -70,7 +70,7 @@ impl Inner {
             }
         }
         let mut bad = Vec::new();
-        for seg in self.table.snapshot() {
+        for seg in self.flash.table.snapshot() {
             let counted = seg.live_bytes.load(Ordering::Acquire);
             let want = pointed.remove(&seg.id).unwrap_or(0);
             if counted != want {
@@ -99,10 +99,10 @@ impl Inner {
     /// Marks a flash record as referenced by an entry. Caller holds the
     /// entry's shard lock.
     pub fn retain_flash(&self, loc: crate::base::FlashLoc) {
-        self.table.with(loc.segment, |seg| {
+        self.flash.table.with(loc.segment, |seg| {
             seg.live_bytes.fetch_add(loc.len as u64, Ordering::AcqRel)
         });
-        self.flash_live_bytes.add(loc.len as u64);
+        self.flash.live_bytes.add(loc.len as u64);
     }
 
     /// When `e` was last accessed (`clock::now_secs`). A packed entry keeps
@@ -113,7 +113,7 @@ impl Inner {
             return e.lru_secs;
         }
         e.flash_loc()
-            .and_then(|l| self.table.with(l.segment, |s| s.created_secs))
+            .and_then(|l| self.flash.table.with(l.segment, |s| s.created_secs))
             .unwrap_or_else(crate::clock::now_secs)
     }
 
@@ -164,12 +164,12 @@ impl Inner {
         t.keyspace_misses = Stats::get(&st.keyspace_misses);
         t.free_demotions = Stats::get(&st.free_demotions);
         t.demotion_scanned = Stats::get(&st.demotion_scanned);
-        t.segments = self.table.len() as u64;
-        t.allocated_bytes = self.table.allocated_bytes();
-        t.flash_live_bytes = self.flash_live_bytes.get();
-        t.capacity_bytes = self.capacity;
-        t.io_backend = self.io.name();
-        t.direct_io = self.direct_io;
+        t.segments = self.flash.table.len() as u64;
+        t.allocated_bytes = self.flash.table.allocated_bytes();
+        t.flash_live_bytes = self.flash.live_bytes.get();
+        t.capacity_bytes = self.flash.capacity;
+        t.io_backend = self.flash.io.name();
+        t.direct_io = self.flash.direct_io;
         t.ram_used = self.ram_used();
         t.maxmemory_ram = self.tun.maxmemory_ram.load(Ordering::Relaxed);
         t

@@ -4,7 +4,8 @@
 //! collection record that does not decode (`Malformed`), and the depth
 //! byte that says what a part's record is (a hash range's depth, up to
 //! `MAX_DEPTH`, or one of the special parts: `PEL_DEPTH`, `STR_DEPTH`,
-//! `STREAM_DEPTH`, `ORDER_DEPTH`; docs/format.md).
+//! `STREAM_DEPTH`, `ORDER_DEPTH`; docs/format.md), and what happened to a
+//! key (`KeyChange`).
 
 /// Where a cold value (or a collection's part) lives: one record of one
 /// segment.
@@ -75,3 +76,16 @@ pub const STREAM_DEPTH: u8 = 0xFE;
 /// The depth byte that names an order part's record (hash ranges use
 /// 0..=64).
 pub const ORDER_DEPTH: u8 = 0xFF;
+
+/// What happened to a key (`keyspace::observe`: every change a client can
+/// see reports one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyChange {
+    Created,
+    Written,
+    /// Written, but not a modification for WATCH or client tracking.
+    Quiet,
+    Deleted,
+    Expired,
+    Evicted,
+}

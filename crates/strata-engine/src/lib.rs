@@ -39,7 +39,7 @@
 //!    a key reaches it as one record (`journal`), the index is checkpointed
 //!    (`checkpoint`) and a restart replays only the log after the
 //!    checkpoint (`recovery`). Every append goes through the one
-//!    `SegmentWriter` behind `Inner::writer`; lock order is writer, then
+//!    `SegmentWriter` behind `Inner::flash.writer`; lock order is writer, then
 //!    shard, then the journal queue.
 //! 9. Records, checkpoint entries and journal notes name a key's database
 //!    by its stable *id*; the index is arranged by logical database (what
@@ -53,6 +53,7 @@ pub mod config;
 pub mod error;
 pub mod flash;
 pub mod index;
+mod inner;
 mod keyspace;
 pub mod log;
 pub mod stats;
@@ -68,6 +69,7 @@ pub use config::{
 };
 pub use error::EngineError;
 pub use flash::io::{before_loop_sleeps, enter_loop, set_poll_us as set_flash_poll_us, IoBackend};
+pub use index::access::NoTouch;
 pub use index::Value;
 pub use keyspace::bigstr::{StrEdit, StrRef};
 pub use keyspace::chunks::{pick_index, Need, ZTo};
@@ -84,26 +86,18 @@ pub use log::persistence::{PersistInfo, ShutdownSave};
 pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
 pub use stats::WriteLookups;
-pub use tiering::access::NoTouch;
 pub use tiering::evict::{Admission, OomCause};
 pub use tiering::fetch::Read;
 pub use types::bigstr::Piece;
 pub use types::{Collection, ValueType};
 
-use config::Tunables;
 use flash::io::IoEngine;
 use flash::segment::SegmentTable;
-use index::{Shard, ShardHasher};
-use keyspace::exclusive::ShardLock;
-use log::journal::{Journal, Note};
-use log::writer::SegmentWriter;
+pub(crate) use inner::Inner;
 use log::{checkpoint, journal, recovery};
-use parking_lot::{Condvar, Mutex};
 use stats::Stats;
-use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 /// A handle to the store. Cheap to clone; the background thread stops when
 /// the last handle is dropped.
@@ -111,95 +105,6 @@ use std::thread::JoinHandle;
 pub struct Engine {
     inner: Arc<Inner>,
     _background: Arc<BackgroundGuard>,
-}
-
-pub(crate) struct Inner {
-    /// The index, sharded by key hash. A shard lock is held only for short,
-    /// non-blocking sections, never across I/O; code that needs several
-    /// takes them in ascending index order. Never call `ram_used` (which
-    /// may lock every shard) while holding one.
-    pub shards: Box<[ShardLock]>,
-    pub hasher: ShardHasher,
-    /// The seed of `hasher` (written into checkpoints).
-    pub shard_seed: u64,
-    pub databases: usize,
-    /// Logical databases over the ids records carry (SWAPDB).
-    pub dbmap: keyspace::swapdb::DbMapping,
-    /// The server's function libraries (FUNCTION LOAD), kept durable.
-    pub functions: keyspace::functions::Functions,
-    /// Told of every change of a key (`keyspace::observe`).
-    pub observer: std::sync::OnceLock<std::sync::Arc<dyn keyspace::observe::KeyObserver>>,
-    pub table: Arc<SegmentTable>,
-    pub io: Arc<dyn IoEngine>,
-    /// Settings CONFIG SET may change (atomics).
-    pub tun: Tunables,
-    pub stats: Stats,
-    /// Source of sequence numbers (entry versions and record seqs).
-    pub seq: AtomicU64,
-    /// Bytes the flash log may occupy.
-    pub capacity: u64,
-    pub segment_size: u64,
-    pub write_chunk: usize,
-    pub hz: u32,
-    /// The allocator's advice for active defragmentation, if any.
-    pub allocator: Option<config::AllocatorHooks>,
-    pub ram_gauge: Option<RamGauge>,
-    pub latency_sink: Option<config::LatencySink>,
-    /// Wakes the background thread.
-    pub wake: (Mutex<bool>, Condvar),
-    pub shutdown: AtomicBool,
-    /// The background (tiering) thread has finished: the journal drains and
-    /// stops only after it, since its last demotion or move may still note
-    /// keys whose state must be logged again (journal invariant 6).
-    pub background_done: AtomicBool,
-    /// Notified when demotion or eviction made room.
-    pub room: tokio::sync::Notify,
-    /// Set by the background thread when a full pass found nothing to demote
-    /// or the flash is full: waiting for room would not help.
-    pub demotion_stuck: AtomicBool,
-    /// Set by the background thread when demotion found nothing to demote
-    /// while the journal had a batch in hand: the journal wakes it when
-    /// the batch is published (its values can then leave RAM).
-    pub demotion_awaits_journal: AtomicBool,
-    /// Part records being read, and how to wait for each: a part many
-    /// commands want at once (a queue's cold tail) is read once
-    /// (`keyspace::chunks::load_parts`).
-    pub part_loads:
-        Mutex<std::collections::HashMap<crate::base::FlashLoc, Arc<tokio::sync::Notify>>>,
-    /// Big chunked collections removed from the index (DEL, UNLINK, expiry,
-    /// overwrite) whose records the background thread releases and whose
-    /// parts it frees (`Inner::bury`): O(1) for the command that removed
-    /// them. A segment cannot be freed before: its live bytes still count
-    /// those records.
-    pub graveyard: Mutex<Vec<index::Slot>>,
-    /// The keys clients WATCH (`keyspace::watch`).
-    pub watches: keyspace::watch::Watches,
-    /// Set when the journal or demotion found the log full, or admission
-    /// found it too full for what the journal holds; the collector then
-    /// moves segments worth moving or evicts (its rule 9). Cleared when
-    /// the journal or demotion writes again.
-    pub flash_full: AtomicBool,
-    /// Garbage in segments the collector would move while the log is full
-    /// (its rule 9), as its last look found it: room writers may wait for.
-    pub collectable: AtomicU64,
-    /// Live record bytes on flash (sum over segments): striped, as the
-    /// journal adds to it and the loops take from it on every overwrite.
-    pub flash_live_bytes: stats::Striped,
-    /// Whether segment files use O_DIRECT.
-    pub direct_io: bool,
-    /// The one writer of the flash log (journal, demotion, collector).
-    pub writer: Mutex<SegmentWriter>,
-    pub journal: Journal,
-    pub persist: stats::PersistStats,
-    /// Set until recovery finished.
-    pub loading: AtomicBool,
-    pub recovery: Mutex<RecoveryReport>,
-    /// Log bytes between automatic checkpoints (at least).
-    pub checkpoint_interval: u64,
-    /// Background threads (recovery, then tiering and journal).
-    threads: Mutex<Vec<JoinHandle<()>>>,
-    /// This `Inner`, for threads that need an `Arc` of it (checkpoints).
-    pub self_ref: Mutex<std::sync::Weak<Inner>>,
 }
 
 struct BackgroundGuard {
@@ -262,64 +167,24 @@ impl Engine {
                 cfg.segment_size
             );
         }
-        let inner = Arc::new(Inner {
-            shards: (0..cfg.shards.max(1))
-                .map(|_| ShardLock::new(Shard::new(cfg.databases.max(1))))
-                .collect(),
-            hasher: ShardHasher::with_seed(shard_seed),
-            shard_seed,
-            databases: cfg.databases.max(1),
-            dbmap: keyspace::swapdb::DbMapping::identity(cfg.databases.max(1)),
-            functions: Default::default(),
-            observer: Default::default(),
-            tun: Tunables::new(&cfg),
-            stats: Stats::default(),
-            seq: AtomicU64::new(1),
-            capacity,
-            segment_size,
-            write_chunk: cfg.write_chunk,
-            hz: cfg.hz.clamp(1, 500),
-            allocator: cfg.allocator,
-            ram_gauge: cfg.ram_gauge.clone(),
-            latency_sink: cfg.latency_sink.clone(),
-            wake: (Mutex::new(false), Condvar::new()),
-            graveyard: Mutex::new(Vec::new()),
-            watches: Default::default(),
-            shutdown: AtomicBool::new(false),
-            background_done: AtomicBool::new(false),
-            room: tokio::sync::Notify::new(),
-            demotion_stuck: AtomicBool::new(false),
-            demotion_awaits_journal: AtomicBool::new(false),
-            part_loads: Mutex::new(Default::default()),
-            flash_full: AtomicBool::new(false),
-            collectable: AtomicU64::new(0),
-            flash_live_bytes: Default::default(),
-            direct_io: direct,
-            writer: Mutex::new(SegmentWriter::new(
-                table.clone(),
-                io.clone(),
-                segment_size,
-                cfg.write_chunk,
-            )),
-            journal: Journal::new(cfg.appendonly, cfg.appendfsync),
-            persist: stats::PersistStats::default(),
-            loading: AtomicBool::new(true),
-            recovery: Mutex::new(RecoveryReport::default()),
-            checkpoint_interval: cfg.checkpoint_interval,
-            threads: Mutex::new(Vec::new()),
-            self_ref: Mutex::new(std::sync::Weak::new()),
+        let inner = Arc::new(Inner::new(
+            &cfg,
             table,
             io,
-        });
-        *inner.self_ref.lock() = Arc::downgrade(&inner);
+            shard_seed,
+            capacity,
+            segment_size,
+            direct,
+        ));
+        *inner.life.self_ref.lock() = Arc::downgrade(&inner);
         let rec = inner.clone();
         let thread = std::thread::Builder::new()
             .name("strata-recovery".into())
             .spawn(move || {
                 let report = recovery::recover(&rec, rec.journal.enabled);
-                *rec.recovery.lock() = report;
-                if rec.shutdown.load(Ordering::Acquire) {
-                    rec.loading.store(false, Ordering::Release);
+                *rec.durability.recovery.lock() = report;
+                if rec.life.shutdown.load(Ordering::Acquire) {
+                    rec.durability.loading.store(false, Ordering::Release);
                     return;
                 }
                 let bg = rec.clone();
@@ -331,7 +196,7 @@ impl Engine {
                     .name("strata-journal".into())
                     .spawn(move || journal::run_journal(&jr));
                 {
-                    let mut threads = rec.threads.lock();
+                    let mut threads = rec.life.threads.lock();
                     for t in [tiering, journal] {
                         match t {
                             Ok(t) => threads.push(t),
@@ -339,9 +204,9 @@ impl Engine {
                         }
                     }
                 }
-                rec.loading.store(false, Ordering::Release);
+                rec.durability.loading.store(false, Ordering::Release);
             })?;
-        inner.threads.lock().push(thread);
+        inner.life.threads.lock().push(thread);
         Ok(Engine {
             _background: Arc::new(BackgroundGuard {
                 inner: inner.clone(),
@@ -353,7 +218,7 @@ impl Engine {
 
     /// Whether recovery is still running.
     pub fn is_loading(&self) -> bool {
-        self.inner.loading.load(Ordering::Acquire)
+        self.inner.durability.loading.load(Ordering::Acquire)
     }
 
     /// Blocks until recovery is done.
@@ -365,15 +230,15 @@ impl Engine {
 
     /// What the last recovery found.
     pub fn recovery_report(&self) -> RecoveryReport {
-        self.inner.recovery.lock().clone()
+        self.inner.durability.recovery.lock().clone()
     }
 
     pub fn databases(&self) -> usize {
-        self.inner.databases
+        self.inner.keys.databases
     }
 
     pub fn io_backend_name(&self) -> &'static str {
-        self.inner.io.name()
+        self.inner.flash.io.name()
     }
 
     /// Sets the RAM budget (CONFIG SET maxmemory-ram).
@@ -413,7 +278,7 @@ impl Engine {
     /// Collections deleted whose parts the background thread has still to
     /// free (Redis's `lazyfree_pending_objects`).
     pub fn lazyfree_pending(&self) -> usize {
-        self.inner.graveyard.lock().len()
+        self.inner.tiering.graveyard.lock().len()
     }
 
     pub fn defrag_info(&self) -> (u64, u64, bool) {
@@ -460,65 +325,6 @@ impl Engine {
     /// RAM in use as the engine measures it for demotion.
     pub fn ram_used(&self) -> u64 {
         self.inner.ram_used()
-    }
-}
-
-impl Inner {
-    pub fn shard_index(&self, key: &[u8]) -> usize {
-        (self.hasher.hash_one(key) >> 32) as usize % self.shards.len()
-    }
-
-    pub fn shard(&self, key: &[u8]) -> &ShardLock {
-        &self.shards[self.shard_index(key)]
-    }
-
-    pub fn next_seq(&self) -> u64 {
-        self.seq.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Notes a FLUSHDB (of logical database `db`) / FLUSHALL
-    /// (`ALL_DATABASES`); caller holds every shard lock.
-    pub(crate) fn note_flush(&self, db: u16) {
-        if self.journal.enabled {
-            let seq = self.next_seq();
-            let db = if db == flash::format::ALL_DATABASES {
-                db
-            } else {
-                self.dbmap.id(db as usize)
-            };
-            self.journal.push(Note::Flush { db, seq });
-        }
-    }
-
-    /// `F_DIRTY` when the journal is on, else 0.
-    pub(crate) fn dirty_flag(&self) -> u8 {
-        if self.journal.enabled {
-            index::F_DIRTY
-        } else {
-            0
-        }
-    }
-
-    /// Stops and joins the background threads (the journal drains first).
-    fn stop_threads(&self) {
-        self.shutdown.store(true, Ordering::Release);
-        self.wake_background();
-        self.journal.kick();
-        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
-        for t in threads {
-            let _ = t.join();
-        }
-        // The recovery thread may have started the others meanwhile.
-        let threads: Vec<_> = std::mem::take(&mut *self.threads.lock());
-        for t in threads {
-            let _ = t.join();
-        }
-    }
-
-    pub fn wake_background(&self) {
-        let (lock, cv) = &self.wake;
-        *lock.lock() = true;
-        cv.notify_one();
     }
 }
 

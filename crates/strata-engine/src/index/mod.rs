@@ -42,10 +42,12 @@
 //!    structure, or the type its cold record was written with); a write
 //!    that changes the type sets both in one critical section.
 
+pub mod access;
 mod bucket;
 mod cell;
 mod counters;
 mod key;
+pub mod lock;
 mod map;
 
 use crate::base::FlashLoc;
@@ -250,7 +252,7 @@ impl Entry {
     pub fn with_dir<R>(
         &mut self,
         counters: &mut ShardCounters,
-        f: impl FnOnce(&mut dyn crate::types::chunked::Dir) -> R,
+        f: impl FnOnce(&mut dyn crate::types::parts::Dir) -> R,
     ) -> Option<R> {
         if !matches!(&self.slot, Slot::Chunked(_)) {
             return None;

@@ -19,7 +19,8 @@ use crate::index::{Entry, Slot, Value};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_value, FetchTarget};
 use crate::types::bigstr::STR_CHUNKED_AT;
-use crate::types::chunked::{elem_hash, zkey, ChunkedZSet};
+use crate::types::chunked::{zkey, ChunkedZSet};
+use crate::types::parts::elem_hash;
 use crate::types::stream::StreamNeed;
 use crate::types::{ChunkedStr, Collection};
 use crate::{EngineError, Inner};
@@ -128,12 +129,7 @@ pub fn clamp_indexes(first: i64, last: i64, len: usize) -> Option<(usize, usize)
 
 /// The end of the batch of parts from `from` (before `to`) whose bodies
 /// together stay within `bytes`, at least one part (none if `from >= to`).
-pub fn batch_end(
-    d: &dyn crate::types::chunked::Dir,
-    from: usize,
-    to: usize,
-    bytes: usize,
-) -> usize {
+pub fn batch_end(d: &dyn crate::types::parts::Dir, from: usize, to: usize, bytes: usize) -> usize {
     let mut j = from;
     let mut sum = 0usize;
     while j < to {
@@ -147,8 +143,21 @@ pub fn batch_end(
     j
 }
 
-/// The parts of `d` that `need` names, in order, each once.
-fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usize; 4]> {
+/// The parts of chunked `c` that `need` names, in order, each once: by
+/// its directory, or, for a stream's or a sorted set's own needs, by the
+/// type's own plan.
+fn need_parts(c: &Collection, need: &Need) -> SmallVec<[usize; 4]> {
+    let Some(d) = c.dir() else {
+        return SmallVec::new();
+    };
+    let stream = match c {
+        Collection::Stream(s) => Some(&**s),
+        _ => None,
+    };
+    let zset = match c {
+        Collection::ZSet(z) => z.chunked(),
+        _ => None,
+    };
     let mut v: SmallVec<[usize; 4]> = match need {
         Need::Whole => return (0..d.part_count()).collect(),
         Need::Scan { from, count } => return d.scan_parts(*from, *count).collect(),
@@ -162,11 +171,11 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
         Need::Hashes { .. } if d.head_span().is_some() => return (0..d.part_count()).collect(),
         Need::Hashes { lo, hi } => return (d.part_of(*lo)..=d.part_of(*hi)).collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
-        Need::Stream(needs) => match d.stream() {
+        Need::Stream(needs) => match stream {
             Some(st) => return st.need_parts(needs),
             None => (0..d.part_count()).collect(),
         },
-        Need::ZMembers(ms) => match d.zset() {
+        Need::ZMembers(ms) => match zset {
             Some(z) => zset_member_parts(z, ms),
             None => SmallVec::new(),
         },
@@ -174,7 +183,7 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
             ranges,
             members,
             rev,
-        } => match d.zset() {
+        } => match zset {
             Some(z) => {
                 let n = z.len();
                 let asc = ranges.iter().filter_map(|&(a, b)| {
@@ -185,7 +194,7 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
             }
             None => SmallVec::new(),
         },
-        Need::ZScoreEnds { min, max } => match d.zset() {
+        Need::ZScoreEnds { min, max } => match zset {
             Some(z) => {
                 let mp = z.members.parts().len();
                 let (lo, hi) = z.score_parts(*min, *max);
@@ -196,7 +205,7 @@ fn need_parts(d: &dyn crate::types::chunked::Dir, need: &Need) -> SmallVec<[usiz
             }
             None => SmallVec::new(),
         },
-        Need::ZScores { min, max, members } => match d.zset() {
+        Need::ZScores { min, max, members } => match zset {
             Some(z) => zset_score_parts(z, *min, *max, *members),
             None => SmallVec::new(),
         },
@@ -342,11 +351,12 @@ impl Inner {
         let Slot::Chunked(c) = &mut e.slot else {
             return Vec::new();
         };
+        let named = need_parts(c, need);
         let Some(d) = c.dir_mut() else {
             return Vec::new();
         };
         let mut cold = Vec::new();
-        for i in need_parts(d, need) {
+        for i in named {
             d.touch(i);
             let p = d.part(i);
             if let (false, Some(loc)) = (p.resident, p.loc) {
@@ -384,10 +394,10 @@ pub(crate) async fn load_parts(
     let mut other = Vec::new();
     let mut waits = Vec::new();
     {
-        let mut loads = inner.part_loads.lock();
+        let mut loads = inner.flash.part_loads.lock();
         // In an exclusive section the other read's task could not install
         // its part (the section holds the shards): read it here too.
-        let alone = super::exclusive::in_section();
+        let alone = crate::index::lock::in_section();
         for t in targets {
             match loads.get(&t.fetch.loc) {
                 Some(_) if alone => other.push(t),
@@ -410,7 +420,7 @@ pub(crate) async fn load_parts(
     struct Done<'a>(&'a Inner, Vec<FlashLoc>);
     impl Drop for Done<'_> {
         fn drop(&mut self) {
-            let mut loads = self.0.part_loads.lock();
+            let mut loads = self.0.flash.part_loads.lock();
             for loc in &self.1 {
                 if let Some(n) = loads.remove(loc) {
                     n.notify_waiters();

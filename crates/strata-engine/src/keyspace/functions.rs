@@ -49,13 +49,13 @@ impl Functions {
 impl Engine {
     /// The function libraries' blob kept by the last run or this one.
     pub fn functions(&self) -> Option<Bytes> {
-        self.inner.functions.current()
+        self.inner.keys.functions.current()
     }
 
     /// Replaces the function libraries' blob (module doc).
     pub fn set_functions(&self, blob: Bytes) {
         let inner: &Inner = &self.inner;
-        let mut b = inner.functions.blob.lock();
+        let mut b = inner.keys.functions.blob.lock();
         *b = Some(blob);
         if inner.journal.enabled {
             let seq = inner.next_seq();

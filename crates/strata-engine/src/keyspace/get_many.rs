@@ -145,9 +145,9 @@ impl Engine {
                     continue;
                 }
                 inc(&stats.keyspace_hits);
-                if crate::tiering::access::touches() {
+                if crate::index::access::touches() {
                     // The frequency once per command, at its first look.
-                    crate::tiering::access::touch(e, secs, lfu.filter(|_| count));
+                    crate::index::access::touch(e, secs, lfu.filter(|_| count));
                 }
                 match &e.slot {
                     Slot::Hot(h) => {

@@ -179,7 +179,7 @@ impl Engine {
         }
         if !opts.no_bump {
             e.flags |= F_FETCHED;
-            crate::tiering::access::touch(e, now_secs(), inner.tun.lfu());
+            crate::index::access::touch(e, now_secs(), inner.tun.lfu());
         }
         let (client_flags, expire_at_ms) = (e.client_flags, e.expire_at_ms);
         let item = move |value: Bytes| Item {

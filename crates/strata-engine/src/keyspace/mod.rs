@@ -146,7 +146,7 @@ impl Inner {
     pub(crate) fn bury(&self, slot: Slot) {
         if let Slot::Chunked(c) = &slot {
             if c.dir().is_some_and(|d| d.part_count() > BURY_PARTS) {
-                self.graveyard.lock().push(slot);
+                self.tiering.graveyard.lock().push(slot);
                 self.wake_background();
                 return;
             }
@@ -159,7 +159,7 @@ impl Inner {
     /// Releases the records of the buried collections and frees them
     /// (background thread); returns whether there were any.
     pub(crate) fn release_buried(&self) -> bool {
-        let dead = std::mem::take(&mut *self.graveyard.lock());
+        let dead = std::mem::take(&mut *self.tiering.graveyard.lock());
         for slot in &dead {
             for loc in slot.locs() {
                 self.release_flash(loc);
@@ -197,7 +197,7 @@ impl Inner {
     /// record is rewritten. Caller holds the shard lock.
     pub(crate) fn metadata_changed(&self, sh: &mut Shard, db: usize, idx: usize) {
         if let Some((k, _)) = sh.dbs[db].get_index(idx) {
-            self.watches.touched(self, db, k);
+            self.keys.watches.touched(self, db, k);
             self.observe(db, k, KeyChange::Written);
         }
         self.log_again(sh, db, idx);
@@ -371,7 +371,7 @@ impl Engine {
                 }),
             },
             idle_secs: now.saturating_sub(self.inner.last_access_secs(e)) as u64,
-            lfu_freq: crate::tiering::access::decayed(
+            lfu_freq: crate::index::access::decayed(
                 e.lfu,
                 e.lru_secs,
                 now,
@@ -472,7 +472,7 @@ impl Engine {
         let inner = &self.inner;
         let dbs: Vec<usize> = match db {
             Some(d) => vec![d],
-            None => (0..inner.databases).collect(),
+            None => (0..inner.keys.databases).collect(),
         };
         let mut taken = Vec::new();
         {

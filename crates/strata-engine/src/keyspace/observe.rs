@@ -18,17 +18,7 @@
 use crate::Inner;
 use std::sync::Arc;
 
-/// What happened to a key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum KeyChange {
-    Created,
-    Written,
-    /// Written, but not a modification for WATCH or client tracking.
-    Quiet,
-    Deleted,
-    Expired,
-    Evicted,
-}
+pub use crate::base::KeyChange;
 
 /// The hook (module doc).
 pub trait KeyObserver: Send + Sync {
@@ -47,7 +37,7 @@ impl Inner {
     /// WATCH's stamp and the observer, for a change `how` of `key`.
     fn report(&self, db: usize, key: &[u8], how: KeyChange) {
         if how != KeyChange::Quiet {
-            self.watches.touched(self, db, key);
+            self.keys.watches.touched(self, db, key);
         }
         self.observe(db, key, how);
     }
@@ -84,7 +74,7 @@ impl Inner {
         self.report(db, key, how);
         self.journal.push(crate::log::journal::Note::Value(
             crate::log::journal::ValueNote {
-                db: self.dbmap.id(db),
+                db: self.keys.dbmap.id(db),
                 pos,
                 key: crate::index::CompactKey::from(key),
                 value: crate::log::journal::copies::for_note(value),
@@ -99,7 +89,7 @@ impl Inner {
     pub(crate) fn journal_key(&self, db: usize, key: &[u8]) {
         if self.journal.enabled {
             self.journal.push(crate::log::journal::Note::Key {
-                db: self.dbmap.id(db),
+                db: self.keys.dbmap.id(db),
                 key: crate::index::CompactKey::from(key),
             });
         }
@@ -108,7 +98,7 @@ impl Inner {
     /// Reports a change to the observer, if one is installed.
     #[inline]
     pub(crate) fn observe(&self, db: usize, key: &[u8], change: KeyChange) {
-        if let Some(o) = self.observer.get() {
+        if let Some(o) = self.keys.observer.get() {
             o.key_changed(db, key, change);
         }
     }
@@ -118,6 +108,6 @@ impl crate::Engine {
     /// Installs the observer of key changes (once; later calls are
     /// ignored).
     pub fn set_observer(&self, o: Arc<dyn KeyObserver>) {
-        let _ = self.inner.observer.set(o);
+        let _ = self.inner.keys.observer.set(o);
     }
 }

@@ -103,33 +103,6 @@ impl DbMapping {
     }
 }
 
-/// Encodes a mapping as the value of a kind-7 record (u16 LE each).
-pub fn encode(ids: &[u16]) -> Vec<u8> {
-    ids.iter().flat_map(|i| i.to_le_bytes()).collect()
-}
-
-/// Decodes a kind-7 value for a run with `databases` databases: a
-/// permutation of `0..n` for the run that wrote it (n ≤ databases; the
-/// databases this run adds map to themselves), else None.
-pub fn decode(value: &[u8], databases: usize) -> Option<Vec<u16>> {
-    let n = value.len() / 2;
-    if !value.len().is_multiple_of(2) || n > databases {
-        return None;
-    }
-    let mut ids: Vec<u16> = value
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    let mut seen = vec![false; n];
-    for &i in &ids {
-        if i as usize >= n || std::mem::replace(&mut seen[i as usize], true) {
-            return None;
-        }
-    }
-    ids.extend(n as u16..databases as u16);
-    Some(ids)
-}
-
 impl Inner {
     /// Notes the mapping for the journal; caller holds every shard lock.
     fn note_db_map(&self) {
@@ -145,7 +118,7 @@ impl Engine {
     /// client (module doc). Both must be below `databases`.
     pub fn swap_db(&self, a: usize, b: usize) -> Result<(), EngineError> {
         let inner = &self.inner;
-        if a >= inner.databases || b >= inner.databases {
+        if a >= inner.keys.databases || b >= inner.keys.databases {
             return Err(EngineError::NoSuchDb);
         }
         if a == b {
@@ -155,7 +128,7 @@ impl Engine {
         for g in guards.iter_mut() {
             g.swap_dbs(a, b);
         }
-        inner.dbmap.swap(a, b);
+        inner.keys.dbmap.swap(a, b);
         inner.note_db_map();
         drop(guards);
         Ok(())
@@ -165,6 +138,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flash::format::dbmap::{decode, encode};
 
     #[test]
     fn a_mapping_round_trips_and_only_permutations_decode() {

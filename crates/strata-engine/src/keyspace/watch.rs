@@ -109,7 +109,7 @@ impl Watched {
         let sh = inner.shard(key).lock();
         let version = live_version(&sh, db, key);
         let at = inner.next_seq();
-        let watches = &inner.watches;
+        let watches = &inner.keys.watches;
         watches.count.fetch_add(1, Ordering::Relaxed);
         watches
             .keys
@@ -134,7 +134,7 @@ impl Watched {
         self.keys.iter().any(|w| {
             let sh = inner.shard(&w.key).lock();
             let now = live_version(&sh, w.db, &w.key);
-            let table = inner.watches.keys.lock();
+            let table = inner.keys.watches.keys.lock();
             let entry = table.get(&(w.db, w.key.clone()));
             // Follow the quiet steps from the version watched.
             let mut seen = w.version;
@@ -154,7 +154,7 @@ impl Watched {
         if self.keys.is_empty() {
             return;
         }
-        let watches = &self.engine.inner.watches;
+        let watches = &self.engine.inner.keys.watches;
         let mut table = watches.keys.lock();
         for w in self.keys.drain(..) {
             let k = (w.db, w.key);

@@ -72,7 +72,7 @@ pub(crate) fn capture_chunked(
 pub(crate) fn capture_dir(
     vtype: crate::base::ValueType,
     bits: u8,
-    d: &dyn crate::types::chunked::Dir,
+    d: &dyn crate::types::parts::Dir,
     version: u64,
     expire_at_ms: u64,
     picks: Option<&[usize]>,
@@ -107,7 +107,7 @@ pub(crate) fn capture_dir(
 /// Part `i` of `d` as a kind-9 value (the part is in RAM).
 fn capture_part(
     vtype: crate::base::ValueType,
-    d: &dyn crate::types::chunked::Dir,
+    d: &dyn crate::types::parts::Dir,
     i: usize,
     evict: bool,
 ) -> CapturedPart {
@@ -150,7 +150,7 @@ pub(crate) fn append_chunked(
             seq: st.version,
             expire_at_ms: 0,
         };
-        parts.push(w.append(&h, key, &p.value, inner.capacity)?);
+        parts.push(w.append(&h, key, &p.value, inner.flash.capacity)?);
     }
     Stats::add(&inner.stats.chunks_written, parts.len() as u64);
     let head = if st.head {
@@ -169,7 +169,7 @@ pub(crate) fn append_chunked(
             seq: st.version,
             expire_at_ms: st.expire_at_ms,
         };
-        Some(w.append(&h, key, &value, inner.capacity)?)
+        Some(w.append(&h, key, &value, inner.flash.capacity)?)
     } else {
         None
     };
@@ -196,7 +196,7 @@ pub(crate) fn publish_chunked(
 ) -> usize {
     let mut guard = inner.shard(key).lock();
     let sh = &mut *guard;
-    let d = inner.dbmap.logical(db);
+    let d = inner.keys.dbmap.logical(db);
     let Some(e) = sh.dbs[d].get_mut(key) else {
         return 0;
     };

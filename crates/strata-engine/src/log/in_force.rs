@@ -16,8 +16,8 @@ impl Inner {
     pub(crate) fn in_force(&self, kind: crate::flash::format::RecordKind) -> Option<&InForce> {
         use crate::flash::format::RecordKind;
         match kind {
-            RecordKind::DbMap => Some(&self.dbmap.record),
-            RecordKind::Functions => Some(&self.functions.record),
+            RecordKind::DbMap => Some(&self.keys.dbmap.record),
+            RecordKind::Functions => Some(&self.keys.functions.record),
             _ => None,
         }
     }

@@ -41,11 +41,11 @@ pub(crate) fn read_value_blocking(
     seq: u64,
 ) -> Option<Vec<u8>> {
     use crate::flash::buf::{align_down, align_up, AlignedBuf};
-    let seg = inner.table.get(loc.segment)?;
+    let seg = inner.flash.table.get(loc.segment)?;
     let start = align_down(loc.offset as u64);
     let end = align_up(loc.offset as usize + loc.len as usize) as u64;
     let (buf, r) = crate::flash::io::read_blocking(
-        &*inner.io,
+        &*inner.flash.io,
         seg.file.clone(),
         start,
         AlignedBuf::zeroed((end - start) as usize),

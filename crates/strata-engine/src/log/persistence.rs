@@ -105,7 +105,7 @@ impl Engine {
     /// mark the run clean. Call when no more commands run.
     pub fn shutdown(&self, save: ShutdownSave) -> Result<(), String> {
         let inner = &self.inner;
-        while inner.persist.running.load(Relaxed) {
+        while inner.durability.persist.running.load(Relaxed) {
             std::thread::sleep(Duration::from_millis(5));
         }
         if inner.journal.enabled {
@@ -128,14 +128,14 @@ impl Engine {
                 true
             }
             ShutdownSave::NoSave => {
-                let mut w = inner.writer.lock();
+                let mut w = inner.flash.writer.lock();
                 w.flush().map_err(|e| e.to_string())?;
                 w.sync().map_err(|e| e.to_string())?;
                 inner.journal.enabled
             }
         };
         recovery::write_state(
-            inner.table.dir(),
+            inner.flash.table.dir(),
             RunState {
                 appendonly: inner.journal.enabled,
                 clean,
@@ -148,7 +148,7 @@ impl Engine {
     pub fn persist_info(&self) -> PersistInfo {
         let inner = &self.inner;
         let j = &inner.journal;
-        let p = &inner.persist;
+        let p = &inner.durability.persist;
         PersistInfo {
             appendonly: j.enabled,
             fsync: j.fsync_policy(),
@@ -174,7 +174,7 @@ impl Engine {
             changes_since_checkpoint: j
                 .last_ticket()
                 .saturating_sub(p.checkpoint_ticket.load(Relaxed)),
-            recovery: inner.recovery.lock().clone(),
+            recovery: inner.durability.recovery.lock().clone(),
         }
     }
 }
@@ -182,12 +182,13 @@ impl Engine {
 impl Inner {
     fn log_bytes_since_checkpoint(&self) -> u64 {
         Stats::get(&self.stats.flash_bytes_written)
-            .saturating_sub(self.persist.checkpoint_log_bytes.load(Relaxed))
+            .saturating_sub(self.durability.persist.checkpoint_log_bytes.load(Relaxed))
     }
 
     /// Runs a checkpoint on this thread unless one is running.
     fn run_checkpoint(&self) -> Result<checkpoint::Done, String> {
         if self
+            .durability
             .persist
             .running
             .compare_exchange(false, true, Relaxed, Relaxed)
@@ -197,16 +198,16 @@ impl Inner {
         }
         // With the journal on, RAM-only values are in the log (or queued).
         let r = checkpoint::take(self, !self.journal.enabled);
-        *self.persist.last_error.lock() = r.as_ref().err().cloned();
+        *self.durability.persist.last_error.lock() = r.as_ref().err().cloned();
         if let Err(e) = &r {
             tracing::error!("checkpoint failed: {e}");
         }
-        self.persist.running.store(false, Relaxed);
+        self.durability.persist.running.store(false, Relaxed);
         r
     }
 
     fn spawn_checkpoint(self: Arc<Self>) -> Result<(), String> {
-        if self.persist.running.load(Relaxed) {
+        if self.durability.persist.running.load(Relaxed) {
             return Err("a checkpoint is already in progress".into());
         }
         std::thread::Builder::new()
@@ -223,19 +224,21 @@ impl Inner {
     /// last checkpoint's size, so checkpoints cost a bounded share of the
     /// writes and the log to replay at restart stays bounded.
     pub(crate) fn maybe_checkpoint(&self) {
-        if !self.journal.enabled || self.checkpoint_interval == 0 {
+        if !self.journal.enabled || self.durability.checkpoint_interval == 0 {
             return;
         }
         let due = self
+            .durability
             .checkpoint_interval
-            .max(2 * self.persist.last_checkpoint_bytes.load(Relaxed));
-        if self.log_bytes_since_checkpoint() < due || self.persist.running.load(Relaxed) {
+            .max(2 * self.durability.persist.last_checkpoint_bytes.load(Relaxed));
+        if self.log_bytes_since_checkpoint() < due || self.durability.persist.running.load(Relaxed)
+        {
             return;
         }
         // The background thread holds only a plain reference; a short
         // checkpoint thread needs the Arc, which the engine keeps in
         // `self_ref`.
-        if let Some(me) = self.self_ref.lock().upgrade() {
+        if let Some(me) = self.life.self_ref.lock().upgrade() {
             let _ = me.spawn_checkpoint();
         }
     }

@@ -450,6 +450,7 @@ fn noeviction_refuses_writes_when_full_and_loses_nothing() {
 fn room_state(e: &Engine) -> String {
     let inner = &e.inner;
     let segs: Vec<_> = inner
+        .flash
         .table
         .snapshot()
         .iter()
@@ -472,11 +473,11 @@ fn room_state(e: &Engine) -> String {
         inner.journal.last_ticket(),
         inner.ram_used(),
         inner.tun.maxmemory_ram.load(Relaxed),
-        inner.demotion_stuck.load(Relaxed),
-        inner.flash_full.load(Relaxed),
+        inner.tiering.demotion_stuck.load(Relaxed),
+        inner.flash.full.load(Relaxed),
         inner.reclaimable(),
-        inner.table.allocated_bytes(),
-        inner.flash_live_bytes.get(),
+        inner.flash.table.allocated_bytes(),
+        inner.flash.live_bytes.get(),
     )
 }
 
@@ -555,26 +556,26 @@ fn full_log_of_live_segments_evicts_the_oldest_rather_than_moving() {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert!(e.inner.table.len() >= 4, "{}", room_state(&e));
+    assert!(e.inner.flash.table.len() >= 4, "{}", room_state(&e));
     assert!(e.inner.log_nearly_full(), "{}", room_state(&e));
-    let oldest = e.inner.table.snapshot()[0].id;
+    let oldest = e.inner.flash.table.snapshot()[0].id;
     let before = e.tiered_info();
     assert_eq!(before.evicted_keys, 0, "{}", room_state(&e));
     // As the journal does each time it finds the log full (this one has
     // room; the collector's choice is the same).
     let deadline = Instant::now() + Duration::from_secs(10);
-    while e.inner.table.get(oldest).is_some() {
+    while e.inner.flash.table.get(oldest).is_some() {
         assert!(
             Instant::now() < deadline,
             "the oldest segment {oldest} was never evicted: {} bytes moved, {}",
             e.tiered_info().gc_bytes_relocated - before.gc_bytes_relocated,
             room_state(&e)
         );
-        e.inner.flash_full.store(true, Relaxed);
+        e.inner.flash.full.store(true, Relaxed);
         e.inner.wake_background();
         std::thread::sleep(Duration::from_millis(1));
     }
-    e.inner.flash_full.store(false, Relaxed);
+    e.inner.flash.full.store(false, Relaxed);
     let after = e.tiered_info();
     assert!(after.evicted_keys > before.evicted_keys);
     assert_eq!(after.gc_bytes_relocated, before.gc_bytes_relocated);
@@ -597,11 +598,11 @@ fn a_full_flag_over_a_log_with_room_evicts_nothing() {
     assert!(!e.inner.log_nearly_full());
     let deadline = Instant::now() + Duration::from_millis(500);
     while Instant::now() < deadline {
-        e.inner.flash_full.store(true, Relaxed);
+        e.inner.flash.full.store(true, Relaxed);
         e.inner.wake_background();
         std::thread::sleep(Duration::from_millis(1));
     }
-    e.inner.flash_full.store(false, Relaxed);
+    e.inner.flash.full.store(false, Relaxed);
     let t = e.tiered_info();
     assert_eq!(t.evicted_keys, 0);
     assert_eq!(e.dbsize(0), 4_000);
@@ -649,5 +650,5 @@ fn a_small_log_gets_segments_it_can_hold() {
     c.segment_size = 64 << 20;
     c.flash_max_size = 32 << 20;
     let e = Engine::open(c).unwrap();
-    assert_eq!(e.inner.segment_size, 8 << 20);
+    assert_eq!(e.inner.flash.segment_size, 8 << 20);
 }

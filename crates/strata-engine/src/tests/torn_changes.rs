@@ -384,7 +384,7 @@ fn a_batch_survives_the_collector_taking_its_middle_segment() {
     let (first, last) = {
         let e = Engine::open(c.clone()).unwrap();
         let inner = &e.inner;
-        let mut w = inner.writer.lock();
+        let mut w = inner.flash.writer.lock();
         let put = |w: &mut crate::log::writer::SegmentWriter, key: &str, v: &[u8]| {
             let h = RecordHeader {
                 kind: RecordKind::Value,
@@ -532,7 +532,7 @@ fn recovery_applies_a_batch_only_with_its_end_and_all_its_members() {
         {
             let e = Engine::open(c.clone()).unwrap();
             let inner = &e.inner;
-            let mut w = inner.writer.lock();
+            let mut w = inner.flash.writer.lock();
             let mut in_batch = false;
             for (what, key) in steps {
                 match *what {

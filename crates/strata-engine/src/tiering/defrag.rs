@@ -44,7 +44,7 @@ impl Defrag {
     /// reports fragmentation (the caller skips it while demotion runs:
     /// writes then refill the room demotion frees).
     pub(super) fn tick(&mut self, inner: &Inner) {
-        let Some(hooks) = inner.allocator else {
+        let Some(hooks) = inner.hooks.allocator else {
             return;
         };
         let on = inner.tun.defrag.load(Relaxed) && (hooks.fragmented)();

@@ -115,7 +115,7 @@ pub(super) fn demote_chunk(
         ..Pass::default()
     };
     for _ in 0..nshards * 2 {
-        if pass.bytes >= inner.write_chunk {
+        if pass.bytes >= inner.flash.write_chunk {
             break;
         }
         let si = *next_shard % nshards;
@@ -123,7 +123,7 @@ pub(super) fn demote_chunk(
         let mut guard = inner.shards[si].lock();
         let sh = &mut *guard;
         for db in 0..sh.dbs.len() {
-            if sh.dbs[db].is_empty() || pass.bytes >= inner.write_chunk {
+            if sh.dbs[db].is_empty() || pass.bytes >= inner.flash.write_chunk {
                 continue;
             }
             pass.walk(inner, sh, si, db);
@@ -233,7 +233,7 @@ impl Pass {
         }
         let (k, e) = sh.dbs[db].get_index_mut(i)?;
         let full = |bytes: usize| {
-            if bytes >= inner.write_chunk {
+            if bytes >= inner.flash.write_chunk {
                 Step::Full
             } else {
                 Step::Next
@@ -261,7 +261,7 @@ impl Pass {
                     .map(|p| p.value.len() + k.len() + 32)
                     .sum::<usize>();
                 self.chunk_victims
-                    .push((inner.dbmap.id(db), Box::<[u8]>::from(k), st));
+                    .push((inner.keys.dbmap.id(db), Box::<[u8]>::from(k), st));
             }
             return Some(full(self.bytes));
         }
@@ -311,7 +311,7 @@ impl Pass {
         self.victims.push(Victim {
             shard: si,
             pos: i,
-            db: inner.dbmap.id(db),
+            db: inner.keys.dbmap.id(db),
             key: self.keys.push(k),
             value: h.value.to_bytes(),
             version: e.version,
@@ -474,7 +474,7 @@ fn write_chunk_victims(
             }
         }
         let mut guard = inner.shard(key).lock();
-        let d = inner.dbmap.logical(*db);
+        let d = inner.keys.dbmap.logical(*db);
         if let Some(e) = guard.dbs[d].get_mut(&key[..]) {
             e.flags &= !F_STASHING;
         }
@@ -506,7 +506,7 @@ fn write_victims(
         let v = &mut victims[k];
         let key = keys.of(v);
         let h = RecordHeader::value(v.db, key, v.value.len(), v.version, v.expire_at_ms);
-        match writer.append_item(&h, key, &v.meta, &v.value, inner.capacity) {
+        match writer.append_item(&h, key, &v.meta, &v.value, inner.flash.capacity) {
             Ok(loc) => v.loc = Some(loc),
             Err(e) => {
                 r = Err(e);
@@ -550,7 +550,7 @@ fn publish(inner: &Inner, victims: &[Victim], keys: &Keys) -> usize {
             let mut guard = inner.shards[run[0].shard].lock();
             guard.pipelined(
                 run,
-                |v| (inner.dbmap.logical(v.db), v.pos),
+                |v| (inner.keys.dbmap.logical(v.db), v.pos),
                 |sh, v| n += publish_one(inner, sh, v, keys.of(v)),
             );
         }
@@ -560,7 +560,7 @@ fn publish(inner: &Inner, victims: &[Victim], keys: &Keys) -> usize {
 
 /// `publish` for one victim, under its shard's lock; 1 if it left RAM.
 fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim, key: &[u8]) -> usize {
-    let d = inner.dbmap.logical(v.db);
+    let d = inner.keys.dbmap.logical(v.db);
     let Some(idx) = sh.dbs[d].get_index_of_from(v.pos, key) else {
         return 0;
     };

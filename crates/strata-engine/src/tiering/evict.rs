@@ -69,12 +69,12 @@ impl Engine {
                 || inner.journal_outgrows_log())
         {
             return OomCause::Flash {
-                capacity: inner.capacity,
+                capacity: inner.flash.capacity,
             };
         }
         let ram = inner.ram_used();
         let max = inner.tun.maxmemory.load(Relaxed);
-        if max > 0 && ram + inner.flash_live_bytes.get() > max {
+        if max > 0 && ram + inner.flash.live_bytes.get() > max {
             return OomCause::Maxmemory;
         }
         let p = inner.ram_parts();
@@ -94,7 +94,7 @@ impl Engine {
     /// Resolves when the background thread made room (or after its next
     /// tick); callers re-check `admission`.
     pub async fn wait_for_room(&self) {
-        self.inner.room.notified().await;
+        self.inner.tiering.room.notified().await;
     }
 
     /// Whether `maxmemory` is set, exceeded, and the policy evicts
@@ -105,7 +105,7 @@ impl Engine {
         let max = inner.tun.maxmemory.load(Relaxed);
         max > 0
             && inner.tun.eviction() == EvictionPolicy::NoEviction
-            && inner.ram_used() + inner.flash_live_bytes.get() > max
+            && inner.ram_used() + inner.flash.live_bytes.get() > max
     }
 
     /// Evicts by the policy until RAM + live flash bytes fit `maxmemory`
@@ -123,7 +123,7 @@ impl Engine {
             if max == 0 || policy == EvictionPolicy::NoEviction {
                 return evicted;
             }
-            if inner.ram_used() + inner.flash_live_bytes.get() <= max {
+            if inner.ram_used() + inner.flash.live_bytes.get() <= max {
                 return evicted;
             }
             // (Sampling may miss the few keys left: a few tries, then stop.)
@@ -144,7 +144,7 @@ impl Inner {
                     // with no room to log it. Room is wanted (the
                     // collector's rule 9): eviction makes it, or, under
                     // noeviction, nothing but what was counted.
-                    self.flash_full.store(true, Relaxed);
+                    self.flash.full.store(true, Relaxed);
                     self.wake_background();
                     self.journal.kick();
                     return match self.tun.eviction().evicts_segments() {
@@ -154,8 +154,9 @@ impl Inner {
                 }
                 crate::log::journal::LogStatus::Ok => {}
                 crate::log::journal::LogStatus::Full
-                    if self.collectable.load(Relaxed) >= self.segment_size
-                        || self.table.allocated_bytes() + self.segment_size <= self.capacity
+                    if self.flash.collectable.load(Relaxed) >= self.flash.segment_size
+                        || self.flash.table.allocated_bytes() + self.flash.segment_size
+                            <= self.flash.capacity
                         || self.tun.eviction().evicts_segments() =>
                 {
                     // The collector (or eviction) is making room, or made
@@ -181,7 +182,7 @@ impl Inner {
             self.wake_background();
         }
         let maxmemory = self.tun.maxmemory.load(Relaxed);
-        if maxmemory > 0 && ram + self.flash_live_bytes.get() > maxmemory {
+        if maxmemory > 0 && ram + self.flash.live_bytes.get() > maxmemory {
             if policy == EvictionPolicy::NoEviction || self.evict_some(policy, 32) == 0 {
                 // Nothing the policy may evict (no keys, or no key with a
                 // TTL under a volatile policy): refused, as in Redis.
@@ -196,7 +197,7 @@ impl Inner {
         if ram <= budget {
             return Admission::Admit;
         }
-        if !self.demotion_stuck.load(Relaxed) {
+        if !self.tiering.demotion_stuck.load(Relaxed) {
             return Admission::Wait;
         }
         if policy == EvictionPolicy::NoEviction || self.evict_some(policy, 32) == 0 {
@@ -215,27 +216,30 @@ impl Inner {
     /// segment). Writes stop `ADMISSION_RESERVE` short of it: what they
     /// queue is only estimated, and the next write's size is unknown.
     fn journal_outgrows_log(&self) -> bool {
-        let room = self.log_room() + self.collectable.load(Relaxed);
-        let reserve = (self.segment_size / 16).max(ADMISSION_RESERVE);
+        let room = self.log_room() + self.flash.collectable.load(Relaxed);
+        let reserve = (self.flash.segment_size / 16).max(ADMISSION_RESERVE);
         self.journal.queued_bytes() + reserve > room
     }
 
     /// Whether the log has less room left than a segment (it cannot open
     /// another).
     pub(crate) fn log_nearly_full(&self) -> bool {
-        self.log_room() < self.segment_size
+        self.log_room() < self.flash.segment_size
     }
 
     /// The log's size less its segments' written bytes.
     fn log_room(&self) -> u64 {
-        self.capacity.saturating_sub(self.table.allocated_bytes())
+        self.flash
+            .capacity
+            .saturating_sub(self.flash.table.allocated_bytes())
     }
 
     /// Flash bytes the collector could reclaim (allocated minus live).
     pub(crate) fn reclaimable(&self) -> u64 {
-        self.table
+        self.flash
+            .table
             .allocated_bytes()
-            .saturating_sub(self.flash_live_bytes.get())
+            .saturating_sub(self.flash.live_bytes.get())
     }
 
     /// Evicts up to `n` keys, one per shard visited, shards in turn from a
@@ -272,7 +276,7 @@ impl Inner {
             }
             match best {
                 Some((db, i, _)) => {
-                    self.remove_index_as(sh, db, i, crate::keyspace::observe::KeyChange::Evicted);
+                    self.remove_index_as(sh, db, i, crate::base::KeyChange::Evicted);
                     Stats::inc(&self.stats.evicted_keys);
                     evicted += 1;
                     empty_in_a_row = 0;
@@ -373,7 +377,7 @@ fn victim_score(
         (_, AllkeysLru | VolatileLru) => (1, e.lru_secs as u64),
         (_, AllkeysLfu | VolatileLfu) => (
             1,
-            super::access::decayed(e.lfu, e.lru_secs, now_secs, lfu) as u64,
+            crate::index::access::decayed(e.lfu, e.lru_secs, now_secs, lfu) as u64,
         ),
         _ => (1, rng.gen()),
     }

@@ -77,7 +77,7 @@ impl FetchTarget {
             key: key.into(),
             loc,
             version,
-            segment: inner.table.get(loc.segment),
+            segment: inner.flash.table.get(loc.segment),
         }
     }
 }
@@ -92,7 +92,7 @@ pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<By
     let end = align_up(t.loc.offset as usize + t.loc.len as usize) as u64;
     let buf = AlignedBuf::for_read((end - start) as usize);
     inner.stats.pending_reads.fetch_add(1, Ordering::Relaxed);
-    let (buf, r) = if crate::keyspace::exclusive::in_section() {
+    let (buf, r) = if crate::index::lock::in_section() {
         // A section waits for its reads on its own thread, not through a
         // runtime whose workers may be waiting for its shards
         // (`keyspace::exclusive` invariant 1).
@@ -100,7 +100,7 @@ pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<By
         let r = crate::flash::io::psync::read_full(&seg.file, &mut buf, start);
         (buf, r)
     } else {
-        io::read(&*inner.io, seg.file.clone(), start, buf).await
+        io::read(&*inner.flash.io, seg.file.clone(), start, buf).await
     };
     inner.stats.pending_reads.fetch_sub(1, Ordering::Relaxed);
     Stats::inc(&inner.stats.fetches);

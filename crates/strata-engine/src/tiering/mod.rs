@@ -14,7 +14,6 @@
 //! hold memory that is not yet a value in RAM; once they land, those
 //! values can move again.
 
-pub mod access;
 mod defrag;
 mod demote;
 pub mod evict;
@@ -40,12 +39,12 @@ pub(crate) fn run_background(inner: &Inner) {
     struct Done<'a>(&'a Inner);
     impl Drop for Done<'_> {
         fn drop(&mut self) {
-            self.0.background_done.store(true, Ordering::Release);
+            self.0.life.background_done.store(true, Ordering::Release);
             self.0.journal.kick();
         }
     }
     let _done = Done(inner);
-    let tick = Duration::from_millis(1000 / inner.hz as u64);
+    let tick = Duration::from_millis(1000 / inner.tiering.hz as u64);
     let mut bg = Background {
         gc: collector::Collector::default(),
         defrag: defrag::Defrag::default(),
@@ -58,7 +57,7 @@ pub(crate) fn run_background(inner: &Inner) {
         idle_scanned: 0,
         nothing_since: None,
     };
-    while !inner.shutdown.load(Ordering::Acquire) {
+    while !inner.life.shutdown.load(Ordering::Acquire) {
         let mut busy = inner.release_buried();
         if bg.last_sweep.elapsed() >= tick {
             bg.housekeeping(inner);
@@ -79,8 +78,8 @@ pub(crate) fn run_background(inner: &Inner) {
         busy |= bg.demote(inner, ram);
         busy |= bg.collect(inner);
         if !busy {
-            inner.room.notify_waiters();
-            let (lock, cv) = &inner.wake;
+            inner.tiering.room.notify_waiters();
+            let (lock, cv) = &inner.tiering.wake;
             let mut woken = lock.lock();
             if !*woken {
                 cv.wait_for(&mut woken, tick);
@@ -89,7 +88,7 @@ pub(crate) fn run_background(inner: &Inner) {
         }
     }
     inner.release_buried();
-    let _ = inner.writer.lock().flush();
+    let _ = inner.flash.writer.lock().flush();
 }
 
 /// The background thread's state between turns.
@@ -120,7 +119,7 @@ impl Background {
             let ms = t0.elapsed().as_millis() as u64;
             // (A cycle that expired nothing only waited for shards a
             // command held: no expiry spike.)
-            if let (Some(sink), true) = (&inner.latency_sink, ms > 0 && removed > 0) {
+            if let (Some(sink), true) = (&inner.hooks.latency_sink, ms > 0 && removed > 0) {
                 sink("expire-cycle", ms);
             }
         }
@@ -142,15 +141,16 @@ impl Background {
             if ram < inner.tun.low_watermark() {
                 self.demoting = false;
                 self.nothing_since = None;
-                inner.demotion_stuck.store(false, Relaxed);
+                inner.tiering.demotion_stuck.store(false, Relaxed);
             } else {
                 // On failure, demotion pauses for a tick instead of spinning.
                 let mut pause = |d: Duration| {
-                    inner.demotion_stuck.store(true, Relaxed);
+                    inner.tiering.demotion_stuck.store(true, Relaxed);
                     self.retry_at = Some(Instant::now() + d);
                 };
                 self.last_demoting = Instant::now();
-                let demoted = demote_chunk(inner, &mut inner.writer.lock(), &mut self.next_shard);
+                let demoted =
+                    demote_chunk(inner, &mut inner.flash.writer.lock(), &mut self.next_shard);
                 match demoted {
                     Ok(p) if p.moved + p.spared == 0 => {
                         // Stuck only once the hands passed every key without
@@ -166,9 +166,9 @@ impl Background {
                             self.idle_scanned = 0;
                             // Set before the look: a batch that ends
                             // meanwhile still wakes this thread.
-                            inner.demotion_awaits_journal.store(true, Relaxed);
+                            inner.tiering.awaits_journal.store(true, Relaxed);
                             if !inner.journal.busy() {
-                                inner.demotion_awaits_journal.store(false, Relaxed);
+                                inner.tiering.awaits_journal.store(false, Relaxed);
                                 confirm_nothing(
                                     inner,
                                     &mut self.nothing_since,
@@ -182,22 +182,24 @@ impl Background {
                     Ok(_) => {
                         self.idle_scanned = 0;
                         self.nothing_since = None;
-                        inner.demotion_stuck.store(false, Relaxed);
-                        inner.flash_full.store(false, Relaxed);
+                        inner.tiering.demotion_stuck.store(false, Relaxed);
+                        inner.flash.full.store(false, Relaxed);
                         busy = true;
                     }
                     Err(AppendError::Full) => {
                         // Garbage the collector can reclaim is room that is
                         // coming: writers wait for it (backpressure) rather
                         // than being refused.
-                        inner.flash_full.store(true, Relaxed);
-                        if inner.collectable.load(Relaxed) >= inner.segment_size {
+                        inner.flash.full.store(true, Relaxed);
+                        if inner.flash.collectable.load(Relaxed) >= inner.flash.segment_size {
                             self.retry_at = Some(Instant::now() + Duration::from_millis(5));
                             busy = true;
                         } else {
                             pause(self.tick);
                             if inner.tun.eviction().evicts_segments() {
-                                busy |= self.gc.evict_oldest_segment(inner, &inner.writer.lock());
+                                busy |= self
+                                    .gc
+                                    .evict_oldest_segment(inner, &inner.flash.writer.lock());
                             }
                         }
                         self.demoting = false;
@@ -210,10 +212,10 @@ impl Background {
                     }
                 }
             }
-            inner.room.notify_waiters();
+            inner.tiering.room.notify_waiters();
         } else if ram <= inner.tun.maxmemory_ram.load(Relaxed) {
             self.nothing_since = None;
-            inner.demotion_stuck.store(false, Relaxed);
+            inner.tiering.demotion_stuck.store(false, Relaxed);
         }
         busy
     }
@@ -224,22 +226,24 @@ impl Background {
     fn collect(&mut self, inner: &Inner) -> bool {
         let mut busy = false;
         if inner.journal.status() == crate::log::journal::LogStatus::Full
-            && inner.collectable.load(Relaxed) < inner.segment_size
+            && inner.flash.collectable.load(Relaxed) < inner.flash.segment_size
             && inner.tun.eviction().evicts_segments()
         {
             // The journal cannot write and there is no garbage: evict.
-            busy |= self.gc.evict_oldest_segment(inner, &inner.writer.lock());
+            busy |= self
+                .gc
+                .evict_oldest_segment(inner, &inner.flash.writer.lock());
         }
         // While the log holds more garbage than live data (a write rate
         // the collector's one slice per turn does not keep up with), it
         // gets several slices per turn.
-        let slices = if inner.reclaimable() > inner.flash_live_bytes.get() {
+        let slices = if inner.reclaimable() > inner.flash.live_bytes.get() {
             GC_SLICES_BEHIND
         } else {
             1
         };
         for _ in 0..slices {
-            let did = self.gc.step(inner, &mut inner.writer.lock());
+            let did = self.gc.step(inner, &mut inner.flash.writer.lock());
             busy |= did;
             if !did {
                 break;
@@ -261,7 +265,7 @@ fn confirm_nothing(
     let now = Instant::now();
     match *nothing_since {
         Some(t) if now >= t + STUCK_CONFIRM => {
-            inner.demotion_stuck.store(true, Relaxed);
+            inner.tiering.demotion_stuck.store(true, Relaxed);
             *retry_at = Some(now + tick);
         }
         Some(t) => *retry_at = Some(t + STUCK_CONFIRM),

@@ -1,37 +1,39 @@
 //! A collection as the engine's chunked-collection machinery sees it: its
-//! directory (`chunked::Dir`) if it is chunked, when it becomes chunked,
+//! directory (`parts::Dir`) if it is chunked, when it becomes chunked,
 //! rebuilding one from a directory (recovery), and a copy without chunk
 //! records for another key.
 
-use super::{chunked, stream, ChunkedStr, Collection, Hash, List, Set, Stream, ValueType, ZSet};
+use super::{
+    chunked, parts, stream, ChunkedStr, Collection, Hash, List, Set, Stream, ValueType, ZSet,
+};
 
 impl Collection {
     /// The directory of a chunked collection.
-    pub fn dir(&self) -> Option<&dyn chunked::Dir> {
+    pub fn dir(&self) -> Option<&dyn parts::Dir> {
         match self {
-            Collection::Hash(h) => h.chunks().map(|c| c as &dyn chunked::Dir),
-            Collection::Set(s) => s.chunks().map(|c| c as &dyn chunked::Dir),
-            Collection::List(l) => l.chunked().map(|c| c as &dyn chunked::Dir),
-            Collection::ZSet(z) => z.chunked().map(|c| c as &dyn chunked::Dir),
-            Collection::Stream(s) => s.is_chunked().then_some(&**s as &dyn chunked::Dir),
-            Collection::Str(s) => Some(&**s as &dyn chunked::Dir),
+            Collection::Hash(h) => h.chunks().map(|c| c as &dyn parts::Dir),
+            Collection::Set(s) => s.chunks().map(|c| c as &dyn parts::Dir),
+            Collection::List(l) => l.chunked().map(|c| c as &dyn parts::Dir),
+            Collection::ZSet(z) => z.chunked().map(|c| c as &dyn parts::Dir),
+            Collection::Stream(s) => s.is_chunked().then_some(&**s as &dyn parts::Dir),
+            Collection::Str(s) => Some(&**s as &dyn parts::Dir),
         }
     }
 
-    pub fn dir_mut(&mut self) -> Option<&mut dyn chunked::Dir> {
+    pub fn dir_mut(&mut self) -> Option<&mut dyn parts::Dir> {
         match self {
-            Collection::Hash(h) => h.chunks_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::Set(s) => s.chunks_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::List(l) => l.chunked_mut().map(|c| c as &mut dyn chunked::Dir),
-            Collection::ZSet(z) => z.chunked_mut().map(|c| c as &mut dyn chunked::Dir),
+            Collection::Hash(h) => h.chunks_mut().map(|c| c as &mut dyn parts::Dir),
+            Collection::Set(s) => s.chunks_mut().map(|c| c as &mut dyn parts::Dir),
+            Collection::List(l) => l.chunked_mut().map(|c| c as &mut dyn parts::Dir),
+            Collection::ZSet(z) => z.chunked_mut().map(|c| c as &mut dyn parts::Dir),
             Collection::Stream(s) => {
                 if s.is_chunked() {
-                    Some(&mut **s as &mut dyn chunked::Dir)
+                    Some(&mut **s as &mut dyn parts::Dir)
                 } else {
                     None
                 }
             }
-            Collection::Str(s) => Some(&mut **s as &mut dyn chunked::Dir),
+            Collection::Str(s) => Some(&mut **s as &mut dyn parts::Dir),
         }
     }
 
@@ -76,7 +78,7 @@ impl Collection {
         t: ValueType,
         big: bool,
         cid: u64,
-        parts: &[chunked::PartInfo],
+        parts: &[parts::PartInfo],
         order: &[chunked::OrderInfo],
         head_loc: Option<crate::base::FlashLoc>,
         head_seq: u64,
@@ -102,7 +104,7 @@ impl Collection {
             ValueType::Stream => {
                 let mut s = Stream::from_infos(cid, &[], &[], head_loc, head_seq);
                 if let Some(span) = span {
-                    chunked::Dir::set_recovered_span(&mut s, span);
+                    parts::Dir::set_recovered_span(&mut s, span);
                 }
                 Some(Collection::Stream(Box::new(s)))
             }
@@ -110,7 +112,7 @@ impl Collection {
             ValueType::String => {
                 let mut s = ChunkedStr::from_infos(cid, parts, head_loc, head_seq);
                 if let Some(span) = span {
-                    chunked::Dir::set_recovered_span(&mut s, span);
+                    parts::Dir::set_recovered_span(&mut s, span);
                 }
                 Some(Collection::Str(Box::new(s)))
             }
@@ -163,7 +165,7 @@ impl Collection {
     pub fn stream_from_directory(
         cid: u64,
         parts: &[stream::StreamPartInfo],
-        pel: &[chunked::PartInfo],
+        pel: &[parts::PartInfo],
         head_loc: Option<crate::base::FlashLoc>,
         head_seq: u64,
     ) -> Collection {

@@ -153,7 +153,7 @@ impl Hash {
     /// One HSCAN step over a chunked hash (`Chunked::scan`): fields and
     /// values with hash at least `from`, and the next cursor; None if the
     /// hash is not chunked (its cursors are positions).
-    pub fn chunk_scan(&self, from: u64, count: usize) -> Option<super::chunked::ScanStep<'_>> {
+    pub fn chunk_scan(&self, from: u64, count: usize) -> Option<super::parts::ScanStep<'_>> {
         self.chunks().map(|c| c.scan(from, count))
     }
     /// Parts of its directory (0 if not chunked).

@@ -18,7 +18,8 @@
 //! 3. `decode(encode(c)) == c`, and `decode` of any bytes never panics: a
 //!    record that passed its CRC but does not decode is an error reply.
 //!
-//! Rooms: the types' own modules; `chunked/` the big hashes, sets, lists
+//! Rooms: the types' own modules; `parts/` the part machinery every
+//! chunked collection shares (`Dir`); `chunked/` the big hashes, sets, lists
 //! and sorted sets in parts, `stream/` streams, `bigstr/` big strings;
 //! `directory` what the engine's chunked machinery sees of a `Collection`.
 //! A chunked string is a `Collection::Str` (only ever chunked: a shorter
@@ -34,6 +35,7 @@ pub mod chunked;
 mod directory;
 pub mod hash;
 pub mod list;
+pub mod parts;
 pub mod set;
 pub mod stream;
 pub mod zset;

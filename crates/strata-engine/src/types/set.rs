@@ -133,13 +133,13 @@ impl Set {
             Repr::Small { .. } => Box::new(self.iter()),
         }
     }
-    /// The members whose partition hash (`chunked::elem_hash`) lies in
+    /// The members whose partition hash (`parts::elem_hash`) lies in
     /// `[lo, hi]`: of a chunked set, from the parts holding that range (in
     /// RAM: `Engine::stream_windows` loads them); of another, the whole
     /// set filtered.
     pub fn iter_hashes(&self, lo: u64, hi: u64) -> Box<dyn Iterator<Item = &[u8]> + '_> {
         let all = lo == 0 && hi == u64::MAX;
-        let keep = move |m: &&[u8]| all || (lo..=hi).contains(&super::chunked::elem_hash(m));
+        let keep = move |m: &&[u8]| all || (lo..=hi).contains(&super::parts::elem_hash(m));
         match &self.repr {
             Repr::Chunked(c) => {
                 let parts = c.part_of(lo)..c.part_of(hi) + 1;

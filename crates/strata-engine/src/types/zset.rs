@@ -434,14 +434,13 @@ impl ZSet {
     pub fn is_chunked(&self) -> bool {
         matches!(self.repr, Repr::Chunked(_))
     }
-    /// The (member, score) pairs whose member hash (`chunked::elem_hash`)
+    /// The (member, score) pairs whose member hash (`parts::elem_hash`)
     /// lies in `[lo, hi]`: of a chunked set from the member parts holding
     /// that range (in RAM: `Engine::stream_windows` loads them), of
     /// another the whole set filtered.
     pub fn iter_hashes(&self, lo: u64, hi: u64) -> Box<dyn Iterator<Item = (&[u8], f64)> + '_> {
         let all = lo == 0 && hi == u64::MAX;
-        let keep =
-            move |e: &(&[u8], f64)| all || (lo..=hi).contains(&super::chunked::elem_hash(e.0));
+        let keep = move |e: &(&[u8], f64)| all || (lo..=hi).contains(&super::parts::elem_hash(e.0));
         match &self.repr {
             Repr::Chunked(c) => {
                 let m = &c.members;

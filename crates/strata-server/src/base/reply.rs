@@ -20,6 +20,8 @@ pub const DB_RANGE: &str = "ERR DB index is out of range";
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 pub const LOADING: &str = "LOADING Strata is loading the dataset in memory";
 pub const BGSAVE_RUNNING: &str = "ERR Background save already in progress";
+/// A blocked XREADGROUP whose stream was deleted (Redis 7.0).
+pub const STREAM_GONE: &str = "UNBLOCKED the stream key no longer exists";
 
 /// The OOM refusal naming the limit it hit: Redis's words for
 /// `maxmemory`; for the RAM budget, what RAM holds that cannot move to

@@ -70,16 +70,59 @@ impl ReadySink {
     }
 }
 
-/// Everything a handler may touch.
+/// Everything a handler may touch: its connection and output, and the
+/// services it uses through one method each (`engine`, `limits`,
+/// `config`, `scripts`, `pubsub`, `blocking`, `tracking`, `listener` ...),
+/// so what a family depends on reads from its calls. The whole server
+/// state (`server`) is for the server family (INFO, CONFIG, CLIENT,
+/// DEBUG ...), which administers all of it; `.ci/floors.py` keeps other
+/// families from calling it.
 pub struct Ctx<'a> {
-    pub shared: &'a Arc<Shared>,
+    shared: &'a Arc<Shared>,
     pub conn: &'a mut ConnState,
     pub out: &'a mut BytesMut,
 }
 
-impl Ctx<'_> {
-    pub fn engine(&self) -> &Engine {
+impl<'a> Ctx<'a> {
+    pub fn new(shared: &'a Arc<Shared>, conn: &'a mut ConnState, out: &'a mut BytesMut) -> Self {
+        Ctx { shared, conn, out }
+    }
+}
+
+impl<'a> Ctx<'a> {
+    pub fn engine(&self) -> &'a Engine {
         &self.shared.engine
+    }
+    /// The server state as a whole: the server family's (type doc).
+    pub fn server(&self) -> &'a Arc<Shared> {
+        self.shared
+    }
+    /// The protocol limits in force (`proto-max-bulk-len` ...).
+    pub fn limits(&self) -> strata_protocol::Limits {
+        self.shared.limits()
+    }
+    /// The configuration, read.
+    pub fn config(&self) -> parking_lot::RwLockReadGuard<'a, crate::services::config::Config> {
+        self.shared.config.read()
+    }
+    pub fn scripts(&self) -> &'a crate::services::scripts::Scripts {
+        &self.shared.scripts
+    }
+    pub fn pubsub(&self) -> &'a Arc<crate::services::pubsub::PubSub> {
+        &self.shared.pubsub
+    }
+    pub fn blocking(&self) -> &'a Arc<crate::services::blocking::Blocking> {
+        &self.shared.blocking
+    }
+    pub fn tracking(&self) -> &'a Arc<crate::services::tracking::Tracking> {
+        &self.shared.tracking
+    }
+    pub fn acl(&self) -> &'a crate::services::acl::Acl {
+        &self.shared.acl
+    }
+    /// This connection's pub/sub listener (made on first use).
+    pub fn listener(&mut self) -> &mut crate::services::pubsub::Listener {
+        listener(&self.shared.pubsub, self.conn)
     }
     pub fn db(&self) -> usize {
         self.conn.db
@@ -401,21 +444,20 @@ impl Command {
 /// Brings the cold values of `keys` into RAM before a section that will
 /// need them (EXEC, EVAL), holding nothing meanwhile. A failed read is
 /// not an error here: it shows in the command that needs the key.
-pub async fn warm(shared: &Shared, db: usize, keys: Vec<bytes::Bytes>) {
+pub async fn warm(engine: &Engine, db: usize, keys: Vec<bytes::Bytes>) {
     if keys.is_empty() {
         return;
     }
-    if let strata_engine::Read::Pending(f) = shared.engine.warm(db, keys) {
+    if let strata_engine::Read::Pending(f) = engine.warm(db, keys) {
         let _ = f.await;
     }
 }
 
 /// The connection's pub/sub listener (made on first use).
 pub fn listener<'a>(
-    shared: &Shared,
+    pubsub: &Arc<crate::services::pubsub::PubSub>,
     conn: &'a mut ConnState,
 ) -> &'a mut crate::services::pubsub::Listener {
     let handle = conn.handle.clone();
-    conn.pubsub
-        .get_or_insert_with(|| shared.pubsub.listener(handle))
+    conn.pubsub.get_or_insert_with(|| pubsub.listener(handle))
 }

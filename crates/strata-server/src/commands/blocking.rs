@@ -68,7 +68,7 @@ fn block_as(
     null_bulk: bool,
     kind: Kind,
 ) -> Outcome {
-    let shared = ctx.shared.clone();
+    let waits = (ctx.blocking().clone(), ctx.engine().clone());
     let db = ctx.db();
     let version = ctx.version();
     let client = ctx.conn.handle.id;
@@ -105,7 +105,7 @@ fn block_as(
         }
         Read::Ready(Ok(((false, _), _))) => Outcome::Pending {
             reply: Box::pin(wait(
-                shared, client, db, watch, keys, op, version, timeout, kind,
+                waits, client, db, watch, keys, op, version, timeout, kind,
             )),
             write: true,
         },
@@ -122,7 +122,7 @@ fn block_as(
                         out
                     }
                     Ok(((false, _), _)) => {
-                        wait(shared, client, db, watch, keys, op, version, timeout, kind).await
+                        wait(waits, client, db, watch, keys, op, version, timeout, kind).await
                     }
                     Err(e) => {
                         let mut out = BytesMut::new();
@@ -138,7 +138,10 @@ fn block_as(
 
 #[allow(clippy::too_many_arguments)]
 async fn wait(
-    shared: Arc<crate::command::Shared>,
+    (blocking, engine): (
+        Arc<crate::services::blocking::Blocking>,
+        strata_engine::Engine,
+    ),
     client: u64,
     db: usize,
     watch: Vec<Bytes>,
@@ -148,12 +151,9 @@ async fn wait(
     timeout: Option<Duration>,
     kind: Kind,
 ) -> BytesMut {
-    let (registration, rx) =
-        shared
-            .blocking
-            .block(client, db, watch.clone(), keys, op, version, kind);
+    let (registration, rx) = blocking.block(client, db, watch.clone(), keys, op, version, kind);
     // A push between the first try and the registration serves it now.
-    shared.blocking.serve(&shared.engine, db, watch);
+    blocking.serve(&engine, db, watch);
     let got = match timeout {
         Some(d) => tokio::time::timeout(d, rx).await.ok().and_then(Result::ok),
         None => rx.await.ok(),

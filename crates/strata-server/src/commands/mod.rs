@@ -153,7 +153,7 @@ pub fn parse_rand_count(args: &[bytes::Bytes], with: &str) -> Result<(i64, bool)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::Role;
+    use crate::registry::{Role, ScriptBy};
 
     /// The roles the machinery around commands acts on are on the
     /// commands Redis treats so, and on no other.
@@ -164,17 +164,9 @@ mod tests {
             (&["exec"], Role::Exec),
             (&["multi", "discard", "watch"], Role::Transaction),
             (&["quit", "reset"], Role::Session),
-            (
-                &[
-                    "eval",
-                    "evalsha",
-                    "eval_ro",
-                    "evalsha_ro",
-                    "fcall",
-                    "fcall_ro",
-                ],
-                Role::Script,
-            ),
+            (&["eval", "eval_ro"], Role::Script(ScriptBy::Body)),
+            (&["evalsha", "evalsha_ro"], Role::Script(ScriptBy::Sha)),
+            (&["fcall", "fcall_ro"], Role::Script(ScriptBy::Function)),
             (
                 &[
                     "subscribe",

@@ -43,7 +43,7 @@ fn subscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Outcome {
         Kind::Pattern => b"psubscribe",
         Kind::Shard => b"ssubscribe",
     };
-    let listener = crate::command::listener(ctx.shared, ctx.conn);
+    let listener = crate::command::listener(ctx.pubsub(), ctx.conn);
     for name in &args[1..] {
         listener.add(kind, name);
         let n = if kind == Kind::Shard {
@@ -70,7 +70,7 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Outcome
             l.count()
         }
     };
-    let listener = crate::command::listener(ctx.shared, ctx.conn);
+    let listener = crate::command::listener(ctx.pubsub(), ctx.conn);
     let names = if args.len() > 1 {
         args[1..].to_vec()
     } else {
@@ -119,7 +119,7 @@ pub fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Outcome {
-    let n = ctx.shared.pubsub.publish(kind, &args[1], &args[2]);
+    let n = ctx.pubsub().publish(kind, &args[1], &args[2]);
     // A subscriber publishing to itself (RESP3) gets the message before
     // the reply, as from Redis.
     if let Some(l) = ctx.conn.pubsub.as_mut() {
@@ -133,7 +133,7 @@ fn publish_generic(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind) -> Outcome {
 
 /// PUBSUB CHANNELS | NUMSUB | NUMPAT | SHARDCHANNELS | SHARDNUMSUB | HELP.
 pub fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let ps = ctx.shared.pubsub.clone();
+    let ps = ctx.pubsub().clone();
     let sub = &args[1];
     let n = args.len();
     if (is(sub, "channels") || is(sub, "shardchannels")) && n <= 3 {

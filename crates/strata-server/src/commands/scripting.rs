@@ -8,7 +8,7 @@ use crate::command::{cmd, Command};
 use crate::command::{Ctx, Outcome};
 use crate::commands::is;
 use crate::registry::flags::*;
-use crate::registry::Role;
+use crate::registry::{Role, ScriptBy};
 use crate::services::scripts::functions::Policy;
 use crate::services::scripts::FLAGS;
 use bytes::Bytes;
@@ -25,7 +25,7 @@ pub fn eval(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
 /// SCRIPT LOAD | EXISTS | FLUSH | HELP.
 pub fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];
-    let scripts = &ctx.shared.scripts;
+    let scripts = ctx.scripts();
     if is(sub, "load") && args.len() == 3 {
         match scripts.load(&args[2]) {
             Ok(sha) => write_bulk(ctx.out, sha.as_bytes()),
@@ -125,7 +125,7 @@ pub fn function(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 fn function_sub(ctx: &mut Ctx<'_>, args: &[Bytes], sub: &str) -> Result<(), String> {
     let n = args.len();
-    let (scripts, engine) = (&ctx.shared.scripts, &ctx.shared.engine);
+    let (scripts, engine) = (ctx.scripts(), ctx.engine());
     let v = ctx.version();
     match sub {
         "load" => (|| {
@@ -257,57 +257,55 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
         }
         i += 1;
     }
-    let v = ctx.version();
+    let (v, scripts, engine) = (ctx.version(), ctx.scripts(), ctx.engine());
     let out = &mut *ctx.out;
-    ctx.shared
-        .scripts
-        .with_libraries(&ctx.shared.engine, |libs, _| {
-            let chosen: Vec<_> = libs
-                .libs
-                .iter()
-                .filter(|(name, _)| {
-                    pattern
-                        .as_ref()
-                        .is_none_or(|p| crate::base::glob::glob_match(p, name.as_bytes(), true))
-                })
-                .collect();
-            write_array_len(out, chosen.len());
-            for (name, lib) in chosen {
-                write_map_len(out, v, 3 + code as usize);
-                write_bulk(out, b"library_name");
-                write_bulk(out, name.as_bytes());
-                write_bulk(out, b"engine");
-                write_bulk(out, b"LUA");
-                write_bulk(out, b"functions");
-                write_array_len(out, lib.functions.len());
-                for f in &lib.functions {
-                    write_map_len(out, v, 3);
-                    write_bulk(out, b"name");
-                    write_bulk(out, f.name.as_bytes());
-                    write_bulk(out, b"description");
-                    match &f.description {
-                        Some(d) => write_bulk(out, d),
-                        None => write_null(out, v),
-                    }
-                    write_bulk(out, b"flags");
-                    let flags: Vec<&str> = FLAGS
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| f.flags & (1 << i) != 0)
-                        .map(|(_, n)| *n)
-                        .collect();
-                    write_set_len(out, v, flags.len());
-                    for fl in flags {
-                        write_simple(out, fl.as_bytes());
-                    }
+    scripts.with_libraries(engine, |libs, _| {
+        let chosen: Vec<_> = libs
+            .libs
+            .iter()
+            .filter(|(name, _)| {
+                pattern
+                    .as_ref()
+                    .is_none_or(|p| crate::base::glob::glob_match(p, name.as_bytes(), true))
+            })
+            .collect();
+        write_array_len(out, chosen.len());
+        for (name, lib) in chosen {
+            write_map_len(out, v, 3 + code as usize);
+            write_bulk(out, b"library_name");
+            write_bulk(out, name.as_bytes());
+            write_bulk(out, b"engine");
+            write_bulk(out, b"LUA");
+            write_bulk(out, b"functions");
+            write_array_len(out, lib.functions.len());
+            for f in &lib.functions {
+                write_map_len(out, v, 3);
+                write_bulk(out, b"name");
+                write_bulk(out, f.name.as_bytes());
+                write_bulk(out, b"description");
+                match &f.description {
+                    Some(d) => write_bulk(out, d),
+                    None => write_null(out, v),
                 }
-                if code {
-                    write_bulk(out, b"library_code");
-                    write_bulk(out, &lib.code);
+                write_bulk(out, b"flags");
+                let flags: Vec<&str> = FLAGS
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| f.flags & (1 << i) != 0)
+                    .map(|(_, n)| *n)
+                    .collect();
+                write_set_len(out, v, flags.len());
+                for fl in flags {
+                    write_simple(out, fl.as_bytes());
                 }
             }
-            Ok(((), false))
-        })
+            if code {
+                write_bulk(out, b"library_code");
+                write_bulk(out, &lib.code);
+            }
+        }
+        Ok(((), false))
+    })
 }
 
 const FUNCTION_HELP: &[&str] = &[
@@ -363,7 +361,7 @@ pub const COMMANDS: &[Command] = &[
         "Executes a server-side Lua script.",
         eval,
     )
-    .role(Role::Script),
+    .role(Role::Script(ScriptBy::Body)),
     cmd(
         "evalsha",
         -3,
@@ -373,7 +371,7 @@ pub const COMMANDS: &[Command] = &[
         "Executes a server-side Lua script by SHA1 digest.",
         eval,
     )
-    .role(Role::Script),
+    .role(Role::Script(ScriptBy::Sha)),
     cmd(
         "eval_ro",
         -3,
@@ -383,7 +381,7 @@ pub const COMMANDS: &[Command] = &[
         "Executes a read-only server-side Lua script.",
         eval,
     )
-    .role(Role::Script),
+    .role(Role::Script(ScriptBy::Body)),
     cmd(
         "evalsha_ro",
         -3,
@@ -393,7 +391,7 @@ pub const COMMANDS: &[Command] = &[
         "Executes a read-only server-side Lua script by SHA1 digest.",
         eval,
     )
-    .role(Role::Script),
+    .role(Role::Script(ScriptBy::Sha)),
     cmd(
         "script",
         -2,
@@ -412,7 +410,7 @@ pub const COMMANDS: &[Command] = &[
         "Invokes a function.",
         eval,
     )
-    .role(Role::Script),
+    .role(Role::Script(ScriptBy::Function)),
     cmd(
         "fcall_ro",
         -3,
@@ -422,7 +420,7 @@ pub const COMMANDS: &[Command] = &[
         "Invokes a read-only function.",
         eval,
     )
-    .role(Role::Script),
+    .role(Role::Script(ScriptBy::Function)),
     cmd(
         "function",
         -2,

@@ -289,7 +289,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outcome {
             return Outcome::Done;
         }
     };
-    let (shared, db, v) = (ctx.shared.clone(), ctx.db(), ctx.version());
+    let (engine, blocking) = (ctx.engine().clone(), ctx.blocking().clone());
+    let (db, v) = (ctx.db(), ctx.version());
     let sink = ctx.ready_sink();
     Outcome::Pending {
         reply: Box::pin(async move {
@@ -301,9 +302,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outcome {
                     keys.push(d.clone());
                 }
                 let (o2, have2) = (o.clone(), have.clone());
-                let track = shared.blocking.any_waiting();
-                let r = shared
-                    .engine
+                let track = blocking.any_waiting();
+                let r = engine
                     .with_keys_tracked(db, keys, track, move |view| run(view, &o2, &have2, v))
                     .wait()
                     .await;

@@ -26,11 +26,7 @@ pub fn execute(
     let started = quanta::Instant::now();
     let full = crate::registry::describe::full_name(spec.name, args);
     conn.handle.touch(full, started);
-    let mut ctx = Ctx {
-        shared,
-        conn,
-        out: target,
-    };
+    let mut ctx = Ctx::new(shared, conn, target);
     // Keyspace notifications name events after the command running.
     let running = shared
         .notifier
@@ -45,7 +41,7 @@ pub fn execute(
     // MONITOR: scripts and functions before the commands they run (as
     // Redis feeds them); every other command once it ran, but EXEC (after
     // its commands: `connection`) and admin commands (never).
-    let before = spec.role == Role::Script;
+    let before = spec.script_by().is_some();
     if before && shared.monitors.active() {
         monitor_feed(shared, ctx.conn, args);
     }
@@ -76,7 +72,7 @@ pub fn execute(
     // read in a script remembers the script's declared keys for its caller
     // (whose id the script's client shares), and the read-only script
     // commands remember nothing by themselves, as in Redis 7.0's `call`.
-    let script_command = spec.role == Role::Script && spec.has(Flags::READONLY);
+    let script_command = spec.script_by().is_some() && spec.has(Flags::READONLY);
     if shared.tracking.active() && spec.has(Flags::READONLY) && !script_command {
         let id = ctx.conn.handle.id;
         let keys = if ctx.conn.script {

@@ -244,7 +244,7 @@ fn run_one(
     let mut one = BytesMut::new();
     match execute(shared, conn, spec, args, &mut one) {
         Outcome::Pending { reply, .. } => one = futures::executor::block_on(reply),
-        Outcome::Eval => crate::exec::scripting::eval_now(shared, conn, args, &mut one),
+        Outcome::Eval => crate::exec::scripting::eval_now(shared, conn, spec, args, &mut one),
         Outcome::Done | Outcome::Close | Outcome::Exec => {}
     }
     body.extend_from_slice(&one);
@@ -280,5 +280,5 @@ async fn warm(
                 .unwrap_or_else(|| crate::registry::keys::spec_keys(spec, args)),
         );
     }
-    crate::command::warm(shared, conn.db, keys).await;
+    crate::command::warm(&shared.engine, conn.db, keys).await;
 }

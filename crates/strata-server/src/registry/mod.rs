@@ -43,6 +43,15 @@ pub struct CommandSpec {
     pub role: Role,
 }
 
+/// How a script command names its script: EVAL by its body, EVALSHA by
+/// the body's SHA-1, FCALL a loaded function by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScriptBy {
+    Body,
+    Sha,
+    Function,
+}
+
 /// What the machinery around commands (the gates, dispatch, MULTI, the
 /// scripts, the connection) treats a command as: named by role in the
 /// family's entry, never matched by the command's name elsewhere.
@@ -58,10 +67,10 @@ pub enum Role {
     /// QUIT and RESET: run at once inside MULTI, and in RESP2's
     /// subscriber context.
     Session,
-    /// EVAL, EVALSHA, FCALL and their `_RO` forms: run a script (MONITOR
-    /// shows them before their commands; CLIENT PAUSE WRITE asks the
-    /// script's flags).
-    Script,
+    /// EVAL, EVALSHA, FCALL and their `_RO` forms (the `readonly` flag):
+    /// run a script named as `ScriptBy` says (MONITOR shows them before
+    /// their commands; CLIENT PAUSE WRITE asks the script's flags).
+    Script(ScriptBy),
     /// (P|S)SUBSCRIBE and (P|S)UNSUBSCRIBE: allowed in RESP2's subscriber
     /// context, their confirmations pushed past CLIENT REPLY's mode.
     Subscribe,
@@ -77,6 +86,14 @@ pub enum Role {
 }
 
 impl CommandSpec {
+    /// How this script command names its script (None: not one).
+    pub fn script_by(&self) -> Option<ScriptBy> {
+        match self.role {
+            Role::Script(by) => Some(by),
+            _ => None,
+        }
+    }
+
     /// Whether the command has every flag of `f`.
     pub fn has(&self, f: Flags) -> bool {
         self.flags.has(f)

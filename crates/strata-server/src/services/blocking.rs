@@ -252,7 +252,7 @@ impl Blocking {
                         let mut out = BytesMut::new();
                         crate::base::reply::error(
                             &mut out,
-                            "UNBLOCKED the stream key no longer exists",
+                            crate::base::reply::STREAM_GONE,
                         );
                         self.deliver(&w, out);
                     }

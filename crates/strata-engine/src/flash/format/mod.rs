@@ -17,6 +17,7 @@
 
 mod batch;
 mod chunked;
+pub mod dbmap;
 mod item;
 
 pub use batch::{BatchEnd, BATCH_END_LEN, BATCH_MEMBER};

@@ -239,12 +239,12 @@ impl KeyMap {
         }
     }
 
-    /// Marks the entry at `i` read at `secs` (`tiering::access::touch`: its
+    /// Marks the entry at `i` read at `secs` (`index::access::touch`: its
     /// CLOCK reference bit, its last access, and its access frequency
     /// under an LFU policy). A packed entry keeps no access time, so it is
     /// boxed (the demotion hand packs it again).
     pub fn mark_read(&mut self, i: usize, secs: u32, lfu: Option<crate::config::LfuParams>) {
-        crate::tiering::access::touch(self.at_mut(i), secs, lfu);
+        crate::index::access::touch(self.at_mut(i), secs, lfu);
     }
 
     /// Packs the entry at `i` if it can be (`cell.rs`, invariant 1);

@@ -9,9 +9,9 @@
 
 use crate::base::ValueType;
 use crate::clock::{now_ms, now_secs};
+use crate::index::access;
 use crate::index::{Entry, Slot, F_REFERENCED};
 use crate::stats::Stats;
-use crate::tiering::access;
 use crate::tiering::fetch::{fetch_and_promote, FetchTarget, Read};
 use crate::types::bigstr::{Piece, STR_CHUNKED_AT};
 use crate::types::ChunkedStr;
@@ -136,7 +136,7 @@ impl Engine {
             Stats::inc(&inner.stats.ram_cool_hits);
         }
         f(Some(value));
-        if crate::tiering::access::touches() {
+        if crate::index::access::touches() {
             sh.dbs[db].mark_read(idx, now_secs(), inner.tun.lfu());
         }
         InRam::Answered
@@ -173,7 +173,7 @@ impl Engine {
             return None;
         }
         Stats::inc(&inner.stats.keyspace_hits);
-        if crate::tiering::access::touches() {
+        if crate::index::access::touches() {
             access::touch(e, now_secs(), inner.tun.lfu());
         }
         Some(match &e.slot {

@@ -37,8 +37,8 @@ pub use run::ColdKeys;
 
 use crate::base::ValueType;
 use crate::clock::now_secs;
+use crate::index::lock::ShardGuard;
 use crate::index::{Slot, Value};
-use crate::keyspace::exclusive::ShardGuard;
 use crate::stats::Stats;
 use crate::types::{Collection, EncodingLimits};
 use crate::{EngineError, Inner};
@@ -154,8 +154,8 @@ impl<'a> KeysView<'a> {
         }
         let db = self.db;
         let e = self.guard(pos).dbs[db].at_mut(i);
-        if crate::tiering::access::touches() {
-            crate::tiering::access::touch(e, now_secs(), inner.tun.lfu());
+        if crate::index::access::touches() {
+            crate::index::access::touch(e, now_secs(), inner.tun.lfu());
         }
         match &e.slot {
             Slot::Hot(h) => Some(match &h.value {
@@ -482,11 +482,11 @@ impl<'a> KeysView<'a> {
                 Slot::Cold(_) => e.client_flags,
             };
             if t.quiet {
-                inner.watches.quiet(db, &t.key, e.version, version);
+                inner.keys.watches.quiet(db, &t.key, e.version, version);
             }
             e.version = version;
             e.flags = inner.dirty_flag();
-            crate::tiering::access::touch(e, now_secs(), inner.tun.lfu());
+            crate::index::access::touch(e, now_secs(), inner.tun.lfu());
             sh.acct.hot_bytes = sh.acct.hot_bytes + new_len as u64 - old_len;
             sh.acct.coll_hot_bytes = sh.acct.coll_hot_bytes + new_len as u64 - old_len;
             if let Some(loc) = released {

@@ -23,7 +23,8 @@ use super::stream::{drive, Steps, MAX_RESTARTS, STREAM_BYTES};
 use super::{KeysView, ValueRef};
 use crate::keyspace::chunks::Need;
 use crate::tiering::fetch::Read;
-use crate::types::chunked::{range_high, Dir};
+use crate::types::parts::range_high;
+use crate::types::parts::Dir;
 use crate::types::Collection;
 use crate::{Engine, EngineError, Inner};
 use bytes::Bytes;
@@ -60,10 +61,11 @@ impl Hashed<'_> {
     /// The hash-partitioned parts of `c`, if it is chunked (not a list).
     fn of(c: &Collection) -> Option<Hashed<'_>> {
         let dir = c.dir().filter(|d| d.head_span().is_none())?;
-        let parts = match dir.zset() {
-            Some(z) => z.members.parts().len(),
-            None => dir.part_count(),
-        };
+        let parts = match c {
+            Collection::ZSet(z) => z.chunked().map(|z| z.members.parts().len()),
+            _ => None,
+        }
+        .unwrap_or_else(|| dir.part_count());
         Some(Hashed { dir, parts })
     }
 

@@ -39,8 +39,8 @@ pub use file::*;
 
 use crate::clock::now_ms;
 use crate::flash::format::{ItemMeta, RecordHeader};
+use crate::index::lock::ShardLock;
 use crate::index::{Entry, Shard, Slot, F_STASHING};
-use crate::keyspace::exclusive::ShardLock;
 use crate::log::writer::AppendError;
 use crate::stats::Stats;
 use crate::Inner;
@@ -76,7 +76,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         meta: ItemMeta,
     }
     let mut saved = 0;
-    let mut w = inner.writer.lock();
+    let mut w = inner.flash.writer.lock();
     for si in 0..inner.shards.len() {
         let mut pending = Vec::new();
         {
@@ -86,7 +86,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                     if let Slot::Hot(h) = &e.slot {
                         if h.backing.is_none() && e.flags & F_STASHING == 0 {
                             pending.push(Pending {
-                                db: inner.dbmap.id(db),
+                                db: inner.keys.dbmap.id(db),
                                 key: Box::from(k),
                                 value: h.value.to_bytes(),
                                 version: e.version,
@@ -103,14 +103,14 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
         let mut locs = Vec::with_capacity(pending.len());
         for p in &pending {
             let h = RecordHeader::value(p.db, &p.key, p.value.len(), p.version, p.expire_at_ms);
-            locs.push(w.append_item(&h, &p.key, &p.meta, &p.value, inner.capacity)?);
+            locs.push(w.append_item(&h, &p.key, &p.meta, &p.value, inner.flash.capacity)?);
         }
         let r = w.flush_counted(&inner.stats.flash_bytes_written);
         r.map_err(AppendError::Io)?;
         let mut sh = inner.shards[si].lock();
         let sh = &mut *sh;
         for (p, loc) in pending.iter().zip(locs) {
-            let d = inner.dbmap.logical(p.db);
+            let d = inner.keys.dbmap.logical(p.db);
             let Some(e) = sh.dbs[d].get_mut(&p.key) else {
                 continue;
             };
@@ -144,7 +144,7 @@ fn save_chunked(
             for (k, e) in map.iter() {
                 if let Slot::Chunked(c) = &e.slot {
                     if let Some(st) = capture_chunked(c, e.version, e.expire_at_ms) {
-                        states.push((inner.dbmap.id(db), Box::<[u8]>::from(k), st));
+                        states.push((inner.keys.dbmap.id(db), Box::<[u8]>::from(k), st));
                     }
                 }
             }
@@ -178,27 +178,27 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         })?;
     }
     let (position, next_seq, log_bytes, ticket) = {
-        let mut w = inner.writer.lock();
+        let mut w = inner.flash.writer.lock();
         w.flush_counted(&inner.stats.flash_bytes_written)
             .map_err(|e| format!("flash write failed: {e}"))?;
         let position = w.position();
         // After a SWAPDB, the tail starts with the mapping in force, so a
         // restart from this checkpoint knows it (`keyspace::swapdb`).
-        if inner.dbmap.needs_record() {
+        if inner.keys.dbmap.needs_record() {
             let loc = crate::log::journal::append_db_map(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
             w.flush_counted(&inner.stats.flash_bytes_written)
                 .map_err(|e| format!("flash write failed: {e}"))?;
-            inner.dbmap.record.publish(inner, loc);
+            inner.keys.dbmap.record.publish(inner, loc);
         }
         // Likewise the function libraries (`keyspace::functions`).
-        if inner.functions.needs_record() {
+        if inner.keys.functions.needs_record() {
             let loc = crate::log::journal::append_functions(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
             w.flush_counted(&inner.stats.flash_bytes_written)
                 .map_err(|e| format!("flash write failed: {e}"))?;
             if let Some(loc) = loc {
-                inner.functions.record.publish(inner, loc);
+                inner.keys.functions.record.publish(inner, loc);
             }
         }
         w.sync().map_err(|e| format!("fsync failed: {e}"))?;
@@ -209,14 +209,14 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
             inner.journal.last_ticket(),
         )
     };
-    let dir = inner.table.dir();
+    let dir = inner.flash.table.dir();
     let tmp = dir.join("checkpoint.tmp");
     let file = std::fs::File::create(&tmp).map_err(|e| format!("cannot create: {e}"))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let io = |e: std::io::Error| format!("checkpoint write failed: {e}");
     let header = Header {
         version: CHECKPOINT_VERSION,
-        databases: inner.databases as u32,
+        databases: inner.keys.databases as u32,
         created_ms: now_ms(),
         position,
         next_seq,
@@ -254,14 +254,15 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     done.bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     drop(file);
     std::fs::rename(&tmp, path(dir)).map_err(io)?;
-    inner.table.sync_dir().map_err(io)?;
+    inner.flash.table.sync_dir().map_err(io)?;
     // Only now is this the checkpoint a restart loads (collector rule 5).
     inner
+        .durability
         .persist
         .checkpoint_segment
         .store(position.segment, Relaxed);
     done.duration_ms = t0.elapsed().as_millis() as u64;
-    let p = &inner.persist;
+    let p = &inner.durability.persist;
     p.last_checkpoint_ms.store(now_ms(), Relaxed);
     p.checkpoint_log_bytes.store(log_bytes, Relaxed);
     p.checkpoint_ticket.store(ticket, Relaxed);
@@ -293,14 +294,14 @@ fn copy_shard(inner: &Inner, s: &ShardLock, now: u64, buf: &mut Vec<u8>) -> u64 
         let mut n = 0;
         let (databases, mapping) = {
             let sh = s.lock();
-            (sh.dbs.len(), inner.dbmap.changes())
+            (sh.dbs.len(), inner.keys.dbmap.changes())
         };
         for db in 0..databases {
             // Positions below `next` are still to copy.
             let mut next = usize::MAX;
             loop {
                 let sh = s.lock();
-                if inner.dbmap.changes() != mapping {
+                if inner.keys.dbmap.changes() != mapping {
                     restarts += 1;
                     continue 'shard;
                 }
@@ -339,7 +340,7 @@ fn copy_entry(
         return false;
     };
     let entry = CpEntry {
-        db: inner.dbmap.id(db),
+        db: inner.keys.dbmap.id(db),
         seq: e.version,
         expire_at_ms: e.expire_at_ms,
         loc,
@@ -364,7 +365,7 @@ fn copy_entry(
 /// The parts of a directory that have a record (a part without one is
 /// new: its records follow the checkpoint's position, or recovery finds
 /// its range empty), and the lower bounds of those that are order parts.
-fn cp_parts(d: &dyn crate::types::chunked::Dir) -> (Vec<CpPart>, Vec<&[u8]>) {
+fn cp_parts(d: &dyn crate::types::parts::Dir) -> (Vec<CpPart>, Vec<&[u8]>) {
     let mut firsts = Vec::new();
     let parts = (0..d.part_count())
         .filter_map(|i| {

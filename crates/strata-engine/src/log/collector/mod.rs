@@ -146,7 +146,7 @@ impl Collector {
         if inner.journal.enabled {
             self.pending_free.push((id, inner.journal.last_ticket()));
         } else {
-            inner.table.free(id);
+            inner.flash.table.free(id);
             Stats::inc(&inner.stats.segments_freed);
         }
     }
@@ -182,7 +182,7 @@ impl Collector {
         }
         self.pending_free.retain(|&(id, t)| {
             if t <= synced {
-                inner.table.free(id);
+                inner.flash.table.free(id);
                 Stats::inc(&inner.stats.segments_freed);
                 false
             } else {
@@ -195,12 +195,12 @@ impl Collector {
     /// in it may still be needed for (rule 6 then frees it).
     fn release_dead(&mut self, inner: &Inner, writer: &SegmentWriter) {
         // While recovery runs, live bytes are still being counted.
-        if inner.loading.load(Relaxed) {
+        if inner.durability.loading.load(Relaxed) {
             return;
         }
         let current = writer.current_segment();
         let job = self.job.as_ref().map(|j| j.seg.id);
-        for seg in inner.table.snapshot() {
+        for seg in inner.flash.table.snapshot() {
             if Some(seg.id) == current
                 || Some(seg.id) == job
                 || self.skip.contains(&seg.id)
@@ -210,7 +210,7 @@ impl Collector {
             }
             if seg.live_bytes.load(Acquire) == 0
                 && seg.tomb_bytes.load(Acquire) == 0
-                && !inner.table.pinned(&seg)
+                && !inner.flash.table.pinned(&seg)
             {
                 self.release(inner, seg.id);
             }
@@ -239,7 +239,7 @@ impl Collector {
     /// An eviction job for the oldest sealed segment.
     fn oldest(&self, inner: &Inner, writer: &SegmentWriter) -> Option<Job> {
         let current = writer.current_segment();
-        let seg = inner.table.snapshot().into_iter().find(|s| {
+        let seg = inner.flash.table.snapshot().into_iter().find(|s| {
             Some(s.id) != current && !self.skip.contains(&s.id) && !self.is_pending(s.id)
         })?;
         Some(Job {
@@ -251,18 +251,18 @@ impl Collector {
     }
 
     fn pick(&mut self, inner: &Inner, writer: &SegmentWriter) -> Option<Job> {
-        if inner.loading.load(Relaxed) {
+        if inner.durability.loading.load(Relaxed) {
             return None;
         }
         let current = writer.current_segment();
-        let tight = inner.table.allocated_bytes() * 4 > inner.capacity * 3;
+        let tight = inner.flash.table.allocated_bytes() * 4 > inner.flash.capacity * 3;
         let garbage = inner.reclaimable();
         let ratio = inner.tun.gc_garbage_ratio.load(Relaxed);
         let plentiful = ratio > 0
             && garbage
-                < (inner.flash_live_bytes.get() * ratio)
-                    .max(inner.segment_size * RELAXED_GARBAGE_SEGMENTS);
-        let full = inner.flash_full.load(Relaxed);
+                < (inner.flash.live_bytes.get() * ratio)
+                    .max(inner.flash.segment_size * RELAXED_GARBAGE_SEGMENTS);
+        let full = inner.flash.full.load(Relaxed);
         let evicting = inner.tun.eviction().evicts_segments();
         let threshold = if full && !evicting {
             // Writes wait for room: any garbage worth moving (rule 9).
@@ -278,7 +278,7 @@ impl Collector {
         let mut best: Option<(u64, Arc<Segment>)> = None;
         let mut tombs_only = None;
         let mut collectable = 0;
-        for seg in inner.table.snapshot() {
+        for seg in inner.flash.table.snapshot() {
             if Some(seg.id) == current || self.skip.contains(&seg.id) {
                 continue;
             }
@@ -287,7 +287,7 @@ impl Collector {
                 collectable += seg.written.load(Acquire);
                 continue;
             }
-            if inner.table.pinned(&seg) {
+            if inner.flash.table.pinned(&seg) {
                 // The end of an atomic batch whose members are partly in
                 // older segments: it goes after them (docs/format.md).
                 continue;
@@ -317,7 +317,7 @@ impl Collector {
                 best = Some((permille, seg));
             }
         }
-        inner.collectable.store(collectable, Relaxed);
+        inner.flash.collectable.store(collectable, Relaxed);
         let relocate = |seg: Arc<Segment>| Job {
             end: seg.written.load(Acquire),
             seg,

@@ -105,8 +105,8 @@ fn scan(
     let n = buf.len();
     let mut pos = job.pos;
     let mut candidates = Vec::new();
-    let min_other = inner.table.min_id_except(job.seg.id);
-    let checkpoint_segment = inner.persist.checkpoint_segment.load(Acquire);
+    let min_other = inner.flash.table.min_id_except(job.seg.id);
+    let checkpoint_segment = inner.durability.persist.checkpoint_segment.load(Acquire);
     loop {
         let off = (pos - start) as usize;
         if pos >= job.end || off >= n {
@@ -131,7 +131,7 @@ fn scan(
                         format::RecordKind::CollHead | format::RecordKind::Chunk
                     )
                 {
-                    if (rec.header.db as usize) < inner.databases {
+                    if (rec.header.db as usize) < inner.keys.databases {
                         let shard = inner.shard_index(rec.key);
                         candidates.push(Candidate { shard, rec, loc });
                     }
@@ -202,7 +202,7 @@ fn check_live(inner: &Inner, mode: Mode, candidates: &mut [Candidate<'_>], live:
             let sh = &mut *guard;
             let mut at = [(0usize, 0u64, None); CHECK_RUN];
             for (j, c) in run.iter().enumerate() {
-                let db = inner.dbmap.logical(c.rec.header.db);
+                let db = inner.keys.dbmap.logical(c.rec.header.db);
                 at[j] = (db, sh.dbs[db].prefetch_probe(c.rec.key), None);
             }
             for (db, hash, pos) in at.iter_mut().take(run.len()) {
@@ -251,12 +251,12 @@ fn check_one(
             ) {
                 // A chunked collection's other records may be in newer
                 // segments: a tombstone keeps them from coming back.
-                inner.remove_index_as(sh, db, idx, crate::keyspace::observe::KeyChange::Evicted);
+                inner.remove_index_as(sh, db, idx, crate::base::KeyChange::Evicted);
             } else {
                 // No tombstone: the oldest segment holds every record
                 // of this key (newer records would be in newer segments).
                 if let Some((k, _)) = sh.dbs[db].get_index(idx) {
-                    inner.observe(db, k, crate::keyspace::observe::KeyChange::Evicted);
+                    inner.observe(db, k, crate::base::KeyChange::Evicted);
                 }
                 inner.remove_index_quiet(sh, db, idx);
             }
@@ -335,7 +335,7 @@ fn read_at(
         _ => AlignedBuf::zeroed(len.max(SLICE_BYTES)),
     };
     buf.set_len(len);
-    let (buf, r) = io::read_blocking(&*inner.io, seg.file.clone(), offset, buf);
+    let (buf, r) = io::read_blocking(&*inner.flash.io, seg.file.clone(), offset, buf);
     match r {
         Ok(n) => Some((buf, n)),
         Err(e) => {
@@ -356,7 +356,10 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         // Moving may go one segment past flash-max-size (it frees more than
         // it writes), never further: the old segments are still counted
         // until they are freed.
-        let limit = inner.capacity.saturating_add(inner.segment_size);
+        let limit = inner
+            .flash
+            .capacity
+            .saturating_add(inner.flash.segment_size);
         match writer.append_item(&l.header, &l.key, &l.meta, &l.value, limit) {
             Ok(loc) => placed.push(Some(loc)),
             Err(e) => {
@@ -394,7 +397,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         }
         let mut guard = inner.shard(&l.key).lock();
         let sh = &mut *guard;
-        let d = inner.dbmap.logical(l.db);
+        let d = inner.keys.dbmap.logical(l.db);
         let Some(idx) = sh.dbs[d].get_index_of(&l.key) else {
             continue;
         };

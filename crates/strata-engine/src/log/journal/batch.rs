@@ -167,7 +167,7 @@ pub(super) fn write_captures(
         bytes += all;
         largest = largest.max(one);
     }
-    if !w.room_for(bytes, largest, inner.capacity) {
+    if !w.room_for(bytes, largest, inner.flash.capacity) {
         return Err(AppendError::Full);
     }
     if atomic {
@@ -272,10 +272,10 @@ pub(super) fn write_captures(
         }
     }
     if let Some(loc) = db_map_loc {
-        inner.dbmap.record.publish(inner, loc);
+        inner.keys.dbmap.record.publish(inner, loc);
     }
     if let Some(loc) = functions_loc {
-        inner.functions.record.publish(inner, loc);
+        inner.keys.functions.record.publish(inner, loc);
     }
     Ok(())
 }
@@ -302,7 +302,7 @@ pub(crate) fn append_functions(
     w: &mut SegmentWriter,
     seq: u64,
 ) -> Result<Option<FlashLoc>, AppendError> {
-    let Some(value) = inner.functions.current() else {
+    let Some(value) = inner.keys.functions.current() else {
         return Ok(None);
     };
     append_in_force(inner, w, RecordKind::Functions, seq, &value).map(Some)
@@ -325,7 +325,7 @@ fn append_in_force(
         seq,
         expire_at_ms: 0,
     };
-    w.append(&h, &[], value, inner.capacity)
+    w.append(&h, &[], value, inner.flash.capacity)
 }
 
 /// Appends the current database mapping (kind 7) with sequence number `seq`.
@@ -337,9 +337,9 @@ pub(crate) fn append_db_map(
     // Read under a shard lock (swapdb invariant 1).
     let ids = {
         let _g = inner.shards[0].lock();
-        inner.dbmap.snapshot()
+        inner.keys.dbmap.snapshot()
     };
-    let value = crate::keyspace::swapdb::encode(&ids);
+    let value = crate::flash::format::dbmap::encode(&ids);
     append_in_force(inner, w, RecordKind::DbMap, seq, &value)
 }
 
@@ -359,7 +359,7 @@ fn append_flush(
         seq,
         expire_at_ms: 0,
     };
-    let loc = w.append(&h, &[], &origin, inner.capacity)?;
+    let loc = w.append(&h, &[], &origin, inner.flash.capacity)?;
     count(tally, loc);
     Ok(())
 }
@@ -379,7 +379,7 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 /// The state to log for a noted key, or None if its log copy is current.
 fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
     let guard = inner.shard(key).lock();
-    let d = inner.dbmap.logical(db);
+    let d = inner.keys.dbmap.logical(db);
     let found = guard.dbs.get(d)?.get_full(&key[..]);
     let pos = found.as_ref().map_or(usize::MAX, |(i, _, _)| *i);
     let entry = found.map(|(_, _, e)| e);
@@ -460,7 +460,7 @@ fn append_one(
                 seq: *seq,
                 expire_at_ms: 0,
             };
-            let loc = w.append(&h, &c.key, &origin, inner.capacity)?;
+            let loc = w.append(&h, &c.key, &origin, inner.flash.capacity)?;
             count(tally, loc);
             Ok(None)
         }
@@ -474,7 +474,7 @@ fn append_one(
                 &c.key,
                 &c.meta,
                 value,
-                inner.capacity,
+                inner.flash.capacity,
             )?;
             count(tally, loc);
             Ok(Some(loc))
@@ -494,7 +494,7 @@ fn append_one(
                 &c.key,
                 &c.meta,
                 &value,
-                inner.capacity,
+                inner.flash.capacity,
             )?;
             count(tally, new);
             Ok(Some(new))

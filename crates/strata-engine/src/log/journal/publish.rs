@@ -32,7 +32,7 @@ pub(super) fn publish_all(inner: &Inner, placed: &[(&Captured, Placed)]) {
                 run,
                 |&(_, k)| {
                     let c = placed[k as usize].0;
-                    (inner.dbmap.logical(c.db), c.pos)
+                    (inner.keys.dbmap.logical(c.db), c.pos)
                 },
                 |sh, &(_, k)| {
                     if let (c, Placed::One(loc)) = &placed[k as usize] {
@@ -47,7 +47,7 @@ pub(super) fn publish_all(inner: &Inner, placed: &[(&Captured, Placed)]) {
 /// Points the entry at its new record if it still has the captured state
 /// (the caller holds the key's shard lock).
 fn publish(inner: &Inner, sh: &mut crate::index::Shard, c: &Captured, loc: FlashLoc) {
-    let db = inner.dbmap.logical(c.db);
+    let db = inner.keys.dbmap.logical(c.db);
     let Some(idx) = sh.dbs[db].get_index_of_from(c.pos, &c.key) else {
         return;
     };

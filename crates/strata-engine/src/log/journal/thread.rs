@@ -26,12 +26,13 @@ pub(crate) fn run_journal(inner: &Inner) {
     loop {
         // Drain and stop only once the background thread is done too: its
         // last demotion or move may still note keys (invariant 6).
-        let shutdown = inner.shutdown.load(Relaxed) && inner.background_done.load(Acquire);
+        let shutdown =
+            inner.life.shutdown.load(Relaxed) && inner.life.background_done.load(Acquire);
         let mut notes = next_batch(inner, shutdown);
         if j.status() == LogStatus::Poisoned {
             // Nothing can be acknowledged any more; drop what was queued.
             put_down(j);
-            if inner.shutdown.load(Relaxed) {
+            if inner.life.shutdown.load(Relaxed) {
                 return;
             }
             continue;
@@ -58,7 +59,7 @@ pub(crate) fn run_journal(inner: &Inner) {
         if !sync_and_acknowledge(inner, shutdown, &mut last_sync) {
             continue;
         }
-        if shutdown && j.queued() == 0 && !inner.writer.lock().needs_sync() {
+        if shutdown && j.queued() == 0 && !inner.flash.writer.lock().needs_sync() {
             return;
         }
     }
@@ -111,7 +112,7 @@ fn write_batch(inner: &Inner, mut notes: Vec<Note>, retry_at: &mut Option<Instan
         }
     };
     if let Some(barrier) = barrier {
-        let mut w = inner.writer.lock();
+        let mut w = inner.flash.writer.lock();
         // Every note queued before the barrier when a group ended since
         // the first take: every group that ran has all its notes and
         // its end here. (Without one, the notes taken are whole.)
@@ -134,7 +135,7 @@ fn write_batch(inner: &Inner, mut notes: Vec<Note>, retry_at: &mut Option<Instan
                     tracing::info!("the flash log takes writes again");
                     j.set_status(LogStatus::Ok, None);
                     // The collector goes back to its normal thresholds.
-                    inner.flash_full.store(false, Relaxed);
+                    inner.flash.full.store(false, Relaxed);
                 }
             }
             // The batch waits for room; what was written before it is
@@ -166,8 +167,8 @@ fn write_batch(inner: &Inner, mut notes: Vec<Note>, retry_at: &mut Option<Instan
         drop(w);
         // The captured values' RAM is given back now, not after the sync.
         drop(caps);
-        inner.room.notify_waiters();
-        if inner.demotion_awaits_journal.swap(false, Relaxed) {
+        inner.tiering.room.notify_waiters();
+        if inner.tiering.awaits_journal.swap(false, Relaxed) {
             inner.wake_background();
         }
     }
@@ -191,7 +192,7 @@ fn sync_and_acknowledge(inner: &Inner, shutdown: bool, last_sync: &mut Instant) 
     };
     if sync_due {
         let written = j.written.load(Relaxed);
-        let mut w = inner.writer.lock();
+        let mut w = inner.flash.writer.lock();
         if w.needs_sync() {
             let t0 = Instant::now();
             let r = w.sync();
@@ -227,7 +228,7 @@ fn full(inner: &Inner, notes: Vec<Note>, status: LogStatus, msg: String) {
     if status == LogStatus::Full {
         // The collector takes any garbage (moving records needs no more
         // room than it frees). Not for ENOSPC: moving needs free space.
-        inner.flash_full.store(true, Relaxed);
+        inner.flash.full.store(true, Relaxed);
         inner.wake_background();
     }
     requeue(j, notes);
@@ -238,5 +239,5 @@ fn poison(inner: &Inner, msg: String) {
     tracing::error!("{msg}: the journal is poisoned; writes are refused until restart");
     Stats::inc(&inner.stats.write_errors);
     inner.journal.set_status(LogStatus::Poisoned, Some(msg));
-    inner.room.notify_waiters();
+    inner.tiering.room.notify_waiters();
 }

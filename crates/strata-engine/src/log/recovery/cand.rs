@@ -8,9 +8,8 @@ use crate::base::ORDER_DEPTH;
 use crate::base::STR_DEPTH;
 use crate::base::{PEL_DEPTH, STREAM_DEPTH};
 use crate::flash::format;
-use crate::types::chunked::{
-    decode_order, elem_hash, measure_elems, measure_list, measure_order, range_high, Score,
-};
+use crate::types::chunked::{decode_order, measure_elems, measure_list, measure_order, Score};
+use crate::types::parts::{elem_hash, range_high};
 use crate::types::stream::{measure_pel_part, measure_stream_part};
 
 /// The bounds of a sorted set's order record: lower (inclusive, empty:

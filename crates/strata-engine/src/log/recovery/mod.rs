@@ -32,7 +32,8 @@ use crate::flash::format::{self, SEGMENT_DATA_START};
 use crate::index::{CompactKey, Entry, Shard, Slot};
 use crate::log::checkpoint;
 use crate::log::writer::LogPosition;
-use crate::types::chunked::{OrderInfo, PartInfo};
+use crate::types::chunked::OrderInfo;
+use crate::types::parts::PartInfo;
 use crate::types::stream::StreamPartInfo;
 use crate::types::Collection;
 use crate::Inner;
@@ -120,15 +121,15 @@ pub(crate) fn write_state(dir: &Path, s: RunState) -> std::io::Result<()> {
 /// touches the engine.
 pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
     let t0 = Instant::now();
-    let dir = inner.table.dir().to_path_buf();
-    let segments = inner.table.snapshot();
+    let dir = inner.flash.table.dir().to_path_buf();
+    let segments = inner.flash.table.snapshot();
     let state = read_state(&dir);
     let has_data = !segments.is_empty() || checkpoint::path(&dir).exists();
     let mut replay = Replay {
         inner,
         now: now_ms(),
         deleted: HashMap::new(),
-        flushed: vec![0; inner.databases],
+        flushed: vec![0; inner.keys.databases],
         max_seq: 0,
         db_map: None,
         functions: None,
@@ -146,7 +147,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
              durable and are discarded; use appendonly yes to keep data across crashes"
         );
         for s in &segments {
-            inner.table.free(s.id);
+            inner.flash.table.free(s.id);
         }
         let _ = std::fs::remove_file(checkpoint::path(&dir));
         replay.report.discarded_unclean = true;
@@ -158,11 +159,12 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         offset: 0,
     };
     match checkpoint::load(&dir) {
-        Ok(Some(cp)) if cp.header.databases as usize <= inner.databases => {
+        Ok(Some(cp)) if cp.header.databases as usize <= inner.keys.databases => {
             replay.report.from_checkpoint = true;
             start = cp.header.position;
             replay.max_seq = cp.header.next_seq.saturating_sub(1);
             inner
+                .durability
                 .persist
                 .checkpoint_segment
                 .store(start.segment, Relaxed);
@@ -171,7 +173,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         Ok(Some(cp)) => {
             replay.report.checkpoint_error = Some(format!(
                 "written with {} databases, this run has {}",
-                cp.header.databases, inner.databases
+                cp.header.databases, inner.keys.databases
             ));
         }
         Ok(None) => {}
@@ -228,7 +230,7 @@ fn load_entries(inner: &Inner, cp: &checkpoint::Loaded, replay: &mut Replay<'_>)
 /// its database is out of range, it expired, or its length is impossible).
 fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntry<'_>, now: u64) {
     let d = e.db as usize;
-    if d >= inner.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
+    if d >= inner.keys.databases || (e.expire_at_ms != 0 && e.expire_at_ms <= now) {
         return;
     }
     let (slot, value_len) = match &e.chunks {
@@ -311,7 +313,7 @@ fn insert_checkpoint_entry(inner: &Inner, sh: &mut Shard, e: &checkpoint::CpEntr
         expire_at_ms: e.expire_at_ms,
         version: e.seq,
         lru_secs: now_secs(),
-        lfu: crate::tiering::access::LFU_INIT_VAL,
+        lfu: crate::index::access::LFU_INIT_VAL,
         flags: 0,
         value_len,
         client_flags: e.meta.client_flags,
@@ -370,6 +372,7 @@ fn load_sections(inner: &Inner, cp: &checkpoint::Loaded, now: u64) -> u64 {
 fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant) {
     // Segment sizes by id, read once (not a table lookup per key).
     let segs: HashMap<u32, u64> = inner
+        .flash
         .table
         .snapshot()
         .iter()
@@ -431,19 +434,19 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
         keys += k;
         replay.report.missing_segment_entries += missing;
         for (id, bytes) in live {
-            if let Some(seg) = inner.table.get(id) {
+            if let Some(seg) = inner.flash.table.get(id) {
                 seg.live_bytes.fetch_add(bytes, Relaxed);
             }
-            inner.flash_live_bytes.add(bytes);
+            inner.flash.live_bytes.add(bytes);
         }
     }
     if let Some((_, ids, loc)) = &replay.db_map {
-        inner.dbmap.set(ids);
-        inner.dbmap.record.publish(inner, *loc);
+        inner.keys.dbmap.set(ids);
+        inner.keys.dbmap.record.publish(inner, *loc);
     }
     if let Some((_, blob, loc)) = replay.functions.take() {
-        inner.functions.recovered(blob);
-        inner.functions.record.publish(inner, loc);
+        inner.keys.functions.recovered(blob);
+        inner.keys.functions.record.publish(inner, loc);
     }
     if replay.report.missing_segment_entries > 0 {
         tracing::error!(
@@ -454,7 +457,7 @@ fn finish(inner: &Inner, replay: &mut Replay<'_>, appendonly: bool, t0: Instant)
     inner.seq.fetch_max(replay.max_seq + 1, Relaxed);
     replay.report.keys = keys;
     replay.report.duration_ms = t0.elapsed().as_millis() as u64;
-    let dir = inner.table.dir();
+    let dir = inner.flash.table.dir();
     if let Err(e) = write_state(
         dir,
         RunState {

@@ -11,7 +11,7 @@ use crate::base::{PEL_DEPTH, STREAM_DEPTH};
 use crate::flash::format;
 use crate::index::{Shard, Slot};
 use crate::log::checkpoint::UNKNOWN_COUNT;
-use crate::types::chunked::PartInfo;
+use crate::types::parts::PartInfo;
 use crate::types::stream::{measure_stream_part, StreamPartInfo, BOUND_LEN};
 use crate::types::{ChunkedStr, Collection};
 use crate::Inner;

@@ -72,7 +72,7 @@ impl Replay<'_> {
     /// seen so far is newer. Notes the sequence number.
     fn admits(&mut self, db: u16, key: &[u8], seq: u64) -> bool {
         let d = db as usize;
-        if d >= self.inner.databases {
+        if d >= self.inner.keys.databases {
             return false;
         }
         self.max_seq = self.max_seq.max(seq);
@@ -129,7 +129,7 @@ impl Replay<'_> {
                 expire_at_ms,
                 version: seq,
                 lru_secs: now_secs(),
-                lfu: crate::tiering::access::LFU_INIT_VAL,
+                lfu: crate::index::access::LFU_INIT_VAL,
                 flags: 0,
                 value_len,
                 client_flags: meta.client_flags,
@@ -243,7 +243,7 @@ impl Replay<'_> {
             expire_at_ms,
             version: seq,
             lru_secs: now_secs(),
-            lfu: crate::tiering::access::LFU_INIT_VAL,
+            lfu: crate::index::access::LFU_INIT_VAL,
             flags: 0,
             value_len: 0,
             client_flags: crate::types::aux(0, big),
@@ -268,7 +268,7 @@ impl Replay<'_> {
 
     /// A chunk record: kept as a candidate for its key's directory.
     fn chunk(&mut self, db: u16, key: &[u8], seq: u64, loc: FlashLoc, value: &[u8]) {
-        if db as usize >= self.inner.databases {
+        if db as usize >= self.inner.keys.databases {
             return;
         }
         self.max_seq = self.max_seq.max(seq);
@@ -281,7 +281,7 @@ impl Replay<'_> {
 
     fn tombstone(&mut self, db: u16, key: &[u8], seq: u64) {
         let d = db as usize;
-        if d >= self.inner.databases {
+        if d >= self.inner.keys.databases {
             return;
         }
         self.max_seq = self.max_seq.max(seq);
@@ -301,7 +301,8 @@ impl Replay<'_> {
     /// A database mapping (SWAPDB): the latest by seq is in force.
     fn db_map(&mut self, seq: u64, value: &[u8], loc: FlashLoc) {
         self.max_seq = self.max_seq.max(seq);
-        let Some(ids) = crate::keyspace::swapdb::decode(value, self.inner.databases) else {
+        let Some(ids) = crate::flash::format::dbmap::decode(value, self.inner.keys.databases)
+        else {
             tracing::error!("recovery: a database mapping record does not decode; ignored");
             self.report.corrupt_records += 1;
             return;
@@ -314,8 +315,8 @@ impl Replay<'_> {
     fn flush(&mut self, db: u16, seq: u64) {
         self.max_seq = self.max_seq.max(seq);
         let dbs: Vec<usize> = if db == ALL_DATABASES {
-            (0..self.inner.databases).collect()
-        } else if (db as usize) < self.inner.databases {
+            (0..self.inner.keys.databases).collect()
+        } else if (db as usize) < self.inner.keys.databases {
             vec![db as usize]
         } else {
             return;
@@ -346,7 +347,7 @@ impl Replay<'_> {
     /// one are an earlier batch's that never ended; members missing (a
     /// page lost or damaged mid-batch) void it.
     fn batch_end(&mut self, seg: u32, end: format::BatchEnd) {
-        if let Some(s) = self.inner.table.get(seg) {
+        if let Some(s) = self.inner.flash.table.get(seg) {
             s.pin_batch(end.first_segment);
         }
         let first = (end.first_segment, end.first_offset);
@@ -359,7 +360,7 @@ impl Replay<'_> {
             // Its first segment was collected: its members there that were
             // live were moved out as plain records; the rest are here.
             None if end.first_segment < self.batch.first().map_or(seg, |m| m.loc.segment)
-                && self.inner.table.get(end.first_segment).is_none() =>
+                && self.inner.flash.table.get(end.first_segment).is_none() =>
             {
                 0
             }
@@ -373,7 +374,7 @@ impl Replay<'_> {
             self.drop_batch("was never ended");
             self.batch = rest;
         }
-        let all_there = (end.first_segment..=seg).all(|s| self.inner.table.get(s).is_some());
+        let all_there = (end.first_segment..=seg).all(|s| self.inner.flash.table.get(s).is_some());
         let whole = all_members(&self.batch, &end, all_there);
         if !end.commit {
             self.report.aborted_batch_records += self.batch.len() as u64;

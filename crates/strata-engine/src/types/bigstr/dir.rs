@@ -4,7 +4,7 @@
 
 use super::{part_count_of, Bytes, ChunkedStr, Part, STR_DEPTH, STR_PART};
 use crate::base::FlashLoc;
-use crate::types::chunked::{Dir, DirHead, PartClock, PartInfo};
+use crate::types::parts::{Dir, DirHead, PartClock, PartInfo};
 use crate::types::Malformed;
 
 /// Bytes of a string head's fields after its span: length (u64 LE), parts

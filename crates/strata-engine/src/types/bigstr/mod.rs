@@ -35,7 +35,7 @@ pub use dir::STR_META_LEN;
 mod tests;
 
 use crate::base::FlashLoc;
-use crate::types::chunked::{Changes, DirHead};
+use crate::types::parts::{Changes, DirHead};
 
 /// Bytes of one part (the last may be shorter).
 pub const STR_PART: usize = 16 << 10;

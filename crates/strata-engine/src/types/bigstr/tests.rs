@@ -1,5 +1,5 @@
 use super::*;
-use crate::types::chunked::{Dir, PartInfo};
+use crate::types::parts::{Dir, PartInfo};
 use std::collections::{BTreeMap, HashMap};
 
 /// A tiny deterministic generator (the model test's seeds).

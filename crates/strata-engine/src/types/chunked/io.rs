@@ -3,8 +3,9 @@
 //! a written record, eviction, and installing a record read from flash.
 
 use super::part::{check_packed, decode_elems, Data};
-use super::{elem_hash, Chunked, Elem};
+use super::{Chunked, Elem};
 use crate::base::FlashLoc;
+use crate::types::parts::elem_hash;
 use crate::types::Malformed;
 
 impl<V: Elem> Chunked<V> {

@@ -33,8 +33,10 @@
 //! scans, totals); `io` what the log and tiering do to its parts (the
 //! list of changed parts, encoding, publishing, eviction, installing a
 //! record); `part` one part and its elements (in RAM as a map or as the
-//! packed chunk body) and the chunk body's decoding; `dir` the
-//! object-safe view the engine's log and tiering code use (`Dir`).
+//! packed chunk body) and the chunk body's decoding; `dir` how the engine
+//! sees it (`parts::Dir`, shared with every chunked type). `list/` and
+//! `zset/` are the chunked lists and sorted sets (the latter's member
+//! parts are a `Chunked`).
 
 mod dir;
 mod io;
@@ -42,8 +44,7 @@ mod list;
 mod part;
 mod zset;
 
-pub(crate) use dir::{clock_walk, PartClock};
-pub use dir::{Changes, Dir, DirHead, PartInfo, ScanStep, PART_RAM_BYTES};
+pub use dir::PART_RAM_BYTES;
 pub use list::{measure_list, measure_list_range, ChunkedList};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
 pub use zset::{
@@ -52,6 +53,7 @@ pub use zset::{
 };
 
 use super::packed_len;
+use super::parts::{elem_hash, Changes, DirHead, PartInfo, ScanStep, MAX_DEPTH};
 use crate::base::FlashLoc;
 
 /// A part splits when its packed body passes this many bytes.
@@ -60,23 +62,6 @@ pub const CHUNK_MAX: usize = 8 * 1024;
 /// bytes: below it, one packed record costs less RAM (a directory is ~220
 /// bytes plus 56 per part) and one read of it is as fast as one of a part.
 pub const CHUNKED_AT: usize = 32 * 1024;
-pub use crate::base::MAX_DEPTH;
-
-/// The partition hash of an element: xxh3-64, stable across builds and
-/// restarts (records and checkpoints name hash ranges).
-pub fn elem_hash(b: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(b)
-}
-
-/// Last hash of the dyadic range starting at `low` at `depth`.
-pub fn range_high(low: u64, depth: u8) -> u64 {
-    match depth {
-        0 => u64::MAX,
-        1..=63 => low | (u64::MAX >> depth),
-        _ => low,
-    }
-}
-
 /// A chunked hash (`V` = value) or set (`V` = ()).
 #[derive(Clone, Debug)]
 pub struct Chunked<V> {

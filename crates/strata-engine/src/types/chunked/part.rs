@@ -2,8 +2,8 @@
 //! elements in RAM (`Data`: the packed chunk body as read, searched in
 //! place, or a map once changed); and decoding chunk bodies.
 
-use super::range_high;
 use crate::base::FlashLoc;
+use crate::types::parts::range_high;
 use crate::types::{packed_len, put, Malformed, Reader};
 use indexmap::IndexMap;
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::types::parts::Dir;
 
 fn loc(n: u32) -> FlashLoc {
     FlashLoc {
@@ -253,8 +254,9 @@ fn part_ram_bytes_is_a_parts_size() {
 /// batch (capture, then publish) under the shard lock.
 #[test]
 fn changed_parts_are_found_without_a_pass_over_every_part() {
-    use super::{Chunked, Dir, PartInfo};
+    use super::Chunked;
     use crate::base::FlashLoc;
+    use crate::types::parts::{Dir, PartInfo};
     let n: u64 = 360_000;
     // Parts at depth 19 (2^19 > n): the first n of them, then one part
     // for the rest of the hash space.

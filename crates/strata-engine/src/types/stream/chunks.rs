@@ -28,7 +28,7 @@ use super::part::{SPart, BOUND_LEN};
 use super::pel::PelParts;
 use super::Stream;
 use crate::base::FlashLoc;
-use crate::types::chunked::{Changes, DirHead, PartInfo};
+use crate::types::parts::{Changes, DirHead, PartInfo};
 use crate::types::Malformed;
 
 pub use crate::base::STREAM_DEPTH;

@@ -7,7 +7,7 @@ use super::chunks::STREAM_DEPTH;
 use super::pel::{PelAt, PEL_DEPTH};
 use super::{part_nodes, Stream};
 use crate::base::FlashLoc;
-use crate::types::chunked::{clock_walk, Dir, DirHead, PartClock, PartInfo};
+use crate::types::parts::{clock_walk, Dir, DirHead, PartClock, PartInfo};
 use crate::types::Malformed;
 
 impl Dir for Stream {
@@ -31,9 +31,6 @@ impl Dir for Stream {
     }
     fn set_recovered_span(&mut self, span: (u64, u64)) {
         self.ch_mut().recovered_span = Some(span);
-    }
-    fn stream(&self) -> Option<&Stream> {
-        Some(self)
     }
     fn part_count(&self) -> usize {
         self.parts.len() + self.pel_len()

@@ -22,7 +22,7 @@
 use super::group::Nack;
 use super::{get_id, put_bytes, put_id, Group, Stream, StreamId, ID_LEN};
 use crate::base::FlashLoc;
-use crate::types::chunked::PartInfo;
+use crate::types::parts::PartInfo;
 use crate::types::{Malformed, Reader};
 use std::collections::BTreeMap;
 

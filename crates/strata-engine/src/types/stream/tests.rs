@@ -175,7 +175,7 @@ fn a_chunked_stream_needs_only_the_parts_it_plans() {
 /// trims cut up to `cut` entries.
 fn needs_only_planned_parts(seed: u64, cut: u64) {
     use crate::base::FlashLoc;
-    use crate::types::chunked::Dir;
+    use crate::types::parts::Dir;
     use std::collections::HashMap;
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let lim = NodeLimits {
@@ -370,7 +370,7 @@ fn needs_only_planned_parts(seed: u64, cut: u64) {
 #[test]
 fn pending_lists_in_parts_rebuild_from_their_records() {
     use crate::base::FlashLoc;
-    use crate::types::chunked::Dir;
+    use crate::types::parts::Dir;
     use std::collections::HashMap;
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
     let mut model = Stream::default();

@@ -61,7 +61,7 @@ pub fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "getuser") && n == 3 {
         getuser(ctx, &args[2]);
     } else if (is(sub, "list") || is(sub, "users")) && n == 2 {
-        let users = ctx.shared.acl.users();
+        let users = ctx.acl().users();
         write_array_len(ctx.out, users.len());
         for u in users {
             if is(sub, "users") {
@@ -116,7 +116,7 @@ fn setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             "ERR Usernames can't contain spaces or null characters",
         );
     }
-    match ctx.shared.acl.set_user(name, &args[3..]) {
+    match ctx.acl().set_user(name, &args[3..]) {
         Err(e) => reply::error(ctx.out, &e),
         Ok(changed) => {
             if let Some((user, before)) = changed {
@@ -152,11 +152,11 @@ fn kill_revoked_subscribers(
     if kept {
         return;
     }
-    for c in ctx.shared.clients.all() {
+    for c in ctx.server().clients.all() {
         if c.is_killed() || !c.is_pubsub() || c.info.lock().user != user.name {
             continue;
         }
-        let [channels, patterns, shards] = ctx.shared.pubsub.names_of(c.id);
+        let [channels, patterns, shards] = ctx.pubsub().names_of(c.id);
         let denied = patterns.iter().any(|p| !user.channel_ok(p, true))
             || channels
                 .iter()
@@ -178,16 +178,16 @@ fn deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut deleted = 0;
     let mut myself = false;
     for name in &args[2..] {
-        if let Some(u) = ctx.shared.acl.remove(name) {
+        if let Some(u) = ctx.acl().remove(name) {
             deleted += 1;
             // Its connections close (`ACLFreeUserAndKillClients`).
-            for c in ctx.shared.clients.all() {
+            for c in ctx.server().clients.all() {
                 if c.info.lock().user == u.name {
                     c.kill();
                 }
             }
             if ctx.conn.user.name == u.name {
-                ctx.conn.user = ctx.shared.acl.default_user();
+                ctx.conn.user = ctx.acl().default_user();
                 ctx.conn.authenticated = false;
                 myself = true;
             }
@@ -203,13 +203,13 @@ fn deluser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// ACL LOAD / ACL SAVE, with `aclfile` (`acl::file`).
 fn aclfile(ctx: &mut Ctx<'_>, load: bool) -> Outcome {
-    let path = ctx.shared.config.read().aclfile.clone();
+    let path = ctx.config().aclfile.clone();
     if path.is_empty() {
         reply::error(ctx.out, "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration.");
         return Outcome::Done;
     }
     if !load {
-        match ctx.shared.acl.save_file(&path) {
+        match ctx.acl().save_file(&path) {
             Ok(()) => write_simple(ctx.out, b"OK"),
             Err(e) => {
                 tracing::warn!("Opening temp ACL file for ACL SAVE: {e}");
@@ -218,7 +218,7 @@ fn aclfile(ctx: &mut Ctx<'_>, load: bool) -> Outcome {
         }
         return Outcome::Done;
     }
-    match ctx.shared.acl.load_file(&path) {
+    match ctx.acl().load_file(&path) {
         Err(e) => {
             reply::error(ctx.out, &format!("ERR {}", e.replace(['\r', '\n'], " ")));
             Outcome::Done
@@ -228,7 +228,7 @@ fn aclfile(ctx: &mut Ctx<'_>, load: bool) -> Outcome {
             // (after its reply), as Redis frees the old users' clients.
             let mut myself = false;
             for u in &replaced {
-                for c in ctx.shared.clients.all() {
+                for c in ctx.server().clients.all() {
                     if c.id != ctx.conn.handle.id && c.info.lock().user == u.name {
                         c.kill();
                     }
@@ -237,7 +237,7 @@ fn aclfile(ctx: &mut Ctx<'_>, load: bool) -> Outcome {
             }
             write_simple(ctx.out, b"OK");
             if myself {
-                ctx.conn.user = ctx.shared.acl.default_user();
+                ctx.conn.user = ctx.acl().default_user();
                 ctx.conn.authenticated = false;
                 Outcome::Close
             } else {
@@ -249,7 +249,7 @@ fn aclfile(ctx: &mut Ctx<'_>, load: bool) -> Outcome {
 
 fn getuser(ctx: &mut Ctx<'_>, name: &[u8]) {
     let v = ctx.version();
-    let Some(u) = ctx.shared.acl.get(name) else {
+    let Some(u) = ctx.acl().get(name) else {
         return write_null(ctx.out, v);
     };
     let r = u.rules();
@@ -302,7 +302,7 @@ fn genpass(ctx: &mut Ctx<'_>, bits: Option<&Bytes>) {
 }
 
 fn log(ctx: &mut Ctx<'_>, arg: Option<&Bytes>) {
-    let log = &ctx.shared.acl.log;
+    let log = &ctx.acl().log;
     let mut count = 10i64;
     if let Some(a) = arg {
         if is(a, "reset") {
@@ -339,7 +339,7 @@ fn log(ctx: &mut Ctx<'_>, arg: Option<&Bytes>) {
 }
 
 fn dryrun(ctx: &mut Ctx<'_>, args: &[Bytes]) {
-    let Some(u) = ctx.shared.acl.get(&args[2]) else {
+    let Some(u) = ctx.acl().get(&args[2]) else {
         return reply::error(
             ctx.out,
             &format!("ERR User '{}' not found", String::from_utf8_lossy(&args[2])),

@@ -58,7 +58,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "trackinginfo") && args.len() == 2 {
         tracking_info(ctx);
     } else if is(sub, "getredir") && args.len() == 2 {
-        let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+        let s = ctx.tracking().settings(ctx.conn.handle.id);
         write_integer(ctx.out, s.map_or(-1, |s| s.redirect as i64));
     } else if is(sub, "no-evict") && args.len() == 3 {
         match on_off(&args[2]) {
@@ -80,7 +80,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "pause") && (args.len() == 3 || args.len() == 4) {
         pause(ctx, args);
     } else if is(sub, "unpause") && args.len() == 2 {
-        ctx.shared.pause.unpause();
+        ctx.server().pause.unpause();
         write_simple(ctx.out, b"OK");
     } else if is(sub, "reply") && args.len() == 3 {
         // The connection applies it (`connection::ReplyMode`).
@@ -145,7 +145,7 @@ fn unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         reply::error(ctx.out, reply::NOT_INTEGER);
         return;
     };
-    let done = id >= 0 && ctx.shared.blocking.unblock(id as u64, error);
+    let done = id >= 0 && ctx.server().blocking.unblock(id as u64, error);
     write_integer(ctx.out, done as i64);
 }
 
@@ -187,7 +187,7 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             reply::error(ctx.out, &format!("ERR Unknown client type '{text}'"));
             return;
         };
-        let all = ctx.shared.clients.all();
+        let all = ctx.server().clients.all();
         all.into_iter()
             .filter(|c| pubsub.is_some_and(|p| p == c.is_pubsub()))
             .collect()
@@ -201,7 +201,7 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) {
             found.extend(
                 u64::try_from(id)
                     .ok()
-                    .and_then(|id| ctx.shared.clients.get(id)),
+                    .and_then(|id| ctx.server().clients.get(id)),
             );
         }
         found
@@ -209,7 +209,7 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         reply::error(ctx.out, reply::SYNTAX);
         return;
     } else {
-        ctx.shared.clients.all()
+        ctx.server().clients.all()
     };
     let mut text = String::new();
     for c in clients {
@@ -221,7 +221,7 @@ fn list(ctx: &mut Ctx<'_>, args: &[Bytes]) {
 
 /// CLIENT CACHING.
 fn caching(ctx: &mut Ctx<'_>, args: &[Bytes]) {
-    let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+    let s = ctx.tracking().settings(ctx.conn.handle.id);
     let err = match s {
         Some(s) if s.optin || s.optout => {
             if is(&args[2], "yes") && s.optin {
@@ -249,7 +249,7 @@ fn caching(ctx: &mut Ctx<'_>, args: &[Bytes]) {
 /// CLIENT TRACKINGINFO.
 fn tracking_info(ctx: &mut Ctx<'_>) {
     let v = ctx.version();
-    let s = ctx.shared.tracking.settings(ctx.conn.handle.id);
+    let s = ctx.tracking().settings(ctx.conn.handle.id);
     let mut flags: Vec<&str> = Vec::new();
     match &s {
         None => flags.push("off"),
@@ -307,7 +307,7 @@ fn pause(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         None => reply::error(ctx.out, crate::base::reply::TIMEOUT_NOT_INTEGER),
         Some(ms) if ms < 0 => reply::error(ctx.out, crate::base::reply::TIMEOUT_NEGATIVE),
         Some(ms) => {
-            ctx.shared
+            ctx.server()
                 .pause
                 .pause(std::time::Duration::from_millis(ms as u64), all);
             write_simple(ctx.out, b"OK");
@@ -331,7 +331,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
                 return Err("ERR A client can only redirect to a single other client".into());
             }
             let id = parse_i64(&args[j]).ok_or(reply::NOT_INTEGER)?;
-            if id <= 0 || !ctx.shared.clients.all().iter().any(|c| c.id == id as u64) {
+            if id <= 0 || !ctx.server().clients.all().iter().any(|c| c.id == id as u64) {
                 return Err("ERR The client ID you want redirect to does not exist".into());
             }
             redirect = id as u64;
@@ -352,7 +352,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
         j += 1;
     }
     let id = ctx.conn.handle.id;
-    let tracking = ctx.shared.tracking.clone();
+    let tracking = ctx.tracking().clone();
     if is(&args[2], "off") {
         tracking.off(id);
         ctx.conn.caching = None;
@@ -405,7 +405,7 @@ fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Result<(), String> {
     if bcast && all.is_empty() {
         all.push(Bytes::new());
     }
-    let me = crate::command::listener(ctx.shared, ctx.conn).me();
+    let me = ctx.listener().me();
     let resp3 = ctx.conn.version == strata_protocol::Version::Resp3;
     tracking.on(
         id,
@@ -440,7 +440,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     if args.len() == 3 {
         let addr = String::from_utf8_lossy(&args[2]).into_owned();
         match ctx
-            .shared
+            .server()
             .clients
             .all()
             .into_iter()
@@ -477,7 +477,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         } else if is(&args[i], "laddr") {
             laddr = Some(text);
         } else if is(&args[i], "user") {
-            if ctx.shared.acl.get(val).is_none() {
+            if ctx.acl().get(val).is_none() {
                 reply::error(ctx.out, &format!("ERR No such user '{text}'"));
                 return;
             }
@@ -505,7 +505,7 @@ fn kill(ctx: &mut Ctx<'_>, args: &[Bytes]) {
         i += 2;
     }
     let mut n = 0;
-    for c in ctx.shared.clients.all() {
+    for c in ctx.server().clients.all() {
         if c.is_killed()
             || (skipme && c.id == me)
             || id.is_some_and(|x| x != c.id)

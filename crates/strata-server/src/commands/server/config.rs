@@ -13,7 +13,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if is(sub, "get") && args.len() >= 3 {
         let mut pairs = Vec::new();
         {
-            let c = ctx.shared.config.read();
+            let c = ctx.config();
             for p in &args[2..] {
                 for kv in c.get_matching(p) {
                     if !pairs.contains(&kv) {
@@ -29,7 +29,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     } else if is(sub, "set") && args.len() >= 4 && args.len() & 1 == 0 {
         let result = {
-            let mut c = ctx.shared.config.write();
+            let mut c = ctx.server().config.write();
             let protected_ok = crate::services::config::allows(
                 &c.enable_protected_configs,
                 ctx.conn.handle.is_local(),
@@ -45,7 +45,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 }
             }
             if r.is_ok() && c.tls != backup.tls {
-                r = reload_tls(ctx.shared, &c, args);
+                r = reload_tls(ctx.server(), &c, args);
             }
             if r.is_err() {
                 *c = backup; // all or nothing, as Redis does
@@ -54,7 +54,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         };
         match result {
             Ok(()) => {
-                ctx.shared.apply_config();
+                ctx.server().apply_config();
                 write_simple(ctx.out, b"OK");
             }
             Err(text) => reply::error(ctx.out, &text),
@@ -63,9 +63,9 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         reply::arity(ctx.out, "config|set");
     } else if is(sub, "resetstat") && args.len() == 2 {
         ctx.engine().reset_stats();
-        ctx.shared.cmdstats.reset();
-        ctx.shared.errorstats.reset();
-        let s = &ctx.shared.stats;
+        ctx.server().cmdstats.reset();
+        ctx.server().errorstats.reset();
+        let s = &ctx.server().stats;
         strata_engine::stats::Count::zero(&s.commands_processed);
         for c in [
             &s.connections_received,

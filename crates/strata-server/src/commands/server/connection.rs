@@ -119,7 +119,7 @@ fn authenticate(
     password: &[u8],
 ) -> Result<(), &'static str> {
     const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
-    let acl = &ctx.shared.acl;
+    let acl = &ctx.server().acl;
     let name = user.unwrap_or(b"default");
     if user.is_none() && acl.default_user().rules().nopass {
         return Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
@@ -184,13 +184,13 @@ pub fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     ctx.conn.watched.clear();
     ctx.conn.pubsub = None;
     ctx.conn.caching = None;
-    ctx.shared.tracking.off(ctx.conn.handle.id);
-    ctx.shared.monitors.remove(ctx.conn.handle.id);
+    ctx.tracking().off(ctx.conn.handle.id);
+    ctx.server().monitors.remove(ctx.conn.handle.id);
     ctx.conn.monitor = false;
     // Back to the default user, authenticated only if it needs no
     // password (`clearClientConnectionState`).
-    ctx.conn.user = ctx.shared.acl.default_user();
-    ctx.conn.authenticated = ctx.shared.acl.auto_auth();
+    ctx.conn.user = ctx.acl().default_user();
+    ctx.conn.authenticated = ctx.acl().auto_auth();
     ctx.conn.handle.info.lock().user = ctx.conn.user.name.clone();
     write_simple(ctx.out, b"RESET");
     Outcome::Done
@@ -211,8 +211,8 @@ pub fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     if ctx.conn.monitor {
         return Outcome::Done;
     }
-    let me = crate::command::listener(ctx.shared, ctx.conn).me();
-    ctx.shared.monitors.add(ctx.conn.handle.id, me);
+    let me = ctx.listener().me();
+    ctx.server().monitors.add(ctx.conn.handle.id, me);
     ctx.conn.monitor = true;
     write_simple(ctx.out, b"OK");
     Outcome::Done

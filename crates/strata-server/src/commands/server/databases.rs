@@ -29,8 +29,8 @@ fn flush_mode_ok(ctx: &mut Ctx<'_>, args: &[Bytes]) -> bool {
 pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if flush_mode_ok(ctx, args) {
         ctx.engine().flush_db(ctx.db());
-        if ctx.shared.tracking.active() {
-            ctx.shared.tracking.flush(&ctx.shared.pubsub);
+        if ctx.tracking().active() {
+            ctx.tracking().flush(&ctx.server().pubsub);
         }
         wake_blocked(ctx, &[ctx.db()]);
         write_simple(ctx.out, b"OK");
@@ -41,8 +41,8 @@ pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if flush_mode_ok(ctx, args) {
         ctx.engine().flush_all();
-        if ctx.shared.tracking.active() {
-            ctx.shared.tracking.flush(&ctx.shared.pubsub);
+        if ctx.tracking().active() {
+            ctx.tracking().flush(&ctx.server().pubsub);
         }
         let dbs: Vec<usize> = (0..ctx.engine().databases()).collect();
         wake_blocked(ctx, &dbs);
@@ -56,7 +56,7 @@ pub fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// blocked XREADGROUP gets Redis's UNBLOCKED error for a stream that went,
 /// a blocked pop is served if the key now has elements.
 fn wake_blocked(ctx: &mut Ctx<'_>, dbs: &[usize]) {
-    let blocking = &ctx.shared.blocking;
+    let blocking = &ctx.server().blocking;
     if blocking.any_waiting() {
         let sink = ctx.ready_sink();
         for &d in dbs {
@@ -98,7 +98,7 @@ pub fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// LASTSAVE: the last completed checkpoint, or the start of the server.
 pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     let last = ctx.engine().persist_info().last_checkpoint_ms / 1000;
-    let started = strata_engine::clock::now_ms() / 1000 - ctx.shared.started.elapsed().as_secs();
+    let started = strata_engine::clock::now_ms() / 1000 - ctx.server().started.elapsed().as_secs();
     write_integer(ctx.out, last.max(started) as i64);
     Outcome::Done
 }
@@ -182,18 +182,18 @@ pub fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return Outcome::Done;
         }
     }
-    if ctx.shared.scripts.busy.running() {
+    if ctx.server().scripts.busy.running() {
         // As Redis: with a script running, only SHUTDOWN NOSAVE, which
         // leaves at once (what was acknowledged is in the log as far as
         // appendfsync promised, as after kill -9; the script's own writes
         // were never acknowledged).
         if save != strata_engine::ShutdownSave::NoSave {
-            reply::error(ctx.out, ctx.shared.scripts.busy.message());
+            reply::error(ctx.out, ctx.server().scripts.busy.message());
             return Outcome::Done;
         }
         tracing::warn!("SHUTDOWN NOSAVE while a script runs: exiting now");
         std::process::exit(0);
     }
-    ctx.shared.request_shutdown(save);
+    ctx.server().request_shutdown(save);
     Outcome::Close
 }

@@ -22,7 +22,7 @@ use strata_protocol::{write_array_len, write_bulk, write_simple};
 /// back from its record, as after Redis's save-and-load).
 pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let allowed = crate::services::config::allows(
-        &ctx.shared.config.read().enable_debug_command,
+        &ctx.config().enable_debug_command,
         ctx.conn.handle.is_local(),
     );
     if !allowed {
@@ -38,7 +38,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_simple(ctx.out, b"OK");
     } else if is(sub, "set-disable-deny-scripts") && args.len() == 3 {
         let on = parse_i64(&args[2]).unwrap_or(0) != 0;
-        ctx.shared
+        ctx.server()
             .scripts
             .allow_noscript
             .store(on, std::sync::atomic::Ordering::Relaxed);
@@ -48,7 +48,7 @@ pub fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         // over at their next quiet point; 0 gives the choice back to
         // `loop-scaling`'s controller.
         let k = parse_i64(&args[2]).filter(|&k| k >= 0);
-        let forced: Result<(), String> = match (k, ctx.shared.loops.get()) {
+        let forced: Result<(), String> = match (k, ctx.server().loops.get()) {
             (None, _) => Err(reply::NOT_INTEGER.to_string()),
             (Some(_), None) => Err("ERR no connection loops (server-runtime shared)".into()),
             (Some(k), Some(pool)) => pool.force(k as usize),

@@ -17,7 +17,7 @@ pub fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];
     let n = args.len();
     let v = ctx.version();
-    let mon = &ctx.shared.latency;
+    let mon = &ctx.server().latency;
     if is(sub, "latest") && n == 2 {
         mon.with_events(|events| {
             write_array_len(ctx.out, events.len());
@@ -58,13 +58,13 @@ pub fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     } else if is(sub, "doctor") && n == 2 {
         let threshold = mon.threshold_ms.load(Relaxed);
         let (slower_than, hz) = {
-            let c = ctx.shared.config.read();
+            let c = ctx.config();
             (c.slowlog_log_slower_than, c.hz)
         };
         let text = mon.with_events(|e| doctor(e, threshold, slower_than, hz as u64));
         write_verbatim(ctx.out, v, b"txt", text.as_bytes());
     } else if is(sub, "histogram") {
-        let all = ctx.shared.cmdstats.figures();
+        let all = ctx.server().cmdstats.figures();
         let chosen: Vec<_> = all
             .iter()
             .filter(|f| f.calls > 0)

@@ -53,7 +53,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         .iter()
         .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
         .collect();
-    let text = crate::commands::server::info::render(ctx.shared, &sections);
+    let text = crate::commands::server::info::render(ctx.server(), &sections);
     write_verbatim(ctx.out, ctx.version(), b"txt", text.as_bytes());
     Outcome::Done
 }
@@ -108,7 +108,7 @@ struct Memory {
 }
 
 fn memory_figures(ctx: &Ctx<'_>) -> Memory {
-    let s = ctx.shared;
+    let s = ctx.server();
     let total = crate::base::alloc::allocated_bytes().unwrap_or_else(|| s.engine.ram_used());
     let t = s.engine.tiered_info();
     let dbs = s.config.read().databases;
@@ -210,7 +210,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         write_null(ctx.out, ctx.version());
         return Outcome::Done;
     };
-    let lfu = ctx.shared.config.read().maxmemory_policy.lfu();
+    let lfu = ctx.config().maxmemory_policy.lfu();
     if is(sub, "encoding") {
         write_bulk(ctx.out, encoding_name(&info).as_bytes());
     } else if is(sub, "idletime") {
@@ -224,7 +224,7 @@ pub fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         // policy under maxmemory needs per-key access times), whose
         // refcount reads INT_MAX; every other value has its own.
         let shareable = {
-            let c = ctx.shared.config.read();
+            let c = ctx.config();
             c.maxmemory == 0 || !c.maxmemory_policy.tracks_access()
         };
         let shared_int = shareable
@@ -271,7 +271,7 @@ fn encoding_name(info: &strata_engine::KeyInfo) -> &'static str {
 
 pub fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let sub = &args[1];
-    let log = &ctx.shared.slowlog;
+    let log = &ctx.server().slowlog;
     if is(sub, "len") {
         write_integer(ctx.out, log.len() as i64);
     } else if is(sub, "reset") {

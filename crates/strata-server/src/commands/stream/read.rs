@@ -328,7 +328,7 @@ fn blocked_try(
         let s = match get(view, key) {
             Ok(Some(s)) => s,
             _ if a.group.is_some() => {
-                reply::error(out, "UNBLOCKED the stream key no longer exists");
+                reply::error(out, crate::base::reply::STREAM_GONE);
                 return true;
             }
             _ => continue,

@@ -296,7 +296,7 @@ pub fn bitfield_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 fn bitfield_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> Outcome {
-    let fields = match parse_fields(args, ctx.shared.limits().max_bulk_len) {
+    let fields = match parse_fields(args, ctx.limits().max_bulk_len) {
         Ok(f) => f,
         Err(e) => {
             reply::error(ctx.out, e);

@@ -36,7 +36,7 @@ pub(super) fn get_bit(v: &[u8], bit: u64) -> u8 {
 }
 
 pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let max = ctx.shared.limits().max_bulk_len;
+    let max = ctx.limits().max_bulk_len;
     let Some(bit) = bit_offset(&args[2], None, max) else {
         reply::error(ctx.out, BAD_OFFSET);
         return Outcome::Done;
@@ -73,7 +73,7 @@ pub fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 pub fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let Some(bit) = bit_offset(&args[2], None, ctx.shared.limits().max_bulk_len) else {
+    let Some(bit) = bit_offset(&args[2], None, ctx.limits().max_bulk_len) else {
         reply::error(ctx.out, BAD_OFFSET);
         return Outcome::Done;
     };

@@ -49,7 +49,7 @@ fn options(args: &[Bytes]) -> Result<Options, &'static str> {
 
 pub fn lcs(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let args = args.to_vec();
-    let (max, version) = (ctx.shared.limits().max_bulk_len, ctx.version());
+    let (max, version) = (ctx.limits().max_bulk_len, ctx.version());
     let keys = vec![args[1].clone(), args[2].clone()];
     with_strings(ctx, keys, Vec::new(), move |_, _, values, out| {
         let mut strs = Vec::new();

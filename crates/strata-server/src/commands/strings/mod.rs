@@ -54,10 +54,10 @@ fn counted_bulk_or_null(
 }
 
 pub fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let (shared, db, v) = (ctx.shared, ctx.db(), ctx.version());
+    let (engine, db, v) = (ctx.engine(), ctx.db(), ctx.version());
     let out = &mut *ctx.out;
     // A value in RAM is copied into the reply under its shard lock.
-    let r = shared.engine.get_in_ram(db, &args[1], |value| match value {
+    let r = engine.get_in_ram(db, &args[1], |value| match value {
         Some(b) => write_bulk(out, b),
         None => write_null(out, v),
     });
@@ -366,7 +366,7 @@ pub(super) fn store_keeping_ttl(
 
 pub fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let suffix = args[2].clone();
-    let max = ctx.shared.limits().max_bulk_len as u64;
+    let max = ctx.limits().max_bulk_len as u64;
     // The last byte: its part grows (a chunked string).
     edit(
         ctx,
@@ -500,7 +500,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::Done;
     }
     let patch = args[3].clone();
-    let max = ctx.shared.limits().max_bulk_len;
+    let max = ctx.limits().max_bulk_len;
     if !patch.is_empty() && (offset as usize).saturating_add(patch.len()) > max {
         reply::error(ctx.out, reply::STRING_TOO_LONG);
         return Outcome::Done;

@@ -34,11 +34,11 @@ pub(crate) fn with_strings(
         ) + Send
         + 'static,
 ) -> Outcome {
-    let (shared, db) = (ctx.shared.clone(), ctx.db());
+    let (engine, db) = (ctx.engine().clone(), ctx.db());
     Outcome::Pending {
         reply: Box::pin(async move {
-            crate::command::warm(&shared, db, keys.clone()).await;
-            let engine = &shared.engine;
+            crate::command::warm(&engine, db, keys.clone()).await;
+            let engine = &engine;
             let mut held = keys.clone();
             held.extend(writes);
             let mut out = BytesMut::new();

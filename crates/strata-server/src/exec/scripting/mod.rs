@@ -32,18 +32,25 @@
 mod run;
 
 use crate::command::{ConnState, Deferred, Shared};
+use crate::registry::CommandSpec;
 use crate::services::scripts::{parse, Job};
 use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 
 /// EVAL, FCALL and friends from a connection: the declared keys are
 /// warmed, then the script runs in an exclusive section (module doc).
-pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out: &mut BytesMut) {
-    let call = match parse(args, &conn.user) {
+pub async fn eval(
+    shared: &Arc<Shared>,
+    conn: &mut ConnState,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    out: &mut BytesMut,
+) {
+    let call = match parse(spec, args, &conn.user) {
         Ok(c) => c,
         Err(e) => return crate::base::reply::error(out, e),
     };
-    crate::command::warm(shared, conn.db, call.keys.clone()).await;
+    crate::command::warm(&shared.engine, conn.db, call.keys.clone()).await;
     // The script runs on the script thread, never on a worker: however
     // long it runs, the workers answer other clients (BUSY, SCRIPT KILL).
     // (Gathering a client's pipelined scripts into one hand-off was
@@ -91,8 +98,14 @@ pub async fn eval(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], ou
 
 /// EVAL, FCALL and friends inside EXEC (already in a section; blocked
 /// clients are served after the transaction).
-pub fn eval_now(shared: &Arc<Shared>, conn: &mut ConnState, args: &[Bytes], out: &mut BytesMut) {
-    match parse(args, &conn.user) {
+pub fn eval_now(
+    shared: &Arc<Shared>,
+    conn: &mut ConnState,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    out: &mut BytesMut,
+) {
+    match parse(spec, args, &conn.user) {
         Ok(call) => {
             let deferred = conn.exec_ready.clone().unwrap_or_default();
             shared.scripts.busy.begin(&call);

@@ -402,7 +402,7 @@ impl Client {
                     shared.monitors.feed(&shared.pubsub, conn.db, &addr, args);
                 } else {
                     b.wrote = true;
-                    scripting::eval(shared, conn, args, out).await;
+                    scripting::eval(shared, conn, spec, args, out).await;
                 }
                 if silent {
                     out.truncate(mark);

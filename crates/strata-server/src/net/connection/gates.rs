@@ -174,7 +174,7 @@ async fn pause(t: &mut Turn<'_>) -> bool {
     }
     let write = match t.spec {
         Some(s) if s.role == Role::Exec => transaction::has_write(t.conn),
-        Some(s) if s.role == Role::Script => t.shared.scripts.may_write(s.name, t.args),
+        Some(s) if s.script_by().is_some() => t.shared.scripts.may_write(s, t.args),
         Some(s) => s.has(Flags::WRITE) || s.has(Flags::MAY_REPLICATE),
         None => false,
     };

@@ -22,6 +22,7 @@ pub mod vm;
 pub use busy::{allowed_while_busy, Busy, BUSY};
 pub use functions::FLAGS;
 
+use crate::registry::{CommandSpec, Flags, ScriptBy};
 use bytes::Bytes;
 use mlua::Function;
 use parking_lot::Mutex;
@@ -185,19 +186,21 @@ impl Scripts {
     /// its script says `no-writes` (or it is an `_RO` command). A script not
     /// found, or a cache held by a running script (never waited for here),
     /// counts as writing.
-    pub fn may_write(&self, name: &str, args: &[Bytes]) -> bool {
+    pub fn may_write(&self, spec: &CommandSpec, args: &[Bytes]) -> bool {
         let declared = |flags: Option<u8>| flags.is_none_or(|f| f & functions::NO_WRITES == 0);
-        match (name, args.get(1)) {
-            ("eval_ro" | "evalsha_ro" | "fcall_ro", _) => false,
-            ("eval", Some(body)) => match shebang(body) {
+        if spec.has(Flags::READONLY) {
+            return false;
+        }
+        match (spec.script_by(), args.get(1)) {
+            (Some(ScriptBy::Body), Some(body)) => match shebang(body) {
                 Ok(Some((_, flags))) => declared(Some(flags)),
                 _ => true,
             },
-            ("evalsha", Some(sha)) => self.inner.try_lock().is_none_or(|c| {
+            (Some(ScriptBy::Sha), Some(sha)) => self.inner.try_lock().is_none_or(|c| {
                 let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
                 c.by_sha.get(&sha).is_none_or(|(_, flags)| declared(*flags))
             }),
-            ("fcall", Some(f)) => self.inner.try_lock().is_none_or(|c| {
+            (Some(ScriptBy::Function), Some(f)) => self.inner.try_lock().is_none_or(|c| {
                 !c.restored
                     || c.libraries
                         .function(&String::from_utf8_lossy(f))
@@ -291,12 +294,17 @@ pub struct Call {
     pub user: Arc<crate::services::acl::User>,
 }
 
-pub fn parse(args: &[Bytes], user: &Arc<crate::services::acl::User>) -> Result<Call, &'static str> {
-    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+/// Parses the call of script command `spec` (a `Role::Script`).
+pub fn parse(
+    spec: &CommandSpec,
+    args: &[Bytes],
+    user: &Arc<crate::services::acl::User>,
+) -> Result<Call, &'static str> {
+    let by = spec.script_by().unwrap_or(ScriptBy::Body);
     let n: i64 = std::str::from_utf8(&args[2])
         .ok()
         .and_then(|s| s.parse().ok())
-        .ok_or(if name.starts_with("fcall") {
+        .ok_or(if by == ScriptBy::Function {
             "ERR Bad number of keys provided"
         } else {
             crate::base::reply::NOT_INTEGER
@@ -309,15 +317,13 @@ pub fn parse(args: &[Bytes], user: &Arc<crate::services::acl::User>) -> Result<C
     }
     let n = n as usize;
     Ok(Call {
-        kind: if name.starts_with("fcall") {
-            Kind::Function
-        } else {
-            Kind::Eval {
-                by_sha: name.starts_with("evalsha"),
-            }
+        kind: match by {
+            ScriptBy::Function => Kind::Function,
+            ScriptBy::Body => Kind::Eval { by_sha: false },
+            ScriptBy::Sha => Kind::Eval { by_sha: true },
         },
         script: args[1].clone(),
-        read_only: name.ends_with("_ro"),
+        read_only: spec.has(Flags::READONLY),
         keys: args[3..3 + n].to_vec(),
         argv: args[3 + n..].to_vec(),
         command: args.to_vec(),

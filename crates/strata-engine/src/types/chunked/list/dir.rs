@@ -4,7 +4,7 @@
 use super::part::{packed_iter, Items};
 use super::ChunkedList;
 use crate::base::FlashLoc;
-use crate::types::chunked::{Dir, DirHead, PartInfo};
+use crate::types::parts::{Dir, DirHead, PartInfo};
 use crate::types::{packed_len, put, Malformed};
 use std::collections::VecDeque;
 

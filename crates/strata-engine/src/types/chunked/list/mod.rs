@@ -40,9 +40,10 @@ mod part;
 
 pub use part::{measure_list, measure_list_range};
 
-use super::{DirHead, PartInfo, CHUNK_MAX};
+use super::CHUNK_MAX;
 use crate::base::FlashLoc;
 use crate::types::packed_len;
+use crate::types::parts::{DirHead, PartInfo};
 use part::{Items, LPart};
 use std::collections::VecDeque;
 

@@ -23,9 +23,10 @@ mod record;
 pub use order::{Order, OrderInfo, ORDER_DEPTH};
 pub use record::{cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey};
 
-use super::dir::PartClock;
-use super::{Chunked, Dir, DirHead, PartInfo};
+use super::Chunked;
 use crate::base::FlashLoc;
+use crate::types::parts::PartClock;
+use crate::types::parts::{Dir, DirHead, PartInfo};
 use crate::types::zset::{below_min, within_max};
 use crate::types::Malformed;
 use std::ops::Bound;
@@ -247,9 +248,6 @@ impl Dir for ChunkedZSet {
             loc: p.loc,
             seq: p.seq,
         }
-    }
-    fn zset(&self) -> Option<&ChunkedZSet> {
-        Some(self)
     }
     fn part_first(&self, i: usize) -> Option<&[u8]> {
         self.oi(i).map(|j| &self.order.part(j).first[..])

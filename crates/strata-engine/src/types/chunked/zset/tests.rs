@@ -1,5 +1,6 @@
 use super::*;
-use crate::types::chunked::{elem_hash, CHUNK_MAX};
+use crate::types::chunked::CHUNK_MAX;
+use crate::types::parts::elem_hash;
 use crate::types::ZSet;
 use std::collections::HashMap;
 

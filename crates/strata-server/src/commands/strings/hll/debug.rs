@@ -129,7 +129,7 @@ fn decode(v: &[u8]) -> String {
 /// small, that both count alike, and that the error is within six
 /// standard errors (Redis's test, run off the runtime's workers).
 pub fn pfselftest(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
-    let sparse_max = ctx.shared.config.read().hll_sparse_max_bytes as usize;
+    let sparse_max = ctx.config().hll_sparse_max_bytes as usize;
     Outcome::Pending {
         reply: Box::pin(async move {
             let mut out = BytesMut::new();

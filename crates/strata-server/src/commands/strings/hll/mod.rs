@@ -79,7 +79,7 @@ fn merge_inputs(
 
 /// `hll-sparse-max-bytes`: a sparse HLL growing past it becomes dense.
 fn sparse_max(ctx: &Ctx<'_>) -> usize {
-    ctx.shared.config.read().hll_sparse_max_bytes as usize
+    ctx.config().hll_sparse_max_bytes as usize
 }
 
 pub fn pfadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {

@@ -28,7 +28,8 @@
 
 use super::record::key_bytes;
 use crate::base::FlashLoc;
-use crate::types::chunked::{Changes, CHUNK_MAX};
+use crate::types::chunked::CHUNK_MAX;
+use crate::types::parts::Changes;
 use std::cmp::Ordering;
 
 use super::record::cmp_zkey;

@@ -1,0 +1,249 @@
+//! `Dir`: a chunked collection's directory as the engine's journal,
+//! demotion, collector, checkpoint and recovery see it, whatever the
+//! collection's type (hash, set, list, sorted set, stream, big string):
+//! its head record (`DirHead`) and what it says of each part (`PartInfo`).
+
+use super::clock::{clock_walk, PartClock};
+use crate::base::{FlashLoc, Malformed};
+
+/// One scan step: (element, value bytes) pairs and the next cursor.
+pub type ScanStep<'a> = (Vec<(&'a [u8], &'a [u8])>, u64);
+
+/// What the engine sees of one part, whatever the collection's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartInfo {
+    pub low: u64,
+    pub depth: u8,
+    pub dirty: bool,
+    pub resident: bool,
+    pub count: u32,
+    pub body: u32,
+    pub ver: u32,
+    pub loc: Option<FlashLoc>,
+    pub seq: u64,
+}
+
+impl PartInfo {
+    /// A part on flash whose record at `loc` (sequence `seq`) holds
+    /// `count` elements of `body` bytes (a checkpoint's or recovery's).
+    pub fn on_flash(low: u64, depth: u8, count: u32, body: u32, loc: FlashLoc, seq: u64) -> Self {
+        PartInfo {
+            low,
+            depth,
+            dirty: false,
+            resident: false,
+            count,
+            body,
+            ver: 0,
+            loc: Some(loc),
+            seq,
+        }
+    }
+}
+
+/// A chunked collection's incarnation and head record (kind 8), the same
+/// for every element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirHead {
+    /// Collection id: names this incarnation's records (docs/format.md,
+    /// kinds 8 and 9), so records of an older one are never taken for it.
+    pub cid: u64,
+    /// The head record, once written, and its sequence number.
+    pub loc: Option<FlashLoc>,
+    pub seq: u64,
+    /// The head must be written (again): a new collection, a new TTL, or
+    /// (lists) a new span.
+    pub dirty: bool,
+}
+
+impl DirHead {
+    /// The head of a new incarnation (not written yet).
+    pub fn new(cid: u64) -> DirHead {
+        DirHead {
+            cid,
+            loc: None,
+            seq: 0,
+            dirty: true,
+        }
+    }
+    /// The head of a collection recovered from its record at `loc`.
+    pub fn written(cid: u64, loc: Option<FlashLoc>, seq: u64) -> DirHead {
+        DirHead {
+            cid,
+            loc,
+            seq,
+            dirty: false,
+        }
+    }
+}
+
+/// A chunked collection's directory, as the engine's journal, demotion,
+/// collector and checkpoint use it (object-safe over the element type).
+pub trait Dir {
+    fn head(&self) -> &DirHead;
+    fn head_mut(&mut self) -> &mut DirHead;
+    fn cid(&self) -> u64 {
+        self.head().cid
+    }
+    fn head_loc(&self) -> Option<FlashLoc> {
+        self.head().loc
+    }
+    fn set_head_loc(&mut self, loc: Option<FlashLoc>) {
+        self.head_mut().loc = loc;
+    }
+    fn head_seq(&self) -> u64 {
+        self.head().seq
+    }
+    fn set_head_seq(&mut self, seq: u64) {
+        self.head_mut().seq = seq;
+    }
+    fn head_dirty(&self) -> bool {
+        self.head().dirty
+    }
+    fn set_head_dirty(&mut self, dirty: bool) {
+        self.head_mut().dirty = dirty;
+    }
+    /// The positions `[start, end)` a list's head record carries (None for
+    /// hashes and sets).
+    fn head_span(&self) -> Option<(u64, u64)> {
+        None
+    }
+    /// Changes whenever the head's own fields may have changed (a
+    /// stream's counters and groups): a head is published clean only if
+    /// this did not move since its capture. 0 for types whose head holds
+    /// only the span.
+    fn head_version(&self) -> u64 {
+        0
+    }
+    /// Appends the fields the head record carries after the span (a
+    /// stream's counters and groups; nothing for other types).
+    fn head_meta(&self, _out: &mut Vec<u8>) {}
+    /// The span the newest head record found by recovery names (lists).
+    fn recovered_span(&self) -> Option<(u64, u64)> {
+        None
+    }
+    fn set_recovered_span(&mut self, _span: (u64, u64)) {}
+    fn part_count(&self) -> usize;
+    fn part(&self, i: usize) -> PartInfo;
+    /// The lower bound of part `i`'s range when it is not a number: a
+    /// sorted set's order part (`zset::Order`); None otherwise.
+    fn part_first(&self, _i: usize) -> Option<&[u8]> {
+        None
+    }
+    /// The part named `(low, depth)` (a chunk record's name), if it still
+    /// exists; `hint`: where it was.
+    fn find_part(&self, low: u64, depth: u8, _hint: usize) -> Option<usize> {
+        let i = self.part_of(low);
+        let p = self.part(i);
+        (p.low == low && p.depth == depth).then_some(i)
+    }
+    /// Index of the part holding hash `h`.
+    fn part_of(&self, h: u64) -> usize;
+    /// The part holding the element at position `i` of the iteration order.
+    fn part_at(&self, i: usize) -> Option<usize>;
+    /// The parts a scan step covers (`Chunked::scan_parts`).
+    fn scan_parts(&self, from: u64, count: usize) -> std::ops::Range<usize>;
+    /// The demoter's hand over the parts in RAM, from where it stopped
+    /// last: a used one loses its mark (spared), a clean one with a record
+    /// leaves RAM (freed), a changed one is listed to be written; it stops
+    /// once the freed and listed parts hold `want` bytes (or after one
+    /// turn), so one huge collection is not emptied to free a little.
+    /// Returns (spared, freed, examined, changed parts).
+    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+        let n = self.part_count();
+        let mut hand = *self.hand();
+        let step = clock_walk(n, &mut hand, want, |i| self.part_clock(i));
+        *self.hand() = hand;
+        for &i in &step.free {
+            self.evict(i);
+        }
+        step.into_counts()
+    }
+    /// Where the demoter's hand stopped (a hint for the next pass).
+    fn hand(&mut self) -> &mut usize;
+    /// What the demoter's hand sees of part `i` (reading it clears the
+    /// part's used mark): by default, what `part` says of it.
+    fn part_clock(&mut self, i: usize) -> PartClock {
+        let info = self.part(i);
+        PartClock {
+            resident: info.resident,
+            referenced: self.clock(i),
+            dirty: info.dirty,
+            has_record: info.loc.is_some(),
+            body: info.body as usize,
+        }
+    }
+    /// Points part `i` at `loc` (a moved copy of its record).
+    fn set_part_loc(&mut self, i: usize, loc: FlashLoc);
+    /// The parts whose record is `loc`, a record of the range at `low`,
+    /// `depth` (they lie in that range: invariant 5) with this chunk body.
+    fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8, body: &[u8]) -> Vec<usize>;
+    fn encode_part(&self, i: usize, out: &mut Vec<u8>);
+    fn published(
+        &mut self,
+        i: usize,
+        ver: u32,
+        loc: FlashLoc,
+        seq: u64,
+    ) -> Option<Option<FlashLoc>>;
+    fn evict(&mut self, i: usize) -> usize;
+    /// Part `i`'s used mark (CLOCK: set by reads, cleared by the
+    /// demoter's hand), if the part exists and has one.
+    fn used_mark(&mut self, i: usize) -> Option<&mut bool>;
+    /// Marks part `i` used (CLOCK).
+    fn touch(&mut self, i: usize) {
+        if let Some(m) = self.used_mark(i) {
+            *m = true;
+        }
+    }
+    /// The demoter's hand passes part `i`: returns whether it was used
+    /// since, clearing the mark.
+    fn clock(&mut self, i: usize) -> bool {
+        self.used_mark(i)
+            .is_some_and(|m| std::mem::replace(m, false))
+    }
+    /// Installs part `i`'s elements from the record at `loc`, whose chunk
+    /// is `named` (low, depth) and has this body, if the part is still cold
+    /// there; returns whether it was installed.
+    fn install(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        body: &[u8],
+        named: (u64, u8),
+    ) -> Result<bool, Malformed>;
+    fn take_new_refs(&mut self) -> Vec<FlashLoc>;
+    /// Records no part refers to any more since the last call (a list's
+    /// parts popped or trimmed away); the engine releases each once.
+    fn take_dropped_refs(&mut self) -> Vec<FlashLoc> {
+        Vec::new()
+    }
+    fn resident_bytes(&self) -> usize;
+    fn resident_parts(&self) -> usize;
+    fn body_len(&self) -> usize;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Checks the directory's invariants (tests).
+    fn check(&self) -> Result<(), String>;
+    /// Whether any part changed since its record (O(parts)).
+    fn any_dirty(&self) -> bool {
+        (0..self.part_count()).any(|i| self.part(i).dirty)
+    }
+    /// The parts changed since their records, in order (what the journal
+    /// writes).
+    fn dirty_parts(&self) -> Vec<usize> {
+        (0..self.part_count())
+            .filter(|&i| self.part(i).dirty)
+            .collect()
+    }
+    /// Every record the directory refers to, once per reference.
+    fn locs(&self) -> Vec<FlashLoc> {
+        let mut v: Vec<FlashLoc> = (0..self.part_count())
+            .filter_map(|i| self.part(i).loc)
+            .collect();
+        v.extend(self.head_loc());
+        v
+    }
+}
