@@ -250,10 +250,7 @@ impl Blocking {
                         if w.kind == Kind::GroupRead =>
                     {
                         let mut out = BytesMut::new();
-                        crate::base::reply::error(
-                            &mut out,
-                            crate::base::reply::STREAM_GONE,
-                        );
+                        crate::base::reply::error(&mut out, crate::base::reply::STREAM_GONE);
                         self.deliver(&w, out);
                     }
                     Read::Ready(Err(strata_engine::EngineError::WrongType))
