@@ -354,145 +354,24 @@ fn key_at(tokens: &[&[u8]], i: usize) -> Result<Bytes, &'static str> {
     }
 }
 
+/// A command line other than a storage command, decoded: one function per
+/// command below, this the table.
 fn decode_line(tokens: &[&[u8]]) -> McFrame {
-    let req = |r| McFrame::Request(r);
-    match tokens.first().copied().unwrap_or(b"") {
-        cmd @ (b"get" | b"gets") => {
-            if tokens.len() < 2 {
-                return McFrame::Reply(ERROR);
-            }
-            match tokens
-                .get(1..)
-                .unwrap_or(&[])
-                .iter()
-                .map(|k| key_or_err(k))
-                .collect()
-            {
-                Ok(keys) => req(McRequest::Get {
-                    keys,
-                    with_cas: cmd == b"gets",
-                    touch: None,
-                }),
-                Err(e) => McFrame::Reply(e),
-            }
-        }
-        cmd @ (b"gat" | b"gats") => {
-            if tokens.len() < 3 {
-                return McFrame::Reply(ERROR);
-            }
-            let Some(exptime) = parse_i64(tok(tokens, 1)) else {
-                return McFrame::Reply(BAD_EXPTIME);
-            };
-            match tokens
-                .get(2..)
-                .unwrap_or(&[])
-                .iter()
-                .map(|k| key_or_err(k))
-                .collect()
-            {
-                Ok(keys) => req(McRequest::Get {
-                    keys,
-                    with_cas: cmd == b"gats",
-                    touch: Some(exptime),
-                }),
-                Err(e) => McFrame::Reply(e),
-            }
-        }
-        b"delete" => {
-            let key = match key_at(tokens, 1) {
-                Ok(k) => k,
-                Err(e) => return McFrame::Reply(e),
-            };
-            // `delete <key> 0 [noreply]` is accepted (an old time argument).
-            let rest = match tokens.get(2) {
-                Some(&b"0") => 3,
-                _ => 2,
-            };
-            match noreply_at(tokens, rest) {
-                Some(noreply) => req(McRequest::Delete { key, noreply }),
-                None => McFrame::Reply(DELETE_USAGE),
-            }
-        }
-        cmd @ (b"incr" | b"decr") => {
-            if tokens.len() < 3 {
-                return McFrame::Reply(ERROR);
-            }
-            let key = match key_at(tokens, 1) {
-                Ok(k) => k,
-                Err(e) => return McFrame::Reply(e),
-            };
-            let Some(delta) = parse_u64(tok(tokens, 2)) else {
-                return McFrame::Reply(BAD_DELTA);
-            };
-            match noreply_at(tokens, 3) {
-                Some(noreply) => req(McRequest::Arith {
-                    key,
-                    incr: cmd == b"incr",
-                    delta,
-                    noreply,
-                }),
-                None => McFrame::Reply(ERROR),
-            }
-        }
-        b"touch" => {
-            if tokens.len() < 3 {
-                return McFrame::Reply(ERROR);
-            }
-            let key = match key_at(tokens, 1) {
-                Ok(k) => k,
-                Err(e) => return McFrame::Reply(e),
-            };
-            let Some(exptime) = parse_i64(tok(tokens, 2)) else {
-                return McFrame::Reply(BAD_EXPTIME);
-            };
-            match noreply_at(tokens, 3) {
-                Some(noreply) => req(McRequest::Touch {
-                    key,
-                    exptime,
-                    noreply,
-                }),
-                None => McFrame::Reply(ERROR),
-            }
-        }
-        b"flush_all" => {
-            let (delay, rest) = match tokens.get(1) {
-                Some(&b"noreply") | None => (0, 1),
-                Some(t) => match parse_i64(t) {
-                    Some(d) => (d, 2),
-                    None => return McFrame::Reply(BAD_EXPTIME),
-                },
-            };
-            match noreply_at(tokens, rest) {
-                Some(noreply) => req(McRequest::FlushAll { delay, noreply }),
-                None => McFrame::Reply(BAD_EXPTIME),
-            }
-        }
-        b"version" => req(McRequest::Version),
-        b"verbosity" => {
-            if tokens.len() < 2 || parse_u64(tok(tokens, 1)).is_none() {
-                return McFrame::Reply(ERROR);
-            }
-            match noreply_at(tokens, 2) {
-                Some(noreply) => req(McRequest::Verbosity { noreply }),
-                None => McFrame::Reply(ERROR),
-            }
-        }
-        b"quit" => req(McRequest::Quit),
-        // Only metadump: the other lru_crawler controls tune memcached's
-        // crawler, which Strata does not have (its expiry sweep runs on its
-        // own).
-        b"lru_crawler" => match (tokens.get(1).copied(), tokens.get(2).copied()) {
-            (Some(b"metadump"), Some(b"all" | b"hash")) => req(McRequest::Metadump),
-            // Strata's items form one class, as memcached's `cls=1`.
-            (Some(b"metadump"), Some(ids))
-                if ids.split(|&b| b == b',').all(|id| parse_u64(id).is_some()) =>
-            {
-                req(McRequest::Metadump)
-            }
-            (Some(b"metadump"), Some(_)) => McFrame::Reply(BAD_CLASS),
-            _ => McFrame::Reply(ERROR),
-        },
-        b"stats" => req(McRequest::Stats {
+    let decoded = match tokens.first().copied().unwrap_or(b"") {
+        b"get" => retrieve(tokens, false, false),
+        b"gets" => retrieve(tokens, true, false),
+        b"gat" => retrieve(tokens, false, true),
+        b"gats" => retrieve(tokens, true, true),
+        b"delete" => delete(tokens),
+        b"incr" => arith(tokens, true),
+        b"decr" => arith(tokens, false),
+        b"touch" => touch(tokens),
+        b"flush_all" => flush_all(tokens),
+        b"version" => Ok(McRequest::Version),
+        b"verbosity" => verbosity(tokens),
+        b"quit" => Ok(McRequest::Quit),
+        b"lru_crawler" => lru_crawler(tokens),
+        b"stats" => Ok(McRequest::Stats {
             args: tokens
                 .get(1..)
                 .unwrap_or(&[])
@@ -500,33 +379,134 @@ fn decode_line(tokens: &[&[u8]]) -> McFrame {
                 .map(|t| Bytes::copy_from_slice(t))
                 .collect(),
         }),
-        b"mn" => req(McRequest::Meta {
+        b"mn" => Ok(McRequest::Meta {
             cmd: MetaCmd::Noop,
             key: Bytes::new(),
             base64_key: false,
             flags: Vec::new(),
             data: None,
         }),
-        cmd @ (b"mg" | b"md" | b"ma" | b"me") => {
-            let cmd = match cmd {
-                b"mg" => MetaCmd::Get,
-                b"md" => MetaCmd::Delete,
-                b"ma" => MetaCmd::Arithmetic,
-                _ => MetaCmd::Debug,
-            };
-            match meta_key_and_flags(tokens, cmd) {
-                Ok((key, base64_key, flags)) => req(McRequest::Meta {
-                    cmd,
-                    key,
-                    base64_key,
-                    flags,
-                    data: None,
-                }),
-                Err(e) => McFrame::Reply(e),
-            }
-        }
-        _ => McFrame::Reply(ERROR),
+        b"mg" => meta(tokens, MetaCmd::Get),
+        b"md" => meta(tokens, MetaCmd::Delete),
+        b"ma" => meta(tokens, MetaCmd::Arithmetic),
+        b"me" => meta(tokens, MetaCmd::Debug),
+        _ => Err(ERROR),
+    };
+    match decoded {
+        Ok(r) => McFrame::Request(r),
+        Err(e) => McFrame::Reply(e),
     }
+}
+
+/// `get`/`gets <key>*`, `gat`/`gats <exptime> <key>*`.
+fn retrieve(tokens: &[&[u8]], with_cas: bool, with_touch: bool) -> Result<McRequest, &'static str> {
+    let first = if with_touch { 2 } else { 1 };
+    if tokens.len() < first + 1 {
+        return Err(ERROR);
+    }
+    let touch = match with_touch {
+        true => Some(parse_i64(tok(tokens, 1)).ok_or(BAD_EXPTIME)?),
+        false => None,
+    };
+    let keys = tokens[first..]
+        .iter()
+        .map(|k| key_or_err(k))
+        .collect::<Result<_, _>>()?;
+    Ok(McRequest::Get {
+        keys,
+        with_cas,
+        touch,
+    })
+}
+
+/// `delete <key> [0] [noreply]` (the 0: an old time argument).
+fn delete(tokens: &[&[u8]]) -> Result<McRequest, &'static str> {
+    let key = key_at(tokens, 1)?;
+    let rest = match tokens.get(2) {
+        Some(&b"0") => 3,
+        _ => 2,
+    };
+    let noreply = noreply_at(tokens, rest).ok_or(DELETE_USAGE)?;
+    Ok(McRequest::Delete { key, noreply })
+}
+
+/// `incr`/`decr <key> <delta> [noreply]`.
+fn arith(tokens: &[&[u8]], incr: bool) -> Result<McRequest, &'static str> {
+    if tokens.len() < 3 {
+        return Err(ERROR);
+    }
+    let key = key_at(tokens, 1)?;
+    let delta = parse_u64(tok(tokens, 2)).ok_or(BAD_DELTA)?;
+    let noreply = noreply_at(tokens, 3).ok_or(ERROR)?;
+    Ok(McRequest::Arith {
+        key,
+        incr,
+        delta,
+        noreply,
+    })
+}
+
+/// `touch <key> <exptime> [noreply]`.
+fn touch(tokens: &[&[u8]]) -> Result<McRequest, &'static str> {
+    if tokens.len() < 3 {
+        return Err(ERROR);
+    }
+    let key = key_at(tokens, 1)?;
+    let exptime = parse_i64(tok(tokens, 2)).ok_or(BAD_EXPTIME)?;
+    let noreply = noreply_at(tokens, 3).ok_or(ERROR)?;
+    Ok(McRequest::Touch {
+        key,
+        exptime,
+        noreply,
+    })
+}
+
+/// `flush_all [delay] [noreply]`.
+fn flush_all(tokens: &[&[u8]]) -> Result<McRequest, &'static str> {
+    let (delay, rest) = match tokens.get(1) {
+        Some(&b"noreply") | None => (0, 1),
+        Some(t) => (parse_i64(t).ok_or(BAD_EXPTIME)?, 2),
+    };
+    let noreply = noreply_at(tokens, rest).ok_or(BAD_EXPTIME)?;
+    Ok(McRequest::FlushAll { delay, noreply })
+}
+
+/// `verbosity <level> [noreply]`.
+fn verbosity(tokens: &[&[u8]]) -> Result<McRequest, &'static str> {
+    if tokens.len() < 2 || parse_u64(tok(tokens, 1)).is_none() {
+        return Err(ERROR);
+    }
+    let noreply = noreply_at(tokens, 2).ok_or(ERROR)?;
+    Ok(McRequest::Verbosity { noreply })
+}
+
+/// Only `lru_crawler metadump`: the other lru_crawler controls tune
+/// memcached's crawler, which Strata does not have (its expiry sweep runs
+/// on its own).
+fn lru_crawler(tokens: &[&[u8]]) -> Result<McRequest, &'static str> {
+    match (tokens.get(1).copied(), tokens.get(2).copied()) {
+        (Some(b"metadump"), Some(b"all" | b"hash")) => Ok(McRequest::Metadump),
+        // Strata's items form one class, as memcached's `cls=1`.
+        (Some(b"metadump"), Some(ids))
+            if ids.split(|&b| b == b',').all(|id| parse_u64(id).is_some()) =>
+        {
+            Ok(McRequest::Metadump)
+        }
+        (Some(b"metadump"), Some(_)) => Err(BAD_CLASS),
+        _ => Err(ERROR),
+    }
+}
+
+/// `mg`, `md`, `ma`, `me <key> <flags>*`.
+fn meta(tokens: &[&[u8]], cmd: MetaCmd) -> Result<McRequest, &'static str> {
+    let (key, base64_key, flags) = meta_key_and_flags(tokens, cmd)?;
+    Ok(McRequest::Meta {
+        cmd,
+        key,
+        base64_key,
+        flags,
+        data: None,
+    })
 }
 
 fn key_or_err(k: &[u8]) -> Result<Bytes, &'static str> {
