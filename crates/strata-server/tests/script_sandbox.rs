@@ -5,7 +5,8 @@
 //! error (code, message, ERR for none), `redis.acl_check_cmd` answers for
 //! the caller's user, a function library's shebang is split as Redis
 //! splits it (quotes), and a subcommand flagged `noscript` (CLUSTER RESET,
-//! CONFIG SET) is refused in a script. Eval scripts and functions both.
+//! CONFIG SET) is refused in a script, and `unpack` checks its range as
+//! Redis's patched Lua does. Eval scripts and functions both.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -67,6 +68,21 @@ fn the_sandbox_matches_redis_7() {
         "return redis.acl_check_cmd('nosuchcmd')",
         "return redis.call('cluster', 'reset')",
         "return redis.call('config', 'set', 'maxmemory', '0')",
+        // unpack over a range past C's int (it crashed the server), and
+        // its checks as Lua 5.1 makes them.
+        "return {unpack({1,2,3}, -2, 2147483647)}",
+        "return {unpack({1,2,3}, 0, 2147483647)}",
+        "return {unpack({1,2,3}, -2147483648, -2)}",
+        "return unpack({1,2,3}, 1, 100000)",
+        "return {unpack({1,2,3}, 'a')}",
+        "return {unpack('x')}",
+        "return {unpack()}",
+        "return {unpack({1,2,3}, 2.7, 3.9)}",
+        "return {unpack({1,2,3}, -1, 5)}",
+        "return {unpack({1,2,3}, nil, 2)}",
+        "return {unpack({1,2,3}, '2', '3')}",
+        "return {unpack({1,2,3})}",
+        "return {unpack({1,2,3}, 3, 1)}",
     ];
     let (a, b) = (both(redis.port, &scripts), both(strata.port, &scripts));
     for (x, y) in a.iter().zip(&b) {
