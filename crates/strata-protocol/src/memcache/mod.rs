@@ -408,7 +408,9 @@ fn retrieve(tokens: &[&[u8]], with_cas: bool, with_touch: bool) -> Result<McRequ
         true => Some(parse_i64(tok(tokens, 1)).ok_or(BAD_EXPTIME)?),
         false => None,
     };
-    let keys = tokens[first..]
+    let keys = tokens
+        .get(first..)
+        .unwrap_or(&[])
         .iter()
         .map(|k| key_or_err(k))
         .collect::<Result<_, _>>()?;
