@@ -5,8 +5,8 @@
 //! error (code, message, ERR for none), `redis.acl_check_cmd` answers for
 //! the caller's user, a function library's shebang is split as Redis
 //! splits it (quotes), and a subcommand flagged `noscript` (CLUSTER RESET,
-//! CONFIG SET) is refused in a script, and `unpack` checks its range as
-//! Redis's patched Lua does. Eval scripts and functions both.
+//! CONFIG SET) is refused in a script, `unpack` checks its range as
+//! Redis's patched Lua does, and a string's metatable is read-only. Eval scripts and functions both.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -83,6 +83,18 @@ fn the_sandbox_matches_redis_7() {
         "return {unpack({1,2,3}, '2', '3')}",
         "return {unpack({1,2,3})}",
         "return {unpack({1,2,3}, 3, 1)}",
+        // The metatables of values that are not tables are every script's:
+        // read-only (a string's reached the string library itself).
+        "getmetatable('').__index = function() return 1 end",
+        "getmetatable('').__index.upper = 1",
+        "getmetatable('').__metatable = 1",
+        "return ('abc'):upper()",
+        "return getmetatable('').__index == string",
+        "getmetatable(nil).__index = function() return 1 end",
+        "getmetatable(123.222).__index = function() return 1 end",
+        "getmetatable(true).__index = function() return 1 end",
+        "getmetatable(function() return 1 end).__index = function() return 1 end",
+        "getmetatable(coroutine.create(function() return 1 end)).__index = 1",
     ];
     let (a, b) = (both(redis.port, &scripts), both(strata.port, &scripts));
     for (x, y) in a.iter().zip(&b) {

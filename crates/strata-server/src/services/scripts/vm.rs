@@ -205,9 +205,11 @@ setmetatable = function(t, m)
   if ro[t] then error("Attempt to modify a readonly table", 0) end
   return raw_setmetatable(t, m)
 end
+-- A value that is not a table shares its type's metatable with every
+-- script (a string's: its methods), so it is read-only too.
 getmetatable = function(t)
   local m = raw_getmetatable(t)
-  if ro[t] and type(m) == "table" then return view(m) end
+  if (ro[t] or type(t) ~= "table") and type(m) == "table" then return view(m) end
   return m
 end
 rawset = function(t, k, v)
@@ -230,6 +232,9 @@ local function seal(g)
     local t = rawget(g, n)
     if type(t) == "table" then raw_rawset(g, n, view(t)) end
   end
+  -- A string's methods: the string library's read-only view, so that
+  -- getmetatable('').__index cannot reach the library itself.
+  raw_getmetatable("").__index = rawget(g, "string")
   protect(g)
   ro[g] = true
   local v = view(g)
