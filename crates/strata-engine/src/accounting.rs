@@ -155,7 +155,12 @@ impl Inner {
         t.write_errors = Stats::get(&st.write_errors);
         t.gc_bytes_relocated = Stats::get(&st.gc_bytes_relocated);
         t.segments_freed = Stats::get(&st.segments_freed);
-        t.flash_bytes_written = Stats::get(&st.flash_bytes_written);
+        let d = &st.device;
+        t.flash_bytes_written = d.total();
+        t.journal_device_bytes = Stats::get(&d.journal);
+        t.demotion_device_bytes = Stats::get(&d.demotion);
+        t.collector_device_bytes = Stats::get(&d.collector);
+        t.checkpoint_device_bytes = Stats::get(&d.checkpoint) + Stats::get(&d.checkpoint_files);
         t.pending_reads = Stats::get(&st.pending_reads);
         t.pending_stashes = Stats::get(&st.pending_stashes);
         t.evicted_keys = Stats::get(&st.evicted_keys);

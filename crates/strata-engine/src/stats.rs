@@ -29,8 +29,8 @@ pub struct Stats {
     pub gc_bytes_relocated: AtomicU64,
     /// Segments freed by the garbage collector or eviction.
     pub segments_freed: AtomicU64,
-    /// Bytes written to the device (records, headers and padding).
-    pub flash_bytes_written: AtomicU64,
+    /// Bytes written to the device, by who wrote them.
+    pub device: DeviceWrites,
     /// Device reads in flight (gauge).
     pub pending_reads: AtomicU64,
     /// Values in the demotion write being issued (gauge).
@@ -182,6 +182,44 @@ impl Stats {
     }
 }
 
+/// Bytes written to the device, counted where each write is issued, by
+/// the writer that issued it: the segment log's (records, segment headers,
+/// page padding, the writes of segment rolls) and the checkpoint files'.
+/// Every device write of the engine is in one of them; none is estimated.
+#[derive(Default)]
+pub struct DeviceWrites {
+    /// The journal's batches (appendonly).
+    pub journal: AtomicU64,
+    /// Demotion: values and parts leaving RAM.
+    pub demotion: AtomicU64,
+    /// The collector's moves of live records.
+    pub collector: AtomicU64,
+    /// Records a checkpoint writes into the log (saved values, the
+    /// database mapping, the function libraries).
+    pub checkpoint: AtomicU64,
+    /// Checkpoint files (`checkpoint.tmp`, renamed in place).
+    pub checkpoint_files: AtomicU64,
+}
+
+impl DeviceWrites {
+    /// Bytes appended to the segment log.
+    pub fn log(&self) -> u64 {
+        [
+            &self.journal,
+            &self.demotion,
+            &self.collector,
+            &self.checkpoint,
+        ]
+        .iter()
+        .map(|c| c.load(Relaxed))
+        .sum()
+    }
+    /// Every byte written to the device.
+    pub fn total(&self) -> u64 {
+        self.log() + self.checkpoint_files.load(Relaxed)
+    }
+}
+
 /// A consistent-enough snapshot of the tiering state for INFO.
 #[derive(Clone, Debug, Default)]
 pub struct TieredInfo {
@@ -226,7 +264,13 @@ pub struct TieredInfo {
     pub gc_bytes_relocated: u64,
     pub segments: u64,
     pub segments_freed: u64,
+    /// Every byte written to the device (`DeviceWrites::total`).
     pub flash_bytes_written: u64,
+    /// Of those, by writer (`DeviceWrites`; checkpoint: records and files).
+    pub journal_device_bytes: u64,
+    pub demotion_device_bytes: u64,
+    pub collector_device_bytes: u64,
+    pub checkpoint_device_bytes: u64,
     pub flash_live_bytes: u64,
     pub allocated_bytes: u64,
     pub capacity_bytes: u64,
@@ -252,18 +296,6 @@ impl TieredInfo {
             0.0
         } else {
             self.ram_hits as f64 / total as f64
-        }
-    }
-
-    /// Device bytes written per byte of records the workload asked for
-    /// (journaled changes plus demoted values): padding, segment headers
-    /// and the collector's moves are the amplification.
-    pub fn write_amplification(&self) -> f64 {
-        let logical = self.stash_bytes + self.journal_bytes;
-        if logical == 0 {
-            0.0
-        } else {
-            self.flash_bytes_written as f64 / logical as f64
         }
     }
 }

@@ -181,7 +181,9 @@ impl Engine {
 
 impl Inner {
     fn log_bytes_since_checkpoint(&self) -> u64 {
-        Stats::get(&self.stats.flash_bytes_written)
+        self.stats
+            .device
+            .log()
             .saturating_sub(self.durability.persist.checkpoint_log_bytes.load(Relaxed))
     }
 

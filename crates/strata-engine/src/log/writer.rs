@@ -331,7 +331,7 @@ impl SegmentWriter {
         r
     }
 
-    /// As `flush`, then adds to `counter` (INFO's flash_bytes_written) every
+    /// As `flush`, then adds to `counter` (INFO's device bytes of the writer's user: `stats::DeviceWrites`) every
     /// byte this writer wrote since the last such call, padding and the
     /// writes of segment rolls included, whether or not the flush failed.
     pub fn flush_counted(&mut self, counter: &std::sync::atomic::AtomicU64) -> std::io::Result<()> {

@@ -464,7 +464,7 @@ fn write_chunk_victims(
             }
         }
     }
-    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
+    let flushed = writer.flush_counted(&inner.stats.device.demotion);
     let ok = flushed.is_ok() && !matches!(r, Err(AppendError::Io(_)));
     let mut moved = 0;
     for (i, (db, key, st)) in victims.iter().enumerate() {
@@ -517,7 +517,7 @@ fn write_victims(
     // Flush even after an error: after `Full` (whose roll flushed first)
     // the records appended so far are valid; after an I/O error they are not
     // published (below).
-    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
+    let flushed = writer.flush_counted(&inner.stats.device.demotion);
     if let Err(e) = flushed {
         for v in victims.iter_mut() {
             v.loc = None;

@@ -23,6 +23,12 @@ pub struct ServerStats {
     /// Striped: every command of every loop counts here.
     pub commands_processed: strata_engine::stats::Striped,
     pub unknown_commands: AtomicU64,
+    /// Bytes of the keys, values, elements and options of the writes
+    /// clients made (the arguments after a write command's name, once it
+    /// ran without an error reply; a memcached store's key and data): the
+    /// divisor of INFO's `flash_write_amplification`. Striped, as
+    /// `commands_processed`.
+    pub client_write_bytes: strata_engine::stats::Striped,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub oom_rejections: AtomicU64,

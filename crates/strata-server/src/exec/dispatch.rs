@@ -91,6 +91,12 @@ pub fn execute(
     if failed {
         shared.errorstats.record(&ctx.out[reply_at..]);
     }
+    // What a write gave to store (a reply that comes later counts when it
+    // comes, below).
+    let wrote = spec.has(Flags::WRITE).then(|| written_bytes(args));
+    if let (Some(n), Outcome::Done | Outcome::Close, false) = (wrote, &outcome, failed) {
+        shared.stats.client_write_bytes.add(n);
+    }
     shared.cmdstats.record(spec, took, failed);
     let event = if spec.has(Flags::FAST) {
         "fast-command"
@@ -131,6 +137,8 @@ pub fn execute(
                     if out.first() == Some(&b'-') {
                         shared.errorstats.record(&out);
                         shared.cmdstats.failed_later(spec);
+                    } else if let Some(n) = wrote {
+                        shared.stats.client_write_bytes.add(n);
                     }
                     out
                 }),
@@ -154,4 +162,9 @@ fn monitor_feed(shared: &Shared, conn: &ConnState, args: &[Bytes]) {
         conn.handle.addr.as_str()
     };
     shared.monitors.feed(&shared.pubsub, conn.db, origin, args);
+}
+
+/// The bytes a write command gave to store: its arguments after its name.
+fn written_bytes(args: &[Bytes]) -> u64 {
+    args.iter().skip(1).map(|a| a.len() as u64).sum()
 }

@@ -105,7 +105,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
             let h = RecordHeader::value(p.db, &p.key, p.value.len(), p.version, p.expire_at_ms);
             locs.push(w.append_item(&h, &p.key, &p.meta, &p.value, inner.flash.capacity)?);
         }
-        let r = w.flush_counted(&inner.stats.flash_bytes_written);
+        let r = w.flush_counted(&inner.stats.device.checkpoint);
         r.map_err(AppendError::Io)?;
         let mut sh = inner.shards[si].lock();
         let sh = &mut *sh;
@@ -157,7 +157,7 @@ fn save_chunked(
     for (db, key, st) in &states {
         placed.push(append_chunked(inner, w, *db, key, st)?);
     }
-    let r = w.flush_counted(&inner.stats.flash_bytes_written);
+    let r = w.flush_counted(&inner.stats.device.checkpoint);
     r.map_err(AppendError::Io)?;
     for ((db, key, st), (parts, head)) in states.iter().zip(placed) {
         publish_chunked(inner, *db, key, st, &parts, head);
@@ -179,7 +179,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     }
     let (position, next_seq, log_bytes, ticket) = {
         let mut w = inner.flash.writer.lock();
-        w.flush_counted(&inner.stats.flash_bytes_written)
+        w.flush_counted(&inner.stats.device.checkpoint)
             .map_err(|e| format!("flash write failed: {e}"))?;
         let position = w.position();
         // After a SWAPDB, the tail starts with the mapping in force, so a
@@ -187,7 +187,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         if inner.keys.dbmap.needs_record() {
             let loc = crate::log::journal::append_db_map(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
-            w.flush_counted(&inner.stats.flash_bytes_written)
+            w.flush_counted(&inner.stats.device.checkpoint)
                 .map_err(|e| format!("flash write failed: {e}"))?;
             inner.keys.dbmap.record.publish(inner, loc);
         }
@@ -195,7 +195,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         if inner.keys.functions.needs_record() {
             let loc = crate::log::journal::append_functions(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
-            w.flush_counted(&inner.stats.flash_bytes_written)
+            w.flush_counted(&inner.stats.device.checkpoint)
                 .map_err(|e| format!("flash write failed: {e}"))?;
             if let Some(loc) = loc {
                 inner.keys.functions.record.publish(inner, loc);
@@ -205,7 +205,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         (
             position,
             inner.seq.load(Relaxed),
-            Stats::get(&inner.stats.flash_bytes_written),
+            inner.stats.device.log(),
             inner.journal.last_ticket(),
         )
     };
@@ -252,6 +252,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
     let file = out.into_inner().map_err(|e| io(e.into_error()))?;
     file.sync_all().map_err(io)?;
     done.bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    Stats::add(&inner.stats.device.checkpoint_files, done.bytes);
     drop(file);
     std::fs::rename(&tmp, path(dir)).map_err(io)?;
     inner.flash.table.sync_dir().map_err(io)?;

@@ -370,7 +370,7 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             }
         }
     }
-    let flushed = writer.flush_counted(&inner.stats.flash_bytes_written);
+    let flushed = writer.flush_counted(&inner.stats.device.collector);
     let error = match (flushed, failed) {
         (Err(e), _) | (Ok(()), Some(AppendError::Io(e))) => Some(e.to_string()),
         // Full: no room to move records now; not an error.

@@ -252,7 +252,7 @@ pub(super) fn write_captures(
             result = end;
         }
     }
-    let flushed = w.flush_counted(&inner.stats.flash_bytes_written);
+    let flushed = w.flush_counted(&inner.stats.device.journal);
     if let Err(e) = flushed {
         return Err(AppendError::Io(e));
     }

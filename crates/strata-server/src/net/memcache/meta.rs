@@ -348,6 +348,10 @@ async fn set(shared: &Arc<Shared>, m: Args, data: Option<Bytes>, out: &mut Bytes
     let (code, cas) = match r {
         StoreOutcome::Stored(c) => {
             inc(&st.total_items);
+            shared
+                .stats
+                .client_write_bytes
+                .add((key.len() + data.len()) as u64);
             ("HD", c)
         }
         StoreOutcome::NotStored => ("NS", 0),
@@ -407,6 +411,7 @@ fn delete(shared: &Shared, m: Args, out: &mut BytesMut) -> Done {
             if !invalidate {
                 inc(&st.delete_hits);
             }
+            shared.stats.client_write_bytes.add(key.len() as u64);
             "HD"
         }
         StoreOutcome::Exists => {
@@ -457,6 +462,7 @@ fn arithmetic(shared: &Arc<Shared>, m: Args, out: &mut BytesMut) -> Done {
         expire_at_ms: ttl.map(expire_at_ms),
         explicit_cas,
     };
+    let wrote = key.len() as u64 + super::text::digits(op.delta);
     let read = arith(shared, key.clone(), op);
     let s = shared.clone();
     let fut = async move {
@@ -470,6 +476,7 @@ fn arithmetic(shared: &Arc<Shared>, m: Args, out: &mut BytesMut) -> Done {
                 after,
             )) => {
                 s.mc.count_arith(incr, true);
+                s.stats.client_write_bytes.add(wrote);
                 // As memcached, quiet mode hides success, value or not.
                 if quiet {
                     return out;

@@ -4,25 +4,29 @@
 use super::DB;
 use crate::command::Shared;
 use bytes::{Bytes, BytesMut};
+use std::sync::Arc;
 use strata_engine::{Current, EngineError, ExpireUpdate, ItemState, Mutation, Read};
 
 /// append / prepend: STORED, NOT_STORED when the key is missing, EXISTS
 /// when `cas` is given and differs; the item keeps its flags and TTL and
 /// takes `explicit_cas` (meta `E`) if given.
 pub(super) fn concat(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     key: Bytes,
     data: Bytes,
     append: bool,
     cas: Option<u64>,
     explicit_cas: Option<u64>,
 ) -> Read<Result<&'static str, EngineError>> {
+    let counted = shared.clone();
+    let wrote = (key.len() + data.len()) as u64;
     shared
         .engine
         .update(DB, &key, move |cur: Option<Current<'_>>| match cur {
             None => (Mutation::None, "NOT_STORED"),
             Some(c) if cas.is_some_and(|x| x != c.cas) => (Mutation::None, "EXISTS"),
             Some(c) => {
+                counted.stats.client_write_bytes.add(wrote);
                 let mut v = BytesMut::with_capacity(c.value.len() + data.len());
                 if append {
                     v.extend_from_slice(c.value);

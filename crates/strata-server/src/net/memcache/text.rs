@@ -46,6 +46,9 @@ pub(super) async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut Byte
         }
         McRequest::Delete { key, noreply } => {
             let hit = shared.engine.delete(DB, &key);
+            if hit {
+                shared.stats.client_write_bytes.add(key.len() as u64);
+            }
             inc(if hit {
                 &st.delete_hits
             } else {
@@ -69,6 +72,9 @@ pub(super) async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut Byte
             let hit = shared
                 .engine
                 .expire(DB, &key, expire_at_ms(exptime), ExpireCond::Always);
+            if hit {
+                shared.stats.client_write_bytes.add(key.len() as u64);
+            }
             inc(if hit {
                 &st.touch_hits
             } else {
@@ -196,6 +202,10 @@ async fn store(shared: &Arc<Shared>, item: Stored, noreply: bool, out: &mut Byte
     let r = shared.engine.store_item(DB, &key, item, cond);
     if matches!(r, StoreOutcome::Stored(_)) {
         inc(&st.total_items);
+        shared
+            .stats
+            .client_write_bytes
+            .add((key.len() + data.len()) as u64);
     }
     if mode == StoreMode::Cas {
         match r {
@@ -215,6 +225,7 @@ fn arith_request(shared: &Arc<Shared>, key: Bytes, incr: bool, delta: u64, norep
         delta,
         ..ArithOp::default()
     };
+    let wrote = key.len() as u64 + digits(delta);
     let read = arith(shared, key, op);
     let s = shared.clone();
     let fut = async move {
@@ -222,6 +233,7 @@ fn arith_request(shared: &Arc<Shared>, key: Bytes, incr: bool, delta: u64, norep
         match read.wait().await {
             Ok((ArithResult::Done { value, .. }, _)) => {
                 s.mc.count_arith(incr, true);
+                s.stats.client_write_bytes.add(wrote);
                 if !noreply {
                     mr::number(&mut out, value);
                 }
@@ -323,4 +335,9 @@ fn later_line(read: Read<Result<&'static str, EngineError>>, noreply: bool, writ
         }),
         write,
     )
+}
+
+/// Decimal digits of `n` (an incr's delta as the client sent it).
+pub(super) fn digits(n: u64) -> u64 {
+    n.checked_ilog10().map_or(1, |d| d as u64 + 1)
 }

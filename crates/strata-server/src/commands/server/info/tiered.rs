@@ -26,15 +26,33 @@ pub(super) fn tiered(s: &Shared, out: &mut String, largest: bool) {
     field!(out, "values_in_ram", t.values_in_ram);
     field!(out, "values_in_flash", t.values_in_flash);
     field!(out, "values_in_ram_bytes", t.hot_bytes);
+    // Every byte written to the device, by writer, and per byte of what
+    // clients wrote (keys, values, elements: `ServerStats`).
     field!(out, "flash_bytes_written", t.flash_bytes_written);
+    field!(out, "flash_journal_device_bytes", t.journal_device_bytes);
+    field!(out, "flash_demotion_device_bytes", t.demotion_device_bytes);
+    field!(
+        out,
+        "flash_collector_device_bytes",
+        t.collector_device_bytes
+    );
+    field!(
+        out,
+        "flash_checkpoint_device_bytes",
+        t.checkpoint_device_bytes
+    );
+    let client = s.stats.client_write_bytes.get();
+    field!(out, "client_write_bytes", client);
+    let wa = match client {
+        0 => 0.0,
+        c => t.flash_bytes_written as f64 / c as f64,
+    };
+    field!(out, "flash_write_amplification", format!("{wa:.3}"));
+    // Record bytes (no padding, headers or rolls) of demotion and the
+    // journal, and the collector's moves.
     field!(out, "flash_stash_bytes", t.stash_bytes);
     field!(out, "flash_journal_bytes", t.journal_bytes);
     field!(out, "flash_gc_bytes_relocated", t.gc_bytes_relocated);
-    field!(
-        out,
-        "flash_write_amplification",
-        format!("{:.3}", t.write_amplification())
-    );
     field!(out, "flash_live_bytes", t.flash_live_bytes);
     field!(out, "flash_segments", t.segments);
     field!(out, "flash_segments_freed", t.segments_freed);
