@@ -77,6 +77,27 @@ pub struct Hot {
     pub backing: Option<FlashLoc>,
 }
 
+impl Hot {
+    /// The chain of records of a collection that records its changes
+    /// (`types::changes`), if any.
+    pub fn chain(&self) -> Option<&crate::types::changes::Chain> {
+        match &self.value {
+            Value::Coll(c) => c.change_log().map(|l| &l.chain),
+            Value::Str(_) => None,
+        }
+    }
+    pub fn chain_mut(&mut self) -> Option<&mut crate::types::changes::Chain> {
+        match &mut self.value {
+            Value::Coll(c) => c.change_log_mut().map(|l| &mut l.chain),
+            Value::Str(_) => None,
+        }
+    }
+    /// The records of its chain (none for a value that does not record).
+    pub fn chain_locs(&self) -> Vec<FlashLoc> {
+        self.chain().map(|c| c.locs().collect()).unwrap_or_default()
+    }
+}
+
 /// The value of a hot entry: a string's bytes, or a collection's RAM
 /// structure (whose record is its packed encoding, `types`).
 #[derive(Clone, Debug)]
@@ -165,7 +186,9 @@ impl Slot {
     /// each when the slot goes).
     pub fn locs(&self) -> Vec<FlashLoc> {
         match self {
-            Slot::Hot(h) => h.backing.into_iter().collect(),
+            // A collection's chain of records is the entry's too
+            // (`types::changes`): never its backing as well.
+            Slot::Hot(h) => h.backing.into_iter().chain(h.chain_locs()).collect(),
             Slot::Cold(loc) => vec![*loc],
             Slot::Chunked(c) => c.dir().map(|d| d.locs()).unwrap_or_default(),
         }

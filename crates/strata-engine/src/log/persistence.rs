@@ -23,6 +23,9 @@ pub struct PersistInfo {
     pub journal_queued: u64,
     pub journal_records: u64,
     pub journal_record_bytes: u64,
+    /// Of the records, change records (`types::changes`) and their bytes.
+    pub journal_change_records: u64,
+    pub journal_change_bytes: u64,
     pub journal_batches: u64,
     /// Batches written atomically (they held a transaction, a script or a
     /// multi-key command).
@@ -158,6 +161,8 @@ impl Engine {
             journal_queued: j.queued() as u64,
             journal_records: Stats::get(&j.records),
             journal_record_bytes: Stats::get(&j.record_bytes),
+            journal_change_records: Stats::get(&j.change_records),
+            journal_change_bytes: Stats::get(&j.change_bytes),
             journal_batches: Stats::get(&j.batches),
             journal_atomic_batches: Stats::get(&j.atomic_batches),
             fsyncs: Stats::get(&j.fsyncs),

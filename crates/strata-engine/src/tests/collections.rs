@@ -426,6 +426,15 @@ fn survive_shaped(modes: &[(&str, bool, bool)], shape: Shape, steps: u32) {
                 info.fetches > 0,
                 "{name}: no collection was read from flash"
             );
+            // Small collections changed in RAM are logged by their changes
+            // (`types::changes`), and the restarts below apply them.
+            if shape.span <= 1000 {
+                let p = e.persist_info();
+                assert!(
+                    p.journal_change_records > 0,
+                    "{name}: no change record: {p:?}"
+                );
+            }
             if shape.span > 1000 {
                 assert!(
                     info.chunks_written > 0 && info.chunk_loads > 0,

@@ -287,18 +287,23 @@ impl Pass {
             return Some(Step::Next);
         };
         if let Some(loc) = h.backing {
-            // A clean copy is on flash: drop the RAM copy, no I/O.
-            e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+            // A clean copy is on flash: drop the RAM copy, no I/O (and
+            // what else its chain held, if anything: `types::changes`).
+            let old = e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+            for l in old.locs().into_iter().filter(|&l| l != loc) {
+                inner.release_flash_quiet(l);
+            }
             sh.dbs[db].pack(i);
             Stats::inc(&inner.stats.free_demotions);
             self.freed += 1;
             return Some(Step::Next);
         }
-        if inner.journal.enabled {
+        if inner.journal.enabled && (e.flags & F_DIRTY != 0 || h.chain().is_none()) {
             // The journal writes it (soon: it is noted); a record written
             // here could carry one key of a transaction ahead of the
             // others' (journal invariant 7). Once journaled, it is demoted
-            // without I/O.
+            // without I/O. (A value whose chain of records holds its state,
+            // `types::changes`, is written whole here: it is in the log.)
             self.spared += 1;
             self.journal_due = true;
             return Some(Step::Next);
@@ -582,7 +587,10 @@ fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim, key: &[u
     }
     let e = sh.dbs[d].at_mut(idx);
     if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
-        e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+        // The records of its chain (`types::changes`) are replaced.
+        for old in e.replace_slot(&mut sh.acct, Slot::Cold(loc)).locs() {
+            inner.release_flash_quiet(old);
+        }
         if e.expire_at_ms == v.expire_at_ms && meta == v.meta {
             // The record holds the whole current state (journal invariant 3).
             e.flags &= !F_DIRTY;

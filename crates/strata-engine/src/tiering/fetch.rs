@@ -217,7 +217,10 @@ impl crate::Engine {
                     match &e.slot {
                         Slot::Hot(h) => {
                             if let Some(loc) = h.backing {
-                                e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+                                let old = e.replace_slot(&mut sh.acct, Slot::Cold(loc));
+                                for l in old.locs().into_iter().filter(|&l| l != loc) {
+                                    self.inner.release_flash_quiet(l);
+                                }
                                 sh.dbs[db].pack(i);
                                 values += 1;
                             }

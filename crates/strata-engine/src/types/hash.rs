@@ -3,6 +3,7 @@
 //! larger than a chunk, partitioned into parts that may be on flash
 //! (`chunked`).
 
+use super::changes::{Op, Recorder};
 use super::chunked::Chunked;
 use super::{packed_len, EncodingLimits};
 use indexmap::IndexMap;
@@ -15,6 +16,8 @@ pub struct Hash {
     repr: Repr,
     /// Redis would report `hashtable` (one-way).
     pub big: bool,
+    /// The journal's log of changes, while it records (`changes`).
+    pub rec: Recorder,
 }
 
 #[derive(Clone, Debug)]
@@ -34,6 +37,7 @@ impl Default for Hash {
                 body: 0,
             },
             big: false,
+            rec: Recorder::default(),
         }
     }
 }
@@ -52,6 +56,7 @@ impl Hash {
                 body: 0,
             },
             big: false,
+            rec: Recorder::default(),
         }
     }
     pub fn len(&self) -> usize {
@@ -86,6 +91,7 @@ impl Hash {
             Repr::Chunked(c) => return c.insert(field, value.into()),
             Repr::Small { map, body } => (map, body),
         };
+        self.rec.note(Op::HSet(field, value));
         match map.get_mut(field) {
             Some(v) => {
                 *body = *body - v.len() + value.len();
@@ -116,6 +122,7 @@ impl Hash {
         };
         match removed {
             Some(v) => {
+                self.rec.note(Op::HDel(field, self.big));
                 *body -= packed_len(field.len()) + packed_len(v.len());
                 true
             }
@@ -183,6 +190,7 @@ impl Hash {
         Self {
             repr: Repr::Chunked(Box::new(c)),
             big,
+            rec: Recorder::default(),
         }
     }
     /// Makes the hash chunked (a big one past `CHUNKED_AT`), with

@@ -2,6 +2,7 @@
 //! `quicklist`); or, once larger than `CHUNKED_AT`, cut into parts of
 //! consecutive elements that may be on flash (`chunked::ChunkedList`).
 
+use super::changes::{Op, Recorder};
 use super::chunked::ChunkedList;
 use super::packed_len;
 use std::collections::VecDeque;
@@ -15,6 +16,8 @@ impl<'a, T: DoubleEndedIterator<Item = &'a [u8]> + ExactSizeIterator> ElemIter<'
 #[derive(Clone, Debug, Default)]
 pub struct List {
     repr: Repr,
+    /// The journal's log of changes, while it records (`changes`).
+    pub rec: Recorder,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +86,7 @@ impl List {
         match &mut self.repr {
             Repr::Chunked(c) => c.push_back(e),
             Repr::Small { items, body } => {
+                self.rec.note(Op::LPushBack(&e));
                 *body += packed_len(e.len());
                 items.push_back(e);
             }
@@ -92,6 +96,7 @@ impl List {
         match &mut self.repr {
             Repr::Chunked(c) => c.push_front(e),
             Repr::Small { items, body } => {
+                self.rec.note(Op::LPushFront(&e));
                 *body += packed_len(e.len());
                 items.push_front(e);
             }
@@ -102,6 +107,7 @@ impl List {
             Repr::Chunked(c) => c.pop_front(),
             Repr::Small { items, body } => {
                 let e = items.pop_front()?;
+                self.rec.note(Op::LPopFront);
                 *body -= packed_len(e.len());
                 Some(e)
             }
@@ -112,6 +118,7 @@ impl List {
             Repr::Chunked(c) => c.pop_back(),
             Repr::Small { items, body } => {
                 let e = items.pop_back()?;
+                self.rec.note(Op::LPopBack);
                 *body -= packed_len(e.len());
                 Some(e)
             }
@@ -129,6 +136,7 @@ impl List {
             Repr::Chunked(c) => c.set(i, e),
             Repr::Small { items, body } => match items.get_mut(i) {
                 Some(old) => {
+                    self.rec.note(Op::LSet(i as u32, e));
                     *body = *body - old.len() + e.len();
                     *old = e.into();
                     true
@@ -141,42 +149,66 @@ impl List {
         match &mut self.repr {
             Repr::Chunked(c) => c.insert(i, e),
             Repr::Small { items, body } => {
+                self.rec.note(Op::LInsert(i as u32, e));
                 *body += packed_len(e.len());
                 items.insert(i, e.into());
             }
         }
     }
+    /// Removes element `i` of a list that is not chunked (a change
+    /// record's `LRemAt`); false if there is none.
+    pub(crate) fn remove_at(&mut self, i: usize) -> bool {
+        match &mut self.repr {
+            Repr::Chunked(_) => false,
+            Repr::Small { items, body } => match items.remove(i) {
+                Some(e) => {
+                    self.rec.note(Op::LRemAt(i as u32));
+                    *body -= packed_len(e.len());
+                    true
+                }
+                None => false,
+            },
+        }
+    }
     /// Keeps only elements `start..=end` (clamped by the caller).
     pub fn keep_range(&mut self, start: usize, end_incl: usize) {
-        let len = match &mut self.repr {
+        let (items, body) = match &mut self.repr {
             Repr::Chunked(c) => return c.keep_range(start, end_incl),
-            Repr::Small { items, body } => {
-                if start > end_incl || start >= items.len() {
-                    items.clear();
-                    *body = 0;
-                    return;
-                }
-                items.len()
-            }
+            Repr::Small { items, body } => (items, body),
         };
-        for _ in end_incl + 1..len {
-            self.pop_back();
+        self.rec.note(Op::LTrim(
+            start.min(u32::MAX as usize) as u32,
+            end_incl.min(u32::MAX as usize) as u32,
+        ));
+        if start > end_incl || start >= items.len() {
+            items.clear();
+            *body = 0;
+            return;
         }
-        for _ in 0..start {
-            self.pop_front();
+        for e in items.drain(end_incl.saturating_add(1).min(items.len())..) {
+            *body -= packed_len(e.len());
+        }
+        for e in items.drain(..start) {
+            *body -= packed_len(e.len());
         }
     }
     /// Keeps the elements for which `keep` is true, in order.
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
         match &mut self.repr {
             Repr::Chunked(c) => c.retain(keep),
-            Repr::Small { items, body } => items.retain(|e| {
-                let k = keep(e);
-                if !k {
-                    *body -= packed_len(e.len());
-                }
-                k
-            }),
+            Repr::Small { items, body } => {
+                let (rec, mut kept) = (&mut self.rec, 0u32);
+                items.retain(|e| {
+                    let k = keep(e);
+                    if k {
+                        kept += 1;
+                    } else {
+                        rec.note(Op::LRemAt(kept));
+                        *body -= packed_len(e.len());
+                    }
+                    k
+                })
+            }
         }
     }
     /// Every element in order (of a chunked list, all parts must be in RAM).
@@ -205,6 +237,7 @@ impl List {
     pub(crate) fn from_chunks(c: ChunkedList) -> Self {
         List {
             repr: Repr::Chunked(Box::new(c)),
+            rec: Recorder::default(),
         }
     }
 }

@@ -31,6 +31,7 @@
 //! member; sorted set = score (f64 LE bits) then member.
 
 pub mod bigstr;
+pub mod changes;
 pub mod chunked;
 mod directory;
 pub mod hash;

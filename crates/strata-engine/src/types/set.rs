@@ -3,6 +3,7 @@
 //! few, Redis would report `intset` and list them in numeric order; the
 //! differential tests compare set replies as sets.
 
+use super::changes::{Op, Recorder};
 use super::chunked::Chunked;
 use super::{is_int_member, packed_len, EncodingLimits};
 use indexmap::IndexSet;
@@ -15,6 +16,8 @@ pub struct Set {
     repr: Repr,
     /// Redis would report `hashtable` (one-way).
     pub big: bool,
+    /// The journal's log of changes, while it records (`changes`).
+    pub rec: Recorder,
 }
 
 #[derive(Clone, Debug)]
@@ -45,6 +48,7 @@ impl Set {
                 body: 0,
             },
             big: false,
+            rec: Recorder::default(),
         }
     }
     pub fn len(&self) -> usize {
@@ -79,6 +83,7 @@ impl Set {
         if members.contains(m) {
             return false;
         }
+        self.rec.note(Op::SAdd(m));
         *body += packed_len(m.len());
         members.insert(m.into());
         true
@@ -93,6 +98,7 @@ impl Set {
             Repr::Small { members, body } => (members, body),
         };
         if members.swap_remove(m) {
+            self.rec.note(Op::SRem(m));
             *body -= packed_len(m.len());
             true
         } else {
@@ -106,6 +112,7 @@ impl Set {
             Repr::Small { members, body } => (members, body),
         };
         let m = members.swap_remove_index(i)?;
+        self.rec.note(Op::SRem(&m));
         *body -= packed_len(m.len());
         Some(m)
     }
@@ -183,6 +190,7 @@ impl Set {
         Self {
             repr: Repr::Chunked(Box::new(c)),
             big,
+            rec: Recorder::default(),
         }
     }
     /// Makes the set chunked (a big one past `CHUNKED_AT`), with

@@ -9,6 +9,7 @@
 //! members and its order are parts that may be on flash, and ranks are
 //! prefix sums over part counts.
 
+use super::changes::{Op, Recorder};
 use super::chunked::ChunkedZSet;
 use super::{packed_len, EncodingLimits};
 use std::collections::{BTreeSet, HashMap};
@@ -127,6 +128,8 @@ pub struct ZSet {
     body: usize,
     /// Redis would report `skiplist` (one-way).
     pub big: bool,
+    /// The journal's log of changes, while it records (`changes`).
+    pub rec: Recorder,
 }
 
 impl PartialEq for ZSet {
@@ -242,6 +245,7 @@ impl ZSet {
         if let Repr::Chunked(c) = &mut self.repr {
             return c.insert(m, score);
         }
+        self.rec.note(Op::ZSet(m, score));
         if let Repr::Packed(p) = &mut self.repr {
             match p.find(m) {
                 Some((_, off, prev)) => {
@@ -306,6 +310,7 @@ impl ZSet {
             },
         };
         if found {
+            self.rec.note(Op::ZRem(m));
             self.body -= member_len(m.len());
         }
         found
@@ -474,6 +479,7 @@ impl ZSet {
             repr: Repr::Chunked(Box::new(c)),
             body: 0,
             big,
+            rec: Recorder::default(),
         }
     }
     /// Makes the sorted set chunked, with collection id `cid`.

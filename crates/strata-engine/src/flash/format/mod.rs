@@ -16,6 +16,7 @@
 //!   field, so a torn or flipped record is detected and never served.
 
 mod batch;
+pub mod change;
 mod chunked;
 pub mod dbmap;
 mod item;
@@ -38,8 +39,8 @@ use crate::base::ValueType;
 /// version 10 kind 10, version 11 streams: value type 5 in kind 6, version
 /// 12 atomic batches: [`BATCH_MEMBER`] and kind 11, version 13 kinds 8 and
 /// 9 of streams, version 14 kinds 8 and 9 of strings, version 15 a
-/// stream's pending lists in chunks of their own).
-pub const FORMAT_VERSION: u32 = 15;
+/// stream's pending lists in chunks of their own, version 16 kind 12).
+pub const FORMAT_VERSION: u32 = 16;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -109,6 +110,14 @@ pub enum RecordKind {
     /// its commit end with all of them; members followed by anything else,
     /// or by nothing, count for nothing.
     BatchEnd = 11,
+    /// What changed in a collection held as one packed record (kind 6),
+    /// since the key's previous record (`types::changes`): the key, the
+    /// TTL after the change, and a value of the base record's sequence
+    /// number (u64 LE), the type byte, the bits byte after the change
+    /// (`types::BIG_ENCODING`) and the operations ([`change`]). Recovery
+    /// applies it to the state the record with sequence number `base`
+    /// left; the record's own sequence number is the state it leaves.
+    Change = 12,
 }
 
 impl RecordKind {
@@ -292,6 +301,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         9 => RecordKind::Chunk,
         10 => RecordKind::Functions,
         11 => RecordKind::BatchEnd,
+        12 => RecordKind::Change,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {

@@ -462,6 +462,19 @@ impl<'a> KeysView<'a> {
                         c.update_encoding(&limits);
                     }
                     released = h.backing.take();
+                    // A value that records its changes keeps its image as
+                    // the base of its chain (`types::changes`).
+                    // (An image captured but not yet published starts a
+                    // new chain: the backing is then an older record that
+                    // image replaces.)
+                    if let (Some(chain), Some(old)) = (h.chain_mut(), released) {
+                        if chain.image.is_none() && chain.confirmed {
+                            chain.image = Some(old);
+                        } else {
+                            chain.superseded.push(old);
+                        }
+                        released = None;
+                    }
                 }
                 Slot::Chunked(c) => {
                     if let Some(d) = c.dir_mut() {
@@ -501,7 +514,14 @@ impl<'a> KeysView<'a> {
             if chunk {
                 sh.acct.remove(&e.slot, e.value_len, e.vtype);
                 if let Slot::Hot(h) = std::mem::replace(&mut e.slot, Slot::Cold(NO_LOC)) {
-                    e.slot = inner.new_slot(h.value);
+                    let mut value = h.value;
+                    // Its parts are its records now: its chain's go.
+                    if let Value::Coll(c) = &mut value {
+                        for loc in c.stop_recording().iter().flat_map(|l| l.chain.locs()) {
+                            inner.release_flash(loc);
+                        }
+                    }
+                    e.slot = inner.new_slot(value);
                 }
                 sh.acct.add(&e.slot, e.value_len, e.vtype);
             }

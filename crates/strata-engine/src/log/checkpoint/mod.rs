@@ -301,7 +301,7 @@ fn copy_shard(inner: &Inner, s: &ShardLock, now: u64, buf: &mut Vec<u8>) -> u64 
             // Positions below `next` are still to copy.
             let mut next = usize::MAX;
             loop {
-                let sh = s.lock();
+                let mut sh = s.lock();
                 if inner.keys.dbmap.changes() != mapping {
                     restarts += 1;
                     continue 'shard;
@@ -312,10 +312,27 @@ fn copy_shard(inner: &Inner, s: &ShardLock, now: u64, buf: &mut Vec<u8>) -> u64 
                     break;
                 }
                 next = end.saturating_sub(step);
+                let mut chained = Vec::new();
                 for i in (next..end).rev() {
                     if let Some((k, e)) = map.get_index(i) {
                         n += copy_entry(inner, &sh, db, k, &e, now, buf) as u64;
+                        if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none() && h.chain().is_some())
+                        {
+                            chained.push(i);
+                        }
                     }
+                }
+                // A value whose state is its chain of records (an image
+                // and changes, `types::changes`) before the position is
+                // written whole after it: the journal's next record of it
+                // is an image (waited for below).
+                for i in chained {
+                    if let Slot::Hot(h) = &mut sh.dbs[db].at_mut(i).slot {
+                        if let Some(c) = h.chain_mut() {
+                            c.want_image = true;
+                        }
+                    }
+                    inner.log_again(&mut sh, db, i);
                 }
             }
         }

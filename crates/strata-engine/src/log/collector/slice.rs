@@ -128,7 +128,9 @@ fn scan(
                 if rec.header.kind.is_value()
                     || matches!(
                         rec.header.kind,
-                        format::RecordKind::CollHead | format::RecordKind::Chunk
+                        format::RecordKind::CollHead
+                            | format::RecordKind::Chunk
+                            | format::RecordKind::Change
                     )
                 {
                     if (rec.header.db as usize) < inner.keys.databases {
@@ -291,8 +293,37 @@ fn refers_to(e: &Entry, rec: &format::RecordRef<'_>, loc: FlashLoc) -> bool {
         format::RecordKind::CollHead | format::RecordKind::Chunk => {
             chunks::refers_to(e, rec.header.kind, rec.value, loc)
         }
-        _ => e.flash_loc() == Some(loc),
+        // A record of a collection's chain (`types::changes`): its image
+        // or a change record.
+        _ => e.flash_loc() == Some(loc) || chain_holds(e, loc),
     }
+}
+
+/// Whether `loc` is one of the records of `e`'s chain.
+fn chain_holds(e: &Entry, loc: FlashLoc) -> bool {
+    matches!(&e.slot, Slot::Hot(h) if h.chain().is_some_and(|c| c.locs().any(|l| l == loc)))
+}
+
+/// Points `e`'s chain at `new` where it named `old`; whether it did.
+fn move_in_chain(e: &mut Entry, old: FlashLoc, new: FlashLoc) -> bool {
+    let Slot::Hot(h) = &mut e.slot else {
+        return false;
+    };
+    let Some(c) = h.chain_mut() else {
+        return false;
+    };
+    let slots = c
+        .image
+        .iter_mut()
+        .chain(c.changes.iter_mut())
+        .chain(c.superseded.iter_mut());
+    for l in slots {
+        if *l == old {
+            *l = new;
+            return true;
+        }
+    }
+    false
 }
 
 /// Keeps a tombstone or flush record if an older segment or the checkpoint
@@ -392,7 +423,8 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
             l.header.kind,
             format::RecordKind::CollHead | format::RecordKind::Chunk
         );
-        if !l.header.kind.is_value() && !chunked {
+        let change = l.header.kind == format::RecordKind::Change;
+        if !l.header.kind.is_value() && !chunked && !change {
             continue; // tombstones are not index locations
         }
         let mut guard = inner.shard(&l.key).lock();
@@ -415,9 +447,17 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         }
         // Only the record moved: the value (hot or cold) and the counters
         // stay as they are.
+        let in_chain = !matches!(&e.slot, Slot::Hot(h) if h.backing == Some(l.old))
+            && move_in_chain(e, l.old, new);
         match &mut e.slot {
+            _ if in_chain => {}
             Slot::Cold(loc) if *loc == l.old => *loc = new,
             Slot::Hot(h) if h.backing == Some(l.old) => h.backing = Some(new),
+            _ if change => {
+                // The chain let go of it meanwhile.
+                sh.dbs[d].pack(idx);
+                continue;
+            }
             _ => {
                 let again = e.version == l.header.seq;
                 // Boxed above to look: packed again if it can be.

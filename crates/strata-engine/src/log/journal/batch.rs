@@ -7,11 +7,14 @@ use super::publish::publish_all;
 use super::Note;
 use crate::base::FlashLoc;
 use crate::clock::now_ms;
+use crate::flash::format::RECORD_HEADER_LEN;
 use crate::flash::format::{self, ItemMeta, RecordHeader, RecordKind, TOMBSTONE_ORIGIN_HERE};
-use crate::index::{prefetch_lines, CompactKey, Slot, F_DIRTY};
+use crate::index::{prefetch_lines, CompactKey, Slot, Value, F_DIRTY};
 use crate::log::chunks::{append_chunked, capture_chunked, publish_chunked, ChunkedState};
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
+use crate::types::changes::Chain;
+use crate::types::Collection;
 use crate::Inner;
 use bytes::Bytes;
 use std::collections::HashSet;
@@ -50,6 +53,14 @@ pub(super) enum State {
     /// A chunked collection: its dirty parts, then its head if it must be
     /// written (chunked invariant 4: dirty parts are in RAM).
     Chunked(ChunkedState),
+    /// What changed in a collection held as one packed record since its
+    /// chain's last record (`types::changes`): a change record's value,
+    /// the version it leaves, and the TTL.
+    Change {
+        value: Vec<u8>,
+        version: u64,
+        expire_at_ms: u64,
+    },
 }
 
 /// Where a captured state's records went.
@@ -262,6 +273,8 @@ pub(super) fn write_captures(
     result?;
     Stats::add(&inner.journal.records, tally.records);
     Stats::add(&inner.journal.record_bytes, tally.bytes);
+    Stats::add(&inner.journal.change_records, tally.changes);
+    Stats::add(&inner.journal.change_bytes, tally.change_bytes);
     if atomic {
         Stats::inc(&inner.journal.atomic_batches);
     }
@@ -287,6 +300,7 @@ fn estimate(c: &Captured) -> (u64, u64) {
     match &c.what {
         State::Gone { .. } => (head, head),
         State::Hot { value, .. } => (head + value.len() as u64, head + value.len() as u64),
+        State::Change { value, .. } => (head + value.len() as u64, head + value.len() as u64),
         State::Cold { loc, .. } => (head + loc.len as u64, head + loc.len as u64),
         State::Chunked(st) => st.parts.iter().fold((head, head), |(all, one), p| {
             let n = head + p.value.len() as u64;
@@ -369,6 +383,8 @@ fn append_flush(
 struct Tally {
     records: u64,
     bytes: u64,
+    changes: u64,
+    change_bytes: u64,
 }
 
 fn count(tally: &mut Tally, loc: FlashLoc) {
@@ -378,7 +394,7 @@ fn count(tally: &mut Tally, loc: FlashLoc) {
 
 /// The state to log for a noted key, or None if its log copy is current.
 fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Captured> {
-    let guard = inner.shard(key).lock();
+    let mut guard = inner.shard(key).lock();
     let d = inner.keys.dbmap.logical(db);
     let found = guard.dbs.get(d)?.get_full(&key[..]);
     let pos = found.as_ref().map_or(usize::MAX, |(i, _, _)| *i);
@@ -395,6 +411,16 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
             seq: inner.next_seq(),
         },
         Some(e) if e.flags & F_DIRTY == 0 => return None,
+        Some(e) if matches!(&e.slot, Slot::Hot(h) if matches!(h.value, Value::Coll(_))) => {
+            let (version, expire_at_ms) = (e.version, e.expire_at_ms);
+            let Slot::Hot(h) = &mut guard.dbs[d].at_mut(pos).slot else {
+                return None;
+            };
+            let Value::Coll(c) = &mut h.value else {
+                return None;
+            };
+            capture_collection(c, version, expire_at_ms)
+        }
         Some(e) => match &e.slot {
             Slot::Chunked(coll) => {
                 State::Chunked(capture_chunked(coll, e.version, e.expire_at_ms)?)
@@ -422,6 +448,69 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
         meta,
         what,
     })
+}
+
+/// Most change records after an image: past them, the next record is an
+/// image (recovery applies at most this many to one value).
+const MAX_CHANGES: usize = 32;
+
+/// A hot collection's state to log: what changed since its chain's last
+/// record, while that is confirmed, the value's ops were all recorded and
+/// the chain stays smaller than the value; else its image, from which
+/// the value records its changes anew (the old chain's records stay live
+/// until the image is published: `types::changes`). The policy: a value
+/// changed a little is logged by its changes until they add up to its
+/// size (or `MAX_CHANGES` records); then, or when it leaves RAM or a
+/// checkpoint wants it, whole.
+fn capture_collection(c: &mut Collection, version: u64, expire_at_ms: u64) -> State {
+    let (size, vtype, bits) = (c.encoded_len(), c.vtype(), c.encoding_bits());
+    if let Some(log) = c.change_log_mut() {
+        let ch = &log.chain;
+        let fits = ch.confirmed
+            && !ch.want_image
+            && ch.last_seq < version
+            && ch.changes.len() < MAX_CHANGES
+            && log
+                .ops()
+                .is_some_and(|ops| ops.len() + ch.bytes as usize + RECORD_HEADER_LEN < size);
+        if fits {
+            let ops = log.take_ops();
+            let base = log.chain.last_seq;
+            log.chain.last_seq = version;
+            log.chain.confirmed = false;
+            let value = format::change::Change {
+                base,
+                vtype,
+                bits,
+                ops: &ops,
+            }
+            .encode();
+            return State::Change {
+                value,
+                version,
+                expire_at_ms,
+            };
+        }
+    }
+    let value = c.to_bytes();
+    if c.recorder().is_some() {
+        let superseded = c
+            .stop_recording()
+            .map(|l| l.chain.locs().collect())
+            .unwrap_or_default();
+        if let Some(rec) = c.recorder_mut() {
+            rec.start(Chain {
+                last_seq: version,
+                superseded,
+                ..Chain::default()
+            });
+        }
+    }
+    State::Hot {
+        value,
+        version,
+        expire_at_ms,
+    }
 }
 
 /// Appends one captured state; returns the locations to publish (None for
@@ -477,6 +566,25 @@ fn append_one(
                 inner.flash.capacity,
             )?;
             count(tally, loc);
+            Ok(Some(loc))
+        }
+        State::Change {
+            value,
+            version,
+            expire_at_ms,
+        } => {
+            let h = RecordHeader {
+                kind: RecordKind::Change,
+                db: c.db,
+                key_len: c.key.len() as u32,
+                value_len: value.len() as u32,
+                seq: *version,
+                expire_at_ms: *expire_at_ms,
+            };
+            let loc = w.append(&h, &c.key, value, inner.flash.capacity)?;
+            count(tally, loc);
+            tally.changes += 1;
+            tally.change_bytes += loc.len as u64;
             Ok(Some(loc))
         }
         State::Cold {

@@ -218,6 +218,9 @@ pub(crate) struct Journal {
     error: Mutex<Option<String>>,
     pub records: AtomicU64,
     pub record_bytes: AtomicU64,
+    /// Of those, change records (`types::changes`) and their bytes.
+    pub change_records: AtomicU64,
+    pub change_bytes: AtomicU64,
     pub batches: AtomicU64,
     /// Batches written as atomic batches (they held group ends).
     pub atomic_batches: AtomicU64,
@@ -249,6 +252,8 @@ impl Journal {
             error: Mutex::new(None),
             records: AtomicU64::new(0),
             record_bytes: AtomicU64::new(0),
+            change_records: AtomicU64::new(0),
+            change_bytes: AtomicU64::new(0),
             batches: AtomicU64::new(0),
             atomic_batches: AtomicU64::new(0),
             groups: Groups::default(),

@@ -51,6 +51,9 @@ fn publish(inner: &Inner, sh: &mut crate::index::Shard, c: &Captured, loc: Flash
     let Some(idx) = sh.dbs[db].get_index_of_from(c.pos, &c.key) else {
         return;
     };
+    if publish_chained(inner, sh, db, idx, c, loc) {
+        return;
+    }
     if sh.item_meta(db, &c.key, &sh.dbs[db].at(idx)) != c.meta {
         // Changed since the capture: a later batch logs it (still dirty).
         // After a value note, a newer record of the same write (demotion's,
@@ -75,7 +78,7 @@ fn publish(inner: &Inner, sh: &mut crate::index::Shard, c: &Captured, loc: Flash
             expire_at_ms,
             ..
         } => (*version, *expire_at_ms),
-        State::Gone { .. } | State::Chunked(_) => return,
+        State::Gone { .. } | State::Chunked(_) | State::Change { .. } => return,
     };
     if e.version != version || e.expire_at_ms != expire_at_ms {
         return;
@@ -103,4 +106,73 @@ fn publish(inner: &Inner, sh: &mut crate::index::Shard, c: &Captured, loc: Flash
         inner.release_flash_quiet(old);
     }
     inner.retain_flash(loc);
+}
+
+/// The records of a collection's chain (`types::changes`): a change record
+/// joins the chain it was captured for, and an image starts the chain the
+/// value records from its capture on, releasing the records of the chain
+/// it replaces. Returns whether the record was dealt with here; an image
+/// whose entry has not changed since goes on to become its backing too,
+/// as any record of a current state. A record whose chain is gone (the
+/// value replaced, moved to flash, or its chain restarted) is garbage
+/// from birth.
+fn publish_chained(
+    inner: &Inner,
+    sh: &mut crate::index::Shard,
+    db: usize,
+    idx: usize,
+    c: &Captured,
+    loc: FlashLoc,
+) -> bool {
+    let (version, expire_at_ms, change) = match &c.what {
+        State::Change {
+            version,
+            expire_at_ms,
+            ..
+        } => (*version, *expire_at_ms, true),
+        State::Hot {
+            version,
+            expire_at_ms,
+            ..
+        } => (*version, *expire_at_ms, false),
+        _ => return false,
+    };
+    let same_meta = sh.item_meta(db, &c.key, &sh.dbs[db].at(idx)) == c.meta;
+    let e = sh.dbs[db].at_mut(idx);
+    let current = same_meta && e.version == version && e.expire_at_ms == expire_at_ms;
+    let Slot::Hot(h) = &mut e.slot else {
+        return change;
+    };
+    let Some(chain) = h.chain_mut() else {
+        return change;
+    };
+    if chain.last_seq != version || chain.confirmed {
+        return change;
+    }
+    chain.confirmed = true;
+    if change {
+        chain.changes.push(loc);
+        chain.bytes += loc.len as u64;
+        inner.retain_flash(loc);
+        if current {
+            // The chain holds the whole current state (invariant 3).
+            e.flags &= !F_DIRTY;
+        }
+        return true;
+    }
+    debug_assert!(
+        chain.changes.is_empty(),
+        "changes of a chain before its image"
+    );
+    for old in std::mem::take(&mut chain.superseded) {
+        inner.release_flash_quiet(old);
+    }
+    if current {
+        // Unchanged since: the image is the backing (below), which the
+        // chain's next change takes as its image (`KeysView::finish`).
+        return false;
+    }
+    chain.image = Some(loc);
+    inner.retain_flash(loc);
+    true
 }

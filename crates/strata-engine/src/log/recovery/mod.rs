@@ -20,6 +20,7 @@
 //! 5. Live bytes of every segment are recomputed from the index.
 
 mod cand;
+mod changes;
 mod chunks;
 mod numbered;
 mod order;
@@ -134,6 +135,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         db_map: None,
         functions: None,
         chunks: HashMap::new(),
+        changes: HashMap::new(),
         batch: Vec::new(),
         report: RecoveryReport::default(),
     };
@@ -200,6 +202,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
     }
     replay.drop_torn_batch();
     chunks::resolve_all(inner, &mut replay);
+    changes::resolve_all(inner, &mut replay);
     finish(inner, &mut replay, appendonly, t0);
     replay.report
 }

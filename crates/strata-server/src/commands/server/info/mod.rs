@@ -282,6 +282,8 @@ fn persistence(s: &Shared, out: &mut String) {
     field!(out, "journal_pending", p.journal_queued);
     field!(out, "journal_records", p.journal_records);
     field!(out, "journal_bytes", p.journal_record_bytes);
+    field!(out, "journal_change_records", p.journal_change_records);
+    field!(out, "journal_change_bytes", p.journal_change_bytes);
     field!(out, "journal_batches", p.journal_batches);
     field!(out, "journal_atomic_batches", p.journal_atomic_batches);
     field!(out, "journal_fsyncs", p.fsyncs);

@@ -1,0 +1,157 @@
+//! Change records (kind 12, `types::changes`) at recovery: the replay keeps
+//! each admitted one per key; once the log is replayed, a key whose record
+//! is the base of some of them gets its value read, the chain of changes
+//! applied in order (each on the state its base left), and is left in RAM
+//! with that chain as its records, recording its changes on. A change
+//! whose base is not the key's state (an older chain's, one an image or
+//! a tombstone replaced) counts for nothing.
+
+use super::replay::Replay;
+use crate::base::{FlashLoc, ValueType};
+use crate::flash::format;
+use crate::index::{Hot, Slot, Value};
+use crate::types::changes::Chain;
+use crate::types::Collection;
+use crate::Inner;
+
+/// A change record seen by the replay.
+pub(super) struct ChangeRec {
+    seq: u64,
+    base: u64,
+    expire_at_ms: u64,
+    vtype: ValueType,
+    bits: u8,
+    ops: Box<[u8]>,
+    loc: FlashLoc,
+}
+
+impl Replay<'_> {
+    /// A change record of (db, key): kept if no flush or tombstone seen so
+    /// far is newer.
+    pub(super) fn change(
+        &mut self,
+        h: format::RecordHeader,
+        key: &[u8],
+        value: &[u8],
+        loc: FlashLoc,
+    ) {
+        if !self.admits(h.db, key, h.seq) {
+            return;
+        }
+        let Some(c) = format::change::decode(value) else {
+            self.report.corrupt_records += 1;
+            return;
+        };
+        self.changes
+            .entry((h.db, Box::from(key)))
+            .or_default()
+            .push(ChangeRec {
+                seq: h.seq,
+                base: c.base,
+                expire_at_ms: h.expire_at_ms,
+                vtype: c.vtype,
+                bits: c.bits,
+                ops: c.ops.into(),
+                loc,
+            });
+    }
+}
+
+/// Applies the chains of every key (module doc).
+pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
+    let all = std::mem::take(&mut replay.changes);
+    for ((db, key), mut recs) in all {
+        recs.sort_unstable_by_key(|r| r.seq);
+        if !resolve(inner, replay, db as usize, &key, &recs) {
+            replay.report.corrupt_records += 1;
+        }
+    }
+}
+
+/// The chain of `key`'s changes from its record on; false if a record of
+/// it could not be read or applied (the key keeps its record's state).
+fn resolve(inner: &Inner, replay: &Replay<'_>, d: usize, key: &[u8], recs: &[ChangeRec]) -> bool {
+    let (loc, seq, vtype) = {
+        let sh = inner.shard(key).lock();
+        let Some(e) = sh.dbs.get(d).and_then(|m| m.get(key)) else {
+            return true;
+        };
+        let Slot::Cold(loc) = e.slot else {
+            return true;
+        };
+        (loc, e.version, e.value_type())
+    };
+    // The changes whose bases follow one another from the record's state.
+    let mut chain: Vec<&ChangeRec> = Vec::new();
+    let mut at = seq;
+    for r in recs {
+        if r.base == at && r.seq > at && r.vtype == vtype {
+            chain.push(r);
+            at = r.seq;
+        }
+    }
+    let Some(last) = chain.last() else {
+        return true;
+    };
+    if last.expire_at_ms != 0 && last.expire_at_ms <= replay.now {
+        let mut sh = inner.shard(key).lock();
+        if let Some(i) = sh.dbs[d].get_index_of(key) {
+            Replay::remove(&mut sh, d, i);
+        }
+        return true;
+    }
+    let Some(image) = crate::log::read_value_blocking(inner, key, loc, seq) else {
+        tracing::error!("recovery: the record a chain of changes starts from is unreadable");
+        return false;
+    };
+    let Ok(mut value) = Collection::decode(vtype, &image) else {
+        return false;
+    };
+    for r in &chain {
+        if value.apply_change(r.bits, &r.ops).is_err() {
+            tracing::error!("recovery: a change record does not apply to its base; the key keeps its older state");
+            return false;
+        }
+    }
+    let Some(rec) = value.recorder_mut() else {
+        return false;
+    };
+    // Without the journal nothing records (the value is saved whole by the
+    // next checkpoint; its chain's records are garbage).
+    let chain_on = inner.journal.enabled;
+    if chain_on {
+        rec.start(Chain {
+            last_seq: last.seq,
+            confirmed: true,
+            image: Some(loc),
+            changes: chain.iter().map(|r| r.loc).collect(),
+            bytes: chain.iter().map(|r| r.loc.len as u64).sum(),
+            ..Chain::default()
+        });
+    }
+    let mut sh = inner.shard(key).lock();
+    let sh = &mut *sh;
+    let Some(i) = sh.dbs[d].get_index_of(key) else {
+        return true;
+    };
+    let e = sh.dbs[d].at_mut(i);
+    if e.version != seq {
+        return true;
+    }
+    let value_len = value.encoded_len() as u32;
+    let aux = crate::types::aux(value.len(), value.encoding_is_big());
+    let value = Value::Coll(Box::new(value));
+    sh.acct.remove(&e.slot, e.value_len, e.vtype);
+    sh.acct.ttl_remove(d, e.expire_at_ms);
+    e.slot = Slot::Hot(Hot {
+        value,
+        backing: None,
+    });
+    e.value_len = value_len;
+    e.version = last.seq;
+    e.expire_at_ms = last.expire_at_ms;
+    e.client_flags = aux;
+    sh.acct.add(&e.slot, value_len, e.vtype);
+    sh.acct.ttl_add(d, last.expire_at_ms);
+    true
+}
