@@ -1,6 +1,8 @@
 //! kill -9 under load with collections: with `appendfsync always`, every
 //! acknowledged change of a hash (chunked once past 32 KiB), list, set or
-//! sorted set survives a crash,
+//! sorted set survives a crash (most of them logged as change records:
+//! types/changes.rs), by pushes, pops, sets, inserts, removals, trims,
+//! increments and pops,
 //! while the collections move to flash (a small RAM budget), the collector
 //! moves their records (small segments), and BGSAVE checkpoints them.
 //!
@@ -46,37 +48,89 @@ fn key_name(w: usize, i: usize) -> String {
     format!("{p}:{w}:{i}")
 }
 
-/// One random command for `key` and the state it leaves.
+/// One random command for `key` and the state it leaves: pushes, pops,
+/// sets, inserts, removals and trims of a list; sets, removals, increments
+/// and set-if-absent of a hash; additions and removals of a set; adds,
+/// removals, increments and pops of a sorted set (one key each: a writer
+/// owns its keys).
 fn op(rng: &mut StdRng, key: &str, st: &St, n: u64) -> (Vec<Vec<u8>>, St) {
     let b = |s: &str| s.as_bytes().to_vec();
     let big = |n: u64| format!("{n:0>300}").into_bytes();
     let mut next = st.clone();
     let cmd = match &mut next {
-        St::List(l) => {
-            if l.is_empty() || (l.len() < 60 && rng.gen_bool(0.7)) {
-                let v = big(n);
-                if rng.gen_bool(0.5) {
-                    l.push(v.clone());
-                    vec![b("RPUSH"), b(key), v]
-                } else {
-                    l.insert(0, v.clone());
-                    vec![b("LPUSH"), b(key), v]
-                }
+        St::List(l) if l.is_empty() || (l.len() < 60 && rng.gen_bool(0.5)) => {
+            let v = big(n);
+            if rng.gen_bool(0.5) {
+                l.push(v.clone());
+                vec![b("RPUSH"), b(key), v]
             } else {
+                l.insert(0, v.clone());
+                vec![b("LPUSH"), b(key), v]
+            }
+        }
+        St::List(l) => match rng.gen_range(0..7) {
+            0 => {
                 l.remove(0);
                 vec![b("LPOP"), b(key)]
             }
-        }
+            1 => {
+                l.pop();
+                vec![b("RPOP"), b(key)]
+            }
+            2 => {
+                let i = rng.gen_range(0..l.len());
+                let v = big(n);
+                l[i] = v.clone();
+                vec![b("LSET"), b(key), b(&i.to_string()), v]
+            }
+            3 => {
+                let i = rng.gen_range(0..l.len());
+                let (pivot, v) = (l[i].clone(), big(n));
+                l.insert(i, v.clone());
+                vec![b("LINSERT"), b(key), b("BEFORE"), pivot, v]
+            }
+            4 => {
+                let e = l[rng.gen_range(0..l.len())].clone();
+                let i = l.iter().position(|x| *x == e).unwrap();
+                l.remove(i);
+                vec![b("LREM"), b(key), b("1"), e]
+            }
+            5 => {
+                l.remove(0);
+                vec![b("LTRIM"), b(key), b("1"), b("-1")]
+            }
+            _ => {
+                let v = big(n);
+                l.push(v.clone());
+                vec![b("RPUSHX"), b(key), v]
+            }
+        },
         St::Hash(h) => {
             let f = format!("f{}", rng.gen_range(0..60)).into_bytes();
-            if rng.gen_bool(0.75) {
-                // 1 KB values: a hash passes 32 KiB and is chunked.
-                let v = format!("{n:0>1000}").into_bytes();
-                h.insert(f.clone(), v.clone());
-                vec![b("HSET"), b(key), f, v]
-            } else {
-                h.remove(&f);
-                vec![b("HDEL"), b(key), f]
+            match rng.gen_range(0..8) {
+                0..=3 => {
+                    // 1 KB values: a hash passes 32 KiB and is chunked.
+                    let v = format!("{n:0>1000}").into_bytes();
+                    h.insert(f.clone(), v.clone());
+                    vec![b("HSET"), b(key), f, v]
+                }
+                4 => {
+                    let c = format!("n{}", rng.gen_range(0..8)).into_bytes();
+                    let now: i64 = h
+                        .get(&c)
+                        .map_or(0, |v| std::str::from_utf8(v).unwrap().parse().unwrap());
+                    h.insert(c.clone(), (now + 3).to_string().into_bytes());
+                    vec![b("HINCRBY"), b(key), c, b("3")]
+                }
+                5 => {
+                    let v = format!("{n}").into_bytes();
+                    h.entry(f.clone()).or_insert_with(|| v.clone());
+                    vec![b("HSETNX"), b(key), f, v]
+                }
+                _ => {
+                    h.remove(&f);
+                    vec![b("HDEL"), b(key), f]
+                }
             }
         }
         St::Set(s) => {
@@ -91,12 +145,40 @@ fn op(rng: &mut StdRng, key: &str, st: &St, n: u64) -> (Vec<Vec<u8>>, St) {
         }
         St::ZSet(z) => {
             let m = format!("member-{:0>200}", rng.gen_range(0..80)).into_bytes();
-            if rng.gen_bool(0.75) {
-                z.insert(m.clone(), n.to_string());
-                vec![b("ZADD"), b(key), b(&n.to_string()), m]
-            } else {
-                z.remove(&m);
-                vec![b("ZREM"), b(key), m]
+            let order = |z: &BTreeMap<Vec<u8>, String>| {
+                let mut v: Vec<(i64, Vec<u8>)> = z
+                    .iter()
+                    .map(|(m, s)| (s.parse().unwrap(), m.clone()))
+                    .collect();
+                v.sort();
+                v
+            };
+            match rng.gen_range(0..8) {
+                0..=3 => {
+                    z.insert(m.clone(), n.to_string());
+                    vec![b("ZADD"), b(key), b(&n.to_string()), m]
+                }
+                4 if z.contains_key(&m) => {
+                    let s: i64 = z[&m].parse().unwrap();
+                    z.insert(m.clone(), (s + 2).to_string());
+                    vec![b("ZINCRBY"), b(key), b("2"), m]
+                }
+                5 => {
+                    if let Some((_, low)) = order(z).first() {
+                        z.remove(low);
+                    }
+                    vec![b("ZPOPMIN"), b(key)]
+                }
+                6 => {
+                    if let Some((_, high)) = order(z).last() {
+                        z.remove(high);
+                    }
+                    vec![b("ZREMRANGEBYRANK"), b(key), b("-1"), b("-1")]
+                }
+                _ => {
+                    z.remove(&m);
+                    vec![b("ZREM"), b(key), m]
+                }
             }
         }
     };
@@ -219,6 +301,8 @@ fn kill_9_loses_no_acknowledged_collection_change_with_always() {
         .collect();
     let mut total = 0;
     let mut in_flight_applied = 0;
+    // Change records written before the kills (their restarts apply them).
+    let mut changes = 0;
     for cycle in 0..4u64 {
         let handles: Vec<_> = writers
             .drain(..)
@@ -236,6 +320,7 @@ fn kill_9_loses_no_acknowledged_collection_change_with_always() {
         } else {
             std::thread::sleep(delay);
         }
+        changes += srv.info_u64(&mut srv.client(), "persistence", "journal_change_records");
         srv.kill9();
         writers = handles
             .into_iter()
@@ -278,6 +363,7 @@ fn kill_9_loses_no_acknowledged_collection_change_with_always() {
         total >= 500,
         "only {total} changes acknowledged: the test proves little"
     );
+    assert!(changes > 0, "no change record was written before a kill");
     // Some hashes were big enough to be chunked (the part that test covers).
     let mut con = srv.client();
     let chunked = writers
