@@ -86,7 +86,7 @@ pub use log::persistence::{PersistInfo, ShutdownSave};
 pub use log::recovery::RecoveryReport;
 pub use stats::TieredInfo;
 pub use stats::WriteLookups;
-pub use tiering::evict::{Admission, OomCause};
+pub use tiering::evict::{Admission, OomCause, WaitFor};
 pub use tiering::fetch::Read;
 pub use types::bigstr::Piece;
 pub use types::{Collection, ValueType};

@@ -299,7 +299,7 @@ fn gc_reclaims_segments_under_overwrite_churn() {
             loop {
                 match e.admission() {
                     Admission::Admit => break,
-                    Admission::Wait => std::thread::sleep(Duration::from_millis(1)),
+                    Admission::Wait(_) => std::thread::sleep(Duration::from_millis(1)),
                     Admission::OutOfMemory => panic!("OOM at round {round}"),
                     Admission::LogUnavailable => panic!(
                         "log unavailable at round {round}: {:?} {:?}",
@@ -359,7 +359,7 @@ fn ram_at_the_budget_admits_or_refuses_never_waits() {
                 assert!(over.elapsed() >= crate::tiering::STUCK_CONFIRM);
                 break;
             }
-            Admission::Wait if Instant::now() < deadline => {
+            Admission::Wait(_) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(10))
             }
             other => panic!("over the budget with nothing to demote: {other:?}"),
@@ -382,7 +382,7 @@ fn noeviction_refuses_writes_when_full_and_loses_nothing() {
         let admitted = loop {
             match e.admission() {
                 Admission::Admit => break true,
-                Admission::Wait if Instant::now() < deadline => {
+                Admission::Wait(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(1))
                 }
                 _ => break false,
@@ -502,7 +502,7 @@ fn allkeys_lru_evicts_instead_of_refusing() {
         loop {
             match e.admission() {
                 Admission::Admit => break,
-                Admission::Wait if Instant::now() < deadline => {
+                Admission::Wait(_) if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(1))
                 }
                 other => panic!("{other:?} at {i} under allkeys-lru: {}", room_state(&e)),

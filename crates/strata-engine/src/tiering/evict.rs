@@ -22,13 +22,25 @@ const ADMISSION_RESERVE: u64 = 64 << 10;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
     Admit,
-    /// Demotion is making room; wait (`Engine::wait_for_room`) and ask again.
-    Wait,
+    /// Room is coming; wait (`Engine::wait_for_room`) and ask again.
+    Wait(WaitFor),
     /// Refuse with OOM.
     OutOfMemory,
     /// The flash log cannot take writes (full, or poisoned by a failed
     /// write or fsync): refuse with `Engine::log_error`'s message.
     LogUnavailable,
+}
+
+/// What a write waits for (INFO counts the waits by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitFor {
+    /// RAM over the budget: demotion, or the journal writing what must be
+    /// logged before it can leave RAM, is making room.
+    Ram,
+    /// The journal's queue is at its limit: the journal is writing it.
+    Journal,
+    /// The flash log is full: the collector or eviction is making room.
+    Flash,
 }
 
 /// Which limit an OOM refusal hit (`Engine::oom_cause`), so the refusal
@@ -149,7 +161,7 @@ impl Inner {
                     self.journal.kick();
                     return match self.tun.eviction().evicts_segments() {
                         false => Admission::OutOfMemory,
-                        true => Admission::Wait,
+                        true => Admission::Wait(WaitFor::Flash),
                     };
                 }
                 crate::log::journal::LogStatus::Ok => {}
@@ -164,7 +176,7 @@ impl Inner {
                     // demotion.
                     self.wake_background();
                     self.journal.kick();
-                    return Admission::Wait;
+                    return Admission::Wait(WaitFor::Flash);
                 }
                 // Full of live data under noeviction: the memory limit.
                 crate::log::journal::LogStatus::Full => return Admission::OutOfMemory,
@@ -172,7 +184,7 @@ impl Inner {
             }
             if self.journal.queued() > crate::log::journal::MAX_QUEUED {
                 self.journal.kick();
-                return Admission::Wait;
+                return Admission::Wait(WaitFor::Journal);
             }
         }
         let ram = self.ram_used();
@@ -198,7 +210,7 @@ impl Inner {
             return Admission::Admit;
         }
         if !self.tiering.demotion_stuck.load(Relaxed) {
-            return Admission::Wait;
+            return Admission::Wait(WaitFor::Ram);
         }
         if policy == EvictionPolicy::NoEviction || self.evict_some(policy, 32) == 0 {
             return Admission::OutOfMemory;

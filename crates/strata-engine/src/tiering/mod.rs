@@ -155,10 +155,14 @@ impl Background {
                     Ok(p) if p.moved + p.spared == 0 => {
                         // Stuck only once the hands passed every key without
                         // finding anything: waiting writers would wait forever.
-                        // Not while the journal has a batch in hand: its
-                        // captured values are RAM it gives back when the
-                        // batch is written (and the values it publishes can
-                        // then leave RAM without I/O), so writers wait.
+                        // Not while the journal has a batch in hand or notes
+                        // queued: its captured values are RAM it gives back
+                        // when the batch is written, and what it writes can
+                        // then leave RAM (changed parts and values wait for
+                        // it), so writers wait (backpressure, not refusal);
+                        // nor while reads from flash are in flight (their
+                        // buffers are RAM that becomes values demotion can
+                        // move).
                         self.idle_scanned += p.scanned;
                         if self.idle_scanned < inner.key_count() {
                             busy = true;
@@ -167,7 +171,10 @@ impl Background {
                             // Set before the look: a batch that ends
                             // meanwhile still wakes this thread.
                             inner.tiering.awaits_journal.store(true, Relaxed);
-                            if !inner.journal.busy() {
+                            if !inner.journal.busy()
+                                && inner.journal.queued() == 0
+                                && Stats::get(&inner.stats.pending_reads) == 0
+                            {
                                 inner.tiering.awaits_journal.store(false, Relaxed);
                                 confirm_nothing(
                                     inner,

@@ -11,7 +11,7 @@ use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{Admission, Engine};
+use strata_engine::{Admission, Engine, WaitFor};
 use strata_protocol::Limits;
 use tokio::sync::Notify;
 
@@ -32,8 +32,14 @@ pub struct ServerStats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub oom_rejections: AtomicU64,
-    /// Times a write waited for demotion to make room.
+    /// Times a write waited for room, by what it waited for (RAM: demotion
+    /// or the journal; the journal's queue; the flash log), and the
+    /// microseconds writes waited in all.
     pub write_waits: AtomicU64,
+    pub write_waits_ram: AtomicU64,
+    pub write_waits_journal: AtomicU64,
+    pub write_waits_flash: AtomicU64,
+    pub write_wait_micros: AtomicU64,
     /// Clients closed for passing `client-output-buffer-limit`.
     pub output_buffer_limit_disconnections: AtomicU64,
     /// Clients closed for passing `client-query-buffer-limit`.
@@ -147,26 +153,40 @@ impl Shared {
     /// already asked for; while it says Wait, waits for demotion to make
     /// room (backpressure), up to `ROOM_WAIT_LIMIT`, then refuses with OOM.
     pub async fn admit_write(&self, first: Admission) -> Result<(), Refusal> {
-        let deadline = Instant::now() + ROOM_WAIT_LIMIT;
+        if first == Admission::Admit {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let deadline = started + ROOM_WAIT_LIMIT;
         let mut admission = first;
-        loop {
+        let r = loop {
             match admission {
-                Admission::Admit => return Ok(()),
-                Admission::Wait if Instant::now() < deadline => {
+                Admission::Admit => break Ok(()),
+                Admission::Wait(why) if Instant::now() < deadline => {
                     self.stats.write_waits.fetch_add(1, Relaxed);
+                    let by = match why {
+                        WaitFor::Ram => &self.stats.write_waits_ram,
+                        WaitFor::Journal => &self.stats.write_waits_journal,
+                        WaitFor::Flash => &self.stats.write_waits_flash,
+                    };
+                    by.fetch_add(1, Relaxed);
                     let _ = tokio::time::timeout(
                         Duration::from_millis(10),
                         self.engine.wait_for_room(),
                     )
                     .await;
                 }
-                Admission::Wait | Admission::OutOfMemory => return Err(Refusal::OutOfMemory),
+                Admission::Wait(_) | Admission::OutOfMemory => break Err(Refusal::OutOfMemory),
                 Admission::LogUnavailable => {
-                    return Err(Refusal::Log(self.engine.log_error().unwrap_or_default()))
+                    break Err(Refusal::Log(self.engine.log_error().unwrap_or_default()))
                 }
             }
             admission = self.engine.admission();
-        }
+        };
+        self.stats
+            .write_wait_micros
+            .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        r
     }
 
     /// A client sent `POST` or `Host:` (an HTTP request: a web page making

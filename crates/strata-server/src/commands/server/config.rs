@@ -75,6 +75,10 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             &s.unknown_commands,
             &s.oom_rejections,
             &s.write_waits,
+            &s.write_waits_ram,
+            &s.write_waits_journal,
+            &s.write_waits_flash,
+            &s.write_wait_micros,
         ] {
             c.store(0, Relaxed);
         }

@@ -433,10 +433,33 @@ fn stats(s: &Shared, out: &mut String) {
     );
     field!(out, "unknown_commands", st.unknown_commands.load(Relaxed));
     field!(out, "oom_rejections", st.oom_rejections.load(Relaxed));
+    // Writes that waited for room instead of being refused: how often,
+    // for what (RAM: demotion or the journal; the journal's queue; the
+    // flash log's collector), and how long in all.
     field!(
         out,
         "write_backpressure_waits",
         st.write_waits.load(Relaxed)
+    );
+    field!(
+        out,
+        "write_backpressure_waits_ram",
+        st.write_waits_ram.load(Relaxed)
+    );
+    field!(
+        out,
+        "write_backpressure_waits_journal",
+        st.write_waits_journal.load(Relaxed)
+    );
+    field!(
+        out,
+        "write_backpressure_waits_flash",
+        st.write_waits_flash.load(Relaxed)
+    );
+    field!(
+        out,
+        "write_backpressure_wait_ms",
+        st.write_wait_micros.load(Relaxed) / 1000
     );
     // (Redis 7.2's names.)
     field!(
