@@ -453,6 +453,10 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
 /// Most change records after an image: past them, the next record is an
 /// image (recovery applies at most this many to one value).
 const MAX_CHANGES: usize = 32;
+/// A value records its changes only from this packed size on: below it an
+/// image costs little more than a change record, and the log's ~130 bytes
+/// of RAM per value would cost more than it saves.
+pub(super) const RECORD_FROM: usize = 512;
 
 /// A hot collection's state to log: what changed since its chain's last
 /// record, while that is confirmed, the value's ops were all recorded and
@@ -494,11 +498,14 @@ fn capture_collection(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
     }
     let value = c.to_bytes();
     if c.recorder().is_some() {
-        let superseded = c
+        let superseded: Vec<FlashLoc> = c
             .stop_recording()
             .map(|l| l.chain.locs().collect())
             .unwrap_or_default();
-        if let Some(rec) = c.recorder_mut() {
+        // (A value below `RECORD_FROM` with an old chain keeps a log only
+        // until this image is published, to release that chain then.)
+        let record = size >= RECORD_FROM || !superseded.is_empty();
+        if let Some(rec) = c.recorder_mut().filter(|_| record) {
             rec.start(Chain {
                 last_seq: version,
                 superseded,

@@ -3,9 +3,9 @@
 //! in `mod.rs`), shard by shard, with the misses of a big batch overlapped
 //! by prefetching.
 
-use super::batch::{Captured, Placed, State};
+use super::batch::{Captured, Placed, State, RECORD_FROM};
 use crate::base::FlashLoc;
-use crate::index::{Slot, F_DIRTY};
+use crate::index::{Slot, Value, F_DIRTY};
 use crate::Inner;
 
 /// Most records published under one hold of a shard lock.
@@ -143,6 +143,7 @@ fn publish_chained(
     let Slot::Hot(h) = &mut e.slot else {
         return change;
     };
+    let small = matches!(&h.value, Value::Coll(c) if c.encoded_len() < RECORD_FROM);
     let Some(chain) = h.chain_mut() else {
         return change;
     };
@@ -166,6 +167,14 @@ fn publish_chained(
     );
     for old in std::mem::take(&mut chain.superseded) {
         inner.release_flash_quiet(old);
+    }
+    if small {
+        // It records no more (`batch::RECORD_FROM`): unchanged since, the
+        // image is its backing (below); else a later image replaces it.
+        if let Value::Coll(c) = &mut h.value {
+            c.stop_recording();
+        }
+        return !current;
     }
     if current {
         // Unchanged since: the image is the backing (below), which the
