@@ -11,7 +11,9 @@
 //! a second reference to it: `copies`). The journal thread drains the notes in
 //! batches and writes, for each key once, the state its last note in the
 //! batch gives: a value note's, else the key's *current* state (a value
-//! record, or a tombstone if the key is gone) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
+//! record, or a tombstone if the key is gone; of a collection that records
+//! its changes, a change record of what changed since its last record:
+//! `types::changes`, `capture_collection`) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
 //! durable per `appendfsync`, points the entries at their records (the
 //! record is the hot value's `backing`, so demoting it later costs no I/O)
 //! and advances the durable *ticket*.
