@@ -11,7 +11,10 @@
 //! - a sorted set's order chunk decodes to sorted zkeys inside its bounds
 //!   or an error, and measuring a narrower range counts a subset;
 //! - a stream part's chunk body measures to the bytes its nodes take
-//!   (all of the body after the bound), or an error.
+//!   (all of the body after the bound), or an error;
+//! - a change record's ops (kind 12) applied to a decoded collection give
+//!   an error or a collection whose `encoded_len` is its encoding's length,
+//!   and a change record's value decodes without panicking.
 
 use strata_engine::flash::format::{
     chunk_prefix, decode_chunk, decode_head, decode_record, head_value, RecordKind,
@@ -39,7 +42,17 @@ pub fn fuzz(data: &[u8]) {
             let again = Collection::decode(vt, &out).expect("re-decode");
             assert_eq!(again, c);
         }
+        // The first half a value, the second a change record's ops.
+        let (value, ops) = body.split_at(body.len() / 2);
+        if let Ok(mut c) = Collection::decode(vt, value) {
+            if c.apply_change(t & 1, ops).is_ok() {
+                let mut out = Vec::new();
+                c.encode(&mut out);
+                assert_eq!(out.len(), c.encoded_len());
+            }
+        }
     }
+    let _ = strata_engine::flash::format::change::decode(body);
     if let Ok(rec) = decode_record(data) {
         if rec.header.kind == RecordKind::Collection {
             assert_ne!(rec.meta.vtype, ValueType::String);
