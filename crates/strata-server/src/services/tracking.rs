@@ -141,7 +141,16 @@ impl Tracking {
         {
             let mut table = self.keys.lock();
             for k in keys {
-                table.entry(k.clone()).or_default().insert(id);
+                match table.get_mut(k) {
+                    Some(readers) => {
+                        readers.insert(id);
+                    }
+                    // A copy: a slice of the request would keep the
+                    // client's read buffer alive while the key is tracked.
+                    None => {
+                        table.insert(Bytes::copy_from_slice(k), HashSet::from([id]));
+                    }
+                }
             }
             while max > 0 && table.len() > max {
                 let Some(k) = table.keys().next().cloned() else {

@@ -65,7 +65,10 @@ impl SlowLog {
                     );
                     Bytes::from(v)
                 } else {
-                    a.clone()
+                    // A copy: a slice of the request would keep the
+                    // client's whole read buffer alive as long as the
+                    // entry (megabytes per entry under a pipeline).
+                    Bytes::copy_from_slice(a)
                 }
             })
             .collect();
