@@ -338,9 +338,13 @@ fn over_limit(sub: &Subscriber, limit: &Limit, queued: u64, now_ms: u64) -> bool
 impl Listener {
     /// Listens to `name`; returns false if it already did.
     pub fn add(&mut self, kind: Kind, name: &Bytes) -> bool {
-        if !self.names[kind.index()].insert(name.clone()) {
+        if self.names[kind.index()].contains(name) {
             return false;
         }
+        // A copy: a slice of the request would keep the client's read
+        // buffer alive as long as the subscription.
+        let name = &Bytes::copy_from_slice(name);
+        self.names[kind.index()].insert(name.clone());
         self.pubsub.names.lock()[kind.index()]
             .entry(name.clone())
             .or_default()
