@@ -6,7 +6,7 @@
 //! whose base is not the key's state (an older chain's, one an image or
 //! a tombstone replaced) counts for nothing.
 
-use super::replay::Replay;
+use super::RecoveryReport;
 use crate::base::{FlashLoc, ValueType};
 use crate::flash::format;
 use crate::index::{Hot, Slot, Value};
@@ -25,24 +25,24 @@ pub(super) struct ChangeRec {
     loc: FlashLoc,
 }
 
-impl Replay<'_> {
-    /// A change record of (db, key): kept if no flush or tombstone seen so
-    /// far is newer.
-    pub(super) fn change(
+/// The change records the replay kept, per (db id, key).
+#[derive(Default)]
+pub(super) struct Seen(std::collections::HashMap<(u16, Box<[u8]>), Vec<ChangeRec>>);
+
+impl Seen {
+    /// A change record of (db, key) the replay admitted (no flush or
+    /// tombstone seen so far is newer); false if its value does not decode.
+    pub(super) fn note(
         &mut self,
         h: format::RecordHeader,
         key: &[u8],
         value: &[u8],
         loc: FlashLoc,
-    ) {
-        if !self.admits(h.db, key, h.seq) {
-            return;
-        }
+    ) -> bool {
         let Some(c) = format::change::decode(value) else {
-            self.report.corrupt_records += 1;
-            return;
+            return false;
         };
-        self.changes
+        self.0
             .entry((h.db, Box::from(key)))
             .or_default()
             .push(ChangeRec {
@@ -54,23 +54,23 @@ impl Replay<'_> {
                 ops: c.ops.into(),
                 loc,
             });
+        true
     }
 }
 
 /// Applies the chains of every key (module doc).
-pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
-    let all = std::mem::take(&mut replay.changes);
-    for ((db, key), mut recs) in all {
+pub(super) fn resolve_all(inner: &Inner, seen: Seen, now: u64, report: &mut RecoveryReport) {
+    for ((db, key), mut recs) in seen.0 {
         recs.sort_unstable_by_key(|r| r.seq);
-        if !resolve(inner, replay, db as usize, &key, &recs) {
-            replay.report.corrupt_records += 1;
+        if !resolve(inner, now, db as usize, &key, &recs) {
+            report.corrupt_records += 1;
         }
     }
 }
 
 /// The chain of `key`'s changes from its record on; false if a record of
 /// it could not be read or applied (the key keeps its record's state).
-fn resolve(inner: &Inner, replay: &Replay<'_>, d: usize, key: &[u8], recs: &[ChangeRec]) -> bool {
+fn resolve(inner: &Inner, now: u64, d: usize, key: &[u8], recs: &[ChangeRec]) -> bool {
     let (loc, seq, vtype) = {
         let sh = inner.shard(key).lock();
         let Some(e) = sh.dbs.get(d).and_then(|m| m.get(key)) else {
@@ -93,10 +93,13 @@ fn resolve(inner: &Inner, replay: &Replay<'_>, d: usize, key: &[u8], recs: &[Cha
     let Some(last) = chain.last() else {
         return true;
     };
-    if last.expire_at_ms != 0 && last.expire_at_ms <= replay.now {
+    if last.expire_at_ms != 0 && last.expire_at_ms <= now {
         let mut sh = inner.shard(key).lock();
-        if let Some(i) = sh.dbs[d].get_index_of(key) {
-            Replay::remove(&mut sh, d, i);
+        if let Some((k, e)) = sh.dbs[d]
+            .get_index_of(key)
+            .and_then(|i| sh.dbs[d].swap_remove_index(i))
+        {
+            sh.acct.entry_removed(d, k.heap_bytes(), &e);
         }
         return true;
     }

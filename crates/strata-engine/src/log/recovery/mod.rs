@@ -135,7 +135,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         db_map: None,
         functions: None,
         chunks: HashMap::new(),
-        changes: HashMap::new(),
+        changes: Default::default(),
         batch: Vec::new(),
         report: RecoveryReport::default(),
     };
@@ -202,7 +202,8 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
     }
     replay.drop_torn_batch();
     chunks::resolve_all(inner, &mut replay);
-    changes::resolve_all(inner, &mut replay);
+    let seen = std::mem::take(&mut replay.changes);
+    changes::resolve_all(inner, seen, replay.now, &mut replay.report);
     finish(inner, &mut replay, appendonly, t0);
     replay.report
 }

@@ -29,8 +29,8 @@ pub(super) struct Replay<'a> {
     pub(super) functions: Option<(u64, bytes::Bytes, FlashLoc)>,
     /// Chunk records seen, per (db id, key): applied by `chunks::resolve`.
     pub(super) chunks: HashMap<(u16, Box<[u8]>), Vec<super::cand::Cand>>,
-    /// Change records seen, per (db id, key): applied by `changes::resolve`.
-    pub(super) changes: HashMap<(u16, Box<[u8]>), Vec<super::changes::ChangeRec>>,
+    /// Change records seen: applied by `changes::resolve_all`.
+    pub(super) changes: super::changes::Seen,
     /// The members of an atomic batch seen since its start, not yet
     /// applied (docs/format.md, "Atomic batches").
     pub(super) batch: Vec<Member>,
@@ -72,7 +72,7 @@ impl Replay<'_> {
     /// Whether a whole-key record of (db, key) with this sequence number
     /// may still count: its database exists, and no flush or tombstone
     /// seen so far is newer. Notes the sequence number.
-    pub(super) fn admits(&mut self, db: u16, key: &[u8], seq: u64) -> bool {
+    fn admits(&mut self, db: u16, key: &[u8], seq: u64) -> bool {
         let d = db as usize;
         if d >= self.inner.keys.databases {
             return false;
@@ -436,7 +436,11 @@ impl Replay<'_> {
             }
             RecordKind::CollHead => self.head(h.db, key, h.seq, h.expire_at_ms, loc, value),
             RecordKind::Chunk => self.chunk(h.db, key, h.seq, loc, value),
-            RecordKind::Change => self.change(h, key, value, loc),
+            RecordKind::Change => {
+                if self.admits(h.db, key, h.seq) && !self.changes.note(h, key, value, loc) {
+                    self.report.corrupt_records += 1;
+                }
+            }
         }
     }
 

@@ -4,7 +4,7 @@
 //! early recache `R`), quiet mode (`q`, ended by `mn`).
 
 use super::errors::{admit, engine_error};
-use super::modify::{arith, concat, ArithOp, ArithResult};
+use super::modify::{arith, concat, digits, ArithOp, ArithResult};
 use super::stats::inc;
 use super::{expire_at_ms, Done, DB, NON_NUMERIC};
 use crate::command::Shared;
@@ -462,7 +462,7 @@ fn arithmetic(shared: &Arc<Shared>, m: Args, out: &mut BytesMut) -> Done {
         expire_at_ms: ttl.map(expire_at_ms),
         explicit_cas,
     };
-    let wrote = key.len() as u64 + super::text::digits(op.delta);
+    let wrote = key.len() as u64 + digits(op.delta);
     let read = arith(shared, key.clone(), op);
     let s = shared.clone();
     let fut = async move {

@@ -146,3 +146,9 @@ pub(super) fn arith(
             }
         })
 }
+
+/// Decimal digits of `n` (an incr's delta as the client sent it: what it
+/// counts in `client_write_bytes`).
+pub(super) fn digits(n: u64) -> u64 {
+    n.checked_ilog10().map_or(1, |d| d as u64 + 1)
+}

@@ -5,7 +5,7 @@
 
 use super::errors::{admit, engine_error};
 use super::meta;
-use super::modify::{arith, concat, ArithOp, ArithResult};
+use super::modify::{arith, concat, digits, ArithOp, ArithResult};
 use super::stats::{inc, stats};
 use super::{expire_at_ms, Done, DB, NON_NUMERIC, VERSION};
 use crate::command::Shared;
@@ -335,9 +335,4 @@ fn later_line(read: Read<Result<&'static str, EngineError>>, noreply: bool, writ
         }),
         write,
     )
-}
-
-/// Decimal digits of `n` (an incr's delta as the client sent it).
-pub(super) fn digits(n: u64) -> u64 {
-    n.checked_ilog10().map_or(1, |d| d as u64 + 1)
 }
