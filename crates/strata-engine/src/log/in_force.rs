@@ -7,6 +7,8 @@
 //! records are published in the order they were written.
 
 use crate::base::FlashLoc;
+use crate::flash::format::{RecordHeader, RecordKind};
+use crate::log::writer::{AppendError, SegmentWriter};
 use crate::Inner;
 use parking_lot::Mutex;
 
@@ -52,4 +54,52 @@ impl InForce {
             inner.retain_flash(new);
         }
     }
+}
+
+/// Appends the function libraries in force (kind 10) with sequence number
+/// `seq`; None when none were ever set.
+pub(crate) fn append_functions(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    seq: u64,
+) -> Result<Option<FlashLoc>, AppendError> {
+    let Some(value) = inner.keys.functions.current() else {
+        return Ok(None);
+    };
+    append_in_force(inner, w, RecordKind::Functions, seq, &value).map(Some)
+}
+
+/// Appends a record of which one is in force (`log::in_force`): no key,
+/// database 0, no TTL.
+fn append_in_force(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    kind: RecordKind,
+    seq: u64,
+    value: &[u8],
+) -> Result<FlashLoc, AppendError> {
+    let h = RecordHeader {
+        kind,
+        db: 0,
+        key_len: 0,
+        value_len: value.len() as u32,
+        seq,
+        expire_at_ms: 0,
+    };
+    w.append(&h, &[], value, inner.flash.capacity)
+}
+
+/// Appends the current database mapping (kind 7) with sequence number `seq`.
+pub(crate) fn append_db_map(
+    inner: &Inner,
+    w: &mut SegmentWriter,
+    seq: u64,
+) -> Result<FlashLoc, AppendError> {
+    // Read under a shard lock (swapdb invariant 1).
+    let ids = {
+        let _g = inner.shards[0].lock();
+        inner.keys.dbmap.snapshot()
+    };
+    let value = crate::flash::format::dbmap::encode(&ids);
+    append_in_force(inner, w, RecordKind::DbMap, seq, &value)
 }

@@ -16,6 +16,7 @@
 
 mod defrag;
 mod demote;
+mod demote_parts;
 pub mod evict;
 pub mod fetch;
 

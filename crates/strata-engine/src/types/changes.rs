@@ -21,7 +21,7 @@
 //! 3. Applying a change record's ops to the value its base record holds
 //!    gives the value as it was when the change record was captured.
 
-use super::{Collection, BIG_ENCODING};
+use super::{Collection, Reader, BIG_ENCODING};
 use crate::base::{FlashLoc, Malformed};
 
 /// Ops past this many bytes stop being recorded: an image is cheaper.
@@ -239,58 +239,41 @@ impl<'a> Op<'a> {
     }
 }
 
-/// The ops of an encoded run, in order (`decode` of each).
+/// The ops of an encoded run, in order (`decode` of each), read with the
+/// packed encoding's reader.
 pub struct Ops<'a> {
-    b: &'a [u8],
+    r: Reader<'a>,
 }
 
 impl<'a> Ops<'a> {
     pub fn new(b: &'a [u8]) -> Ops<'a> {
-        Ops { b }
-    }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
-        if self.b.len() < n {
-            return Err(Malformed);
-        }
-        let (a, rest) = self.b.split_at(n);
-        self.b = rest;
-        Ok(a)
-    }
-    fn u32(&mut self) -> Result<u32, Malformed> {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(self.take(4)?);
-        Ok(u32::from_le_bytes(a))
-    }
-    fn bytes(&mut self) -> Result<&'a [u8], Malformed> {
-        let n = self.u32()? as usize;
-        self.take(n)
+        Ops { r: Reader { b } }
     }
     fn op(&mut self) -> Result<Op<'a>, Malformed> {
-        let code = self.take(1)?[0];
+        let r = &mut self.r;
+        let code = r.u8()?;
         Ok(match code {
-            HSET => Op::HSet(self.bytes()?, self.bytes()?),
-            HDEL => Op::HDel(self.bytes()?, false),
-            HDEL_SWAP => Op::HDel(self.bytes()?, true),
-            SADD => Op::SAdd(self.bytes()?),
-            SREM => Op::SRem(self.bytes()?),
+            HSET => Op::HSet(r.bytes()?, r.bytes()?),
+            HDEL => Op::HDel(r.bytes()?, false),
+            HDEL_SWAP => Op::HDel(r.bytes()?, true),
+            SADD => Op::SAdd(r.bytes()?),
+            SREM => Op::SRem(r.bytes()?),
             ZSET => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(self.take(8)?);
-                let score = f64::from_bits(u64::from_le_bytes(a));
+                let score = f64::from_bits(r.u64()?);
                 if score.is_nan() {
                     return Err(Malformed);
                 }
-                Op::ZSet(self.bytes()?, score)
+                Op::ZSet(r.bytes()?, score)
             }
-            ZREM => Op::ZRem(self.bytes()?),
-            LPUSH_FRONT => Op::LPushFront(self.bytes()?),
-            LPUSH_BACK => Op::LPushBack(self.bytes()?),
+            ZREM => Op::ZRem(r.bytes()?),
+            LPUSH_FRONT => Op::LPushFront(r.bytes()?),
+            LPUSH_BACK => Op::LPushBack(r.bytes()?),
             LPOP_FRONT => Op::LPopFront,
             LPOP_BACK => Op::LPopBack,
-            LSET => Op::LSet(self.u32()?, self.bytes()?),
-            LINSERT => Op::LInsert(self.u32()?, self.bytes()?),
-            LREM_AT => Op::LRemAt(self.u32()?),
-            LTRIM => Op::LTrim(self.u32()?, self.u32()?),
+            LSET => Op::LSet(r.u32()?, r.bytes()?),
+            LINSERT => Op::LInsert(r.u32()?, r.bytes()?),
+            LREM_AT => Op::LRemAt(r.u32()?),
+            LTRIM => Op::LTrim(r.u32()?, r.u32()?),
             _ => return Err(Malformed),
         })
     }
@@ -299,14 +282,14 @@ impl<'a> Ops<'a> {
 impl<'a> Iterator for Ops<'a> {
     type Item = Result<Op<'a>, Malformed>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.b.is_empty() {
+        if self.r.b.is_empty() {
             return None;
         }
-        let r = self.op();
-        if r.is_err() {
-            self.b = &[];
+        let op = self.op();
+        if op.is_err() {
+            self.r.b = &[];
         }
-        Some(r)
+        Some(op)
     }
 }
 
@@ -341,21 +324,7 @@ impl Collection {
     /// Stops recording (a record of the whole value replaces the chain, or
     /// the value leaves the chain's entry); returns the log.
     pub fn stop_recording(&mut self) -> Option<Box<ChangeLog>> {
-        match self {
-            Collection::Hash(h) => h.rec.stop(),
-            Collection::Set(s) => s.rec.stop(),
-            Collection::ZSet(z) => z.rec.stop(),
-            Collection::List(l) => l.rec.stop(),
-            Collection::Stream(_) | Collection::Str(_) => None,
-        }
-    }
-    /// The bits byte of the packed encoding (a change record carries it).
-    pub fn encoding_bits(&self) -> u8 {
-        if self.encoding_is_big() {
-            BIG_ENCODING
-        } else {
-            0
-        }
+        self.recorder_mut().and_then(Recorder::stop)
     }
 
     /// Applies a change record's ops and bits (invariant 3). A record that
@@ -436,16 +405,12 @@ mod tests {
     use crate::base::ValueType;
     use crate::types::{EncodingLimits, Hash, List, Set, ZSet};
 
-    struct Rng(u64);
+    use rand::{rngs::StdRng, Rng as _, SeedableRng};
+
+    struct Rng(StdRng);
     impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
         fn below(&mut self, n: u64) -> u64 {
-            self.next() % n.max(1)
+            self.0.gen_range(0..n.max(1))
         }
     }
 
@@ -535,7 +500,7 @@ mod tests {
     /// (order and encoding included), through several records in a row.
     #[test]
     fn changes_applied_to_the_image_give_the_value() {
-        let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut r = Rng(StdRng::seed_from_u64(0x9E37_79B9_7F4A_7C15));
         for t in [
             ValueType::Hash,
             ValueType::Set,

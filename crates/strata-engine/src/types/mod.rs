@@ -205,7 +205,9 @@ impl Collection {
         }
     }
 
-    fn bits(&self) -> u8 {
+    /// The bits byte of the packed encoding (a change record carries it
+    /// too: `changes`).
+    pub fn encoding_bits(&self) -> u8 {
         if self.encoding_is_big() {
             BIG_ENCODING
         } else {
@@ -216,7 +218,7 @@ impl Collection {
     /// Appends the packed encoding to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.reserve(self.encoded_len());
-        out.push(self.bits());
+        out.push(self.encoding_bits());
         out.extend_from_slice(&(self.len().min(u32::MAX as usize) as u32).to_le_bytes());
         match self {
             Collection::Hash(h) => {

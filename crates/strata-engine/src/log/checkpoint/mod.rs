@@ -185,7 +185,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         // After a SWAPDB, the tail starts with the mapping in force, so a
         // restart from this checkpoint knows it (`keyspace::swapdb`).
         if inner.keys.dbmap.needs_record() {
-            let loc = crate::log::journal::append_db_map(inner, &mut w, inner.next_seq())
+            let loc = crate::log::in_force::append_db_map(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
             w.flush_counted(&inner.stats.device.checkpoint)
                 .map_err(|e| format!("flash write failed: {e}"))?;
@@ -193,7 +193,7 @@ pub(crate) fn take(inner: &Inner, save: bool) -> Result<Done, String> {
         }
         // Likewise the function libraries (`keyspace::functions`).
         if inner.keys.functions.needs_record() {
-            let loc = crate::log::journal::append_functions(inner, &mut w, inner.next_seq())
+            let loc = crate::log::in_force::append_functions(inner, &mut w, inner.next_seq())
                 .map_err(|e| format!("flash write failed: {e:?}"))?;
             w.flush_counted(&inner.stats.device.checkpoint)
                 .map_err(|e| format!("flash write failed: {e}"))?;

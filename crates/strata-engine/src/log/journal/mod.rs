@@ -61,7 +61,6 @@ mod publish;
 mod thread;
 
 use crate::index::CompactKey;
-pub(crate) use batch::{append_db_map, append_functions};
 use groups::Groups;
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};

@@ -11,6 +11,7 @@ use super::{expire_at_ms, Done, DB, NON_NUMERIC, VERSION};
 use crate::command::Shared;
 use crate::services::metrics::memcache::McStats;
 use bytes::{Bytes, BytesMut};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::{EngineError, ExpireCond, ItemCond, ItemGet, NewItem, Read, StoreOutcome};
@@ -46,14 +47,7 @@ pub(super) async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut Byte
         }
         McRequest::Delete { key, noreply } => {
             let hit = shared.engine.delete(DB, &key);
-            if hit {
-                shared.stats.client_write_bytes.add(key.len() as u64);
-            }
-            inc(if hit {
-                &st.delete_hits
-            } else {
-                &st.delete_misses
-            });
+            counted(shared, &key, hit, (&st.delete_hits, &st.delete_misses));
             reply_unless(out, noreply, if hit { "DELETED" } else { "NOT_FOUND" });
             Done::Now
         }
@@ -72,14 +66,7 @@ pub(super) async fn execute(shared: &Arc<Shared>, req: McRequest, out: &mut Byte
             let hit = shared
                 .engine
                 .expire(DB, &key, expire_at_ms(exptime), ExpireCond::Always);
-            if hit {
-                shared.stats.client_write_bytes.add(key.len() as u64);
-            }
-            inc(if hit {
-                &st.touch_hits
-            } else {
-                &st.touch_misses
-            });
+            counted(shared, &key, hit, (&st.touch_hits, &st.touch_misses));
             reply_unless(out, noreply, if hit { "TOUCHED" } else { "NOT_FOUND" });
             Done::Now
         }
@@ -335,4 +322,13 @@ fn later_line(read: Read<Result<&'static str, EngineError>>, noreply: bool, writ
         }),
         write,
     )
+}
+
+/// Counts a delete's or touch's outcome: a hit or a miss, and on a hit
+/// the key among the bytes clients wrote.
+fn counted(shared: &Shared, key: &[u8], hit: bool, (hits, misses): (&AtomicU64, &AtomicU64)) {
+    if hit {
+        shared.stats.client_write_bytes.add(key.len() as u64);
+    }
+    inc(if hit { hits } else { misses });
 }

@@ -1,8 +1,10 @@
 //! The libraries Redis bundles for scripts, beyond Lua's own: `bit`
 //! (LuaBitOp), `cjson` (lua-cjson), `cmsgpack` (lua-cmsgpack) and
 //! `struct` (Roberto Ierusalimschy's). Each matches the bundled C
-//! library's results, which scripts (and their callers) depend on.
+//! library's results, which scripts (and their callers) depend on. And
+//! Lua's own functions Redis patched (`base`: `unpack`).
 
+pub mod base;
 pub mod bit;
 pub mod json;
 mod json_decode;

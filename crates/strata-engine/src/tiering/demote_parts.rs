@@ -1,0 +1,124 @@
+//! Demotion of a chunked collection's parts (`demote`'s hand meets one):
+//! the CLOCK hand over its parts, and writing the changed parts it picked
+//! (without the journal) under a head.
+
+use crate::index::{Slot, F_STASHING};
+use crate::log::chunks::{append_chunked, capture_dir, publish_chunked, ChunkedState};
+use crate::log::writer::{AppendError, SegmentWriter};
+use crate::stats::Stats;
+use crate::Inner;
+
+/// What the hand did to one chunked collection.
+pub(super) struct PartsStep {
+    pub(super) spared: usize,
+    pub(super) freed: usize,
+    /// Bytes of the parts that left RAM.
+    pub(super) freed_bytes: usize,
+    /// Parts in RAM the hand looked at.
+    pub(super) examined: usize,
+    /// Changed parts to write, and the head.
+    pub(super) write: Option<ChunkedState>,
+    /// Changed parts were left to the journal.
+    pub(super) journal_due: bool,
+}
+
+/// The hand passes a chunked collection, until its freed and picked parts
+/// hold `want` bytes: each part in RAM that was used since gets a second
+/// chance; a clean one is dropped from RAM (its record is its copy); a
+/// changed one is picked to be written.
+///
+/// With the journal on, changed parts are the journal's to write (it
+/// writes all of a collection's changed parts under one head, so the log
+/// never holds half of a change: `log::chunks::capture_dir`): they are
+/// spared and the journal is asked to run; once written they are clean and
+/// leave RAM at the hand's next pass. Without it (`appendonly no`, where a
+/// crash discards the files), the picks are written with a head.
+pub(super) fn demote_parts(
+    e: &mut crate::index::Entry,
+    acct: &mut crate::index::ShardCounters,
+    want: usize,
+    journal: bool,
+) -> PartsStep {
+    let mut step = PartsStep {
+        spared: 0,
+        freed: 0,
+        freed_bytes: 0,
+        examined: 0,
+        write: None,
+        journal_due: false,
+    };
+    if e.flags & F_STASHING != 0 {
+        return step;
+    }
+    let (vtype, version, expire_at_ms) = (e.value_type(), e.version, e.expire_at_ms);
+    let bits = match &e.slot {
+        Slot::Chunked(c) if c.encoding_is_big() => crate::types::BIG_ENCODING,
+        _ => 0,
+    };
+    let write = e.with_dir(acct, |d| {
+        let before = d.resident_bytes();
+        let (spared, freed, examined, changed) = d.clock_pass(want);
+        step.freed_bytes = before.saturating_sub(d.resident_bytes());
+        step.spared = spared;
+        step.freed = freed;
+        step.examined = examined;
+        if changed.is_empty() {
+            return None;
+        }
+        if journal {
+            step.spared += changed.len();
+            step.journal_due = true;
+            return None;
+        }
+        Some(capture_dir(
+            vtype,
+            bits,
+            d,
+            version,
+            expire_at_ms,
+            Some(&changed),
+        ))
+    });
+    step.write = write.flatten();
+    step
+}
+
+/// Writes the picked parts, publishes them and drops them from RAM;
+/// returns how many parts left RAM.
+pub(super) fn write_chunk_victims(
+    inner: &Inner,
+    writer: &mut SegmentWriter,
+    victims: &[(u16, Box<[u8]>, ChunkedState)],
+) -> Result<usize, AppendError> {
+    let mut placed = Vec::with_capacity(victims.len());
+    let mut r = Ok(());
+    for (db, key, st) in victims {
+        match append_chunked(inner, writer, *db, key, st) {
+            Ok(p) => placed.push(p),
+            Err(e) => {
+                r = Err(e);
+                break;
+            }
+        }
+    }
+    let flushed = writer.flush_counted(&inner.stats.device.demotion);
+    let ok = flushed.is_ok() && !matches!(r, Err(AppendError::Io(_)));
+    let mut moved = 0;
+    for (i, (db, key, st)) in victims.iter().enumerate() {
+        if ok {
+            if let Some((parts, head)) = placed.get(i) {
+                moved += publish_chunked(inner, *db, key, st, parts, *head);
+            }
+        }
+        let mut guard = inner.shard(key).lock();
+        let d = inner.keys.dbmap.logical(*db);
+        if let Some(e) = guard.dbs[d].get_mut(&key[..]) {
+            e.flags &= !F_STASHING;
+        }
+    }
+    Stats::add(&inner.stats.stashes, moved as u64);
+    if let Err(e) = flushed {
+        return Err(AppendError::Io(e));
+    }
+    r.map(|()| moved)
+}
