@@ -149,6 +149,7 @@ impl Inner {
         t.fetches = Stats::get(&st.fetches);
         t.chunk_loads = Stats::get(&st.chunk_loads);
         t.chunks_written = Stats::get(&st.chunks_written);
+        t.part_changes_written = Stats::get(&st.part_changes_written);
         t.flash_deletes = Stats::get(&st.flash_deletes);
         t.uploads = Stats::get(&st.uploads);
         t.read_errors = Stats::get(&st.read_errors);

@@ -54,6 +54,8 @@ pub struct Stats {
     pub chunk_loads: AtomicU64,
     /// Chunk records written (journal, demotion, checkpoint saves).
     pub chunks_written: AtomicU64,
+    /// Part change records written (kind 13).
+    pub part_changes_written: AtomicU64,
     /// Hot values active defragmentation moved / looked at and left.
     pub defrag_hits: AtomicU64,
     pub defrag_misses: AtomicU64,
@@ -246,6 +248,8 @@ pub struct TieredInfo {
     pub chunks_in_flash: u64,
     pub chunk_loads: u64,
     pub chunks_written: u64,
+    /// Part change records written (a part's change logged as its change).
+    pub part_changes_written: u64,
     pub collections_in_ram_bytes: u64,
     pub collections_in_flash_bytes: u64,
     pub ram_hits: u64,

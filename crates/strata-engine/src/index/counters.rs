@@ -68,13 +68,15 @@ impl ShardCounters {
             }
             Slot::Chunked(c) => {
                 let Some(d) = c.dir() else { return };
-                let (hot, total) = (d.resident_bytes() as u64, c.stored_len() as u64);
+                // The value's bytes in RAM (its parts) and on flash only.
+                let hot = d.resident_bytes() as u64;
+                let cold = (c.stored_len() as u64).saturating_sub(hot);
                 self.hot_bytes += hot;
                 self.hot_count += 1;
                 self.coll_hot_bytes += hot;
                 self.coll_hot_count += 1;
-                self.cold_bytes += total - hot;
-                self.coll_cold_bytes += total - hot;
+                self.cold_bytes += cold;
+                self.coll_cold_bytes += cold;
                 let parts = d.part_count() as u64;
                 self.chunks_hot += d.resident_parts() as u64;
                 self.chunks_cold += parts - d.resident_parts() as u64;
@@ -105,13 +107,15 @@ impl ShardCounters {
             }
             Slot::Chunked(c) => {
                 let Some(d) = c.dir() else { return };
-                let (hot, total) = (d.resident_bytes() as u64, c.stored_len() as u64);
+                // The value's bytes in RAM (its parts) and on flash only.
+                let hot = d.resident_bytes() as u64;
+                let cold = (c.stored_len() as u64).saturating_sub(hot);
                 self.hot_bytes -= hot;
                 self.hot_count -= 1;
                 self.coll_hot_bytes -= hot;
                 self.coll_hot_count -= 1;
-                self.cold_bytes -= total - hot;
-                self.coll_cold_bytes -= total - hot;
+                self.cold_bytes -= cold;
+                self.coll_cold_bytes -= cold;
                 let parts = d.part_count() as u64;
                 self.chunks_hot -= d.resident_parts() as u64;
                 self.chunks_cold -= parts - d.resident_parts() as u64;

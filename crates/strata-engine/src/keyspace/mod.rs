@@ -355,7 +355,7 @@ impl Engine {
                     Slot::Chunked(c) => c.dir().map_or(0, |d| {
                         (std::mem::size_of::<crate::types::Collection>()
                             + d.part_count() * crate::types::chunked::PART_RAM_BYTES
-                            + d.resident_bytes()) as u64
+                            + d.ram_bytes()) as u64
                     }),
                 },
             value_len: e.value_len as u64,

@@ -8,6 +8,7 @@
 use crate::base::FlashLoc;
 use crate::flash::format::{self, RecordHeader, RecordKind};
 use crate::index::{Entry, ShardCounters, Slot, F_DIRTY};
+use crate::log::part_chains;
 use crate::log::writer::{AppendError, SegmentWriter};
 use crate::stats::Stats;
 use crate::Inner;
@@ -29,7 +30,7 @@ pub(crate) struct ChunkedState {
     pub head_version: u64,
 }
 
-/// One dirty part, encoded under the shard lock.
+/// One part to write, encoded under the shard lock.
 pub(crate) struct CapturedPart {
     pub low: u64,
     pub depth: u8,
@@ -38,53 +39,63 @@ pub(crate) struct CapturedPart {
     pub ver: u32,
     /// Drop the part from RAM once its record is published (demotion).
     pub evict: bool,
-    /// The kind-9 value: prefix and body.
+    /// The value: kind 9's (prefix and body: an image), or kind 13's (a
+    /// part change record, `part_chains`).
     pub value: Vec<u8>,
+    pub change: bool,
 }
 
-/// The dirty parts of a chunked collection and its head; None if nothing
-/// is due (the log copy is current). See `capture_dir`.
+/// The changed parts of chunked entry `e` and its head; None if nothing
+/// is due (the log copy is current). `logged`: the journal's capture,
+/// which logs a chained part by its changes (`part_chains`); a
+/// checkpoint's save writes images. See `capture_dir`.
 pub(crate) fn capture_chunked(
-    coll: &crate::types::Collection,
-    version: u64,
-    expire_at_ms: u64,
+    e: &mut Entry,
+    acct: &mut ShardCounters,
+    logged: bool,
 ) -> Option<ChunkedState> {
-    let bits = if coll.encoding_is_big() {
-        crate::types::BIG_ENCODING
-    } else {
-        0
+    let (version, expire_at_ms) = (e.version, e.expire_at_ms);
+    let (vtype, bits) = match &e.slot {
+        Slot::Chunked(c) if c.encoding_is_big() => (c.vtype(), crate::types::BIG_ENCODING),
+        Slot::Chunked(c) => (c.vtype(), 0),
+        _ => return None,
     };
-    let d = coll.dir()?;
-    let st = capture_dir(coll.vtype(), bits, d, version, expire_at_ms, None);
+    let st = e.with_dir(acct, |d| {
+        capture_dir(vtype, bits, d, version, expire_at_ms, None, logged)
+    })?;
     (!st.parts.is_empty() || st.head).then_some(st)
 }
 
-/// The dirty parts of directory `d` (or only `picks`, which then leave
+/// The changed parts of directory `d` (or only `picks`, which then leave
 /// RAM once published: demotion without the journal) and its head.
 ///
-/// The journal and saves capture every dirty part together, and the head
+/// The journal and saves capture every changed part together, and the head
 /// is written after them whenever a part is: a part's record counts only
 /// under a head at least as new (docs/format.md, "headed" chunks), so a
 /// write torn before the head leaves the collection as it was, never half
 /// changed (a sorted set's two families, a split's halves, a multi-field
 /// HSET). Demotion writes its picks alone only without the journal, where
 /// a crash discards the files and a clean shutdown saves every dirty part.
+/// The journal also writes the parts whose chain wants an image.
 pub(crate) fn capture_dir(
     vtype: crate::base::ValueType,
     bits: u8,
-    d: &dyn crate::types::parts::Dir,
+    d: &mut dyn crate::types::parts::Dir,
     version: u64,
     expire_at_ms: u64,
     picks: Option<&[usize]>,
+    logged: bool,
 ) -> ChunkedState {
-    let parts: Vec<CapturedPart> = match picks {
-        Some(p) => p.iter().map(|&i| capture_part(vtype, d, i, true)).collect(),
-        None => d
-            .dirty_parts()
-            .into_iter()
-            .map(|i| capture_part(vtype, d, i, false))
-            .collect(),
+    let evict = picks.is_some();
+    let list = match picks {
+        Some(p) => p.to_vec(),
+        None if logged => part_chains::due(d),
+        None => d.dirty_parts(),
     };
+    let parts: Vec<CapturedPart> = list
+        .into_iter()
+        .map(|i| part_chains::capture_part(vtype, d, i, version, evict, logged))
+        .collect();
     let head = !parts.is_empty() || d.head_dirty() || d.head_loc().is_none();
     let mut meta = Vec::new();
     if head {
@@ -104,33 +115,6 @@ pub(crate) fn capture_dir(
     }
 }
 
-/// Part `i` of `d` as a kind-9 value (the part is in RAM).
-fn capture_part(
-    vtype: crate::base::ValueType,
-    d: &dyn crate::types::parts::Dir,
-    i: usize,
-    evict: bool,
-) -> CapturedPart {
-    let p = d.part(i);
-    let mut value = format::chunk_prefix(&format::ChunkName {
-        vtype,
-        headed: true,
-        cid: d.cid(),
-        depth: p.depth,
-        low: p.low,
-    })
-    .to_vec();
-    d.encode_part(i, &mut value);
-    CapturedPart {
-        low: p.low,
-        depth: p.depth,
-        index: i,
-        ver: p.ver,
-        evict,
-        value,
-    }
-}
-
 /// Appends a chunked collection's parts, then its head if due (chunk
 /// records before the head that makes them count, docs/format.md).
 pub(crate) fn append_chunked(
@@ -143,7 +127,11 @@ pub(crate) fn append_chunked(
     let mut parts = Vec::with_capacity(st.parts.len());
     for p in &st.parts {
         let h = RecordHeader {
-            kind: RecordKind::Chunk,
+            kind: if p.change {
+                RecordKind::PartChange
+            } else {
+                RecordKind::Chunk
+            },
             db,
             key_len: key.len() as u32,
             value_len: p.value.len() as u32,
@@ -152,7 +140,9 @@ pub(crate) fn append_chunked(
         };
         parts.push(w.append(&h, key, &p.value, inner.flash.capacity)?);
     }
-    Stats::add(&inner.stats.chunks_written, parts.len() as u64);
+    let changes = st.parts.iter().filter(|p| p.change).count() as u64;
+    Stats::add(&inner.stats.chunks_written, parts.len() as u64 - changes);
+    Stats::add(&inner.stats.part_changes_written, changes);
     let head = if st.head {
         let value = format::head_value(&format::Head {
             vtype: st.vtype,
@@ -209,17 +199,10 @@ pub(crate) fn publish_chunked(
             return false;
         }
         for (p, &loc) in st.parts.iter().zip(parts) {
-            let Some(i) = dir.find_part(p.low, p.depth, p.index) else {
-                continue;
-            };
-            if let Some(old) = dir.published(i, p.ver, loc, st.version) {
-                retain.push(loc);
-                release.extend(old);
-                if p.evict {
-                    dir.evict(i);
-                    evicted += 1;
-                }
-            }
+            let r = part_chains::publish_part(dir, p, loc, st.version);
+            retain.extend(r.retain);
+            release.extend(r.release);
+            evicted += r.evicted as usize;
         }
         if let Some(loc) = head {
             retain.push(loc);
@@ -232,10 +215,12 @@ pub(crate) fn publish_chunked(
                 dir.set_head_dirty(false);
             }
         }
-        version == st.version
-            && expire_at_ms == st.expire_at_ms
-            && !dir.head_dirty()
-            && !dir.any_dirty()
+        let clean = !dir.any_dirty();
+        if clean {
+            // Chains invariant 2: every part's state is in its records.
+            release.extend(dir.chains_mut().take_orphans());
+        }
+        version == st.version && expire_at_ms == st.expire_at_ms && !dir.head_dirty() && clean
     });
     if clean == Some(true) {
         e.flags &= !F_DIRTY;
@@ -264,6 +249,8 @@ pub(crate) fn refers_to(e: &Entry, kind: RecordKind, value: &[u8], loc: FlashLoc
         RecordKind::Chunk => format::decode_chunk(value).is_some_and(|(name, body)| {
             d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth, body).is_empty()
         }),
+        RecordKind::PartChange => format::decode_chunk(value)
+            .is_some_and(|(name, _)| d.cid() == name.cid && d.chains().holds(loc)),
         _ => false,
     }
 }
@@ -293,10 +280,14 @@ pub(crate) fn move_record(
         if d.cid() != name.cid {
             return 0;
         }
+        if kind == RecordKind::PartChange {
+            return d.chains_mut().moved(old, new);
+        }
         let parts = d.parts_at(old, name.low, name.depth, body);
         for &i in &parts {
             d.set_part_loc(i, new);
         }
+        d.chains_mut().image_moved(old, new);
         parts.len()
     })
     .unwrap_or(0)

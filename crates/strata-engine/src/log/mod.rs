@@ -27,6 +27,7 @@ pub(crate) mod chunks;
 pub mod collector;
 pub(crate) mod in_force;
 pub mod journal;
+mod part_chains;
 pub mod persistence;
 pub mod recovery;
 pub mod writer;

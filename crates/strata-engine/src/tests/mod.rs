@@ -6,6 +6,7 @@ mod big_strings;
 mod collections;
 mod durability;
 mod eviction;
+mod part_changes;
 mod swapdb;
 mod torn_changes;
 

@@ -246,9 +246,7 @@ impl Pass {
                 .saturating_sub(self.bytes)
                 .max(crate::types::chunked::CHUNK_MAX);
             let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled);
-            if step.journal_due {
-                inner.journal.kick();
-            }
+            let journal_due = step.journal_due;
             self.to_free = self.to_free.saturating_sub(step.freed_bytes);
             self.spared += step.spared;
             self.freed += step.freed;
@@ -263,6 +261,13 @@ impl Pass {
                     .sum::<usize>();
                 self.chunk_victims
                     .push((inner.keys.dbmap.id(db), Box::<[u8]>::from(k), st));
+            }
+            if journal_due {
+                // The journal writes the changed parts, and images of the
+                // chained ones (`parts::chains`), which may be all that is
+                // due: the entry is noted again.
+                inner.log_again(sh, db, i);
+                inner.journal.kick();
             }
             return Some(full(self.bytes));
         }

@@ -77,6 +77,7 @@ pub(super) fn demote_parts(
             version,
             expire_at_ms,
             Some(&changed),
+            false,
         ))
     });
     step.write = write.flatten();

@@ -20,6 +20,7 @@ pub mod change;
 mod chunked;
 pub mod dbmap;
 mod item;
+pub mod part_change;
 
 pub use batch::{BatchEnd, BATCH_END_LEN, BATCH_MEMBER};
 pub use chunked::{
@@ -39,8 +40,9 @@ use crate::base::ValueType;
 /// version 10 kind 10, version 11 streams: value type 5 in kind 6, version
 /// 12 atomic batches: [`BATCH_MEMBER`] and kind 11, version 13 kinds 8 and
 /// 9 of streams, version 14 kinds 8 and 9 of strings, version 15 a
-/// stream's pending lists in chunks of their own, version 16 kind 12).
-pub const FORMAT_VERSION: u32 = 16;
+/// stream's pending lists in chunks of their own, version 16 kind 12,
+/// version 17 kind 13).
+pub const FORMAT_VERSION: u32 = 17;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;
@@ -118,6 +120,13 @@ pub enum RecordKind {
     /// applies it to the state the record with sequence number `base`
     /// left; the record's own sequence number is the state it leaves.
     Change = 12,
+    /// What changed in one part of a chunked collection since the part's
+    /// previous record (format version 17): the key, and a value of the
+    /// part's chunk prefix (as kind 9), the base record's sequence number
+    /// (u64 LE) and byte spans of the chunk body ([`part_change`]). It
+    /// counts as its part's record as a chunk does (under a head at least
+    /// as new), applied to the body its base left.
+    PartChange = 13,
 }
 
 impl RecordKind {
@@ -302,6 +311,7 @@ pub fn decode_header(buf: &[u8]) -> Result<RecordHeader, DecodeError> {
         10 => RecordKind::Functions,
         11 => RecordKind::BatchEnd,
         12 => RecordKind::Change,
+        13 => RecordKind::PartChange,
         _ => return Err(DecodeError::BadHeader),
     };
     Ok(RecordHeader {

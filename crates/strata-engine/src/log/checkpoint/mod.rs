@@ -139,13 +139,16 @@ fn save_chunked(
     use crate::log::chunks::{append_chunked, capture_chunked, publish_chunked};
     let mut states = Vec::new();
     {
-        let sh = inner.shards[si].lock();
-        for (db, map) in sh.dbs.iter().enumerate() {
-            for (k, e) in map.iter() {
-                if let Slot::Chunked(c) = &e.slot {
-                    if let Some(st) = capture_chunked(c, e.version, e.expire_at_ms) {
-                        states.push((inner.keys.dbmap.id(db), Box::<[u8]>::from(k), st));
-                    }
+        let mut guard = inner.shards[si].lock();
+        let sh = &mut *guard;
+        for db in 0..sh.dbs.len() {
+            for i in 0..sh.dbs[db].len() {
+                if !matches!(sh.dbs[db].at(i).slot, Slot::Chunked(_)) {
+                    continue;
+                }
+                if let Some(st) = capture_chunked(sh.dbs[db].at_mut(i), &mut sh.acct, false) {
+                    let k = sh.dbs[db].get_index(i).map(|(k, _)| Box::<[u8]>::from(k));
+                    states.extend(k.map(|k| (inner.keys.dbmap.id(db), k, st)));
                 }
             }
         }
@@ -320,19 +323,30 @@ fn copy_shard(inner: &Inner, s: &ShardLock, now: u64, buf: &mut Vec<u8>) -> u64 
                         {
                             chained.push(i);
                         }
+                        if matches!(&e.slot, Slot::Chunked(c) if c.dir().is_some_and(|d| !d.chains().is_empty()))
+                        {
+                            chained.push(i);
+                        }
                     }
                 }
                 // A value whose state is its chain of records (an image
                 // and changes, `types::changes`) before the position is
                 // written whole after it: the journal's next record of it
                 // is an image (waited for below).
+                // So is a part whose state is its chain (`parts::chains`).
                 for i in chained {
-                    if let Slot::Hot(h) = &mut sh.dbs[db].at_mut(i).slot {
-                        if let Some(c) = h.chain_mut() {
-                            c.want_image = true;
-                        }
+                    let sh = &mut *sh;
+                    let e = sh.dbs[db].at_mut(i);
+                    let again = match &mut e.slot {
+                        Slot::Hot(h) => h.chain_mut().map(|c| c.want_image = true).is_some(),
+                        Slot::Chunked(_) => e
+                            .with_dir(&mut sh.acct, |d| d.chains_mut().want_images())
+                            .unwrap_or(false),
+                        Slot::Cold(_) => false,
+                    };
+                    if again {
+                        inner.log_again(sh, db, i);
                     }
-                    inner.log_again(&mut sh, db, i);
                 }
             }
         }
@@ -388,9 +402,10 @@ fn cp_parts(d: &dyn crate::types::parts::Dir) -> (Vec<CpPart>, Vec<&[u8]>) {
     let parts = (0..d.part_count())
         .filter_map(|i| {
             let p = d.part(i);
-            // A changed part's record holds other elements than the part
-            // now: recovery measures it (`UNKNOWN_COUNT`).
-            let (count, body) = if p.dirty {
+            // A changed part's record (a chained part's image) holds other
+            // elements than the part now: recovery measures it
+            // (`UNKNOWN_COUNT`).
+            let (count, body) = if p.dirty || d.chains().spread((p.low, p.depth)) {
                 (UNKNOWN_COUNT, 0)
             } else {
                 (p.count, p.body)

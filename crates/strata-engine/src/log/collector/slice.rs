@@ -130,6 +130,7 @@ fn scan(
                         rec.header.kind,
                         format::RecordKind::CollHead
                             | format::RecordKind::Chunk
+                            | format::RecordKind::PartChange
                             | format::RecordKind::Change
                     )
                 {
@@ -249,7 +250,9 @@ fn check_one(
         Mode::Evict => {
             if matches!(
                 rec.header.kind,
-                format::RecordKind::CollHead | format::RecordKind::Chunk
+                format::RecordKind::CollHead
+                    | format::RecordKind::Chunk
+                    | format::RecordKind::PartChange
             ) {
                 // A chunked collection's other records may be in newer
                 // segments: a tombstone keeps them from coming back.
@@ -290,9 +293,9 @@ fn check_one(
 /// record, or its chunked collection's head or one of its parts'.
 fn refers_to(e: &Entry, rec: &format::RecordRef<'_>, loc: FlashLoc) -> bool {
     match rec.header.kind {
-        format::RecordKind::CollHead | format::RecordKind::Chunk => {
-            chunks::refers_to(e, rec.header.kind, rec.value, loc)
-        }
+        format::RecordKind::CollHead
+        | format::RecordKind::Chunk
+        | format::RecordKind::PartChange => chunks::refers_to(e, rec.header.kind, rec.value, loc),
         // A record of a collection's chain (`types::changes`): its image
         // or a change record.
         _ => e.flash_loc() == Some(loc) || chain_holds(e, loc),
@@ -421,7 +424,9 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         }
         let chunked = matches!(
             l.header.kind,
-            format::RecordKind::CollHead | format::RecordKind::Chunk
+            format::RecordKind::CollHead
+                | format::RecordKind::Chunk
+                | format::RecordKind::PartChange
         );
         let change = l.header.kind == format::RecordKind::Change;
         if !l.header.kind.is_value() && !chunked && !change {

@@ -374,10 +374,12 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
             };
             capture_collection(c, version, expire_at_ms)
         }
+        Some(e) if matches!(e.slot, Slot::Chunked(_)) => {
+            let sh = &mut *guard;
+            State::Chunked(capture_chunked(sh.dbs[d].at_mut(pos), &mut sh.acct, true)?)
+        }
         Some(e) => match &e.slot {
-            Slot::Chunked(coll) => {
-                State::Chunked(capture_chunked(coll, e.version, e.expire_at_ms)?)
-            }
+            Slot::Chunked(_) => return None,
             Slot::Hot(h) => State::Hot {
                 // A string's copy, not a second reference (`copies`).
                 value: match &h.value {

@@ -20,6 +20,7 @@
 //! streams and strings by part number (`numbered`).
 
 use super::cand::{measure, Cand};
+use super::part_changes::{materialize, PartChangeRec};
 use super::replay::Replay;
 use crate::base::FlashLoc;
 use crate::base::ValueType;
@@ -47,6 +48,7 @@ struct Chosen {
 /// maps and candidates are both by database id.
 pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
     let chunks = &replay.chunks;
+    let part_changes = &replay.part_changes;
     let threads = super::recovery_threads();
     let results: Vec<(u64, u64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
@@ -65,15 +67,10 @@ pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
                                 }
                                 let key: Box<[u8]> =
                                     Box::from(sh.dbs[d].get_index(i).map(|(k, _)| k).unwrap());
-                                let tail = chunks.get(&(d as u16, key.clone()));
-                                let (keep, bad) = resolve(
-                                    inner,
-                                    sh,
-                                    d,
-                                    i,
-                                    &key,
-                                    tail.map(|v| &v[..]).unwrap_or(&[]),
-                                );
+                                let id = (d as u16, key.clone());
+                                let tail = chunks.get(&id).map(|v| &v[..]).unwrap_or(&[]);
+                                let changes = part_changes.get(&id).map(|v| &v[..]).unwrap_or(&[]);
+                                let (keep, bad) = resolve(inner, sh, (d, i), &key, tail, changes);
                                 damaged += bad;
                                 if keep {
                                     i += 1;
@@ -97,7 +94,11 @@ pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
         replay.report.missing_segment_entries += dropped;
         replay.report.corrupt_records += damaged;
     }
+    if !replay.part_changes.is_empty() {
+        super::part_changes::sync(inner);
+    }
     replay.chunks.clear();
+    replay.part_changes.clear();
 }
 
 /// Rebuilds the directory of the chunked entry at `i`. Returns whether
@@ -106,10 +107,10 @@ pub(super) fn resolve_all(inner: &Inner, replay: &mut Replay<'_>) {
 fn resolve(
     inner: &Inner,
     sh: &mut Shard,
-    d: usize,
-    i: usize,
+    (d, i): (usize, usize),
     key: &[u8],
     tail: &[Cand],
+    changes: &[PartChangeRec],
 ) -> (bool, u64) {
     let e = &sh.dbs[d].at(i);
     let Slot::Chunked(c) = &e.slot else {
@@ -154,13 +155,28 @@ fn resolve(
         .iter()
         .filter(|c| c.cid == cid && !(c.headed && c.seq > head_seq))
         .collect();
+    // Part change records count so too; their chains become records.
+    let changes: Vec<&PartChangeRec> = changes
+        .iter()
+        .filter(|c| c.cid == cid && !(c.headed && c.seq > head_seq))
+        .collect();
+    let bases: Vec<&Cand> = cands.iter().chain(tail.iter().copied()).collect();
+    let made = materialize(inner, d as u16, key, &bases, &changes);
+    let tail: Vec<&Cand> = tail.into_iter().chain(&made.cands).collect();
+    let bad_chains = made.damaged;
     if vtype == ValueType::Stream {
         cands.extend(tail.into_iter().cloned());
-        return super::numbered::resolve_stream(inner, sh, d, i, key, cands);
+        return plus(
+            super::numbered::resolve_stream(inner, sh, d, i, key, cands),
+            bad_chains,
+        );
     }
     if vtype == ValueType::String {
         cands.extend(tail.into_iter().cloned());
-        return super::numbered::resolve_string(inner, sh, d, i, key, cands);
+        return plus(
+            super::numbered::resolve_string(inner, sh, d, i, key, cands),
+            bad_chains,
+        );
     }
     let clean_checkpoint = tail.is_empty()
         && cands.iter().all(|c| c.count != UNKNOWN_COUNT)
@@ -176,7 +192,7 @@ fn resolve(
     cands.extend(tail.into_iter().cloned());
     if vtype == ValueType::List {
         let span = dir.recovered_span();
-        return resolve_list(inner, sh, d, i, key, cands, span);
+        return plus(resolve_list(inner, sh, d, i, key, cands, span), bad_chains);
     }
     let (order_cands, cands): (Vec<Cand>, Vec<Cand>) =
         cands.into_iter().partition(|c| c.depth == ORDER_DEPTH);
@@ -190,9 +206,14 @@ fn resolve(
     let Some(new) =
         Collection::from_directory(vtype, big, cid, &parts, &order, head_loc, head_seq, None)
     else {
-        return (false, damaged);
+        return (false, damaged + bad_chains);
     };
-    install_resolved(sh, d, i, new, big, damaged)
+    install_resolved(sh, d, i, new, big, damaged + bad_chains)
+}
+
+/// `r` with `more` records that could not be read.
+fn plus(r: (bool, u64), more: u64) -> (bool, u64) {
+    (r.0, r.1 + more)
 }
 
 /// The parts of a hash, a set or a sorted set's members (module doc), and

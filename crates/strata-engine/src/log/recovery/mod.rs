@@ -24,6 +24,7 @@ mod changes;
 mod chunks;
 mod numbered;
 mod order;
+mod part_changes;
 mod replay;
 
 use crate::base::ORDER_DEPTH;
@@ -135,6 +136,7 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
         db_map: None,
         functions: None,
         chunks: HashMap::new(),
+        part_changes: HashMap::new(),
         changes: Default::default(),
         batch: Vec::new(),
         report: RecoveryReport::default(),

@@ -29,6 +29,9 @@ pub(super) struct Replay<'a> {
     pub(super) functions: Option<(u64, bytes::Bytes, FlashLoc)>,
     /// Chunk records seen, per (db id, key): applied by `chunks::resolve`.
     pub(super) chunks: HashMap<(u16, Box<[u8]>), Vec<super::cand::Cand>>,
+    /// Part change records seen, per (db id, key): applied by
+    /// `chunks::resolve` (`part_changes`).
+    pub(super) part_changes: HashMap<(u16, Box<[u8]>), Vec<super::part_changes::PartChangeRec>>,
     /// Change records seen: applied by `changes::resolve_all`.
     pub(super) changes: super::changes::Seen,
     /// The members of an atomic batch seen since its start, not yet
@@ -281,6 +284,21 @@ impl Replay<'_> {
         self.chunks.entry((db, Box::from(key))).or_default().push(c);
     }
 
+    fn part_change(&mut self, db: u16, key: &[u8], seq: u64, value: &[u8]) {
+        if db as usize >= self.inner.keys.databases {
+            return;
+        }
+        self.max_seq = self.max_seq.max(seq);
+        let Some(c) = super::part_changes::PartChangeRec::of_record(seq, value) else {
+            self.report.corrupt_records += 1;
+            return;
+        };
+        self.part_changes
+            .entry((db, Box::from(key)))
+            .or_default()
+            .push(c);
+    }
+
     fn tombstone(&mut self, db: u16, key: &[u8], seq: u64) {
         let d = db as usize;
         if d >= self.inner.keys.databases {
@@ -436,6 +454,7 @@ impl Replay<'_> {
             }
             RecordKind::CollHead => self.head(h.db, key, h.seq, h.expire_at_ms, loc, value),
             RecordKind::Chunk => self.chunk(h.db, key, h.seq, loc, value),
+            RecordKind::PartChange => self.part_change(h.db, key, h.seq, value),
             RecordKind::Change => {
                 if self.admits(h.db, key, h.seq) && !self.changes.note(h, key, value, loc) {
                     self.report.corrupt_records += 1;

@@ -235,13 +235,15 @@ impl Dir for ChunkedStr {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(i)?;
-        if p.ver != ver || !p.dirty {
+        if seq < p.seq {
             return None;
         }
-        p.dirty = false;
         p.seq = seq;
         let old = p.loc.replace(loc);
-        self.changes.cleaned();
+        if p.ver == ver && p.dirty {
+            p.dirty = false;
+            self.changes.cleaned();
+        }
         Some(old)
     }
     fn any_dirty(&self) -> bool {

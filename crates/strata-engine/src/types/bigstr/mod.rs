@@ -192,6 +192,21 @@ impl ChunkedStr {
         (off / STR_PART as u64) as usize
     }
 
+    /// Part `i` is about to change: if it is as its record holds it, that
+    /// body becomes the base of its chain, so the journal logs the change
+    /// as a change, not as the part's image (`parts::chains`).
+    fn keep_base(&mut self, i: usize) {
+        let p = &self.parts[i];
+        if let (Bytes::Ram(v), Some(loc), false) = (&p.bytes, p.loc, p.dirty) {
+            let name = (i as u64, crate::base::STR_DEPTH);
+            if !self.head.chains.has(name) {
+                let base = bytes::Bytes::copy_from_slice(v);
+                let chain = crate::types::parts::PartChain::read(loc, p.seq, base);
+                self.head.chains.insert(name, chain);
+            }
+        }
+    }
+
     /// Part `i` changed.
     fn mark(&mut self, i: usize) {
         let was = self.parts[i].dirty;
@@ -289,6 +304,7 @@ impl ChunkedStr {
             let to = (end - start).min(STR_PART as u64) as usize;
             let n = to - from;
             let covered = self.covered(i);
+            self.keep_base(i);
             let p = &mut self.parts[i];
             let v = match &mut p.bytes {
                 Bytes::Ram(v) => v,
@@ -323,6 +339,7 @@ impl ChunkedStr {
             let old = self.covered(last);
             if old < STR_PART {
                 let want = ((new_len - (last * STR_PART) as u64).min(STR_PART as u64)) as usize;
+                self.keep_base(last);
                 match &mut self.parts[last].bytes {
                     Bytes::Ram(v) => {
                         v.resize(want, 0);

@@ -57,9 +57,7 @@ impl<V: Elem> Chunked<V> {
         }
     }
 
-    /// Marks part `i` as written at `loc` with sequence number `seq`, if
-    /// it still has version `ver`; returns the record it replaces (to
-    /// release) or None if the part changed meanwhile (it stays dirty).
+    /// Points part `i` at its record `loc` (`Dir::published`).
     pub fn published(
         &mut self,
         i: usize,
@@ -68,13 +66,15 @@ impl<V: Elem> Chunked<V> {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(i)?;
-        if p.ver != ver || !p.dirty {
+        if seq < p.seq {
             return None;
         }
-        p.dirty = false;
         p.seq = seq;
         let old = p.loc.replace(loc);
-        self.changes.cleaned();
+        if p.ver == ver && p.dirty {
+            p.dirty = false;
+            self.changes.cleaned();
+        }
         Some(old)
     }
 

@@ -205,12 +205,28 @@ impl<V: Elem> Chunked<V> {
         self.get(elem).is_some()
     }
 
+    /// Part `i`'s elements, to change (None if not in RAM). A part still
+    /// as its record was read keeps that body as the base of its chain, so
+    /// the journal logs its first change as a change, not as its image
+    /// (`parts::chains`).
+    fn changing(&mut self, i: usize) -> Option<&mut PartMap<V>> {
+        let p = &mut self.parts[i];
+        let d = p.data.as_deref_mut()?;
+        if let (Data::Packed(b), Some(loc), false) = (&*d, p.loc, p.dirty) {
+            let name = (p.low, p.depth);
+            if !self.head.chains.has(name) {
+                let chain = crate::types::parts::PartChain::read(loc, p.seq, b.clone());
+                self.head.chains.insert(name, chain);
+            }
+        }
+        Some(d.map_mut())
+    }
+
     /// Sets `elem` to `v`; returns whether it is new. Splits the part if
     /// it grew past `CHUNK_MAX` (invariant 6).
     pub fn insert(&mut self, elem: &[u8], v: V) -> bool {
         let i = self.part_of(elem_hash(elem));
-        let p = &mut self.parts[i];
-        let Some(m) = p.data.as_mut().map(|d| d.map_mut()) else {
+        let Some(m) = self.changing(i) else {
             debug_assert!(false, "part of an element not loaded");
             return false;
         };
@@ -219,6 +235,7 @@ impl<V: Elem> Chunked<V> {
             Some(old) => {
                 let sub = old.packed();
                 *old = v;
+                let p = &mut self.parts[i];
                 p.body = p.body + add as u32 - sub as u32;
                 self.body = self.body + add - sub;
                 self.resident = self.resident + add - sub;
@@ -227,6 +244,7 @@ impl<V: Elem> Chunked<V> {
             None => {
                 m.insert(elem.into(), v);
                 let n = packed_len(elem.len()) + add;
+                let p = &mut self.parts[i];
                 p.body += n as u32;
                 p.count += 1;
                 self.body += n;
@@ -235,6 +253,7 @@ impl<V: Elem> Chunked<V> {
                 true
             }
         };
+        let p = &mut self.parts[i];
         p.ver = p.ver.wrapping_add(1);
         self.mark_dirty(i);
         let p = &self.parts[i];
@@ -247,9 +266,7 @@ impl<V: Elem> Chunked<V> {
     /// Removes `elem`; returns its value if it was there.
     pub fn remove(&mut self, elem: &[u8]) -> Option<V> {
         let i = self.part_of(elem_hash(elem));
-        let p = &mut self.parts[i];
-        let m = p.data.as_mut()?.map_mut();
-        let v = m.swap_remove(elem)?;
+        let v = self.changing(i)?.shift_remove(elem)?;
         self.removed(i, packed_len(elem.len()) + v.packed());
         Some(v)
     }
@@ -396,8 +413,7 @@ impl<V: Elem> Chunked<V> {
     /// Removes the element at position `i`.
     pub fn remove_index(&mut self, i: usize) -> Option<(Box<[u8]>, V)> {
         let (pi, j) = self.locate(i)?;
-        let p = &mut self.parts[pi];
-        let (k, v) = p.data.as_mut()?.map_mut().swap_remove_index(j)?;
+        let (k, v) = self.changing(pi)?.shift_remove_index(j)?;
         self.removed(pi, packed_len(k.len()) + v.packed());
         Some((k, v))
     }

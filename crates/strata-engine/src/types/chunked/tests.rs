@@ -66,11 +66,15 @@ fn parts_round_trip_through_records_and_eviction() {
         .unwrap());
     assert!(c.contains(b"1234"));
     c.check().unwrap();
-    // A stale version does not publish; a split halves refer to the
-    // parent record (one new reference).
+    // A record of a stale version is the part's record, but the part stays
+    // changed; an older record than the part's is refused. A split's
+    // halves refer to the parent record (one new reference).
     let ver = c.parts()[p[0]].ver;
     c.insert(b"1234", ());
-    assert_eq!(c.published(p[0], ver, loc(99), 10), None);
+    let was = c.parts()[p[0]].loc;
+    assert_eq!(c.published(p[0], ver, loc(p[0] as u32), 10), Some(was));
+    assert!(c.parts()[p[0]].dirty);
+    assert_eq!(c.published(p[0], ver, loc(99), 9), None);
     for i in 0..c.parts().len() {
         if !c.parts()[i].is_resident() {
             let l = c.parts()[i].loc.unwrap();

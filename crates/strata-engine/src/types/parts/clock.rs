@@ -23,6 +23,10 @@ pub(crate) struct ClockStep {
 }
 
 impl ClockStep {
+    /// Part `i`, picked to leave RAM, must be written first.
+    pub fn write_first(&mut self, i: usize) {
+        self.changed.push(i);
+    }
     /// (spared, freed, examined, changed), as `Dir::clock_pass` returns.
     pub fn into_counts(self) -> (usize, usize, usize, Vec<usize>) {
         (self.spared, self.free.len(), self.examined, self.changed)

@@ -3,7 +3,8 @@
 //! collection's type (hash, set, list, sorted set, stream, big string):
 //! its head record (`DirHead`) and what it says of each part (`PartInfo`).
 
-use super::clock::{clock_walk, PartClock};
+use super::chains::{PartChains, PartName};
+use super::clock::{clock_walk, ClockStep, PartClock};
 use crate::base::{FlashLoc, Malformed};
 
 /// One scan step: (element, value bytes) pairs and the next cursor.
@@ -42,8 +43,8 @@ impl PartInfo {
 }
 
 /// A chunked collection's incarnation and head record (kind 8), the same
-/// for every element type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// for every element type, and its parts' chains (`chains`).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DirHead {
     /// Collection id: names this incarnation's records (docs/format.md,
     /// kinds 8 and 9), so records of an older one are never taken for it.
@@ -54,6 +55,8 @@ pub struct DirHead {
     /// The head must be written (again): a new collection, a new TTL, or
     /// (lists) a new span.
     pub dirty: bool,
+    /// The chains of the parts the journal logs by their changes.
+    pub chains: PartChains,
 }
 
 impl DirHead {
@@ -64,6 +67,7 @@ impl DirHead {
             loc: None,
             seq: 0,
             dirty: true,
+            chains: PartChains::default(),
         }
     }
     /// The head of a collection recovered from its record at `loc`.
@@ -73,6 +77,7 @@ impl DirHead {
             loc,
             seq,
             dirty: false,
+            chains: PartChains::default(),
         }
     }
 }
@@ -125,6 +130,17 @@ pub trait Dir {
     fn set_recovered_span(&mut self, _span: (u64, u64)) {}
     fn part_count(&self) -> usize;
     fn part(&self, i: usize) -> PartInfo;
+    /// Part `i`'s name in its records.
+    fn part_name(&self, i: usize) -> PartName {
+        let p = self.part(i);
+        (p.low, p.depth)
+    }
+    fn chains(&self) -> &PartChains {
+        &self.head().chains
+    }
+    fn chains_mut(&mut self) -> &mut PartChains {
+        &mut self.head_mut().chains
+    }
     /// The lower bound of part `i`'s range when it is not a number: a
     /// sorted set's order part (`zset::Order`); None otherwise.
     fn part_first(&self, _i: usize) -> Option<&[u8]> {
@@ -154,10 +170,7 @@ pub trait Dir {
         let mut hand = *self.hand();
         let step = clock_walk(n, &mut hand, want, |i| self.part_clock(i));
         *self.hand() = hand;
-        for &i in &step.free {
-            self.evict(i);
-        }
-        step.into_counts()
+        settle(self, step)
     }
     /// Where the demoter's hand stopped (a hint for the next pass).
     fn hand(&mut self) -> &mut usize;
@@ -179,6 +192,10 @@ pub trait Dir {
     /// `depth` (they lie in that range: invariant 5) with this chunk body.
     fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8, body: &[u8]) -> Vec<usize>;
     fn encode_part(&self, i: usize, out: &mut Vec<u8>);
+    /// Points part `i` at its record `loc` of sequence number `seq` (None
+    /// if it has a newer one): the part is clean if it still has version
+    /// `ver` (else it stays changed, and its next record, a change, is
+    /// based on this one). Returns the record it replaces (to release).
     fn published(
         &mut self,
         i: usize,
@@ -219,6 +236,10 @@ pub trait Dir {
         Vec::new()
     }
     fn resident_bytes(&self) -> usize;
+    /// RAM the directory's parts and chains hold (what the shard counts).
+    fn ram_bytes(&self) -> usize {
+        self.resident_bytes() + self.chains().ram()
+    }
     fn resident_parts(&self) -> usize;
     fn body_len(&self) -> usize;
     fn len(&self) -> usize;
@@ -238,12 +259,40 @@ pub trait Dir {
             .filter(|&i| self.part(i).dirty)
             .collect()
     }
-    /// Every record the directory refers to, once per reference.
+    /// Every record the directory refers to, once per reference: the
+    /// parts', the head and the chains'.
     fn locs(&self) -> Vec<FlashLoc> {
         let mut v: Vec<FlashLoc> = (0..self.part_count())
             .filter_map(|i| self.part(i).loc)
             .collect();
         v.extend(self.head_loc());
+        v.extend(self.chains().locs());
         v
     }
+}
+
+/// Ends a pass of the demoter's hand over `d`: the clean parts it picked
+/// leave RAM, except a chained one (chains invariant 3), which is listed to
+/// be written instead, as an image.
+pub(crate) fn settle<D: Dir + ?Sized>(
+    d: &mut D,
+    mut step: ClockStep,
+) -> (usize, usize, usize, Vec<usize>) {
+    for i in std::mem::take(&mut step.free) {
+        let name = d.part_name(i);
+        match d.chains_mut().get_mut(name) {
+            Some(ch) if !ch.is_image_only() => {
+                ch.want_image = true;
+                step.write_first(i);
+            }
+            chain => {
+                if chain.is_some() {
+                    d.chains_mut().remove(name);
+                }
+                d.evict(i);
+                step.free.push(i);
+            }
+        }
+    }
+    step.into_counts()
 }

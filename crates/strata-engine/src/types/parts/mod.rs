@@ -8,7 +8,8 @@
 //!
 //! Rooms: `dir` the directory trait, its head and what it says of a part;
 //! `clock` the demoter's hand over the parts; `changes` the list of changed
-//! parts; this file the hash ranges parts are named by.
+//! parts; `chains` the records that hold a logged part's state (its image
+//! and part change records); this file the hash ranges parts are named by.
 //!
 //! Invariants:
 //! 1. A part named by hash is the dyadic range `[low, range_high(low,
@@ -17,12 +18,15 @@
 //! 2. `elem_hash` is stable across builds and restarts: records and
 //!    checkpoints name hash ranges.
 
+pub mod chains;
 mod changes;
 mod clock;
 mod dir;
 
+pub use chains::{PartChain, PartChains, PartName};
 pub use changes::Changes;
 pub(crate) use clock::{clock_walk, PartClock};
+pub(crate) use dir::settle;
 pub use dir::{Dir, DirHead, PartInfo, ScanStep};
 
 pub use crate::base::MAX_DEPTH;

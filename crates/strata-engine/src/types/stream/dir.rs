@@ -89,10 +89,7 @@ impl Dir for Stream {
             }
         });
         self.ch_mut().hand = hand;
-        for &i in &step.free {
-            self.evict_part(i);
-        }
-        step.into_counts()
+        crate::types::parts::settle(self, step)
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
@@ -149,13 +146,15 @@ impl Dir for Stream {
             return g.parts.as_deref_mut()?.published(k, ver, loc, seq);
         }
         let p = self.parts.get_mut(i)?;
-        if p.ver != ver || !p.dirty {
+        if seq < p.seq {
             return None;
         }
-        p.dirty = false;
         p.seq = seq;
         let old = p.loc.replace(loc);
-        self.ch_mut().changes.cleaned();
+        if p.ver == ver && p.dirty {
+            p.dirty = false;
+            self.ch_mut().changes.cleaned();
+        }
         Some(old)
     }
     fn any_dirty(&self) -> bool {

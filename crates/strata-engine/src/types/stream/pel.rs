@@ -213,12 +213,14 @@ impl PelParts {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(k)?;
-        if p.ver != ver || !p.dirty {
+        if seq < p.seq {
             return None;
         }
-        p.dirty = false;
         p.seq = seq;
-        self.dirty -= 1;
+        if p.ver == ver && p.dirty {
+            p.dirty = false;
+            self.dirty -= 1;
+        }
         Some(p.loc.replace(loc))
     }
 

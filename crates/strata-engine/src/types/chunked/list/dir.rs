@@ -143,11 +143,13 @@ impl Dir for ChunkedList {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(i)?;
-        if p.ver != ver || !p.dirty {
+        if seq < p.seq {
             return None;
         }
-        p.dirty = false;
         p.seq = seq;
+        if p.ver == ver {
+            p.dirty = false;
+        }
         Some(p.loc.replace(loc))
     }
     fn evict(&mut self, i: usize) -> usize {

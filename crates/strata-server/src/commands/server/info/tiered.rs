@@ -100,6 +100,7 @@ pub(super) fn tiered(s: &Shared, out: &mut String, largest: bool) {
     field!(out, "chunks_in_flash", t.chunks_in_flash);
     field!(out, "chunk_loads", t.chunk_loads);
     field!(out, "chunks_written", t.chunks_written);
+    field!(out, "part_changes_written", t.part_changes_written);
     field!(out, "ram_used_bytes", t.ram_used);
     field!(out, "maxmemory_ram", t.maxmemory_ram);
     if largest {

@@ -34,13 +34,15 @@ impl Order {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(i)?;
-        if p.ver != ver || !p.dirty {
+        if seq < p.seq {
             return None;
         }
-        p.dirty = false;
         p.seq = seq;
         let old = p.loc.replace(loc);
-        self.changes.cleaned();
+        if p.ver == ver && p.dirty {
+            p.dirty = false;
+            self.changes.cleaned();
+        }
         Some(old)
     }
 

@@ -1,0 +1,228 @@
+//! The value of a part change record (kind 13): what changed in one part of
+//! a chunked collection since the part's previous record, as byte spans of
+//! the part's chunk body (docs/format.md, "Part change records").
+//!
+//! ```text
+//! | chunk prefix (18 B, as kind 9) | base u64 LE | span | span | ... |
+//! span: | at u32 LE | cut u32 LE | len u32 LE | len bytes |
+//! ```
+//!
+//! Spans are in increasing `at` order and do not overlap; each replaces
+//! `cut` bytes of the base body at `at` (an offset in the base body) by its
+//! bytes. Applying them to the body the record `base` left gives the body
+//! this record leaves. The diff is about the size of the change: a field
+//! set in place, an element appended, a bit flipped, a count updated.
+
+use super::chunked::{decode_chunk, ChunkName, CHUNK_PREFIX_LEN};
+use super::{le_u32, le_u64};
+
+/// Bytes of a span's own fields.
+pub const SPAN_HEADER_LEN: usize = 12;
+/// Most spans a diff makes before it takes the rest as one span.
+const MAX_SPANS: usize = 8;
+/// Equal bytes at the same offset that end a same-length span (a count
+/// or a value rewritten in place) rather than the whole rest.
+const RESYNC: usize = 8;
+/// How far past a mismatch a same-length span may reach.
+const LOOKAHEAD: usize = 64;
+
+/// A part change record's value, read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartChange<'a> {
+    pub name: ChunkName,
+    /// Sequence number of the part's record whose body this one changes.
+    pub base: u64,
+    /// The encoded spans.
+    pub spans: &'a [u8],
+}
+
+/// The value of a part change record of part `name` whose spans are
+/// `spans` (as `diff` made them).
+pub fn encode(name: &ChunkName, base: u64, spans: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(CHUNK_PREFIX_LEN + 8 + spans.len());
+    v.extend_from_slice(&super::chunked::chunk_prefix(name));
+    v.extend_from_slice(&base.to_le_bytes());
+    v.extend_from_slice(spans);
+    v
+}
+
+/// Reads a part change record's value (None if malformed).
+pub fn decode(value: &[u8]) -> Option<PartChange<'_>> {
+    let (name, rest) = decode_chunk(value)?;
+    let base = le_u64(rest.get(..8)?);
+    Some(PartChange {
+        name,
+        base,
+        spans: rest.get(8..)?,
+    })
+}
+
+fn put_span(out: &mut Vec<u8>, at: usize, cut: usize, new: &[u8]) {
+    out.extend_from_slice(&(at as u32).to_le_bytes());
+    out.extend_from_slice(&(cut as u32).to_le_bytes());
+    out.extend_from_slice(&(new.len() as u32).to_le_bytes());
+    out.extend_from_slice(new);
+}
+
+/// The spans that turn body `old` into body `new` (encoded), found by
+/// walking both from the front: a mismatch followed within `LOOKAHEAD`
+/// bytes by `RESYNC` equal bytes at the same offsets is a same-length span
+/// (a count, a value of the same size); otherwise what is left, less its
+/// common tail, is one span. Bodies over 4 GiB are not diffed (None).
+pub fn diff(old: &[u8], new: &[u8]) -> Option<Vec<u8>> {
+    if old.len() > u32::MAX as usize || new.len() > u32::MAX as usize {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut spans = 0;
+    loop {
+        // Skip the common run from `at`.
+        let common = old
+            .get(at..)
+            .unwrap_or(&[])
+            .iter()
+            .zip(new.get(at..).unwrap_or(&[]))
+            .take_while(|(a, b)| a == b)
+            .count();
+        at += common;
+        if at >= old.len() && at >= new.len() {
+            return Some(out);
+        }
+        if spans + 1 < MAX_SPANS && at < old.len().min(new.len()) {
+            if let Some(end) = resync(old, new, at) {
+                put_span(&mut out, at, end - at, &new[at..end]);
+                spans += 1;
+                at = end;
+                continue;
+            }
+        }
+        // The rest: less the tail both share.
+        let (o, n) = (&old[at.min(old.len())..], &new[at.min(new.len())..]);
+        let tail = o
+            .iter()
+            .rev()
+            .zip(n.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        put_span(&mut out, at, o.len() - tail, &n[..n.len() - tail]);
+        return Some(out);
+    }
+}
+
+/// Where a same-length span starting at the mismatch `at` ends: the start
+/// of the first run of `RESYNC` equal bytes at the same offsets within
+/// `LOOKAHEAD` bytes (None if there is none).
+fn resync(old: &[u8], new: &[u8], at: usize) -> Option<usize> {
+    let limit = (at + LOOKAHEAD).min(old.len()).min(new.len());
+    let mut run = 0;
+    for i in at..limit {
+        if old[i] == new[i] {
+            run += 1;
+            if run == RESYNC {
+                return Some(i + 1 - RESYNC);
+            }
+        } else {
+            run = 0;
+        }
+    }
+    None
+}
+
+/// Applies encoded `spans` to body `old`; None if they do not fit it (a
+/// span out of order or past the end, or a torn encoding).
+pub fn apply(old: &[u8], spans: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(old.len() + spans.len());
+    let mut from = 0usize; // next byte of `old` not yet copied
+    let mut r = spans;
+    while !r.is_empty() {
+        let at = le_u32(r.get(..4)?) as usize;
+        let cut = le_u32(r.get(4..8)?) as usize;
+        let len = le_u32(r.get(8..12)?) as usize;
+        let bytes = r.get(SPAN_HEADER_LEN..SPAN_HEADER_LEN.checked_add(len)?)?;
+        if at < from {
+            return None;
+        }
+        out.extend_from_slice(old.get(from..at)?);
+        out.extend_from_slice(bytes);
+        from = at.checked_add(cut)?;
+        if from > old.len() {
+            return None;
+        }
+        r = &r[SPAN_HEADER_LEN + len..];
+    }
+    out.extend_from_slice(old.get(from..)?);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn round(old: &[u8], new: &[u8]) -> usize {
+        let d = diff(old, new).unwrap();
+        assert_eq!(apply(old, &d).unwrap(), new, "old {old:?} new {new:?}");
+        d.len()
+    }
+
+    #[test]
+    fn a_diff_applied_to_its_base_gives_the_new_body() {
+        let mut r = rand::rngs::StdRng::seed_from_u64(7);
+        for _ in 0..3000 {
+            let n = r.gen_range(0..300);
+            let old: Vec<u8> = (0..n).map(|_| r.gen_range(0..4u8)).collect();
+            let mut new = old.clone();
+            for _ in 0..r.gen_range(0..4) {
+                let at = r.gen_range(0..=new.len());
+                match r.gen_range(0..3) {
+                    0 => {
+                        let k = r.gen_range(0..20);
+                        new.splice(at..at, (0..k).map(|_| r.gen_range(0..4u8)));
+                    }
+                    1 => {
+                        let end = (at + r.gen_range(0..20)).min(new.len());
+                        new.drain(at..end);
+                    }
+                    _ => {
+                        if at < new.len() {
+                            new[at] ^= 1;
+                        }
+                    }
+                }
+            }
+            round(&old, &new);
+        }
+    }
+
+    #[test]
+    fn a_change_costs_about_its_size() {
+        let old: Vec<u8> = (0..6000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // A count at the front and an element appended at the end.
+        let mut new = old.clone();
+        new[0] = 99;
+        new.extend_from_slice(&[1u8; 110]);
+        assert!(round(&old, &new) < 110 + 2 * SPAN_HEADER_LEN + 4);
+        // A value rewritten in place in the middle, longer by 3 bytes.
+        let mut new = old.clone();
+        new.splice(3000..3050, [5u8; 53]);
+        assert!(round(&old, &new) < 60 + 2 * SPAN_HEADER_LEN);
+        // One bit flipped.
+        let mut new = old.clone();
+        new[4321] ^= 0x10;
+        assert_eq!(round(&old, &new), SPAN_HEADER_LEN + 1);
+        // Nothing changed.
+        assert_eq!(round(&old, &old), 0);
+    }
+
+    #[test]
+    fn spans_that_do_not_fit_their_base_are_refused() {
+        let d = diff(b"abcdef", b"abXdef").unwrap();
+        assert!(apply(b"ab", &d).is_none());
+        assert!(apply(b"abcdef", &d[..d.len() - 1]).is_none());
+        let mut bad = Vec::new();
+        put_span(&mut bad, 4, 1, b"x");
+        put_span(&mut bad, 1, 1, b"y");
+        assert!(apply(b"abcdef", &bad).is_none());
+    }
+}

@@ -1,0 +1,200 @@
+//! Logging a chunked collection's parts by their changes: what the journal
+//! writes for one part (a part change record while the part's chain allows
+//! one, else an image), and what a written record does to the part and its
+//! chain once published (`types::parts::chains`, docs/format.md "Part
+//! change records").
+//!
+//! The policy: a part the journal logs keeps the body of its last record
+//! (its chain's `base`); its next change is the byte spans between that
+//! body and the new one, while its chain is confirmed, its image is the
+//! part's record, it has fewer than `CHAIN_MAX` changes, and the change
+//! and the chain add up to less than the part. Else, and for saves and
+//! demotion's writes, an image.
+
+use super::chunks::CapturedPart;
+use crate::base::FlashLoc;
+use crate::flash::format::{self, part_change, RECORD_HEADER_LEN};
+use crate::types::parts::{chains::CHAIN_MAX, Dir, PartChain};
+
+/// The parts the journal writes for `d`: the changed ones and those whose
+/// chain wants an image, in order. Chains whose part is gone (split,
+/// merged, emptied) are orphaned here (chains invariant 2).
+pub(super) fn due(d: &mut dyn Dir) -> Vec<usize> {
+    let mut list = d.dirty_parts();
+    if d.chains().is_empty() {
+        return list;
+    }
+    for name in d.chains().names() {
+        match d.find_part(name.0, name.1, 0) {
+            Some(i) if d.part_name(i) == name => {
+                if d.chains().get(name).is_some_and(|c| c.want_image) {
+                    list.push(i);
+                }
+            }
+            _ => d.chains_mut().orphan(name),
+        }
+    }
+    list.sort_unstable();
+    list.dedup();
+    list
+}
+
+/// Part `i` of `d` (in RAM) as the record to write (module doc): a change
+/// when `logged` (the journal's) and its chain allows one; else an image,
+/// which starts the part's chain anew when logged and the part stays in
+/// RAM (the old chain's records stay live until it is published).
+pub(super) fn capture_part(
+    vtype: crate::base::ValueType,
+    d: &mut dyn Dir,
+    i: usize,
+    version: u64,
+    evict: bool,
+    logged: bool,
+) -> CapturedPart {
+    let p = d.part(i);
+    let name = (p.low, p.depth);
+    let chunk = format::ChunkName {
+        vtype,
+        headed: true,
+        cid: d.cid(),
+        depth: p.depth,
+        low: p.low,
+    };
+    let mut body = Vec::new();
+    d.encode_part(i, &mut body);
+    let mut out = CapturedPart {
+        low: p.low,
+        depth: p.depth,
+        index: i,
+        ver: p.ver,
+        evict,
+        value: Vec::new(),
+        change: false,
+    };
+    if !logged || evict {
+        // An image that ends the chain: its records stay live until no
+        // part is changed.
+        d.chains_mut().orphan(name);
+        out.value = format::chunk_prefix(&chunk).to_vec();
+        out.value.extend_from_slice(&body);
+        return out;
+    }
+    let image_len = format::CHUNK_PREFIX_LEN + body.len();
+    if let Some(ch) = d.chains().get(name) {
+        let open = ch.confirmed
+            && !ch.want_image
+            && ch.last_seq < version
+            && ch.changes.len() < CHAIN_MAX
+            && ch.image.is_some()
+            && ch.image == p.loc;
+        let spans = open
+            .then(|| part_change::diff(&ch.base, &body))
+            .flatten()
+            .filter(|s| {
+                let record = RECORD_HEADER_LEN + format::CHUNK_PREFIX_LEN + 8 + s.len();
+                record + (ch.bytes as usize) < image_len
+            });
+        if let Some(spans) = spans {
+            out.value = part_change::encode(&chunk, ch.last_seq, &spans);
+            out.change = true;
+            let chains = d.chains_mut();
+            if let Some(ch) = chains.get_mut(name) {
+                ch.last_seq = version;
+                ch.confirmed = false;
+            }
+            chains.set_base(name, bytes::Bytes::from(body));
+            return out;
+        }
+    }
+    out.value = format::chunk_prefix(&chunk).to_vec();
+    out.value.extend_from_slice(&body);
+    let superseded = d
+        .chains_mut()
+        .remove(name)
+        .map(|mut c| c.take_locs())
+        .unwrap_or_default();
+    d.chains_mut().insert(
+        name,
+        PartChain::new(version, bytes::Bytes::from(body), superseded),
+    );
+    out
+}
+
+/// What publishing one part's record did to the references the engine
+/// counts.
+#[derive(Default)]
+pub(super) struct Published {
+    pub retain: Option<FlashLoc>,
+    pub release: Vec<FlashLoc>,
+    pub evicted: bool,
+}
+
+/// Points part `p` (captured at `version`) at its record `loc`: an image
+/// becomes the part's record (the part is clean if unchanged since) and
+/// its chain's image; a change record joins the part's chain. A record
+/// whose part or chain moved on meanwhile is garbage from birth.
+pub(super) fn publish_part(
+    dir: &mut dyn Dir,
+    p: &CapturedPart,
+    loc: FlashLoc,
+    version: u64,
+) -> Published {
+    let mut r = Published::default();
+    let name = (p.low, p.depth);
+    let Some(i) = dir
+        .find_part(p.low, p.depth, p.index)
+        .filter(|&i| dir.part_name(i) == name)
+    else {
+        dir.chains_mut().orphan(name);
+        return r;
+    };
+    // The chain this record was captured for, if it still is.
+    let ours = dir
+        .chains()
+        .get(name)
+        .is_some_and(|c| c.last_seq == version && !c.confirmed);
+    if p.change {
+        if !ours {
+            return r;
+        }
+        let Some(ch) = dir.chains_mut().get_mut(name) else {
+            return r;
+        };
+        ch.confirmed = true;
+        ch.changes.push(loc);
+        ch.bytes += loc.len as u64;
+        let (image, image_seq) = (ch.image, ch.image_seq);
+        r.retain = Some(loc);
+        // Clean if unchanged since: the part's record stays its image.
+        if let Some(image) = image {
+            if let Some(Some(old)) = dir.published(i, p.ver, image, image_seq) {
+                if old != image {
+                    // (Cannot happen: the capture checked the image.)
+                    r.release.push(old);
+                }
+            }
+        }
+        return r;
+    }
+    match dir.published(i, p.ver, loc, version) {
+        Some(old) => {
+            r.retain = Some(loc);
+            r.release.extend(old);
+            if ours {
+                if let Some(ch) = dir.chains_mut().get_mut(name) {
+                    ch.confirmed = true;
+                    ch.image = Some(loc);
+                    r.release.append(&mut ch.superseded);
+                }
+            }
+            if p.evict {
+                dir.evict(i);
+                r.evicted = true;
+            }
+        }
+        // A newer record of the part is published: this chain is broken.
+        None if ours => dir.chains_mut().orphan(name),
+        None => {}
+    }
+    r
+}

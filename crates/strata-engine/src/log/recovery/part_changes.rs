@@ -1,0 +1,156 @@
+//! Part change records (kind 13, `types::parts::chains`) at recovery: the
+//! replay keeps each one per key; before a chunked key's directory is
+//! resolved, each chain of them is applied to the part record it starts
+//! from (a candidate of the log tail or the checkpoint whose sequence
+//! number is the first change's base), in order, and the part's state is
+//! written as a new chunk record (the log then holds it in one record, as
+//! a part on flash needs) that joins the candidates. A change whose base
+//! is no candidate (an older chain's, or one a newer image replaced)
+//! counts for nothing.
+
+use super::cand::Cand;
+use crate::base::FlashLoc;
+use crate::flash::format::{self, part_change, RecordHeader, RecordKind};
+use crate::types::parts::chains::CHAIN_MAX;
+use crate::Inner;
+use std::collections::{HashMap, HashSet};
+
+/// A part change record seen by the replay.
+pub(super) struct PartChangeRec {
+    pub cid: u64,
+    pub low: u64,
+    pub depth: u8,
+    pub headed: bool,
+    pub seq: u64,
+    base: u64,
+    spans: Box<[u8]>,
+}
+
+impl PartChangeRec {
+    /// The record's value, read (None if malformed).
+    pub(super) fn of_record(seq: u64, value: &[u8]) -> Option<PartChangeRec> {
+        let c = part_change::decode(value)?;
+        Some(PartChangeRec {
+            cid: c.name.cid,
+            low: c.name.low,
+            depth: c.name.depth,
+            headed: c.name.headed,
+            seq,
+            base: c.base,
+            spans: c.spans.into(),
+        })
+    }
+}
+
+/// What materializing one key's chains gave: the new candidates, and the
+/// chains that could not be applied (damage).
+#[derive(Default)]
+pub(super) struct Made {
+    pub cands: Vec<Cand>,
+    pub damaged: u64,
+}
+
+/// Applies the chains of `changes` (already filtered: this incarnation's,
+/// under its head) that start at one of `bases`, writing each result as a
+/// chunk record of key `key` in database `db` (module doc).
+pub(super) fn materialize(
+    inner: &Inner,
+    db: u16,
+    key: &[u8],
+    bases: &[&Cand],
+    changes: &[&PartChangeRec],
+) -> Made {
+    let mut made = Made::default();
+    if changes.is_empty() {
+        return made;
+    }
+    let by_base: HashMap<(u64, u8, u64), &PartChangeRec> = changes
+        .iter()
+        .map(|c| ((c.low, c.depth, c.base), *c))
+        .collect();
+    let mut done = HashSet::new();
+    for c in bases {
+        let Some(mut next) = by_base.get(&(c.low, c.depth, c.seq)).copied() else {
+            continue;
+        };
+        if done.contains(&(c.low, c.depth, c.seq)) {
+            continue;
+        }
+        // One copy of a record may be gone (the checkpoint names where the
+        // collector took it from: its moved copy is another candidate); an
+        // image the collector took (a newer one replaced it) starts
+        // nothing.
+        let Some(image) = crate::log::read_value_blocking(inner, key, c.loc, c.seq) else {
+            continue;
+        };
+        done.insert((c.low, c.depth, c.seq));
+        let Some((name, body)) = format::decode_chunk(&image) else {
+            continue;
+        };
+        let mut body = body.to_vec();
+        let mut seq = c.seq;
+        for _ in 0..4 * CHAIN_MAX {
+            match part_change::apply(&body, &next.spans) {
+                Some(b) => body = b,
+                None => {
+                    made.damaged += 1;
+                    break;
+                }
+            }
+            seq = next.seq;
+            match by_base.get(&(c.low, c.depth, seq)) {
+                Some(n) => next = n,
+                None => break,
+            }
+        }
+        if seq == c.seq {
+            continue;
+        }
+        let mut value = format::chunk_prefix(&format::ChunkName {
+            headed: true,
+            ..name
+        })
+        .to_vec();
+        value.extend_from_slice(&body);
+        match append(inner, db, key, seq, &value) {
+            Some(loc) => made.cands.extend(Cand::of_record(seq, loc, &value)),
+            None => made.damaged += 1,
+        }
+    }
+    made
+}
+
+/// Writes a materialized part as a chunk record (counted as the journal's
+/// device bytes: it is the log's record of changes it took).
+fn append(inner: &Inner, db: u16, key: &[u8], seq: u64, value: &[u8]) -> Option<FlashLoc> {
+    let mut w = inner.flash.writer.lock();
+    let h = RecordHeader {
+        kind: RecordKind::Chunk,
+        db,
+        key_len: key.len() as u32,
+        value_len: value.len() as u32,
+        seq,
+        expire_at_ms: 0,
+    };
+    match w.append(&h, key, value, inner.flash.capacity) {
+        Ok(loc) => match w.flush_counted(&inner.stats.device.journal) {
+            Ok(()) => Some(loc),
+            Err(e) => {
+                tracing::error!("recovery: cannot write a part's changes applied: {e}");
+                None
+            }
+        },
+        Err(e) => {
+            tracing::error!("recovery: cannot write a part's changes applied: {e:?}");
+            None
+        }
+    }
+}
+
+/// Syncs what `materialize` wrote (before the records it replaces may be
+/// collected).
+pub(super) fn sync(inner: &Inner) {
+    if let Err(e) = inner.flash.writer.lock().sync() {
+        tracing::error!("recovery: fsync failed: {e}");
+    }
+}
