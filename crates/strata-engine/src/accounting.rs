@@ -150,6 +150,8 @@ impl Inner {
         t.chunk_loads = Stats::get(&st.chunk_loads);
         t.chunks_written = Stats::get(&st.chunks_written);
         t.part_changes_written = Stats::get(&st.part_changes_written);
+        t.part_chain_loads = Stats::get(&st.part_chain_loads);
+        t.part_chain_reclaims = Stats::get(&st.part_chain_reclaims);
         t.flash_deletes = Stats::get(&st.flash_deletes);
         t.uploads = Stats::get(&st.uploads);
         t.read_errors = Stats::get(&st.read_errors);

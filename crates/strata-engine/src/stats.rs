@@ -56,6 +56,10 @@ pub struct Stats {
     pub chunks_written: AtomicU64,
     /// Part change records written (kind 13).
     pub part_changes_written: AtomicU64,
+    /// Parts read back with their cold chain's steps applied.
+    pub part_chain_loads: AtomicU64,
+    /// Cold chains read back by demotion to be written whole.
+    pub part_chain_reclaims: AtomicU64,
     /// Hot values active defragmentation moved / looked at and left.
     pub defrag_hits: AtomicU64,
     pub defrag_misses: AtomicU64,
@@ -250,6 +254,11 @@ pub struct TieredInfo {
     pub chunks_written: u64,
     /// Part change records written (a part's change logged as its change).
     pub part_changes_written: u64,
+    /// Parts read back from flash with the steps of their changes since
+    /// their image applied (cold chains).
+    pub part_chain_loads: u64,
+    /// Cold chains demotion read back to write whole (RAM was short).
+    pub part_chain_reclaims: u64,
     pub collections_in_ram_bytes: u64,
     pub collections_in_flash_bytes: u64,
     pub ram_hits: u64,

@@ -489,7 +489,23 @@ fn install(
         } else {
             d.part_of(t.low)
         };
-        d.install(i, loc, body, named).map(|_| ())
+        // A cold chain's part: its image with the steps since applied
+        // (`parts::chains`).
+        let steps = (d.part_name(i) == named)
+            .then(|| d.chains().get(named))
+            .flatten()
+            .filter(|c| c.base.is_none() && c.image == Some(loc))
+            .map(|c| c.pending.clone());
+        let Some(steps) = steps else {
+            return d.install(i, loc, body, named).map(|_| ());
+        };
+        let body = format::part_change::apply_steps(body, &steps).ok_or(crate::types::Malformed)?;
+        if d.install(i, loc, &body, named)? {
+            d.chains_mut()
+                .update(named, |c| c.base = Some(bytes::Bytes::from(body)));
+            Stats::inc(&inner.stats.part_chain_loads);
+        }
+        Ok(())
     });
     match r {
         Some(Err(_)) => {

@@ -39,10 +39,12 @@ pub(super) fn due(d: &mut dyn Dir) -> Vec<usize> {
     list
 }
 
-/// Part `i` of `d` (in RAM) as the record to write (module doc): a change
-/// when `logged` (the journal's) and its chain allows one; else an image,
-/// which starts the part's chain anew when logged and the part stays in
-/// RAM (the old chain's records stay live until it is published).
+/// Part `i` of `d` as the record to write (module doc): a change when
+/// `logged` (the journal's) and its chain allows one; else an image, which
+/// starts the part's chain anew when logged and the part stays in RAM (the
+/// old chain's records stay live until it is published). A cold part (a
+/// cold chain a checkpoint wants restated) is written as one record of
+/// all its steps since its image.
 pub(super) fn capture_part(
     vtype: crate::base::ValueType,
     d: &mut dyn Dir,
@@ -60,8 +62,6 @@ pub(super) fn capture_part(
         depth: p.depth,
         low: p.low,
     };
-    let mut body = Vec::new();
-    d.encode_part(i, &mut body);
     let mut out = CapturedPart {
         low: p.low,
         depth: p.depth,
@@ -71,6 +71,22 @@ pub(super) fn capture_part(
         value: Vec::new(),
         change: false,
     };
+    if !p.resident {
+        // A cold chain: restate its steps on its image.
+        let restated = d.chains_mut().update(name, |ch| {
+            ch.superseded.append(&mut ch.changes);
+            ch.bytes = 0;
+            ch.last_seq = version;
+            ch.confirmed = false;
+            ch.want_image = false;
+            part_change::encode(&chunk, ch.image_seq, &ch.pending)
+        });
+        out.value = restated.unwrap_or_default();
+        out.change = true;
+        return out;
+    }
+    let mut body = Vec::new();
+    d.encode_part(i, &mut body);
     if !logged || evict {
         // An image that ends the chain: its records stay live until no
         // part is changed.
@@ -80,31 +96,34 @@ pub(super) fn capture_part(
         return out;
     }
     let image_len = format::CHUNK_PREFIX_LEN + body.len();
-    if let Some(ch) = d.chains().get(name) {
+    let spans = d.chains().get(name).and_then(|ch| {
         let open = ch.confirmed
             && !ch.want_image
             && ch.last_seq < version
             && ch.changes.len() < CHAIN_MAX
             && ch.image.is_some()
             && ch.image == p.loc;
-        let spans = open
-            .then(|| part_change::diff(&ch.base, &body))
-            .flatten()
-            .filter(|s| {
-                let record = RECORD_HEADER_LEN + format::CHUNK_PREFIX_LEN + 8 + s.len();
-                record + (ch.bytes as usize) < image_len
-            });
-        if let Some(spans) = spans {
-            out.value = part_change::encode(&chunk, ch.last_seq, &spans);
-            out.change = true;
-            let chains = d.chains_mut();
-            if let Some(ch) = chains.get_mut(name) {
-                ch.last_seq = version;
-                ch.confirmed = false;
-            }
-            chains.set_base(name, bytes::Bytes::from(body));
-            return out;
-        }
+        let spans = part_change::diff(ch.base.as_deref().filter(|_| open)?, &body)?;
+        let record = RECORD_HEADER_LEN + format::CHUNK_PREFIX_LEN + 12 + spans.len();
+        (record + (ch.bytes as usize) < image_len
+            && 2 * (ch.pending.len() + spans.len()) < image_len)
+            .then_some(spans)
+    });
+    if let Some(spans) = spans {
+        let mut step = Vec::with_capacity(4 + spans.len());
+        part_change::push_step(&mut step, &spans);
+        let body = bytes::Bytes::from(body);
+        let base = d.chains_mut().update(name, |ch| {
+            let base = ch.last_seq;
+            ch.last_seq = version;
+            ch.confirmed = false;
+            ch.pending.extend_from_slice(&step);
+            ch.base = Some(body);
+            base
+        });
+        out.value = part_change::encode(&chunk, base.unwrap_or_default(), &step);
+        out.change = true;
+        return out;
     }
     out.value = format::chunk_prefix(&chunk).to_vec();
     out.value.extend_from_slice(&body);
@@ -157,16 +176,19 @@ pub(super) fn publish_part(
         if !ours {
             return r;
         }
-        let Some(ch) = dir.chains_mut().get_mut(name) else {
-            return r;
-        };
-        ch.confirmed = true;
-        ch.changes.push(loc);
-        ch.bytes += loc.len as u64;
-        let (image, image_seq) = (ch.image, ch.image_seq);
+        let mut release = Vec::new();
+        let chain = dir.chains_mut().update(name, |ch| {
+            ch.confirmed = true;
+            ch.changes.push(loc);
+            ch.bytes += loc.len as u64;
+            // A restatement replaces the change records before it.
+            release.append(&mut ch.superseded);
+            (ch.image, ch.image_seq)
+        });
+        r.release = release;
         r.retain = Some(loc);
         // Clean if unchanged since: the part's record stays its image.
-        if let Some(image) = image {
+        if let Some((Some(image), image_seq)) = chain {
             if let Some(Some(old)) = dir.published(i, p.ver, image, image_seq) {
                 if old != image {
                     // (Cannot happen: the capture checked the image.)
@@ -181,11 +203,13 @@ pub(super) fn publish_part(
             r.retain = Some(loc);
             r.release.extend(old);
             if ours {
-                if let Some(ch) = dir.chains_mut().get_mut(name) {
+                let gone = dir.chains_mut().update(name, |ch| {
                     ch.confirmed = true;
                     ch.image = Some(loc);
-                    r.release.append(&mut ch.superseded);
-                }
+                    ch.image_seq = version;
+                    std::mem::take(&mut ch.superseded)
+                });
+                r.release.extend(gone.into_iter().flatten());
             }
             if p.evict {
                 dir.evict(i);

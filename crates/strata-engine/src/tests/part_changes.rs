@@ -309,10 +309,15 @@ fn live_copy(dir: &std::path::Path) -> tempfile::TempDir {
 #[test]
 fn part_changes_survive_demotion_checkpoints_and_the_collector() {
     let dir = tempfile::tempdir().unwrap();
+    let small = |c: &mut crate::EngineConfig| {
+        c.maxmemory_ram = 256 << 10;
+        c.segment_size = 256 << 10;
+        c.write_chunk = 16 << 10;
+        c.hz = 100;
+        c.min_value_size = 16;
+    };
     let mut c = config(dir.path());
-    c.maxmemory_ram = 3 << 20;
-    c.segment_size = 256 << 10;
-    c.write_chunk = 16 << 10;
+    small(&mut c);
     let e = Engine::open(c).unwrap();
     e.set_gc_garbage_ratio(0);
     let mut model = HashMap::new();
@@ -331,8 +336,7 @@ fn part_changes_survive_demotion_checkpoints_and_the_collector() {
         if s % 40 == 39 {
             let copy = live_copy(dir.path());
             let mut cc = config(copy.path());
-            cc.maxmemory_ram = 3 << 20;
-            cc.segment_size = 256 << 10;
+            small(&mut cc);
             let r = Engine::open(cc).unwrap();
             for (k, _) in KEYS {
                 same(&r, &model, k, &format!("crash after step {s}"));
@@ -343,9 +347,10 @@ fn part_changes_survive_demotion_checkpoints_and_the_collector() {
     assert_eq!(crashes, 6);
     let t = e.tiered_info();
     assert!(
-        t.part_changes_written > 200 && t.gc_bytes_relocated > 0,
-        "part changes {}, collector moved {} bytes",
+        t.part_changes_written > 200 && t.gc_bytes_relocated > 0 && t.part_chain_loads > 0,
+        "part changes {}, collector moved {} bytes, parts read back with changes {}",
         t.part_changes_written,
-        t.gc_bytes_relocated
+        t.gc_bytes_relocated,
+        t.part_chain_loads
     );
 }

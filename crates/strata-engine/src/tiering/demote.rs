@@ -11,7 +11,7 @@
 //! whose version did not change meanwhile points at its record and leaves
 //! RAM (index invariant 2).
 
-use super::demote_parts::{demote_parts, write_chunk_victims};
+use super::demote_parts::{demote_parts, reclaim_cold_chains, write_chunk_victims};
 use crate::base::FlashLoc;
 use crate::flash::format::{ItemMeta, RecordHeader};
 use crate::index::{
@@ -245,8 +245,19 @@ impl Pass {
                 .to_free
                 .saturating_sub(self.bytes)
                 .max(crate::types::chunked::CHUNK_MAX);
-            let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled);
-            let journal_due = step.journal_due;
+            let budget = inner
+                .tun
+                .maxmemory_ram
+                .load(std::sync::atomic::Ordering::Relaxed) as usize;
+            let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled, budget);
+            let mut journal_due = step.journal_due;
+            if inner.journal.enabled && step.freed == 0 && step.write.is_none() && !journal_due {
+                // Nothing in RAM to free here but cold chains' steps: the
+                // parts read back leave at the next pass (not stuck).
+                let n = reclaim_cold_chains(inner, e, &mut sh.acct, k);
+                self.spared += n;
+                journal_due = n > 0;
+            }
             self.to_free = self.to_free.saturating_sub(step.freed_bytes);
             self.spared += step.spared;
             self.freed += step.freed;

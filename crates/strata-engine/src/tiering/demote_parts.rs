@@ -38,6 +38,7 @@ pub(super) fn demote_parts(
     acct: &mut crate::index::ShardCounters,
     want: usize,
     journal: bool,
+    budget: usize,
 ) -> PartsStep {
     let mut step = PartsStep {
         spared: 0,
@@ -57,7 +58,8 @@ pub(super) fn demote_parts(
     };
     let write = e.with_dir(acct, |d| {
         let before = d.resident_bytes();
-        let (spared, freed, examined, changed) = d.clock_pass(want);
+        let room = crate::types::parts::cold_room(d.body_len(), budget);
+        let (spared, freed, examined, changed) = d.clock_pass(want, room);
         step.freed_bytes = before.saturating_sub(d.resident_bytes());
         step.spared = spared;
         step.freed = freed;
@@ -122,4 +124,79 @@ pub(super) fn write_chunk_victims(
         return Err(AppendError::Io(e));
     }
     r.map(|()| moved)
+}
+
+/// Most cold chains one pass over a collection reads back to write whole.
+const RECLAIM_PER_PASS: usize = 8;
+
+/// When the hand found nothing to free in a chunked collection (its parts
+/// are cold) while RAM is still over the budget, the RAM its cold chains
+/// hold (`parts::chains`) is what is left to move: up to
+/// `RECLAIM_PER_PASS` of the chains with the most steps are read back (the
+/// image, one device read each, under the shard lock: a fallback under
+/// pressure) with their steps applied, and asked for an image, which the
+/// journal writes; the hand's next pass then drops the parts and their
+/// chains. Returns how many were read back.
+pub(super) fn reclaim_cold_chains(
+    inner: &Inner,
+    e: &mut crate::index::Entry,
+    acct: &mut crate::index::ShardCounters,
+    key: &[u8],
+) -> usize {
+    let targets: Vec<(
+        usize,
+        crate::types::parts::PartName,
+        crate::base::FlashLoc,
+        u64,
+    )> = {
+        let Slot::Chunked(c) = &e.slot else {
+            return 0;
+        };
+        let Some(d) = c.dir() else {
+            return 0;
+        };
+        let mut cold: Vec<(usize, crate::types::parts::PartName)> = d
+            .chains()
+            .names()
+            .into_iter()
+            .filter_map(|n| {
+                let ch = d.chains().get(n)?;
+                (ch.base.is_none()).then_some((ch.pending.len(), n))
+            })
+            .collect();
+        cold.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+        cold.into_iter()
+            .take(RECLAIM_PER_PASS)
+            .filter_map(|(_, n)| {
+                let i = d.find_part(n.0, n.1, 0)?;
+                let ch = d.chains().get(n)?;
+                Some((i, n, ch.image?, ch.image_seq))
+            })
+            .collect()
+    };
+    let mut done = 0;
+    for (i, name, loc, seq) in targets {
+        let Some(value) = crate::log::read_value_blocking(inner, key, loc, seq) else {
+            continue;
+        };
+        let Some((named, body)) = crate::flash::format::decode_chunk(&value) else {
+            continue;
+        };
+        let ok = e.with_dir(acct, |d| {
+            let steps = d.chains().get(name)?.pending.clone();
+            let body = crate::flash::format::part_change::apply_steps(body, &steps)?;
+            if !d.install(i, loc, &body, (named.low, named.depth)).ok()? {
+                return None;
+            }
+            d.chains_mut().update(name, |c| {
+                c.base = Some(bytes::Bytes::from(body));
+                c.want_image = true;
+            })
+        });
+        if ok.flatten().is_some() {
+            done += 1;
+        }
+    }
+    Stats::add(&inner.stats.part_chain_reclaims, done as u64);
+    done
 }

@@ -1,17 +1,21 @@
 //! The value of a part change record (kind 13): what changed in one part of
-//! a chunked collection since the part's previous record, as byte spans of
-//! the part's chunk body (docs/format.md, "Part change records").
+//! a chunked collection since the part's base record, as steps of byte
+//! spans of the part's chunk body (docs/format.md, "Part change records").
 //!
 //! ```text
-//! | chunk prefix (18 B, as kind 9) | base u64 LE | span | span | ... |
+//! | chunk prefix (18 B, as kind 9) | base u64 LE | step | step | ... |
+//! step: | len u32 LE | len bytes of spans |
 //! span: | at u32 LE | cut u32 LE | len u32 LE | len bytes |
 //! ```
 //!
-//! Spans are in increasing `at` order and do not overlap; each replaces
-//! `cut` bytes of the base body at `at` (an offset in the base body) by its
-//! bytes. Applying them to the body the record `base` left gives the body
-//! this record leaves. The diff is about the size of the change: a field
-//! set in place, an element appended, a bit flipped, a count updated.
+//! Each step is one change: its spans are in increasing `at` order and do
+//! not overlap; each replaces `cut` bytes of the body before the step at
+//! `at` (an offset in that body) by its bytes. Applying the steps in order
+//! to the body the record `base` left gives the body this record leaves.
+//! The journal writes one step per record; a record that restates a cold
+//! part's changes since its image (for a checkpoint) holds all of them. A
+//! diff is about the size of the change: a field set in place, an element
+//! appended, a bit flipped, a count updated.
 
 use super::chunked::{decode_chunk, ChunkName, CHUNK_PREFIX_LEN};
 use super::{le_u32, le_u64};
@@ -32,18 +36,24 @@ pub struct PartChange<'a> {
     pub name: ChunkName,
     /// Sequence number of the part's record whose body this one changes.
     pub base: u64,
-    /// The encoded spans.
-    pub spans: &'a [u8],
+    /// The encoded steps.
+    pub steps: &'a [u8],
 }
 
-/// The value of a part change record of part `name` whose spans are
-/// `spans` (as `diff` made them).
-pub fn encode(name: &ChunkName, base: u64, spans: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(CHUNK_PREFIX_LEN + 8 + spans.len());
+/// The value of a part change record of part `name` whose steps are
+/// `steps` (each as `push_step` appended it).
+pub fn encode(name: &ChunkName, base: u64, steps: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(CHUNK_PREFIX_LEN + 8 + steps.len());
     v.extend_from_slice(&super::chunked::chunk_prefix(name));
     v.extend_from_slice(&base.to_le_bytes());
-    v.extend_from_slice(spans);
+    v.extend_from_slice(steps);
     v
+}
+
+/// Appends one step of `spans` (as `diff` made them) to `steps`.
+pub fn push_step(steps: &mut Vec<u8>, spans: &[u8]) {
+    steps.extend_from_slice(&(spans.len() as u32).to_le_bytes());
+    steps.extend_from_slice(spans);
 }
 
 /// Reads a part change record's value (None if malformed).
@@ -53,8 +63,21 @@ pub fn decode(value: &[u8]) -> Option<PartChange<'_>> {
     Some(PartChange {
         name,
         base,
-        spans: rest.get(8..)?,
+        steps: rest.get(8..)?,
     })
+}
+
+/// Applies encoded `steps` to body `old` in order; None if one does not
+/// fit the body before it.
+pub fn apply_steps(old: &[u8], mut steps: &[u8]) -> Option<Vec<u8>> {
+    let mut body = old.to_vec();
+    while !steps.is_empty() {
+        let len = le_u32(steps.get(..4)?) as usize;
+        let spans = steps.get(4..4usize.checked_add(len)?)?;
+        body = apply(&body, spans)?;
+        steps = &steps[4 + len..];
+    }
+    Some(body)
 }
 
 fn put_span(out: &mut Vec<u8>, at: usize, cut: usize, new: &[u8]) {
@@ -213,6 +236,20 @@ mod tests {
         assert_eq!(round(&old, &new), SPAN_HEADER_LEN + 1);
         // Nothing changed.
         assert_eq!(round(&old, &old), 0);
+    }
+
+    #[test]
+    fn steps_apply_in_order() {
+        let (a, b, c) = (
+            b"hello world".to_vec(),
+            b"hello, world".to_vec(),
+            b"yello, world!".to_vec(),
+        );
+        let mut steps = Vec::new();
+        push_step(&mut steps, &diff(&a, &b).unwrap());
+        push_step(&mut steps, &diff(&b, &c).unwrap());
+        assert_eq!(apply_steps(&a, &steps).unwrap(), c);
+        assert!(apply_steps(&a, &steps[..steps.len() - 1]).is_none());
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub(super) struct PartChangeRec {
     pub headed: bool,
     pub seq: u64,
     base: u64,
-    spans: Box<[u8]>,
+    steps: Box<[u8]>,
 }
 
 impl PartChangeRec {
@@ -37,7 +37,7 @@ impl PartChangeRec {
             headed: c.name.headed,
             seq,
             base: c.base,
-            spans: c.spans.into(),
+            steps: c.steps.into(),
         })
     }
 }
@@ -64,10 +64,15 @@ pub(super) fn materialize(
     if changes.is_empty() {
         return made;
     }
-    let by_base: HashMap<(u64, u8, u64), &PartChangeRec> = changes
-        .iter()
-        .map(|c| ((c.low, c.depth, c.base), *c))
-        .collect();
+    // Of two records on one base (a checkpoint's restatement of a cold
+    // chain, and the first change it restates), the newer holds more.
+    let mut by_base: HashMap<(u64, u8, u64), &PartChangeRec> = HashMap::new();
+    for c in changes {
+        let e = by_base.entry((c.low, c.depth, c.base)).or_insert(c);
+        if c.seq > e.seq {
+            *e = c;
+        }
+    }
     let mut done = HashSet::new();
     for c in bases {
         let Some(mut next) = by_base.get(&(c.low, c.depth, c.seq)).copied() else {
@@ -90,7 +95,7 @@ pub(super) fn materialize(
         let mut body = body.to_vec();
         let mut seq = c.seq;
         for _ in 0..4 * CHAIN_MAX {
-            match part_change::apply(&body, &next.spans) {
+            match part_change::apply_steps(&body, &next.steps) {
                 Some(b) => body = b,
                 None => {
                     made.damaged += 1;

@@ -8,10 +8,15 @@
 //! part's chain is confirmed (its last record is on the device and
 //! published), shorter than `CHAIN_MAX` records, and the change and the
 //! chain stay smaller than the part; else an image, which starts a new
-//! chain. Demotion and checkpoints want an image of a chained part
-//! (`want_image`): a part leaves RAM only with its state in one record, so
-//! a cold read is one device read, and a checkpoint names one record per
-//! part.
+//! chain. The chain also keeps the changes' steps since the image
+//! (`pending`, a few bytes per change), so a chained part may leave RAM
+//! with its changes still resident (a *cold chain*): reading it back is
+//! one device read (the image) with the steps applied, and its later
+//! changes coalesce with the earlier ones until an image is worth writing.
+//! Demotion wants an image of a chained part whose steps grew past half of
+//! it, or past the collection's share (`cold_room`); a checkpoint wants a
+//! record of every chained part's state after its position: an image of a
+//! part in RAM, a record restating the steps of a cold one.
 //!
 //! Invariants:
 //! 1. A chained part's state is its image's body with its changes applied
@@ -21,8 +26,8 @@
 //!    a chain whose part is gone (split, merged, emptied) stay live in
 //!    `orphans` until no part of the collection is changed, so a crash
 //!    before the parts replacing it are written still finds them.
-//! 3. A chained part is never dropped from RAM (`Dir::clock_pass` asks for
-//!    its image instead).
+//! 3. A cold chain's part is its image with `pending` applied; `base` is
+//!    None while the part is cold and its body once it is read back.
 //! 4. A clone never has chains (a copy is another key's value).
 
 use crate::base::FlashLoc;
@@ -35,8 +40,11 @@ pub const CHAIN_MAX: usize = 32;
 /// One part's chain (module doc).
 #[derive(Debug)]
 pub struct PartChain {
-    /// The part's body as the chain's last record left it (invariant 1).
-    pub base: bytes::Bytes,
+    /// The part's body as the chain's last record left it (invariant 1);
+    /// None while the part is cold (invariant 3).
+    pub base: Option<bytes::Bytes>,
+    /// The steps of the changes since the image (`part_change::push_step`).
+    pub pending: Vec<u8>,
     /// Sequence number of the chain's last record (taken at its capture).
     pub last_seq: u64,
     /// That record is on the device and published.
@@ -61,7 +69,8 @@ impl PartChain {
     /// A chain started by an image captured at `seq` with this body.
     pub fn new(seq: u64, base: bytes::Bytes, superseded: Vec<FlashLoc>) -> PartChain {
         PartChain {
-            base,
+            base: Some(base),
+            pending: Vec::new(),
             last_seq: seq,
             confirmed: false,
             image: None,
@@ -80,6 +89,13 @@ impl PartChain {
             image: Some(loc),
             ..PartChain::new(seq, body, Vec::new())
         }
+    }
+    /// RAM the chain holds: its base, and its steps and bookkeeping.
+    fn ram(&self) -> (usize, usize) {
+        (
+            self.base.as_ref().map_or(0, |b| b.len()),
+            self.pending.capacity() + CHAIN_OVERHEAD,
+        )
     }
     /// The part's state is its image alone (it may leave RAM).
     pub fn is_image_only(&self) -> bool {
@@ -109,8 +125,23 @@ pub struct PartChains(Option<Box<Chains>>);
 struct Chains {
     by_part: HashMap<PartName, PartChain>,
     orphans: Vec<FlashLoc>,
-    /// Bytes of RAM the chains hold (their bases).
-    ram: usize,
+    /// Bytes of RAM the chains hold: their bases, and their steps and
+    /// bookkeeping.
+    bases: usize,
+    steps: usize,
+}
+
+impl Chains {
+    fn add(&mut self, ch: &PartChain) {
+        let (b, s) = ch.ram();
+        self.bases += b;
+        self.steps += s;
+    }
+    fn sub(&mut self, ch: &PartChain) {
+        let (b, s) = ch.ram();
+        self.bases -= b;
+        self.steps -= s;
+    }
 }
 
 impl Clone for PartChains {
@@ -140,9 +171,6 @@ impl PartChains {
     pub fn get(&self, name: PartName) -> Option<&PartChain> {
         self.0.as_ref()?.by_part.get(&name)
     }
-    pub fn get_mut(&mut self, name: PartName) -> Option<&mut PartChain> {
-        self.0.as_mut()?.by_part.get_mut(&name)
-    }
     /// Whether part `name` has a chain.
     pub fn has(&self, name: PartName) -> bool {
         self.get(name).is_some()
@@ -169,28 +197,32 @@ impl PartChains {
     /// Puts `chain` for part `name`; returns the chain it replaces.
     pub fn insert(&mut self, name: PartName, chain: PartChain) -> Option<PartChain> {
         let c = self.0.get_or_insert_with(Box::default);
-        c.ram += chain.base.len() + CHAIN_OVERHEAD;
+        c.add(&chain);
         let old = c.by_part.insert(name, chain);
         if let Some(o) = &old {
-            c.ram -= o.base.len() + CHAIN_OVERHEAD;
+            c.sub(o);
         }
         old
     }
-    /// Sets part `name`'s base (its body as the chain's newest record
-    /// leaves it), keeping the RAM count.
-    pub fn set_base(&mut self, name: PartName, base: bytes::Bytes) {
-        if let Some(c) = self.0.as_mut() {
-            if let Some(ch) = c.by_part.get_mut(&name) {
-                c.ram = c.ram + base.len() - ch.base.len();
-                ch.base = base;
-            }
-        }
+    /// Changes part `name`'s chain by `f`, keeping the RAM count (its base
+    /// and steps).
+    pub fn update<R>(&mut self, name: PartName, f: impl FnOnce(&mut PartChain) -> R) -> Option<R> {
+        let c = self.0.as_mut()?;
+        let ch = c.by_part.get_mut(&name)?;
+        let (b, st) = ch.ram();
+        c.bases -= b;
+        c.steps -= st;
+        let r = f(ch);
+        let (b, st) = ch.ram();
+        c.bases += b;
+        c.steps += st;
+        Some(r)
     }
     /// Removes part `name`'s chain.
     pub fn remove(&mut self, name: PartName) -> Option<PartChain> {
         let c = self.0.as_mut()?;
         let ch = c.by_part.remove(&name)?;
-        c.ram -= ch.base.len() + CHAIN_OVERHEAD;
+        c.sub(&ch);
         if c.by_part.is_empty() && c.orphans.is_empty() {
             self.0 = None;
         }
@@ -283,10 +315,15 @@ impl PartChains {
             }
         }
     }
-    /// RAM the chains hold (bases and bookkeeping).
+    /// RAM the chains hold (bases, steps and bookkeeping).
     pub fn ram(&self) -> usize {
         self.0
             .as_ref()
-            .map_or(0, |c| c.ram + std::mem::size_of::<Chains>())
+            .map_or(0, |c| c.bases + c.steps + std::mem::size_of::<Chains>())
+    }
+    /// RAM the chains hold besides their bases: what stays in RAM when
+    /// their parts are cold.
+    pub fn steps_ram(&self) -> usize {
+        self.0.as_ref().map_or(0, |c| c.steps)
     }
 }

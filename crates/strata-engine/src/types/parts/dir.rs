@@ -135,6 +135,11 @@ pub trait Dir {
         let p = self.part(i);
         (p.low, p.depth)
     }
+    /// Whether a chained part may leave RAM with its steps kept (a cold
+    /// chain, `chains`); else demotion writes its image first.
+    fn keeps_cold_chains(&self) -> bool {
+        true
+    }
     fn chains(&self) -> &PartChains {
         &self.head().chains
     }
@@ -165,12 +170,13 @@ pub trait Dir {
     /// once the freed and listed parts hold `want` bytes (or after one
     /// turn), so one huge collection is not emptied to free a little.
     /// Returns (spared, freed, examined, changed parts).
-    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+    /// `cold_room`: RAM the collection's cold chains may keep (`settle`).
+    fn clock_pass(&mut self, want: usize, cold_room: usize) -> (usize, usize, usize, Vec<usize>) {
         let n = self.part_count();
         let mut hand = *self.hand();
         let step = clock_walk(n, &mut hand, want, |i| self.part_clock(i));
         *self.hand() = hand;
-        settle(self, step)
+        settle(self, step, cold_room)
     }
     /// Where the demoter's hand stopped (a hint for the next pass).
     fn hand(&mut self) -> &mut usize;
@@ -272,21 +278,35 @@ pub trait Dir {
 }
 
 /// Ends a pass of the demoter's hand over `d`: the clean parts it picked
-/// leave RAM, except a chained one (chains invariant 3), which is listed to
-/// be written instead, as an image.
+/// leave RAM. A chained part leaves with its changes' steps resident (a
+/// cold chain, `chains`) while they are under half the part and the
+/// collection's chains hold less than `room` (`cold_room`); else it is
+/// listed to be written first, as an image.
 pub(crate) fn settle<D: Dir + ?Sized>(
     d: &mut D,
     mut step: ClockStep,
+    room: usize,
 ) -> (usize, usize, usize, Vec<usize>) {
+    let room = if d.keeps_cold_chains() { room } else { 0 };
     for i in std::mem::take(&mut step.free) {
         let name = d.part_name(i);
-        match d.chains_mut().get_mut(name) {
-            Some(ch) if !ch.is_image_only() => {
-                ch.want_image = true;
-                step.write_first(i);
+        let body = d.part(i).body as usize;
+        let fits = d.chains().steps_ram() < room;
+        let keep = d.chains_mut().update(name, |ch| {
+            if ch.is_image_only() {
+                return None;
             }
-            chain => {
-                if chain.is_some() {
+            if fits && ch.pending.len() * 2 < body {
+                ch.base = None;
+                return Some(true);
+            }
+            ch.want_image = true;
+            Some(false)
+        });
+        match keep {
+            Some(Some(false)) => step.write_first(i),
+            cold => {
+                if cold == Some(None) {
                     d.chains_mut().remove(name);
                 }
                 d.evict(i);
@@ -295,4 +315,13 @@ pub(crate) fn settle<D: Dir + ?Sized>(
         }
     }
     step.into_counts()
+}
+
+/// RAM a collection of `body` bytes may keep in the steps of its cold
+/// chains under a RAM budget of `budget` bytes: a quarter of its size, and
+/// at most a quarter of the budget (the rest holds parts and keys). Each
+/// cold chain spares an image per change it holds: about a part's size
+/// written for ~150 bytes of RAM.
+pub fn cold_room(body: usize, budget: usize) -> usize {
+    (body / 4).min(budget / 8)
 }

@@ -26,6 +26,7 @@ mod dir;
 pub use chains::{PartChain, PartChains, PartName};
 pub use changes::Changes;
 pub(crate) use clock::{clock_walk, PartClock};
+pub use dir::cold_room;
 pub(crate) use dir::settle;
 pub use dir::{Dir, DirHead, PartInfo, ScanStep};
 

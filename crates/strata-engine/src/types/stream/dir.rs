@@ -71,11 +71,16 @@ impl Dir for Stream {
     fn scan_parts(&self, _: u64, _: usize) -> std::ops::Range<usize> {
         0..0
     }
+    /// A stream's parts are appended to and trimmed whole: a cold chain
+    /// would hold little (their changes are in the part in RAM, the last).
+    fn keeps_cold_chains(&self) -> bool {
+        false
+    }
     fn hand(&mut self) -> &mut usize {
         &mut self.ch_mut().hand
     }
     /// Over the stream's parts only: its groups' PEL parts stay in RAM.
-    fn clock_pass(&mut self, want: usize) -> (usize, usize, usize, Vec<usize>) {
+    fn clock_pass(&mut self, want: usize, cold_room: usize) -> (usize, usize, usize, Vec<usize>) {
         let mut hand = self.ch().hand;
         let parts = &mut self.parts;
         let step = clock_walk(parts.len(), &mut hand, want, |i| {
@@ -89,7 +94,7 @@ impl Dir for Stream {
             }
         });
         self.ch_mut().hand = hand;
-        crate::types::parts::settle(self, step)
+        crate::types::parts::settle(self, step, cold_room)
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
