@@ -249,8 +249,9 @@ pub(crate) fn refers_to(e: &Entry, kind: RecordKind, value: &[u8], loc: FlashLoc
         RecordKind::Chunk => format::decode_chunk(value).is_some_and(|(name, body)| {
             d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth, body).is_empty()
         }),
-        RecordKind::PartChange => format::decode_chunk(value)
-            .is_some_and(|(name, _)| d.cid() == name.cid && d.chains().holds(loc)),
+        RecordKind::PartChange => format::decode_chunk(value).is_some_and(|(name, _)| {
+            d.cid() == name.cid && d.chains().holds((name.low, name.depth), loc)
+        }),
         _ => false,
     }
 }
@@ -281,13 +282,13 @@ pub(crate) fn move_record(
             return 0;
         }
         if kind == RecordKind::PartChange {
-            return d.chains_mut().moved(old, new);
+            return d.chains_mut().moved((name.low, name.depth), old, new);
         }
         let parts = d.parts_at(old, name.low, name.depth, body);
         for &i in &parts {
             d.set_part_loc(i, new);
         }
-        d.chains_mut().image_moved(old, new);
+        d.chains_mut().image_moved((name.low, name.depth), old, new);
         parts.len()
     })
     .unwrap_or(0)

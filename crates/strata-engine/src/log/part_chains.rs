@@ -18,13 +18,22 @@ use crate::types::parts::{chains::CHAIN_MAX, Dir, PartChain};
 
 /// The parts the journal writes for `d`: the changed ones and those whose
 /// chain wants an image, in order. Chains whose part is gone (split,
-/// merged, emptied) are orphaned here (chains invariant 2).
+/// merged, emptied, renamed) are orphaned here (chains invariant 2), when
+/// the parts changed in number since the last look, or every
+/// `SWEEP_EVERY` captures (a look costs a search per chain).
 pub(super) fn due(d: &mut dyn Dir) -> Vec<usize> {
     let mut list = d.dirty_parts();
     if d.chains().is_empty() {
         return list;
     }
-    for name in d.chains().names() {
+    let parts = d.part_count();
+    let sweep = d.chains_mut().sweep_due(parts, SWEEP_EVERY);
+    let names = if sweep {
+        d.chains().names()
+    } else {
+        d.chains().wanting_image()
+    };
+    for name in names {
         match d.find_part(name.0, name.1, 0) {
             Some(i) if d.part_name(i) == name => {
                 if d.chains().get(name).is_some_and(|c| c.want_image) {
@@ -38,6 +47,9 @@ pub(super) fn due(d: &mut dyn Dir) -> Vec<usize> {
     list.dedup();
     list
 }
+
+/// Captures between two looks for chains whose part is gone (`due`).
+const SWEEP_EVERY: u32 = 64;
 
 /// Part `i` of `d` as the record to write (module doc): a change when
 /// `logged` (the journal's) and its chain allows one; else an image, which

@@ -251,12 +251,27 @@ impl Pass {
                 .load(std::sync::atomic::Ordering::Relaxed) as usize;
             let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled, budget);
             let mut journal_due = step.journal_due;
-            if inner.journal.enabled && step.freed == 0 && step.write.is_none() && !journal_due {
-                // Nothing in RAM to free here but cold chains' steps: the
-                // parts read back leave at the next pass (not stuck).
-                let n = reclaim_cold_chains(inner, e, &mut sh.acct, k);
-                self.spared += n;
-                journal_due = n > 0;
+            if inner.journal.enabled
+                && step.freed == 0
+                && step.spared == 0
+                && step.write.is_none()
+                && !journal_due
+            {
+                // Nothing in RAM to free here but the chains' bases (they
+                // only save images: dropped at once), then the cold
+                // chains' steps: the parts read back leave at the next
+                // pass (not stuck).
+                let shed = e
+                    .with_dir(&mut sh.acct, |d| d.chains_mut().shed_bases())
+                    .unwrap_or(0);
+                if shed > 0 {
+                    self.to_free = self.to_free.saturating_sub(shed);
+                    self.spared += 1;
+                } else {
+                    let n = reclaim_cold_chains(inner, e, &mut sh.acct, k);
+                    self.spared += n;
+                    journal_due = n > 0;
+                }
             }
             self.to_free = self.to_free.saturating_sub(step.freed_bytes);
             self.spared += step.spared;

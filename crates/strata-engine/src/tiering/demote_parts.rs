@@ -161,7 +161,8 @@ pub(super) fn reclaim_cold_chains(
             .into_iter()
             .filter_map(|n| {
                 let ch = d.chains().get(n)?;
-                (ch.base.is_none()).then_some((ch.pending.len(), n))
+                let i = d.find_part(n.0, n.1, 0)?;
+                (ch.base.is_none() && !d.part(i).resident).then_some((ch.pending.len(), n))
             })
             .collect();
         cold.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));

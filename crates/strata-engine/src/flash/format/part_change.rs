@@ -101,14 +101,7 @@ pub fn diff(old: &[u8], new: &[u8]) -> Option<Vec<u8>> {
     let mut spans = 0;
     loop {
         // Skip the common run from `at`.
-        let common = old
-            .get(at..)
-            .unwrap_or(&[])
-            .iter()
-            .zip(new.get(at..).unwrap_or(&[]))
-            .take_while(|(a, b)| a == b)
-            .count();
-        at += common;
+        at += common_prefix(old.get(at..).unwrap_or(&[]), new.get(at..).unwrap_or(&[]));
         if at >= old.len() && at >= new.len() {
             return Some(out);
         }
@@ -122,15 +115,37 @@ pub fn diff(old: &[u8], new: &[u8]) -> Option<Vec<u8>> {
         }
         // The rest: less the tail both share.
         let (o, n) = (&old[at.min(old.len())..], &new[at.min(new.len())..]);
-        let tail = o
-            .iter()
-            .rev()
-            .zip(n.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
+        let tail = common_suffix(o, n);
         put_span(&mut out, at, o.len() - tail, &n[..n.len() - tail]);
         return Some(out);
     }
+}
+
+/// Bytes `a` and `b` share at their start (compared a block at a time).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 32 <= n && a[i..i + 32] == b[i..i + 32] {
+        i += 32;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// Bytes `a` and `b` share at their end.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
+    let mut i = 0;
+    while i + 32 <= n && a[n - i - 32..n - i] == b[n - i - 32..n - i] {
+        i += 32;
+    }
+    while i < n && a[n - i - 1] == b[n - i - 1] {
+        i += 1;
+    }
+    i
 }
 
 /// Where a same-length span starting at the mismatch `at` ends: the start

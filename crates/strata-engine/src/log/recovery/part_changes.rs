@@ -73,23 +73,30 @@ pub(super) fn materialize(
             *e = c;
         }
     }
+    // The bases that start a chain; each record's copies in turn (one may
+    // be gone: the checkpoint names where the collector took it from, its
+    // moved copy is another candidate), read on several threads.
+    let starts: Vec<&Cand> = bases
+        .iter()
+        .copied()
+        .filter(|c| by_base.contains_key(&(c.low, c.depth, c.seq)))
+        .collect();
+    let mut images = read_all(inner, key, &starts);
     let mut done = HashSet::new();
-    for c in bases {
-        let Some(mut next) = by_base.get(&(c.low, c.depth, c.seq)).copied() else {
-            continue;
-        };
+    for (c, image) in starts.iter().zip(images.iter_mut()) {
         if done.contains(&(c.low, c.depth, c.seq)) {
             continue;
         }
-        // One copy of a record may be gone (the checkpoint names where the
-        // collector took it from: its moved copy is another candidate); an
-        // image the collector took (a newer one replaced it) starts
+        // An image the collector took (a newer one replaced it) starts
         // nothing.
-        let Some(image) = crate::log::read_value_blocking(inner, key, c.loc, c.seq) else {
+        let Some(image) = image.take() else {
             continue;
         };
         done.insert((c.low, c.depth, c.seq));
         let Some((name, body)) = format::decode_chunk(&image) else {
+            continue;
+        };
+        let Some(mut next) = by_base.get(&(c.low, c.depth, c.seq)).copied() else {
             continue;
         };
         let mut body = body.to_vec();
@@ -122,13 +129,50 @@ pub(super) fn materialize(
             None => made.damaged += 1,
         }
     }
+    if !made.cands.is_empty() && !flush(inner) {
+        made.damaged += made.cands.len() as u64;
+        made.cands.clear();
+    }
     made
 }
 
-/// Writes a materialized part as a chunk record (counted as the journal's
-/// device bytes: it is the log's record of changes it took).
+/// Threads reading chains' images at once (the device serves several reads
+/// in flight far faster than one after another).
+const READERS: usize = 16;
+
+/// The values of the records `cands` name (None where one cannot be read),
+/// read `READERS` at a time.
+fn read_all(inner: &Inner, key: &[u8], cands: &[&Cand]) -> Vec<Option<Vec<u8>>> {
+    if cands.len() < 2 {
+        return cands
+            .iter()
+            .map(|c| crate::log::read_value_blocking(inner, key, c.loc, c.seq))
+            .collect();
+    }
+    let per = cands.len().div_ceil(READERS);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = cands
+            .chunks(per)
+            .map(|group| {
+                scope.spawn(move || {
+                    group
+                        .iter()
+                        .map(|c| crate::log::read_value_blocking(inner, key, c.loc, c.seq))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .zip(cands.chunks(per))
+            .flat_map(|(h, group)| h.join().unwrap_or_else(|_| vec![None; group.len()]))
+            .collect()
+    })
+}
+
+/// Appends a materialized part as a chunk record (flushed with the key's
+/// others by `flush`).
 fn append(inner: &Inner, db: u16, key: &[u8], seq: u64, value: &[u8]) -> Option<FlashLoc> {
-    let mut w = inner.flash.writer.lock();
     let h = RecordHeader {
         kind: RecordKind::Chunk,
         db,
@@ -137,17 +181,34 @@ fn append(inner: &Inner, db: u16, key: &[u8], seq: u64, value: &[u8]) -> Option<
         seq,
         expire_at_ms: 0,
     };
-    match w.append(&h, key, value, inner.flash.capacity) {
-        Ok(loc) => match w.flush_counted(&inner.stats.device.journal) {
-            Ok(()) => Some(loc),
-            Err(e) => {
-                tracing::error!("recovery: cannot write a part's changes applied: {e}");
-                None
-            }
-        },
+    match inner
+        .flash
+        .writer
+        .lock()
+        .append(&h, key, value, inner.flash.capacity)
+    {
+        Ok(loc) => Some(loc),
         Err(e) => {
             tracing::error!("recovery: cannot write a part's changes applied: {e:?}");
             None
+        }
+    }
+}
+
+/// Writes out what `append` buffered (counted as the journal's device
+/// bytes: they are the log's record of changes it took), before the
+/// directory is resolved (which may read them back); false if that failed.
+fn flush(inner: &Inner) -> bool {
+    match inner
+        .flash
+        .writer
+        .lock()
+        .flush_counted(&inner.stats.device.journal)
+    {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::error!("recovery: cannot write a part's changes applied: {e}");
+            false
         }
     }
 }

@@ -129,6 +129,10 @@ struct Chains {
     /// bookkeeping.
     bases: usize,
     steps: usize,
+    /// The directory's part count at the last look for chains whose part
+    /// is gone, and the captures since (`sweep_due`).
+    swept_parts: usize,
+    since_sweep: u32,
 }
 
 impl Chains {
@@ -238,6 +242,35 @@ impl PartChains {
             }
         }
     }
+    /// Whether to look for chains whose part is gone now: the directory
+    /// has `parts` parts (a different number than at the last look), or
+    /// `every` calls passed.
+    pub fn sweep_due(&mut self, parts: usize, every: u32) -> bool {
+        let Some(c) = self.0.as_mut() else {
+            return false;
+        };
+        c.since_sweep += 1;
+        if c.swept_parts != parts || c.since_sweep >= every {
+            c.swept_parts = parts;
+            c.since_sweep = 0;
+            return true;
+        }
+        false
+    }
+    /// Drops every chain's base (RAM is short): each part's next change is
+    /// logged as an image, and a part leaving RAM keeps its steps as
+    /// before. Returns the bytes freed.
+    pub fn shed_bases(&mut self) -> usize {
+        let Some(c) = self.0.as_mut() else {
+            return 0;
+        };
+        let freed = c.bases;
+        for ch in c.by_part.values_mut() {
+            ch.base = None;
+        }
+        c.bases = 0;
+        freed
+    }
     /// Takes the orphaned records (to release: no part is changed).
     pub fn take_orphans(&mut self) -> Vec<FlashLoc> {
         let Some(c) = self.0.as_mut() else {
@@ -278,22 +311,27 @@ impl PartChains {
         v.extend(&c.orphans);
         v
     }
-    /// Whether `loc` is one of the records the chains hold live.
-    pub fn holds(&self, loc: FlashLoc) -> bool {
+    /// Whether `loc`, a part change record of part `name`, is one of the
+    /// records the chains hold live (its part's chain, or the orphans).
+    pub fn holds(&self, name: PartName, loc: FlashLoc) -> bool {
         self.0.as_ref().is_some_and(|c| {
-            c.orphans.contains(&loc) || c.by_part.values().any(|ch| ch.locs().any(|l| l == loc))
+            c.orphans.contains(&loc)
+                || c.by_part
+                    .get(&name)
+                    .is_some_and(|ch| ch.locs().any(|l| l == loc))
         })
     }
-    /// Points the chains at `new` where they named `old`; how many
-    /// references moved.
-    pub fn moved(&mut self, old: FlashLoc, new: FlashLoc) -> usize {
+    /// Points the chains at `new` where they named `old`, a part change
+    /// record of part `name`; how many references moved.
+    pub fn moved(&mut self, name: PartName, old: FlashLoc, new: FlashLoc) -> usize {
         let Some(c) = self.0.as_mut() else {
             return 0;
         };
         let mut n = 0;
         let all = c
             .by_part
-            .values_mut()
+            .get_mut(&name)
+            .into_iter()
             .flat_map(|ch| ch.changes.iter_mut().chain(ch.superseded.iter_mut()))
             .chain(c.orphans.iter_mut());
         for l in all {
@@ -304,14 +342,12 @@ impl PartChains {
         }
         n
     }
-    /// The collector moved a part's image from `old` to `new` (the part's
-    /// record, which the part counts).
-    pub fn image_moved(&mut self, old: FlashLoc, new: FlashLoc) {
-        if let Some(c) = self.0.as_mut() {
-            for ch in c.by_part.values_mut() {
-                if ch.image == Some(old) {
-                    ch.image = Some(new);
-                }
+    /// The collector moved part `name`'s image from `old` to `new` (the
+    /// part's record, which the part counts).
+    pub fn image_moved(&mut self, name: PartName, old: FlashLoc, new: FlashLoc) {
+        if let Some(ch) = self.0.as_mut().and_then(|c| c.by_part.get_mut(&name)) {
+            if ch.image == Some(old) {
+                ch.image = Some(new);
             }
         }
     }

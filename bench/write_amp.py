@@ -1,0 +1,164 @@
+"""Write amplification of filling one hash larger than the RAM budget
+(issue 46, points 2 and 4), one server binary at a time:
+
+    python3 bench/write_amp.py BIN FIELDS VALUE MAXMEM MODE [RESTART]
+
+MODE `hset100`: HSET of 100 new fields per command, 10 commands in flight
+(bench/big_hash.sh's load); MODE `pipe5000`: pipelines of 5,000
+single-field HSETs, each pipeline's replies read before the next (the
+issue's backpressure load). The server runs with --appendonly yes
+(everysec) and --maxmemory-ram MAXMEM. Reports the fill's time and rate,
+the server's CPU per field, INFO's device bytes (flash_bytes_written: every
+byte the log, demotion, collector and checkpoints wrote), the client's key
+and value bytes (client_write_bytes), their ratio, the part counters,
+refusals, backpressure waits, device reads per HSET (INFO
+tiered_total_fetches) and, with RESTART=1, the time from a kill -9 to the
+first HGET answered (recovery included). Client and server share the
+machine's 2 cores.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import resp  # noqa: E402
+
+
+class Conn:
+    """One connection: batches of encoded commands and their replies."""
+
+    def __init__(self, port):
+        self.s = resp.connect(port)
+        self.f = self.s.makefile("rb")
+
+    def reply(self):
+        line = self.f.readline()
+        if line[:1] == b"$":
+            n = int(line[1:])
+            if n < 0:
+                return None
+            data = self.f.read(n + 2)
+            return data[:-2]
+        if line[:1] == b"-":
+            return Error(line[1:].strip())
+        return line[1:].strip()
+
+    def send(self, batch):
+        """Sends the encoded commands; returns how many replies are errors."""
+        self.s.sendall(b"".join(batch))
+        return sum(1 for _ in batch if isinstance(self.reply(), Error))
+
+    def call(self, *args):
+        self.s.sendall(resp.cmd([a if isinstance(a, bytes) else str(a).encode() for a in args]))
+        return self.reply()
+
+
+class Error(bytes):
+    pass
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def info(s, section):
+    r = s.call(b"INFO", section.encode())
+    out = {}
+    for line in r.decode().splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            out[k] = v
+    return out
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        parts = f.read().rsplit(")", 1)[1].split()
+    return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start(binary, port, d, maxmem):
+    p = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--appendonly", "yes",
+         "--maxmemory-ram", maxmem, "--memcached-port", "0", "--save", "", "--loglevel", "warning"],
+        stdout=subprocess.DEVNULL)
+    for _ in range(400):
+        try:
+            return p, Conn(port)
+        except OSError:
+            time.sleep(0.025)
+    raise SystemExit("server did not start")
+
+
+def main():
+    binary, n, v, maxmem, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    restart = len(sys.argv) > 6 and sys.argv[6] == "1"
+    d = tempfile.mkdtemp(prefix="write_amp.", dir=os.environ.get("BENCH_DIR", "/work/bench-data"))
+    port = free_port()
+    p, s = start(binary, port, d, maxmem)
+    val = b"v" * v
+    c0 = cpu_s(p.pid)
+    t0 = time.time()
+    refused = 0
+    if mode == "hset100":
+        batch = []
+        for lo in range(0, n, 100):
+            h = [b"HSET", b"h"]
+            for i in range(lo, min(n, lo + 100)):
+                h += [b"f:%012d" % i, val]
+            batch.append(resp.cmd(h))
+            if len(batch) >= 10:
+                refused += s.send(batch)
+                batch = []
+        if batch:
+            refused += s.send(batch)
+    else:
+        for lo in range(0, n, 5000):
+            batch = [resp.cmd([b"HSET", b"h", b"f:%012d" % i, val]) for i in range(lo, min(n, lo + 5000))]
+            refused += s.send(batch)
+    el = time.time() - t0
+    cpu = cpu_s(p.pid) - c0
+    t = info(s, "tiered")
+    st = info(s, "stats")
+    written = int(t["flash_bytes_written"])
+    client = int(t.get("client_write_bytes", 0)) or n * (14 + v)
+    print("%s %d x %d B into %s (%s): %.1f s, %.0f fields/s, %.1f us server CPU/field, refused %d"
+          % (os.path.basename(binary), n, v, maxmem, mode, el, n / el, cpu * 1e6 / n, refused))
+    print("  device bytes %d, client key+value bytes %d: %.2fx; device reads/HSET %.3f"
+          % (written, client, written / client, int(t.get("tiered_total_fetches", 0)) / n))
+    keys = ["flash_journal_device_bytes", "flash_demotion_device_bytes", "flash_collector_device_bytes",
+            "chunks_written", "part_changes_written", "part_chain_loads", "part_chain_reclaims",
+            "chunks_in_ram", "chunks_in_flash", "flash_write_amplification"]
+    print("  " + " ".join("%s=%s" % (k, t.get(k, "-")) for k in keys))
+    print("  write_backpressure_waits_ram=%s wait_ms=%s used_memory=%s" % (
+        st.get("write_backpressure_waits_ram", t.get("write_backpressure_waits_ram", "-")),
+        st.get("write_backpressure_wait_ms", t.get("write_backpressure_wait_ms", "-")),
+        info(s, "memory").get("used_memory")))
+    if restart:
+        time.sleep(1.5)  # everysec: the last second synced
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        t1 = time.time()
+        p, s = start(binary, port, d, maxmem)
+        while isinstance(s.call(b"HGET", b"h", b"f:%012d" % (n // 2)), Error):
+            time.sleep(0.005)
+        el = time.time() - t1
+        pers = info(s, "persistence")
+        hlen = s.call(b"HLEN", b"h")
+        print("  restart after kill -9: first HGET answered after %.2f s (recovery %s ms); HLEN %s"
+              % (el, pers.get("recovery_duration_ms"), hlen))
+    p.kill()
+    p.wait()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+main()
