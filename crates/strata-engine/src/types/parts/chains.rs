@@ -183,6 +183,15 @@ impl PartChains {
     pub fn spread(&self, name: PartName) -> bool {
         self.get(name).is_some_and(|c| !c.is_image_only())
     }
+    /// Whether a part whose record is `loc` has its state in more records
+    /// than that one (a chain with changes on that image): O(chains).
+    pub fn spread_on(&self, loc: FlashLoc) -> bool {
+        self.0.as_ref().is_some_and(|c| {
+            c.by_part
+                .values()
+                .any(|ch| ch.image == Some(loc) && !ch.is_image_only())
+        })
+    }
     /// Asks for an image of every part whose state is in more records than
     /// its image (a checkpoint names one record per part); whether any.
     pub fn want_images(&mut self) -> bool {

@@ -308,13 +308,21 @@ impl ChunkedList {
         self.grew(0, n);
     }
 
-    /// Accounts one element of `n` bytes gone from part `pi`; drops the
-    /// part if it is empty now.
+    /// Accounts one element of `n` bytes popped from an end of part `pi`;
+    /// drops the part if it is empty now. A part whose one record holds
+    /// its state stays clean: the popped position leaves the list's span,
+    /// which the head records, and a position outside the span is dead in
+    /// any record (docs/format.md, chunked lists), so a pop logs the head
+    /// alone, not the part. (A part whose state is a chain of records is
+    /// changed: a pop from the front renames it, and its chain is by name.)
     fn shrank(&mut self, pi: usize, n: usize) {
         let p = &mut self.parts[pi];
         p.count -= 1;
         p.body -= n as u32;
-        p.changed(&mut self.vers);
+        let whole = p.loc.is_some_and(|l| !self.head.chains.spread_on(l));
+        if p.dirty || !whole {
+            p.changed(&mut self.vers);
+        }
         self.len -= 1;
         self.body -= n;
         self.resident -= n;
