@@ -43,6 +43,9 @@ pub(crate) struct CapturedPart {
     /// part change record, `part_chains`).
     pub value: Vec<u8>,
     pub change: bool,
+    /// The journal's record of a logged part: it joins (or starts) the
+    /// part's chain when published (`part_chains`).
+    pub chained: bool,
 }
 
 /// The changed parts of chunked entry `e` and its head; None if nothing

@@ -82,6 +82,7 @@ pub(super) fn capture_part(
         evict,
         value: Vec::new(),
         change: false,
+        chained: logged && !evict,
     };
     if !p.resident {
         // A cold chain: restate its steps on its image.
@@ -179,13 +180,29 @@ pub(super) fn publish_part(
         dir.chains_mut().orphan(name);
         return r;
     };
-    // The chain this record was captured for, if it still is.
-    let ours = dir
-        .chains()
-        .get(name)
-        .is_some_and(|c| c.last_seq == version && !c.confirmed);
+    // The chain this record was captured for, if it still is (a save's
+    // or demotion's image of the same version is not the chain's).
+    let ours = p.chained
+        && dir
+            .chains()
+            .get(name)
+            .is_some_and(|c| c.last_seq == version && !c.confirmed);
     if p.change {
         if !ours {
+            return r;
+        }
+        // The part's record must still be the chain's image (a save may
+        // have written the part whole meanwhile): else the chain is over,
+        // its records live until no part is changed.
+        let record = dir.part(i).loc;
+        if dir
+            .chains()
+            .get(name)
+            .is_none_or(|c| c.image.is_none() || c.image != record)
+        {
+            dir.chains_mut().update(name, |ch| ch.changes.push(loc));
+            dir.chains_mut().orphan(name);
+            r.retain = Some(loc);
             return r;
         }
         let mut release = Vec::new();

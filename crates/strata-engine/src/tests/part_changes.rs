@@ -347,10 +347,12 @@ fn part_changes_survive_demotion_checkpoints_and_the_collector() {
     assert_eq!(crashes, 6);
     let t = e.tiered_info();
     assert!(
-        t.part_changes_written > 200 && t.gc_bytes_relocated > 0 && t.part_chain_loads > 0,
-        "part changes {}, collector moved {} bytes, parts read back with changes {}",
+        t.part_changes_written > 200 && t.gc_bytes_relocated > 0,
+        "part changes {}, collector moved {} bytes",
         t.part_changes_written,
-        t.gc_bytes_relocated,
-        t.part_chain_loads
+        t.gc_bytes_relocated
     );
+    // Cold chains are off (`parts::COLD_CHAINS`): no part comes back with
+    // steps applied.
+    assert!(crate::types::parts::COLD_CHAINS || t.part_chain_loads == 0);
 }

@@ -319,9 +319,19 @@ pub(crate) fn settle<D: Dir + ?Sized>(
 
 /// RAM a collection of `body` bytes may keep in the steps of its cold
 /// chains under a RAM budget of `budget` bytes: a quarter of its size, and
-/// at most a quarter of the budget (the rest holds parts and keys). Each
+/// at most an eighth of the budget (the rest holds parts and keys). Each
 /// cold chain spares an image per change it holds: about a part's size
-/// written for ~150 bytes of RAM.
+/// written for ~150 bytes of RAM. None while `COLD_CHAINS` is off.
 pub fn cold_room(body: usize, budget: usize) -> usize {
+    if !COLD_CHAINS {
+        return 0;
+    }
     (body / 4).min(budget / 8)
 }
+
+/// Whether chained parts may leave RAM as cold chains. Off: a race under
+/// load (the engine's collections test, two runs at once) left a cold
+/// chain whose steps did not fit its part's record (a read failed as
+/// malformed) and a record released once too often; until it is found, a
+/// chained part leaves RAM only with its image written.
+pub const COLD_CHAINS: bool = false;
