@@ -7,22 +7,11 @@
 //! changes to its image (`log::recovery::part_changes`); a restart from
 //! that state, changed further, recovers again.
 
-use super::torn_changes::{config, cut_copy, segment};
-use crate::base::ValueType;
-use crate::tests::block_on;
+use super::torn_changes::{config, cut_copy, live_copy, read, segment, step, KEYS};
 use crate::types::Collection;
-use crate::{Engine, ValueRef};
-use bytes::Bytes;
+use crate::Engine;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use std::collections::HashMap;
-
-const KEYS: [(&str, ValueType); 5] = [
-    ("h", ValueType::Hash),
-    ("z", ValueType::ZSet),
-    ("s", ValueType::Set),
-    ("l", ValueType::List),
-    ("x", ValueType::Stream),
-];
 
 /// Fills collection `c` past the chunking threshold.
 fn fill(c: &mut Collection) {
@@ -120,46 +109,6 @@ fn change(c: &mut Collection, r: &mut StdRng, step: u64) {
         }
         Collection::Str(_) => {}
     }
-}
-
-/// Applies `f` to every key's collection in the engine and in the model,
-/// and waits until the journal wrote it.
-fn step(
-    e: &Engine,
-    model: &mut HashMap<&'static str, Collection>,
-    f: impl Fn(&mut Collection, &str) + Send + Sync + Clone + 'static,
-) {
-    for (k, t) in KEYS {
-        let c = model
-            .entry(k)
-            .or_insert_with(|| Collection::new(t).unwrap());
-        f(c, k);
-        c.update_encoding(&crate::types::EncodingLimits::default());
-    }
-    let keys: Vec<Bytes> = KEYS.iter().map(|(k, _)| Bytes::from(*k)).collect();
-    block_on(
-        e.with_keys(0, keys, move |v| {
-            for (k, t) in KEYS {
-                let c = v.coll_mut(k.as_bytes(), t, true).unwrap().unwrap();
-                f(c, k);
-            }
-        })
-        .wait(),
-    )
-    .unwrap();
-    block_on(e.wait_durable(e.journal_ticket())).unwrap();
-}
-
-fn read(e: &Engine, key: &str) -> Option<Collection> {
-    let k = Bytes::from(key.to_owned());
-    block_on(
-        e.with_keys(0, vec![k.clone()], move |v| match v.get(&k) {
-            Some(ValueRef::Coll(c)) => Some(c.clone()),
-            _ => None,
-        })
-        .wait(),
-    )
-    .unwrap()
 }
 
 /// Runs `steps` random changes of every key (seeded per key and step, so
@@ -283,23 +232,6 @@ fn same(e: &Engine, model: &HashMap<&'static str, Collection>, k: &str, what: &s
         got.map(|c| c.len()),
         model.get(k).map(|c| c.len())
     );
-}
-
-/// A copy of the live engine's files (what a kill -9 leaves: everything
-/// synced is there).
-fn live_copy(dir: &std::path::Path) -> tempfile::TempDir {
-    let copy = tempfile::tempdir().unwrap();
-    std::fs::create_dir(copy.path().join("flash")).unwrap();
-    for f in std::fs::read_dir(dir.join("flash")).unwrap() {
-        let f = f.unwrap().path();
-        let name = f.file_name().unwrap().to_owned();
-        if name == "LOCK" {
-            continue;
-        }
-        // A segment freed meanwhile is not in the copy, as after a crash.
-        let _ = std::fs::copy(&f, copy.path().join("flash").join(name));
-    }
-    copy
 }
 
 /// Part chains while parts leave RAM (a small budget: demotion asks for

@@ -33,7 +33,8 @@ pub(super) fn config(dir: &Path) -> EngineConfig {
     c
 }
 
-const KEYS: [(&str, ValueType); 5] = [
+/// The keys the torn-change tests write (`tests/part_changes.rs` too).
+pub(super) const KEYS: [(&str, ValueType); 5] = [
     ("h", ValueType::Hash),
     ("z", ValueType::ZSet),
     ("s", ValueType::Set),
@@ -103,11 +104,21 @@ fn shape(c: &mut Collection, gen: u32) {
 /// Applies `shape(gen)` to every key in one command and waits until the
 /// journal wrote it; returns the model after it.
 fn apply(e: &Engine, model: &mut HashMap<&'static str, Collection>, gen: u32) {
+    step(e, model, move |c, _| shape(c, gen));
+}
+
+/// Applies `f` to every key's collection in the engine (in one command)
+/// and in the model, and waits until the journal wrote it.
+pub(super) fn step(
+    e: &Engine,
+    model: &mut HashMap<&'static str, Collection>,
+    f: impl Fn(&mut Collection, &str) + Send + Sync + Clone + 'static,
+) {
     for (k, t) in KEYS {
         let c = model
             .entry(k)
             .or_insert_with(|| Collection::new(t).unwrap());
-        shape(c, gen);
+        f(c, k);
         c.update_encoding(&crate::types::EncodingLimits::default());
     }
     let keys: Vec<Bytes> = KEYS.iter().map(|(k, _)| Bytes::from(*k)).collect();
@@ -115,7 +126,7 @@ fn apply(e: &Engine, model: &mut HashMap<&'static str, Collection>, gen: u32) {
         e.with_keys(0, keys, move |v| {
             for (k, t) in KEYS {
                 let c = v.coll_mut(k.as_bytes(), t, true).unwrap().unwrap();
-                shape(c, gen);
+                f(c, k);
             }
         })
         .wait(),
@@ -137,12 +148,7 @@ pub(super) fn segment(dir: &Path) -> PathBuf {
 /// A copy of `dir`'s log with its one segment cut at byte `cut` (what a
 /// crash left of the last writes).
 pub(super) fn cut_copy(dir: &Path, cut: u64) -> tempfile::TempDir {
-    let copy = tempfile::tempdir().unwrap();
-    std::fs::create_dir(copy.path().join("flash")).unwrap();
-    for f in std::fs::read_dir(dir.join("flash")).unwrap() {
-        let f = f.unwrap().path();
-        std::fs::copy(&f, copy.path().join("flash").join(f.file_name().unwrap())).unwrap();
-    }
+    let copy = live_copy(dir);
     std::fs::OpenOptions::new()
         .write(true)
         .open(segment(copy.path()))
@@ -152,7 +158,24 @@ pub(super) fn cut_copy(dir: &Path, cut: u64) -> tempfile::TempDir {
     copy
 }
 
-fn read(e: &Engine, key: &str) -> Option<Collection> {
+/// A copy of `dir`'s files as a crash leaves them (of a live engine:
+/// everything synced is there; a segment freed meanwhile is not), but its
+/// lock.
+pub(super) fn live_copy(dir: &Path) -> tempfile::TempDir {
+    let copy = tempfile::tempdir().unwrap();
+    std::fs::create_dir(copy.path().join("flash")).unwrap();
+    for f in std::fs::read_dir(dir.join("flash")).unwrap() {
+        let f = f.unwrap().path();
+        let name = f.file_name().unwrap().to_owned();
+        if name != "LOCK" {
+            let _ = std::fs::copy(&f, copy.path().join("flash").join(name));
+        }
+    }
+    copy
+}
+
+/// Key `key`'s collection, if it is one.
+pub(super) fn read(e: &Engine, key: &str) -> Option<Collection> {
     let k = Bytes::from(key.to_owned());
     block_on(
         e.with_keys(0, vec![k.clone()], move |v| match v.get(&k) {

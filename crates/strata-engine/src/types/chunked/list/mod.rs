@@ -319,8 +319,8 @@ impl ChunkedList {
         let p = &mut self.parts[pi];
         p.count -= 1;
         p.body -= n as u32;
-        let whole = p.loc.is_some_and(|l| !self.head.chains.spread_on(l));
-        if p.dirty || !whole {
+        // (The chains are looked at only for a clean part.)
+        if p.dirty || p.loc.is_none_or(|l| self.head.chains.spread_on(l)) {
             p.changed(&mut self.vers);
         }
         self.len -= 1;
