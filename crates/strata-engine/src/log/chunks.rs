@@ -290,8 +290,11 @@ pub(crate) fn move_record(
         let parts = d.parts_at(old, name.low, name.depth, body);
         for &i in &parts {
             d.set_part_loc(i, new);
+            // (A part's chain is under the part's name, which may differ
+            // from its record's: a split part, a list's renamed head.)
+            let part = d.part_name(i);
+            d.chains_mut().image_moved(part, old, new);
         }
-        d.chains_mut().image_moved((name.low, name.depth), old, new);
         parts.len()
     })
     .unwrap_or(0)

@@ -27,6 +27,10 @@ impl ClockStep {
     pub fn write_first(&mut self, i: usize) {
         self.changed.push(i);
     }
+    /// Part `i`, picked to leave RAM, stays for now.
+    pub fn spare(&mut self) {
+        self.spared += 1;
+    }
     /// (spared, freed, examined, changed), as `Dir::clock_pass` returns.
     pub fn into_counts(self) -> (usize, usize, usize, Vec<usize>) {
         (self.spared, self.free.len(), self.examined, self.changed)

@@ -280,8 +280,9 @@ pub trait Dir {
 /// Ends a pass of the demoter's hand over `d`: the clean parts it picked
 /// leave RAM. A chained part leaves with its changes' steps resident (a
 /// cold chain, `chains`) while they are under half the part and the
-/// collection's chains hold less than `room` (`cold_room`); else it is
-/// listed to be written first, as an image.
+/// collection's chains hold less than `room` (`cold_room`) and its image
+/// is its record; else it is listed to be written first, as an image. A
+/// part whose chain's last record is not published yet stays.
 pub(crate) fn settle<D: Dir + ?Sized>(
     d: &mut D,
     mut step: ClockStep,
@@ -290,23 +291,29 @@ pub(crate) fn settle<D: Dir + ?Sized>(
     let room = if d.keeps_cold_chains() { room } else { 0 };
     for i in std::mem::take(&mut step.free) {
         let name = d.part_name(i);
-        let body = d.part(i).body as usize;
+        let p = d.part(i);
+        let (body, record) = (p.body as usize, p.loc);
         let fits = d.chains().steps_ram() < room;
-        let keep = d.chains_mut().update(name, |ch| {
+        let leave = d.chains_mut().update(name, |ch| {
             if ch.is_image_only() {
-                return None;
-            }
-            if fits && ch.pending.len() * 2 < body {
+                Leave::Plain
+            } else if !ch.confirmed {
+                // Its chain's last record is not published yet: the
+                // part's record lacks it (invariant 3 would not hold).
+                Leave::Stay
+            } else if fits && ch.image == record && ch.pending.len() * 2 < body {
                 ch.base = None;
-                return Some(true);
+                Leave::Cold
+            } else {
+                ch.want_image = true;
+                Leave::WriteFirst
             }
-            ch.want_image = true;
-            Some(false)
         });
-        match keep {
-            Some(Some(false)) => step.write_first(i),
+        match leave {
+            Some(Leave::WriteFirst) => step.write_first(i),
+            Some(Leave::Stay) => step.spare(),
             cold => {
-                if cold == Some(None) {
+                if cold == Some(Leave::Plain) {
                     d.chains_mut().remove(name);
                 }
                 d.evict(i);
@@ -315,6 +322,19 @@ pub(crate) fn settle<D: Dir + ?Sized>(
         }
     }
     step.into_counts()
+}
+
+/// What `settle` does with a clean part picked to leave RAM.
+#[derive(PartialEq)]
+enum Leave {
+    /// Its record holds its state: it leaves, its chain (if any) ends.
+    Plain,
+    /// It leaves as a cold chain.
+    Cold,
+    /// Its image must be written first.
+    WriteFirst,
+    /// It stays in RAM until its chain's last record is published.
+    Stay,
 }
 
 /// RAM a collection of `body` bytes may keep in the steps of its cold
@@ -329,9 +349,5 @@ pub fn cold_room(body: usize, budget: usize) -> usize {
     (body / 4).min(budget / 8)
 }
 
-/// Whether chained parts may leave RAM as cold chains. Off: a race under
-/// load (the engine's collections test, two runs at once) left a cold
-/// chain whose steps did not fit its part's record (a read failed as
-/// malformed) and a record released once too often; until it is found, a
-/// chained part leaves RAM only with its image written.
-pub const COLD_CHAINS: bool = false;
+/// Whether chained parts may leave RAM as cold chains.
+pub const COLD_CHAINS: bool = true;
