@@ -10,6 +10,11 @@
 //! written since, which the entry owns (their bytes are live) until the
 //! next image.
 //!
+//! A stream records no ops: its log keeps the bytes of its last record
+//! (`ChangeLog::base`), and its change is one `Op::Spans`, the byte spans
+//! between those bytes and its encoding now (`flash::format::part_change`
+//! spans), found when the journal captures it.
+//!
 //! Invariants:
 //! 1. While a log records, every change of the collection's elements since
 //!    the chain's last record is in `ops`, in order, except after an
@@ -42,6 +47,9 @@ impl Clone for Recorder {
 #[derive(Debug, Default)]
 pub struct ChangeLog {
     ops: Vec<u8>,
+    /// A value logged by its byte spans (a stream): the bytes of its
+    /// chain's last record, which the next change is diffed against.
+    pub base: Option<bytes::Bytes>,
     /// Ops were dropped (past `OPS_MAX`): the next record is an image.
     overflow: bool,
     pub chain: Chain,
@@ -94,6 +102,7 @@ impl Recorder {
     pub fn start(&mut self, chain: Chain) {
         self.0 = Some(Box::new(ChangeLog {
             ops: Vec::new(),
+            base: None,
             overflow: false,
             chain,
         }));
@@ -153,6 +162,9 @@ pub enum Op<'a> {
     LRemAt(u32),
     /// Only elements `start..=end` kept.
     LTrim(u32, u32),
+    /// Byte spans of the value's encoding (`part_change::diff`), for a
+    /// value that records no ops (a stream).
+    Spans(&'a [u8]),
 }
 
 const HSET: u8 = 1;
@@ -170,6 +182,7 @@ const LSET: u8 = 12;
 const LINSERT: u8 = 13;
 const LREM_AT: u8 = 14;
 const LTRIM: u8 = 15;
+const SPANS: u8 = 16;
 
 fn put(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_le_bytes());
@@ -235,6 +248,10 @@ impl<'a> Op<'a> {
                 out.extend_from_slice(&a.to_le_bytes());
                 out.extend_from_slice(&b.to_le_bytes());
             }
+            Op::Spans(b) => {
+                out.push(SPANS);
+                put(out, b);
+            }
         }
     }
 }
@@ -274,6 +291,7 @@ impl<'a> Ops<'a> {
             LINSERT => Op::LInsert(r.u32()?, r.bytes()?),
             LREM_AT => Op::LRemAt(r.u32()?),
             LTRIM => Op::LTrim(r.u32()?, r.u32()?),
+            SPANS => Op::Spans(r.bytes()?),
             _ => return Err(Malformed),
         })
     }
@@ -302,6 +320,7 @@ impl Collection {
             Collection::Set(s) if s.chunks().is_none() => Some(&s.rec),
             Collection::ZSet(z) if !z.is_chunked() => Some(&z.rec),
             Collection::List(l) if !l.is_chunked() => Some(&l.rec),
+            Collection::Stream(st) if !st.is_chunked() => Some(&st.rec),
             _ => None,
         }
     }
@@ -311,7 +330,25 @@ impl Collection {
             Collection::Set(s) if s.chunks().is_none() => Some(&mut s.rec),
             Collection::ZSet(z) if !z.is_chunked() => Some(&mut z.rec),
             Collection::List(l) if !l.is_chunked() => Some(&mut l.rec),
+            Collection::Stream(st) if !st.is_chunked() => Some(&mut st.rec),
             _ => None,
+        }
+    }
+    /// Whether the collection records by byte spans, not ops (a stream:
+    /// module doc).
+    pub fn logs_spans(&self) -> bool {
+        matches!(self, Collection::Stream(_))
+    }
+    /// Starts (or restarts) recording with `chain`, whose last record holds
+    /// this value's encoding (`encoded` makes it: a value logged by its
+    /// spans keeps it as the base of its next change).
+    pub fn start_recording(&mut self, chain: Chain, encoded: impl FnOnce(&Self) -> bytes::Bytes) {
+        let base = self.logs_spans().then(|| encoded(self));
+        if let Some(rec) = self.recorder_mut() {
+            rec.start(chain);
+            if let Some(l) = rec.log_mut() {
+                l.base = base;
+            }
         }
     }
     /// The change log, if the collection records.
@@ -353,6 +390,13 @@ impl Collection {
         }
         for op in Ops::new(ops) {
             let done = match (op?, &mut *self) {
+                (Op::Spans(spans), c) => {
+                    let old = c.to_bytes();
+                    let new =
+                        crate::flash::format::part_change::apply(&old, spans).ok_or(Malformed)?;
+                    *c = Collection::decode(c.vtype(), &new)?;
+                    true
+                }
                 (Op::HSet(f, v), Collection::Hash(h)) => {
                     h.insert(f, v);
                     true
@@ -522,6 +566,66 @@ mod tests {
                     image.apply_change(c.encoding_bits(), &ops).unwrap();
                     assert_eq!(image.to_bytes(), c.to_bytes(), "{t:?}");
                 }
+            }
+        }
+    }
+
+    /// A stream records by spans: the spans between its last record's
+    /// bytes and its encoding now, applied to the decoded image, give the
+    /// stream byte for byte (entries added, trimmed, deleted; groups and
+    /// their pending entries changed), several records in a row.
+    #[test]
+    fn a_streams_spans_applied_to_its_image_give_the_stream() {
+        use crate::types::stream::{StreamId, Trim};
+        let mut r = Rng(StdRng::seed_from_u64(7));
+        for _ in 0..50 {
+            let mut c = Collection::Stream(Box::default());
+            let mut ms = 1;
+            let mut change = |c: &mut Collection, r: &mut Rng| {
+                let Collection::Stream(x) = c else {
+                    unreachable!()
+                };
+                ms += 1 + r.below(3);
+                match r.below(6) {
+                    0 => {
+                        x.trim(Trim::MaxLen(r.below(40)), false, 0);
+                    }
+                    1 => {
+                        x.delete(&[StreamId::new(ms - 1 - r.below(ms), 0)]);
+                    }
+                    2 => {
+                        x.create_group(format!("g{}", r.below(3)).as_bytes(), StreamId::MIN, 0);
+                    }
+                    3 => {
+                        if let Some(g) = x.group_mut(b"g1") {
+                            g.create_consumer(b"c", 1);
+                            g.deliver(StreamId::new(ms - 1, 0), b"c", ms);
+                        }
+                    }
+                    _ => {
+                        let v = vec![b'a' + r.below(26) as u8; r.below(80) as usize];
+                        x.append(StreamId::new(ms, 0), &[b"f", &v], Default::default());
+                    }
+                }
+            };
+            for _ in 0..30 {
+                change(&mut c, &mut r);
+            }
+            let mut base = c.to_bytes();
+            let mut image = Collection::decode(ValueType::Stream, &base).unwrap();
+            c.start_recording(Chain::default(), Collection::to_bytes);
+            assert!(c.change_log().unwrap().base.is_some());
+            for _record in 0..4 {
+                for _ in 0..r.below(6) {
+                    change(&mut c, &mut r);
+                }
+                let now = c.to_bytes();
+                let spans = crate::flash::format::part_change::diff(&base, &now).unwrap();
+                let mut ops = Vec::new();
+                Op::Spans(&spans).encode(&mut ops);
+                image.apply_change(c.encoding_bits(), &ops).unwrap();
+                assert_eq!(image.to_bytes(), now);
+                base = now;
             }
         }
     }

@@ -423,17 +423,38 @@ pub(super) const RECORD_FROM: usize = 512;
 /// checkpoint wants it, whole.
 fn capture_collection(c: &mut Collection, version: u64, expire_at_ms: u64) -> State {
     let (size, vtype, bits) = (c.encoded_len(), c.vtype(), c.encoding_bits());
+    // A value logged by its spans is encoded first: its change is diffed
+    // from that (`types::changes`).
+    let spans_mode = c.logs_spans();
+    let encoded =
+        (spans_mode && c.change_log().is_some_and(|l| l.base.is_some())).then(|| c.to_bytes());
     if let Some(log) = c.change_log_mut() {
         let ch = &log.chain;
-        let fits = ch.confirmed
+        let open = ch.confirmed
             && !ch.want_image
             && ch.last_seq < version
-            && ch.changes.len() < MAX_CHANGES
-            && log
-                .ops()
-                .is_some_and(|ops| ops.len() + ch.bytes as usize + RECORD_HEADER_LEN < size);
+            && ch.changes.len() < MAX_CHANGES;
+        let spans = match (&log.base, &encoded) {
+            (Some(base), Some(new)) if open => format::part_change::diff(base, new),
+            _ => None,
+        };
+        let pending = match &spans {
+            Some(sp) => Some(sp.len() + 5),
+            None if !spans_mode => log.ops().map(<[u8]>::len),
+            None => None,
+        };
+        let fits =
+            open && pending.is_some_and(|n| n + ch.bytes as usize + RECORD_HEADER_LEN < size);
         if fits {
-            let ops = log.take_ops();
+            let ops = match spans {
+                Some(sp) => {
+                    let mut ops = Vec::with_capacity(sp.len() + 5);
+                    crate::types::changes::Op::Spans(&sp).encode(&mut ops);
+                    log.base = encoded;
+                    ops
+                }
+                None => log.take_ops(),
+            };
             let base = log.chain.last_seq;
             log.chain.last_seq = version;
             log.chain.confirmed = false;
@@ -451,7 +472,7 @@ fn capture_collection(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
             };
         }
     }
-    let value = c.to_bytes();
+    let value = encoded.unwrap_or_else(|| c.to_bytes());
     if c.recorder().is_some() {
         let superseded: Vec<FlashLoc> = c
             .stop_recording()
@@ -459,13 +480,13 @@ fn capture_collection(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
             .unwrap_or_default();
         // (A value below `RECORD_FROM` with an old chain keeps a log only
         // until this image is published, to release that chain then.)
-        let record = size >= RECORD_FROM || !superseded.is_empty();
-        if let Some(rec) = c.recorder_mut().filter(|_| record) {
-            rec.start(Chain {
+        if size >= RECORD_FROM || !superseded.is_empty() {
+            let chain = Chain {
                 last_seq: version,
                 superseded,
                 ..Chain::default()
-            });
+            };
+            c.start_recording(chain, |_| value.clone());
         }
     }
     State::Hot {

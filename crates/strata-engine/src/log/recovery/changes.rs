@@ -116,21 +116,22 @@ fn resolve(inner: &Inner, now: u64, d: usize, key: &[u8], recs: &[ChangeRec]) ->
             return false;
         }
     }
-    let Some(rec) = value.recorder_mut() else {
+    if value.recorder().is_none() {
         return false;
-    };
+    }
     // Without the journal nothing records (the value is saved whole by the
     // next checkpoint; its chain's records are garbage).
     let chain_on = inner.journal.enabled;
     if chain_on {
-        rec.start(Chain {
+        let ch = Chain {
             last_seq: last.seq,
             confirmed: true,
             image: Some(loc),
             changes: chain.iter().map(|r| r.loc).collect(),
             bytes: chain.iter().map(|r| r.loc.len as u64).sum(),
             ..Chain::default()
-        });
+        };
+        value.start_recording(ch, Collection::to_bytes);
     }
     let mut sh = inner.shard(key).lock();
     let sh = &mut *sh;

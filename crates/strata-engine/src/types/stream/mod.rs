@@ -157,6 +157,9 @@ pub struct Stream {
     node_count: usize,
     /// The directory's bookkeeping, when chunked (`chunks`).
     chunks: Option<Box<chunks::Chunks>>,
+    /// The journal's log of changes, while it records (`types::changes`:
+    /// by byte spans, while not chunked).
+    pub rec: crate::types::changes::Recorder,
 }
 
 impl PartialEq for Stream {
