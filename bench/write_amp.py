@@ -6,7 +6,14 @@
 MODE `hset100`: HSET of 100 new fields per command, 10 commands in flight
 (bench/big_hash.sh's load); MODE `pipe5000`: pipelines of 5,000
 single-field HSETs, each pipeline's replies read before the next (the
-issue's backpressure load). The server runs with --appendonly yes
+issue's backpressure load); MODE `rand1000`: pipelines of 1,000
+single-field HSETs in a random order of the fields (a fixed permutation),
+spread over HASHES hashes (environment, default 1: field i goes to hash
+i mod HASHES), then GETS (default 100,000) HGETs of random fields, with
+the device reads per HGET. With BIN = a redis-server binary, the same
+load into redis-server (appendonly yes, everysec; everything in RAM): the
+fill time to compare. STRATA_ARGS (environment): more options for
+strata-server. The server runs with --appendonly yes
 (everysec) and --maxmemory-ram MAXMEM. Reports the fill's time and rate,
 the server's CPU per field, INFO's device bytes (flash_bytes_written: every
 byte the log, demotion, collector and checkpoints wrote), the client's key
@@ -24,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from math import gcd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import resp  # noqa: E402
@@ -86,17 +94,39 @@ def cpu_s(pid):
     return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def is_redis(binary):
+    return os.path.basename(binary).startswith("redis-server")
+
+
 def start(binary, port, d, maxmem):
-    p = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--appendonly", "yes",
-         "--maxmemory-ram", maxmem, "--memcached-port", "0", "--save", "", "--loglevel", "warning"],
-        stdout=subprocess.DEVNULL)
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--appendonly", "yes",
+            "--save", "", "--loglevel", "warning"]
+    if not is_redis(binary):
+        args += ["--maxmemory-ram", maxmem, "--memcached-port", "0"]
+        args += os.environ.get("STRATA_ARGS", "").split()
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL)
     for _ in range(400):
         try:
             return p, Conn(port)
         except OSError:
             time.sleep(0.025)
     raise SystemExit("server did not start")
+
+
+HASHES = int(os.environ.get("HASHES", "1"))
+
+
+def hash_key(i):
+    return b"h" if HASHES == 1 else b"h:%d" % (i % HASHES)
+
+
+def shuffled(j, n):
+    """The j-th of a fixed permutation of 0..n (j taken mod n): an affine
+    map with a multiplier coprime to n."""
+    a = 2654435761
+    while gcd(a, n) != 1:
+        a += 2
+    return (a * j + 12345) % n
 
 
 def main():
@@ -121,12 +151,26 @@ def main():
                 batch = []
         if batch:
             refused += s.send(batch)
+    elif mode == "rand1000":
+        for lo in range(0, n, 1000):
+            batch = []
+            for j in range(lo, min(n, lo + 1000)):
+                i = shuffled(j, n)
+                batch.append(resp.cmd([b"HSET", hash_key(i), b"f:%012d" % i, val]))
+            refused += s.send(batch)
     else:
         for lo in range(0, n, 5000):
             batch = [resp.cmd([b"HSET", b"h", b"f:%012d" % i, val]) for i in range(lo, min(n, lo + 5000))]
             refused += s.send(batch)
     el = time.time() - t0
     cpu = cpu_s(p.pid) - c0
+    if is_redis(binary):
+        print("%s %d x %d B (%s, %d hashes): %.1f s, %.0f fields/s, %.1f us server CPU/field, refused %d"
+              % (os.path.basename(binary), n, v, mode, HASHES, el, n / el, cpu * 1e6 / n, refused))
+        p.kill()
+        p.wait()
+        shutil.rmtree(d, ignore_errors=True)
+        return
     t = info(s, "tiered")
     st = info(s, "stats")
     written = int(t["flash_bytes_written"])
@@ -143,6 +187,24 @@ def main():
         st.get("write_backpressure_waits_ram", t.get("write_backpressure_waits_ram", "-")),
         st.get("write_backpressure_wait_ms", t.get("write_backpressure_wait_ms", "-")),
         info(s, "memory").get("used_memory")))
+    print("  log size %s B, live %s B: log / client bytes %.2f"
+          % (t["tiered_allocated_bytes"], t["flash_live_bytes"], int(t["tiered_allocated_bytes"]) / client))
+    if mode == "rand1000":
+        gets = int(os.environ.get("GETS", "100000"))
+        f0 = int(t.get("tiered_total_fetches", 0))
+        t1 = time.time()
+        misses = 0
+        for lo in range(0, gets, 1000):
+            batch = []
+            for j in range(lo, min(gets, lo + 1000)):
+                i = shuffled(j * 7919 + 13, n)
+                batch.append(resp.cmd([b"HGET", hash_key(i), b"f:%012d" % i]))
+            s.s.sendall(b"".join(batch))
+            misses += sum(1 for _ in batch if s.reply() != val)
+        el = time.time() - t1
+        f1 = int(info(s, "tiered").get("tiered_total_fetches", 0))
+        print("  %d random HGETs: %.1f s, device reads/HGET %.3f, wrong or missing %d"
+              % (gets, el, (f1 - f0) / gets, misses))
     if restart:
         time.sleep(1.5)  # everysec: the last second synced
         p.send_signal(signal.SIGKILL)

@@ -58,6 +58,8 @@ pub struct Stats {
     pub part_changes_written: AtomicU64,
     /// Parts read back with their cold chain's steps applied.
     pub part_chain_loads: AtomicU64,
+    /// Elements added to parts on flash without reading them.
+    pub part_blind_adds: AtomicU64,
     /// Cold chains read back by demotion to be written whole.
     pub part_chain_reclaims: AtomicU64,
     /// Hot values active defragmentation moved / looked at and left.
@@ -257,6 +259,9 @@ pub struct TieredInfo {
     /// Parts read back from flash with the steps of their changes since
     /// their image applied (cold chains).
     pub part_chain_loads: u64,
+    /// Elements added to parts on flash without reading them (blind adds:
+    /// the part's membership filter ruled the element out).
+    pub part_blind_adds: u64,
     /// Cold chains demotion read back to write whole (RAM was short).
     pub part_chain_reclaims: u64,
     pub collections_in_ram_bytes: u64,

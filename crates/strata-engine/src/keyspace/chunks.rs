@@ -35,6 +35,11 @@ pub enum Need {
     Whole,
     /// Only these (fields, members): their parts are loaded, no others.
     Elems(Vec<Bytes>),
+    /// Elements a command sets or adds (HSET, SADD), with the bytes of each
+    /// one's value (0 for a set member): as `Elems`, but a part on flash whose
+    /// membership filter rules its one element out is not read
+    /// (`chunked::blind`: the element is added to it blindly).
+    Adds(Vec<(Bytes, usize)>),
     /// One HSCAN / SSCAN step: the parts from hash `from` holding about
     /// `count` elements (`Chunked::scan_parts`).
     Scan { from: u64, count: usize },
@@ -146,7 +151,7 @@ pub fn batch_end(d: &dyn crate::types::parts::Dir, from: usize, to: usize, bytes
 /// The parts of chunked `c` that `need` names, in order, each once: by
 /// its directory, or, for a stream's or a sorted set's own needs, by the
 /// type's own plan.
-fn need_parts(c: &Collection, need: &Need) -> SmallVec<[usize; 4]> {
+fn need_parts(c: &Collection, need: &Need, blind: bool) -> SmallVec<[usize; 4]> {
     let Some(d) = c.dir() else {
         return SmallVec::new();
     };
@@ -171,6 +176,25 @@ fn need_parts(c: &Collection, need: &Need) -> SmallVec<[usize; 4]> {
         Need::Hashes { .. } if d.head_span().is_some() => return (0..d.part_count()).collect(),
         Need::Hashes { lo, hi } => return (d.part_of(*lo)..=d.part_of(*hi)).collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
+        Need::Adds(elems) => {
+            let mut v: SmallVec<[usize; 4]> =
+                elems.iter().map(|(m, _)| d.part_of(elem_hash(m))).collect();
+            // A part that gets one element, which it can take blindly, is
+            // not read (blind invariant 3: one blind add per part).
+            let alone = |i: usize| v.iter().filter(|&&j| j == i).count() == 1;
+            let skip: SmallVec<[usize; 4]> = elems
+                .iter()
+                .zip(&v)
+                .filter(|&(&(ref m, value), &i)| {
+                    blind
+                        && alone(i)
+                        && d.adds_blind(i, m, crate::types::packed_len(m.len()) + value)
+                })
+                .map(|(_, &i)| i)
+                .collect();
+            v.retain(|i| !skip.contains(i));
+            v
+        }
         Need::Stream(needs) => match stream {
             Some(st) => return st.need_parts(needs),
             None => (0..d.part_count()).collect(),
@@ -351,7 +375,8 @@ impl Inner {
         let Slot::Chunked(c) = &mut e.slot else {
             return Vec::new();
         };
-        let named = need_parts(c, need);
+        // Blind adds only while the journal logs (blind invariant 4).
+        let named = need_parts(c, need, self.journal.enabled);
         let Some(d) = c.dir_mut() else {
             return Vec::new();
         };
@@ -501,8 +526,11 @@ fn install(
         };
         let body = format::part_change::apply_steps(body, &steps).ok_or(crate::types::Malformed)?;
         if d.install(i, loc, &body, named)? {
-            d.chains_mut()
-                .update(named, |c| c.base = Some(bytes::Bytes::from(body)));
+            // The base of the next change is what the chain's records hold:
+            // with blind adds not logged yet, none (an image comes next).
+            d.chains_mut().update(named, |c| {
+                c.base = (!c.unlogged()).then(|| bytes::Bytes::from(body));
+            });
             Stats::inc(&inner.stats.part_chain_loads);
         }
         Ok(())

@@ -21,6 +21,8 @@ pub(crate) struct ChunkedState {
     pub version: u64,
     pub expire_at_ms: u64,
     pub parts: Vec<CapturedPart>,
+    /// Elements added blindly since the last capture (`chunked::blind`).
+    pub blind_adds: u64,
     pub head: bool,
     /// A list's positions (a stream's part numbers), for its head.
     pub span: Option<(u64, u64)>,
@@ -112,6 +114,7 @@ pub(crate) fn capture_dir(
         expire_at_ms,
         head,
         parts,
+        blind_adds: d.take_blind_adds(),
         span: d.head_span(),
         meta,
         head_version: d.head_version(),
@@ -146,6 +149,7 @@ pub(crate) fn append_chunked(
     let changes = st.parts.iter().filter(|p| p.change).count() as u64;
     Stats::add(&inner.stats.chunks_written, parts.len() as u64 - changes);
     Stats::add(&inner.stats.part_changes_written, changes);
+    Stats::add(&inner.stats.part_blind_adds, st.blind_adds);
     let head = if st.head {
         let value = format::head_value(&format::Head {
             vtype: st.vtype,

@@ -85,16 +85,32 @@ pub(super) fn capture_part(
         chained: logged && !evict,
     };
     if !p.resident {
-        // A cold chain: restate its steps on its image.
-        let restated = d.chains_mut().update(name, |ch| {
-            ch.superseded.append(&mut ch.changes);
-            ch.bytes = 0;
+        // A cold chain: the steps of its blind adds since its last record,
+        // on that record, while the chain allows a change; else all its
+        // steps restated on its image.
+        let record = d.chains_mut().update(name, |ch| {
+            let open = ch.unlogged()
+                && logged
+                && ch.confirmed
+                && !ch.want_image
+                && ch.last_seq < version
+                && ch.changes.len() < CHAIN_MAX
+                && ch.image.is_some()
+                && ch.image == p.loc;
+            let value = if open {
+                part_change::encode(&chunk, ch.last_seq, &ch.pending[ch.logged..])
+            } else {
+                ch.superseded.append(&mut ch.changes);
+                ch.bytes = 0;
+                ch.want_image = false;
+                part_change::encode(&chunk, ch.image_seq, &ch.pending)
+            };
+            ch.logged = ch.pending.len();
             ch.last_seq = version;
             ch.confirmed = false;
-            ch.want_image = false;
-            part_change::encode(&chunk, ch.image_seq, &ch.pending)
+            value
         });
-        out.value = restated.unwrap_or_default();
+        out.value = record.unwrap_or_default();
         out.change = true;
         return out;
     }
@@ -131,6 +147,7 @@ pub(super) fn capture_part(
             ch.last_seq = version;
             ch.confirmed = false;
             ch.pending.extend_from_slice(&step);
+            ch.logged = ch.pending.len();
             ch.base = Some(body);
             base
         });

@@ -3,6 +3,7 @@
 //! a tiny RAM budget so values really move to flash.
 
 mod big_strings;
+mod blind_adds;
 mod collections;
 mod durability;
 mod eviction;

@@ -301,6 +301,17 @@ impl Ctx<'_> {
         self.with_key_need(key, strata_engine::Need::Elems(elems), f)
     }
 
+    /// As `with_key_elems`, for elements the closure sets or adds (HSET,
+    /// SADD), each with its value's length (0 for a set member): a part on
+    /// flash that can take its one element without being read is not read
+    /// (`Need::Adds`).
+    pub fn with_key_adds<F>(&mut self, key: Bytes, elems: Vec<(Bytes, usize)>, f: F) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
+        self.with_key_need(key, strata_engine::Need::Adds(elems), f)
+    }
+
     /// As `with_key_elems`, for the parts of one key `need` names. (A ZADD
     /// through here serves the clients blocked on the key, as every write
     /// through `with_keys_needs` does.)

@@ -74,8 +74,11 @@ fn hset_generic(ctx: &mut Ctx<'_>, args: &[Bytes], name: &str) -> Outcome {
     let hmset = name == "hmset";
     let key = args[1].clone();
     let pairs: Vec<Bytes> = args[2..].to_vec();
-    let fields = pairs.iter().step_by(2).cloned().collect();
-    ctx.with_key_elems(key.clone(), fields, move |view, out, _| {
+    let fields = pairs
+        .chunks(2)
+        .map(|p| (p[0].clone(), p[1].len()))
+        .collect();
+    ctx.with_key_adds(key.clone(), fields, move |view, out, _| {
         let lim = view.encoding_limits();
         let h = match get_mut(view, &key, true) {
             Err(e) => return reply::engine(out, &e),

@@ -80,7 +80,8 @@ pub fn apply_steps(old: &[u8], mut steps: &[u8]) -> Option<Vec<u8>> {
     Some(body)
 }
 
-fn put_span(out: &mut Vec<u8>, at: usize, cut: usize, new: &[u8]) {
+/// Appends one span: `cut` bytes of the old body at `at` become `new`.
+pub fn put_span(out: &mut Vec<u8>, at: usize, cut: usize, new: &[u8]) {
     out.extend_from_slice(&(at as u32).to_le_bytes());
     out.extend_from_slice(&(cut as u32).to_le_bytes());
     out.extend_from_slice(&(new.len() as u32).to_le_bytes());

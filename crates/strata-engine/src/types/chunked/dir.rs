@@ -37,6 +37,15 @@ impl<V: Elem> Dir for Chunked<V> {
     fn any_dirty(&self) -> bool {
         self.any_changed()
     }
+    fn filter_ram(&self) -> usize {
+        self.filter_ram
+    }
+    fn adds_blind(&self, i: usize, elem: &[u8], entry: usize) -> bool {
+        Chunked::adds_blind(self, i, elem, entry)
+    }
+    fn take_blind_adds(&mut self) -> u64 {
+        Chunked::take_blind_adds(self)
+    }
     fn dirty_parts(&self) -> Vec<usize> {
         self.changed_parts()
     }

@@ -44,10 +44,10 @@ impl<V: Elem> Chunked<V> {
     /// (u32 LE) and the elements.
     pub fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
         let p = &self.parts[i];
-        let m = match p.data.as_deref() {
+        let m = match p.elems() {
             Some(Data::Map(m)) => m,
             Some(Data::Packed(b)) => return out.extend_from_slice(b),
-            None => return,
+            Some(Data::Cold(_)) | None => return,
         };
         out.reserve(4 + p.body as usize);
         out.extend_from_slice(&(m.len() as u32).to_le_bytes());
@@ -70,6 +70,8 @@ impl<V: Elem> Chunked<V> {
             return None;
         }
         p.seq = seq;
+        // (A record of this part's own: `encode_part`'s.)
+        p.own = true;
         let old = p.loc.replace(loc);
         if p.ver == ver && p.dirty {
             p.dirty = false;
@@ -82,10 +84,11 @@ impl<V: Elem> Chunked<V> {
     /// the bytes freed.
     pub fn evict(&mut self, i: usize) -> usize {
         let p = &mut self.parts[i];
-        if p.dirty || p.loc.is_none() || p.data.is_none() {
+        if p.dirty || p.loc.is_none() || !p.is_resident() {
             return 0;
         }
-        p.data = None;
+        self.leave_filter(i);
+        let p = &self.parts[i];
         self.resident -= p.body as usize;
         self.resident_parts -= 1;
         p.body as usize
@@ -117,10 +120,12 @@ impl<V: Elem> Chunked<V> {
             check_packed::<V>(body)?;
             Data::Packed(bytes::Bytes::copy_from_slice(body))
         };
-        let p = &mut self.parts[i];
-        if data.len() != p.count as usize {
+        if data.len() != self.parts[i].count as usize {
             return Err(Malformed);
         }
+        self.drop_filter(i);
+        let p = &mut self.parts[i];
+        p.own = !wider;
         p.data = Some(Box::new(data));
         p.referenced = true;
         self.resident += p.body as usize;

@@ -38,12 +38,14 @@
 //! `zset/` are the chunked lists and sorted sets (the latter's member
 //! parts are a `Chunked`).
 
+mod blind;
 mod dir;
 mod io;
 mod list;
 mod part;
 mod zset;
 
+pub use blind::Filter;
 pub use dir::PART_RAM_BYTES;
 pub use list::{measure_list, measure_list_range, ChunkedList};
 pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
@@ -79,6 +81,10 @@ pub struct Chunked<V> {
     pub(super) hand: usize,
     /// The changed parts, by their first hash (invariant 7).
     changes: Changes<u64>,
+    /// RAM the parts' membership filters take (`blind`).
+    filter_ram: usize,
+    /// Elements added blindly since the journal last looked (`blind`).
+    blind_adds: u64,
 }
 
 impl<V: Elem> Chunked<V> {
@@ -96,6 +102,7 @@ impl<V: Elem> Chunked<V> {
                 ver: 0,
                 loc: None,
                 seq: 0,
+                own: false,
                 data: Some(Box::new(Data::Map(Box::default()))),
             }],
             len: 0,
@@ -105,6 +112,8 @@ impl<V: Elem> Chunked<V> {
             new_refs: Vec::new(),
             hand: 0,
             changes: Changes::of(vec![0]),
+            filter_ram: 0,
+            blind_adds: 0,
         };
         for (k, v) in elems {
             c.insert(&k, v);
@@ -135,6 +144,8 @@ impl<V: Elem> Chunked<V> {
                     ver: 0,
                     loc: p.loc,
                     seq: p.seq,
+                    // (A checkpoint's record may be of a wider range.)
+                    own: false,
                     data: (!cold).then(|| Box::new(Data::Map(Box::default()))),
                 }
             })
@@ -163,6 +174,8 @@ impl<V: Elem> Chunked<V> {
             new_refs: Vec::new(),
             hand: 0,
             changes,
+            filter_ram: 0,
+            blind_adds: 0,
         }
     }
 
@@ -196,9 +209,18 @@ impl<V: Elem> Chunked<V> {
     /// (or, a caller's error, if its part is not in RAM: the engine loads
     /// the parts a command names).
     pub fn get(&self, elem: &[u8]) -> Option<&[u8]> {
-        let d = self.parts[self.part_of(elem_hash(elem))].data.as_ref();
-        debug_assert!(d.is_some(), "part of an element not loaded");
-        d?.get(elem)
+        let h = elem_hash(elem);
+        let p = &self.parts[self.part_of(h)];
+        let Some(d) = p.elems() else {
+            // A part on flash whose filter rules `elem` out (a blind add's
+            // plan did not read it): not there.
+            debug_assert!(
+                p.filter().is_some_and(|f| !f.may_contain(h)),
+                "part of an element not loaded"
+            );
+            return None;
+        };
+        d.get(elem)
     }
 
     pub fn contains(&self, elem: &[u8]) -> bool {
@@ -211,11 +233,12 @@ impl<V: Elem> Chunked<V> {
     /// (`parts::chains`).
     fn changing(&mut self, i: usize) -> Option<&mut PartMap<V>> {
         let p = &mut self.parts[i];
-        let d = p.data.as_deref_mut()?;
-        if let (Data::Packed(b), Some(loc), false) = (&*d, p.loc, p.dirty) {
-            let name = (p.low, p.depth);
+        let (loc, dirty, low, depth, seq) = (p.loc, p.dirty, p.low, p.depth, p.seq);
+        let d = p.elems_mut()?;
+        if let (Data::Packed(b), Some(loc), false) = (&*d, loc, dirty) {
+            let name = (low, depth);
             if !self.head.chains.has(name) {
-                let chain = crate::types::parts::PartChain::read(loc, p.seq, b.clone());
+                let chain = crate::types::parts::PartChain::read(loc, seq, b.clone());
                 self.head.chains.insert(name, chain);
             }
         }
@@ -226,6 +249,11 @@ impl<V: Elem> Chunked<V> {
     /// it grew past `CHUNK_MAX` (invariant 6).
     pub fn insert(&mut self, elem: &[u8], v: V) -> bool {
         let i = self.part_of(elem_hash(elem));
+        if !self.parts[i].is_resident() && self.blind_ok(i, elem_hash(elem)) {
+            // New, as its part's filter says (`blind`).
+            self.add_blind(i, elem, v);
+            return true;
+        }
         let Some(m) = self.changing(i) else {
             debug_assert!(false, "part of an element not loaded");
             return false;
@@ -287,7 +315,10 @@ impl<V: Elem> Chunked<V> {
     /// half is still too big.
     fn split(&mut self, i: usize) {
         let p = &mut self.parts[i];
-        let Some(m) = p.data.as_mut().map(|d| d.map_mut()) else {
+        let Some(m) = (p.data.as_deref_mut())
+            .filter(|d| !matches!(d, Data::Cold(_)))
+            .map(|d| d.map_mut())
+        else {
             return;
         };
         let depth = p.depth + 1;
@@ -317,9 +348,12 @@ impl<V: Elem> Chunked<V> {
             ver: 0,
             loc: p.loc,
             seq: p.seq,
+            own: false,
             data: Some(Box::new(Data::Map(Box::new(hi)))),
         };
         p.depth = depth;
+        // Both halves' record is of the range before the split.
+        p.own = false;
         p.count = keep.len() as u32;
         p.body = lo_body;
         p.ver = p.ver.wrapping_add(1);
@@ -365,7 +399,7 @@ impl<V: Elem> Chunked<V> {
         let mut items = Vec::new();
         let mut next = 0;
         for p in &self.parts[range] {
-            if let Some(d) = &p.data {
+            if let Some(d) = p.elems() {
                 items.extend(d.iter().filter(|(k, _)| elem_hash(k) >= from));
             }
             next = p.high().wrapping_add(1);
@@ -378,7 +412,7 @@ impl<V: Elem> Chunked<V> {
         debug_assert!(self.all_resident());
         self.parts
             .iter()
-            .filter_map(|p| p.data.as_ref())
+            .filter_map(|p| p.elems())
             .flat_map(|d| d.iter())
     }
 
@@ -389,7 +423,7 @@ impl<V: Elem> Chunked<V> {
     ) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
         self.parts[r]
             .iter()
-            .filter_map(|p| p.data.as_ref())
+            .filter_map(|p| p.elems())
             .flat_map(|d| d.iter())
     }
 
@@ -407,7 +441,7 @@ impl<V: Elem> Chunked<V> {
     /// The element at position `i` of `iter`'s order.
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let (pi, j) = self.locate(i)?;
-        self.parts[pi].data.as_ref()?.get_index(j)
+        self.parts[pi].elems()?.get_index(j)
     }
 
     /// Removes the element at position `i`.
@@ -434,7 +468,7 @@ impl<V: Elem> Chunked<V> {
             next = p.high().wrapping_add(1);
             len += p.count as usize;
             body += p.body as usize;
-            if let Some(m) = &p.data {
+            if let Some(m) = p.elems() {
                 resident += p.body as usize;
                 if m.len() != p.count as usize {
                     return Err("count".into());

@@ -12,6 +12,10 @@ use indexmap::IndexMap;
 pub trait Elem: Clone + std::fmt::Debug + PartialEq + Default {
     /// Whether elements have values (a hash) or not (a set).
     const VALUED: bool;
+    /// Whether a new element may be added to a part on flash without
+    /// reading it (`blind`: hash fields and set members, not a sorted
+    /// set's members, which also go in an order part).
+    const BLIND: bool = true;
     /// Bytes the value takes when packed after its element.
     fn packed(&self) -> usize;
     fn put(&self, out: &mut Vec<u8>);
@@ -69,6 +73,7 @@ impl Elem for () {
 /// A sorted set member's score (its f64 bits, LE), fixed width.
 impl Elem for [u8; 8] {
     const VALUED: bool = true;
+    const BLIND: bool = false;
     fn packed(&self) -> usize {
         8
     }
@@ -105,6 +110,9 @@ impl Elem for [u8; 8] {
 pub enum Data<V> {
     Packed(bytes::Bytes),
     Map(Box<PartMap<V>>),
+    /// Not in RAM: the part's membership filter (`blind`; `Part::elems`
+    /// never gives this).
+    Cold(super::Filter),
 }
 
 /// The (element, value bytes) pairs of a chunk body, in order.
@@ -129,6 +137,7 @@ impl<V: Elem> Data<V> {
                 .find(|(k, _)| *k == elem)
                 .map(|(_, v)| v),
             Data::Map(m) => m.get(elem).map(|v| v.as_slice()),
+            Data::Cold(_) => None,
         }
     }
 
@@ -136,6 +145,7 @@ impl<V: Elem> Data<V> {
         match self {
             Data::Packed(b) => Box::new(packed_iter::<V>(b)),
             Data::Map(m) => Box::new(m.iter().map(|(k, v)| (&**k, v.as_slice()))),
+            Data::Cold(_) => Box::new(std::iter::empty()),
         }
     }
 
@@ -143,6 +153,7 @@ impl<V: Elem> Data<V> {
         match self {
             Data::Packed(b) => packed_iter::<V>(b).nth(j),
             Data::Map(m) => m.get_index(j).map(|(k, v)| (&**k, v.as_slice())),
+            Data::Cold(_) => None,
         }
     }
 
@@ -150,6 +161,7 @@ impl<V: Elem> Data<V> {
         match self {
             Data::Packed(b) => packed_iter::<V>(b).count(),
             Data::Map(m) => m.len(),
+            Data::Cold(_) => 0,
         }
     }
 
@@ -160,9 +172,13 @@ impl<V: Elem> Data<V> {
             let m = decode_elems::<V>(b, |_| true).unwrap_or_default();
             *self = Data::Map(Box::new(m));
         }
+        if let Data::Cold(_) = self {
+            // (`Part::elems_mut` never gives a cold part's filter.)
+            *self = Data::Map(Box::default());
+        }
         match self {
             Data::Map(m) => m,
-            Data::Packed(_) => unreachable!("decoded above"),
+            Data::Packed(_) | Data::Cold(_) => unreachable!("decoded above"),
         }
     }
 }
@@ -189,7 +205,11 @@ pub struct Part<V> {
     /// The record holding this part (invariant 5), and its sequence number.
     pub loc: Option<FlashLoc>,
     pub seq: u64,
-    /// The elements, when in RAM.
+    /// That record is of the part's own range (not of the wider range of
+    /// a part split since): its body is the part's (`blind`).
+    pub own: bool,
+    /// The elements, when in RAM (`Data::Packed`, `Data::Map`); on flash,
+    /// maybe its membership filter (`Data::Cold`, `blind`).
     pub data: Option<Box<Data<V>>>,
 }
 
@@ -202,7 +222,29 @@ impl<V> Part<V> {
         h >= self.low && h <= self.high()
     }
     pub fn is_resident(&self) -> bool {
-        self.data.is_some()
+        self.elems().is_some()
+    }
+    /// The elements, when in RAM.
+    pub fn elems(&self) -> Option<&Data<V>> {
+        self.data.as_deref().filter(|d| !matches!(d, Data::Cold(_)))
+    }
+    pub fn elems_mut(&mut self) -> Option<&mut Data<V>> {
+        self.data
+            .as_deref_mut()
+            .filter(|d| !matches!(d, Data::Cold(_)))
+    }
+    /// The membership filter of a part on flash (`blind`).
+    pub fn filter(&self) -> Option<&super::Filter> {
+        match self.data.as_deref() {
+            Some(Data::Cold(f)) => Some(f),
+            _ => None,
+        }
+    }
+    pub fn filter_mut(&mut self) -> Option<&mut super::Filter> {
+        match self.data.as_deref_mut() {
+            Some(Data::Cold(f)) => Some(f),
+            _ => None,
+        }
     }
 }
 

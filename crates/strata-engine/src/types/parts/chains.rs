@@ -45,6 +45,9 @@ pub struct PartChain {
     pub base: Option<bytes::Bytes>,
     /// The steps of the changes since the image (`part_change::push_step`).
     pub pending: Vec<u8>,
+    /// Bytes of `pending` in records already: the rest are the steps of
+    /// blind adds the journal has not logged yet (`chunked::blind`).
+    pub logged: usize,
     /// Sequence number of the chain's last record (taken at its capture).
     pub last_seq: u64,
     /// That record is on the device and published.
@@ -71,6 +74,7 @@ impl PartChain {
         PartChain {
             base: Some(base),
             pending: Vec::new(),
+            logged: 0,
             last_seq: seq,
             confirmed: false,
             image: None,
@@ -89,6 +93,20 @@ impl PartChain {
             image: Some(loc),
             ..PartChain::new(seq, body, Vec::new())
         }
+    }
+    /// The chain of a part on flash whose record at `loc` (sequence `seq`)
+    /// gets a blind add: a cold chain of no steps yet.
+    pub fn cold(loc: FlashLoc, seq: u64) -> PartChain {
+        PartChain {
+            base: None,
+            confirmed: true,
+            image: Some(loc),
+            ..PartChain::new(seq, bytes::Bytes::new(), Vec::new())
+        }
+    }
+    /// Whether some steps are not in records yet (blind adds).
+    pub fn unlogged(&self) -> bool {
+        self.pending.len() > self.logged
     }
     /// RAM the chain holds: its base, and its steps and bookkeeping.
     fn ram(&self) -> (usize, usize) {

@@ -57,6 +57,9 @@ pub struct DirHead {
     pub dirty: bool,
     /// The chains of the parts the journal logs by their changes.
     pub chains: PartChains,
+    /// RAM the collection's cold chains may keep (`cold_room`), as the
+    /// demoter last computed it; blind adds stay under it.
+    pub cold_room: usize,
 }
 
 impl DirHead {
@@ -68,6 +71,7 @@ impl DirHead {
             seq: 0,
             dirty: true,
             chains: PartChains::default(),
+            cold_room: 0,
         }
     }
     /// The head of a collection recovered from its record at `loc`.
@@ -78,6 +82,7 @@ impl DirHead {
             seq,
             dirty: false,
             chains: PartChains::default(),
+            cold_room: 0,
         }
     }
 }
@@ -244,7 +249,20 @@ pub trait Dir {
     fn resident_bytes(&self) -> usize;
     /// RAM the directory's parts and chains hold (what the shard counts).
     fn ram_bytes(&self) -> usize {
-        self.resident_bytes() + self.chains().ram()
+        self.resident_bytes() + self.chains().ram() + self.filter_ram()
+    }
+    /// RAM the parts' membership filters hold (`chunked::blind`).
+    fn filter_ram(&self) -> usize {
+        0
+    }
+    /// Whether adding `elem` (of `entry` packed bytes with its value) to
+    /// part `i` needs no read of it (`chunked::blind`).
+    fn adds_blind(&self, _i: usize, _elem: &[u8], _entry: usize) -> bool {
+        false
+    }
+    /// Elements added blindly since the last call.
+    fn take_blind_adds(&mut self) -> u64 {
+        0
     }
     fn resident_parts(&self) -> usize;
     fn body_len(&self) -> usize;
@@ -289,6 +307,7 @@ pub(crate) fn settle<D: Dir + ?Sized>(
     room: usize,
 ) -> (usize, usize, usize, Vec<usize>) {
     let room = if d.keeps_cold_chains() { room } else { 0 };
+    d.head_mut().cold_room = room;
     for i in std::mem::take(&mut step.free) {
         let name = d.part_name(i);
         let p = d.part(i);

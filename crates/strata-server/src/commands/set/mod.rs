@@ -83,7 +83,8 @@ fn read(
 pub fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let key = args[1].clone();
     let members: Vec<Bytes> = args[2..].to_vec();
-    ctx.with_key_elems(key.clone(), members.clone(), move |view, out, _| {
+    let adds = members.iter().map(|m| (m.clone(), 0)).collect();
+    ctx.with_key_adds(key.clone(), adds, move |view, out, _| {
         match get(view, &key) {
             Err(e) => return reply::engine(out, &e),
             Ok(Some(s)) if members.iter().all(|m| s.contains(m)) => return write_integer(out, 0),
