@@ -104,6 +104,11 @@ pub(crate) struct TieringState {
     /// Set by the background thread when a full pass found nothing to demote
     /// or the flash is full: waiting for room would not help.
     pub demotion_stuck: AtomicBool,
+    /// Set by demotion when it had to read cold chains back to free RAM
+    /// (nothing else was left to move), cleared once RAM is back under the
+    /// low watermark: meanwhile no blind add grows a chain
+    /// (`chunked::blind`), whose steps demotion would read back again.
+    pub chains_squeezed: AtomicBool,
     /// Set by the background thread when demotion found nothing to demote
     /// while the journal had a batch in hand: the journal wakes it when
     /// the batch is published (its values can then leave RAM).
@@ -199,6 +204,7 @@ impl Inner {
                 wake: (Mutex::new(false), Condvar::new()),
                 room: tokio::sync::Notify::new(),
                 demotion_stuck: AtomicBool::new(false),
+                chains_squeezed: AtomicBool::new(false),
                 awaits_journal: AtomicBool::new(false),
                 graveyard: Mutex::new(Vec::new()),
             },

@@ -375,8 +375,14 @@ impl Inner {
         let Slot::Chunked(c) = &mut e.slot else {
             return Vec::new();
         };
-        // Blind adds only while the journal logs (blind invariant 4).
-        let named = need_parts(c, need, self.journal.enabled);
+        // Blind adds only while the journal logs (blind invariant 4), and
+        // not while demotion reads cold chains back for RAM.
+        let blind = self.journal.enabled
+            && !self
+                .tiering
+                .chains_squeezed
+                .load(std::sync::atomic::Ordering::Relaxed);
+        let named = need_parts(c, need, blind);
         let Some(d) = c.dir_mut() else {
             return Vec::new();
         };

@@ -245,10 +245,13 @@ impl Pass {
                 .to_free
                 .saturating_sub(self.bytes)
                 .max(crate::types::chunked::CHUNK_MAX);
-            let budget = inner
-                .tun
-                .maxmemory_ram
-                .load(std::sync::atomic::Ordering::Relaxed) as usize;
+            // (No room for cold chains while demotion reads them back for
+            // RAM: a chained part leaves with its image written.)
+            let budget = if inner.tiering.chains_squeezed.load(Relaxed) {
+                0
+            } else {
+                inner.tun.maxmemory_ram.load(Relaxed) as usize
+            };
             let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled, budget);
             let mut journal_due = step.journal_due;
             if inner.journal.enabled
@@ -269,6 +272,9 @@ impl Pass {
                     self.spared += 1;
                 } else {
                     let n = reclaim_cold_chains(inner, e, &mut sh.acct, k);
+                    if n > 0 {
+                        inner.tiering.chains_squeezed.store(true, Relaxed);
+                    }
                     self.spared += n;
                     journal_due = n > 0;
                 }

@@ -65,6 +65,12 @@ pub(crate) fn run_background(inner: &Inner) {
             bg.last_sweep = Instant::now();
         }
         let ram = inner.ram_used();
+        if ram <= inner.tun.low_watermark() {
+            inner
+                .tiering
+                .chains_squeezed
+                .store(false, Ordering::Relaxed);
+        }
         if ram > inner.tun.high_watermark() && bg.retry_at.is_none_or(|t| Instant::now() >= t) {
             bg.retry_at = None;
             if inner.ram_parts().hot_bytes == 0 && !inner.journal.busy() {
