@@ -14,7 +14,7 @@ pub const DEFAULT_WRITE_CHUNK: usize = 1 << 20;
 pub const DEFAULT_MIN_VALUE_SIZE: usize = 64;
 /// While flash is plentiful, the log may hold this many times its live
 /// bytes in garbage before the collector moves records (`log::collector`).
-pub const DEFAULT_GC_GARBAGE_RATIO: u64 = 3;
+pub const DEFAULT_GC_GARBAGE_RATIO: u64 = 1;
 /// Default number of flash operations in flight.
 pub const DEFAULT_IO_DEPTH: usize = 256;
 /// Demotion starts above this share of `maxmemory_ram` (per mille).
@@ -155,7 +155,8 @@ pub struct EngineConfig {
     pub promote: PromotePolicy,
     /// Garbage the log may hold, as a multiple of its live bytes, before
     /// the collector moves records while flash is plentiful; 0 = move
-    /// them out of any segment under 25% live. Default: 3.
+    /// them out of any segment under 25% live. Default: 1 (the log holds at
+    /// most about twice its live data).
     pub gc_garbage_ratio: u64,
     /// The allocator's advice for active defragmentation (None: hot
     /// values are never moved; tests running the library in-process).

@@ -254,23 +254,21 @@ impl Pass {
             };
             let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled, budget);
             let mut journal_due = step.journal_due;
-            if inner.journal.enabled
-                && step.freed == 0
-                && step.spared == 0
-                && step.write.is_none()
-                && !journal_due
-            {
-                // Nothing in RAM to free here but the chains' bases (they
-                // only save images: dropped at once), then the cold
-                // chains' steps: the parts read back leave at the next
-                // pass (not stuck).
+            if step.freed == 0 && step.spared == 0 && step.write.is_none() && !journal_due {
+                // Nothing in RAM to free here but what only saves work:
+                // the parts' membership filters (reads) and the chains'
+                // bases (images), dropped at once; then the cold chains'
+                // steps: the parts read back leave at the next pass (not
+                // stuck).
                 let shed = e
-                    .with_dir(&mut sh.acct, |d| d.chains_mut().shed_bases())
+                    .with_dir(&mut sh.acct, |d| {
+                        d.shed_filters() + d.chains_mut().shed_bases()
+                    })
                     .unwrap_or(0);
                 if shed > 0 {
                     self.to_free = self.to_free.saturating_sub(shed);
                     self.spared += 1;
-                } else {
+                } else if inner.journal.enabled {
                     let n = reclaim_cold_chains(inner, e, &mut sh.acct, k);
                     if n > 0 {
                         inner.tiering.chains_squeezed.store(true, Relaxed);

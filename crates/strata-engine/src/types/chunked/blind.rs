@@ -182,6 +182,17 @@ impl<V: Elem> Chunked<V> {
         p.data = f.map(|f| Box::new(super::Data::Cold(f)));
     }
 
+    /// Drops every part's filter (RAM is short); returns the bytes freed.
+    pub fn shed_filters(&mut self) -> usize {
+        let freed = self.filter_ram;
+        if freed > 0 {
+            for i in 0..self.parts.len() {
+                self.drop_filter(i);
+            }
+        }
+        freed
+    }
+
     /// Blind adds since the last call (INFO `part_blind_adds`).
     pub fn take_blind_adds(&mut self) -> u64 {
         std::mem::take(&mut self.blind_adds)
@@ -191,6 +202,47 @@ impl<V: Elem> Chunked<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::FlashLoc;
+
+    /// Parts leaving RAM keep filters of their own records' elements; a
+    /// part's element is never taken for new; shedding frees them all.
+    #[test]
+    fn parts_on_flash_keep_filters_until_shed() {
+        let elems = (0..3000u32).map(|i| {
+            let k: Box<[u8]> = format!("f{i}").into_bytes().into();
+            (k, Box::<[u8]>::from(&b"value-of-twenty-byte"[..]))
+        });
+        let mut c: Chunked<Box<[u8]>> = Chunked::build(1, elems);
+        let n = c.parts.len();
+        assert!(n > 2);
+        for i in 0..n {
+            let ver = c.parts[i].ver;
+            let loc = FlashLoc {
+                segment: 1,
+                offset: i as u32 * 16384,
+                len: 16384,
+            };
+            c.published(i, ver, loc, 10);
+            c.evict(i);
+        }
+        assert!(c.filter_ram > 0 && c.parts.iter().all(|p| p.filter().is_some()));
+        for i in 0..3000u32 {
+            let h = elem_hash(format!("f{i}").as_bytes());
+            assert!(!c.blind_ok(c.part_of(h), h), "f{i} taken for new");
+        }
+        let new = (0..1000u32)
+            .filter(|i| {
+                let h = elem_hash(format!("g{i}").as_bytes());
+                c.blind_ok(c.part_of(h), h)
+            })
+            .count();
+        assert!(new > 950, "{new} of 1,000 new elements ruled out");
+        let held = c.filter_ram;
+        assert_eq!(c.shed_filters(), held);
+        assert_eq!(c.filter_ram, 0);
+        let h = elem_hash(b"g1");
+        assert!(!c.blind_ok(c.part_of(h), h));
+    }
 
     #[test]
     fn a_filter_never_rules_out_what_it_holds_and_rules_out_most_else() {

@@ -46,6 +46,9 @@ impl<V: Elem> Dir for Chunked<V> {
     fn take_blind_adds(&mut self) -> u64 {
         Chunked::take_blind_adds(self)
     }
+    fn shed_filters(&mut self) -> usize {
+        Chunked::shed_filters(self)
+    }
     fn dirty_parts(&self) -> Vec<usize> {
         self.changed_parts()
     }

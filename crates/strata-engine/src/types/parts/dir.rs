@@ -179,7 +179,8 @@ pub trait Dir {
     fn clock_pass(&mut self, want: usize, cold_room: usize) -> (usize, usize, usize, Vec<usize>) {
         let n = self.part_count();
         let mut hand = *self.hand();
-        let step = clock_walk(n, &mut hand, want, |i| self.part_clock(i));
+        let resident = self.resident_parts();
+        let step = clock_walk(n, resident, &mut hand, want, |i| self.part_clock(i));
         *self.hand() = hand;
         settle(self, step, cold_room)
     }
@@ -262,6 +263,11 @@ pub trait Dir {
     }
     /// Elements added blindly since the last call.
     fn take_blind_adds(&mut self) -> u64 {
+        0
+    }
+    /// Drops the parts' membership filters (RAM is short: they only save
+    /// reads); returns the bytes freed.
+    fn shed_filters(&mut self) -> usize {
         0
     }
     fn resident_parts(&self) -> usize;

@@ -82,8 +82,9 @@ impl Dir for Stream {
     /// Over the stream's parts only: its groups' PEL parts stay in RAM.
     fn clock_pass(&mut self, want: usize, cold_room: usize) -> (usize, usize, usize, Vec<usize>) {
         let mut hand = self.ch().hand;
+        let resident = self.parts.len() - self.ch().cold_parts;
         let parts = &mut self.parts;
-        let step = clock_walk(parts.len(), &mut hand, want, |i| {
+        let step = clock_walk(parts.len(), resident, &mut hand, want, |i| {
             let p = &mut parts[i];
             PartClock {
                 resident: p.is_resident(),

@@ -37,7 +37,7 @@ pub const DEFAULT_FLASH_IO: IoBackend = IoBackend::Auto;
 pub const DEFAULT_FLASH_DIRECT_IO: bool = true;
 /// Default smallest value size (bytes) that may move to flash.
 pub const DEFAULT_TIERING_MIN_VALUE_SIZE: usize = 64;
-pub const DEFAULT_FLASH_GC_GARBAGE_RATIO: u64 = 3;
+pub const DEFAULT_FLASH_GC_GARBAGE_RATIO: u64 = 1;
 /// Default promotion policy.
 pub const DEFAULT_TIERING_PROMOTE: PromotePolicy = PromotePolicy::SecondRead;
 /// Largest accepted `threads`.

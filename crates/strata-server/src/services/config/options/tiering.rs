@@ -171,7 +171,7 @@ pub(super) static OPTIONS: &[OptionDef] = &[
     },
     OptionDef {
         name: "flash-gc-garbage-ratio",
-        default: "3",
+        default: "1",
         doc: "garbage the flash log may hold, times its live bytes, before the collector moves records (0: at once)",
         runtime: true,
         set: Setter::One(|c, v| {
