@@ -255,27 +255,7 @@ impl Pass {
             let step = demote_parts(e, &mut sh.acct, want, inner.journal.enabled, budget);
             let mut journal_due = step.journal_due;
             if step.freed == 0 && step.spared == 0 && step.write.is_none() && !journal_due {
-                // Nothing in RAM to free here but what only saves work:
-                // the parts' membership filters (reads) and the chains'
-                // bases (images), dropped at once; then the cold chains'
-                // steps: the parts read back leave at the next pass (not
-                // stuck).
-                let shed = e
-                    .with_dir(&mut sh.acct, |d| {
-                        d.shed_filters() + d.chains_mut().shed_bases()
-                    })
-                    .unwrap_or(0);
-                if shed > 0 {
-                    self.to_free = self.to_free.saturating_sub(shed);
-                    self.spared += 1;
-                } else if inner.journal.enabled {
-                    let n = reclaim_cold_chains(inner, e, &mut sh.acct, k);
-                    if n > 0 {
-                        inner.tiering.chains_squeezed.store(true, Relaxed);
-                    }
-                    self.spared += n;
-                    journal_due = n > 0;
-                }
+                journal_due = self.squeeze(inner, e, &mut sh.acct, k);
             }
             self.to_free = self.to_free.saturating_sub(step.freed_bytes);
             self.spared += step.spared;
@@ -366,6 +346,39 @@ impl Pass {
             loc: None,
         });
         Some(full(self.bytes))
+    }
+
+    /// A chunked collection whose pass freed, spared and picked nothing:
+    /// what is left in RAM only saves work, dropped at once (the parts'
+    /// membership filters save reads, the chains' bases images); failing
+    /// that, with the journal on, cold chains are read back to be written
+    /// whole (they leave at the next pass: not stuck), and no new cold
+    /// chain or blind add is made until RAM is under its low watermark.
+    /// Returns whether the journal must write the collection.
+    fn squeeze(
+        &mut self,
+        inner: &Inner,
+        e: &mut crate::index::Entry,
+        acct: &mut crate::index::ShardCounters,
+        k: &[u8],
+    ) -> bool {
+        let shed = e
+            .with_dir(acct, |d| d.shed_filters() + d.chains_mut().shed_bases())
+            .unwrap_or(0);
+        if shed > 0 {
+            self.to_free = self.to_free.saturating_sub(shed);
+            self.spared += 1;
+            return false;
+        }
+        if !inner.journal.enabled {
+            return false;
+        }
+        let n = reclaim_cold_chains(inner, e, acct, k);
+        if n > 0 {
+            inner.tiering.chains_squeezed.store(true, Relaxed);
+        }
+        self.spared += n;
+        n > 0
     }
 
     /// Writes what the walk picked and publishes it: the chunked
