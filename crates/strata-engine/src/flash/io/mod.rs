@@ -83,6 +83,8 @@ pub fn set_poll_us(us: u64) {
 /// its ring, waits for one on the CPU first (`uring` invariant 5; nothing
 /// with the psync backend, whose reads complete on its own threads).
 pub fn before_loop_sleeps() {
+    // The turn's changes are queued: the journal may sync them now.
+    crate::log::journal::wake_deferred();
     #[cfg(target_os = "linux")]
     match POLL_US.load(std::sync::atomic::Ordering::Relaxed) {
         0 => {}
@@ -94,6 +96,7 @@ pub fn before_loop_sleeps() {
 /// runtime serving its own connections): the io_uring backend gives it a
 /// ring of its own, reaped on its runtime (`uring` module doc).
 pub fn enter_loop() {
+    crate::log::journal::defer_wakes();
     #[cfg(target_os = "linux")]
     uring::enter_loop();
 }

@@ -63,6 +63,7 @@ mod thread;
 use crate::index::CompactKey;
 use groups::Groups;
 use parking_lot::{Condvar, Mutex};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 pub(crate) use thread::run_journal;
@@ -208,7 +209,9 @@ pub(crate) struct Journal {
     idle: std::sync::atomic::AtomicBool,
     /// The collector waits for a sync to free segments: sync now.
     sync_requested: std::sync::atomic::AtomicBool,
-    wake: Condvar,
+    /// Wakes the journal thread (shared with the loops that defer their
+    /// wake-ups to the end of their turn: `defer_wakes`).
+    wake: std::sync::Arc<Condvar>,
     /// Highest ticket whose state is in the log (written).
     written: AtomicU64,
     /// Highest ticket whose state is written and synced (for `no`: written).
@@ -245,7 +248,7 @@ impl Journal {
             in_hand_value_bytes: std::sync::atomic::AtomicUsize::new(0),
             idle: std::sync::atomic::AtomicBool::new(false),
             sync_requested: std::sync::atomic::AtomicBool::new(false),
-            wake: Condvar::new(),
+            wake: std::sync::Arc::new(Condvar::new()),
             written: AtomicU64::new(0),
             synced: AtomicU64::new(0),
             durable: tokio::sync::watch::channel(0).0,
@@ -315,10 +318,12 @@ impl Journal {
         let t = q.queued;
         // Wake the thread only when it sleeps: a busy journal takes the
         // note with its next batch (one futex call per batch, not per write).
-        let wake = (self.fsync_policy() == FsyncPolicy::Always && self.idle.load(Relaxed))
-            || q.notes.len() == MAX_BATCH;
+        let always = self.fsync_policy() == FsyncPolicy::Always && self.idle.load(Relaxed);
+        let full = q.notes.len() == MAX_BATCH || (always && q.notes.len() >= DEFER_MAX);
         drop(q);
-        if wake {
+        // Under `always`, a connection loop wakes the journal at the end of
+        // its turn, with every note of the turn queued (`defer_wakes`).
+        if full || (always && !defer_wake(&self.wake)) {
             self.wake.notify_one();
         }
         t
@@ -505,4 +510,49 @@ mod tests {
         let (_, _) = take(&j, &mut j.queue.lock(), usize::MAX);
         assert_eq!(j.pending_value_bytes.load(Relaxed), 0);
     }
+}
+
+/// Under `always`, notes queued past this many wake the journal at once,
+/// deferred or not.
+const DEFER_MAX: usize = 256;
+
+thread_local! {
+    /// On a connection loop's thread (`defer_wakes`): the journals it
+    /// noted changes to under `appendfsync always`, to wake when its turn
+    /// ends.
+    static DEFERRED: RefCell<Option<Vec<std::sync::Arc<Condvar>>>> = const { RefCell::new(None) };
+}
+
+/// Makes this thread (a connection loop) defer its wake-ups of the
+/// journal under `appendfsync always` to the end of its turn
+/// (`wake_deferred`, called before the loop sleeps): the journal then
+/// syncs every change of the turn at once, as Redis fsyncs its AOF once
+/// per event-loop pass, not the first change alone.
+pub fn defer_wakes() {
+    DEFERRED.set(Some(Vec::new()));
+}
+
+/// Wakes the journals this loop's turn noted changes to.
+pub fn wake_deferred() {
+    DEFERRED.with_borrow_mut(|d| {
+        if let Some(v) = d {
+            for c in v.drain(..) {
+                c.notify_one();
+            }
+        }
+    });
+}
+
+/// Defers waking `wake` to the end of this loop's turn; false if this
+/// thread is no loop (wake now).
+fn defer_wake(wake: &std::sync::Arc<Condvar>) -> bool {
+    DEFERRED.with_borrow_mut(|d| match d {
+        Some(v) => {
+            if !v.iter().any(|c| std::sync::Arc::ptr_eq(c, wake)) {
+                v.push(wake.clone());
+            }
+            true
+        }
+        None => false,
+    })
 }
