@@ -34,22 +34,13 @@ import resp, sys, time
 port, n, v = (int(x) for x in sys.argv[1:])
 s = resp.connect(port)
 val = b"v" * v
-def send(batch):
-    resp.send(s, batch)
-batch = []
 t = time.time()
-for lo in range(0, n, 100):
-    h = [b"HSET", b"h"]
-    for i in range(lo, min(n, lo + 100)):
-        h += [b"f:%012d" % i, val]
-    batch.append(resp.cmd(h))
-    if len(batch) >= 10:
-        send(batch)
-        batch = []
-    if lo % 200000 == 0 and lo:
+shown = 0
+for lo, batch in resp.hset100(n, val):
+    resp.send(s, batch)
+    if lo >= shown + 200000:
+        shown = lo - lo % 200000
         print("%d fields, %.0f fields/s" % (lo, lo / (time.time() - t)), file=sys.stderr, flush=True)
-if batch:
-    send(batch)
 PY
 t1=$(date +%s.%N)
 c1=$(cpu_s "$spid")

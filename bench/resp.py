@@ -24,3 +24,19 @@ def send(s, batch):
         got += s.recv(1 << 20)
     for line in got.split(b"\r\n"):
         assert not line.startswith(b"-"), line
+
+
+def hset100(n, val, key=b"h"):
+    """The big-hash fill: HSETs of 100 new fields `f:%012d` each (n in
+    all), yielded 10 commands at a time (a batch in flight)."""
+    batch = []
+    for lo in range(0, n, 100):
+        h = [b"HSET", key]
+        for i in range(lo, min(n, lo + 100)):
+            h += [b"f:%012d" % i, val]
+        batch.append(cmd(h))
+        if len(batch) >= 10:
+            yield lo, batch
+            batch = []
+    if batch:
+        yield n, batch

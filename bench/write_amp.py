@@ -140,16 +140,7 @@ def main():
     t0 = time.time()
     refused = 0
     if mode == "hset100":
-        batch = []
-        for lo in range(0, n, 100):
-            h = [b"HSET", b"h"]
-            for i in range(lo, min(n, lo + 100)):
-                h += [b"f:%012d" % i, val]
-            batch.append(resp.cmd(h))
-            if len(batch) >= 10:
-                refused += s.send(batch)
-                batch = []
-        if batch:
+        for _, batch in resp.hset100(n, val):
             refused += s.send(batch)
     elif mode == "rand1000":
         for lo in range(0, n, 1000):

@@ -177,23 +177,19 @@ fn need_parts(c: &Collection, need: &Need, blind: bool) -> SmallVec<[usize; 4]> 
         Need::Hashes { lo, hi } => return (d.part_of(*lo)..=d.part_of(*hi)).collect(),
         Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
         Need::Adds(elems) => {
-            let mut v: SmallVec<[usize; 4]> =
+            let v: SmallVec<[usize; 4]> =
                 elems.iter().map(|(m, _)| d.part_of(elem_hash(m))).collect();
             // A part that gets one element, which it can take blindly, is
             // not read (blind invariant 3: one blind add per part).
             let alone = |i: usize| v.iter().filter(|&&j| j == i).count() == 1;
-            let skip: SmallVec<[usize; 4]> = elems
-                .iter()
-                .zip(&v)
-                .filter(|&(&(ref m, value), &i)| {
-                    blind
-                        && alone(i)
-                        && d.adds_blind(i, m, crate::types::packed_len(m.len()) + value)
-                })
-                .map(|(_, &i)| i)
-                .collect();
-            v.retain(|i| !skip.contains(i));
-            v
+            let blindly = |i: usize, m: &[u8], value: usize| {
+                blind && alone(i) && d.adds_blind(i, m, crate::types::packed_len(m.len()) + value)
+            };
+            v.iter()
+                .zip(elems)
+                .filter(|&(&i, (m, value))| !blindly(i, m, *value))
+                .map(|(&i, _)| i)
+                .collect()
         }
         Need::Stream(needs) => match stream {
             Some(st) => return st.need_parts(needs),

@@ -13,7 +13,7 @@
 //! batch gives: a value note's, else the key's *current* state (a value
 //! record, or a tombstone if the key is gone; of a collection that records
 //! its changes, a change record of what changed since its last record:
-//! `types::changes`, `capture_collection`) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
+//! `types::changes`, `collection::capture`) through the shared [`SegmentWriter`](crate::log::writer::SegmentWriter), makes the batch
 //! durable per `appendfsync`, points the entries at their records (the
 //! record is the hot value's `backing`, so demoting it later costs no I/O)
 //! and advances the durable *ticket*.
@@ -55,6 +55,7 @@
 //!    it: recovery restores all of a group or none of it.
 
 mod batch;
+mod collection;
 pub(crate) mod copies;
 pub(crate) mod groups;
 mod publish;
@@ -476,42 +477,6 @@ fn requeue(j: &Journal, mut notes: Vec<Note>) {
     j.pending_value_bytes.store(q.value_bytes, Relaxed);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn value_note(len: usize) -> Note {
-        Note::Value(ValueNote {
-            db: 0,
-            pos: 0,
-            key: CompactKey::from(&b"k"[..]),
-            value: bytes::Bytes::from(vec![0u8; len]),
-            version: 1,
-            expire_at_ms: 0,
-            client_flags: 0,
-        })
-    }
-
-    #[test]
-    fn value_notes_hold_at_most_their_byte_bound() {
-        let j = Journal::new(true, FsyncPolicy::EverySec);
-        let chunk = VALUE_NOTES_MAX_BYTES / 4;
-        for _ in 0..3 {
-            j.push(value_note(chunk));
-            assert!(j.takes_values());
-        }
-        j.push(value_note(chunk));
-        assert!(!j.takes_values(), "a full bound takes key notes only");
-        let (notes, _) = take(&j, &mut j.queue.lock(), 2);
-        assert!(j.takes_values(), "taken notes free the bound");
-        requeue(&j, notes);
-        assert!(!j.takes_values(), "requeued notes count again");
-        assert_eq!(j.queued(), 4);
-        let (_, _) = take(&j, &mut j.queue.lock(), usize::MAX);
-        assert_eq!(j.pending_value_bytes.load(Relaxed), 0);
-    }
-}
-
 /// Under `always`, notes queued past this many wake the journal at once,
 /// deferred or not.
 const DEFER_MAX: usize = 256;
@@ -555,4 +520,40 @@ fn defer_wake(wake: &std::sync::Arc<Condvar>) -> bool {
         }
         None => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value_note(len: usize) -> Note {
+        Note::Value(ValueNote {
+            db: 0,
+            pos: 0,
+            key: CompactKey::from(&b"k"[..]),
+            value: bytes::Bytes::from(vec![0u8; len]),
+            version: 1,
+            expire_at_ms: 0,
+            client_flags: 0,
+        })
+    }
+
+    #[test]
+    fn value_notes_hold_at_most_their_byte_bound() {
+        let j = Journal::new(true, FsyncPolicy::EverySec);
+        let chunk = VALUE_NOTES_MAX_BYTES / 4;
+        for _ in 0..3 {
+            j.push(value_note(chunk));
+            assert!(j.takes_values());
+        }
+        j.push(value_note(chunk));
+        assert!(!j.takes_values(), "a full bound takes key notes only");
+        let (notes, _) = take(&j, &mut j.queue.lock(), 2);
+        assert!(j.takes_values(), "taken notes free the bound");
+        requeue(&j, notes);
+        assert!(!j.takes_values(), "requeued notes count again");
+        assert_eq!(j.queued(), 4);
+        let (_, _) = take(&j, &mut j.queue.lock(), usize::MAX);
+        assert_eq!(j.pending_value_bytes.load(Relaxed), 0);
+    }
 }

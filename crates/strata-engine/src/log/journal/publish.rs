@@ -3,7 +3,8 @@
 //! in `mod.rs`), shard by shard, with the misses of a big batch overlapped
 //! by prefetching.
 
-use super::batch::{Captured, Placed, State, RECORD_FROM};
+use super::batch::{Captured, Placed, State};
+use super::collection::RECORD_FROM;
 use crate::base::FlashLoc;
 use crate::index::{Slot, Value, F_DIRTY};
 use crate::Inner;

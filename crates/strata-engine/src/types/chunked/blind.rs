@@ -50,28 +50,28 @@ impl Filter {
         }
         f
     }
-    /// The bits of the element hashed `h` (double hashing of a remix: a
-    /// part's elements share their hashes' high bits).
-    fn probes(&self, h: u64) -> impl Iterator<Item = usize> {
-        let g = mix(h);
-        let m = self.bits.len() as u64 * 64;
-        let (a, b) = (g & 0xFFFF_FFFF, (g >> 32) | 1);
-        (0..PROBES).map(move |i| (a.wrapping_add(i.wrapping_mul(b)) % m) as usize)
-    }
     pub fn add(&mut self, h: u64) {
-        for b in self.probes(h).collect::<smallvec::SmallVec<[usize; 4]>>() {
+        for b in probes(h, self.bits.len()) {
             self.bits[b / 64] |= 1 << (b % 64);
         }
     }
     /// False only if the element hashed `h` was never added.
     pub fn may_contain(&self, h: u64) -> bool {
-        self.probes(h)
-            .all(|b| self.bits[b / 64] & (1 << (b % 64)) != 0)
+        probes(h, self.bits.len()).all(|b| self.bits[b / 64] & (1 << (b % 64)) != 0)
     }
     /// RAM the filter takes.
     pub fn ram(&self) -> usize {
         std::mem::size_of::<Filter>() + self.bits.len() * 8
     }
+}
+
+/// The bits of the element hashed `h` in a filter of `words` words (double
+/// hashing of a remix: a part's elements share their hashes' high bits).
+fn probes(h: u64, words: usize) -> impl Iterator<Item = usize> {
+    let g = mix(h);
+    let m = words as u64 * 64;
+    let (a, b) = (g & 0xFFFF_FFFF, (g >> 32) | 1);
+    (0..PROBES).map(move |i| (a.wrapping_add(i.wrapping_mul(b)) % m) as usize)
 }
 
 /// splitmix64's finalizer.
@@ -127,10 +127,9 @@ impl<V: Elem> Chunked<V> {
             && self.head.chains.steps_ram() + step < self.head.cold_room
     }
 
-    /// Adds `elem` (new: `blind_ok`) to cold part `i` as a step of its
-    /// chain.
-    pub(super) fn add_blind(&mut self, i: usize, elem: &[u8], v: V) {
-        let h = elem_hash(elem);
+    /// Adds `elem`, hashed `h` (new: `blind_ok`), to cold part `i` as a
+    /// step of its chain.
+    pub(super) fn add_blind(&mut self, i: usize, h: u64, elem: &[u8], v: V) {
         let p = &mut self.parts[i];
         let mut entry = Vec::with_capacity(elem.len() + 8 + v.packed());
         crate::types::put(&mut entry, elem);

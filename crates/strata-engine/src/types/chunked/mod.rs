@@ -248,10 +248,11 @@ impl<V: Elem> Chunked<V> {
     /// Sets `elem` to `v`; returns whether it is new. Splits the part if
     /// it grew past `CHUNK_MAX` (invariant 6).
     pub fn insert(&mut self, elem: &[u8], v: V) -> bool {
-        let i = self.part_of(elem_hash(elem));
-        if !self.parts[i].is_resident() && self.blind_ok(i, elem_hash(elem)) {
+        let h = elem_hash(elem);
+        let i = self.part_of(h);
+        if !self.parts[i].is_resident() && self.blind_ok(i, h) {
             // New, as its part's filter says (`blind`).
-            self.add_blind(i, elem, v);
+            self.add_blind(i, h, elem, v);
             return true;
         }
         let Some(m) = self.changing(i) else {

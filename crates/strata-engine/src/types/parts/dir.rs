@@ -366,13 +366,7 @@ enum Leave {
 /// chains under a RAM budget of `budget` bytes: a quarter of its size, and
 /// at most an eighth of the budget (the rest holds parts and keys). Each
 /// cold chain spares an image per change it holds: about a part's size
-/// written for ~150 bytes of RAM. None while `COLD_CHAINS` is off.
+/// written for ~150 bytes of RAM.
 pub fn cold_room(body: usize, budget: usize) -> usize {
-    if !COLD_CHAINS {
-        return 0;
-    }
     (body / 4).min(budget / 8)
 }
-
-/// Whether chained parts may leave RAM as cold chains.
-pub const COLD_CHAINS: bool = true;

@@ -26,8 +26,8 @@ mod dir;
 pub use chains::{PartChain, PartChains, PartName};
 pub use changes::Changes;
 pub(crate) use clock::{clock_walk, PartClock};
+pub use dir::cold_room;
 pub(crate) use dir::settle;
-pub use dir::{cold_room, COLD_CHAINS};
 pub use dir::{Dir, DirHead, PartInfo, ScanStep};
 
 pub use crate::base::MAX_DEPTH;
