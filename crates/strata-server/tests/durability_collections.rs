@@ -1,8 +1,8 @@
 //! kill -9 under load with collections: with `appendfsync always`, every
-//! acknowledged change of a hash (chunked once past 32 KiB), list, set or
-//! sorted set survives a crash (most of them logged as change records:
-//! types/changes.rs), by pushes, pops, sets, inserts, removals, trims,
-//! increments and pops,
+//! acknowledged change of a hash (chunked once past 32 KiB), list, set,
+//! sorted set or string survives a crash (most of them logged as change
+//! records: types/changes), by pushes, pops, sets, inserts, removals, trims,
+//! increments and pops, appends, range and bit writes,
 //! while the collections move to flash (a small RAM budget), the collector
 //! moves their records (small segments), and BGSAVE checkpoints them.
 //!
@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const WRITERS: usize = 3;
-const KEYS_PER_WRITER: usize = 24;
+const KEYS_PER_WRITER: usize = 25;
 
 /// A key's state as a model: the reply of its dump command.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,6 +30,9 @@ enum St {
     Set(BTreeSet<Vec<u8>>),
     /// member -> score text as ZRANGE WITHSCORES shows it
     ZSet(BTreeMap<Vec<u8>, String>),
+    /// A string changed in place (logged by its byte spans once past 512
+    /// bytes).
+    Str(Vec<u8>),
 }
 
 impl St {
@@ -38,13 +41,14 @@ impl St {
             b'l' => St::List(Vec::new()),
             b'h' => St::Hash(BTreeMap::new()),
             b's' => St::Set(BTreeSet::new()),
+            b't' => St::Str(Vec::new()),
             _ => St::ZSet(BTreeMap::new()),
         }
     }
 }
 
 fn key_name(w: usize, i: usize) -> String {
-    let p = ["l", "h", "s", "z"][i % 4];
+    let p = ["l", "h", "s", "z", "t"][i % 5];
     format!("{p}:{w}:{i}")
 }
 
@@ -143,6 +147,7 @@ fn op(rng: &mut StdRng, key: &str, st: &St, n: u64) -> (Vec<Vec<u8>>, St) {
                 vec![b("SREM"), b(key), m]
             }
         }
+        St::Str(v) => str_op(rng, key, v, n),
         St::ZSet(z) => {
             let m = format!("member-{:0>200}", rng.gen_range(0..80)).into_bytes();
             let order = |z: &BTreeMap<Vec<u8>, String>| {
@@ -185,6 +190,51 @@ fn op(rng: &mut StdRng, key: &str, st: &St, n: u64) -> (Vec<Vec<u8>>, St) {
     (cmd, next)
 }
 
+/// One random command changing string `v` in place (APPEND, SETRANGE,
+/// SETBIT), or now and then writing it whole (SET), applied to `v`.
+fn str_op(rng: &mut StdRng, key: &str, v: &mut Vec<u8>, n: u64) -> Vec<Vec<u8>> {
+    let b = |s: &str| s.as_bytes().to_vec();
+    if v.is_empty() || v.len() > 6000 || rng.gen_bool(0.04) {
+        *v = format!("{n:->700}").into_bytes();
+        return vec![b("SET"), b(key), v.clone()];
+    }
+    match rng.gen_range(0..3) {
+        0 => {
+            let tail = format!("<{n}>").into_bytes();
+            v.extend_from_slice(&tail);
+            vec![b("APPEND"), b(key), tail]
+        }
+        1 => {
+            let at = rng.gen_range(0..v.len() + 40);
+            let bytes = format!("[{n}]").into_bytes();
+            if v.len() < at + bytes.len() {
+                v.resize(at + bytes.len(), 0);
+            }
+            v[at..at + bytes.len()].copy_from_slice(&bytes);
+            vec![b("SETRANGE"), b(key), b(&at.to_string()), bytes]
+        }
+        _ => {
+            let bit = rng.gen_range(0..(v.len() + 40) * 8);
+            let on = rng.gen_bool(0.5);
+            if v.len() <= bit / 8 {
+                v.resize(bit / 8 + 1, 0);
+            }
+            let mask = 0x80u8 >> (bit % 8);
+            if on {
+                v[bit / 8] |= mask;
+            } else {
+                v[bit / 8] &= !mask;
+            }
+            vec![
+                b("SETBIT"),
+                b(key),
+                b(&bit.to_string()),
+                b(if on { "1" } else { "0" }),
+            ]
+        }
+    }
+}
+
 /// The state of `key` on the server.
 fn dump(con: &mut redis::Connection, key: &str) -> St {
     let flat = |v: Vec<Vec<u8>>| -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -205,6 +255,13 @@ fn dump(con: &mut redis::Connection, key: &str) -> St {
                 .collect(),
         ),
         St::Set(_) => St::Set(redis::cmd("SMEMBERS").arg(key).query(con).unwrap()),
+        St::Str(_) => St::Str(
+            redis::cmd("GET")
+                .arg(key)
+                .query::<Option<Vec<u8>>>(con)
+                .unwrap()
+                .unwrap_or_default(),
+        ),
         St::ZSet(_) => {
             let v: Vec<Vec<u8>> = redis::cmd("ZRANGE")
                 .arg(key)

@@ -340,10 +340,10 @@ mod tests {
     fn entry(key_len: usize, hot: bool, ttl: u64) -> Entry {
         Entry {
             slot: if hot {
-                Slot::Hot(Hot {
-                    value: Value::Str(bytes::Bytes::from_static(b"hello")),
-                    backing: None,
-                })
+                Slot::Hot(Hot::new(
+                    Value::Str(bytes::Bytes::from_static(b"hello")),
+                    None,
+                ))
             } else {
                 Slot::Cold(FlashLoc {
                     segment: 7,

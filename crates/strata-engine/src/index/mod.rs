@@ -16,8 +16,8 @@
 //! readers boxed.
 //!
 //! Entry layout (`Entry`, 80 bytes on x86-64):
-//! - `slot`: the value, either `Hot(Hot { value, backing })` (bytes in RAM,
-//!   `backing` = a still-valid flash copy, so demoting it again is free) or
+//! - `slot`: the value, either `Hot(Hot { value, flash })` (bytes in RAM,
+//!   `flash`: its backing, a still-valid flash copy, so demoting it again is free) or
 //!   `Cold(FlashLoc)` (segment id, offset, length: 12 bytes);
 //! - `expire_at_ms` (0 = none), `version` (sequence number of the last
 //!   write of the value), `lru_secs` (last access, for OBJECT IDLETIME and
@@ -46,6 +46,7 @@ pub mod access;
 mod bucket;
 mod cell;
 mod counters;
+mod hot;
 mod key;
 pub mod lock;
 mod map;
@@ -56,6 +57,7 @@ use crate::flash::format::ItemMeta;
 use crate::types::Collection;
 use bytes::Bytes;
 pub use cell::EntryRef;
+pub use hot::Hot;
 pub use counters::{DbCounters, ShardCounters};
 pub use key::CompactKey;
 pub use map::{prefetch_lines, KeyMap};
@@ -67,36 +69,6 @@ pub type Hasher = foldhash::fast::RandomState;
 /// checkpoint, so a restart finds each shard's keys in one section.
 pub type ShardHasher = foldhash::fast::FixedState;
 pub type DbMap = KeyMap;
-
-/// A value in RAM, inline in its entry (a cold entry is packed in its
-/// bucket's cell, so the 48 bytes cost only the boxed entries).
-#[derive(Clone, Debug)]
-pub struct Hot {
-    pub value: Value,
-    /// A flash record holding the same bytes, if any.
-    pub backing: Option<FlashLoc>,
-}
-
-impl Hot {
-    /// The chain of records of a collection that records its changes
-    /// (`types::changes`), if any.
-    pub fn chain(&self) -> Option<&crate::types::changes::Chain> {
-        match &self.value {
-            Value::Coll(c) => c.change_log().map(|l| &l.chain),
-            Value::Str(_) => None,
-        }
-    }
-    pub fn chain_mut(&mut self) -> Option<&mut crate::types::changes::Chain> {
-        match &mut self.value {
-            Value::Coll(c) => c.change_log_mut().map(|l| &mut l.chain),
-            Value::Str(_) => None,
-        }
-    }
-    /// The records of its chain (none for a value that does not record).
-    pub fn chain_locs(&self) -> Vec<FlashLoc> {
-        self.chain().map(|c| c.locs().collect()).unwrap_or_default()
-    }
-}
 
 /// The value of a hot entry: a string's bytes, or a collection's RAM
 /// structure (whose record is its packed encoding, `types`).
@@ -170,15 +142,12 @@ pub enum Slot {
 impl Slot {
     /// A hot string slot.
     pub fn hot(value: Bytes, backing: Option<FlashLoc>) -> Slot {
-        Slot::Hot(Hot {
-            value: Value::Str(value),
-            backing,
-        })
+        Slot::Hot(Hot::new(Value::Str(value), backing))
     }
 
     /// A hot slot holding `value`.
     pub fn hot_value(value: Value, backing: Option<FlashLoc>) -> Slot {
-        Slot::Hot(Hot { value, backing })
+        Slot::Hot(Hot::new(value, backing))
     }
 
     /// Every flash record this slot refers to, once per reference (a
@@ -188,7 +157,7 @@ impl Slot {
         match self {
             // A collection's chain of records is the entry's too
             // (`types::changes`): never its backing as well.
-            Slot::Hot(h) => h.backing.into_iter().chain(h.chain_locs()).collect(),
+            Slot::Hot(h) => h.backing().into_iter().chain(h.chain_locs()).collect(),
             Slot::Cold(loc) => vec![*loc],
             Slot::Chunked(c) => c.dir().map(|d| d.locs()).unwrap_or_default(),
         }
@@ -259,7 +228,7 @@ impl Entry {
     /// collection's head).
     pub fn flash_loc(&self) -> Option<FlashLoc> {
         match &self.slot {
-            Slot::Hot(h) => h.backing,
+            Slot::Hot(h) => h.backing(),
             Slot::Cold(loc) => Some(*loc),
             Slot::Chunked(c) => c.dir().and_then(|d| d.head_loc()),
         }

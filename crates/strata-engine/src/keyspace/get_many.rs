@@ -152,7 +152,7 @@ impl Engine {
                 match &e.slot {
                     Slot::Hot(h) => {
                         inc(&stats.ram_hits);
-                        if h.backing.is_some() {
+                        if h.backing().is_some() {
                             inc(&stats.ram_cool_hits);
                         }
                         values.push(h.value.as_str().cloned());

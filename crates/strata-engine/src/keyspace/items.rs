@@ -203,7 +203,7 @@ impl Engine {
             }
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
-                if h.backing.is_some() {
+                if h.backing().is_some() {
                     Stats::inc(&inner.stats.ram_cool_hits);
                 }
                 Read::Ready(Ok(h.value.as_str().cloned().map(item)))

@@ -360,7 +360,7 @@ impl Engine {
                 },
             value_len: e.value_len as u64,
             location: match &e.slot {
-                Slot::Hot(h) => match h.backing {
+                Slot::Hot(h) => match h.backing() {
                     None => Location::Ram,
                     Some(l) => Location::RamAndFlash(l),
                 },

@@ -55,14 +55,16 @@ impl Inner {
         idx: usize,
         how: KeyChange,
     ) {
-        use crate::index::{Hot, Slot, Value};
+        use crate::index::{Slot, Value};
         let stored = match (sh.dbs[db].boxed_at(idx), u32::try_from(idx)) {
             (Some(e), Ok(pos)) if self.journal.enabled && self.journal.takes_values() => {
                 match &e.slot {
-                    Slot::Hot(Hot {
-                        value: Value::Str(value),
-                        ..
-                    }) => Some((e, pos, value)),
+                    // (A string that records its changes is captured by
+                    // the journal: `types::changes`.)
+                    Slot::Hot(h) if !h.records_str() => match &h.value {
+                        Value::Str(value) => Some((e, pos, value)),
+                        Value::Coll(_) => None,
+                    },
                     _ => None,
                 }
             }

@@ -8,6 +8,7 @@ mod collections;
 mod durability;
 mod eviction;
 mod part_changes;
+mod string_changes;
 mod swapdb;
 mod torn_changes;
 

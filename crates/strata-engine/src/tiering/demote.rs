@@ -302,7 +302,7 @@ impl Pass {
         let Slot::Hot(h) = &e.slot else {
             return Some(Step::Next);
         };
-        if let Some(loc) = h.backing {
+        if let Some(loc) = h.backing() {
             // A clean copy is on flash: drop the RAM copy, no I/O (and
             // what else its chain held, if anything: `types::changes`).
             let old = e.replace_slot(&mut sh.acct, Slot::Cold(loc));
@@ -520,7 +520,7 @@ fn publish_one(inner: &Inner, sh: &mut crate::index::Shard, v: &Victim, key: &[u
         inner.log_again(sh, d, idx);
     }
     let e = sh.dbs[d].at_mut(idx);
-    if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none()) {
+    if matches!(&e.slot, Slot::Hot(h) if h.backing().is_none()) {
         // The records of its chain (`types::changes`) are replaced.
         for old in e.replace_slot(&mut sh.acct, Slot::Cold(loc)).locs() {
             inner.release_flash_quiet(old);

@@ -216,7 +216,7 @@ impl crate::Engine {
                     }
                     match &e.slot {
                         Slot::Hot(h) => {
-                            if let Some(loc) = h.backing {
+                            if let Some(loc) = h.backing() {
                                 let old = e.replace_slot(&mut sh.acct, Slot::Cold(loc));
                                 for l in old.locs().into_iter().filter(|&l| l != loc) {
                                     self.inner.release_flash_quiet(l);

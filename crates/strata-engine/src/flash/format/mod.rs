@@ -41,8 +41,9 @@ use crate::base::ValueType;
 /// 12 atomic batches: [`BATCH_MEMBER`] and kind 11, version 13 kinds 8 and
 /// 9 of streams, version 14 kinds 8 and 9 of strings, version 15 a
 /// stream's pending lists in chunks of their own, version 16 kind 12,
-/// version 17 kind 13, version 18 kind 12 of streams: op 16).
-pub const FORMAT_VERSION: u32 = 18;
+/// version 17 kind 13, version 18 kind 12 of streams: op 16, version 19
+/// kind 12 of strings).
+pub const FORMAT_VERSION: u32 = 19;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;

@@ -11,9 +11,11 @@ use crate::base::ValueType;
 use crate::clock::{now_ms, now_secs};
 use crate::index::access;
 use crate::index::{Entry, Slot, F_REFERENCED};
+use crate::log::journal::RECORD_FROM;
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_and_promote, FetchTarget, Read};
 use crate::types::bigstr::{Piece, STR_CHUNKED_AT};
+use crate::types::changes::{Chain, ChangeLog, Recorder};
 use crate::types::ChunkedStr;
 use crate::types::Collection;
 use crate::{Engine, EngineError, Inner};
@@ -132,7 +134,7 @@ impl Engine {
         };
         Stats::inc(&inner.stats.keyspace_hits);
         Stats::inc(&inner.stats.ram_hits);
-        if h.backing.is_some() {
+        if h.backing().is_some() {
             Stats::inc(&inner.stats.ram_cool_hits);
         }
         f(Some(value));
@@ -179,7 +181,7 @@ impl Engine {
         Some(match &e.slot {
             Slot::Hot(h) => {
                 Stats::inc(&inner.stats.ram_hits);
-                if h.backing.is_some() {
+                if h.backing().is_some() {
                     Stats::inc(&inner.stats.ram_cool_hits);
                 }
                 Read::Ready(Ok(h.value.as_str().cloned()))
@@ -310,18 +312,42 @@ impl Inner {
         expire_at_ms: u64,
         client_flags: u32,
     ) -> Option<usize> {
+        self.store_logged(sh, db, key, idx, value, expire_at_ms, client_flags, None)
+    }
+
+    /// As `store_value`; a hot string given `rec` records its changes
+    /// with it (`store_in_place`), and its note asks the journal to look
+    /// (`note_stored`).
+    #[allow(clippy::too_many_arguments)]
+    fn store_logged(
+        &self,
+        sh: &mut crate::index::Shard,
+        db: usize,
+        key: &[u8],
+        idx: Option<usize>,
+        value: crate::index::Value,
+        expire_at_ms: u64,
+        client_flags: u32,
+        rec: Option<Recorder>,
+    ) -> Option<usize> {
         if expire_at_ms != 0 && expire_at_ms <= now_ms() {
             // Already expired (SET ... EXAT in the past): the key is gone,
             // as in Redis, rather than stored dead until the sweep.
             if let Some(i) = idx {
                 self.remove_index(sh, db, i, false);
             }
+            self.release_log(rec.and_then(|mut r| r.stop()));
             return None;
         }
         let version = self.next_seq();
         let value_len = value.len() as u32;
         let vtype = value.vtype() as u8;
         let mut slot = self.new_slot(value);
+        match (rec, &mut slot) {
+            (Some(rec), Slot::Hot(h)) if h.value.as_str().is_some() => h.start_str_log(rec),
+            (Some(mut rec), _) => self.release_log(rec.stop()),
+            (None, _) => {}
+        }
         if let Slot::Chunked(c) = &mut slot {
             if let Collection::Str(s) = &mut **c {
                 // Its head carries the memcached flags.
@@ -405,5 +431,94 @@ impl Inner {
             return None;
         }
         Some(f(sh, &sh.dbs[db].at(idx)))
+    }
+}
+
+/// The change log of a string at `idx` that records, or can start to
+/// (`types::changes`), taken before its slot is replaced by the string's
+/// next bytes (which would release the chain's records). The slot's
+/// backing, a record of its current bytes, joins the chain (as
+/// `KeysView::finish` does for a collection): the chain's image, or a
+/// record it replaces. A string of at least `RECORD_FROM` bytes with a
+/// backing and no chain starts one there (its first change in place is
+/// then a change record too).
+fn take_log(sh: &mut crate::index::Shard, db: usize, idx: Option<usize>) -> Option<Box<ChangeLog>> {
+    let e = sh.dbs[db].at_mut(idx?);
+    let version = e.version;
+    let Slot::Hot(h) = &mut e.slot else {
+        return None;
+    };
+    if let Some(mut log) = h.take_str_log() {
+        if let Some(old) = h.take_backing() {
+            let chain = &mut log.chain;
+            if chain.image.is_none() && chain.confirmed {
+                chain.image = Some(old);
+            } else {
+                chain.superseded.push(old);
+            }
+        }
+        return Some(log);
+    }
+    // A record of its bytes as they are: the image to start from.
+    let bytes = h.value.as_str().filter(|b| b.len() >= RECORD_FROM)?.clone();
+    h.backing()?;
+    let chain = Chain {
+        last_seq: version,
+        confirmed: true,
+        image: h.take_backing(),
+        ..Chain::default()
+    };
+    let mut rec = Recorder::default();
+    rec.start_spans(chain, bytes);
+    rec.stop()
+}
+
+impl Inner {
+    /// Stores `bytes` as the string at `idx` (if any) changed in place
+    /// (APPEND, SETRANGE, SETBIT ...), as `store` does: with the journal
+    /// on, a string of at least `RECORD_FROM` bytes (and one record)
+    /// records its changes, keeping the chain of records the old one had
+    /// (`take_log`; else the journal starts one at its next image). The
+    /// old chain's records are released otherwise.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store_in_place(
+        &self,
+        sh: &mut crate::index::Shard,
+        db: usize,
+        key: &[u8],
+        idx: Option<usize>,
+        bytes: &[u8],
+        expire_at_ms: u64,
+        client_flags: u32,
+    ) -> Option<usize> {
+        let log = take_log(sh, db, idx);
+        let records =
+            self.journal.enabled && bytes.len() >= RECORD_FROM && bytes.len() <= STR_CHUNKED_AT;
+        if !records {
+            self.release_log(log);
+            return self.store(sh, db, key, idx, bytes, expire_at_ms, client_flags);
+        }
+        let mut rec = Recorder::default();
+        if let Some(log) = log {
+            rec.resume(log);
+        }
+        let value = crate::index::Value::Str(Bytes::copy_from_slice(bytes));
+        self.store_logged(
+            sh,
+            db,
+            key,
+            idx,
+            value,
+            expire_at_ms,
+            client_flags,
+            Some(rec),
+        )
+    }
+
+    /// Releases the records of a chain no value takes on.
+    fn release_log(&self, log: Option<Box<ChangeLog>>) {
+        for loc in log.iter().flat_map(|l| l.chain.locs()) {
+            self.release_flash(loc);
+        }
     }
 }

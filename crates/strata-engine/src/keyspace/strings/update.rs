@@ -230,11 +230,9 @@ impl Inner {
                         }))
                     }
                     Slot::Hot(h) => f(Some(Current {
-                        value: match &h.value {
-                            crate::index::Value::Str(b) => b,
-                            crate::index::Value::Coll(_) => {
-                                return Err(Retry::Fail(EngineError::WrongType))
-                            }
+                        value: match h.value.as_str() {
+                            Some(b) => b,
+                            None => return Err(Retry::Fail(EngineError::WrongType)),
                         },
                         expire_at_ms,
                         client_flags,
@@ -305,7 +303,13 @@ impl Inner {
                     .map(|i| (sh.dbs[db].at(i).expire_at_ms, sh.dbs[db].at(i).client_flags))
                     .unwrap_or((0, 0));
                 let at = resolve_expire(expire, old);
-                if let Some(i) = self.store(sh, db, key, idx, &value, at, flags) {
+                let stored = if let MutationKind::Raw = mutation_kind {
+                    // A string changed in place records its changes.
+                    self.store_in_place(sh, db, key, idx, &value, at, flags)
+                } else {
+                    self.store(sh, db, key, idx, &value, at, flags)
+                };
+                if let Some(i) = stored {
                     sh.dbs[db].at_mut(i).vtype |= mark;
                 }
             }

@@ -300,7 +300,12 @@ impl<'a> KeysView<'a> {
         let (expire, flags) = idx
             .map(|i| (sh.dbs[db].at(i).expire_at_ms, sh.dbs[db].at(i).client_flags))
             .unwrap_or((0, 0));
-        if let Some(i) = inner.store_value(sh, db, key, idx, value, expire, flags) {
+        // A string changed in place records its changes.
+        let stored = match value {
+            Value::Str(b) if raw => inner.store_in_place(sh, db, key, idx, &b, expire, flags),
+            v => inner.store_value(sh, db, key, idx, v, expire, flags),
+        };
+        if let Some(i) = stored {
             if raw {
                 sh.dbs[db].at_mut(i).vtype |= crate::index::VT_STR_RAW;
             }
@@ -461,7 +466,7 @@ impl<'a> KeysView<'a> {
                     if let Value::Coll(c) = &mut h.value {
                         c.update_encoding(&limits);
                     }
-                    released = h.backing.take();
+                    released = h.take_backing();
                     // A value that records its changes keeps its image as
                     // the base of its chain (`types::changes`).
                     // (An image captured but not yet published starts a

@@ -84,7 +84,7 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
             for (db, map) in sh.dbs.iter().enumerate() {
                 for (k, e) in map.iter() {
                     if let Slot::Hot(h) = &e.slot {
-                        if h.backing.is_none() && e.flags & F_STASHING == 0 {
+                        if h.backing().is_none() && e.flags & F_STASHING == 0 {
                             pending.push(Pending {
                                 db: inner.keys.dbmap.id(db),
                                 key: Box::from(k),
@@ -118,8 +118,8 @@ pub(crate) fn save_unbacked(inner: &Inner) -> Result<u64, AppendError> {
                 continue;
             }
             if let Slot::Hot(h) = &mut e.slot {
-                if h.backing.is_none() {
-                    h.backing = Some(loc);
+                if h.backing().is_none() {
+                    h.set_backing(Some(loc));
                     inner.retain_flash(loc);
                     saved += 1;
                 }
@@ -319,7 +319,7 @@ fn copy_shard(inner: &Inner, s: &ShardLock, now: u64, buf: &mut Vec<u8>) -> u64 
                 for i in (next..end).rev() {
                     if let Some((k, e)) = map.get_index(i) {
                         n += copy_entry(inner, &sh, db, k, &e, now, buf) as u64;
-                        if matches!(&e.slot, Slot::Hot(h) if h.backing.is_none() && h.chain().is_some())
+                        if matches!(&e.slot, Slot::Hot(h) if h.backing().is_none() && h.chain().is_some())
                         {
                             chained.push(i);
                         }

@@ -452,12 +452,14 @@ fn relocate(inner: &Inner, writer: &mut SegmentWriter, live: Vec<Live>) -> bool 
         }
         // Only the record moved: the value (hot or cold) and the counters
         // stay as they are.
-        let in_chain = !matches!(&e.slot, Slot::Hot(h) if h.backing == Some(l.old))
+        let in_chain = !matches!(&e.slot, Slot::Hot(h) if h.backing() == Some(l.old))
             && move_in_chain(e, l.old, new);
         match &mut e.slot {
             _ if in_chain => {}
             Slot::Cold(loc) if *loc == l.old => *loc = new,
-            Slot::Hot(h) if h.backing == Some(l.old) => h.backing = Some(new),
+            Slot::Hot(h) if h.backing() == Some(l.old) => {
+                h.set_backing(Some(new));
+            }
             _ if change => {
                 // The chain let go of it meanwhile.
                 sh.dbs[d].pack(idx);

@@ -377,15 +377,13 @@ fn capture(inner: &Inner, db: u16, key: &CompactKey, now: u64) -> Option<Capture
         }
         Some(e) => match &e.slot {
             Slot::Chunked(_) => return None,
-            Slot::Hot(h) => State::Hot {
-                // A string's copy, not a second reference (`copies`).
-                value: match &h.value {
-                    crate::index::Value::Str(b) => super::copies::for_note(b),
-                    v => v.to_bytes(),
-                },
-                version: e.version,
-                expire_at_ms: e.expire_at_ms,
-            },
+            Slot::Hot(_) => {
+                let (version, expire_at_ms) = (e.version, e.expire_at_ms);
+                let Slot::Hot(h) = &mut guard.dbs[d].at_mut(pos).slot else {
+                    return None;
+                };
+                super::collection::capture_str(h, version, expire_at_ms)
+            }
             Slot::Cold(loc) => State::Cold {
                 loc: *loc,
                 version: e.version,

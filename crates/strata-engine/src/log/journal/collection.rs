@@ -1,13 +1,17 @@
-//! A hot collection's record as the journal writes it: its change record
-//! (kind 12: the ops recorded since the chain's last record, or a stream's
-//! byte spans against it) or its image, and the chain it starts
-//! (`types::changes`).
+//! A hot value's record as the journal writes it, for a value that
+//! records its changes (`types::changes`): a collection held as one packed
+//! record, or a string changed in place. Its change record (kind 12: the
+//! ops recorded since the chain's last record, or its byte spans against
+//! that record) or its image, and the chain it starts.
 
 use super::batch::State;
 use crate::base::FlashLoc;
+use crate::base::ValueType;
 use crate::flash::format::{self, RECORD_HEADER_LEN};
-use crate::types::changes::Chain;
+use crate::index::{Hot, Value};
+use crate::types::changes::{Chain, ChangeLog, Op};
 use crate::types::Collection;
+use bytes::Bytes;
 
 /// Most change records after an image: past them, the next record is an
 /// image (recovery applies at most this many to one value).
@@ -15,7 +19,7 @@ const MAX_CHANGES: usize = 32;
 /// A value records its changes only from this packed size on: below it an
 /// image costs little more than a change record, and the log's ~130 bytes
 /// of RAM per value would cost more than it saves.
-pub(super) const RECORD_FROM: usize = 512;
+pub(crate) const RECORD_FROM: usize = 512;
 
 /// A hot collection's state to log: what changed since its chain's last
 /// record, while that is confirmed, the value's ops were all recorded and
@@ -34,10 +38,7 @@ pub(super) fn capture(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
         (spans_mode && c.change_log().is_some_and(|l| l.base.is_some())).then(|| c.to_bytes());
     if let Some(log) = c.change_log_mut() {
         let ch = &log.chain;
-        let open = ch.confirmed
-            && !ch.want_image
-            && ch.last_seq < version
-            && ch.changes.len() < MAX_CHANGES;
+        let open = takes_change(ch, version);
         let spans = match (&log.base, &encoded) {
             (Some(base), Some(new)) if open => format::part_change::diff(base, new),
             _ => None,
@@ -53,28 +54,12 @@ pub(super) fn capture(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
         if fits {
             let ops = match spans {
                 Some(sp) => {
-                    let mut ops = Vec::with_capacity(sp.len() + 5);
-                    crate::types::changes::Op::Spans(&sp).encode(&mut ops);
                     log.base = encoded;
-                    ops
+                    spans_op(&sp)
                 }
                 None => log.take_ops(),
             };
-            let base = log.chain.last_seq;
-            log.chain.last_seq = version;
-            log.chain.confirmed = false;
-            let value = format::change::Change {
-                base,
-                vtype,
-                bits,
-                ops: &ops,
-            }
-            .encode();
-            return State::Change {
-                value,
-                version,
-                expire_at_ms,
-            };
+            return change(log, vtype, bits, &ops, version, expire_at_ms);
         }
     }
     let value = encoded.unwrap_or_else(|| c.to_bytes());
@@ -99,4 +84,93 @@ pub(super) fn capture(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
         version,
         expire_at_ms,
     }
+}
+
+/// Whether `ch` may take a change record of the state at `version`: its
+/// last record is confirmed, no checkpoint wants an image, and it is not
+/// at `MAX_CHANGES` yet.
+fn takes_change(ch: &Chain, version: u64) -> bool {
+    ch.confirmed && !ch.want_image && ch.last_seq < version && ch.changes.len() < MAX_CHANGES
+}
+
+/// The ops of a change of `spans`.
+fn spans_op(spans: &[u8]) -> Vec<u8> {
+    let mut ops = Vec::with_capacity(spans.len() + 5);
+    Op::Spans(spans).encode(&mut ops);
+    ops
+}
+
+/// The change record of `ops`, which `log`'s chain takes as its last.
+fn change(
+    log: &mut ChangeLog,
+    vtype: ValueType,
+    bits: u8,
+    ops: &[u8],
+    version: u64,
+    expire_at_ms: u64,
+) -> State {
+    let base = log.chain.last_seq;
+    log.chain.last_seq = version;
+    log.chain.confirmed = false;
+    let value = format::change::Change {
+        base,
+        vtype,
+        bits,
+        ops,
+    }
+    .encode();
+    State::Change {
+        value,
+        version,
+        expire_at_ms,
+    }
+}
+
+/// A hot string's state to log. A string changed in place of at least
+/// `RECORD_FROM` bytes (`Inner::store_in_place`) is logged by its byte
+/// spans against its chain's last record, as `capture` logs a stream, or
+/// by an image, from which it records anew. Any other string is its image
+/// (a copy, `copies`), recording nothing: a SET rewrites the whole value
+/// anyway.
+pub(super) fn capture_str(h: &mut Hot, version: u64, expire_at_ms: u64) -> State {
+    let image = |value: Bytes| State::Hot {
+        value,
+        version,
+        expire_at_ms,
+    };
+    let Some((bytes, rec)) = h.str_recorder_mut() else {
+        return image(match &h.value {
+            Value::Str(b) => super::copies::for_note(b),
+            v => v.to_bytes(),
+        });
+    };
+    if let Some(log) = rec.log_mut() {
+        if takes_change(&log.chain, version) {
+            let spans = log
+                .base
+                .as_ref()
+                .and_then(|b| format::part_change::diff(b, bytes));
+            let fits = spans.as_ref().is_some_and(|sp| {
+                sp.len() + 5 + log.chain.bytes as usize + RECORD_HEADER_LEN < bytes.len()
+            });
+            if let (true, Some(sp)) = (fits, spans) {
+                log.base = Some(bytes.clone());
+                let ops = spans_op(&sp);
+                return change(log, ValueType::String, 0, &ops, version, expire_at_ms);
+            }
+        }
+    }
+    // An image: the chain it replaces stays live until it is published
+    // (`types::changes`).
+    let superseded: Vec<FlashLoc> = rec
+        .stop()
+        .map(|l| l.chain.locs().collect())
+        .unwrap_or_default();
+    let chain = Chain {
+        last_seq: version,
+        superseded,
+        ..Chain::default()
+    };
+    rec.start_spans(chain, bytes.clone());
+    image(bytes.clone())
 }

@@ -62,6 +62,7 @@ mod publish;
 mod thread;
 
 use crate::index::CompactKey;
+pub(crate) use collection::RECORD_FROM;
 use groups::Groups;
 use parking_lot::{Condvar, Mutex};
 use std::cell::RefCell;

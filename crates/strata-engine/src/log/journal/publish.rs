@@ -92,7 +92,7 @@ fn publish(inner: &Inner, sh: &mut crate::index::Shard, c: &Captured, loc: Flash
     let old = match &mut e.slot {
         // The hot value's bytes are unchanged (same version): only its
         // flash copy moves, so the shard's byte counters stay as they are.
-        Slot::Hot(h) => h.backing.replace(loc),
+        Slot::Hot(h) => h.set_backing(Some(loc)),
         Slot::Cold(cur) => {
             let old = Some(*cur);
             e.replace_slot(&mut sh.acct, Slot::Cold(loc));

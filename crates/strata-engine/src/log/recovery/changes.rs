@@ -10,7 +10,7 @@ use super::RecoveryReport;
 use crate::base::{FlashLoc, ValueType};
 use crate::flash::format;
 use crate::index::{Hot, Slot, Value};
-use crate::types::changes::Chain;
+use crate::types::changes::{Chain, Recorder};
 use crate::types::Collection;
 use crate::Inner;
 
@@ -107,32 +107,23 @@ fn resolve(inner: &Inner, now: u64, d: usize, key: &[u8], recs: &[ChangeRec]) ->
         tracing::error!("recovery: the record a chain of changes starts from is unreadable");
         return false;
     };
-    let Ok(mut value) = Collection::decode(vtype, &image) else {
-        return false;
-    };
-    for r in &chain {
-        if value.apply_change(r.bits, &r.ops).is_err() {
-            tracing::error!("recovery: a change record does not apply to its base; the key keeps its older state");
-            return false;
-        }
-    }
-    if value.recorder().is_none() {
-        return false;
-    }
     // Without the journal nothing records (the value is saved whole by the
     // next checkpoint; its chain's records are garbage).
     let chain_on = inner.journal.enabled;
-    if chain_on {
-        let ch = Chain {
-            last_seq: last.seq,
-            confirmed: true,
-            image: Some(loc),
-            changes: chain.iter().map(|r| r.loc).collect(),
-            bytes: chain.iter().map(|r| r.loc.len as u64).sum(),
-            ..Chain::default()
-        };
-        value.start_recording(ch, Collection::to_bytes);
-    }
+    let ch = Chain {
+        last_seq: last.seq,
+        confirmed: true,
+        image: Some(loc),
+        changes: chain.iter().map(|r| r.loc).collect(),
+        bytes: chain.iter().map(|r| r.loc.len as u64).sum(),
+        ..Chain::default()
+    };
+    let Some(value) = applied(vtype, &image, &chain, chain_on.then_some(ch)) else {
+        tracing::error!(
+            "recovery: a change record does not apply to its base; the key keeps its older state"
+        );
+        return false;
+    };
     let mut sh = inner.shard(key).lock();
     let sh = &mut *sh;
     let Some(i) = sh.dbs[d].get_index_of(key) else {
@@ -142,20 +133,46 @@ fn resolve(inner: &Inner, now: u64, d: usize, key: &[u8], recs: &[ChangeRec]) ->
     if e.version != seq {
         return true;
     }
-    let value_len = value.encoded_len() as u32;
-    let aux = crate::types::aux(value.len(), value.encoding_is_big());
-    let value = Value::Coll(Box::new(value));
+    let value_len = value.value.len() as u32;
+    if let Value::Coll(c) = &value.value {
+        e.client_flags = crate::types::aux(c.len(), c.encoding_is_big());
+    }
     sh.acct.remove(&e.slot, e.value_len, e.vtype);
     sh.acct.ttl_remove(d, e.expire_at_ms);
-    e.slot = Slot::Hot(Hot {
-        value,
-        backing: None,
-    });
+    e.slot = Slot::Hot(value);
     e.value_len = value_len;
     e.version = last.seq;
     e.expire_at_ms = last.expire_at_ms;
-    e.client_flags = aux;
     sh.acct.add(&e.slot, value_len, e.vtype);
     sh.acct.ttl_add(d, last.expire_at_ms);
     true
+}
+
+/// The value `image` (a record of type `vtype`) holds once `chain`'s
+/// changes are applied to it, recording from `ch` (with the journal on);
+/// None if a change does not apply.
+fn applied(vtype: ValueType, image: &[u8], chain: &[&ChangeRec], ch: Option<Chain>) -> Option<Hot> {
+    if vtype == ValueType::String {
+        let mut bytes = image.to_vec();
+        for r in chain {
+            bytes = crate::types::changes::apply_str_change(&bytes, &r.ops).ok()?;
+        }
+        let bytes = bytes::Bytes::from(bytes);
+        let mut hot = Hot::new(Value::Str(bytes.clone()), None);
+        if let Some(ch) = ch {
+            let mut rec = Recorder::default();
+            rec.start_spans(ch, bytes);
+            hot.start_str_log(rec);
+        }
+        return Some(hot);
+    }
+    let mut value = Collection::decode(vtype, image).ok()?;
+    for r in chain {
+        value.apply_change(r.bits, &r.ops).ok()?;
+    }
+    value.recorder()?;
+    if let Some(ch) = ch {
+        value.start_recording(ch, Collection::to_bytes);
+    }
+    Some(Hot::new(Value::Coll(Box::new(value)), None))
 }

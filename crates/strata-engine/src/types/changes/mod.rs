@@ -13,7 +13,9 @@
 //! A stream records no ops: its log keeps the bytes of its last record
 //! (`ChangeLog::base`), and its change is one `Op::Spans`, the byte spans
 //! between those bytes and its encoding now (`flash::format::part_change`
-//! spans), found when the journal captures it.
+//! spans), found when the journal captures it. A string changed in place
+//! (APPEND, SETRANGE, SETBIT ...) records the same way, its recorder
+//! beside its backing (`index::Hot::start_str_log`).
 //!
 //! Invariants:
 //! 1. While a log records, every change of the collection's elements since
@@ -41,6 +43,19 @@ impl Clone for Recorder {
     fn clone(&self) -> Recorder {
         Recorder(None)
     }
+}
+
+/// Applies a string's change record (a spans op) to its bytes (invariant
+/// 3): malformed if it holds another op or does not fit.
+pub fn apply_str_change(old: &[u8], ops: &[u8]) -> Result<Vec<u8>, Malformed> {
+    let mut now = old.to_vec();
+    for op in Ops::new(ops) {
+        let Op::Spans(spans) = op? else {
+            return Err(Malformed);
+        };
+        now = crate::flash::format::part_change::apply(&now, spans).ok_or(Malformed)?;
+    }
+    Ok(now)
 }
 
 /// The ops since the chain's last record, and the chain.
@@ -106,6 +121,19 @@ impl Recorder {
             overflow: false,
             chain,
         }));
+    }
+    /// Starts recording with `chain`, whose last record holds `base` (a
+    /// value logged by its byte spans: a string).
+    pub fn start_spans(&mut self, chain: Chain, base: bytes::Bytes) {
+        self.start(chain);
+        if let Some(l) = self.log_mut() {
+            l.base = Some(base);
+        }
+    }
+    /// Records on with `log` (taken by `stop` from the value this one
+    /// replaces in place).
+    pub fn resume(&mut self, log: Box<ChangeLog>) {
+        self.0 = Some(log);
     }
     /// Stops recording; returns the log.
     pub fn stop(&mut self) -> Option<Box<ChangeLog>> {
