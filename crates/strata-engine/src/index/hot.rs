@@ -96,6 +96,9 @@ impl Hot {
     }
     /// Takes the string's log out (it records no more).
     pub fn take_str_log(&mut self) -> Option<Box<ChangeLog>> {
+        if !self.records_str() {
+            return None;
+        }
         let OnFlash::Logged(s) = std::mem::take(&mut self.flash) else {
             return None;
         };

@@ -121,6 +121,17 @@ fn strings_changed_in_place_are_logged_by_their_changes_and_recovered() {
                 "{name}: no string went to flash"
             );
             check(&e, &model, &format!("{name}: before the crash"));
+            // Every record a string's chain or backing let go of was
+            // released, and none still held was.
+            let mut bad = e.audit_live_bytes();
+            for _ in 0..50 {
+                if bad.is_empty() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                bad = e.audit_live_bytes();
+            }
+            assert!(bad.is_empty(), "{name}: live bytes: {bad:?}");
             // (Dropped without a shutdown: the log is as a crash left it.)
         }
         let e = Engine::open(config(dir.path())).unwrap();

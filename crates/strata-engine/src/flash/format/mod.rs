@@ -42,8 +42,8 @@ use crate::base::ValueType;
 /// 9 of streams, version 14 kinds 8 and 9 of strings, version 15 a
 /// stream's pending lists in chunks of their own, version 16 kind 12,
 /// version 17 kind 13, version 18 kind 12 of streams: op 16, version 19
-/// kind 12 of strings).
-pub const FORMAT_VERSION: u32 = 19;
+/// kind 12 of strings, version 20 a stream head's PEL parts as runs).
+pub const FORMAT_VERSION: u32 = 20;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;

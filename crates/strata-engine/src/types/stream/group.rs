@@ -14,6 +14,12 @@ use crate::base::FlashLoc;
 use crate::types::Malformed;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// In a chunked stream's head, the count that stands for "the PEL is in
+/// parts, named as runs of numbers" (format version 20; docs/format.md).
+const PEL_RUNS: u32 = u32::MAX - 1;
+/// As `PEL_RUNS`, the part numbers one by one (versions 15 to 19).
+const PEL_NUMBERS: u32 = u32::MAX;
+
 /// `entries_read` when the group's read counter is unknown.
 pub const ENTRIES_READ_UNKNOWN: i64 = -1;
 
@@ -283,7 +289,7 @@ impl Group {
             index.insert(&cname[..], i as u32);
         }
         if let (true, Some(p)) = (head, self.parts.as_deref()) {
-            out.extend_from_slice(&u32::MAX.to_le_bytes());
+            out.extend_from_slice(&PEL_RUNS.to_le_bytes());
             p.encode_named(out);
             return;
         }
@@ -315,10 +321,10 @@ impl Group {
             names.push(Box::<[u8]>::from(cname));
         }
         let np = r.u32()?;
-        if np == u32::MAX {
+        if np == PEL_RUNS || np == PEL_NUMBERS {
             // A chunked stream's head: the PEL is in parts, read by
             // recovery (`install_pel_part`).
-            g.parts = Some(Box::new(PelParts::decode_named(r)?));
+            g.parts = Some(Box::new(PelParts::decode_named(r, np == PEL_RUNS)?));
             return Ok((name, g));
         }
         for _ in 0..np {

@@ -53,6 +53,10 @@ pub(super) struct PelPart {
     pub seq: u64,
 }
 
+/// Most PEL parts a head may name (2^26 parts of at most 128 entries:
+/// 8.6 billion pending entries); more is a malformed head.
+const NAMED_MAX: u64 = 1 << 26;
+
 #[derive(Clone, Debug, Default)]
 pub(super) struct PelParts {
     pub ordinal: u32,
@@ -264,27 +268,60 @@ impl PelParts {
         }
     }
 
-    /// The numbers in force (a chunked stream's head names them).
+    /// The numbers in force (a chunked stream's head names them), as runs
+    /// of consecutive numbers (format version 20: a PEL's parts are
+    /// mostly numbered in a row, so a head of thousands of parts names
+    /// them in a few bytes, not 8 each).
     pub fn encode_named(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.ordinal.to_le_bytes());
         out.extend_from_slice(&self.next.to_le_bytes());
-        out.extend_from_slice(&(self.parts.len() as u32).to_le_bytes());
-        for p in &self.parts {
-            out.extend_from_slice(&p.num.to_le_bytes());
+        let mut nums: Vec<u64> = self.parts.iter().map(|p| p.num).collect();
+        nums.sort_unstable();
+        let runs: Vec<(u64, u32)> = nums
+            .chunk_by(|a, b| *a + 1 == *b)
+            .flat_map(|run| {
+                // (A run longer than u32 is cut.)
+                run.chunks(u32::MAX as usize)
+                    .map(|c| (c[0], c.len() as u32))
+            })
+            .collect();
+        out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+        for (first, len) in runs {
+            out.extend_from_slice(&first.to_le_bytes());
+            out.extend_from_slice(&len.to_le_bytes());
         }
     }
 
-    /// What `encode_named` wrote: the parts to be read by recovery.
-    pub fn decode_named(r: &mut Reader<'_>) -> Result<PelParts, Malformed> {
+    /// What `encode_named` wrote (`runs`), or a head of versions 15 to 19
+    /// wrote (one u64 per number): the parts to be read by recovery.
+    pub fn decode_named(r: &mut Reader<'_>, runs: bool) -> Result<PelParts, Malformed> {
         let mut p = PelParts::new(r.u32()?);
         p.next = r.u64()?;
         let n = r.u32()? as usize;
+        if !runs {
+            let mut seen = std::collections::HashSet::with_capacity(n.min(1 << 16));
+            for _ in 0..n {
+                let num = r.u64()?;
+                if num >= p.next || !seen.insert(num) {
+                    return Err(Malformed);
+                }
+                p.named.push(num);
+            }
+            return Ok(p);
+        }
+        let mut from = 0u64;
         for _ in 0..n {
-            let num = r.u64()?;
-            if num >= p.next || p.named.contains(&num) {
+            let first = r.u64()?;
+            let len = r.u32()? as u64;
+            // In order, not overlapping, below `next`, and no more numbers
+            // than the record could have named parts (each part's record
+            // is at least a header).
+            let end = first.checked_add(len).ok_or(Malformed)?;
+            if len == 0 || first < from || end > p.next || p.named.len() as u64 + len > NAMED_MAX {
                 return Err(Malformed);
             }
-            p.named.push(num);
+            p.named.extend(first..end);
+            from = end;
         }
         Ok(p)
     }

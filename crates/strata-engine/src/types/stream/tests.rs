@@ -506,3 +506,65 @@ fn pending_lists_in_parts_rebuild_from_their_records() {
     // holds at most `PEL_PART_MAX` NACKs.
     assert!(most_written < 3 * 50 * pel::PEL_PART_MAX, "{most_written}");
 }
+
+#[test]
+fn a_head_names_pel_parts_by_runs_and_reads_the_old_numbers() {
+    use super::pel::PelParts;
+    let mut p = PelParts::new(3);
+    p.next = 12;
+    for num in [6, 0, 1, 2, 9, 5] {
+        p.parts.push(super::pel::PelPart {
+            lo: StreamId::MIN,
+            num,
+            count: 1,
+            dirty: false,
+            ver: 0,
+            loc: None,
+            seq: 0,
+        });
+    }
+    let mut out = Vec::new();
+    p.encode_named(&mut out);
+    // ordinal, next, 3 runs (0..3, 5..7, 9) of 12 bytes each.
+    assert_eq!(out.len(), 4 + 8 + 4 + 3 * 12);
+    let got = PelParts::decode_named(&mut Reader { b: &out }, true).unwrap();
+    assert_eq!((got.ordinal, got.next), (3, 12));
+    assert_eq!(got.named, vec![0, 1, 2, 5, 6, 9]);
+    // Versions 15 to 19: one number after another.
+    let mut old = Vec::new();
+    old.extend_from_slice(&3u32.to_le_bytes());
+    old.extend_from_slice(&12u64.to_le_bytes());
+    old.extend_from_slice(&2u32.to_le_bytes());
+    old.extend_from_slice(&7u64.to_le_bytes());
+    old.extend_from_slice(&4u64.to_le_bytes());
+    let got = PelParts::decode_named(&mut Reader { b: &old }, false).unwrap();
+    assert_eq!(got.named, vec![7, 4]);
+    // Malformed: a run past `next`, overlapping runs, an empty run, a
+    // number named twice.
+    let runs = |rs: &[(u64, u32)]| {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&10u64.to_le_bytes());
+        b.extend_from_slice(&(rs.len() as u32).to_le_bytes());
+        for (f, l) in rs {
+            b.extend_from_slice(&f.to_le_bytes());
+            b.extend_from_slice(&l.to_le_bytes());
+        }
+        b
+    };
+    for bad in [
+        vec![(8, 3)],
+        vec![(0, 3), (2, 1)],
+        vec![(1, 0)],
+        vec![(u64::MAX, 2)],
+    ] {
+        let b = runs(&bad);
+        assert!(
+            PelParts::decode_named(&mut Reader { b: &b }, true).is_err(),
+            "{bad:?}"
+        );
+    }
+    let n = old.len();
+    old[n - 8..].copy_from_slice(&7u64.to_le_bytes());
+    assert!(PelParts::decode_named(&mut Reader { b: &old }, false).is_err());
+}
