@@ -133,7 +133,7 @@ impl Replay<'_> {
                 slot: Slot::Cold(loc),
                 expire_at_ms,
                 version: seq,
-                lru_secs: now_secs(),
+                lru_secs: (self.now / 1000) as u32,
                 lfu: crate::index::access::LFU_INIT_VAL,
                 flags: 0,
                 value_len,
@@ -476,6 +476,7 @@ impl Replay<'_> {
         self.report.bytes_scanned += (buf.len() as u64).saturating_sub(start);
         let mut tomb_bytes = 0u64;
         let mut pos = start as usize;
+        let mut ahead = super::ahead::Ahead::new(pos);
         while pos < buf.len() {
             let in_page = pos % PAGE;
             if in_page != 0 && PAGE - in_page < format::MIN_BYTES_IN_PAGE {
@@ -484,6 +485,7 @@ impl Replay<'_> {
             }
             match format::decode_record(&buf[pos..]) {
                 Ok(rec) => {
+                    ahead.step(self.inner, &buf);
                     let len = rec.header.record_len();
                     let loc = FlashLoc {
                         segment: id,
