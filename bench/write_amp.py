@@ -214,4 +214,5 @@ def main():
     shutil.rmtree(d, ignore_errors=True)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,9 @@
 //! `Cell`: how a `KeyMap` bucket holds its entry. A cold entry with
 //! nothing but a location, a version, a type and its CLOCK bits is
 //! *packed* into 15 bytes beside the key; one that also has a TTL or
-//! memcached flags keeps them in a 32-byte box beside the packed bytes
-//! (`Ext`); every other entry is a boxed [`Entry`]. The bucket
+//! memcached flags (or, a collection, its element count) keeps them in a
+//! 32-byte box beside the packed bytes (`Ext`); every other entry is a
+//! boxed [`Entry`]. The bucket
 //! (`bucket.rs`) stores a cell in its 15 bytes (the packed bytes, or the
 //! box's pointer) and its form in its meta byte: a flash-sized dataset,
 //! mostly cold, pays 32 bytes per key of up to 16 bytes (32 + 32 with a
@@ -23,14 +24,17 @@
 //! Invariants:
 //! 1. Packing loses nothing the entry's readers see: an entry is packed
 //!    only if it is `Slot::Cold`, has no flag but the CLOCK bits, no type
-//!    bit but the type (its TTL and client flags go to `Ext`), a record of exactly
-//!    `RECORD_HEADER_LEN + key + value_len` bytes, and every field fits.
+//!    bit but the type (its TTL and client flags go to `Ext`: a
+//!    collection's element count too), a record of exactly
+//!    `RECORD_HEADER_LEN + key + value_len` bytes (one more for a
+//!    collection's type byte), and every field fits.
 //! 2. The one exception is `lru_secs`: a packed entry has no last-access
 //!    time. It reads as 0 ("unknown"), and readers of idle time take the
 //!    creation time of the entry's segment instead (`Engine::idle_base`):
 //!    the value was idle when it was demoted.
 
 use super::{Entry, FlashLoc, Slot, F_REFERENCED, F_TOUCHED, VTYPE_MASK};
+use crate::base::ValueType;
 use crate::flash::format::RECORD_HEADER_LEN;
 
 const SEG_BITS: u32 = 24;
@@ -159,7 +163,7 @@ fn pack(key_len: usize, e: &Entry) -> Option<[u8; 15]> {
     if e.flags & !clock != 0
         || e.vtype & !VTYPE_MASK != 0
         || e.vtype > 7
-        || loc.len as usize != RECORD_HEADER_LEN + key_len + e.value_len as usize
+        || loc.len as usize != record_len(key_len, e.value_len as usize, e.vtype)
         || !fits(loc.segment as u64, SEG_BITS)
         || !fits(loc.offset as u64, OFF_BITS)
         || !fits(loc.len as u64, LEN_BITS)
@@ -199,6 +203,7 @@ pub(super) fn unpack(key_len: usize, p: &[u8; 15]) -> Entry {
     let w = u128::from_le_bytes(b);
     let field = |shift: u32, bits: u32| ((w >> shift) & mask(bits)) as u64;
     let len = field(LEN_SHIFT, LEN_BITS) as u32;
+    let vtype = field(VTYPE_SHIFT, 3) as u8;
     let mut flags = 0;
     if field(REF_BIT, 1) != 0 {
         flags |= F_REFERENCED;
@@ -217,10 +222,18 @@ pub(super) fn unpack(key_len: usize, p: &[u8; 15]) -> Entry {
         lru_secs: 0,
         lfu: 0,
         flags,
-        value_len: len - (RECORD_HEADER_LEN + key_len) as u32,
+        value_len: len - record_len(key_len, 0, vtype) as u32,
         client_flags: 0,
-        vtype: field(VTYPE_SHIFT, 3) as u8,
+        vtype,
     }
+}
+
+/// The length of the record of a cold value of `value_len` bytes and type
+/// `vtype`: a collection's record (kind 6) has a type byte before its
+/// packed value (docs/format.md), a string's (kind 1) nothing.
+fn record_len(key_len: usize, value_len: usize, vtype: u8) -> usize {
+    let prefix = usize::from(vtype != ValueType::String as u8);
+    RECORD_HEADER_LEN + key_len + prefix + value_len
 }
 
 #[cfg(test)]
@@ -232,7 +245,7 @@ mod tests {
             slot: Slot::Cold(FlashLoc {
                 segment,
                 offset,
-                len: RECORD_HEADER_LEN as u32 + 5 + value_len,
+                len: record_len(5, value_len as usize, 3) as u32,
             }),
             expire_at_ms: 0,
             version,
@@ -295,6 +308,23 @@ mod tests {
         ] {
             assert!(Cell::new(5, e.clone()).is_full(), "{e:?}");
         }
+    }
+
+    #[test]
+    fn a_cold_collection_packs_with_its_count_beside() {
+        // A collection's record has a type byte before its packed value;
+        // its element count (`types::aux`) is in its client flags.
+        let mut h = cold(4, 8, 300, 77);
+        h.vtype = ValueType::Hash as u8;
+        h.client_flags = 20;
+        let c = Cell::new(5, h.clone());
+        assert_eq!(c.kind(), Kind::Ext);
+        assert_eq!(format!("{:?}", c.into_entry(5)), format!("{h:?}"));
+        // A string's record has none: that length is not a string of 300.
+        let mut s = h.clone();
+        s.vtype = ValueType::String as u8;
+        s.client_flags = 0;
+        assert!(Cell::new(5, s).is_full());
     }
 
     #[test]
