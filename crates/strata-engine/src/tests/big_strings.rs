@@ -7,7 +7,7 @@
 //! crash comes back whole or not at all.
 
 use super::torn_changes::{cut_copy, segment};
-use crate::tests::{block_on, wait_until};
+use crate::tests::{assert_live_bytes, block_on, wait_until};
 use crate::{Engine, EngineConfig, IoBackend, Location, Need, ShutdownSave};
 use bytes::Bytes;
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -131,15 +131,7 @@ fn check(e: &Engine, model: &Model, what: &str) {
         let chunked = matches!(info.location, Location::Chunked { .. });
         assert_eq!(chunked, v.len() > 256 << 10, "{what}: {name} chunked");
     }
-    let mut bad = e.audit_live_bytes();
-    for _ in 0..50 {
-        if bad.is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        bad = e.audit_live_bytes();
-    }
-    assert!(bad.is_empty(), "{what}: live bytes: {bad:?}");
+    assert_live_bytes(e, what);
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use crate::base::ValueType;
 use crate::clock::now_ms;
-use crate::tests::{block_on, wait_until};
+use crate::tests::{assert_live_bytes, assert_recovered, block_on, wait_until};
 use crate::types::Collection;
 use crate::{
     Engine, EngineConfig, ExpireCond, IoBackend, Location, ShutdownSave, TtlState, Value, ValueRef,
@@ -300,20 +300,7 @@ fn check(e: &Engine, model: &Model, what: &str) {
             at => assert_eq!(t, TtlState::At(at), "{what}: ttl of {name}"),
         }
     }
-    // Each segment's live bytes are the records the index points at (a
-    // mismatch that lasts is a leaked or lost reference).
-    let mut bad = e.audit_live_bytes();
-    for _ in 0..50 {
-        if bad.is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        bad = e.audit_live_bytes();
-    }
-    assert!(
-        bad.is_empty(),
-        "{what}: live bytes (segment, counted, pointed at): {bad:?}"
-    );
+    assert_live_bytes(e, what);
     let t = e.tiered_info();
     assert_eq!(
         t.collections_in_ram_bytes + t.collections_in_flash_bytes,
@@ -455,13 +442,7 @@ fn survive_shaped(modes: &[(&str, bool, bool)], shape: Shape, steps: u32) {
             }
         }
         let e = Engine::open(config(dir.path())).unwrap();
-        let r = e.recovery_report();
-        assert_eq!(r.from_checkpoint, checkpoint_midway, "{name}: {r:?}");
-        assert_eq!(
-            r.corrupt_records + r.missing_segment_entries,
-            0,
-            "{name}: {r:?}"
-        );
+        assert_recovered(&e, checkpoint_midway, name);
         check(&e, &model, name);
         churn(&e, &mut model, 4, 2000);
         drop(e);

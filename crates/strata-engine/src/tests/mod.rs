@@ -75,6 +75,36 @@ pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Asserts that each segment's live bytes are the records the index
+/// points at, once in-flight work settles (a mismatch that lasts is a
+/// leaked or lost reference).
+pub(crate) fn assert_live_bytes(e: &Engine, what: &str) {
+    let mut bad = e.audit_live_bytes();
+    for _ in 0..50 {
+        if bad.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        bad = e.audit_live_bytes();
+    }
+    assert!(
+        bad.is_empty(),
+        "{what}: live bytes (segment, counted, pointed at): {bad:?}"
+    );
+}
+
+/// Asserts that recovery found no damage and started from a checkpoint
+/// or not, as expected.
+pub(crate) fn assert_recovered(e: &Engine, from_checkpoint: bool, what: &str) {
+    let r = e.recovery_report();
+    assert_eq!(r.from_checkpoint, from_checkpoint, "{what}: {r:?}");
+    assert_eq!(
+        r.corrupt_records + r.missing_segment_entries,
+        0,
+        "{what}: {r:?}"
+    );
+}
+
 async fn get(e: &Engine, db: usize, key: &[u8]) -> Result<Option<Bytes>, EngineError> {
     e.get(db, key).wait().await
 }

@@ -6,7 +6,7 @@
 //! demotes strings, whole SETs replace them and the collector moves their
 //! records.
 
-use crate::tests::block_on;
+use crate::tests::{assert_live_bytes, assert_recovered, block_on};
 use crate::{Engine, EngineConfig, IoBackend, Need, ShutdownSave};
 use bytes::Bytes;
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -123,32 +123,17 @@ fn strings_changed_in_place_are_logged_by_their_changes_and_recovered() {
             check(&e, &model, &format!("{name}: before the crash"));
             // Every record a string's chain or backing let go of was
             // released, and none still held was.
-            let mut bad = e.audit_live_bytes();
-            for _ in 0..50 {
-                if bad.is_empty() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                bad = e.audit_live_bytes();
-            }
-            assert!(bad.is_empty(), "{name}: live bytes: {bad:?}");
+            assert_live_bytes(&e, name);
             // (Dropped without a shutdown: the log is as a crash left it.)
         }
         let e = Engine::open(config(dir.path())).unwrap();
-        let r = e.recovery_report();
-        assert_eq!(r.from_checkpoint, checkpoint_midway, "{name}: {r:?}");
-        assert_eq!(
-            r.corrupt_records + r.missing_segment_entries,
-            0,
-            "{name}: {r:?}"
-        );
+        assert_recovered(&e, checkpoint_midway, name);
         check(&e, &model, name);
         churn(&e, &mut model, 4, 300);
         e.shutdown(ShutdownSave::Save).unwrap();
         drop(e);
         let e = Engine::open(config(dir.path())).unwrap();
         check(&e, &model, &format!("{name}, second restart"));
-        let audit = e.audit_live_bytes();
-        assert!(audit.is_empty(), "{name}: live bytes: {audit:?}");
+        assert_live_bytes(&e, name);
     }
 }
