@@ -29,6 +29,9 @@ const MAX_SPANS: usize = 8;
 const RESYNC: usize = 8;
 /// How far past a mismatch a same-length span may reach.
 const LOOKAHEAD: usize = 64;
+/// Bytes besides the change in length that the rest of two bodies of
+/// different lengths may differ by, to be taken as one span (`diff`).
+const SHIFT_SLACK: usize = 32;
 
 /// A part change record's value, read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,7 +95,12 @@ pub fn put_span(out: &mut Vec<u8>, at: usize, cut: usize, new: &[u8]) {
 /// walking both from the front: a mismatch followed within `LOOKAHEAD`
 /// bytes by `RESYNC` equal bytes at the same offsets is a same-length span
 /// (a count, a value of the same size); otherwise what is left, less its
-/// common tail, is one span. Bodies over 4 GiB are not diffed (None).
+/// common tail, is one span. Where the bodies differ in length, what is
+/// left is taken as that one span as soon as it is not much more than the
+/// difference (an element inserted or removed here): elements alike, one
+/// after another (a stream's pending entries, a sorted set's order), would
+/// otherwise each look like a same-length change of the one before.
+/// Bodies over 4 GiB are not diffed (None).
 pub fn diff(old: &[u8], new: &[u8]) -> Option<Vec<u8>> {
     if old.len() > u32::MAX as usize || new.len() > u32::MAX as usize {
         return None;
@@ -105,6 +113,16 @@ pub fn diff(old: &[u8], new: &[u8]) -> Option<Vec<u8>> {
         at += common_prefix(old.get(at..).unwrap_or(&[]), new.get(at..).unwrap_or(&[]));
         if at >= old.len() && at >= new.len() {
             return Some(out);
+        }
+        if old.len() != new.len() {
+            // An insertion or a removal here, and nothing else after it?
+            let (o, n) = (&old[at.min(old.len())..], &new[at.min(new.len())..]);
+            let tail = common_suffix(o, n);
+            let rest = (o.len() - tail) + (n.len() - tail);
+            if rest <= old.len().abs_diff(new.len()) + SHIFT_SLACK {
+                put_span(&mut out, at, o.len() - tail, &n[..n.len() - tail]);
+                return Some(out);
+            }
         }
         if spans + 1 < MAX_SPANS && at < old.len().min(new.len()) {
             if let Some(end) = resync(old, new, at) {
@@ -252,6 +270,41 @@ mod tests {
         assert_eq!(round(&old, &new), SPAN_HEADER_LEN + 1);
         // Nothing changed.
         assert_eq!(round(&old, &old), 0);
+    }
+
+    #[test]
+    fn an_element_removed_among_alike_ones_is_one_span() {
+        // 100 entries of 36 bytes that differ in one byte each (a stream's
+        // pending entries); the count at the front drops and entry 40 goes.
+        let entry = |i: u8| {
+            let mut e = [0u8; 36];
+            e[7] = i;
+            e
+        };
+        let mut old = vec![100u8, 0, 0, 0];
+        for i in 0..100 {
+            old.extend_from_slice(&entry(i));
+        }
+        let mut new = vec![99u8, 0, 0, 0];
+        for i in (0..100).filter(|&i| i != 40) {
+            new.extend_from_slice(&entry(i));
+        }
+        let d = diff(&old, &new).unwrap();
+        assert_eq!(apply(&old, &d).unwrap(), new);
+        // The count's byte and the removal: two spans of 12-byte headers.
+        assert!(
+            d.len() <= 2 * SPAN_HEADER_LEN + 1,
+            "{} bytes of spans",
+            d.len()
+        );
+        // And one inserted among them.
+        let d = diff(&new, &old).unwrap();
+        assert_eq!(apply(&new, &d).unwrap(), old);
+        assert!(
+            d.len() <= 2 * SPAN_HEADER_LEN + 1 + 36,
+            "{} bytes of spans",
+            d.len()
+        );
     }
 
     #[test]
