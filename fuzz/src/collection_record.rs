@@ -12,12 +12,14 @@
 //!   or an error, and measuring a narrower range counts a subset;
 //! - a stream part's chunk body measures to the bytes its nodes take
 //!   (all of the body after the bound), or an error;
+//! - a chunk's value (kind 9, sparse or not) read back and written again
+//!   reads back the same body;
 //! - a change record's ops (kind 12) applied to a decoded collection give
 //!   an error or a collection whose `encoded_len` is its encoding's length,
 //!   and a change record's value decodes without panicking.
 
 use strata_engine::flash::format::{
-    chunk_prefix, decode_chunk, decode_head, decode_record, head_value, RecordKind,
+    chunk_prefix, chunk_value, decode_chunk, decode_head, decode_record, head_value, RecordKind,
 };
 use strata_engine::types::chunked::{
     cmp_zkey, decode_elems, decode_order, in_range, measure_list, measure_list_range,
@@ -76,8 +78,18 @@ pub fn fuzz(data: &[u8]) {
         assert!(part <= bytes);
     }
     if let Some((name, chunk)) = decode_chunk(body) {
-        // The name (with its `headed` bit) encodes back to the same prefix.
-        assert_eq!(&chunk_prefix(&name)[..], &body[..body.len() - chunk.len()]);
+        // The name (with its `headed` bit) encodes back to the same prefix,
+        // the sparse bit aside (a string's part written as runs: then its
+        // body reads back the same written again).
+        let prefix = chunk_prefix(&name);
+        assert_eq!(prefix[1..], body[1..prefix.len()]);
+        assert_eq!(prefix[0], body[0] & !0x40);
+        let again = chunk_value(&name, &chunk);
+        assert_eq!(
+            decode_chunk(&again).map(|(_, c)| c.into_owned()),
+            Some(chunk.to_vec())
+        );
+        let chunk = &chunk[..];
         let high = range_high(name.low, name.depth);
         let all = decode_elems::<Box<[u8]>>(chunk, |_| true);
         let some = decode_elems::<Box<[u8]>>(chunk, |k| {

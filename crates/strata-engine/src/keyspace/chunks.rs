@@ -472,7 +472,7 @@ pub(crate) async fn load_parts(
                 Stats::inc(&inner.stats.read_errors);
                 return Err(EngineError::Corrupt("chunk of another collection"));
             }
-            install(inner, t, t.fetch.loc, body, (name.low, name.depth))?;
+            install(inner, t, t.fetch.loc, &body, (name.low, name.depth))?;
             Stats::inc(&inner.stats.chunk_loads);
             Ok(())
         });

@@ -254,7 +254,7 @@ pub(crate) fn refers_to(e: &Entry, kind: RecordKind, value: &[u8], loc: FlashLoc
     match kind {
         RecordKind::CollHead => d.head_loc() == Some(loc),
         RecordKind::Chunk => format::decode_chunk(value).is_some_and(|(name, body)| {
-            d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth, body).is_empty()
+            d.cid() == name.cid && !d.parts_at(loc, name.low, name.depth, &body).is_empty()
         }),
         RecordKind::PartChange => format::decode_chunk(value).is_some_and(|(name, _)| {
             d.cid() == name.cid && d.chains().holds((name.low, name.depth), loc)
@@ -291,7 +291,7 @@ pub(crate) fn move_record(
         if kind == RecordKind::PartChange {
             return d.chains_mut().moved((name.low, name.depth), old, new);
         }
-        let parts = d.parts_at(old, name.low, name.depth, body);
+        let parts = d.parts_at(old, name.low, name.depth, &body);
         for &i in &parts {
             d.set_part_loc(i, new);
             // (A part's chain is under the part's name, which may differ

@@ -120,8 +120,7 @@ pub(super) fn capture_part(
         // An image that ends the chain: its records stay live until no
         // part is changed.
         d.chains_mut().orphan(name);
-        out.value = format::chunk_prefix(&chunk).to_vec();
-        out.value.extend_from_slice(&body);
+        out.value = format::chunk_value(&chunk, &body);
         return out;
     }
     let image_len = format::CHUNK_PREFIX_LEN + body.len();
@@ -155,8 +154,7 @@ pub(super) fn capture_part(
         out.change = true;
         return out;
     }
-    out.value = format::chunk_prefix(&chunk).to_vec();
-    out.value.extend_from_slice(&body);
+    out.value = format::chunk_value(&chunk, &body);
     let superseded = d
         .chains_mut()
         .remove(name)

@@ -185,7 +185,7 @@ pub(super) fn reclaim_cold_chains(
         };
         let ok = e.with_dir(acct, |d| {
             let steps = d.chains().get(name)?.pending.clone();
-            let body = crate::flash::format::part_change::apply_steps(body, &steps)?;
+            let body = crate::flash::format::part_change::apply_steps(&body, &steps)?;
             if !d.install(i, loc, &body, (named.low, named.depth)).ok()? {
                 return None;
             }

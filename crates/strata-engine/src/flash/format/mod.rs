@@ -24,8 +24,8 @@ pub mod part_change;
 
 pub use batch::{BatchEnd, BATCH_END_LEN, BATCH_MEMBER};
 pub use chunked::{
-    chunk_prefix, decode_chunk, decode_head, head_value, ChunkName, Head, CHUNK_PREFIX_LEN,
-    HEAD_VALUE_LEN, LIST_HEAD_VALUE_LEN,
+    chunk_prefix, chunk_value, decode_chunk, decode_chunk_prefix, decode_head, head_value,
+    ChunkName, Head, CHUNK_PREFIX_LEN, HEAD_VALUE_LEN, LIST_HEAD_VALUE_LEN,
 };
 use item::META_PREFIX_LEN;
 pub use item::{ItemMeta, META_EXPLICIT_CAS, META_STALE, META_TYPE_SHIFT};
@@ -42,8 +42,9 @@ use crate::base::ValueType;
 /// 9 of streams, version 14 kinds 8 and 9 of strings, version 15 a
 /// stream's pending lists in chunks of their own, version 16 kind 12,
 /// version 17 kind 13, version 18 kind 12 of streams: op 16, version 19
-/// kind 12 of strings, version 20 a stream head's PEL parts as runs).
-pub const FORMAT_VERSION: u32 = 20;
+/// kind 12 of strings, version 20 a stream head's PEL parts as runs,
+/// version 21 sparse chunk bodies).
+pub const FORMAT_VERSION: u32 = 21;
 /// The oldest segment layout this build reads (older versions lack only
 /// record kinds; the records they have read the same).
 pub const MIN_FORMAT_VERSION: u32 = 1;

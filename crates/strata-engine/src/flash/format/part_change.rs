@@ -17,7 +17,7 @@
 //! diff is about the size of the change: a field set in place, an element
 //! appended, a bit flipped, a count updated.
 
-use super::chunked::{decode_chunk, ChunkName, CHUNK_PREFIX_LEN};
+use super::chunked::{decode_chunk_prefix, ChunkName, CHUNK_PREFIX_LEN};
 use super::{le_u32, le_u64};
 
 /// Bytes of a span's own fields.
@@ -61,7 +61,7 @@ pub fn push_step(steps: &mut Vec<u8>, spans: &[u8]) {
 
 /// Reads a part change record's value (None if malformed).
 pub fn decode(value: &[u8]) -> Option<PartChange<'_>> {
-    let (name, rest) = decode_chunk(value)?;
+    let (name, rest) = decode_chunk_prefix(value)?;
     let base = le_u64(rest.get(..8)?);
     Some(PartChange {
         name,

@@ -39,24 +39,24 @@ impl Cand {
     pub(crate) fn of_record(seq: u64, loc: FlashLoc, value: &[u8]) -> Option<Cand> {
         let (name, body) = format::decode_chunk(value)?;
         let (count, bytes, bounds) = if name.depth == STREAM_DEPTH {
-            let (bound, n, b) = measure_stream_part(body).ok()?;
+            let (bound, n, b) = measure_stream_part(&body).ok()?;
             (
                 n,
                 b,
                 Some(std::sync::Arc::new((Box::from(&bound[..]), None))),
             )
         } else if name.depth == PEL_DEPTH {
-            let (n, b) = measure_pel_part(body).ok()?;
+            let (n, b) = measure_pel_part(&body).ok()?;
             (n, b, None)
         } else if name.depth == STR_DEPTH {
             (1, u32::try_from(body.len()).ok()?, None)
         } else if name.depth == ORDER_DEPTH {
-            let r = decode_order(body).ok()?;
-            let (n, b) = measure_order(body, r.lo, r.hi).ok()?;
+            let r = decode_order(&body).ok()?;
+            let (n, b) = measure_order(&body, r.lo, r.hi).ok()?;
             let bounds = std::sync::Arc::new((Box::from(r.lo), r.hi.map(Box::from)));
             (n, b, Some(bounds))
         } else {
-            let (n, b) = measure(name.vtype, name.low, name.depth, body)?;
+            let (n, b) = measure(name.vtype, name.low, name.depth, &body)?;
             (n, b, None)
         };
         Some(Cand {

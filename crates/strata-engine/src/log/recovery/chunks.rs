@@ -251,7 +251,7 @@ fn resolve_hashed(
             (Some(c.count), c.body)
         } else {
             match crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
-                format::decode_chunk(&v).and_then(|(_, b)| measure(vtype, low, ch.depth, b))
+                format::decode_chunk(&v).and_then(|(_, b)| measure(vtype, low, ch.depth, &b))
             }) {
                 Some((n, b)) => (Some(n), b),
                 None => {

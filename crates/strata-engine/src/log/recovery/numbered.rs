@@ -82,7 +82,7 @@ pub(super) fn resolve_stream(
         }
         let m = crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
             let (_, body) = format::decode_chunk(&v)?;
-            measure_stream_part(body).ok()
+            measure_stream_part(&body).ok()
         });
         match m {
             Some((bound, n, b)) => {
@@ -123,7 +123,7 @@ pub(super) fn resolve_stream(
             };
             if let Some(v) = crate::log::read_value_blocking(inner, key, c.loc, c.seq) {
                 if let Some((_, body)) = format::decode_chunk(&v) {
-                    let _ = s.install_pel_part(&group, num, body, c.loc, c.seq);
+                    let _ = s.install_pel_part(&group, num, &body, c.loc, c.seq);
                 }
             }
         }

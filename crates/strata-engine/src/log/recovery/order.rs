@@ -99,7 +99,7 @@ pub(super) fn resolve_order(inner: &Inner, key: &[u8], cands: &[Cand]) -> (Vec<O
         } else {
             crate::log::read_value_blocking(inner, key, c.loc, c.seq).and_then(|v| {
                 let (_, b) = format::decode_chunk(&v)?;
-                measure_order(b, &start.0, end.as_ref().map(|e| &e.0[..])).ok()
+                measure_order(&b, &start.0, end.as_ref().map(|e| &e.0[..])).ok()
             })
         };
         match measured {

@@ -118,12 +118,13 @@ pub(super) fn materialize(
         if seq == c.seq {
             continue;
         }
-        let mut value = format::chunk_prefix(&format::ChunkName {
-            headed: true,
-            ..name
-        })
-        .to_vec();
-        value.extend_from_slice(&body);
+        let value = format::chunk_value(
+            &format::ChunkName {
+                headed: true,
+                ..name
+            },
+            &body,
+        );
         match append(inner, db, key, seq, &value) {
             Some(loc) => made.cands.extend(Cand::of_record(seq, loc, &value)),
             None => made.damaged += 1,
