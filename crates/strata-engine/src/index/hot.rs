@@ -47,8 +47,15 @@ impl Clone for OnFlash {
         match self {
             OnFlash::None => OnFlash::None,
             OnFlash::Backing(l) => OnFlash::Backing(*l),
-            OnFlash::Logged(s) => s.backing.map_or(OnFlash::None, OnFlash::Backing),
+            OnFlash::Logged(s) => OnFlash::of(s.backing),
         }
+    }
+}
+
+impl OnFlash {
+    /// Only a backing, if any.
+    fn of(backing: Option<FlashLoc>) -> OnFlash {
+        backing.map_or(OnFlash::None, OnFlash::Backing)
     }
 }
 
@@ -56,7 +63,7 @@ impl Hot {
     pub fn new(value: Value, backing: Option<FlashLoc>) -> Hot {
         Hot {
             value,
-            flash: backing.map_or(OnFlash::None, OnFlash::Backing),
+            flash: OnFlash::of(backing),
         }
     }
     /// A flash record holding the same bytes, if any.
@@ -72,7 +79,7 @@ impl Hot {
         match &mut self.flash {
             OnFlash::Logged(s) => std::mem::replace(&mut s.backing, loc),
             f => {
-                let old = std::mem::replace(f, loc.map_or(OnFlash::None, OnFlash::Backing));
+                let old = std::mem::replace(f, OnFlash::of(loc));
                 match old {
                     OnFlash::Backing(l) => Some(l),
                     _ => None,
@@ -96,15 +103,17 @@ impl Hot {
     }
     /// Takes the string's log out (it records no more).
     pub fn take_str_log(&mut self) -> Option<Box<ChangeLog>> {
-        if !self.records_str() {
-            return None;
+        match std::mem::take(&mut self.flash) {
+            OnFlash::Logged(s) => {
+                let StrLog { backing, mut rec } = *s;
+                self.flash = OnFlash::of(backing);
+                rec.stop()
+            }
+            other => {
+                self.flash = other;
+                None
+            }
         }
-        let OnFlash::Logged(s) = std::mem::take(&mut self.flash) else {
-            return None;
-        };
-        let StrLog { backing, mut rec } = *s;
-        self.flash = backing.map_or(OnFlash::None, OnFlash::Backing);
-        rec.stop()
     }
     /// The string's bytes and its recorder, if it records.
     pub fn str_recorder_mut(&mut self) -> Option<(&Bytes, &mut Recorder)> {

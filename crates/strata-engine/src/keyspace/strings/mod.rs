@@ -450,27 +450,19 @@ fn take_log(sh: &mut crate::index::Shard, db: usize, idx: Option<usize>) -> Opti
     };
     if let Some(mut log) = h.take_str_log() {
         if let Some(old) = h.take_backing() {
-            let chain = &mut log.chain;
-            if chain.image.is_none() && chain.confirmed {
-                chain.image = Some(old);
-            } else {
-                chain.superseded.push(old);
-            }
+            log.chain.adopt_backing(old);
         }
         return Some(log);
     }
     // A record of its bytes as they are: the image to start from.
     let bytes = h.value.as_str().filter(|b| b.len() >= RECORD_FROM)?.clone();
-    h.backing()?;
     let chain = Chain {
         last_seq: version,
         confirmed: true,
-        image: h.take_backing(),
+        image: Some(h.take_backing()?),
         ..Chain::default()
     };
-    let mut rec = Recorder::default();
-    rec.start_spans(chain, bytes);
-    rec.stop()
+    Some(ChangeLog::new(chain, Some(bytes)))
 }
 
 impl Inner {
@@ -498,10 +490,6 @@ impl Inner {
             self.release_log(log);
             return self.store(sh, db, key, idx, bytes, expire_at_ms, client_flags);
         }
-        let mut rec = Recorder::default();
-        if let Some(log) = log {
-            rec.resume(log);
-        }
         let value = crate::index::Value::Str(Bytes::copy_from_slice(bytes));
         self.store_logged(
             sh,
@@ -511,7 +499,7 @@ impl Inner {
             value,
             expire_at_ms,
             client_flags,
-            Some(rec),
+            Some(Recorder::from(log)),
         )
     }
 

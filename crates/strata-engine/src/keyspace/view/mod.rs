@@ -473,11 +473,7 @@ impl<'a> KeysView<'a> {
                     // new chain: the backing is then an older record that
                     // image replaces.)
                     if let (Some(chain), Some(old)) = (h.chain_mut(), released) {
-                        if chain.image.is_none() && chain.confirmed {
-                            chain.image = Some(old);
-                        } else {
-                            chain.superseded.push(old);
-                        }
+                        chain.adopt_backing(old);
                         released = None;
                     }
                 }

@@ -5,7 +5,6 @@
 //! that record) or its image, and the chain it starts.
 
 use super::batch::State;
-use crate::base::FlashLoc;
 use crate::base::ValueType;
 use crate::flash::format::{self, RECORD_HEADER_LEN};
 use crate::index::{Hot, Value};
@@ -37,45 +36,30 @@ pub(super) fn capture(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
     let encoded =
         (spans_mode && c.change_log().is_some_and(|l| l.base.is_some())).then(|| c.to_bytes());
     if let Some(log) = c.change_log_mut() {
-        let ch = &log.chain;
-        let open = takes_change(ch, version);
-        let spans = match (&log.base, &encoded) {
-            (Some(base), Some(new)) if open => format::part_change::diff(base, new),
-            _ => None,
+        let change = match &encoded {
+            Some(now) => spans_change(log, now, vtype, bits, version, expire_at_ms),
+            None if spans_mode => None,
+            None => {
+                let open = takes_change(&log.chain, version);
+                let fits = log.ops().is_some_and(|ops| {
+                    ops.len() + log.chain.bytes as usize + RECORD_HEADER_LEN < size
+                });
+                (open && fits).then(|| {
+                    let ops = log.take_ops();
+                    change(log, vtype, bits, &ops, version, expire_at_ms)
+                })
+            }
         };
-        // (A spans op is its code and a length before the spans.)
-        let pending = if spans_mode {
-            spans.as_ref().map(|sp| sp.len() + 5)
-        } else {
-            log.ops().map(<[u8]>::len)
-        };
-        let fits =
-            open && pending.is_some_and(|n| n + ch.bytes as usize + RECORD_HEADER_LEN < size);
-        if fits {
-            let ops = match spans {
-                Some(sp) => {
-                    log.base = encoded;
-                    spans_op(&sp)
-                }
-                None => log.take_ops(),
-            };
-            return change(log, vtype, bits, &ops, version, expire_at_ms);
+        if let Some(st) = change {
+            return st;
         }
     }
     let value = encoded.unwrap_or_else(|| c.to_bytes());
     if c.recorder().is_some() {
-        let superseded: Vec<FlashLoc> = c
-            .stop_recording()
-            .map(|l| l.chain.locs().collect())
-            .unwrap_or_default();
+        let chain = Chain::after(c.stop_recording(), version);
         // (A value below `RECORD_FROM` with an old chain keeps a log only
         // until this image is published, to release that chain then.)
-        if size >= RECORD_FROM || !superseded.is_empty() {
-            let chain = Chain {
-                last_seq: version,
-                superseded,
-                ..Chain::default()
-            };
+        if size >= RECORD_FROM || !chain.superseded.is_empty() {
             c.start_recording(chain, |_| value.clone());
         }
     }
@@ -86,18 +70,37 @@ pub(super) fn capture(c: &mut Collection, version: u64, expire_at_ms: u64) -> St
     }
 }
 
+/// The change record of `now` by its byte spans against `log`'s base (a
+/// stream's or a string's encoding), if the chain takes a change and the
+/// change and the chain stay smaller than the value; `now` becomes the
+/// base.
+fn spans_change(
+    log: &mut ChangeLog,
+    now: &Bytes,
+    vtype: ValueType,
+    bits: u8,
+    version: u64,
+    expire_at_ms: u64,
+) -> Option<State> {
+    if !takes_change(&log.chain, version) {
+        return None;
+    }
+    let spans = format::part_change::diff(log.base.as_ref()?, now)?;
+    // (A spans op is its code and a length before the spans.)
+    if spans.len() + 5 + log.chain.bytes as usize + RECORD_HEADER_LEN >= now.len() {
+        return None;
+    }
+    log.base = Some(now.clone());
+    let mut ops = Vec::with_capacity(spans.len() + 5);
+    Op::Spans(&spans).encode(&mut ops);
+    Some(change(log, vtype, bits, &ops, version, expire_at_ms))
+}
+
 /// Whether `ch` may take a change record of the state at `version`: its
 /// last record is confirmed, no checkpoint wants an image, and it is not
 /// at `MAX_CHANGES` yet.
 fn takes_change(ch: &Chain, version: u64) -> bool {
     ch.confirmed && !ch.want_image && ch.last_seq < version && ch.changes.len() < MAX_CHANGES
-}
-
-/// The ops of a change of `spans`.
-fn spans_op(spans: &[u8]) -> Vec<u8> {
-    let mut ops = Vec::with_capacity(spans.len() + 5);
-    Op::Spans(spans).encode(&mut ops);
-    ops
 }
 
 /// The change record of `ops`, which `log`'s chain takes as its last.
@@ -144,33 +147,15 @@ pub(super) fn capture_str(h: &mut Hot, version: u64, expire_at_ms: u64) -> State
             v => v.to_bytes(),
         });
     };
-    if let Some(log) = rec.log_mut() {
-        if takes_change(&log.chain, version) {
-            let spans = log
-                .base
-                .as_ref()
-                .and_then(|b| format::part_change::diff(b, bytes));
-            let fits = spans.as_ref().is_some_and(|sp| {
-                sp.len() + 5 + log.chain.bytes as usize + RECORD_HEADER_LEN < bytes.len()
-            });
-            if let (true, Some(sp)) = (fits, spans) {
-                log.base = Some(bytes.clone());
-                let ops = spans_op(&sp);
-                return change(log, ValueType::String, 0, &ops, version, expire_at_ms);
-            }
-        }
+    if let Some(st) = rec
+        .log_mut()
+        .and_then(|log| spans_change(log, bytes, ValueType::String, 0, version, expire_at_ms))
+    {
+        return st;
     }
     // An image: the chain it replaces stays live until it is published
     // (`types::changes`).
-    let superseded: Vec<FlashLoc> = rec
-        .stop()
-        .map(|l| l.chain.locs().collect())
-        .unwrap_or_default();
-    let chain = Chain {
-        last_seq: version,
-        superseded,
-        ..Chain::default()
-    };
+    let chain = Chain::after(rec.stop(), version);
     rec.start_spans(chain, bytes.clone());
     image(bytes.clone())
 }

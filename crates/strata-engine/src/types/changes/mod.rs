@@ -94,6 +94,26 @@ pub struct Chain {
 }
 
 impl Chain {
+    /// The chain an image captured at `version` starts, replacing `old`'s
+    /// (whose records stay live until the image is published).
+    pub fn after(old: Option<Box<ChangeLog>>, version: u64) -> Chain {
+        Chain {
+            last_seq: version,
+            superseded: old.map(|l| l.chain.locs().collect()).unwrap_or_default(),
+            ..Chain::default()
+        }
+    }
+    /// Takes `old`, the value's backing before a change, as a record of
+    /// the chain: its image if the chain has none yet and its last record
+    /// is published (the backing is that record), else a record it
+    /// replaces.
+    pub fn adopt_backing(&mut self, old: FlashLoc) {
+        if self.image.is_none() && self.confirmed {
+            self.image = Some(old);
+        } else {
+            self.superseded.push(old);
+        }
+    }
     /// Every record the chain holds live (the image, its changes, and
     /// what it has not yet replaced).
     pub fn locs(&self) -> impl Iterator<Item = FlashLoc> + '_ {
@@ -115,25 +135,12 @@ impl Recorder {
     }
     /// Starts (or restarts) recording with `chain`.
     pub fn start(&mut self, chain: Chain) {
-        self.0 = Some(Box::new(ChangeLog {
-            ops: Vec::new(),
-            base: None,
-            overflow: false,
-            chain,
-        }));
+        self.0 = Some(ChangeLog::new(chain, None));
     }
     /// Starts recording with `chain`, whose last record holds `base` (a
     /// value logged by its byte spans: a string).
     pub fn start_spans(&mut self, chain: Chain, base: bytes::Bytes) {
-        self.start(chain);
-        if let Some(l) = self.log_mut() {
-            l.base = Some(base);
-        }
-    }
-    /// Records on with `log` (taken by `stop` from the value this one
-    /// replaces in place).
-    pub fn resume(&mut self, log: Box<ChangeLog>) {
-        self.0 = Some(log);
+        self.0 = Some(ChangeLog::new(chain, Some(base)));
     }
     /// Stops recording; returns the log.
     pub fn stop(&mut self) -> Option<Box<ChangeLog>> {
@@ -154,7 +161,25 @@ impl Recorder {
     }
 }
 
+/// Records on with a log taken (`Recorder::stop`) from the value this one
+/// replaces in place, if any.
+impl From<Option<Box<ChangeLog>>> for Recorder {
+    fn from(log: Option<Box<ChangeLog>>) -> Recorder {
+        Recorder(log)
+    }
+}
+
 impl ChangeLog {
+    /// A log of no ops yet for `chain`, whose last record holds `base` if
+    /// the value is logged by its byte spans.
+    pub fn new(chain: Chain, base: Option<bytes::Bytes>) -> Box<ChangeLog> {
+        Box::new(ChangeLog {
+            ops: Vec::new(),
+            base,
+            overflow: false,
+            chain,
+        })
+    }
     /// The ops recorded since the chain's last record (None after an
     /// overflow).
     pub fn ops(&self) -> Option<&[u8]> {
