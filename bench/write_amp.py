@@ -193,9 +193,13 @@ def main():
             s.s.sendall(b"".join(batch))
             misses += sum(1 for _ in batch if s.reply() != val)
         el = time.time() - t1
-        f1 = int(info(s, "tiered").get("tiered_total_fetches", 0))
+        t2 = info(s, "tiered")
+        f1 = int(t2.get("tiered_total_fetches", 0))
         print("  %d random HGETs: %.1f s, device reads/HGET %.3f, wrong or missing %d"
               % (gets, el, (f1 - f0) / gets, misses))
+        print("  during them: " + " ".join(
+            "%s=%d" % (k, int(t2.get(k, 0)) - int(t.get(k, 0)))
+            for k in ("chunk_loads", "part_peeks", "part_chain_loads", "part_chain_spilled_reads")))
     if restart:
         time.sleep(1.5)  # everysec: the last second synced
         p.send_signal(signal.SIGKILL)

@@ -58,6 +58,10 @@ pub struct Stats {
     pub part_changes_written: AtomicU64,
     /// Parts read back with their cold chain's steps applied.
     pub part_chain_loads: AtomicU64,
+    /// Part change records of spilled chains read back with their parts.
+    pub part_chain_spilled_reads: AtomicU64,
+    /// Parts on flash read by their image alone for a read (`peek`).
+    pub part_peeks: AtomicU64,
     /// Elements added to parts on flash without reading them.
     pub part_blind_adds: AtomicU64,
     /// Cold chains read back by demotion to be written whole.
@@ -259,6 +263,12 @@ pub struct TieredInfo {
     /// Parts read back from flash with the steps of their changes since
     /// their image applied (cold chains).
     pub part_chain_loads: u64,
+    /// Part change records read back with their parts: the steps of
+    /// spilled cold chains, which RAM no longer held.
+    pub part_chain_spilled_reads: u64,
+    /// Parts on flash whose image alone answered a read of some of their
+    /// elements (their spilled chains' blind adds added other elements).
+    pub part_peeks: u64,
     /// Elements added to parts on flash without reading them (blind adds:
     /// the part's membership filter ruled the element out).
     pub part_blind_adds: u64,

@@ -41,6 +41,16 @@ pub(crate) fn read_value_blocking(
     loc: crate::base::FlashLoc,
     seq: u64,
 ) -> Option<Vec<u8>> {
+    read_record_blocking(inner, key, loc).and_then(|(s, v)| (s == seq).then_some(v))
+}
+
+/// The sequence number and value of key `key`'s record at `loc`, read on
+/// this thread (None if it cannot be read or is another key's).
+pub(crate) fn read_record_blocking(
+    inner: &crate::Inner,
+    key: &[u8],
+    loc: crate::base::FlashLoc,
+) -> Option<(u64, Vec<u8>)> {
     use crate::flash::buf::{align_down, align_up, AlignedBuf};
     let seg = inner.flash.table.get(loc.segment)?;
     let start = align_down(loc.offset as u64);
@@ -56,7 +66,7 @@ pub(crate) fn read_value_blocking(
     match r {
         Ok(n) if n >= rec_end => {
             match crate::flash::format::decode_record(buf.get(off..rec_end)?) {
-                Ok(rec) if rec.key == key && rec.header.seq == seq => Some(rec.value.to_vec()),
+                Ok(rec) if rec.key == key => Some((rec.header.seq, rec.value.to_vec())),
                 _ => None,
             }
         }

@@ -56,7 +56,7 @@ const SWEEP_EVERY: u32 = 64;
 /// starts the part's chain anew when logged and the part stays in RAM (the
 /// old chain's records stay live until it is published). A cold part (a
 /// cold chain a checkpoint wants restated) is written as one record of
-/// all its steps since its image.
+/// all its steps in RAM, on its last spilled record or its image.
 pub(super) fn capture_part(
     vtype: crate::base::ValueType,
     d: &mut dyn Dir,
@@ -100,10 +100,19 @@ pub(super) fn capture_part(
             let value = if open {
                 part_change::encode(&chunk, ch.last_seq, &ch.pending[ch.logged..])
             } else {
-                ch.superseded.append(&mut ch.changes);
-                ch.bytes = 0;
+                // Restated from the last spilled record (chains invariant
+                // 5), or from the image.
+                let keep = ch.spilled.min(ch.changes.len());
+                let restated: Vec<FlashLoc> = ch.changes.drain(keep..).collect();
+                ch.superseded.extend(restated);
+                ch.bytes = ch.changes.iter().map(|l| l.len as u64).sum();
                 ch.want_image = false;
-                part_change::encode(&chunk, ch.image_seq, &ch.pending)
+                let base = if keep > 0 {
+                    ch.spilled_seq
+                } else {
+                    ch.image_seq
+                };
+                part_change::encode(&chunk, base, &ch.pending)
             };
             ch.logged = ch.pending.len();
             ch.last_seq = version;
@@ -141,12 +150,14 @@ pub(super) fn capture_part(
         let mut step = Vec::with_capacity(4 + spans.len());
         part_change::push_step(&mut step, &spans);
         let body = bytes::Bytes::from(body);
+        let tagged = d.tags_changes();
         let base = d.chains_mut().update(name, |ch| {
             let base = ch.last_seq;
             ch.last_seq = version;
             ch.confirmed = false;
             ch.pending.extend_from_slice(&step);
             ch.logged = ch.pending.len();
+            ch.opaque |= !tagged;
             ch.base = Some(body);
             base
         });

@@ -349,8 +349,9 @@ impl Pass {
     }
 
     /// A chunked collection whose pass freed, spared and picked nothing:
-    /// what is left in RAM only saves work, dropped at once (the parts'
-    /// membership filters save reads, the chains' bases images); failing
+    /// what is left in RAM only saves work, dropped at once (cold chains'
+    /// steps spill to their records; else the parts' membership filters,
+    /// which save reads, and the chains' bases, which save images); failing
     /// that, with the journal on, cold chains are read back to be written
     /// whole (they leave at the next pass: not stuck), and no new cold
     /// chain or blind add is made until RAM is under its low watermark.
@@ -362,8 +363,13 @@ impl Pass {
         acct: &mut crate::index::ShardCounters,
         k: &[u8],
     ) -> bool {
+        // Cold chains' steps spill first: that costs no write, the
+        // filters cost blind adds.
         let shed = e
-            .with_dir(acct, |d| d.shed_filters() + d.chains_mut().shed_bases())
+            .with_dir(acct, |d| match d.chains_mut().spill(usize::MAX) {
+                0 => d.shed_filters() + d.chains_mut().shed_bases(),
+                spilled => spilled,
+            })
             .unwrap_or(0);
         if shed > 0 {
             self.to_free = self.to_free.saturating_sub(shed);

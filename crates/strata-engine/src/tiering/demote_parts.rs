@@ -143,12 +143,14 @@ pub(super) fn reclaim_cold_chains(
     acct: &mut crate::index::ShardCounters,
     key: &[u8],
 ) -> usize {
-    let targets: Vec<(
+    type Target = (
         usize,
         crate::types::parts::PartName,
         crate::base::FlashLoc,
         u64,
-    )> = {
+        Vec<crate::base::FlashLoc>,
+    );
+    let targets: Vec<Target> = {
         let Slot::Chunked(c) = &e.slot else {
             return 0;
         };
@@ -171,21 +173,36 @@ pub(super) fn reclaim_cold_chains(
             .filter_map(|(_, n)| {
                 let i = d.find_part(n.0, n.1, 0)?;
                 let ch = d.chains().get(n)?;
-                Some((i, n, ch.image?, ch.image_seq))
+                Some((i, n, ch.image?, ch.image_seq, ch.spilled_locs().to_vec()))
             })
             .collect()
     };
     let mut done = 0;
-    for (i, name, loc, seq) in targets {
+    for (i, name, loc, seq, spilled) in targets {
         let Some(value) = crate::log::read_value_blocking(inner, key, loc, seq) else {
             continue;
         };
         let Some((named, body)) = crate::flash::format::decode_chunk(&value) else {
             continue;
         };
+        let records: Option<Vec<(u64, Vec<u8>)>> = spilled
+            .iter()
+            .map(|&l| crate::log::read_record_blocking(inner, key, l))
+            .collect();
+        let Some(records) = records else {
+            continue;
+        };
+        let recs: Vec<(u64, &[u8])> = records.iter().map(|(s, v)| (*s, &v[..])).collect();
+        let Some(body) = crate::flash::format::part_change::apply_chain(&body, name, seq, &recs)
+        else {
+            continue;
+        };
         let ok = e.with_dir(acct, |d| {
-            let steps = d.chains().get(name)?.pending.clone();
-            let body = crate::flash::format::part_change::apply_steps(&body, &steps)?;
+            let ch = d.chains().get(name)?;
+            if ch.spilled_locs() != &spilled[..] {
+                return None;
+            }
+            let body = crate::flash::format::part_change::apply_steps(&body, &ch.pending)?;
             if !d.install(i, loc, &body, (named.low, named.depth)).ok()? {
                 return None;
             }

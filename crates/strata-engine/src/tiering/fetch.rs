@@ -82,8 +82,21 @@ impl FetchTarget {
     }
 }
 
+/// `FetchTarget::version` of a record whose sequence number the reader
+/// learns from it (a part change record a spilled chain names: the chain
+/// checks how its records link, `parts::chains`).
+pub(crate) const ANY_SEQ: u64 = u64::MAX;
+
 /// Reads and verifies the value of a cold entry. Does not promote.
 pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<Bytes, EngineError> {
+    fetch_record(inner, t).await.map(|(_, v)| v)
+}
+
+/// Reads and verifies the record `t` names: its sequence number and value.
+pub(crate) async fn fetch_record(
+    inner: Arc<Inner>,
+    t: &FetchTarget,
+) -> Result<(u64, Bytes), EngineError> {
     let Some(seg) = t.segment.clone() else {
         Stats::inc(&inner.stats.read_errors);
         return Err(EngineError::Corrupt("segment missing"));
@@ -118,8 +131,9 @@ pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<By
         Stats::inc(&inner.stats.read_errors);
         return Err(EngineError::Corrupt("short read"));
     }
-    let (vstart, vlen) = match format::decode_record(&buf[off..rec_end]) {
-        Ok(rec) if rec.key == &*t.key && rec.header.seq == t.version => (
+    let (seq, vstart, vlen) = match format::decode_record(&buf[off..rec_end]) {
+        Ok(rec) if rec.key == &*t.key && (rec.header.seq == t.version || t.version == ANY_SEQ) => (
+            rec.header.seq,
             // Where the value's bytes start (after the flags of kind 4).
             off + rec.header.record_len() - rec.value.len(),
             rec.value.len(),
@@ -137,9 +151,9 @@ pub(crate) async fn fetch_value(inner: Arc<Inner>, t: &FetchTarget) -> Result<By
     if vlen * 2 < buf.capacity() {
         let v = Bytes::copy_from_slice(&buf[vstart..vstart + vlen]);
         buf.recycle();
-        Ok(v)
+        Ok((seq, v))
     } else {
-        Ok(Bytes::from_owner(buf).slice(vstart..vstart + vlen))
+        Ok((seq, Bytes::from_owner(buf).slice(vstart..vstart + vlen)))
     }
 }
 

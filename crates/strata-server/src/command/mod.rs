@@ -301,6 +301,16 @@ impl Ctx<'_> {
         self.with_key_need(key, strata_engine::Need::Elems(elems), f)
     }
 
+    /// As `with_key_elems`, for a closure that only reads the elements: a
+    /// part on flash whose image alone holds them is read so
+    /// (`Need::Reads`).
+    pub fn with_key_reads<F>(&mut self, key: Bytes, elems: Vec<Bytes>, f: F) -> Outcome
+    where
+        F: FnOnce(&mut KeysView<'_>, &mut BytesMut, Version) + Send + 'static,
+    {
+        self.with_key_need(key, strata_engine::Need::Reads(elems), f)
+    }
+
     /// As `with_key_elems`, for elements the closure sets or adds (HSET,
     /// SADD), each with its value's length (0 for a set member): a part on
     /// flash that can take its one element without being read is not read

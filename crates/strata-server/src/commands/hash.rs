@@ -37,7 +37,7 @@ fn get_mut<'v>(
 }
 
 /// Runs `f` on the hash at `key` for reading only the fields `fields`
-/// (see `Ctx::with_key_elems`); errors become replies.
+/// (see `Ctx::with_key_reads`); errors become replies.
 fn read_fields(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
@@ -45,7 +45,7 @@ fn read_fields(
     f: impl FnOnce(Option<&Hash>, &mut BytesMut, Version) + Send + 'static,
 ) -> Outcome {
     let key = key.clone();
-    ctx.with_key_elems(key.clone(), fields, move |view, out, v| {
+    ctx.with_key_reads(key.clone(), fields, move |view, out, v| {
         match get(view, &key) {
             Ok(h) => f(h, out, v),
             Err(e) => reply::engine(out, &e),

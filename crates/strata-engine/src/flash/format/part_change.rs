@@ -83,6 +83,31 @@ pub fn apply_steps(old: &[u8], mut steps: &[u8]) -> Option<Vec<u8>> {
     Some(body)
 }
 
+/// Applies to `image` (the body of part `name`'s record at sequence number
+/// `image_seq`) the steps of the change records `records` (each its
+/// sequence number and value), in order, each on the one before (its
+/// `base`); None if one is another part's, does not follow the one
+/// before, or does not fit the body (`parts::chains`: a spilled chain's
+/// records, read back).
+pub fn apply_chain(
+    image: &[u8],
+    name: (u64, u8),
+    image_seq: u64,
+    records: &[(u64, &[u8])],
+) -> Option<Vec<u8>> {
+    let mut body = image.to_vec();
+    let mut at = image_seq;
+    for &(seq, value) in records {
+        let c = decode(value)?;
+        if (c.name.low, c.name.depth) != name || c.base != at {
+            return None;
+        }
+        body = apply_steps(&body, c.steps)?;
+        at = seq;
+    }
+    Some(body)
+}
+
 /// Appends one span: `cut` bytes of the old body at `at` become `new`.
 pub fn put_span(out: &mut Vec<u8>, at: usize, cut: usize, new: &[u8]) {
     out.extend_from_slice(&(at as u32).to_le_bytes());
@@ -216,6 +241,51 @@ pub fn apply(old: &[u8], spans: &[u8]) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// A spilled chain's records apply in order, each on the one before;
+    /// a record out of order, of another part or that does not fit is
+    /// refused.
+    #[test]
+    fn a_chain_applies_only_in_its_order() {
+        let name = ChunkName {
+            vtype: crate::base::ValueType::Hash,
+            headed: true,
+            cid: 7,
+            depth: 3,
+            low: 1 << 61,
+        };
+        let bodies: Vec<Vec<u8>> = (0..4u8).map(|i| vec![i; 40 + i as usize * 5]).collect();
+        let mut recs = Vec::new();
+        for (k, w) in bodies.windows(2).enumerate() {
+            let mut steps = Vec::new();
+            push_step(&mut steps, &diff(&w[0], &w[1]).unwrap());
+            recs.push((100 + k as u64, encode(&name, 99 + k as u64, &steps)));
+        }
+        let view: Vec<(u64, &[u8])> = recs.iter().map(|(s, v)| (*s, &v[..])).collect();
+        let key = (name.low, name.depth);
+        assert_eq!(apply_chain(&bodies[0], key, 99, &view).unwrap(), bodies[3]);
+        assert_eq!(
+            apply_chain(&bodies[0], key, 99, &view[..1]).unwrap(),
+            bodies[1]
+        );
+        assert!(
+            apply_chain(&bodies[0], key, 98, &view).is_none(),
+            "wrong image"
+        );
+        let swapped = [view[1], view[0], view[2]];
+        assert!(
+            apply_chain(&bodies[0], key, 99, &swapped).is_none(),
+            "out of order"
+        );
+        assert!(
+            apply_chain(&bodies[0], (name.low, 4), 99, &view).is_none(),
+            "other part"
+        );
+        assert!(
+            apply_chain(&bodies[0][..10], key, 99, &view).is_none(),
+            "does not fit"
+        );
+    }
 
     fn round(old: &[u8], new: &[u8]) -> usize {
         let d = diff(old, new).unwrap();

@@ -22,8 +22,11 @@ pub const CHECKPOINT_END_MAGIC: &[u8; 8] = b"STRATAEN";
 /// lower bounds follow the fixed parts); version 9 streams (value type 5);
 /// version 10 chunked streams (parts of depth `STREAM_DEPTH`, whose
 /// bounds follow the fixed parts as order parts' do); version 11 chunked
-/// strings (value type 0, parts of depth `STR_DEPTH`).
-pub const CHECKPOINT_VERSION: u32 = 11;
+/// strings (value type 0, parts of depth `STR_DEPTH`); version 12 the
+/// spilled chains of parts on flash (a part of unknown count whose
+/// `body` is not 0 names that many part change records, their locations
+/// after the lower bounds, in part order: `parts::chains`).
+pub const CHECKPOINT_VERSION: u32 = 12;
 /// The oldest checkpoint version this build loads (a version-3 entry is a
 /// version-4 entry without the extension).
 pub const MIN_CHECKPOINT_VERSION: u32 = 3;
@@ -149,6 +152,9 @@ pub struct CpChunks<'a> {
     /// The lower bound of each order part (depth `ORDER_DEPTH`) or stream
     /// part (`STREAM_DEPTH`: its bound), in order: u32 LE length and bytes.
     firsts: &'a [u8],
+    /// The change records of the parts' spilled chains (`CpPart::chain`),
+    /// 12 bytes each, in part order.
+    chains: &'a [u8],
 }
 
 /// `CpPart::count` of a part whose record must be read to know it.
@@ -165,7 +171,28 @@ pub struct CpPart {
     pub body: u32,
 }
 
+impl CpPart {
+    /// How many part change records of its spilled chain follow the
+    /// directory's lower bounds (version 12; 0 before).
+    pub fn chain(&self) -> usize {
+        if self.count == UNKNOWN_COUNT {
+            self.body as usize
+        } else {
+            0
+        }
+    }
+}
+
 impl CpChunks<'_> {
+    /// The records of the parts' spilled chains, in part order.
+    pub fn chain_locs(&self) -> impl Iterator<Item = FlashLoc> + '_ {
+        self.chains.chunks_exact(12).map(|b| FlashLoc {
+            segment: u32_at(b, 0),
+            offset: u32_at(b, 4),
+            len: u32_at(b, 8),
+        })
+    }
+
     /// The lower bounds of the order parts, in order.
     pub fn firsts(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let mut b = self.firsts;
@@ -201,6 +228,7 @@ pub fn encode_chunks(
     head_seq: u64,
     parts: &[CpPart],
     firsts: &[&[u8]],
+    chains: &[FlashLoc],
 ) {
     out.extend_from_slice(&cid.to_le_bytes());
     out.extend_from_slice(&head_seq.to_le_bytes());
@@ -218,6 +246,12 @@ pub fn encode_chunks(
     for k in firsts {
         out.extend_from_slice(&(k.len() as u32).to_le_bytes());
         out.extend_from_slice(k);
+    }
+    debug_assert_eq!(parts.iter().map(CpPart::chain).sum::<usize>(), chains.len());
+    for l in chains {
+        out.extend_from_slice(&l.segment.to_le_bytes());
+        out.extend_from_slice(&l.offset.to_le_bytes());
+        out.extend_from_slice(&l.len.to_le_bytes());
     }
 }
 
@@ -253,6 +287,8 @@ pub fn encode_entry(out: &mut Vec<u8>, e: &CpEntry<'_>) {
         out.extend_from_slice(&c.head_seq.to_le_bytes());
         out.extend_from_slice(&((c.parts.len() / CP_PART_LEN) as u32).to_le_bytes());
         out.extend_from_slice(c.parts);
+        out.extend_from_slice(c.firsts);
+        out.extend_from_slice(c.chains);
     }
 }
 
@@ -294,14 +330,22 @@ pub fn decode_entry(b: &[u8]) -> Option<(CpEntry<'_>, usize)> {
                 return None;
             }
         }
+        let chained: usize = parts
+            .chunks_exact(CP_PART_LEN)
+            .filter(|p| u32_at(p, 29) == UNKNOWN_COUNT)
+            .map(|p| u32_at(p, 33) as usize)
+            .sum();
+        let chains_end = end.checked_add(chained.checked_mul(12)?)?;
+        let chains = b.get(end..chains_end)?;
         (
             Some(CpChunks {
                 cid: u64_at(d, 0),
                 head_seq: u64_at(d, 8),
                 parts,
                 firsts: &b[parts_end..end],
+                chains,
             }),
-            end,
+            chains_end,
         )
     } else {
         (None, key_end)

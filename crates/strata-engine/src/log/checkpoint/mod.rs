@@ -37,6 +37,7 @@ mod file;
 
 pub use file::*;
 
+use crate::base::FlashLoc;
 use crate::clock::now_ms;
 use crate::flash::format::{ItemMeta, RecordHeader};
 use crate::index::lock::ShardLock;
@@ -386,8 +387,8 @@ fn copy_entry(
                 return false;
             };
             encode_entry_head(buf, &entry, true);
-            let (parts, firsts) = cp_parts(d);
-            encode_chunks(buf, d.cid(), d.head_seq(), &parts, &firsts);
+            let (parts, firsts, chains) = cp_parts(d);
+            encode_chunks(buf, d.cid(), d.head_seq(), &parts, &firsts, &chains);
         }
         _ => encode_entry(buf, &entry),
     }
@@ -396,21 +397,31 @@ fn copy_entry(
 
 /// The parts of a directory that have a record (a part without one is
 /// new: its records follow the checkpoint's position, or recovery finds
-/// its range empty), and the lower bounds of those that are order parts.
-fn cp_parts(d: &dyn crate::types::parts::Dir) -> (Vec<CpPart>, Vec<&[u8]>) {
+/// its range empty), the lower bounds of those that are order parts, and
+/// the records of parts' spilled chains (`parts::chains`: their
+/// steps are in no record after the position; a record restating the
+/// rest of such a chain follows it, as for every chain, `want_images`).
+fn cp_parts(d: &dyn crate::types::parts::Dir) -> (Vec<CpPart>, Vec<&[u8]>, Vec<FlashLoc>) {
     let mut firsts = Vec::new();
+    let mut chains = Vec::new();
     let parts = (0..d.part_count())
         .filter_map(|i| {
             let p = d.part(i);
+            let loc = p.loc?;
+            let spilled = d
+                .chains()
+                .get((p.low, p.depth))
+                .filter(|c| c.image == Some(loc))
+                .map_or(&[][..], |c| c.spilled_locs());
             // A changed part's record (a chained part's image) holds other
             // elements than the part now: recovery measures it
             // (`UNKNOWN_COUNT`).
             let (count, body) = if p.dirty || d.chains().spread((p.low, p.depth)) {
-                (UNKNOWN_COUNT, 0)
+                chains.extend_from_slice(spilled);
+                (UNKNOWN_COUNT, spilled.len() as u32)
             } else {
                 (p.count, p.body)
             };
-            let loc = p.loc?;
             firsts.extend(d.part_first(i));
             Some(CpPart {
                 depth: p.depth,
@@ -422,5 +433,5 @@ fn cp_parts(d: &dyn crate::types::parts::Dir) -> (Vec<CpPart>, Vec<&[u8]>) {
             })
         })
         .collect();
-    (parts, firsts)
+    (parts, firsts, chains)
 }

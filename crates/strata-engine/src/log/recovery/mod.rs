@@ -174,6 +174,9 @@ pub(crate) fn recover(inner: &Inner, appendonly: bool) -> RecoveryReport {
                 .checkpoint_segment
                 .store(start.segment, Relaxed);
             load_entries(inner, &cp, &mut replay);
+            for (id, rec) in part_changes::checkpoint_chains(inner, &cp) {
+                replay.part_changes.entry(id).or_default().push(rec);
+            }
         }
         Ok(Some(cp)) => {
             replay.report.checkpoint_error = Some(format!(

@@ -15,6 +15,9 @@ use crate::types::parts::chains::CHAIN_MAX;
 use crate::Inner;
 use std::collections::{HashMap, HashSet};
 
+/// A key as the replay names it: its database id and key.
+pub(super) type KeyId = (u16, Box<[u8]>);
+
 /// A part change record seen by the replay.
 pub(super) struct PartChangeRec {
     pub cid: u64,
@@ -135,6 +138,51 @@ pub(super) fn materialize(
         made.cands.clear();
     }
     made
+}
+
+/// The part change records the checkpoint `cp` names for spilled chains
+/// (`parts::chains`: their steps are in no record after its position),
+/// read `READERS` at a time, as `(db, key)` and the record seen. One the
+/// collector moved since is read where it went: as a record of the tail,
+/// with the same sequence number and base.
+pub(super) fn checkpoint_chains(
+    inner: &Inner,
+    cp: &crate::log::checkpoint::Loaded,
+) -> Vec<(KeyId, PartChangeRec)> {
+    let named: Vec<(u16, &[u8], FlashLoc)> = cp
+        .iter()
+        .filter_map(|e| {
+            let c = e.chunks.as_ref()?;
+            let locs: Vec<FlashLoc> = c.chain_locs().collect();
+            (!locs.is_empty()).then(|| locs.into_iter().map(move |l| (e.db, e.key, l)))
+        })
+        .flatten()
+        .collect();
+    if named.is_empty() {
+        return Vec::new();
+    }
+    let per = named.len().div_ceil(READERS);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = named
+            .chunks(per)
+            .map(|group| {
+                scope.spawn(move || {
+                    group
+                        .iter()
+                        .filter_map(|&(db, key, loc)| {
+                            let (seq, value) = crate::log::read_record_blocking(inner, key, loc)?;
+                            let rec = PartChangeRec::of_record(seq, &value)?;
+                            Some(((db, Box::from(key)), rec))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
 }
 
 /// Threads reading chains' images at once (the device serves several reads

@@ -24,6 +24,7 @@
 
 use super::{Chunked, Elem};
 use crate::flash::format::part_change;
+use crate::types::parts::chains::{tag, CHAIN_MAX};
 use crate::types::parts::{elem_hash, PartChain};
 
 /// A part's membership filter (module doc).
@@ -109,22 +110,26 @@ impl<V: Elem> Chunked<V> {
     }
 
     /// Whether adding `elem` to part `i` needs no read (module doc),
-    /// leaving the chain's steps under half the part and the collection's
-    /// under its cold room (`parts::cold_room`, as the demoter last set
-    /// it).
+    /// leaving the chain's steps under half the part, a spilled chain
+    /// under `CHAIN_MAX` records, and the collection's chains (besides
+    /// steps that may spill) under its cold room (`parts::cold_room`, as
+    /// the demoter last set it).
     pub fn adds_blind(&self, i: usize, elem: &[u8], entry: usize) -> bool {
         if !self.blind_ok(i, elem_hash(elem)) {
             return false;
         }
         let p = &self.parts[i];
         let step = step_ram(entry);
-        let pending = self
-            .head
-            .chains
-            .get((p.low, p.depth))
-            .map_or(0, |ch| ch.pending.len());
+        let chain = self.head.chains.get((p.low, p.depth));
+        let pending = chain.map_or(0, |ch| ch.pending.len());
+        // A spilled chain cannot be restated whole: its next record must
+        // fit under `CHAIN_MAX` (chains invariant 5).
+        let room_in_chain =
+            chain.is_none_or(|ch| ch.spilled == 0 || ch.changes.len() + 1 < CHAIN_MAX);
+        let chains = &self.head.chains;
         2 * (pending + step) < p.body as usize
-            && self.head.chains.steps_ram() + step < self.head.cold_room
+            && room_in_chain
+            && chains.steps_ram() - chains.spillable() + step < self.head.cold_room
     }
 
     /// Adds `elem`, hashed `h` (new: `blind_ok`), to cold part `i` as a
@@ -153,7 +158,16 @@ impl<V: Elem> Chunked<V> {
                 chains.insert(name, PartChain::cold(loc, seq));
             }
         }
-        chains.update(name, |ch| part_change::push_step(&mut ch.pending, &spans));
+        chains.update(name, |ch| {
+            part_change::push_step(&mut ch.pending, &spans);
+            ch.tags.push(tag(h));
+        });
+        // Past the room, cold chains' steps leave RAM for their records
+        // (`parts::chains`), down to half the room.
+        let (ram, room) = (chains.steps_ram(), self.head.cold_room);
+        if ram >= room && chains.spillable() >= room / 4 {
+            chains.spill(ram - room / 2);
+        }
         self.blind_adds += 1;
         self.mark_dirty(i);
     }

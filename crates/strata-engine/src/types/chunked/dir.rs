@@ -49,6 +49,21 @@ impl<V: Elem> Dir for Chunked<V> {
     fn shed_filters(&mut self) -> usize {
         Chunked::shed_filters(self)
     }
+    fn peekable(&self, i: usize, elems: &[&[u8]]) -> bool {
+        Chunked::peekable(self, i, elems.iter().copied())
+    }
+    fn peeked(&self, i: usize) -> bool {
+        Chunked::peeked(self, i)
+    }
+    fn put_peek(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed> {
+        Chunked::put_peek(self, i, loc, body)
+    }
+    fn drop_peeks(&mut self) {
+        Chunked::drop_peeks(self)
+    }
+    fn tags_changes(&self) -> bool {
+        V::BLIND
+    }
     fn dirty_parts(&self) -> Vec<usize> {
         self.changed_parts()
     }
@@ -106,7 +121,7 @@ impl<V: Elem> Dir for Chunked<V> {
         Chunked::take_new_refs(self)
     }
     fn resident_bytes(&self) -> usize {
-        self.resident
+        self.resident + self.peek_ram()
     }
     fn resident_parts(&self) -> usize {
         self.resident_parts

@@ -43,6 +43,7 @@ mod dir;
 mod io;
 mod list;
 mod part;
+mod peek;
 mod zset;
 
 pub use blind::Filter;
@@ -85,6 +86,8 @@ pub struct Chunked<V> {
     filter_ram: usize,
     /// Elements added blindly since the journal last looked (`blind`).
     blind_adds: u64,
+    /// Images of parts on flash read for one command (`peek`).
+    peeks: Vec<peek::Peek>,
 }
 
 impl<V: Elem> Chunked<V> {
@@ -114,6 +117,7 @@ impl<V: Elem> Chunked<V> {
             changes: Changes::of(vec![0]),
             filter_ram: 0,
             blind_adds: 0,
+            peeks: Vec::new(),
         };
         for (k, v) in elems {
             c.insert(&k, v);
@@ -176,6 +180,7 @@ impl<V: Elem> Chunked<V> {
             changes,
             filter_ram: 0,
             blind_adds: 0,
+            peeks: Vec::new(),
         }
     }
 
@@ -210,10 +215,15 @@ impl<V: Elem> Chunked<V> {
     /// the parts a command names).
     pub fn get(&self, elem: &[u8]) -> Option<&[u8]> {
         let h = elem_hash(elem);
-        let p = &self.parts[self.part_of(h)];
+        let i = self.part_of(h);
+        let p = &self.parts[i];
         let Some(d) = p.elems() else {
-            // A part on flash whose filter rules `elem` out (a blind add's
-            // plan did not read it): not there.
+            // A part read by a peek (`peek`), or on flash whose filter
+            // rules `elem` out (a blind add's plan did not read it): not
+            // there.
+            if self.peeked(i) {
+                return self.peek_get(i, elem);
+            }
             debug_assert!(
                 p.filter().is_some_and(|f| !f.may_contain(h)),
                 "part of an element not loaded"
@@ -282,6 +292,8 @@ impl<V: Elem> Chunked<V> {
                 true
             }
         };
+        // (After `changing`, which may start the part's chain.)
+        self.tag_change(i, h);
         let p = &mut self.parts[i];
         p.ver = p.ver.wrapping_add(1);
         self.mark_dirty(i);
@@ -294,8 +306,10 @@ impl<V: Elem> Chunked<V> {
 
     /// Removes `elem`; returns its value if it was there.
     pub fn remove(&mut self, elem: &[u8]) -> Option<V> {
-        let i = self.part_of(elem_hash(elem));
+        let h = elem_hash(elem);
+        let i = self.part_of(h);
         let v = self.changing(i)?.shift_remove(elem)?;
+        self.tag_change(i, h);
         self.removed(i, packed_len(elem.len()) + v.packed());
         Some(v)
     }
@@ -322,6 +336,7 @@ impl<V: Elem> Chunked<V> {
         else {
             return;
         };
+        let old = (p.low, p.depth);
         let depth = p.depth + 1;
         let mid = p.low | (1u64 << (64 - depth as u32));
         let mut hi: PartMap<V> = PartMap::default();
@@ -372,6 +387,8 @@ impl<V: Elem> Chunked<V> {
         }
         self.parts.insert(i + 1, half);
         self.resident_parts += 1;
+        // The part's chain ends with it (`parts::chains` invariant 2).
+        self.head.chains.orphan(old);
         for j in [i + 1, i] {
             let q = &self.parts[j];
             if q.body as usize > CHUNK_MAX && q.count > 1 && q.depth < MAX_DEPTH {
@@ -449,6 +466,7 @@ impl<V: Elem> Chunked<V> {
     pub fn remove_index(&mut self, i: usize) -> Option<(Box<[u8]>, V)> {
         let (pi, j) = self.locate(i)?;
         let (k, v) = self.changing(pi)?.shift_remove_index(j)?;
+        self.tag_change(pi, elem_hash(&k));
         self.removed(pi, packed_len(k.len()) + v.packed());
         Some((k, v))
     }

@@ -130,12 +130,17 @@ fn packed_iter<V: Elem>(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
     })
 }
 
+/// The value bytes of `elem` in chunk body `b` (None if absent).
+pub(super) fn packed_get<'a, V: Elem>(b: &'a [u8], elem: &[u8]) -> Option<&'a [u8]> {
+    packed_iter::<V>(b)
+        .find(|(k, _)| *k == elem)
+        .map(|(_, v)| v)
+}
+
 impl<V: Elem> Data<V> {
     pub(super) fn get(&self, elem: &[u8]) -> Option<&[u8]> {
         match self {
-            Data::Packed(b) => packed_iter::<V>(b)
-                .find(|(k, _)| *k == elem)
-                .map(|(_, v)| v),
+            Data::Packed(b) => packed_get::<V>(b, elem),
             Data::Map(m) => m.get(elem).map(|v| v.as_slice()),
             Data::Cold(_) => None,
         }

@@ -13,10 +13,20 @@
 //! with its changes still resident (a *cold chain*): reading it back is
 //! one device read (the image) with the steps applied, and its later
 //! changes coalesce with the earlier ones until an image is worth writing.
+//! When the collection's chains hold more RAM than its share
+//! (`cold_room`), the steps of cold chains whose records are all
+//! published are dropped from RAM (*spilled*): their records on flash
+//! hold them, and the chain keeps only where those are (12 bytes per
+//! record). Reading a spilled chain's part back reads the image and those
+//! records (`spilled` of them) and applies their steps, then the steps
+//! still in RAM; it leaves RAM again only as an image (a merge). So a part
+//! on flash gathers up to `CHAIN_MAX` changes for one image write, in
+//! about 16 bytes of RAM each.
 //! Demotion wants an image of a chained part whose steps grew past half of
-//! it, or past the collection's share (`cold_room`); a checkpoint wants a
-//! record of every chained part's state after its position: an image of a
-//! part in RAM, a record restating the steps of a cold one.
+//! it, or whose chain is long (`MERGE_AT`) or was read back spilled; a
+//! checkpoint wants a record of every chained part's state after its
+//! position: an image of a part in RAM, a record restating the steps of a
+//! cold one since its spilled records (which the checkpoint names).
 //!
 //! Invariants:
 //! 1. A chained part's state is its image's body with its changes applied
@@ -26,9 +36,14 @@
 //!    a chain whose part is gone (split, merged, emptied) stay live in
 //!    `orphans` until no part of the collection is changed, so a crash
 //!    before the parts replacing it are written still finds them.
-//! 3. A cold chain's part is its image with `pending` applied; `base` is
-//!    None while the part is cold and its body once it is read back.
+//! 3. A cold chain's part is its image with the steps of its first
+//!    `spilled` change records applied, then `pending`; `base` is None
+//!    while the part is cold and its body once it is read back.
 //! 4. A clone never has chains (a copy is another key's value).
+//! 5. Only a confirmed cold chain with every step in a record spills; a
+//!    spilled chain's next record has room under `CHAIN_MAX` (blind adds
+//!    stop one short of it), and a record restating it starts at its last
+//!    spilled record (`spilled_seq`), not at the image.
 
 use crate::base::FlashLoc;
 use hashbrown::HashMap;
@@ -36,6 +51,9 @@ use hashbrown::HashMap;
 /// Most change records after an image: past them, the next record of the
 /// part is an image (recovery applies at most this many to one part).
 pub const CHAIN_MAX: usize = 32;
+/// A part in RAM whose chain has this many change records leaves RAM as
+/// an image (the write is due soon anyway, and now needs no read).
+pub const MERGE_AT: usize = CHAIN_MAX * 3 / 4;
 
 /// One part's chain (module doc).
 #[derive(Debug)]
@@ -66,6 +84,22 @@ pub struct PartChain {
     /// The part's next record must be an image (demotion or a checkpoint
     /// wants one).
     pub want_image: bool,
+    /// The first `spilled` of `changes` hold steps `pending` does not
+    /// (invariant 3), the last of them at sequence number `spilled_seq`.
+    pub spilled: usize,
+    pub spilled_seq: u64,
+    /// The tags (`tag`) of the elements the blind adds since the image
+    /// added, and whether any other step was made since (a diff of a part
+    /// in RAM): while not, an element whose tag is not here is in the
+    /// image or nowhere (`chunked::peek`).
+    pub tags: Vec<u16>,
+    pub opaque: bool,
+}
+
+/// An element's tag in its part's chain: 16 bits of its hash that the
+/// part's range does not fix.
+pub fn tag(h: u64) -> u16 {
+    h as u16
 }
 
 impl PartChain {
@@ -83,6 +117,10 @@ impl PartChain {
             bytes: 0,
             superseded,
             want_image: false,
+            spilled: 0,
+            spilled_seq: 0,
+            tags: Vec::new(),
+            opaque: false,
         }
     }
     /// The chain of a part whose record at `loc` (sequence `seq`), with
@@ -108,12 +146,41 @@ impl PartChain {
     pub fn unlogged(&self) -> bool {
         self.pending.len() > self.logged
     }
-    /// RAM the chain holds: its base, and its steps and bookkeeping.
-    fn ram(&self) -> (usize, usize) {
-        (
-            self.base.as_ref().map_or(0, |b| b.len()),
-            self.pending.capacity() + CHAIN_OVERHEAD,
-        )
+    /// What the chain adds to its collection's counts (`Chains`).
+    fn tally(&self) -> Tally {
+        let locs = (self.changes.capacity() + self.superseded.capacity())
+            * std::mem::size_of::<FlashLoc>()
+            + self.tags.capacity() * 2;
+        Tally {
+            bases: self.base.as_ref().map_or(0, |b| b.len()),
+            steps: self.pending.capacity() + CHAIN_OVERHEAD + locs,
+            spillable: if self.may_spill() {
+                self.pending.capacity()
+            } else {
+                0
+            },
+            wanting: self.want_image as usize,
+        }
+    }
+    /// Whether the chain's steps may leave RAM (invariant 5).
+    pub fn may_spill(&self) -> bool {
+        self.base.is_none()
+            && self.confirmed
+            && !self.unlogged()
+            && !self.pending.is_empty()
+            && self.superseded.is_empty()
+            && !self.changes.is_empty()
+    }
+    /// Drops the steps from RAM (`may_spill`): its records hold them.
+    fn spill(&mut self, seq: u64) {
+        self.pending = Vec::new();
+        self.logged = 0;
+        self.spilled = self.changes.len();
+        self.spilled_seq = seq;
+    }
+    /// The change records whose steps are not in RAM (invariant 3).
+    pub fn spilled_locs(&self) -> &[FlashLoc] {
+        &self.changes[..self.spilled.min(self.changes.len())]
     }
     /// The part's state is its image alone (it may leave RAM).
     pub fn is_image_only(&self) -> bool {
@@ -128,6 +195,7 @@ impl PartChain {
         let mut v = std::mem::take(&mut self.changes);
         v.append(&mut self.superseded);
         self.bytes = 0;
+        self.spilled = 0;
         v
     }
 }
@@ -143,26 +211,52 @@ pub struct PartChains(Option<Box<Chains>>);
 struct Chains {
     by_part: HashMap<PartName, PartChain>,
     orphans: Vec<FlashLoc>,
-    /// Bytes of RAM the chains hold: their bases, and their steps and
-    /// bookkeeping.
-    bases: usize,
-    steps: usize,
+    /// The chains' counts, summed.
+    sum: Tally,
     /// The directory's part count at the last look for chains whose part
     /// is gone, and the captures since (`sweep_due`).
     swept_parts: usize,
     since_sweep: u32,
 }
 
+/// A chain's counts, or their sums over a collection's chains: bytes of
+/// RAM in bases, in steps and bookkeeping, and of those the steps
+/// spilling would free (`PartChain::may_spill`); chains wanting an image.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    bases: usize,
+    steps: usize,
+    spillable: usize,
+    wanting: usize,
+}
+
 impl Chains {
     fn add(&mut self, ch: &PartChain) {
-        let (b, s) = ch.ram();
-        self.bases += b;
-        self.steps += s;
+        let t = ch.tally();
+        self.sum.bases += t.bases;
+        self.sum.steps += t.steps;
+        self.sum.spillable += t.spillable;
+        self.sum.wanting += t.wanting;
     }
     fn sub(&mut self, ch: &PartChain) {
-        let (b, s) = ch.ram();
-        self.bases -= b;
-        self.steps -= s;
+        let t = ch.tally();
+        self.sum.bases -= t.bases;
+        self.sum.steps -= t.steps;
+        self.sum.spillable -= t.spillable;
+        self.sum.wanting -= t.wanting;
+    }
+    /// Changes chain `name` by `f`, keeping the counts.
+    fn update<R>(&mut self, name: PartName, f: impl FnOnce(&mut PartChain) -> R) -> Option<R> {
+        let ch = self.by_part.get_mut(&name)?;
+        let before = ch.tally();
+        let r = f(ch);
+        let after = ch.tally();
+        let s = &mut self.sum;
+        s.bases = s.bases - before.bases + after.bases;
+        s.steps = s.steps - before.steps + after.steps;
+        s.spillable = s.spillable - before.spillable + after.spillable;
+        s.wanting = s.wanting - before.wanting + after.wanting;
+        Some(r)
     }
 }
 
@@ -211,17 +305,27 @@ impl PartChains {
         })
     }
     /// Asks for an image of every part whose state is in more records than
-    /// its image (a checkpoint names one record per part); whether any.
+    /// its image (a checkpoint names one record per part, and the spilled
+    /// records of a cold one), or for a record restating what a cold
+    /// chain holds besides its spilled records; whether any.
     pub fn want_images(&mut self) -> bool {
         let Some(c) = self.0.as_mut() else {
             return false;
         };
         let mut any = false;
         for ch in c.by_part.values_mut() {
-            if !ch.is_image_only() {
+            c.sum.wanting -= ch.want_image as usize;
+            // A cold chain all spilled is named by the checkpoint whole.
+            let named = ch.base.is_none()
+                && ch.confirmed
+                && ch.pending.is_empty()
+                && ch.superseded.is_empty()
+                && ch.spilled == ch.changes.len();
+            if !ch.is_image_only() && !named {
                 ch.want_image = true;
                 any = true;
             }
+            c.sum.wanting += ch.want_image as usize;
         }
         any
     }
@@ -238,16 +342,7 @@ impl PartChains {
     /// Changes part `name`'s chain by `f`, keeping the RAM count (its base
     /// and steps).
     pub fn update<R>(&mut self, name: PartName, f: impl FnOnce(&mut PartChain) -> R) -> Option<R> {
-        let c = self.0.as_mut()?;
-        let ch = c.by_part.get_mut(&name)?;
-        let (b, st) = ch.ram();
-        c.bases -= b;
-        c.steps -= st;
-        let r = f(ch);
-        let (b, st) = ch.ram();
-        c.bases += b;
-        c.steps += st;
-        Some(r)
+        self.0.as_mut()?.update(name, f)
     }
     /// Removes part `name`'s chain.
     pub fn remove(&mut self, name: PartName) -> Option<PartChain> {
@@ -271,13 +366,16 @@ impl PartChains {
     }
     /// Whether to look for chains whose part is gone now: the directory
     /// has `parts` parts (a different number than at the last look), or
-    /// `every` calls passed.
+    /// `every` calls passed; and a look (a search per chain) costs at most
+    /// a search per call in a run of calls (a collection of 200,000
+    /// chains, whose parts split all along, looked on every call).
     pub fn sweep_due(&mut self, parts: usize, every: u32) -> bool {
         let Some(c) = self.0.as_mut() else {
             return false;
         };
         c.since_sweep += 1;
-        if c.swept_parts != parts || c.since_sweep >= every {
+        let gap = u32::try_from(c.by_part.len()).unwrap_or(u32::MAX);
+        if (c.swept_parts != parts || c.since_sweep >= every) && c.since_sweep >= gap {
             c.swept_parts = parts;
             c.since_sweep = 0;
             return true;
@@ -291,11 +389,13 @@ impl PartChains {
         let Some(c) = self.0.as_mut() else {
             return 0;
         };
-        let freed = c.bases;
+        let freed = c.sum.bases;
+        c.sum.spillable = 0;
         for ch in c.by_part.values_mut() {
             ch.base = None;
+            c.sum.spillable += ch.tally().spillable;
         }
-        c.bases = 0;
+        c.sum.bases = 0;
         freed
     }
     /// Takes the orphaned records (to release: no part is changed).
@@ -320,6 +420,7 @@ impl PartChains {
     pub fn wanting_image(&self) -> Vec<PartName> {
         self.0
             .as_ref()
+            .filter(|c| c.sum.wanting > 0)
             .map(|c| {
                 c.by_part
                     .iter()
@@ -380,13 +481,103 @@ impl PartChains {
     }
     /// RAM the chains hold (bases, steps and bookkeeping).
     pub fn ram(&self) -> usize {
-        self.0
-            .as_ref()
-            .map_or(0, |c| c.bases + c.steps + std::mem::size_of::<Chains>())
+        self.0.as_ref().map_or(0, |c| {
+            c.sum.bases + c.sum.steps + std::mem::size_of::<Chains>()
+        })
     }
     /// RAM the chains hold besides their bases: what stays in RAM when
     /// their parts are cold.
     pub fn steps_ram(&self) -> usize {
-        self.0.as_ref().map_or(0, |c| c.steps)
+        self.0.as_ref().map_or(0, |c| c.sum.steps)
+    }
+    /// Of `steps_ram`, what spilling would free.
+    pub fn spillable(&self) -> usize {
+        self.0.as_ref().map_or(0, |c| c.sum.spillable)
+    }
+    /// Spills cold chains (module doc) until `want` bytes are freed, those
+    /// with the fewest change records first (the furthest from their
+    /// merge, which reads back what spilled); returns the bytes freed.
+    pub fn spill(&mut self, want: usize) -> usize {
+        let Some(c) = self.0.as_mut() else {
+            return 0;
+        };
+        let mut cand: Vec<(usize, PartName)> = c
+            .by_part
+            .iter()
+            .filter(|(_, ch)| ch.may_spill())
+            .map(|(n, ch)| (ch.changes.len(), *n))
+            .collect();
+        cand.sort_unstable();
+        let mut freed = 0;
+        for (_, name) in cand {
+            if freed >= want {
+                break;
+            }
+            let before = c.sum.steps;
+            c.update(name, |ch| {
+                let seq = ch.last_seq;
+                ch.spill(seq);
+            });
+            freed += before - c.sum.steps;
+        }
+        freed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(i: u32) -> FlashLoc {
+        FlashLoc {
+            segment: 1,
+            offset: i * 512,
+            len: 200,
+        }
+    }
+
+    /// Only a confirmed cold chain whose steps are all in records spills;
+    /// spilling frees its steps, keeps its records, and the counts stay
+    /// what the chains hold (invariants 3 and 5).
+    #[test]
+    fn only_logged_cold_chains_spill_and_the_counts_follow() {
+        let mut c = PartChains::default();
+        let mut cold = PartChain::cold(loc(0), 10);
+        cold.pending = vec![7u8; 300];
+        cold.logged = 300;
+        cold.changes = vec![loc(1), loc(2)];
+        cold.last_seq = 12;
+        c.insert((1, 2), cold);
+        // Steps not logged yet, and a part in RAM (a base): they stay.
+        let mut unlogged = PartChain::cold(loc(3), 20);
+        unlogged.pending = vec![1u8; 100];
+        unlogged.changes = vec![loc(4)];
+        c.insert((2, 2), unlogged);
+        let mut hot = PartChain::read(loc(5), 30, bytes::Bytes::from_static(b"body"));
+        hot.pending = vec![1u8; 100];
+        hot.logged = 100;
+        hot.changes = vec![loc(6)];
+        c.insert((3, 2), hot);
+        assert_eq!(c.spillable(), c.get((1, 2)).unwrap().pending.capacity());
+        let before = c.steps_ram();
+        let freed = c.spill(usize::MAX);
+        assert!(freed >= 300, "{freed}");
+        assert_eq!(c.steps_ram(), before - freed);
+        assert_eq!(c.spillable(), 0);
+        let ch = c.get((1, 2)).unwrap();
+        assert!(ch.pending.is_empty() && ch.logged == 0);
+        assert_eq!(ch.spilled_locs(), &[loc(1), loc(2)]);
+        assert_eq!(ch.spilled_seq, 12);
+        assert_eq!(c.get((2, 2)).unwrap().pending.len(), 100);
+        assert_eq!(c.get((3, 2)).unwrap().pending.len(), 100);
+        // Shedding the bases makes the part in RAM's steps spillable.
+        c.shed_bases();
+        assert!(c.spillable() >= 100);
+        c.spill(usize::MAX);
+        assert_eq!(c.spillable(), 0);
+        // A checkpoint wants no restatement of a chain all spilled.
+        assert!(c.want_images());
+        assert!(!c.get((1, 2)).unwrap().want_image);
+        assert!(c.get((2, 2)).unwrap().want_image);
     }
 }

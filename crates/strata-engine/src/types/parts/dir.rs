@@ -3,7 +3,7 @@
 //! collection's type (hash, set, list, sorted set, stream, big string):
 //! its head record (`DirHead`) and what it says of each part (`PartInfo`).
 
-use super::chains::{PartChains, PartName};
+use super::chains::{PartChains, PartName, MERGE_AT};
 use super::clock::{clock_walk, ClockStep, PartClock};
 use crate::base::{FlashLoc, Malformed};
 
@@ -270,6 +270,27 @@ pub trait Dir {
     fn shed_filters(&mut self) -> usize {
         0
     }
+    /// Whether elements `elems` of part `i`, on flash, are read from its
+    /// image alone (`chunked::peek`).
+    fn peekable(&self, _i: usize, _elems: &[&[u8]]) -> bool {
+        false
+    }
+    /// Whether part `i` has its image read for this command (a peek).
+    fn peeked(&self, _i: usize) -> bool {
+        false
+    }
+    /// Keeps part `i`'s record at `loc`, read as `body`, as its peek;
+    /// whether it did (the part is still on flash at `loc`).
+    fn put_peek(&mut self, _i: usize, _loc: FlashLoc, _body: &[u8]) -> Result<bool, Malformed> {
+        Ok(false)
+    }
+    /// Drops the peeks (their command ended).
+    fn drop_peeks(&mut self) {}
+    /// Whether the parts' chains name every element a change of a part
+    /// in RAM touches (`chunked::peek`); else a diff makes a chain opaque.
+    fn tags_changes(&self) -> bool {
+        false
+    }
     fn resident_parts(&self) -> usize;
     fn body_len(&self) -> usize;
     fn len(&self) -> usize;
@@ -303,10 +324,12 @@ pub trait Dir {
 
 /// Ends a pass of the demoter's hand over `d`: the clean parts it picked
 /// leave RAM. A chained part leaves with its changes' steps resident (a
-/// cold chain, `chains`) while they are under half the part and the
-/// collection's chains hold less than `room` (`cold_room`) and its image
-/// is its record; else it is listed to be written first, as an image. A
-/// part whose chain's last record is not published yet stays.
+/// cold chain, `chains`) while they are under half the part, its chain
+/// is shorter than `MERGE_AT` and was not read back spilled, the
+/// collection's chains hold less than `room` (`cold_room`) besides steps
+/// that may spill, and its image is its record; else it is listed to be
+/// written first, as an image. A part whose chain's last record is not
+/// published yet stays. Past the room, cold chains spill.
 pub(crate) fn settle<D: Dir + ?Sized>(
     d: &mut D,
     mut step: ClockStep,
@@ -314,11 +337,14 @@ pub(crate) fn settle<D: Dir + ?Sized>(
 ) -> (usize, usize, usize, Vec<usize>) {
     let room = if d.keeps_cold_chains() { room } else { 0 };
     d.head_mut().cold_room = room;
+    d.drop_peeks();
     for i in std::mem::take(&mut step.free) {
         let name = d.part_name(i);
         let p = d.part(i);
         let (body, record) = (p.body as usize, p.loc);
-        let fits = d.chains().steps_ram() < room;
+        // Steps that can spill do not count: past the room they leave RAM
+        // (below).
+        let fits = d.chains().steps_ram() - d.chains().spillable() < room;
         let leave = d.chains_mut().update(name, |ch| {
             if ch.is_image_only() {
                 Leave::Plain
@@ -326,7 +352,12 @@ pub(crate) fn settle<D: Dir + ?Sized>(
                 // Its chain's last record is not published yet: the
                 // part's record lacks it (invariant 3 would not hold).
                 Leave::Stay
-            } else if fits && ch.image == record && ch.pending.len() * 2 < body {
+            } else if fits
+                && ch.image == record
+                && ch.pending.len() * 2 < body
+                && ch.spilled == 0
+                && ch.changes.len() < MERGE_AT
+            {
                 ch.base = None;
                 Leave::Cold
             } else {
@@ -346,6 +377,12 @@ pub(crate) fn settle<D: Dir + ?Sized>(
             }
         }
     }
+    // Past the room, cold chains' steps leave RAM for their records
+    // (`chains`), down to half the room.
+    let ram = d.chains().steps_ram();
+    if room > 0 && ram >= room && d.chains().spillable() >= room / 4 {
+        d.chains_mut().spill(ram - room / 2);
+    }
     step.into_counts()
 }
 
@@ -362,11 +399,11 @@ enum Leave {
     Stay,
 }
 
-/// RAM a collection of `body` bytes may keep in the steps of its cold
-/// chains under a RAM budget of `budget` bytes: a quarter of its size, and
-/// at most an eighth of the budget (the rest holds parts and keys). Each
-/// cold chain spares an image per change it holds: about a part's size
-/// written for ~150 bytes of RAM.
+/// RAM a collection of `body` bytes may keep in its cold chains under a
+/// RAM budget of `budget` bytes: a quarter of its size, and at most half
+/// the budget (the rest holds parts, their filters and keys). Each change
+/// a cold chain holds spares a part's image: about a part's size written
+/// for ~150 bytes of RAM while its step is resident, ~16 once spilled.
 pub fn cold_room(body: usize, budget: usize) -> usize {
-    (body / 4).min(budget / 8)
+    (body / 4).min(budget / 2)
 }

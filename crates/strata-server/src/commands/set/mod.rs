@@ -52,7 +52,7 @@ fn get_mut<'v>(
 }
 
 /// Runs `f` on the set at `key` for reading only the members `members`
-/// (see `Ctx::with_key_elems`).
+/// (see `Ctx::with_key_reads`).
 fn read_members(
     ctx: &mut Ctx<'_>,
     key: &Bytes,
@@ -60,7 +60,7 @@ fn read_members(
     f: impl FnOnce(Option<&Set>, &mut BytesMut, Version) + Send + 'static,
 ) -> Outcome {
     let key = key.clone();
-    ctx.with_key_elems(key.clone(), members, move |view, out, v| {
+    ctx.with_key_reads(key.clone(), members, move |view, out, v| {
         match get(view, &key) {
             Ok(s) => f(s, out, v),
             Err(e) => reply::engine(out, &e),

@@ -102,6 +102,8 @@ pub(super) fn tiered(s: &Shared, out: &mut String, largest: bool) {
     field!(out, "chunks_written", t.chunks_written);
     field!(out, "part_changes_written", t.part_changes_written);
     field!(out, "part_chain_loads", t.part_chain_loads);
+    field!(out, "part_chain_spilled_reads", t.part_chain_spilled_reads);
+    field!(out, "part_peeks", t.part_peeks);
     field!(out, "part_blind_adds", t.part_blind_adds);
     field!(out, "part_chain_reclaims", t.part_chain_reclaims);
     field!(out, "ram_used_bytes", t.ram_used);

@@ -1,32 +1,21 @@
 //! The parts of chunked collections (`types::chunked`, docs/collections.md)
-//! as the keyspace handles them: which parts a command needs in RAM, and
-//! loading them (one device read per part, all in flight together).
-//!
-//! Invariants:
-//! 1. A part is installed only if its entry still holds the same
-//!    incarnation (`cid`) and the part still points at the record that was
-//!    read (`loc`); otherwise the read is dropped and the caller plans
-//!    again (no lock is held across I/O, engine invariant 5).
-//! 2. Installing a part changes no state a client sees (the part was
-//!    clean), only where its bytes are.
+//! as the keyspace handles them: which parts a command needs in RAM
+//! (`Need`, planned here), and loading them (`load`: one device read per
+//! part, all in flight together).
 
-use crate::base::FlashLoc;
-use crate::base::ORDER_DEPTH;
-use crate::base::STREAM_DEPTH;
-use crate::base::STR_DEPTH;
-use crate::flash::format;
-use crate::index::{Entry, Slot, Value};
-use crate::stats::Stats;
-use crate::tiering::fetch::{fetch_value, FetchTarget};
+mod load;
+
+pub(crate) use load::{load_parts, PartTarget};
+
+use crate::index::{Slot, Value};
 use crate::types::bigstr::STR_CHUNKED_AT;
 use crate::types::chunked::{zkey, ChunkedZSet};
 use crate::types::parts::elem_hash;
 use crate::types::stream::StreamNeed;
 use crate::types::{ChunkedStr, Collection};
-use crate::{EngineError, Inner};
+use crate::Inner;
 use bytes::Bytes;
 use smallvec::SmallVec;
-use std::sync::Arc;
 
 /// Which elements of a collection a command touches.
 #[derive(Clone, Debug)]
@@ -35,6 +24,10 @@ pub enum Need {
     Whole,
     /// Only these (fields, members): their parts are loaded, no others.
     Elems(Vec<Bytes>),
+    /// As `Elems`, for a command that only reads them (HGET, SISMEMBER
+    /// ...): a part on flash that can answer from its image alone is read
+    /// so (`chunked::peek`), not loaded.
+    Reads(Vec<Bytes>),
     /// Elements a command sets or adds (HSET, SADD), with the bytes of each
     /// one's value (0 for a set member): as `Elems`, but a part on flash whose
     /// membership filter rules its one element out is not read
@@ -151,7 +144,7 @@ pub fn batch_end(d: &dyn crate::types::parts::Dir, from: usize, to: usize, bytes
 /// The parts of chunked `c` that `need` names, in order, each once: by
 /// its directory, or, for a stream's or a sorted set's own needs, by the
 /// type's own plan.
-fn need_parts(c: &Collection, need: &Need, blind: bool) -> SmallVec<[usize; 4]> {
+pub(super) fn need_parts(c: &Collection, need: &Need, blind: bool) -> SmallVec<[usize; 4]> {
     let Some(d) = c.dir() else {
         return SmallVec::new();
     };
@@ -175,7 +168,9 @@ fn need_parts(c: &Collection, need: &Need, blind: bool) -> SmallVec<[usize; 4]> 
         // come first among its parts.
         Need::Hashes { .. } if d.head_span().is_some() => return (0..d.part_count()).collect(),
         Need::Hashes { lo, hi } => return (d.part_of(*lo)..=d.part_of(*hi)).collect(),
-        Need::Elems(elems) => elems.iter().map(|m| d.part_of(elem_hash(m))).collect(),
+        Need::Elems(elems) | Need::Reads(elems) => {
+            elems.iter().map(|m| d.part_of(elem_hash(m))).collect()
+        }
         Need::Adds(elems) => {
             let v: SmallVec<[usize; 4]> =
                 elems.iter().map(|(m, _)| d.part_of(elem_hash(m))).collect();
@@ -323,16 +318,6 @@ fn zset_score_parts(
     v
 }
 
-/// A cold part to load.
-pub(crate) struct PartTarget {
-    fetch: FetchTarget,
-    cid: u64,
-    /// The part's name (its index may shift with splits) and index.
-    low: u64,
-    depth: u8,
-    index: usize,
-}
-
 impl Inner {
     /// The slot a new value of a key takes: a big hash or set past
     /// `CHUNKED_AT`, or a string past `STR_CHUNKED_AT`, is stored chunked
@@ -357,47 +342,6 @@ impl Inner {
             v => Slot::hot_value(v, None),
         }
     }
-
-    /// The parts of `e` (the entry of `key` in `db`) that `need` names and
-    /// that are not in RAM; each part named is marked used (the demoter's
-    /// CLOCK, per part). Caller holds the shard lock.
-    pub(crate) fn cold_parts(
-        &self,
-        db: usize,
-        key: &[u8],
-        e: &mut Entry,
-        need: &Need,
-    ) -> Vec<PartTarget> {
-        let Slot::Chunked(c) = &mut e.slot else {
-            return Vec::new();
-        };
-        // Blind adds only while the journal logs (blind invariant 4), and
-        // not while demotion reads cold chains back for RAM.
-        let blind = self.journal.enabled
-            && !self
-                .tiering
-                .chains_squeezed
-                .load(std::sync::atomic::Ordering::Relaxed);
-        let named = need_parts(c, need, blind);
-        let Some(d) = c.dir_mut() else {
-            return Vec::new();
-        };
-        let mut cold = Vec::new();
-        for i in named {
-            d.touch(i);
-            let p = d.part(i);
-            if let (false, Some(loc)) = (p.resident, p.loc) {
-                cold.push(PartTarget {
-                    fetch: FetchTarget::new(self, db, key, loc, p.seq),
-                    cid: d.cid(),
-                    low: p.low,
-                    depth: p.depth,
-                    index: i,
-                });
-            }
-        }
-        cold
-    }
 }
 
 /// The position a `Need::Pick(seed)` names in a collection of `len`
@@ -407,141 +351,5 @@ pub fn pick_index(seed: u64, len: usize) -> usize {
         0
     } else {
         (seed % len as u64) as usize
-    }
-}
-
-/// Reads the parts and installs each that is still wanted (invariant 1).
-/// A part another command is reading already is not read again: this one
-/// waits for that read, and its caller plans again.
-pub(crate) async fn load_parts(
-    inner: &Arc<Inner>,
-    targets: Vec<PartTarget>,
-) -> Result<(), EngineError> {
-    let mut mine = Vec::with_capacity(targets.len());
-    let mut other = Vec::new();
-    let mut waits = Vec::new();
-    {
-        let mut loads = inner.flash.part_loads.lock();
-        // In an exclusive section the other read's task could not install
-        // its part (the section holds the shards): read it here too.
-        let alone = crate::index::lock::in_section();
-        for t in targets {
-            match loads.get(&t.fetch.loc) {
-                Some(_) if alone => other.push(t),
-                Some(n) => {
-                    // Registered under the lock, so the wake-up that ends
-                    // the other read cannot be missed.
-                    let mut w = Box::pin(n.clone().notified_owned());
-                    w.as_mut().enable();
-                    waits.push(w);
-                }
-                None => {
-                    loads.insert(t.fetch.loc, Arc::new(tokio::sync::Notify::new()));
-                    mine.push(t);
-                }
-            }
-        }
-    }
-    // Ends this command's reads for the waiters, even if the command is
-    // dropped before they complete (a client that hangs up).
-    struct Done<'a>(&'a Inner, Vec<FlashLoc>);
-    impl Drop for Done<'_> {
-        fn drop(&mut self) {
-            let mut loads = self.0.flash.part_loads.lock();
-            for loc in &self.1 {
-                if let Some(n) = loads.remove(loc) {
-                    n.notify_waiters();
-                }
-            }
-        }
-    }
-    let _done = Done(inner, mine.iter().map(|t| t.fetch.loc).collect());
-    let reads = mine
-        .iter()
-        .chain(&other)
-        .map(|t| fetch_value(inner.clone(), &t.fetch));
-    let values = super::view::join_all(reads).await;
-    let mut result = Ok(());
-    for (t, v) in mine.iter().chain(&other).zip(values) {
-        let r = v.and_then(|value| {
-            let Some((name, body)) = format::decode_chunk(&value) else {
-                Stats::inc(&inner.stats.read_errors);
-                return Err(EngineError::Malformed);
-            };
-            if name.cid != t.cid {
-                Stats::inc(&inner.stats.read_errors);
-                return Err(EngineError::Corrupt("chunk of another collection"));
-            }
-            install(inner, t, t.fetch.loc, &body, (name.low, name.depth))?;
-            Stats::inc(&inner.stats.chunk_loads);
-            Ok(())
-        });
-        if result.is_ok() {
-            result = r;
-        }
-    }
-    drop(_done);
-    for w in waits {
-        w.await;
-    }
-    inner.wake_if_pressured();
-    result
-}
-
-/// Installs a part read from the record at `loc`, named `(low, depth)`.
-fn install(
-    inner: &Inner,
-    t: &PartTarget,
-    loc: FlashLoc,
-    body: &[u8],
-    named: (u64, u8),
-) -> Result<(), EngineError> {
-    let mut guard = inner.shard(&t.fetch.key).lock();
-    let sh = &mut *guard;
-    let Some(e) = sh.dbs[t.fetch.db].get_mut(&t.fetch.key) else {
-        return Ok(());
-    };
-    let r = e.with_dir(&mut sh.acct, |d| {
-        if d.cid() != t.cid {
-            return Ok(());
-        }
-        // A hash range or list position finds the part that holds it now
-        // (a record of a wider range installs filtered); an order part is
-        // found by its id.
-        let i = if t.depth == ORDER_DEPTH || t.depth == STREAM_DEPTH || t.depth == STR_DEPTH {
-            match d.find_part(t.low, t.depth, t.index) {
-                Some(i) => i,
-                None => return Ok(()),
-            }
-        } else {
-            d.part_of(t.low)
-        };
-        // A cold chain's part: its image with the steps since applied
-        // (`parts::chains`).
-        let steps = (d.part_name(i) == named)
-            .then(|| d.chains().get(named))
-            .flatten()
-            .filter(|c| c.base.is_none() && c.image == Some(loc))
-            .map(|c| c.pending.clone());
-        let Some(steps) = steps else {
-            return d.install(i, loc, body, named).map(|_| ());
-        };
-        let body = format::part_change::apply_steps(body, &steps).ok_or(crate::types::Malformed)?;
-        if d.install(i, loc, &body, named)? {
-            // The base of the next change is what the chain's records hold:
-            // with blind adds not logged yet, none (an image comes next).
-            d.chains_mut().update(named, |c| {
-                c.base = (!c.unlogged()).then(|| bytes::Bytes::from(body));
-            });
-            Stats::inc(&inner.stats.part_chain_loads);
-        }
-        Ok(())
-    });
-    match r {
-        Some(Err(_)) => {
-            Stats::inc(&inner.stats.read_errors);
-            Err(EngineError::Malformed)
-        }
-        _ => Ok(()),
     }
 }
