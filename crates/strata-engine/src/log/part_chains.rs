@@ -98,14 +98,14 @@ pub(super) fn capture_part(
                 && ch.image.is_some()
                 && ch.image == p.loc;
             let value = if open {
+                ch.captured(false);
                 part_change::encode(&chunk, ch.last_seq, &ch.pending[ch.logged..])
             } else {
                 // Restated from the last spilled record (chains invariant
                 // 5), or from the image.
                 let keep = ch.spilled.min(ch.changes.len());
-                let restated: Vec<FlashLoc> = ch.changes.drain(keep..).collect();
-                ch.superseded.extend(restated);
-                ch.bytes = ch.changes.iter().map(|l| l.len as u64).sum();
+                ch.restate_from(keep);
+                ch.captured(ch.pending_diff);
                 ch.want_image = false;
                 let base = if keep > 0 {
                     ch.spilled_seq
@@ -158,6 +158,8 @@ pub(super) fn capture_part(
             ch.pending.extend_from_slice(&step);
             ch.logged = ch.pending.len();
             ch.opaque |= !tagged;
+            ch.pending_diff = true;
+            ch.captured(true);
             ch.base = Some(body);
             base
         });
@@ -234,7 +236,7 @@ pub(super) fn publish_part(
         let mut release = Vec::new();
         let chain = dir.chains_mut().update(name, |ch| {
             ch.confirmed = true;
-            ch.changes.push(loc);
+            ch.push_record(loc);
             ch.bytes += loc.len as u64;
             // A restatement replaces the change records before it.
             release.append(&mut ch.superseded);

@@ -363,14 +363,22 @@ impl Pass {
         acct: &mut crate::index::ShardCounters,
         k: &[u8],
     ) -> bool {
-        // Cold chains' steps spill first: that costs no write, the
-        // filters cost blind adds.
-        let shed = e
-            .with_dir(acct, |d| match d.chains_mut().spill(usize::MAX) {
-                0 => d.shed_filters() + d.chains_mut().shed_bases(),
-                spilled => spilled,
+        // Cold chains' steps spill first (or are restated in one record
+        // each, then spill: the journal writes them): that costs little,
+        // the filters cost blind adds.
+        let (shed, asked) = e
+            .with_dir(acct, |d| match d.chains_mut().spill(usize::MAX, true) {
+                // Restatements in flight free RAM once the journal wrote
+                // them: keep the filters meanwhile.
+                (0, false) if d.chains().restating() => (0, true),
+                (0, false) => (d.shed_filters() + d.chains_mut().shed_bases(), false),
+                r => r,
             })
-            .unwrap_or(0);
+            .unwrap_or((0, false));
+        if asked {
+            self.spared += 1;
+            return true;
+        }
         if shed > 0 {
             self.to_free = self.to_free.saturating_sub(shed);
             self.spared += 1;

@@ -20,7 +20,7 @@ use crate::flash::format;
 use crate::index::{Entry, Slot};
 use crate::stats::Stats;
 use crate::tiering::fetch::{fetch_record, fetch_value, FetchTarget, ANY_SEQ};
-use crate::types::parts::elem_hash;
+use crate::types::parts::{elem_hash, PeekPlan};
 use crate::{EngineError, Inner};
 use bytes::Bytes;
 use smallvec::SmallVec;
@@ -37,8 +37,9 @@ pub(crate) struct PartTarget {
     /// A spilled chain's records on that image (`parts::chains`), read
     /// with it.
     chain: Vec<FetchTarget>,
-    /// The image alone is read, for one command (`chunked::peek`).
-    peek: bool,
+    /// One record of the part is read for a peek (`chunked::peek`):
+    /// `Some(true)` its image, `Some(false)` a part change record.
+    peek: Option<bool>,
 }
 
 impl Inner {
@@ -70,26 +71,40 @@ impl Inner {
         for i in named {
             d.touch(i);
             let p = d.part(i);
-            // A read of elements a part's image alone answers.
-            let peek = match need {
+            // A read of elements RAM or one record answers (a peek).
+            let plan = match need {
                 Need::Reads(elems) if !p.resident => {
                     let mine: SmallVec<[&[u8]; 4]> = elems
                         .iter()
                         .filter(|m| d.part_of(elem_hash(m)) == i)
                         .map(|m| &m[..])
                         .collect();
-                    d.peekable(i, &mine)
+                    d.peek_plan(i, &mine)
                 }
-                _ => false,
+                _ => PeekPlan::Load,
             };
-            if peek && d.peeked(i) {
-                continue;
-            }
+            let peek = match plan {
+                PeekPlan::Ready => continue,
+                PeekPlan::Read { loc, image } => {
+                    let seq = if image { p.seq } else { ANY_SEQ };
+                    cold.push(PartTarget {
+                        fetch: FetchTarget::new(self, db, key, loc, seq),
+                        cid: d.cid(),
+                        low: p.low,
+                        depth: p.depth,
+                        index: i,
+                        chain: Vec::new(),
+                        peek: Some(image),
+                    });
+                    continue;
+                }
+                PeekPlan::Load => None,
+            };
             if let (false, Some(loc)) = (p.resident, p.loc) {
                 let chain = d
                     .chains()
                     .get((p.low, p.depth))
-                    .filter(|c| !peek && c.base.is_none() && c.image == Some(loc))
+                    .filter(|c| c.base.is_none() && c.image == Some(loc))
                     .map(|c| {
                         c.spilled_locs()
                             .iter()
@@ -176,6 +191,20 @@ pub(crate) async fn load_parts(
             chain_values.by_ref().take(t.chain.len()).collect();
         let r = v.and_then(|value| {
             let records = records?;
+            if t.peek == Some(false) {
+                // A part change record, for a peek.
+                let Some(c) = format::part_change::decode(&value) else {
+                    Stats::inc(&inner.stats.read_errors);
+                    return Err(EngineError::Malformed);
+                };
+                if c.name.cid != t.cid {
+                    Stats::inc(&inner.stats.read_errors);
+                    return Err(EngineError::Corrupt("chunk of another collection"));
+                }
+                install(inner, t, &value, (c.name.low, c.name.depth), &records)?;
+                Stats::inc(&inner.stats.chunk_loads);
+                return Ok(());
+            }
             let Some((name, body)) = format::decode_chunk(&value) else {
                 Stats::inc(&inner.stats.read_errors);
                 return Err(EngineError::Malformed);
@@ -234,8 +263,8 @@ fn install(
         // A cold chain's part: its image with the steps since applied
         // (`parts::chains`), those of its spilled records first. A chain
         // that spilled or moved records since the plan is read again.
-        if t.peek {
-            if d.put_peek(i, loc, body)? {
+        if let Some(image) = t.peek {
+            if d.put_peek(i, loc, image, body)? {
                 Stats::inc(&inner.stats.part_peeks);
             }
             return Ok(());

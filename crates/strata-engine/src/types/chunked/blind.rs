@@ -110,10 +110,12 @@ impl<V: Elem> Chunked<V> {
     }
 
     /// Whether adding `elem` to part `i` needs no read (module doc),
-    /// leaving the chain's steps under half the part, a spilled chain
-    /// under `CHAIN_MAX` records, and the collection's chains (besides
-    /// steps that may spill) under its cold room (`parts::cold_room`, as
-    /// the demoter last set it).
+    /// leaving the chain's steps in RAM and those spilled each under the
+    /// part's size, a spilled chain under `CHAIN_MAX` records, and the
+    /// collection's chains (besides steps that may spill) under its cold
+    /// room (`parts::cold_room`, as the demoter last set it). Past those
+    /// the part is read, and written whole when it leaves RAM (a merge:
+    /// about a part's worth of changes per image).
     pub fn adds_blind(&self, i: usize, elem: &[u8], entry: usize) -> bool {
         if !self.blind_ok(i, elem_hash(elem)) {
             return false;
@@ -124,10 +126,12 @@ impl<V: Elem> Chunked<V> {
         let pending = chain.map_or(0, |ch| ch.pending.len());
         // A spilled chain cannot be restated whole: its next record must
         // fit under `CHAIN_MAX` (chains invariant 5).
-        let room_in_chain =
-            chain.is_none_or(|ch| ch.spilled == 0 || ch.changes.len() + 1 < CHAIN_MAX);
+        let room_in_chain = chain.is_none_or(|ch| {
+            let spilled: u64 = ch.spilled_locs().iter().map(|l| l.len as u64).sum();
+            (ch.spilled == 0 || ch.changes.len() + 1 < CHAIN_MAX) && spilled < p.body as u64
+        });
         let chains = &self.head.chains;
-        2 * (pending + step) < p.body as usize
+        pending + step < p.body as usize
             && room_in_chain
             && chains.steps_ram() - chains.spillable() + step < self.head.cold_room
     }
@@ -158,15 +162,27 @@ impl<V: Elem> Chunked<V> {
                 chains.insert(name, PartChain::cold(loc, seq));
             }
         }
+        let half = p.body as usize / 2;
         chains.update(name, |ch| {
+            // Past half the part, the steps in RAM go to one record
+            // (restated if in several), then leave RAM (chains invariant
+            // 6): looked at before this step, not logged yet, joins them.
+            if ch.pending.len() >= half {
+                if ch.may_spill() {
+                    let seq = ch.last_seq;
+                    ch.spill_now(seq);
+                } else if ch.may_restate() {
+                    ch.want_image = true;
+                }
+            }
             part_change::push_step(&mut ch.pending, &spans);
             ch.tags.push(tag(h));
         });
         // Past the room, cold chains' steps leave RAM for their records
         // (`parts::chains`), down to half the room.
         let (ram, room) = (chains.steps_ram(), self.head.cold_room);
-        if ram >= room && chains.spillable() >= room / 4 {
-            chains.spill(ram - room / 2);
+        if ram >= room && chains.spill_due(room / 4, true) {
+            chains.spill(ram - room / 2, true);
         }
         self.blind_adds += 1;
         self.mark_dirty(i);

@@ -49,14 +49,17 @@ impl<V: Elem> Dir for Chunked<V> {
     fn shed_filters(&mut self) -> usize {
         Chunked::shed_filters(self)
     }
-    fn peekable(&self, i: usize, elems: &[&[u8]]) -> bool {
-        Chunked::peekable(self, i, elems.iter().copied())
+    fn peek_plan(&self, i: usize, elems: &[&[u8]]) -> crate::types::parts::PeekPlan {
+        Chunked::peek_plan(self, i, elems.iter().copied())
     }
-    fn peeked(&self, i: usize) -> bool {
-        Chunked::peeked(self, i)
-    }
-    fn put_peek(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed> {
-        Chunked::put_peek(self, i, loc, body)
+    fn put_peek(
+        &mut self,
+        i: usize,
+        loc: FlashLoc,
+        image: bool,
+        body: &[u8],
+    ) -> Result<bool, Malformed> {
+        Chunked::put_peek(self, i, loc, image, body)
     }
     fn drop_peeks(&mut self) {
         Chunked::drop_peeks(self)
@@ -102,6 +105,18 @@ impl<V: Elem> Dir for Chunked<V> {
     }
     fn evict(&mut self, i: usize) -> usize {
         Chunked::evict(self, i)
+    }
+    /// (A part on flash is passed over without building its `PartInfo`:
+    /// the hand walks every part of a collection mostly on flash.)
+    fn part_clock(&mut self, i: usize) -> crate::types::parts::PartClock {
+        let p = &mut self.parts[i];
+        crate::types::parts::PartClock {
+            resident: p.is_resident(),
+            referenced: std::mem::replace(&mut p.referenced, false),
+            dirty: p.dirty,
+            has_record: p.loc.is_some(),
+            body: p.body as usize,
+        }
     }
     fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
         self.parts.get_mut(i).map(|p| &mut p.referenced)

@@ -270,18 +270,21 @@ pub trait Dir {
     fn shed_filters(&mut self) -> usize {
         0
     }
-    /// Whether elements `elems` of part `i`, on flash, are read from its
-    /// image alone (`chunked::peek`).
-    fn peekable(&self, _i: usize, _elems: &[&[u8]]) -> bool {
-        false
+    /// How a read of elements `elems` of part `i`, on flash, reads them
+    /// (`chunked::peek`).
+    fn peek_plan(&self, _i: usize, _elems: &[&[u8]]) -> PeekPlan {
+        PeekPlan::Load
     }
-    /// Whether part `i` has its image read for this command (a peek).
-    fn peeked(&self, _i: usize) -> bool {
-        false
-    }
-    /// Keeps part `i`'s record at `loc`, read as `body`, as its peek;
-    /// whether it did (the part is still on flash at `loc`).
-    fn put_peek(&mut self, _i: usize, _loc: FlashLoc, _body: &[u8]) -> Result<bool, Malformed> {
+    /// Keeps part `i`'s record at `loc` (`image`: its image's chunk body;
+    /// else a part change record's value), read as `body`, as a peek;
+    /// whether it did (the part still has that record).
+    fn put_peek(
+        &mut self,
+        _i: usize,
+        _loc: FlashLoc,
+        _image: bool,
+        _body: &[u8],
+    ) -> Result<bool, Malformed> {
         Ok(false)
     }
     /// Drops the peeks (their command ended).
@@ -379,11 +382,24 @@ pub(crate) fn settle<D: Dir + ?Sized>(
     }
     // Past the room, cold chains' steps leave RAM for their records
     // (`chains`), down to half the room.
+    // (Restatements are asked for by writes, which the journal sees.)
     let ram = d.chains().steps_ram();
-    if room > 0 && ram >= room && d.chains().spillable() >= room / 4 {
-        d.chains_mut().spill(ram - room / 2);
+    if room > 0 && ram >= room && d.chains().spill_due(room / 4, false) {
+        d.chains_mut().spill(ram - room / 2, false);
     }
     step.into_counts()
+}
+
+/// How a read of some elements of a part on flash reads them
+/// (`chunked::peek`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeekPlan {
+    /// Load the part whole.
+    Load,
+    /// What RAM holds answers.
+    Ready,
+    /// Read this record of the part (`image`: its image) first.
+    Read { loc: FlashLoc, image: bool },
 }
 
 /// What `settle` does with a clean part picked to leave RAM.

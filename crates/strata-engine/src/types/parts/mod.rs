@@ -25,10 +25,11 @@ mod dir;
 
 pub use chains::{PartChain, PartChains, PartName};
 pub use changes::Changes;
-pub(crate) use clock::{clock_walk, PartClock};
+pub(crate) use clock::clock_walk;
+pub use clock::PartClock;
 pub use dir::cold_room;
 pub(crate) use dir::settle;
-pub use dir::{Dir, DirHead, PartInfo, ScanStep};
+pub use dir::{Dir, DirHead, PartInfo, PeekPlan, ScanStep};
 
 pub use crate::base::MAX_DEPTH;
 

@@ -13,15 +13,18 @@
 //! with its changes still resident (a *cold chain*): reading it back is
 //! one device read (the image) with the steps applied, and its later
 //! changes coalesce with the earlier ones until an image is worth writing.
-//! When the collection's chains hold more RAM than its share
-//! (`cold_room`), the steps of cold chains whose records are all
-//! published are dropped from RAM (*spilled*): their records on flash
-//! hold them, and the chain keeps only where those are (12 bytes per
-//! record). Reading a spilled chain's part back reads the image and those
-//! records (`spilled` of them) and applies their steps, then the steps
-//! still in RAM; it leaves RAM again only as an image (a merge). So a part
-//! on flash gathers up to `CHAIN_MAX` changes for one image write, in
-//! about 16 bytes of RAM each.
+//! When a cold chain's steps in RAM pass half its part, or the
+//! collection's chains hold more RAM than its share (`cold_room`), the
+//! steps of cold chains whose records are all published leave RAM
+//! (*spill*): first restated in one record if they are in several (one
+//! per blind add), then dropped; the chain keeps where that record is (12
+//! bytes) and the tags of the elements it added (2 bytes each,
+//! `chunked::peek`). Reading a spilled chain's part back reads the image
+//! and those records (`spilled` of them, one per spill) and applies their
+//! steps, then the steps still in RAM; it leaves RAM again only as an
+//! image (a merge). So a part on flash gathers about a part's worth of
+//! changes (`chunked::blind`: its spilled records up to the part's size)
+//! for one image write.
 //! Demotion wants an image of a chained part whose steps grew past half of
 //! it, or whose chain is long (`MERGE_AT`) or was read back spilled; a
 //! checkpoint wants a record of every chained part's state after its
@@ -44,13 +47,17 @@
 //!    spilled chain's next record has room under `CHAIN_MAX` (blind adds
 //!    stop one short of it), and a record restating it starts at its last
 //!    spilled record (`spilled_seq`), not at the image.
+//! 6. Steps spill from one record: a chain whose steps in RAM are in
+//!    several (one per blind add) has them restated in one record first,
+//!    so reading a spilled chain back reads a record per spill, not per
+//!    change.
 
 use crate::base::FlashLoc;
 use hashbrown::HashMap;
 
 /// Most change records after an image: past them, the next record of the
 /// part is an image (recovery applies at most this many to one part).
-pub const CHAIN_MAX: usize = 32;
+pub const CHAIN_MAX: usize = 64;
 /// A part in RAM whose chain has this many change records leaves RAM as
 /// an image (the write is due soon anyway, and now needs no read).
 pub const MERGE_AT: usize = CHAIN_MAX * 3 / 4;
@@ -94,6 +101,17 @@ pub struct PartChain {
     /// image or nowhere (`chunked::peek`).
     pub tags: Vec<u16>,
     pub opaque: bool,
+    /// For each of `changes`, how many of `tags` it and the records
+    /// before it cover; a bit per record holding a step other than blind
+    /// adds (a diff of the part in RAM). So a read finds the one record
+    /// that added an element (`chunked::peek`).
+    pub rec_ends: Vec<u16>,
+    pub rec_diff: u64,
+    /// What the record captured last covers, published with it.
+    pub captured_tags: u16,
+    pub captured_diff: bool,
+    /// `pending` holds a diff step.
+    pub pending_diff: bool,
 }
 
 /// An element's tag in its part's chain: 16 bits of its hash that the
@@ -121,6 +139,11 @@ impl PartChain {
             spilled_seq: 0,
             tags: Vec::new(),
             opaque: false,
+            rec_ends: Vec::new(),
+            rec_diff: 0,
+            captured_tags: 0,
+            captured_diff: false,
+            pending_diff: false,
         }
     }
     /// The chain of a part whose record at `loc` (sequence `seq`), with
@@ -150,7 +173,7 @@ impl PartChain {
     fn tally(&self) -> Tally {
         let locs = (self.changes.capacity() + self.superseded.capacity())
             * std::mem::size_of::<FlashLoc>()
-            + self.tags.capacity() * 2;
+            + (self.tags.capacity() + self.rec_ends.capacity()) * 2;
         Tally {
             bases: self.base.as_ref().map_or(0, |b| b.len()),
             steps: self.pending.capacity() + CHAIN_OVERHEAD + locs,
@@ -159,24 +182,67 @@ impl PartChain {
             } else {
                 0
             },
+            restatable: if self.may_restate() {
+                self.pending.capacity()
+            } else {
+                0
+            },
             wanting: self.want_image as usize,
         }
     }
-    /// Whether the chain's steps may leave RAM (invariant 5).
-    pub fn may_spill(&self) -> bool {
+    /// A cold chain whose steps in RAM are all in records on the device.
+    fn settled(&self) -> bool {
         self.base.is_none()
             && self.confirmed
             && !self.unlogged()
             && !self.pending.is_empty()
             && self.superseded.is_empty()
-            && !self.changes.is_empty()
     }
-    /// Drops the steps from RAM (`may_spill`): its records hold them.
-    fn spill(&mut self, seq: u64) {
+    /// Whether the chain's steps may leave RAM (invariant 5): one record
+    /// holds them all.
+    pub fn may_spill(&self) -> bool {
+        self.settled() && self.changes.len() == self.spilled + 1
+    }
+    /// Whether the chain's steps are in several records: one restating
+    /// them comes first (invariant 6).
+    pub fn may_restate(&self) -> bool {
+        self.settled() && self.changes.len() > self.spilled + 1 && !self.want_image
+    }
+    /// Drops the steps from RAM (`may_spill`): its records hold them;
+    /// `seq` is the last one's sequence number.
+    pub fn spill_now(&mut self, seq: u64) {
         self.pending = Vec::new();
+        self.pending_diff = false;
         self.logged = 0;
         self.spilled = self.changes.len();
         self.spilled_seq = seq;
+    }
+    /// A record joins the chain (published): it covers what its capture
+    /// noted (`captured_tags`, `captured_diff`).
+    pub fn push_record(&mut self, loc: FlashLoc) {
+        let i = self.changes.len();
+        self.changes.push(loc);
+        self.rec_ends.push(self.captured_tags);
+        if self.captured_diff && i < 64 {
+            self.rec_diff |= 1 << i;
+        }
+    }
+    /// The records from `keep` on are restated: they leave the chain
+    /// (superseded until the restatement is published).
+    pub fn restate_from(&mut self, keep: usize) {
+        let restated: Vec<FlashLoc> = self.changes.drain(keep..).collect();
+        self.superseded.extend(restated);
+        self.rec_ends.truncate(keep);
+        if keep < 64 {
+            self.rec_diff &= (1u64 << keep) - 1;
+        }
+        self.bytes = self.changes.iter().map(|l| l.len as u64).sum();
+    }
+    /// Notes what the record being captured covers: the tags so far, and
+    /// whether a diff step (`diff`).
+    pub fn captured(&mut self, diff: bool) {
+        self.captured_tags = u16::try_from(self.tags.len()).unwrap_or(u16::MAX);
+        self.captured_diff = diff;
     }
     /// The change records whose steps are not in RAM (invariant 3).
     pub fn spilled_locs(&self) -> &[FlashLoc] {
@@ -196,6 +262,8 @@ impl PartChain {
         v.append(&mut self.superseded);
         self.bytes = 0;
         self.spilled = 0;
+        self.rec_ends.clear();
+        self.rec_diff = 0;
         v
     }
 }
@@ -221,12 +289,14 @@ struct Chains {
 
 /// A chain's counts, or their sums over a collection's chains: bytes of
 /// RAM in bases, in steps and bookkeeping, and of those the steps
-/// spilling would free (`PartChain::may_spill`); chains wanting an image.
+/// spilling would free now (`PartChain::may_spill`) or once restated
+/// (`may_restate`); chains wanting an image (or a restatement).
 #[derive(Clone, Copy, Debug, Default)]
 struct Tally {
     bases: usize,
     steps: usize,
     spillable: usize,
+    restatable: usize,
     wanting: usize,
 }
 
@@ -236,6 +306,7 @@ impl Chains {
         self.sum.bases += t.bases;
         self.sum.steps += t.steps;
         self.sum.spillable += t.spillable;
+        self.sum.restatable += t.restatable;
         self.sum.wanting += t.wanting;
     }
     fn sub(&mut self, ch: &PartChain) {
@@ -243,6 +314,7 @@ impl Chains {
         self.sum.bases -= t.bases;
         self.sum.steps -= t.steps;
         self.sum.spillable -= t.spillable;
+        self.sum.restatable -= t.restatable;
         self.sum.wanting -= t.wanting;
     }
     /// Changes chain `name` by `f`, keeping the counts.
@@ -255,6 +327,7 @@ impl Chains {
         s.bases = s.bases - before.bases + after.bases;
         s.steps = s.steps - before.steps + after.steps;
         s.spillable = s.spillable - before.spillable + after.spillable;
+        s.restatable = s.restatable - before.restatable + after.restatable;
         s.wanting = s.wanting - before.wanting + after.wanting;
         Some(r)
     }
@@ -314,7 +387,9 @@ impl PartChains {
         };
         let mut any = false;
         for ch in c.by_part.values_mut() {
-            c.sum.wanting -= ch.want_image as usize;
+            let t = ch.tally();
+            c.sum.wanting -= t.wanting;
+            c.sum.restatable -= t.restatable;
             // A cold chain all spilled is named by the checkpoint whole.
             let named = ch.base.is_none()
                 && ch.confirmed
@@ -325,7 +400,9 @@ impl PartChains {
                 ch.want_image = true;
                 any = true;
             }
-            c.sum.wanting += ch.want_image as usize;
+            let t = ch.tally();
+            c.sum.wanting += t.wanting;
+            c.sum.restatable += t.restatable;
         }
         any
     }
@@ -391,9 +468,12 @@ impl PartChains {
         };
         let freed = c.sum.bases;
         c.sum.spillable = 0;
+        c.sum.restatable = 0;
         for ch in c.by_part.values_mut() {
             ch.base = None;
-            c.sum.spillable += ch.tally().spillable;
+            let t = ch.tally();
+            c.sum.spillable += t.spillable;
+            c.sum.restatable += t.restatable;
         }
         c.sum.bases = 0;
         freed
@@ -490,94 +570,8 @@ impl PartChains {
     pub fn steps_ram(&self) -> usize {
         self.0.as_ref().map_or(0, |c| c.sum.steps)
     }
-    /// Of `steps_ram`, what spilling would free.
-    pub fn spillable(&self) -> usize {
-        self.0.as_ref().map_or(0, |c| c.sum.spillable)
-    }
-    /// Spills cold chains (module doc) until `want` bytes are freed, those
-    /// with the fewest change records first (the furthest from their
-    /// merge, which reads back what spilled); returns the bytes freed.
-    pub fn spill(&mut self, want: usize) -> usize {
-        let Some(c) = self.0.as_mut() else {
-            return 0;
-        };
-        let mut cand: Vec<(usize, PartName)> = c
-            .by_part
-            .iter()
-            .filter(|(_, ch)| ch.may_spill())
-            .map(|(n, ch)| (ch.changes.len(), *n))
-            .collect();
-        cand.sort_unstable();
-        let mut freed = 0;
-        for (_, name) in cand {
-            if freed >= want {
-                break;
-            }
-            let before = c.sum.steps;
-            c.update(name, |ch| {
-                let seq = ch.last_seq;
-                ch.spill(seq);
-            });
-            freed += before - c.sum.steps;
-        }
-        freed
-    }
 }
 
+mod spill;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn loc(i: u32) -> FlashLoc {
-        FlashLoc {
-            segment: 1,
-            offset: i * 512,
-            len: 200,
-        }
-    }
-
-    /// Only a confirmed cold chain whose steps are all in records spills;
-    /// spilling frees its steps, keeps its records, and the counts stay
-    /// what the chains hold (invariants 3 and 5).
-    #[test]
-    fn only_logged_cold_chains_spill_and_the_counts_follow() {
-        let mut c = PartChains::default();
-        let mut cold = PartChain::cold(loc(0), 10);
-        cold.pending = vec![7u8; 300];
-        cold.logged = 300;
-        cold.changes = vec![loc(1), loc(2)];
-        cold.last_seq = 12;
-        c.insert((1, 2), cold);
-        // Steps not logged yet, and a part in RAM (a base): they stay.
-        let mut unlogged = PartChain::cold(loc(3), 20);
-        unlogged.pending = vec![1u8; 100];
-        unlogged.changes = vec![loc(4)];
-        c.insert((2, 2), unlogged);
-        let mut hot = PartChain::read(loc(5), 30, bytes::Bytes::from_static(b"body"));
-        hot.pending = vec![1u8; 100];
-        hot.logged = 100;
-        hot.changes = vec![loc(6)];
-        c.insert((3, 2), hot);
-        assert_eq!(c.spillable(), c.get((1, 2)).unwrap().pending.capacity());
-        let before = c.steps_ram();
-        let freed = c.spill(usize::MAX);
-        assert!(freed >= 300, "{freed}");
-        assert_eq!(c.steps_ram(), before - freed);
-        assert_eq!(c.spillable(), 0);
-        let ch = c.get((1, 2)).unwrap();
-        assert!(ch.pending.is_empty() && ch.logged == 0);
-        assert_eq!(ch.spilled_locs(), &[loc(1), loc(2)]);
-        assert_eq!(ch.spilled_seq, 12);
-        assert_eq!(c.get((2, 2)).unwrap().pending.len(), 100);
-        assert_eq!(c.get((3, 2)).unwrap().pending.len(), 100);
-        // Shedding the bases makes the part in RAM's steps spillable.
-        c.shed_bases();
-        assert!(c.spillable() >= 100);
-        c.spill(usize::MAX);
-        assert_eq!(c.spillable(), 0);
-        // A checkpoint wants no restatement of a chain all spilled.
-        assert!(c.want_images());
-        assert!(!c.get((1, 2)).unwrap().want_image);
-        assert!(c.get((2, 2)).unwrap().want_image);
-    }
-}
+mod tests;
