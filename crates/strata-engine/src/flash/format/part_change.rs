@@ -72,15 +72,59 @@ pub fn decode(value: &[u8]) -> Option<PartChange<'_>> {
 
 /// Applies encoded `steps` to body `old` in order; None if one does not
 /// fit the body before it.
-pub fn apply_steps(old: &[u8], mut steps: &[u8]) -> Option<Vec<u8>> {
-    let mut body = old.to_vec();
+pub fn apply_steps(old: &[u8], steps: &[u8]) -> Option<Vec<u8>> {
+    let mut body = Vec::with_capacity(old.len() + steps.len());
+    body.extend_from_slice(old);
+    apply_steps_to(&mut body, steps)?;
+    Some(body)
+}
+
+/// Applies encoded `steps` to `body` in place, in order; None if one does
+/// not fit the body before it (`body` is then partly changed). A blind
+/// add's step (the count, and an entry appended) costs its own bytes,
+/// not a copy of the body.
+pub fn apply_steps_to(body: &mut Vec<u8>, mut steps: &[u8]) -> Option<()> {
     while !steps.is_empty() {
         let len = le_u32(steps.get(..4)?) as usize;
         let spans = steps.get(4..4usize.checked_add(len)?)?;
-        body = apply(&body, spans)?;
+        apply_to(body, spans)?;
         steps = &steps[4 + len..];
     }
-    Some(body)
+    Some(())
+}
+
+/// `apply` in place: the spans are checked against the body first, then
+/// applied from the last to the first (each one's offset still that of
+/// the body before the step).
+fn apply_to(body: &mut Vec<u8>, spans: &[u8]) -> Option<()> {
+    let mut list: smallvec::SmallVec<[(usize, usize, &[u8]); 4]> = smallvec::SmallVec::new();
+    let mut from = 0usize;
+    let mut r = spans;
+    while !r.is_empty() {
+        let at = le_u32(r.get(..4)?) as usize;
+        let cut = le_u32(r.get(4..8)?) as usize;
+        let len = le_u32(r.get(8..12)?) as usize;
+        let bytes = r.get(SPAN_HEADER_LEN..SPAN_HEADER_LEN.checked_add(len)?)?;
+        if at < from {
+            return None;
+        }
+        from = at.checked_add(cut)?;
+        if from > body.len() {
+            return None;
+        }
+        list.push((at, cut, bytes));
+        r = &r[SPAN_HEADER_LEN + len..];
+    }
+    for &(at, cut, bytes) in list.iter().rev() {
+        if cut == bytes.len() {
+            body[at..at + cut].copy_from_slice(bytes);
+        } else if at == body.len() {
+            body.extend_from_slice(bytes);
+        } else {
+            body.splice(at..at + cut, bytes.iter().copied());
+        }
+    }
+    Some(())
 }
 
 /// Applies to `image` (the body of part `name`'s record at sequence number
@@ -102,7 +146,7 @@ pub fn apply_chain(
         if (c.name.low, c.name.depth) != name || c.base != at {
             return None;
         }
-        body = apply_steps(&body, c.steps)?;
+        apply_steps_to(&mut body, c.steps)?;
         at = seq;
     }
     Some(body)
@@ -290,7 +334,37 @@ mod tests {
     fn round(old: &[u8], new: &[u8]) -> usize {
         let d = diff(old, new).unwrap();
         assert_eq!(apply(old, &d).unwrap(), new, "old {old:?} new {new:?}");
+        let mut b = old.to_vec();
+        apply_to(&mut b, &d).unwrap();
+        assert_eq!(b, new, "in place: old {old:?} new {new:?}");
         d.len()
+    }
+
+    /// In place or not, spans apply alike, and the same spans are refused.
+    #[test]
+    fn spans_apply_in_place_as_by_copy() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(46);
+        for _ in 0..2000 {
+            let n = rng.gen_range(0..64);
+            let old: Vec<u8> = (0..n).map(|_| rng.gen()).collect();
+            let mut spans = Vec::new();
+            let mut at = 0usize;
+            for _ in 0..rng.gen_range(0..4) {
+                at += rng.gen_range(0..8);
+                let cut = rng.gen_range(0..6);
+                let new: Vec<u8> = (0..rng.gen_range(0..6)).map(|_| rng.gen()).collect();
+                put_span(&mut spans, at, cut, &new);
+                at += cut;
+            }
+            let mut b = old.clone();
+            match apply(&old, &spans) {
+                Some(v) => {
+                    apply_to(&mut b, &spans).unwrap();
+                    assert_eq!(b, v);
+                }
+                None => assert!(apply_to(&mut b, &spans).is_none()),
+            }
+        }
     }
 
     #[test]

@@ -201,7 +201,10 @@ impl PartChain {
     /// Whether the chain's steps may leave RAM (invariant 5): one record
     /// holds them all.
     pub fn may_spill(&self) -> bool {
-        self.settled() && self.changes.len() == self.spilled + 1
+        // Not while a record restating the steps is wanted: a checkpoint
+        // named the spilled records before them, and the restatement must
+        // start where those end (invariant 5).
+        self.settled() && self.changes.len() == self.spilled + 1 && !self.want_image
     }
     /// Whether the chain's steps are in several records: one restating
     /// them comes first (invariant 6).
