@@ -193,16 +193,13 @@ pub(super) fn reclaim_cold_chains(
             continue;
         };
         let recs: Vec<(u64, &[u8])> = records.iter().map(|(s, v)| (*s, &v[..])).collect();
-        let Some(body) = crate::flash::format::part_change::apply_chain(&body, name, seq, &recs)
-        else {
-            continue;
-        };
         let ok = e.with_dir(acct, |d| {
             let ch = d.chains().get(name)?;
             if ch.spilled_locs() != &spilled[..] {
                 return None;
             }
-            let body = crate::flash::format::part_change::apply_steps(&body, &ch.pending)?;
+            let apply = crate::flash::format::part_change::apply_chain;
+            let body = apply(&body, name, seq, &recs, &ch.pending)?;
             if !d.install(i, loc, &body, (named.low, named.depth)).ok()? {
                 return None;
             }

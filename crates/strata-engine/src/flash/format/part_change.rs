@@ -93,28 +93,37 @@ pub fn apply_steps_to(body: &mut Vec<u8>, mut steps: &[u8]) -> Option<()> {
     Some(())
 }
 
-/// `apply` in place: the spans are checked against the body first, then
-/// applied from the last to the first (each one's offset still that of
-/// the body before the step).
-fn apply_to(body: &mut Vec<u8>, spans: &[u8]) -> Option<()> {
-    let mut list: smallvec::SmallVec<[(usize, usize, &[u8]); 4]> = smallvec::SmallVec::new();
+/// The spans of encoded `spans` as (at, cut, bytes), checked against a body
+/// of `len` bytes: in order, not overlapping, within it (None if not, or
+/// if the encoding is torn).
+type Spans<'a> = smallvec::SmallVec<[(usize, usize, &'a [u8]); 4]>;
+fn spans_of(spans: &[u8], len: usize) -> Option<Spans<'_>> {
+    let mut list = Spans::new();
     let mut from = 0usize;
     let mut r = spans;
     while !r.is_empty() {
         let at = le_u32(r.get(..4)?) as usize;
         let cut = le_u32(r.get(4..8)?) as usize;
-        let len = le_u32(r.get(8..12)?) as usize;
-        let bytes = r.get(SPAN_HEADER_LEN..SPAN_HEADER_LEN.checked_add(len)?)?;
+        let n = le_u32(r.get(8..12)?) as usize;
+        let bytes = r.get(SPAN_HEADER_LEN..SPAN_HEADER_LEN.checked_add(n)?)?;
         if at < from {
             return None;
         }
         from = at.checked_add(cut)?;
-        if from > body.len() {
+        if from > len {
             return None;
         }
         list.push((at, cut, bytes));
-        r = &r[SPAN_HEADER_LEN + len..];
+        r = &r[SPAN_HEADER_LEN + n..];
     }
+    Some(list)
+}
+
+/// `apply` in place: the spans are checked against the body first, then
+/// applied from the last to the first (each one's offset still that of
+/// the body before the step).
+fn apply_to(body: &mut Vec<u8>, spans: &[u8]) -> Option<()> {
+    let list = spans_of(spans, body.len())?;
     for &(at, cut, bytes) in list.iter().rev() {
         if cut == bytes.len() {
             body[at..at + cut].copy_from_slice(bytes);
@@ -130,16 +139,19 @@ fn apply_to(body: &mut Vec<u8>, spans: &[u8]) -> Option<()> {
 /// Applies to `image` (the body of part `name`'s record at sequence number
 /// `image_seq`) the steps of the change records `records` (each its
 /// sequence number and value), in order, each on the one before (its
-/// `base`); None if one is another part's, does not follow the one
-/// before, or does not fit the body (`parts::chains`: a spilled chain's
-/// records, read back).
+/// `base`), then encoded steps `then`; None if a record is another part's,
+/// does not follow the one before, or a step does not fit the body
+/// (`parts::chains`: a spilled chain's records read back, then its steps
+/// in RAM).
 pub fn apply_chain(
     image: &[u8],
     name: (u64, u8),
     image_seq: u64,
     records: &[(u64, &[u8])],
+    then: &[u8],
 ) -> Option<Vec<u8>> {
-    let mut body = image.to_vec();
+    let mut body = Vec::with_capacity(image.len() + then.len());
+    body.extend_from_slice(image);
     let mut at = image_seq;
     for &(seq, value) in records {
         let c = decode(value)?;
@@ -149,6 +161,7 @@ pub fn apply_chain(
         apply_steps_to(&mut body, c.steps)?;
         at = seq;
     }
+    apply_steps_to(&mut body, then)?;
     Some(body)
 }
 
@@ -260,24 +273,12 @@ fn resync(old: &[u8], new: &[u8], at: usize) -> Option<usize> {
 pub fn apply(old: &[u8], spans: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(old.len() + spans.len());
     let mut from = 0usize; // next byte of `old` not yet copied
-    let mut r = spans;
-    while !r.is_empty() {
-        let at = le_u32(r.get(..4)?) as usize;
-        let cut = le_u32(r.get(4..8)?) as usize;
-        let len = le_u32(r.get(8..12)?) as usize;
-        let bytes = r.get(SPAN_HEADER_LEN..SPAN_HEADER_LEN.checked_add(len)?)?;
-        if at < from {
-            return None;
-        }
-        out.extend_from_slice(old.get(from..at)?);
+    for (at, cut, bytes) in spans_of(spans, old.len())? {
+        out.extend_from_slice(&old[from..at]);
         out.extend_from_slice(bytes);
-        from = at.checked_add(cut)?;
-        if from > old.len() {
-            return None;
-        }
-        r = &r[SPAN_HEADER_LEN + len..];
+        from = at + cut;
     }
-    out.extend_from_slice(old.get(from..)?);
+    out.extend_from_slice(&old[from..]);
     Some(out)
 }
 
@@ -307,26 +308,29 @@ mod tests {
         }
         let view: Vec<(u64, &[u8])> = recs.iter().map(|(s, v)| (*s, &v[..])).collect();
         let key = (name.low, name.depth);
-        assert_eq!(apply_chain(&bodies[0], key, 99, &view).unwrap(), bodies[3]);
         assert_eq!(
-            apply_chain(&bodies[0], key, 99, &view[..1]).unwrap(),
+            apply_chain(&bodies[0], key, 99, &view, &[]).unwrap(),
+            bodies[3]
+        );
+        assert_eq!(
+            apply_chain(&bodies[0], key, 99, &view[..1], &[]).unwrap(),
             bodies[1]
         );
         assert!(
-            apply_chain(&bodies[0], key, 98, &view).is_none(),
+            apply_chain(&bodies[0], key, 98, &view, &[]).is_none(),
             "wrong image"
         );
         let swapped = [view[1], view[0], view[2]];
         assert!(
-            apply_chain(&bodies[0], key, 99, &swapped).is_none(),
+            apply_chain(&bodies[0], key, 99, &swapped, &[]).is_none(),
             "out of order"
         );
         assert!(
-            apply_chain(&bodies[0], (name.low, 4), 99, &view).is_none(),
+            apply_chain(&bodies[0], (name.low, 4), 99, &view, &[]).is_none(),
             "other part"
         );
         assert!(
-            apply_chain(&bodies[0][..10], key, 99, &view).is_none(),
+            apply_chain(&bodies[0][..10], key, 99, &view, &[]).is_none(),
             "does not fit"
         );
     }

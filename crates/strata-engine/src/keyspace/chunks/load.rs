@@ -83,45 +83,40 @@ impl Inner {
                 }
                 _ => PeekPlan::Load,
             };
-            let peek = match plan {
+            let (loc, seq, chain, peek) = match plan {
                 PeekPlan::Ready => continue,
                 PeekPlan::Read { loc, image } => {
                     let seq = if image { p.seq } else { ANY_SEQ };
-                    cold.push(PartTarget {
-                        fetch: FetchTarget::new(self, db, key, loc, seq),
-                        cid: d.cid(),
-                        low: p.low,
-                        depth: p.depth,
-                        index: i,
-                        chain: Vec::new(),
-                        peek: Some(image),
-                    });
-                    continue;
+                    (loc, seq, Vec::new(), Some(image))
                 }
-                PeekPlan::Load => None,
+                PeekPlan::Load => {
+                    let (false, Some(loc)) = (p.resident, p.loc) else {
+                        continue;
+                    };
+                    // A spilled chain's records are read with the image.
+                    let chain = d
+                        .chains()
+                        .get((p.low, p.depth))
+                        .filter(|c| c.base.is_none() && c.image == Some(loc))
+                        .map(|c| {
+                            c.spilled_locs()
+                                .iter()
+                                .map(|&l| FetchTarget::new(self, db, key, l, ANY_SEQ))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (loc, p.seq, chain, None)
+                }
             };
-            if let (false, Some(loc)) = (p.resident, p.loc) {
-                let chain = d
-                    .chains()
-                    .get((p.low, p.depth))
-                    .filter(|c| c.base.is_none() && c.image == Some(loc))
-                    .map(|c| {
-                        c.spilled_locs()
-                            .iter()
-                            .map(|&l| FetchTarget::new(self, db, key, l, ANY_SEQ))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                cold.push(PartTarget {
-                    fetch: FetchTarget::new(self, db, key, loc, p.seq),
-                    cid: d.cid(),
-                    low: p.low,
-                    depth: p.depth,
-                    index: i,
-                    chain,
-                    peek,
-                });
-            }
+            cold.push(PartTarget {
+                fetch: FetchTarget::new(self, db, key, loc, seq),
+                cid: d.cid(),
+                low: p.low,
+                depth: p.depth,
+                index: i,
+                chain,
+                peek,
+            });
         }
         cold
     }
@@ -284,15 +279,10 @@ fn install(
         {
             return Ok(());
         }
-        let body = if records.is_empty() {
-            std::borrow::Cow::Borrowed(body)
-        } else {
-            let recs: Vec<(u64, &[u8])> = records.iter().map(|(s, v)| (*s, &v[..])).collect();
-            let applied = format::part_change::apply_chain(body, named, chain.image_seq, &recs);
-            std::borrow::Cow::Owned(applied.ok_or(crate::types::Malformed)?)
-        };
-        let body = format::part_change::apply_steps(&body, &chain.pending)
-            .ok_or(crate::types::Malformed)?;
+        let recs: Vec<(u64, &[u8])> = records.iter().map(|(s, v)| (*s, &v[..])).collect();
+        let body =
+            format::part_change::apply_chain(body, named, chain.image_seq, &recs, &chain.pending)
+                .ok_or(crate::types::Malformed)?;
         if d.install(i, loc, &body, named)? {
             // The base of the next change is what the chain's records hold:
             // with blind adds not logged yet, none (an image comes next).

@@ -158,31 +158,14 @@ pub(super) fn checkpoint_chains(
         })
         .flatten()
         .collect();
-    if named.is_empty() {
-        return Vec::new();
-    }
-    let per = named.len().div_ceil(READERS);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = named
-            .chunks(per)
-            .map(|group| {
-                scope.spawn(move || {
-                    group
-                        .iter()
-                        .filter_map(|&(db, key, loc)| {
-                            let (seq, value) = crate::log::read_record_blocking(inner, key, loc)?;
-                            let rec = PartChangeRec::of_record(seq, &value)?;
-                            Some(((db, Box::from(key)), rec))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
+    read_parallel(&named, |&(db, key, loc)| {
+        let (seq, value) = crate::log::read_record_blocking(inner, key, loc)?;
+        let rec = PartChangeRec::of_record(seq, &value)?;
+        Some(((db, Box::from(key)), rec))
     })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// Threads reading chains' images at once (the device serves several reads
@@ -192,29 +175,34 @@ const READERS: usize = 16;
 /// The values of the records `cands` name (None where one cannot be read),
 /// read `READERS` at a time.
 fn read_all(inner: &Inner, key: &[u8], cands: &[&Cand]) -> Vec<Option<Vec<u8>>> {
-    if cands.len() < 2 {
-        return cands
-            .iter()
-            .map(|c| crate::log::read_value_blocking(inner, key, c.loc, c.seq))
-            .collect();
+    read_parallel(cands, |c| {
+        crate::log::read_value_blocking(inner, key, c.loc, c.seq)
+    })
+}
+
+/// `read` of each of `items`, in order, on up to `READERS` threads (None
+/// where it gave none, or its thread failed).
+fn read_parallel<T: Sync, R: Send>(
+    items: &[T],
+    read: impl Fn(&T) -> Option<R> + Sync,
+) -> Vec<Option<R>> {
+    if items.len() < 2 {
+        return items.iter().map(&read).collect();
     }
-    let per = cands.len().div_ceil(READERS);
+    let per = items.len().div_ceil(READERS);
+    let read = &read;
     std::thread::scope(|scope| {
-        let handles: Vec<_> = cands
+        let handles: Vec<_> = items
             .chunks(per)
-            .map(|group| {
-                scope.spawn(move || {
-                    group
-                        .iter()
-                        .map(|c| crate::log::read_value_blocking(inner, key, c.loc, c.seq))
-                        .collect::<Vec<_>>()
-                })
-            })
+            .map(|group| scope.spawn(move || group.iter().map(read).collect::<Vec<_>>()))
             .collect();
         handles
             .into_iter()
-            .zip(cands.chunks(per))
-            .flat_map(|(h, group)| h.join().unwrap_or_else(|_| vec![None; group.len()]))
+            .zip(items.chunks(per))
+            .flat_map(|(h, group)| {
+                h.join()
+                    .unwrap_or_else(|_| (0..group.len()).map(|_| None).collect())
+            })
             .collect()
     })
 }

@@ -95,10 +95,11 @@ pub struct PartChain {
     /// (invariant 3), the last of them at sequence number `spilled_seq`.
     pub spilled: usize,
     pub spilled_seq: u64,
-    /// The tags (`tag`) of the elements the blind adds since the image
-    /// added, and whether any other step was made since (a diff of a part
-    /// in RAM): while not, an element whose tag is not here is in the
-    /// image or nowhere (`chunked::peek`).
+    /// The tags (`tag`) of the elements the steps since the image changed
+    /// (blind adds, and changes of a hash's or set's part in RAM), in
+    /// order; `opaque`: some step changed elements it does not name (a
+    /// part of another kind, or past `TAGS_MAX`), so no read peeks
+    /// (`chunked::peek`).
     pub tags: Vec<u16>,
     pub opaque: bool,
     /// For each of `changes`, how many of `tags` it and the records
