@@ -513,7 +513,7 @@ impl<V: Elem> Chunked<V> {
         if (len, body, resident, rp) != (self.len, self.body, self.resident, self.resident_parts) {
             return Err("totals".into());
         }
-        Ok(())
+        self.head.chains.check()
     }
 }
 

@@ -321,19 +321,37 @@ impl Chains {
         self.sum.restatable -= t.restatable;
         self.sum.wanting -= t.wanting;
     }
-    /// Changes chain `name` by `f`, keeping the counts.
-    fn update<R>(&mut self, name: PartName, f: impl FnOnce(&mut PartChain) -> R) -> Option<R> {
-        let ch = self.by_part.get_mut(&name)?;
-        let before = ch.tally();
-        let r = f(ch);
-        let after = ch.tally();
+    /// Chain counts move from `before` to `after` (one chain changed).
+    fn retally(&mut self, before: Tally, after: Tally) {
         let s = &mut self.sum;
         s.bases = s.bases - before.bases + after.bases;
         s.steps = s.steps - before.steps + after.steps;
         s.spillable = s.spillable - before.spillable + after.spillable;
         s.restatable = s.restatable - before.restatable + after.restatable;
         s.wanting = s.wanting - before.wanting + after.wanting;
+    }
+    /// Changes chain `name` by `f`, keeping the counts.
+    fn update<R>(&mut self, name: PartName, f: impl FnOnce(&mut PartChain) -> R) -> Option<R> {
+        let ch = self.by_part.get_mut(&name)?;
+        let before = ch.tally();
+        let r = f(ch);
+        let after = ch.tally();
+        self.retally(before, after);
         Some(r)
+    }
+    /// Changes every chain by `f`, keeping the counts.
+    fn update_all(&mut self, mut f: impl FnMut(&mut PartChain)) {
+        let mut sum = Tally::default();
+        for ch in self.by_part.values_mut() {
+            f(ch);
+            let t = ch.tally();
+            sum.bases += t.bases;
+            sum.steps += t.steps;
+            sum.spillable += t.spillable;
+            sum.restatable += t.restatable;
+            sum.wanting += t.wanting;
+        }
+        self.sum = sum;
     }
 }
 
@@ -390,10 +408,7 @@ impl PartChains {
             return false;
         };
         let mut any = false;
-        for ch in c.by_part.values_mut() {
-            let t = ch.tally();
-            c.sum.wanting -= t.wanting;
-            c.sum.restatable -= t.restatable;
+        c.update_all(|ch| {
             // A cold chain all spilled is named by the checkpoint whole.
             let named = ch.base.is_none()
                 && ch.confirmed
@@ -404,10 +419,7 @@ impl PartChains {
                 ch.want_image = true;
                 any = true;
             }
-            let t = ch.tally();
-            c.sum.wanting += t.wanting;
-            c.sum.restatable += t.restatable;
-        }
+        });
         any
     }
     /// Puts `chain` for part `name`; returns the chain it replaces.
@@ -471,15 +483,7 @@ impl PartChains {
             return 0;
         };
         let freed = c.sum.bases;
-        c.sum.spillable = 0;
-        c.sum.restatable = 0;
-        for ch in c.by_part.values_mut() {
-            ch.base = None;
-            let t = ch.tally();
-            c.sum.spillable += t.spillable;
-            c.sum.restatable += t.restatable;
-        }
-        c.sum.bases = 0;
+        c.update_all(|ch| ch.base = None);
         freed
     }
     /// Takes the orphaned records (to release: no part is changed).
@@ -561,6 +565,29 @@ impl PartChains {
             if ch.image == Some(old) {
                 ch.image = Some(new);
             }
+        }
+    }
+    /// Checks that the counts are those of the chains (tests).
+    pub fn check(&self) -> Result<(), String> {
+        let Some(c) = self.0.as_ref() else {
+            return Ok(());
+        };
+        let mut n = Tally::default();
+        for ch in c.by_part.values() {
+            let t = ch.tally();
+            n.bases += t.bases;
+            n.steps += t.steps;
+            n.spillable += t.spillable;
+            n.restatable += t.restatable;
+            n.wanting += t.wanting;
+        }
+        let s = &c.sum;
+        let same = (n.bases, n.steps, n.spillable, n.restatable, n.wanting)
+            == (s.bases, s.steps, s.spillable, s.restatable, s.wanting);
+        if same {
+            Ok(())
+        } else {
+            Err(format!("chain counts {s:?}, recounted {n:?}"))
         }
     }
     /// RAM the chains hold (bases, steps and bookkeeping).

@@ -87,6 +87,7 @@ fn only_logged_cold_chains_spill_and_the_counts_follow() {
     assert!(c.want_images());
     assert!(!c.get((1, 2)).unwrap().want_image);
     assert!(c.get((2, 2)).unwrap().want_image);
+    c.check().unwrap();
 }
 
 /// A chain a checkpoint wants restated does not spill before the
@@ -110,4 +111,28 @@ fn a_chain_wanting_a_restatement_does_not_spill() {
     assert!(!c.get((1, 2)).unwrap().may_spill());
     assert_eq!(c.spill(usize::MAX, true), (0, false));
     assert_eq!(c.get((1, 2)).unwrap().spilled, 1);
+}
+
+/// A checkpoint's want of an image stops a chain from spilling, and the
+/// counts follow (CI found `spillable` left counting such a chain: the
+/// demoter's `steps_ram - spillable` went below zero).
+#[test]
+fn wanting_an_image_keeps_the_counts_of_what_may_spill() {
+    let mut c = PartChains::default();
+    let mut cold = PartChain::cold(loc(0), 10);
+    cold.pending = vec![7u8; 300];
+    cold.logged = 300;
+    cold.changes = vec![loc(1)];
+    cold.last_seq = 12;
+    c.insert((1, 2), cold);
+    assert!(c.spillable() >= 300);
+    assert!(c.want_images());
+    assert_eq!(c.spillable(), 0);
+    c.check().unwrap();
+    assert!(c.spillable() <= c.steps_ram());
+    c.shed_bases();
+    c.check().unwrap();
+    c.update((1, 2), |ch| ch.want_image = false);
+    assert!(c.spillable() >= 300);
+    c.check().unwrap();
 }
