@@ -97,7 +97,7 @@ impl<V: Elem> Chunked<V> {
     /// on that record. Room is `adds_blind`'s.
     pub(super) fn blind_ok(&self, i: usize, h: u64) -> bool {
         let p = &self.parts[i];
-        if !V::BLIND || p.is_resident() || !p.own || p.loc.is_none() {
+        if !V::BLIND || p.is_resident() || !p.own() || p.loc().is_none() {
             return false;
         }
         if p.filter().is_none_or(|f| f.may_contain(h)) {
@@ -105,8 +105,8 @@ impl<V: Elem> Chunked<V> {
         }
         self.head
             .chains
-            .get((p.low, p.depth))
-            .is_none_or(|ch| ch.base.is_none() && ch.image == p.loc)
+            .get((p.low(), p.depth()))
+            .is_none_or(|ch| ch.base.is_none() && ch.image == p.loc())
     }
 
     /// Whether adding `elem` to part `i` needs no read (module doc),
@@ -122,16 +122,16 @@ impl<V: Elem> Chunked<V> {
         }
         let p = &self.parts[i];
         let step = step_ram(entry);
-        let chain = self.head.chains.get((p.low, p.depth));
+        let chain = self.head.chains.get((p.low(), p.depth()));
         let pending = chain.map_or(0, |ch| ch.pending.len());
         // A spilled chain cannot be restated whole: its next record must
         // fit under `CHAIN_MAX` (chains invariant 5).
         let room_in_chain = chain.is_none_or(|ch| {
             let spilled: u64 = ch.spilled_locs().iter().map(|l| l.len as u64).sum();
-            (ch.spilled == 0 || ch.changes.len() + 1 < CHAIN_MAX) && spilled < p.body as u64
+            (ch.spilled == 0 || ch.changes.len() + 1 < CHAIN_MAX) && spilled < p.body() as u64
         });
         let chains = &self.head.chains;
-        pending + step < p.body as usize
+        pending + step < p.body() as usize
             && room_in_chain
             && chains.steps_ram() - chains.spillable() + step < self.head.cold_room
     }
@@ -139,21 +139,21 @@ impl<V: Elem> Chunked<V> {
     /// Adds `elem`, hashed `h` (new: `blind_ok`), to cold part `i` as a
     /// step of its chain.
     pub(super) fn add_blind(&mut self, i: usize, h: u64, elem: &[u8], v: V) {
+        let ver = self.next_ver();
         let p = &mut self.parts[i];
         let mut entry = Vec::with_capacity(elem.len() + 8 + v.packed());
         crate::types::put(&mut entry, elem);
         v.put(&mut entry);
         let mut spans = Vec::with_capacity(2 * part_change::SPAN_HEADER_LEN + 4 + entry.len());
-        part_change::put_span(&mut spans, 0, 4, &(p.count + 1).to_le_bytes());
-        part_change::put_span(&mut spans, 4 + p.body as usize, 0, &entry);
+        part_change::put_span(&mut spans, 0, 4, &(p.count() + 1).to_le_bytes());
+        part_change::put_span(&mut spans, 4 + p.body() as usize, 0, &entry);
         if let Some(f) = p.filter_mut() {
             f.add(h);
         }
-        let name = (p.low, p.depth);
-        let (loc, seq) = (p.loc, p.seq);
-        p.count += 1;
-        p.body += entry.len() as u32;
-        p.ver = p.ver.wrapping_add(1);
+        let name = (p.low(), p.depth());
+        let (loc, seq) = (p.loc(), p.seq());
+        p.set_size(p.count() + 1, p.body() + entry.len() as u32);
+        p.set_ver(ver);
         self.len += 1;
         self.body += entry.len();
         let chains = &mut self.head.chains;
@@ -162,7 +162,7 @@ impl<V: Elem> Chunked<V> {
                 chains.insert(name, PartChain::cold(loc, seq));
             }
         }
-        let half = p.body as usize / 2;
+        let half = p.body() as usize / 2;
         chains.update(name, |ch| {
             // Past half the part, the steps in RAM go to one record
             // (restated if in several), then leave RAM (chains invariant
@@ -192,7 +192,7 @@ impl<V: Elem> Chunked<V> {
     pub(super) fn drop_filter(&mut self, i: usize) {
         if let Some(f) = self.parts[i].filter() {
             self.filter_ram -= f.ram();
-            self.parts[i].data = None;
+            self.parts[i].set_data(None);
         }
     }
 
@@ -201,14 +201,14 @@ impl<V: Elem> Chunked<V> {
     pub(super) fn leave_filter(&mut self, i: usize) {
         let p = &mut self.parts[i];
         let f = match p.elems() {
-            Some(d) if V::BLIND && p.own => Some(Filter::build(
+            Some(d) if V::BLIND && p.own() => Some(Filter::build(
                 d.iter().map(|(k, _)| elem_hash(k)),
-                p.count as usize,
+                p.count() as usize,
             )),
             _ => None,
         };
         self.filter_ram += f.as_ref().map_or(0, Filter::ram);
-        p.data = f.map(|f| Box::new(super::Data::Cold(f)));
+        p.set_data(f.map(super::Data::Cold));
     }
 
     /// Drops every part's filter (RAM is short); returns the bytes freed.
@@ -245,7 +245,7 @@ mod tests {
         let n = c.parts.len();
         assert!(n > 2);
         for i in 0..n {
-            let ver = c.parts[i].ver;
+            let ver = c.parts[i].ver();
             let loc = FlashLoc {
                 segment: 1,
                 offset: i as u32 * 16384,

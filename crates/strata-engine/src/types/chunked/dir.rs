@@ -20,15 +20,15 @@ impl<V: Elem> Dir for Chunked<V> {
     fn part(&self, i: usize) -> PartInfo {
         let p = &self.parts[i];
         PartInfo {
-            low: p.low,
-            depth: p.depth,
-            dirty: p.dirty,
+            low: p.low(),
+            depth: p.depth(),
+            dirty: p.dirty(),
             resident: p.is_resident(),
-            count: p.count,
-            body: p.body,
-            ver: p.ver,
-            loc: p.loc,
-            seq: p.seq,
+            count: p.count(),
+            body: p.body(),
+            ver: p.ver(),
+            loc: p.loc(),
+            seq: p.seq(),
         }
     }
     fn part_of(&self, h: u64) -> usize {
@@ -81,14 +81,15 @@ impl<V: Elem> Dir for Chunked<V> {
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
-            p.loc = Some(loc);
+            let seq = p.seq();
+            p.set_loc(Some(loc), seq);
         }
     }
     fn parts_at(&self, loc: FlashLoc, low: u64, depth: u8, _: &[u8]) -> Vec<usize> {
         let high = range_high(low, depth);
         (self.part_of(low)..self.parts.len())
-            .take_while(|&i| self.parts[i].low <= high)
-            .filter(|&i| self.parts[i].loc == Some(loc))
+            .take_while(|&i| self.parts[i].low() <= high)
+            .filter(|&i| self.parts[i].loc() == Some(loc))
             .collect()
     }
     fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
@@ -112,14 +113,22 @@ impl<V: Elem> Dir for Chunked<V> {
         let p = &mut self.parts[i];
         crate::types::parts::PartClock {
             resident: p.is_resident(),
-            referenced: std::mem::replace(&mut p.referenced, false),
-            dirty: p.dirty,
-            has_record: p.loc.is_some(),
-            body: p.body as usize,
+            referenced: {
+                let was = p.referenced();
+                p.set_referenced(false);
+                was
+            },
+            dirty: p.dirty(),
+            has_record: p.loc().is_some(),
+            body: p.body() as usize,
         }
     }
-    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
-        self.parts.get_mut(i).map(|p| &mut p.referenced)
+    fn swap_used(&mut self, i: usize, on: bool) -> bool {
+        self.parts.get_mut(i).is_some_and(|p| {
+            let was = p.referenced();
+            p.set_referenced(on);
+            was
+        })
     }
     fn install(
         &mut self,
@@ -129,7 +138,7 @@ impl<V: Elem> Dir for Chunked<V> {
         named: (u64, u8),
     ) -> Result<bool, Malformed> {
         let p = &self.parts[i];
-        let wider = (p.low, p.depth) != named;
+        let wider = (p.low(), p.depth()) != named;
         Chunked::install(self, i, loc, body, wider)
     }
     fn take_new_refs(&mut self) -> Vec<FlashLoc> {

@@ -12,13 +12,17 @@ impl<V: Elem> Chunked<V> {
     /// Marks part `i` changed (invariant 7).
     pub(super) fn mark_dirty(&mut self, i: usize) {
         let p = &mut self.parts[i];
-        if p.dirty {
+        if p.dirty() {
             return;
         }
-        p.dirty = true;
-        let (low, parts) = (p.low, &self.parts);
+        p.set_dirty(true);
+        let (low, parts) = (p.low(), &self.parts);
         self.changes.marked(low, || {
-            parts.iter().filter(|p| p.dirty).map(|p| p.low).collect()
+            parts
+                .iter()
+                .filter(|p| p.dirty())
+                .map(|p| p.low())
+                .collect()
         });
     }
 
@@ -26,7 +30,7 @@ impl<V: Elem> Chunked<V> {
     pub fn changed_parts(&self) -> Vec<usize> {
         let parts = &self.parts;
         self.changes
-            .parts(parts.len(), |&l| self.part_of(l), |i| parts[i].dirty)
+            .parts(parts.len(), |&l| self.part_of(l), |i| parts[i].dirty())
     }
 
     /// Whether any part changed since its record.
@@ -49,7 +53,7 @@ impl<V: Elem> Chunked<V> {
             Some(Data::Packed(b)) => return out.extend_from_slice(b),
             Some(Data::Cold(_)) | None => return,
         };
-        out.reserve(4 + p.body as usize);
+        out.reserve(4 + p.body() as usize);
         out.extend_from_slice(&(m.len() as u32).to_le_bytes());
         for (k, v) in m.iter() {
             crate::types::put(out, k);
@@ -66,15 +70,14 @@ impl<V: Elem> Chunked<V> {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(i)?;
-        if seq < p.seq {
+        if seq < p.seq() {
             return None;
         }
-        p.seq = seq;
         // (A record of this part's own: `encode_part`'s.)
-        p.own = true;
-        let old = p.loc.replace(loc);
-        if p.ver == ver && p.dirty {
-            p.dirty = false;
+        p.set_own(true);
+        let old = p.set_loc(Some(loc), seq);
+        if p.ver() == ver && p.dirty() {
+            p.set_dirty(false);
             self.changes.cleaned();
         }
         Some(old)
@@ -84,14 +87,14 @@ impl<V: Elem> Chunked<V> {
     /// the bytes freed.
     pub fn evict(&mut self, i: usize) -> usize {
         let p = &mut self.parts[i];
-        if p.dirty || p.loc.is_none() || !p.is_resident() {
+        if p.dirty() || p.loc().is_none() || !p.is_resident() {
             return 0;
         }
         self.leave_filter(i);
         let p = &self.parts[i];
-        self.resident -= p.body as usize;
+        self.resident -= p.body() as usize;
         self.resident_parts -= 1;
-        p.body as usize
+        p.body() as usize
     }
 
     /// Installs the elements of part `i`'s record (`body` as
@@ -106,10 +109,10 @@ impl<V: Elem> Chunked<V> {
         wider: bool,
     ) -> Result<bool, Malformed> {
         let p = &self.parts[i];
-        if p.is_resident() || p.loc != Some(loc) {
+        if p.is_resident() || p.loc() != Some(loc) {
             return Ok(false);
         }
-        let (low, high) = (p.low, p.high());
+        let (low, high) = (p.low(), p.high());
         let data = if wider {
             let m = decode_elems::<V>(body, |k| {
                 let h = elem_hash(k);
@@ -120,15 +123,17 @@ impl<V: Elem> Chunked<V> {
             check_packed::<V>(body)?;
             Data::Packed(bytes::Bytes::copy_from_slice(body))
         };
-        if data.len() != self.parts[i].count as usize {
+        if data.len() != self.parts[i].count() as usize {
             return Err(Malformed);
         }
         self.drop_filter(i);
+        let ver = self.next_ver();
         let p = &mut self.parts[i];
-        p.own = !wider;
-        p.data = Some(Box::new(data));
-        p.referenced = true;
-        self.resident += p.body as usize;
+        p.set_own(!wider);
+        p.set_data(Some(data));
+        p.set_ver(ver);
+        p.set_referenced(true);
+        self.resident += p.body() as usize;
         self.resident_parts += 1;
         Ok(true)
     }

@@ -32,9 +32,10 @@
 //! Rooms: this file holds the collection (`Chunked`: partitioning, splits,
 //! scans, totals); `io` what the log and tiering do to its parts (the
 //! list of changed parts, encoding, publishing, eviction, installing a
-//! record); `part` one part and its elements (in RAM as a map or as the
-//! packed chunk body) and the chunk body's decoding; `dir` how the engine
-//! sees it (`parts::Dir`, shared with every chunked type). `list/` and
+//! record); `part` one part, packed into 32 bytes, and its elements (in
+//! RAM as a map or as the packed chunk body) and the chunk body's
+//! decoding; `dir` how the engine sees it (`parts::Dir`, shared with every
+//! chunked type). `list/` and
 //! `zset/` are the chunked lists and sorted sets (the latter's member
 //! parts are a `Chunked`).
 
@@ -49,7 +50,7 @@ mod zset;
 pub use blind::Filter;
 pub use dir::PART_RAM_BYTES;
 pub use list::{measure_list, measure_list_range, ChunkedList};
-pub use part::{decode_elems, measure_elems, Data, Elem, Part, PartMap};
+pub use part::{decode_elems, measure_elems, Data, Elem, Fields, Part, PartMap};
 pub use zset::{
     cmp_zkey, decode_order, in_range, measure_order, unzkey, zkey, ChunkedZSet, OrderInfo, Score,
     ORDER_DEPTH,
@@ -63,7 +64,7 @@ use crate::base::FlashLoc;
 pub const CHUNK_MAX: usize = 8 * 1024;
 /// A big hash or set becomes chunked when its packed form passes this many
 /// bytes: below it, one packed record costs less RAM (a directory is ~220
-/// bytes plus 56 per part) and one read of it is as fast as one of a part.
+/// bytes plus 32 per part) and one read of it is as fast as one of a part.
 pub const CHUNKED_AT: usize = 32 * 1024;
 /// A chunked hash (`V` = value) or set (`V` = ()).
 #[derive(Clone, Debug)]
@@ -88,6 +89,8 @@ pub struct Chunked<V> {
     blind_adds: u64,
     /// Images of parts on flash read for one command (`peek`).
     peeks: Vec<peek::Peek>,
+    /// The last version given to a part (`next_ver`).
+    vers: u32,
 }
 
 impl<V: Elem> Chunked<V> {
@@ -95,19 +98,12 @@ impl<V: Elem> Chunked<V> {
     pub fn build(cid: u64, elems: impl IntoIterator<Item = (Box<[u8]>, V)>) -> Chunked<V> {
         let mut c = Chunked {
             head: DirHead::new(cid),
-            parts: vec![Part {
-                low: 0,
-                depth: 0,
-                dirty: true,
-                referenced: true,
-                count: 0,
-                body: 0,
-                ver: 0,
-                loc: None,
-                seq: 0,
-                own: false,
-                data: Some(Box::new(Data::Map(Box::default()))),
-            }],
+            parts: vec![Part::new(
+                Fields::default(),
+                true,
+                false,
+                Some(Data::Map(Box::default())),
+            )],
             len: 0,
             body: 0,
             resident: 0,
@@ -118,6 +114,7 @@ impl<V: Elem> Chunked<V> {
             filter_ram: 0,
             blind_adds: 0,
             peeks: Vec::new(),
+            vers: 0,
         };
         for (k, v) in elems {
             c.insert(&k, v);
@@ -138,20 +135,19 @@ impl<V: Elem> Chunked<V> {
             .iter()
             .map(|p| {
                 let cold = p.loc.is_some();
-                Part {
+                let f = Fields {
                     low: p.low,
                     depth: p.depth,
-                    dirty: !cold,
-                    referenced: false,
                     count: if cold { p.count } else { 0 },
                     body: if cold { p.body } else { 0 },
-                    ver: 0,
                     loc: p.loc,
                     seq: p.seq,
-                    // (A checkpoint's record may be of a wider range.)
-                    own: false,
-                    data: (!cold).then(|| Box::new(Data::Map(Box::default()))),
-                }
+                };
+                // (A checkpoint's record may be of a wider range: not own.)
+                let data = (!cold).then(|| Data::Map(Box::default()));
+                let mut part = Part::new(f, !cold, false, data);
+                part.set_referenced(false);
+                part
             })
             .collect();
         Chunked::from_parts(DirHead::written(cid, head_loc, head_seq), parts)
@@ -159,15 +155,21 @@ impl<V: Elem> Chunked<V> {
 
     /// A collection of these parts. `parts` must satisfy invariant 1.
     fn from_parts(head: DirHead, parts: Vec<Part<V>>) -> Chunked<V> {
-        let len = parts.iter().map(|p| p.count as usize).sum();
-        let body = parts.iter().map(|p| p.body as usize).sum();
+        let len = parts.iter().map(|p| p.count() as usize).sum();
+        let body = parts.iter().map(|p| p.body() as usize).sum();
         let resident = parts
             .iter()
             .filter(|p| p.is_resident())
-            .map(|p| p.body as usize)
+            .map(|p| p.body() as usize)
             .sum();
         let resident_parts = parts.iter().filter(|p| p.is_resident()).count();
-        let changes = Changes::of(parts.iter().filter(|p| p.dirty).map(|p| p.low).collect());
+        let changes = Changes::of(
+            parts
+                .iter()
+                .filter(|p| p.dirty())
+                .map(|p| p.low())
+                .collect(),
+        );
         Chunked {
             head,
             parts,
@@ -181,6 +183,7 @@ impl<V: Elem> Chunked<V> {
             filter_ram: 0,
             blind_adds: 0,
             peeks: Vec::new(),
+            vers: 0,
         }
     }
 
@@ -207,7 +210,7 @@ impl<V: Elem> Chunked<V> {
 
     /// Index of the part holding hash `h` (invariant 1).
     pub fn part_of(&self, h: u64) -> usize {
-        self.parts.partition_point(|p| p.low <= h) - 1
+        self.parts.partition_point(|p| p.low() <= h) - 1
     }
 
     /// The value bytes of `elem` (empty for a set member); None if absent
@@ -243,7 +246,7 @@ impl<V: Elem> Chunked<V> {
     /// (`parts::chains`).
     fn changing(&mut self, i: usize) -> Option<&mut PartMap<V>> {
         let p = &mut self.parts[i];
-        let (loc, dirty, low, depth, seq) = (p.loc, p.dirty, p.low, p.depth, p.seq);
+        let (loc, dirty, low, depth, seq) = (p.loc(), p.dirty(), p.low(), p.depth(), p.seq());
         let d = p.elems_mut()?;
         if let (Data::Packed(b), Some(loc), false) = (&*d, loc, dirty) {
             let name = (low, depth);
@@ -275,7 +278,7 @@ impl<V: Elem> Chunked<V> {
                 let sub = old.packed();
                 *old = v;
                 let p = &mut self.parts[i];
-                p.body = p.body + add as u32 - sub as u32;
+                p.set_size(p.count(), p.body() + add as u32 - sub as u32);
                 self.body = self.body + add - sub;
                 self.resident = self.resident + add - sub;
                 false
@@ -284,8 +287,7 @@ impl<V: Elem> Chunked<V> {
                 m.insert(elem.into(), v);
                 let n = packed_len(elem.len()) + add;
                 let p = &mut self.parts[i];
-                p.body += n as u32;
-                p.count += 1;
+                p.set_size(p.count() + 1, p.body() + n as u32);
                 self.body += n;
                 self.resident += n;
                 self.len += 1;
@@ -294,11 +296,11 @@ impl<V: Elem> Chunked<V> {
         };
         // (After `changing`, which may start the part's chain.)
         self.tag_change(i, h);
-        let p = &mut self.parts[i];
-        p.ver = p.ver.wrapping_add(1);
+        let ver = self.next_ver();
+        self.parts[i].set_ver(ver);
         self.mark_dirty(i);
         let p = &self.parts[i];
-        if p.body as usize > CHUNK_MAX && p.count > 1 && p.depth < MAX_DEPTH {
+        if p.body() as usize > CHUNK_MAX && p.count() > 1 && p.depth() < MAX_DEPTH {
             self.split(i);
         }
         new
@@ -316,29 +318,34 @@ impl<V: Elem> Chunked<V> {
 
     /// Accounts one element of `n` packed bytes removed from part `i`.
     fn removed(&mut self, i: usize, n: usize) {
+        let ver = self.next_ver();
         let p = &mut self.parts[i];
-        p.body -= n as u32;
-        p.count -= 1;
-        p.ver = p.ver.wrapping_add(1);
+        p.set_size(p.count() - 1, p.body() - n as u32);
+        p.set_ver(ver);
         self.mark_dirty(i);
         self.body -= n;
         self.resident -= n;
         self.len -= 1;
     }
 
+    /// A version no part of the collection has had (`part` invariant 3).
+    fn next_ver(&mut self) -> u32 {
+        self.vers = self.vers.checked_add(1).unwrap_or(1);
+        self.vers
+    }
+
     /// Splits part `i` in two halves of its range, recursively while a
     /// half is still too big.
     fn split(&mut self, i: usize) {
+        let ver = self.next_ver();
         let p = &mut self.parts[i];
-        let Some(m) = (p.data.as_deref_mut())
-            .filter(|d| !matches!(d, Data::Cold(_)))
-            .map(|d| d.map_mut())
-        else {
+        let f = p.fields();
+        let Some(m) = p.elems_mut().map(|d| d.map_mut()) else {
             return;
         };
-        let old = (p.low, p.depth);
-        let depth = p.depth + 1;
-        let mid = p.low | (1u64 << (64 - depth as u32));
+        let old = (f.low, f.depth);
+        let depth = f.depth + 1;
+        let mid = f.low | (1u64 << (64 - depth as u32));
         let mut hi: PartMap<V> = PartMap::default();
         let mut keep: PartMap<V> = PartMap::default();
         for (k, v) in std::mem::take(m) {
@@ -354,27 +361,27 @@ impl<V: Elem> Chunked<V> {
                 .sum::<usize>() as u32
         };
         let (lo_body, hi_body) = (measure(&keep), measure(&hi));
-        let half = Part {
+        let (lo_count, hi_count) = (keep.len() as u32, hi.len() as u32);
+        *m = keep;
+        // Both halves' record is of the range before the split.
+        let upper = Fields {
             low: mid,
             depth,
-            dirty: true,
-            referenced: p.referenced,
-            count: hi.len() as u32,
+            count: hi_count,
             body: hi_body,
-            ver: 0,
-            loc: p.loc,
-            seq: p.seq,
-            own: false,
-            data: Some(Box::new(Data::Map(Box::new(hi)))),
+            ..f
         };
-        p.depth = depth;
-        // Both halves' record is of the range before the split.
-        p.own = false;
-        p.count = keep.len() as u32;
-        p.body = lo_body;
-        p.ver = p.ver.wrapping_add(1);
-        *m = keep;
-        if let Some(loc) = p.loc {
+        let mut half = Part::new(upper, true, false, Some(Data::Map(Box::new(hi))));
+        half.set_referenced(p.referenced());
+        half.set_ver(ver);
+        p.set_own(false);
+        p.update(|g| {
+            g.depth = depth;
+            g.count = lo_count;
+            g.body = lo_body;
+        });
+        p.set_ver(ver);
+        if let Some(loc) = f.loc {
             self.new_refs.push(loc);
         }
         self.mark_dirty(i);
@@ -391,7 +398,7 @@ impl<V: Elem> Chunked<V> {
         self.head.chains.orphan(old);
         for j in [i + 1, i] {
             let q = &self.parts[j];
-            if q.body as usize > CHUNK_MAX && q.count > 1 && q.depth < MAX_DEPTH {
+            if q.body() as usize > CHUNK_MAX && q.count() > 1 && q.depth() < MAX_DEPTH {
                 self.split(j);
             }
         }
@@ -448,10 +455,10 @@ impl<V: Elem> Chunked<V> {
     /// The part and position within it of the element at position `i`.
     fn locate(&self, mut i: usize) -> Option<(usize, usize)> {
         for (pi, p) in self.parts.iter().enumerate() {
-            if i < p.count as usize {
+            if i < p.count() as usize {
                 return Some((pi, i));
             }
-            i -= p.count as usize;
+            i -= p.count() as usize;
         }
         None
     }
@@ -480,29 +487,29 @@ impl<V: Elem> Chunked<V> {
             if !first && next == 0 {
                 return Err("parts past the end".into());
             }
-            if p.low != next {
-                return Err(format!("gap or overlap at {:#x}", p.low));
+            if p.low() != next {
+                return Err(format!("gap or overlap at {:#x}", p.low()));
             }
             first = false;
             next = p.high().wrapping_add(1);
-            len += p.count as usize;
-            body += p.body as usize;
+            len += p.count() as usize;
+            body += p.body() as usize;
             if let Some(m) = p.elems() {
-                resident += p.body as usize;
-                if m.len() != p.count as usize {
+                resident += p.body() as usize;
+                if m.len() != p.count() as usize {
                     return Err("count".into());
                 }
                 let b: usize = m
                     .iter()
                     .map(|(k, v)| packed_len(k.len()) + V::packed_of(v))
                     .sum();
-                if b != p.body as usize {
+                if b != p.body() as usize {
                     return Err("body".into());
                 }
                 if m.iter().any(|(k, _)| !p.holds(elem_hash(k))) {
                     return Err("element out of range".into());
                 }
-            } else if p.dirty || p.loc.is_none() {
+            } else if p.dirty() || p.loc().is_none() {
                 return Err("cold part without a clean record".into());
             }
         }

@@ -106,14 +106,14 @@ impl<V: Elem> Chunked<V> {
     /// The chain of part `i` if a read of it may peek (invariant 1).
     fn peek_chain(&self, i: usize) -> Option<&PartChain> {
         let p = &self.parts[i];
-        if p.is_resident() || !p.own || p.loc.is_none() {
+        if p.is_resident() || !p.own() || p.loc().is_none() {
             return None;
         }
-        let ch = self.head.chains.get((p.low, p.depth))?;
+        let ch = self.head.chains.get((p.low(), p.depth()))?;
         (ch.base.is_none()
             && ch.spilled > 0
             && !ch.opaque
-            && ch.image == p.loc
+            && ch.image == p.loc()
             && ch.rec_ends.len() == ch.changes.len())
         .then_some(ch)
     }
@@ -122,7 +122,7 @@ impl<V: Elem> Chunked<V> {
     fn elem_at(&self, i: usize, ch: &PartChain, elem: &[u8]) -> At {
         let t = tag(elem_hash(elem));
         let Some(j) = ch.tags.iter().rposition(|&x| x == t) else {
-            let image = self.parts[i].loc.expect("peek_chain checked");
+            let image = self.parts[i].loc().expect("peek_chain checked");
             return match self.peek_of(i, image) {
                 Some(_) => At::Ready,
                 None => At::Read(image, true),
@@ -175,7 +175,7 @@ impl<V: Elem> Chunked<V> {
         let p = &self.parts[i];
         self.peeks
             .iter()
-            .find(|k| (k.low, k.depth) == (p.low, p.depth) && k.loc == loc)
+            .find(|k| (k.low, k.depth) == (p.low(), p.depth()) && k.loc == loc)
     }
 
     /// Keeps `body`, part `i`'s record at `loc` as read (its image's
@@ -190,15 +190,15 @@ impl<V: Elem> Chunked<V> {
         body: &[u8],
     ) -> Result<bool, Malformed> {
         let p = &self.parts[i];
-        if p.is_resident() || !p.own {
+        if p.is_resident() || !p.own() {
             return Ok(false);
         }
         let ours = if image {
-            p.loc == Some(loc)
+            p.loc() == Some(loc)
         } else {
             self.head
                 .chains
-                .get((p.low, p.depth))
+                .get((p.low(), p.depth()))
                 .is_some_and(|ch| ch.spilled_locs().contains(&loc))
         };
         if !ours {
@@ -212,7 +212,7 @@ impl<V: Elem> Chunked<V> {
         if self.peek_of(i, loc).is_some() {
             return Ok(true);
         }
-        let (low, depth) = (p.low, p.depth);
+        let (low, depth) = (p.low(), p.depth());
         if self.peeks.len() >= PEEKS_MAX {
             self.peeks.remove(0);
         }
@@ -236,7 +236,7 @@ impl<V: Elem> Chunked<V> {
                 return Some(v);
             }
         }
-        let mine = |k: &&Peek| (k.low, k.depth) == (p.low, p.depth);
+        let mine = |k: &&Peek| (k.low, k.depth) == (p.low(), p.depth());
         for k in self.peeks.iter().filter(mine).filter(|k| !k.image) {
             if let Some(v) = record_value::<V>(&k.body, elem) {
                 return Some(v);
@@ -246,7 +246,7 @@ impl<V: Elem> Chunked<V> {
             .peeks
             .iter()
             .filter(mine)
-            .find(|k| k.image && Some(k.loc) == p.loc)?;
+            .find(|k| k.image && Some(k.loc) == p.loc())?;
         super::part::packed_get::<V>(&image.body, elem)
     }
 
@@ -263,7 +263,7 @@ impl<V: Elem> Chunked<V> {
     pub(super) fn tag_change(&mut self, i: usize, h: u64) {
         let p = &self.parts[i];
         let t = tag(h);
-        self.head.chains.update((p.low, p.depth), |ch| {
+        self.head.chains.update((p.low(), p.depth()), |ch| {
             if ch.opaque || ch.tags.contains(&t) {
                 return;
             }

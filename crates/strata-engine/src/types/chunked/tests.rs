@@ -19,7 +19,7 @@ fn grows_by_splitting_and_keeps_every_element() {
     c.check().unwrap();
     assert_eq!(c.len(), 20_000);
     assert!(c.parts().len() > 50, "{}", c.parts().len());
-    assert!(c.parts().iter().all(|p| p.body as usize <= CHUNK_MAX));
+    assert!(c.parts().iter().all(|p| p.body() as usize <= CHUNK_MAX));
     for i in (0..20_000u32).step_by(7) {
         let k = format!("field:{i}");
         assert_eq!(c.get(k.as_bytes()).map(|v| v.len()), Some(40));
@@ -50,7 +50,7 @@ fn parts_round_trip_through_records_and_eviction() {
     for i in 0..c.parts().len() {
         let mut b = Vec::new();
         c.encode_part(i, &mut b);
-        let ver = c.parts()[i].ver;
+        let ver = c.parts()[i].ver();
         assert_eq!(c.published(i, ver, loc(i as u32), 9), Some(None));
         bodies.push(b);
     }
@@ -69,15 +69,15 @@ fn parts_round_trip_through_records_and_eviction() {
     // A record of a stale version is the part's record, but the part stays
     // changed; an older record than the part's is refused. A split's
     // halves refer to the parent record (one new reference).
-    let ver = c.parts()[p[0]].ver;
+    let ver = c.parts()[p[0]].ver();
     c.insert(b"1234", ());
-    let was = c.parts()[p[0]].loc;
+    let was = c.parts()[p[0]].loc();
     assert_eq!(c.published(p[0], ver, loc(p[0] as u32), 10), Some(was));
-    assert!(c.parts()[p[0]].dirty);
+    assert!(c.parts()[p[0]].dirty());
     assert_eq!(c.published(p[0], ver, loc(99), 9), None);
     for i in 0..c.parts().len() {
         if !c.parts()[i].is_resident() {
-            let l = c.parts()[i].loc.unwrap();
+            let l = c.parts()[i].loc().unwrap();
             c.install(i, l, &bodies[l.offset as usize], false).unwrap();
         }
     }
@@ -111,7 +111,7 @@ fn a_wider_record_is_filtered_to_the_part() {
         }
     }
     for i in 0..c.parts().len() {
-        let ver = c.parts()[i].ver;
+        let ver = c.parts()[i].ver();
         c.published(i, ver, loc(0), 1);
         c.evict(i);
     }

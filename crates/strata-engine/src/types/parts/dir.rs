@@ -216,20 +216,18 @@ pub trait Dir {
         seq: u64,
     ) -> Option<Option<FlashLoc>>;
     fn evict(&mut self, i: usize) -> usize;
-    /// Part `i`'s used mark (CLOCK: set by reads, cleared by the
-    /// demoter's hand), if the part exists and has one.
-    fn used_mark(&mut self, i: usize) -> Option<&mut bool>;
+    /// Sets part `i`'s used mark (CLOCK: set by reads, cleared by the
+    /// demoter's hand) to `on`, if the part exists and has one; returns
+    /// the mark it had (false without one).
+    fn swap_used(&mut self, i: usize, on: bool) -> bool;
     /// Marks part `i` used (CLOCK).
     fn touch(&mut self, i: usize) {
-        if let Some(m) = self.used_mark(i) {
-            *m = true;
-        }
+        self.swap_used(i, true);
     }
     /// The demoter's hand passes part `i`: returns whether it was used
     /// since, clearing the mark.
     fn clock(&mut self, i: usize) -> bool {
-        self.used_mark(i)
-            .is_some_and(|m| std::mem::replace(m, false))
+        self.swap_used(i, false)
     }
     /// Installs part `i`'s elements from the record at `loc`, whose chunk
     /// is `named` (low, depth) and has this body, if the part is still cold

@@ -201,8 +201,10 @@ impl Dir for Stream {
         }
         self.evict_part(i)
     }
-    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
-        self.parts.get_mut(i).map(|p| &mut p.referenced)
+    fn swap_used(&mut self, i: usize, on: bool) -> bool {
+        self.parts
+            .get_mut(i)
+            .is_some_and(|p| std::mem::replace(&mut p.referenced, on))
     }
     fn install(
         &mut self,

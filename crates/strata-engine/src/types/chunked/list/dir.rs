@@ -162,8 +162,10 @@ impl Dir for ChunkedList {
         self.resident_parts -= 1;
         p.body as usize
     }
-    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
-        self.parts.get_mut(i).map(|p| &mut p.referenced)
+    fn swap_used(&mut self, i: usize, on: bool) -> bool {
+        self.parts
+            .get_mut(i)
+            .is_some_and(|p| std::mem::replace(&mut p.referenced, on))
     }
     fn install(
         &mut self,

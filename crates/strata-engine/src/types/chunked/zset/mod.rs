@@ -353,11 +353,13 @@ impl Dir for ChunkedZSet {
             Some(j) => self.order.evict(j),
         }
     }
-    fn used_mark(&mut self, i: usize) -> Option<&mut bool> {
+    fn swap_used(&mut self, i: usize, on: bool) -> bool {
         match self.oi(i) {
-            None => Dir::used_mark(&mut self.members, i),
-            Some(j) if j < self.order.part_count() => Some(&mut self.order.part_mut(j).referenced),
-            Some(_) => None,
+            None => Dir::swap_used(&mut self.members, i, on),
+            Some(j) if j < self.order.part_count() => {
+                std::mem::replace(&mut self.order.part_mut(j).referenced, on)
+            }
+            Some(_) => false,
         }
     }
     fn install(

@@ -1,9 +1,7 @@
-//! One part of a chunked collection: its bookkeeping (`Part`) and its
-//! elements in RAM (`Data`: the packed chunk body as read, searched in
-//! place, or a map once changed); and decoding chunk bodies.
+//! A part's elements in RAM (`Data`: the packed chunk body as read,
+//! searched in place, or a map once changed), what they map to (`Elem`),
+//! and decoding chunk bodies.
 
-use crate::base::FlashLoc;
-use crate::types::parts::range_high;
 use crate::types::{packed_len, put, Malformed, Reader};
 use indexmap::IndexMap;
 
@@ -112,7 +110,7 @@ pub enum Data<V> {
     Map(Box<PartMap<V>>),
     /// Not in RAM: the part's membership filter (`blind`; `Part::elems`
     /// never gives this).
-    Cold(super::Filter),
+    Cold(crate::types::chunked::Filter),
 }
 
 /// The (element, value bytes) pairs of a chunk body, in order.
@@ -131,14 +129,17 @@ fn packed_iter<V: Elem>(b: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
 }
 
 /// The value bytes of `elem` in chunk body `b` (None if absent).
-pub(super) fn packed_get<'a, V: Elem>(b: &'a [u8], elem: &[u8]) -> Option<&'a [u8]> {
+pub(in crate::types::chunked) fn packed_get<'a, V: Elem>(
+    b: &'a [u8],
+    elem: &[u8],
+) -> Option<&'a [u8]> {
     packed_iter::<V>(b)
         .find(|(k, _)| *k == elem)
         .map(|(_, v)| v)
 }
 
 impl<V: Elem> Data<V> {
-    pub(super) fn get(&self, elem: &[u8]) -> Option<&[u8]> {
+    pub(in crate::types::chunked) fn get(&self, elem: &[u8]) -> Option<&[u8]> {
         match self {
             Data::Packed(b) => packed_get::<V>(b, elem),
             Data::Map(m) => m.get(elem).map(|v| v.as_slice()),
@@ -146,7 +147,7 @@ impl<V: Elem> Data<V> {
         }
     }
 
-    pub(super) fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
+    pub(in crate::types::chunked) fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
             Data::Packed(b) => Box::new(packed_iter::<V>(b)),
             Data::Map(m) => Box::new(m.iter().map(|(k, v)| (&**k, v.as_slice()))),
@@ -154,7 +155,7 @@ impl<V: Elem> Data<V> {
         }
     }
 
-    pub(super) fn get_index(&self, j: usize) -> Option<(&[u8], &[u8])> {
+    pub(in crate::types::chunked) fn get_index(&self, j: usize) -> Option<(&[u8], &[u8])> {
         match self {
             Data::Packed(b) => packed_iter::<V>(b).nth(j),
             Data::Map(m) => m.get_index(j).map(|(k, v)| (&**k, v.as_slice())),
@@ -162,7 +163,7 @@ impl<V: Elem> Data<V> {
         }
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::types::chunked) fn len(&self) -> usize {
         match self {
             Data::Packed(b) => packed_iter::<V>(b).count(),
             Data::Map(m) => m.len(),
@@ -171,7 +172,7 @@ impl<V: Elem> Data<V> {
     }
 
     /// The elements as a map, to change (a packed body is decoded once).
-    pub(super) fn map_mut(&mut self) -> &mut PartMap<V> {
+    pub(in crate::types::chunked) fn map_mut(&mut self) -> &mut PartMap<V> {
         if let Data::Packed(b) = self {
             // The body was checked when it was installed.
             let m = decode_elems::<V>(b, |_| true).unwrap_or_default();
@@ -189,69 +190,6 @@ impl<V: Elem> Data<V> {
 }
 
 pub type PartMap<V> = IndexMap<Box<[u8]>, V, foldhash::fast::RandomState>;
-
-/// One part of a chunked collection (module doc).
-#[derive(Clone, Debug)]
-pub struct Part<V> {
-    /// First hash of the range.
-    pub low: u64,
-    /// The range holds `2^(64 - depth)` hashes.
-    pub depth: u8,
-    /// Changed since `loc` was written.
-    pub dirty: bool,
-    /// Used since the demoter's hand last passed (CLOCK, per part).
-    pub referenced: bool,
-    /// Elements and their packed bytes.
-    pub count: u32,
-    pub body: u32,
-    /// Bumped by every change: a writer publishes its record only if the
-    /// part still has the version it encoded.
-    pub ver: u32,
-    /// The record holding this part (invariant 5), and its sequence number.
-    pub loc: Option<FlashLoc>,
-    pub seq: u64,
-    /// That record is of the part's own range (not of the wider range of
-    /// a part split since): its body is the part's (`blind`).
-    pub own: bool,
-    /// The elements, when in RAM (`Data::Packed`, `Data::Map`); on flash,
-    /// maybe its membership filter (`Data::Cold`, `blind`).
-    pub data: Option<Box<Data<V>>>,
-}
-
-impl<V> Part<V> {
-    /// Last hash of the range (inclusive).
-    pub fn high(&self) -> u64 {
-        range_high(self.low, self.depth)
-    }
-    pub fn holds(&self, h: u64) -> bool {
-        h >= self.low && h <= self.high()
-    }
-    pub fn is_resident(&self) -> bool {
-        self.elems().is_some()
-    }
-    /// The elements, when in RAM.
-    pub fn elems(&self) -> Option<&Data<V>> {
-        self.data.as_deref().filter(|d| !matches!(d, Data::Cold(_)))
-    }
-    pub fn elems_mut(&mut self) -> Option<&mut Data<V>> {
-        self.data
-            .as_deref_mut()
-            .filter(|d| !matches!(d, Data::Cold(_)))
-    }
-    /// The membership filter of a part on flash (`blind`).
-    pub fn filter(&self) -> Option<&super::Filter> {
-        match self.data.as_deref() {
-            Some(Data::Cold(f)) => Some(f),
-            _ => None,
-        }
-    }
-    pub fn filter_mut(&mut self) -> Option<&mut super::Filter> {
-        match self.data.as_deref_mut() {
-            Some(Data::Cold(f)) => Some(f),
-            _ => None,
-        }
-    }
-}
 
 /// Decodes a chunk body (`Chunked::encode_part`), keeping the elements
 /// `keep` accepts.
@@ -280,7 +218,7 @@ pub fn decode_elems<V: Elem>(
 
 /// Checks that a chunk body is well formed (count, lengths, nothing left
 /// over) without building anything.
-pub(super) fn check_packed<V: Elem>(b: &[u8]) -> Result<(), Malformed> {
+pub(in crate::types::chunked) fn check_packed<V: Elem>(b: &[u8]) -> Result<(), Malformed> {
     let mut r = Reader { b };
     let n = r.u32()? as usize;
     for _ in 0..n {
