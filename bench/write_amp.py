@@ -178,6 +178,13 @@ def main():
         st.get("write_backpressure_waits_ram", t.get("write_backpressure_waits_ram", "-")),
         st.get("write_backpressure_wait_ms", t.get("write_backpressure_wait_ms", "-")),
         info(s, "memory").get("used_memory")))
+    if HASHES == 1 and not is_redis(binary):
+        # What the hash costs in RAM (MEMORY USAGE: its key, directory, parts'
+        # entries, parts in RAM, chains and filters), per part.
+        mu = int(s.call(b"MEMORY", b"USAGE", hash_key(0)))
+        parts = int(t["chunks_in_ram"]) + int(t["chunks_in_flash"])
+        print("  MEMORY USAGE of the hash %d B for %d parts: %.1f B per part"
+              % (mu, parts, mu / parts))
     print("  log size %s B, live %s B: log / client bytes %.2f"
           % (t["tiered_allocated_bytes"], t["flash_live_bytes"], int(t["tiered_allocated_bytes"]) / client))
     if mode == "rand1000":

@@ -354,7 +354,7 @@ impl Engine {
                     Slot::Cold(_) => 0,
                     Slot::Chunked(c) => c.dir().map_or(0, |d| {
                         (std::mem::size_of::<crate::types::Collection>()
-                            + d.part_count() * crate::types::chunked::PART_RAM_BYTES
+                            + d.entries_bytes()
                             + d.ram_bytes()) as u64
                     }),
                 },

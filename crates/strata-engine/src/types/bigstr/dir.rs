@@ -167,6 +167,9 @@ impl Dir for ChunkedStr {
     fn part_count(&self) -> usize {
         self.parts.len()
     }
+    fn entries_bytes(&self) -> usize {
+        self.parts.capacity() * std::mem::size_of::<super::Part>()
+    }
     fn part(&self, i: usize) -> PartInfo {
         let p = &self.parts[i];
         let hole = matches!(p.bytes, Bytes::Hole);

@@ -1,11 +1,8 @@
 //! A chunked hash's or set's directory as the engine sees it (`parts::Dir`).
 
-use super::{Chunked, Elem, Part};
+use super::{Chunked, Elem};
 use crate::base::{FlashLoc, Malformed};
 use crate::types::parts::{range_high, Dir, DirHead, PartInfo};
-
-/// RAM one part's directory entry takes (beside its elements).
-pub const PART_RAM_BYTES: usize = std::mem::size_of::<Part<()>>();
 
 impl<V: Elem> Dir for Chunked<V> {
     fn head(&self) -> &DirHead {
@@ -16,6 +13,9 @@ impl<V: Elem> Dir for Chunked<V> {
     }
     fn part_count(&self) -> usize {
         self.parts.len()
+    }
+    fn entries_bytes(&self) -> usize {
+        Chunked::entries_bytes(self)
     }
     fn part(&self, i: usize) -> PartInfo {
         let p = &self.parts[i];

@@ -48,7 +48,6 @@ mod peek;
 mod zset;
 
 pub use blind::Filter;
-pub use dir::PART_RAM_BYTES;
 pub use list::{measure_list, measure_list_range, ChunkedList};
 pub use part::{decode_elems, measure_elems, Data, Elem, Fields, Part, PartMap};
 pub use zset::{
@@ -203,6 +202,12 @@ impl<V: Elem> Chunked<V> {
     }
     pub fn parts(&self) -> &[Part<V>] {
         &self.parts
+    }
+    /// RAM the parts' entries take: 32 bytes each, and a wide part's
+    /// fields (`part` invariant 1).
+    pub fn entries_bytes(&self) -> usize {
+        self.parts.capacity() * std::mem::size_of::<Part<V>>()
+            + self.parts.iter().map(Part::wide_bytes).sum::<usize>()
     }
     pub fn all_resident(&self) -> bool {
         self.resident == self.body && self.parts.iter().all(|p| p.is_resident())

@@ -239,15 +239,34 @@ fn chunked_list_matches_a_deque_through_writes_and_evictions() {
     }
 }
 
-/// A part's directory entry is RAM every cold part costs
-/// (docs/collections.md: goal 32 B); its elements are boxed, so a part on
-/// flash pays 8 bytes for them.
-const _: () = assert!(PART_RAM_BYTES <= 56);
-
+/// A part on flash costs its 32-byte entry and nothing else once its
+/// filter is shed (issue 46 point 6; `part` invariant 2).
 #[test]
-fn part_ram_bytes_is_a_parts_size() {
-    eprintln!("a part's entry: {PART_RAM_BYTES} bytes");
-    assert_eq!(PART_RAM_BYTES, std::mem::size_of::<Part<Box<[u8]>>>());
+fn a_part_on_flash_costs_32_bytes() {
+    let elems = (0..20_000u32).map(|i| {
+        let k: Box<[u8]> = format!("field:{i}").into_bytes().into();
+        (k, Box::<[u8]>::from(&b"value-of-twenty-byte"[..]))
+    });
+    let mut c: Chunked<Box<[u8]>> = Chunked::build(1, elems);
+    let n = c.parts().len();
+    assert!(n > 50, "{n}");
+    for i in 0..n {
+        let ver = c.parts()[i].ver();
+        let loc = FlashLoc {
+            segment: 3,
+            offset: i as u32 * 16384,
+            len: 9000,
+        };
+        c.published(i, ver, loc, 10 + i as u64);
+        c.evict(i);
+    }
+    c.shed_filters();
+    c.check().unwrap();
+    let per_part = c.entries_bytes() as f64 / n as f64;
+    eprintln!("{n} parts on flash: {per_part:.1} bytes each");
+    assert!(c.parts().iter().all(|p| p.wide_bytes() == 0));
+    assert!(per_part <= 32.0 * 1.15, "{per_part}");
+    assert_eq!(std::mem::size_of::<Part<()>>(), 32);
 }
 
 /// The journal finds a big collection's changed parts from `changes`,

@@ -246,6 +246,9 @@ pub trait Dir {
         Vec::new()
     }
     fn resident_bytes(&self) -> usize;
+    /// RAM the parts' entries take (the directory's vectors and what
+    /// entries keep on the heap besides elements, filters and chains).
+    fn entries_bytes(&self) -> usize;
     /// RAM the directory's parts and chains hold (what the shard counts).
     fn ram_bytes(&self) -> usize {
         self.resident_bytes() + self.chains().ram() + self.filter_ram()

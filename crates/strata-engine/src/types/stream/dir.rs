@@ -35,6 +35,10 @@ impl Dir for Stream {
     fn part_count(&self) -> usize {
         self.parts.len() + self.pel_len()
     }
+    fn entries_bytes(&self) -> usize {
+        self.parts.capacity() * std::mem::size_of::<super::part::SPart>()
+            + self.pel_len() * std::mem::size_of::<super::pel::PelPart>()
+    }
     fn part(&self, i: usize) -> PartInfo {
         let Some(p) = self.parts.get(i) else {
             return self.pel_info(i - self.parts.len());

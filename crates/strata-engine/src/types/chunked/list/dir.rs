@@ -83,6 +83,9 @@ impl Dir for ChunkedList {
     fn part_count(&self) -> usize {
         self.parts.len()
     }
+    fn entries_bytes(&self) -> usize {
+        self.parts.capacity() * std::mem::size_of::<super::part::LPart>()
+    }
     fn part(&self, i: usize) -> PartInfo {
         let p = &self.parts[i];
         PartInfo {

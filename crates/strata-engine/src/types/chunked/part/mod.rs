@@ -197,6 +197,14 @@ impl<V> Part<V> {
             }
         }
     }
+    /// Heap bytes the part's fields take when wide (invariant 1).
+    pub fn wide_bytes(&self) -> usize {
+        if self.flag(F_WIDE) {
+            std::mem::size_of::<Fields>()
+        } else {
+            0
+        }
+    }
     /// Changes the part's fields by `f`.
     pub fn update(&mut self, f: impl FnOnce(&mut Fields)) {
         let mut fl = self.fields();

@@ -232,6 +232,9 @@ impl Dir for ChunkedZSet {
     fn part_count(&self) -> usize {
         self.members.part_count() + self.order.part_count()
     }
+    fn entries_bytes(&self) -> usize {
+        self.members.entries_bytes() + self.order.entries_bytes()
+    }
     fn part(&self, i: usize) -> PartInfo {
         let Some(j) = self.oi(i) else {
             return self.members.part(i);

@@ -66,6 +66,14 @@ impl OPart {
     }
 }
 
+impl Order {
+    /// RAM the parts' entries take, with their bounds.
+    pub fn entries_bytes(&self) -> usize {
+        self.parts.capacity() * std::mem::size_of::<OPart>()
+            + self.parts.iter().map(|p| p.first.len()).sum::<usize>()
+    }
+}
+
 /// The order family (module doc).
 #[derive(Clone, Debug)]
 pub struct Order {
