@@ -135,8 +135,8 @@ impl<V: Elem> Chunked<V> {
             .map(|p| {
                 let cold = p.loc.is_some();
                 let f = Fields {
-                    low: p.low,
-                    depth: p.depth,
+                    key: p.low,
+                    tag: p.depth,
                     count: if cold { p.count } else { 0 },
                     body: if cold { p.body } else { 0 },
                     loc: p.loc,
@@ -348,9 +348,9 @@ impl<V: Elem> Chunked<V> {
         let Some(m) = p.elems_mut().map(|d| d.map_mut()) else {
             return;
         };
-        let old = (f.low, f.depth);
-        let depth = f.depth + 1;
-        let mid = f.low | (1u64 << (64 - depth as u32));
+        let old = (f.key, f.tag);
+        let depth = f.tag + 1;
+        let mid = f.key | (1u64 << (64 - depth as u32));
         let mut hi: PartMap<V> = PartMap::default();
         let mut keep: PartMap<V> = PartMap::default();
         for (k, v) in std::mem::take(m) {
@@ -370,8 +370,8 @@ impl<V: Elem> Chunked<V> {
         *m = keep;
         // Both halves' record is of the range before the split.
         let upper = Fields {
-            low: mid,
-            depth,
+            key: mid,
+            tag: depth,
             count: hi_count,
             body: hi_body,
             ..f
@@ -381,7 +381,7 @@ impl<V: Elem> Chunked<V> {
         half.set_ver(ver);
         p.set_own(false);
         p.update(|g| {
-            g.depth = depth;
+            g.tag = depth;
             g.count = lo_count;
             g.body = lo_body;
         });

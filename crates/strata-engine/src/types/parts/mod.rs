@@ -8,7 +8,7 @@
 //!
 //! Rooms: `dir` the directory trait, its head and what it says of a part;
 //! `clock` the demoter's hand over the parts; `changes` the list of changed
-//! parts; `chains` the records that hold a logged part's state (its image
+//! parts; `packed` a part's bookkeeping in 32 bytes; `chains` the records that hold a logged part's state (its image
 //! and part change records); this file the hash ranges parts are named by.
 //!
 //! Invariants:
@@ -22,6 +22,7 @@ pub mod chains;
 mod changes;
 mod clock;
 mod dir;
+pub mod packed;
 
 pub use chains::{PartChain, PartChains, PartName};
 pub use changes::Changes;

@@ -4,6 +4,20 @@
 use super::*;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
+/// A hash part's name (`chunked::part::HashKey`).
+struct Range;
+
+impl KeyCodec for Range {
+    fn pack(low: u64, depth: u8) -> Option<u64> {
+        (low & 0xffff_ffff == 0 && depth < 64).then(|| low >> 32 | u64::from(depth) << 32)
+    }
+    fn unpack(bits: u64) -> (u64, u8) {
+        ((bits & 0xffff_ffff) << 32, (bits >> 32) as u8)
+    }
+}
+
+type Part<D> = Packed<D, Range>;
+
 fn pick(r: &mut StdRng) -> Fields {
     // Mostly values that fit, sometimes one past each limit.
     let mut v = |fit: u64, wide: u64| -> u64 {
@@ -28,8 +42,8 @@ fn pick(r: &mut StdRng) -> Fields {
     });
     let seq = v(mask(SEQ_BITS), u64::MAX);
     Fields {
-        low,
-        depth,
+        key: low,
+        tag: depth,
         count,
         body,
         loc,
@@ -40,7 +54,7 @@ fn pick(r: &mut StdRng) -> Fields {
 #[test]
 fn fields_read_back_packed_or_wide() {
     let mut r = StdRng::seed_from_u64(46);
-    let mut p: Part<Box<[u8]>> = Part::new(Fields::default(), false, false, None);
+    let mut p: Part<Vec<u8>> = Part::new(Fields::default(), false, false, None);
     assert!(p.x.is_none());
     let (mut wide, mut packed) = (0, 0);
     for _ in 0..20_000 {
@@ -61,8 +75,8 @@ fn fields_read_back_packed_or_wide() {
                 p.set_size(f.count, f.body);
                 p.set_loc(f.loc, f.seq);
                 p.update(|g| {
-                    g.low = f.low;
-                    g.depth = f.depth;
+                    g.key = f.key;
+                    g.tag = f.tag;
                 });
                 p.set_dirty(dirty);
                 p.set_referenced(referenced);
@@ -70,7 +84,7 @@ fn fields_read_back_packed_or_wide() {
             }
             _ => {
                 p.update(|g| *g = f);
-                p.set_data(Some(Data::Map(Box::default())));
+                p.set_data(Some(vec![1]));
                 p.set_ver(7);
                 assert_eq!(p.ver(), 7);
                 p.set_data(None);
@@ -81,15 +95,15 @@ fn fields_read_back_packed_or_wide() {
         }
         assert_eq!(p.fields(), f);
         assert_eq!(
-            (p.low(), p.depth(), p.count(), p.body(), p.loc(), p.seq()),
-            (f.low, f.depth, f.count, f.body, f.loc, f.seq)
+            (p.name(), p.count(), p.body(), p.loc(), p.seq()),
+            ((f.key, f.tag), f.count, f.body, f.loc, f.seq)
         );
         assert_eq!((p.dirty(), p.own()), (dirty, own));
         assert_eq!(p.referenced(), referenced);
         // Invariant 2: a box only for a wide or dirty part (no data here).
-        let fits = f.pack().is_some();
+        let fits = f.pack::<Range>().is_some();
         assert_eq!(p.x.is_some(), !fits || dirty, "{f:?}");
-        assert!(p.elems().is_none() && !p.is_resident());
+        assert!(p.data().is_none());
         if p.x.is_none() {
             assert_eq!(p.ver(), 0);
         }
@@ -107,8 +121,8 @@ fn fields_read_back_packed_or_wide() {
 #[test]
 fn the_box_follows_data_and_width() {
     let f = Fields {
-        low: 5 << 40,
-        depth: 20,
+        key: 5 << 40,
+        tag: 20,
         count: 3,
         body: 30,
         loc: Some(FlashLoc {
@@ -118,13 +132,13 @@ fn the_box_follows_data_and_width() {
         }),
         seq: 1 << 40,
     };
-    let mut p: Part<()> = Part::new(f, false, true, Some(Data::Map(Box::default())));
-    assert!(p.is_resident() && p.x.is_some());
+    let mut p: Part<u8> = Part::new(f, false, true, Some(1));
+    assert!(p.data().is_some() && p.x.is_some());
     p.set_data(None);
     assert!(p.x.is_none() && p.fields() == f);
     p.set_size(70_000, 3);
     assert!(p.x.is_some() && p.count() == 70_000);
-    p.set_data(Some(Data::Map(Box::default())));
+    p.set_data(Some(2));
     p.set_data(None);
     assert_eq!(p.count(), 70_000);
     p.set_size(3, 30);
