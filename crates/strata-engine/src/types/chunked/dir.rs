@@ -113,22 +113,14 @@ impl<V: Elem> Dir for Chunked<V> {
         let p = &mut self.parts[i];
         crate::types::parts::PartClock {
             resident: p.is_resident(),
-            referenced: {
-                let was = p.referenced();
-                p.set_referenced(false);
-                was
-            },
+            referenced: p.swap_referenced(false),
             dirty: p.dirty(),
             has_record: p.loc().is_some(),
             body: p.body() as usize,
         }
     }
     fn swap_used(&mut self, i: usize, on: bool) -> bool {
-        self.parts.get_mut(i).is_some_and(|p| {
-            let was = p.referenced();
-            p.set_referenced(on);
-            was
-        })
+        self.parts.get_mut(i).is_some_and(|p| p.swap_referenced(on))
     }
     fn install(
         &mut self,

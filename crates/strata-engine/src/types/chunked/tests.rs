@@ -239,6 +239,29 @@ fn chunked_list_matches_a_deque_through_writes_and_evictions() {
     }
 }
 
+/// The demoter's hand clears a part's used mark and a read sets it, for
+/// hash and list parts alike (a list's mark once stayed set: its hand
+/// never freed a part and the tiering thread spun).
+#[test]
+fn the_hand_clears_used_marks_and_reads_set_them() {
+    let mut h: Chunked<()> = Chunked::build(
+        1,
+        (0..3000u32).map(|i| (format!("m{i}").into_bytes().into(), ())),
+    );
+    let mut l = ChunkedList::build(2, (0..3000u32).map(|i| format!("e{i}").into_bytes().into()));
+    let dirs: [&mut dyn Dir; 2] = [&mut h, &mut l];
+    for d in dirs {
+        assert!(d.part_count() > 1);
+        for i in 0..d.part_count() {
+            assert!(d.clock(i), "born used");
+            assert!(!d.clock(i), "the hand cleared it");
+            d.touch(i);
+            assert!(d.part_clock(i).referenced);
+            assert!(!d.part_clock(i).referenced);
+        }
+    }
+}
+
 /// A part on flash costs its 32-byte entry and nothing else once its
 /// filter is shed (issue 46 point 6; `part` invariant 2).
 #[test]

@@ -12,10 +12,10 @@ use std::collections::VecDeque;
 impl ChunkedList {
     fn encode(&self, i: usize, out: &mut Vec<u8>) {
         let p = &self.parts[i];
-        match p.items.as_deref() {
+        match p.data() {
             Some(Items::Packed(b)) => out.extend_from_slice(b),
             Some(Items::Deque(d)) => {
-                out.reserve(4 + p.body as usize);
+                out.reserve(4 + p.body() as usize);
                 out.extend_from_slice(&(d.len() as u32).to_le_bytes());
                 for e in d {
                     put(out, e);
@@ -33,31 +33,31 @@ impl ChunkedList {
         low: u64,
     ) -> Result<bool, Malformed> {
         let p = &self.parts[i];
-        if p.items.is_some() || p.loc != Some(loc) {
+        if p.data().is_some() || p.loc() != Some(loc) {
             return Ok(false);
         }
         let (n, _) = super::measure_list(body)?;
-        let skip = p.start.wrapping_sub(low);
-        if skip > n as u64 || skip + p.count as u64 > n as u64 {
+        let skip = p.start().wrapping_sub(low);
+        if skip > n as u64 || skip + p.count() as u64 > n as u64 {
             return Err(Malformed);
         }
-        let items = if skip == 0 && n == p.count {
+        let items = if skip == 0 && n == p.count() {
             Items::Packed(bytes::Bytes::copy_from_slice(body))
         } else {
             let d: VecDeque<Box<[u8]>> = packed_iter(body)
                 .skip(skip as usize)
-                .take(p.count as usize)
+                .take(p.count() as usize)
                 .map(Box::from)
                 .collect();
             Items::Deque(d)
         };
         let b: usize = items.iter().map(|e| packed_len(e.len())).sum();
         let p = &mut self.parts[i];
-        if b != p.body as usize {
+        if b != p.body() as usize {
             return Err(Malformed);
         }
-        p.items = Some(Box::new(items));
-        p.referenced = true;
+        p.set_data(Some(items));
+        p.set_referenced(true);
         self.resident += b;
         self.resident_parts += 1;
         Ok(true)
@@ -89,15 +89,15 @@ impl Dir for ChunkedList {
     fn part(&self, i: usize) -> PartInfo {
         let p = &self.parts[i];
         PartInfo {
-            low: p.start,
+            low: p.start(),
             depth: 0,
-            dirty: p.dirty,
-            resident: p.items.is_some(),
-            count: p.count,
-            body: p.body,
-            ver: p.ver,
-            loc: p.loc,
-            seq: p.seq,
+            dirty: p.dirty(),
+            resident: p.data().is_some(),
+            count: p.count(),
+            body: p.body(),
+            ver: p.ver(),
+            loc: p.loc(),
+            seq: p.seq(),
         }
     }
     fn part_of(&self, pos: u64) -> usize {
@@ -114,7 +114,8 @@ impl Dir for ChunkedList {
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
         if let Some(p) = self.parts.get_mut(i) {
-            p.loc = Some(loc);
+            let seq = p.seq();
+            p.set_loc(Some(loc), seq);
         }
     }
     fn parts_at(&self, loc: FlashLoc, low: u64, _: u8, _: &[u8]) -> Vec<usize> {
@@ -122,8 +123,8 @@ impl Dir for ChunkedList {
         // first position on (pops may have moved the first part past it).
         let i0 = self.part_of_pos(low);
         let near: Vec<usize> = (i0..self.parts.len())
-            .take_while(|&i| i == i0 || self.parts[i].loc == Some(loc))
-            .filter(|&i| self.parts[i].loc == Some(loc))
+            .take_while(|&i| i == i0 || self.parts[i].loc() == Some(loc))
+            .filter(|&i| self.parts[i].loc() == Some(loc))
             .collect();
         if !near.is_empty() {
             return near;
@@ -132,7 +133,7 @@ impl Dir for ChunkedList {
         // their old positions: look everywhere (the collector asks this of
         // each chunk record it meets; O(parts) for a dead one).
         (0..self.parts.len())
-            .filter(|&i| self.parts[i].loc == Some(loc))
+            .filter(|&i| self.parts[i].loc() == Some(loc))
             .collect()
     }
     fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
@@ -146,29 +147,27 @@ impl Dir for ChunkedList {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(i)?;
-        if seq < p.seq {
+        if seq < p.seq() {
             return None;
         }
-        p.seq = seq;
-        if p.ver == ver {
-            p.dirty = false;
+        let old = p.set_loc(Some(loc), seq);
+        if p.ver() == ver {
+            p.set_dirty(false);
         }
-        Some(p.loc.replace(loc))
+        Some(old)
     }
     fn evict(&mut self, i: usize) -> usize {
         let p = &mut self.parts[i];
-        if p.dirty || p.loc.is_none() || p.items.is_none() {
+        if p.dirty() || p.loc().is_none() || p.data().is_none() {
             return 0;
         }
-        p.items = None;
-        self.resident -= p.body as usize;
+        p.set_data(None);
+        self.resident -= p.body() as usize;
         self.resident_parts -= 1;
-        p.body as usize
+        p.body() as usize
     }
     fn swap_used(&mut self, i: usize, on: bool) -> bool {
-        self.parts
-            .get_mut(i)
-            .is_some_and(|p| std::mem::replace(&mut p.referenced, on))
+        self.parts.get_mut(i).is_some_and(|p| p.swap_referenced(on))
     }
     fn install(
         &mut self,
@@ -201,32 +200,32 @@ impl Dir for ChunkedList {
         let mut next: Option<u64> = None;
         let (mut len, mut body, mut resident) = (0, 0, 0);
         for p in &self.parts {
-            if p.count == 0 {
+            if p.count() == 0 {
                 return Err("empty part".into());
             }
-            if !self.gapped && next.is_some_and(|n| n != p.start) {
-                return Err(format!("positions not consecutive at {:#x}", p.start));
+            if !self.gapped && next.is_some_and(|n| n != p.start()) {
+                return Err(format!("positions not consecutive at {:#x}", p.start()));
             }
-            next = Some(p.start.wrapping_add(p.count as u64));
-            len += p.count as usize;
-            body += p.body as usize;
-            match p.items.as_deref() {
+            next = Some(p.start().wrapping_add(p.count() as u64));
+            len += p.count() as usize;
+            body += p.body() as usize;
+            match p.data() {
                 Some(it) => {
-                    resident += p.body as usize;
+                    resident += p.body() as usize;
                     let (n, b) = it.iter().fold((0usize, 0usize), |(n, b), e| {
                         (n + 1, b + packed_len(e.len()))
                     });
-                    if (n, b) != (p.count as usize, p.body as usize) {
+                    if (n, b) != (p.count() as usize, p.body() as usize) {
                         return Err("count or body".into());
                     }
                 }
-                None if p.dirty || p.loc.is_none() => {
+                None if p.dirty() || p.loc().is_none() => {
                     return Err("cold part without a clean record".into())
                 }
                 None => {}
             }
         }
-        let rp = self.parts.iter().filter(|p| p.items.is_some()).count();
+        let rp = self.parts.iter().filter(|p| p.data().is_some()).count();
         if (len, body, resident, rp) != (self.len, self.body, self.resident, self.resident_parts) {
             return Err("totals".into());
         }

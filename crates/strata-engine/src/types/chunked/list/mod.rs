@@ -43,6 +43,7 @@ pub use part::{measure_list, measure_list_range};
 use super::CHUNK_MAX;
 use crate::base::FlashLoc;
 use crate::types::packed_len;
+use crate::types::parts::packed::Fields;
 use crate::types::parts::{DirHead, PartInfo};
 use part::{Items, LPart};
 use std::collections::VecDeque;
@@ -120,17 +121,17 @@ impl ChunkedList {
                 c.gapped = true;
             }
             next = Some(p.low.wrapping_add(p.count as u64));
-            c.parts.push(LPart {
-                start: p.low,
+            let f = Fields {
+                key: p.low,
+                tag: 0,
                 count: p.count,
                 body: p.body,
-                dirty: false,
-                referenced: false,
-                ver: 0,
                 loc: Some(loc),
                 seq: p.seq,
-                items: None,
-            });
+            };
+            let mut part = LPart::new(f, false, false, None);
+            part.set_referenced(false);
+            c.parts.push(part);
             c.len += p.count as usize;
             c.body += p.body as usize;
         }
@@ -149,7 +150,7 @@ impl ChunkedList {
     /// Positions `[start, end)` of the elements (the head record's span).
     pub fn span(&self) -> (u64, u64) {
         match (self.parts.first(), self.parts.last()) {
-            (Some(f), Some(l)) => (f.start, l.start.wrapping_add(l.count as u64)),
+            (Some(f), Some(l)) => (f.start(), l.start().wrapping_add(l.count() as u64)),
             _ => self.span.unwrap_or((FIRST_POSITION, FIRST_POSITION)),
         }
     }
@@ -163,25 +164,25 @@ impl ChunkedList {
             return None;
         }
         // The ends (pushes and pops) without a search.
-        if i < self.parts[0].count as usize {
+        if i < self.parts[0].count() as usize {
             return Some((0, i));
         }
         let last = self.parts.len() - 1;
         let from_end = self.len - 1 - i;
-        if from_end < self.parts[last].count as usize {
-            return Some((last, self.parts[last].count as usize - 1 - from_end));
+        if from_end < self.parts[last].count() as usize {
+            return Some((last, self.parts[last].count() as usize - 1 - from_end));
         }
         if !self.gapped {
-            let pos = self.parts[0].start.wrapping_add(i as u64);
+            let pos = self.parts[0].start().wrapping_add(i as u64);
             let pi = self.part_of_pos(pos);
-            return Some((pi, (pos - self.parts[pi].start) as usize));
+            return Some((pi, (pos - self.parts[pi].start()) as usize));
         }
         let mut i = i;
         for (pi, p) in self.parts.iter().enumerate() {
-            if i < p.count as usize {
+            if i < p.count() as usize {
                 return Some((pi, i));
             }
-            i -= p.count as usize;
+            i -= p.count() as usize;
         }
         None
     }
@@ -190,7 +191,7 @@ impl ChunkedList {
     /// if none does).
     fn part_of_pos(&self, pos: u64) -> usize {
         self.parts
-            .partition_point(|p| p.start <= pos)
+            .partition_point(|p| p.start() <= pos)
             .saturating_sub(1)
     }
 
@@ -201,7 +202,7 @@ impl ChunkedList {
 
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         let (pi, j) = self.locate(i)?;
-        let it = self.parts[pi].items.as_ref();
+        let it = self.parts[pi].data();
         debug_assert!(it.is_some(), "part of an element not loaded");
         it?.get(j)
     }
@@ -212,7 +213,7 @@ impl ChunkedList {
         let (pi, j) = self.locate(first).unwrap_or((self.parts.len(), 0));
         self.parts[pi..]
             .iter()
-            .map_while(|p| p.items.as_ref())
+            .map_while(|p| p.data())
             .enumerate()
             .flat_map(move |(k, it)| it.iter().skip(if k == 0 { j } else { 0 }))
     }
@@ -233,15 +234,17 @@ impl ChunkedList {
         a: usize,
         b: usize,
     ) -> impl Iterator<Item = &[u8]> + '_ {
-        let first: usize = self.parts[..r.start].iter().map(|p| p.count as usize).sum();
+        let first: usize = self.parts[..r.start]
+            .iter()
+            .map(|p| p.count() as usize)
+            .sum();
         let mut at = first;
         self.parts[r].iter().flat_map(move |p| {
-            let (lo, n) = (at, p.count as usize);
+            let (lo, n) = (at, p.count() as usize);
             at += n;
             let skip = a.saturating_sub(lo).min(n);
             let take = b.saturating_sub(lo).min(n).saturating_sub(skip);
-            p.items
-                .as_ref()
+            p.data()
                 .into_iter()
                 .flat_map(move |it| it.iter().skip(skip).take(take))
         })
@@ -251,7 +254,7 @@ impl ChunkedList {
     pub fn iter(&self) -> std::vec::IntoIter<&[u8]> {
         debug_assert!(self.all_resident());
         let mut v = Vec::with_capacity(self.len);
-        for it in self.parts.iter().filter_map(|p| p.items.as_ref()) {
+        for it in self.parts.iter().filter_map(|p| p.data()) {
             v.extend(it.iter());
         }
         v.into_iter()
@@ -259,8 +262,7 @@ impl ChunkedList {
 
     fn grew(&mut self, pi: usize, n: usize) {
         let p = &mut self.parts[pi];
-        p.count += 1;
-        p.body += n as u32;
+        p.set_size(p.count() + 1, p.body() + n as u32);
         p.changed(&mut self.vers);
         self.len += 1;
         self.body += n;
@@ -273,14 +275,14 @@ impl ChunkedList {
         let full = self
             .parts
             .last()
-            .is_none_or(|p| p.body as usize + n > CHUNK_MAX && p.count > 0);
+            .is_none_or(|p| p.body() as usize + n > CHUNK_MAX && p.count() > 0);
         if full {
             let (_, end) = self.span();
             self.parts.push(LPart::new_dirty(end));
             self.resident_parts += 1;
         }
         let pi = self.parts.len() - 1;
-        let Some(items) = self.parts[pi].items.as_mut() else {
+        let Some(items) = self.parts[pi].data_mut() else {
             debug_assert!(false, "last part not loaded");
             return;
         };
@@ -293,18 +295,19 @@ impl ChunkedList {
         let full = self
             .parts
             .first()
-            .is_none_or(|p| p.body as usize + n > CHUNK_MAX && p.count > 0);
+            .is_none_or(|p| p.body() as usize + n > CHUNK_MAX && p.count() > 0);
         if full {
             let (start, _) = self.span();
             self.parts.insert(0, LPart::new_dirty(start));
             self.resident_parts += 1;
         }
-        let Some(items) = self.parts[0].items.as_mut() else {
+        let Some(items) = self.parts[0].data_mut() else {
             debug_assert!(false, "first part not loaded");
             return;
         };
         items.deque().push_front(e);
-        self.parts[0].start = self.parts[0].start.wrapping_sub(1);
+        let start = self.parts[0].start().wrapping_sub(1);
+        self.parts[0].set_start(start);
         self.grew(0, n);
     }
 
@@ -317,39 +320,33 @@ impl ChunkedList {
     /// changed: a pop from the front renames it, and its chain is by name.)
     fn shrank(&mut self, pi: usize, n: usize) {
         let p = &mut self.parts[pi];
-        p.count -= 1;
-        p.body -= n as u32;
+        p.set_size(p.count() - 1, p.body() - n as u32);
         // (The chains are looked at only for a clean part.)
-        if p.dirty || p.loc.is_none_or(|l| self.head.chains.spread_on(l)) {
+        if p.dirty() || p.loc().is_none_or(|l| self.head.chains.spread_on(l)) {
             p.changed(&mut self.vers);
         }
         self.len -= 1;
         self.body -= n;
         self.resident -= n;
         self.head.dirty = true;
-        if p.count == 0 {
+        if p.count() == 0 {
             let p = self.parts.remove(pi);
             self.resident_parts -= 1;
-            self.dropped.extend(p.loc);
+            self.dropped.extend(p.loc());
         }
     }
 
     pub fn pop_front(&mut self) -> Option<Box<[u8]>> {
-        let e = self
-            .parts
-            .first_mut()?
-            .items
-            .as_mut()?
-            .deque()
-            .pop_front()?;
-        self.parts[0].start = self.parts[0].start.wrapping_add(1);
+        let e = self.parts.first_mut()?.data_mut()?.deque().pop_front()?;
+        let start = self.parts[0].start().wrapping_add(1);
+        self.parts[0].set_start(start);
         self.shrank(0, packed_len(e.len()));
         Some(e)
     }
 
     pub fn pop_back(&mut self) -> Option<Box<[u8]>> {
         let pi = self.parts.len().checked_sub(1)?;
-        let e = self.parts[pi].items.as_mut()?.deque().pop_back()?;
+        let e = self.parts[pi].data_mut()?.deque().pop_back()?;
         self.shrank(pi, packed_len(e.len()));
         Some(e)
     }
@@ -359,13 +356,13 @@ impl ChunkedList {
         let Some((pi, j)) = self.locate(i) else {
             return false;
         };
-        let Some(items) = self.parts[pi].items.as_mut() else {
+        let Some(items) = self.parts[pi].data_mut() else {
             return false;
         };
         let d = items.deque();
         let old = std::mem::replace(&mut d[j], e.into());
         let p = &mut self.parts[pi];
-        p.body = p.body + e.len() as u32 - old.len() as u32;
+        p.set_size(p.count(), p.body() + e.len() as u32 - old.len() as u32);
         p.changed(&mut self.vers);
         self.body = self.body + e.len() - old.len();
         self.resident = self.resident + e.len() - old.len();
@@ -382,7 +379,7 @@ impl ChunkedList {
         let Some((pi, j)) = self.locate(i) else {
             return;
         };
-        let Some(items) = self.parts[pi].items.as_mut() else {
+        let Some(items) = self.parts[pi].data_mut() else {
             return;
         };
         items.deque().insert(j, e.into());
@@ -395,8 +392,8 @@ impl ChunkedList {
     pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
         let mut first = None;
         for pi in 0..self.parts.len() {
-            let body_before = self.parts[pi].body;
-            let Some(items) = self.parts[pi].items.as_mut() else {
+            let body_before = self.parts[pi].body();
+            let Some(items) = self.parts[pi].data_mut() else {
                 continue;
             };
             let d = items.deque();
@@ -412,8 +409,7 @@ impl ChunkedList {
             let removed = before.0 - d.len();
             if removed > 0 {
                 let p = &mut self.parts[pi];
-                p.count -= removed as u32;
-                p.body = before.1 - gone as u32;
+                p.set_size(p.count() - removed as u32, before.1 - gone as u32);
                 p.changed(&mut self.vers);
                 self.len -= removed;
                 self.body -= gone;
@@ -433,7 +429,7 @@ impl ChunkedList {
     pub fn keep_range(&mut self, first: usize, last: usize) {
         if first > last || first >= self.len {
             for p in self.parts.drain(..) {
-                self.dropped.extend(p.loc);
+                self.dropped.extend(p.loc());
             }
             self.head.dirty = true;
             self.recount();
@@ -444,37 +440,38 @@ impl ChunkedList {
         };
         let (fp, fj) = self.locate(first).unwrap_or((0, 0));
         for p in self.parts.drain(lp + 1..) {
-            self.dropped.extend(p.loc);
+            self.dropped.extend(p.loc());
         }
         for p in self.parts.drain(..fp) {
-            self.dropped.extend(p.loc);
+            self.dropped.extend(p.loc());
         }
         let lp = lp - fp;
         // Trim the last part to `lj`, then the first from `fj` (the same
         // part when lp == 0: `lj` counts from its old start).
         // A part trimmed by nothing is left alone (it may be on flash).
-        if lj + 1 < self.parts[lp].count as usize {
-            let items = self.parts[lp].items.as_mut();
+        if lj + 1 < self.parts[lp].count() as usize {
+            let items = self.parts[lp].data_mut();
             debug_assert!(items.is_some(), "last kept part not loaded");
             if let Some(items) = items {
                 items.deque().truncate(lj + 1);
             }
         }
         if fj > 0 {
-            let items = self.parts[0].items.as_mut();
+            let items = self.parts[0].data_mut();
             debug_assert!(items.is_some(), "first kept part not loaded");
             if let Some(items) = items {
                 items.deque().drain(..fj);
             }
-            self.parts[0].start = self.parts[0].start.wrapping_add(fj as u64);
+            let start = self.parts[0].start().wrapping_add(fj as u64);
+            self.parts[0].set_start(start);
         }
         for pi in [0, lp] {
             let p = &mut self.parts[pi];
-            if let Some(Items::Deque(d)) = p.items.as_deref() {
+            if let Some(Items::Deque(d)) = p.data() {
                 let body: usize = d.iter().map(|e| packed_len(e.len())).sum();
-                if (d.len() as u32, body as u32) != (p.count, p.body) {
-                    p.count = d.len() as u32;
-                    p.body = body as u32;
+                let size = (d.len() as u32, body as u32);
+                if size != (p.count(), p.body()) {
+                    p.set_size(size.0, size.1);
                     p.changed(&mut self.vers);
                 }
             }
@@ -487,12 +484,12 @@ impl ChunkedList {
     fn drop_empty(&mut self) {
         let mut i = 0;
         while i < self.parts.len() {
-            if self.parts[i].count == 0 {
+            if self.parts[i].count() == 0 {
                 let p = self.parts.remove(i);
-                if p.items.is_some() {
+                if p.data().is_some() {
                     self.resident_parts -= 1;
                 }
-                self.dropped.extend(p.loc);
+                self.dropped.extend(p.loc());
             } else {
                 i += 1;
             }
@@ -503,18 +500,18 @@ impl ChunkedList {
     /// (invariant 5); a part whose positions move changes.
     fn renumber(&mut self, from: usize) {
         let mut next = match from.checked_sub(1).and_then(|i| self.parts.get(i)) {
-            Some(p) => p.start.wrapping_add(p.count as u64),
+            Some(p) => p.start().wrapping_add(p.count() as u64),
             None => match self.parts.get(from) {
-                Some(p) => p.start,
+                Some(p) => p.start(),
                 None => return,
             },
         };
         for p in &mut self.parts[from..] {
-            if p.start != next {
-                p.start = next;
+            if p.start() != next {
+                p.set_start(next);
                 p.changed(&mut self.vers);
             }
-            next = next.wrapping_add(p.count as u64);
+            next = next.wrapping_add(p.count() as u64);
         }
         self.gapped = false;
     }
@@ -522,31 +519,29 @@ impl ChunkedList {
     /// Splits part `pi` in halves while it is over `CHUNK_MAX` (invariant 6).
     fn split_if_big(&mut self, pi: usize) {
         let p = &mut self.parts[pi];
-        if p.body as usize <= CHUNK_MAX || p.count < 2 {
+        if p.body() as usize <= CHUNK_MAX || p.count() < 2 {
             return;
         }
-        let Some(items) = p.items.as_mut() else {
+        let Some(items) = p.data_mut() else {
             return;
         };
         let d = items.deque();
         let half = d.len() / 2;
         let hi: VecDeque<Box<[u8]>> = d.drain(half..).collect();
         let hi_body: usize = hi.iter().map(|e| packed_len(e.len())).sum();
-        let q = LPart {
-            start: p.start.wrapping_add(half as u64),
+        let f = Fields {
+            key: p.start().wrapping_add(half as u64),
+            tag: 0,
             count: hi.len() as u32,
             body: hi_body as u32,
-            dirty: true,
-            referenced: p.referenced,
-            ver: 0,
-            loc: p.loc,
-            seq: p.seq,
-            items: Some(Box::new(Items::Deque(hi))),
+            loc: p.loc(),
+            seq: p.seq(),
         };
-        p.count = half as u32;
-        p.body -= hi_body as u32;
+        let mut q = LPart::new(f, true, false, Some(Items::Deque(hi)));
+        q.set_referenced(p.referenced());
+        p.set_size(half as u32, p.body() - hi_body as u32);
         p.changed(&mut self.vers);
-        if let Some(loc) = p.loc {
+        if let Some(loc) = p.loc() {
             self.new_refs.push(loc);
         }
         self.parts.insert(pi + 1, q);
@@ -558,10 +553,10 @@ impl ChunkedList {
 
     /// Recomputes the totals from the parts.
     fn recount(&mut self) {
-        self.len = self.parts.iter().map(|p| p.count as usize).sum();
-        self.body = self.parts.iter().map(|p| p.body as usize).sum();
-        let res = self.parts.iter().filter(|p| p.items.is_some());
-        self.resident = res.clone().map(|p| p.body as usize).sum();
+        self.len = self.parts.iter().map(|p| p.count() as usize).sum();
+        self.body = self.parts.iter().map(|p| p.body() as usize).sum();
+        let res = self.parts.iter().filter(|p| p.data().is_some());
+        self.resident = res.clone().map(|p| p.body() as usize).sum();
         self.resident_parts = res.count();
     }
 

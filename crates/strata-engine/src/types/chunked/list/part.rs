@@ -2,7 +2,8 @@
 //! (`Items`: the chunk body as read, or a deque once changed); measuring
 //! list chunk bodies.
 
-use crate::base::FlashLoc;
+use super::FIRST_POSITION;
+use crate::types::parts::packed::{Fields, KeyCodec, Packed, NAME_BITS};
 use crate::types::{packed_len, Malformed, Reader};
 use std::collections::VecDeque;
 
@@ -51,42 +52,55 @@ impl Items {
     }
 }
 
-/// One part of a chunked list.
-#[derive(Clone, Debug)]
-pub(super) struct LPart {
-    /// Position of the first element.
-    pub(super) start: u64,
-    pub(super) count: u32,
-    pub(super) body: u32,
-    pub(super) dirty: bool,
-    pub(super) referenced: bool,
-    pub(super) ver: u32,
-    pub(super) loc: Option<FlashLoc>,
-    pub(super) seq: u64,
-    pub(super) items: Option<Box<Items>>,
+/// How a list part packs its name, the position of its first element:
+/// its distance from `FIRST_POSITION`, signed, in 38 bits (137 billion
+/// pushes at either end; a part past them is wide: `parts::packed`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ListKey;
+
+const HALF: i64 = 1 << (NAME_BITS - 1);
+
+impl KeyCodec for ListKey {
+    fn pack(start: u64, _: u8) -> Option<u64> {
+        let d = start.wrapping_sub(FIRST_POSITION) as i64;
+        (-HALF..HALF)
+            .contains(&d)
+            .then_some(d as u64 & ((1 << NAME_BITS) - 1))
+    }
+    fn unpack(bits: u64) -> (u64, u8) {
+        // Sign-extend the 38 bits.
+        let d = ((bits << (64 - NAME_BITS)) as i64) >> (64 - NAME_BITS);
+        (FIRST_POSITION.wrapping_add(d as u64), 0)
+    }
 }
 
-impl LPart {
+/// One part of a chunked list: 32 bytes (`parts::packed`); its elements
+/// in the box when in RAM.
+pub(super) type LPart = Packed<Items, ListKey>;
+
+impl Packed<Items, ListKey> {
+    /// A new part in RAM, empty, changed (listed by the list).
     pub(super) fn new_dirty(start: u64) -> LPart {
-        LPart {
-            start,
-            count: 0,
-            body: 0,
-            dirty: true,
-            referenced: true,
-            ver: 0,
-            loc: None,
-            seq: 0,
-            items: Some(Box::new(Items::Deque(VecDeque::new()))),
-        }
+        let f = Fields {
+            key: start,
+            ..Fields::default()
+        };
+        LPart::new(f, true, false, Some(Items::Deque(VecDeque::new())))
+    }
+    /// Position of the first element.
+    pub(super) fn start(&self) -> u64 {
+        self.name().0
+    }
+    pub(super) fn set_start(&mut self, start: u64) {
+        self.update(|f| f.key = start);
     }
     /// Marks the part changed, with the list's next version (versions are
     /// unique within the list, so a writer never publishes its record for
     /// another part that came to have the same position).
     pub(super) fn changed(&mut self, vers: &mut u32) {
-        *vers = vers.wrapping_add(1);
-        self.dirty = true;
-        self.ver = *vers;
+        *vers = vers.checked_add(1).unwrap_or(1);
+        self.set_dirty(true);
+        self.set_ver(*vers);
     }
 }
 
@@ -115,7 +129,33 @@ pub fn measure_list_range(b: &[u8], skip: usize, count: usize) -> Result<u32, Ma
         .sum())
 }
 
-/// A list part's directory entry is RAM every cold part costs
-/// (docs/collections.md: goal 32 B); its elements are boxed, so a part on
-/// flash pays 8 bytes for them (88 bytes per part before).
-const _: () = assert!(std::mem::size_of::<LPart>() <= 56);
+/// A list part's entry is the RAM every part on flash costs.
+const _: () = assert!(std::mem::size_of::<LPart>() == 32);
+
+/// A list part's start reads back, packed near `FIRST_POSITION` and wide
+/// past 2^37 pushes from it.
+#[test]
+fn a_list_parts_start_reads_back_packed_or_wide() {
+    let h = HALF as u64;
+    for (start, packed) in [
+        (FIRST_POSITION, true),
+        (FIRST_POSITION - 1, true),
+        (FIRST_POSITION + 12_345_678, true),
+        (FIRST_POSITION - h, true),
+        (FIRST_POSITION + h - 1, true),
+        (FIRST_POSITION + h, false),
+        (FIRST_POSITION - h - 1, false),
+        (0, false),
+        (u64::MAX, false),
+    ] {
+        let mut p = LPart::new_dirty(start);
+        assert_eq!(p.start(), start);
+        assert_eq!(ListKey::pack(start, 0).is_some(), packed, "{start}");
+        p.set_size(3, 40);
+        p.set_start(start.wrapping_add(1));
+        assert_eq!(
+            (p.start(), p.count(), p.body()),
+            (start.wrapping_add(1), 3, 40)
+        );
+    }
+}

@@ -323,6 +323,12 @@ impl<D, K: KeyCodec> Packed<D, K> {
     pub fn set_referenced(&mut self, on: bool) {
         self.set_flag(F_REFERENCED, on);
     }
+    /// Sets the used mark to `on`; returns the mark it had.
+    pub fn swap_referenced(&mut self, on: bool) -> bool {
+        let was = self.referenced();
+        self.set_referenced(on);
+        was
+    }
     /// A hash part's record is of its own range (not of the wider range
     /// of a part split since): its body is the part's (`chunked::blind`).
     pub fn own(&self) -> bool {
