@@ -240,7 +240,7 @@ fn chunked_list_matches_a_deque_through_writes_and_evictions() {
 }
 
 /// The demoter's hand clears a part's used mark and a read sets it, for
-/// hash and list parts alike (a list's mark once stayed set: its hand
+/// hash, list and order parts alike (a list's mark once stayed set: its hand
 /// never freed a part and the tiering thread spun).
 #[test]
 fn the_hand_clears_used_marks_and_reads_set_them() {
@@ -249,7 +249,9 @@ fn the_hand_clears_used_marks_and_reads_set_them() {
         (0..3000u32).map(|i| (format!("m{i}").into_bytes().into(), ())),
     );
     let mut l = ChunkedList::build(2, (0..3000u32).map(|i| format!("e{i}").into_bytes().into()));
-    let dirs: [&mut dyn Dir; 2] = [&mut h, &mut l];
+    let names: Vec<Vec<u8>> = (0..3000u32).map(|i| format!("z{i}").into_bytes()).collect();
+    let mut z = ChunkedZSet::build(3, names.iter().map(|n| (&n[..], 1.5)));
+    let dirs: [&mut dyn Dir; 3] = [&mut h, &mut l, &mut z];
     for d in dirs {
         assert!(d.part_count() > 1);
         for i in 0..d.part_count() {

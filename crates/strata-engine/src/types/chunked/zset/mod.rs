@@ -192,7 +192,7 @@ impl ChunkedZSet {
         let lo = self.order.before(s);
         let hi = lo
             + (s..e)
-                .map(|i| self.order.part(i).count as usize)
+                .map(|i| self.order.part(i).count() as usize)
                 .sum::<usize>();
         self.range(a.max(lo), b.min(hi).max(a.max(lo)))
     }
@@ -241,15 +241,15 @@ impl Dir for ChunkedZSet {
         };
         let p = self.order.part(j);
         PartInfo {
-            low: p.id as u64,
+            low: p.id() as u64,
             depth: ORDER_DEPTH,
-            dirty: p.dirty,
+            dirty: p.dirty(),
             resident: p.is_resident(),
-            count: p.count,
-            body: p.body,
-            ver: p.ver,
-            loc: p.loc,
-            seq: p.seq,
+            count: p.count(),
+            body: p.body(),
+            ver: p.ver(),
+            loc: p.loc(),
+            seq: p.seq(),
         }
     }
     fn part_first(&self, i: usize) -> Option<&[u8]> {
@@ -298,11 +298,11 @@ impl Dir for ChunkedZSet {
         let p = self.order.part_mut(i - m);
         PartClock {
             // An empty part never leaves RAM (order invariant 5).
-            resident: p.is_resident() && p.count > 0,
-            referenced: std::mem::replace(&mut p.referenced, false),
-            dirty: p.dirty,
-            has_record: p.loc.is_some(),
-            body: p.body as usize,
+            resident: p.is_resident() && p.count() > 0,
+            referenced: p.swap_referenced(false),
+            dirty: p.dirty(),
+            has_record: p.loc().is_some(),
+            body: p.body() as usize,
         }
     }
     fn set_part_loc(&mut self, i: usize, loc: FlashLoc) {
@@ -310,7 +310,9 @@ impl Dir for ChunkedZSet {
             None => self.members.set_part_loc(i, loc),
             Some(j) => {
                 if j < self.order.part_count() {
-                    self.order.part_mut(j).loc = Some(loc);
+                    let p = self.order.part_mut(j);
+                    let seq = p.seq();
+                    p.set_loc(Some(loc), seq);
                 }
             }
         }
@@ -328,7 +330,7 @@ impl Dir for ChunkedZSet {
         let m = self.members.part_count();
         (self.order.part_for(lo)..self.order.part_count())
             .take_while(|&j| hi.is_none_or(|h| cmp_zkey(&self.order.part(j).first, h).is_lt()))
-            .filter(|&j| self.order.part(j).loc == Some(loc))
+            .filter(|&j| self.order.part(j).loc() == Some(loc))
             .map(|j| j + m)
             .collect()
     }
@@ -359,9 +361,7 @@ impl Dir for ChunkedZSet {
     fn swap_used(&mut self, i: usize, on: bool) -> bool {
         match self.oi(i) {
             None => Dir::swap_used(&mut self.members, i, on),
-            Some(j) if j < self.order.part_count() => {
-                std::mem::replace(&mut self.order.part_mut(j).referenced, on)
-            }
+            Some(j) if j < self.order.part_count() => self.order.part_mut(j).swap_referenced(on),
             Some(_) => false,
         }
     }

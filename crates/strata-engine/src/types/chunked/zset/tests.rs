@@ -162,7 +162,7 @@ fn chunked_zset_matches_the_tree_through_writes_and_evictions() {
                 .eq(model.iter().rev().map(|(m, s)| (m.to_vec(), s.to_bits()))));
         }
     }
-    assert!(c.order.parts.iter().all(|p| p.body as usize <= CHUNK_MAX));
+    assert!(c.order.parts.iter().all(|p| p.body() as usize <= CHUNK_MAX));
     // Rebuilt from its records (as recovery does from a checkpoint), it
     // holds the same members.
     let members: Vec<PartInfo> = (0..c.members.part_count())
@@ -173,12 +173,12 @@ fn chunked_zset_matches_the_tree_through_writes_and_evictions() {
         .parts
         .iter()
         .map(|p| OrderInfo {
-            id: p.id,
+            id: p.id(),
             first: p.first.clone(),
-            count: p.count,
-            body: p.body,
-            loc: p.loc,
-            seq: p.seq,
+            count: p.count(),
+            body: p.body(),
+            loc: p.loc(),
+            seq: p.seq(),
         })
         .collect();
     let mut r = ChunkedZSet::from_infos(5, &members, &order, None, 0);

@@ -13,13 +13,13 @@ impl Order {
     /// its upper bound (`u32::MAX`: none), the zkey count and the zkeys.
     pub fn encode_part(&self, i: usize, out: &mut Vec<u8>) {
         let p = &self.parts[i];
-        out.reserve(16 + p.first.len() + p.body as usize);
+        out.reserve(16 + p.first.len() + p.body() as usize);
         put(out, &p.first);
         match self.parts.get(i + 1) {
             Some(n) => put(out, &n.first),
             None => out.extend_from_slice(&u32::MAX.to_le_bytes()),
         }
-        out.extend_from_slice(&p.count.to_le_bytes());
+        out.extend_from_slice(&p.count().to_le_bytes());
         for k in p.keys() {
             put(out, k);
         }
@@ -34,13 +34,12 @@ impl Order {
         seq: u64,
     ) -> Option<Option<FlashLoc>> {
         let p = self.parts.get_mut(i)?;
-        if seq < p.seq {
+        if seq < p.seq() {
             return None;
         }
-        p.seq = seq;
-        let old = p.loc.replace(loc);
-        if p.ver == ver && p.dirty {
-            p.dirty = false;
+        let old = p.set_loc(Some(loc), seq);
+        if p.ver() == ver && p.dirty() {
+            p.set_dirty(false);
             self.changes.cleaned();
         }
         Some(old)
@@ -50,20 +49,20 @@ impl Order {
     /// empty; returns the bytes freed.
     pub fn evict(&mut self, i: usize) -> usize {
         let p = &mut self.parts[i];
-        if p.dirty || p.loc.is_none() || p.keys.is_none() || p.count == 0 {
+        if p.dirty() || p.loc().is_none() || !p.is_resident() || p.count() == 0 {
             return 0;
         }
-        p.keys = None;
-        self.resident -= p.body as usize;
+        p.set_data(None);
+        self.resident -= p.body() as usize;
         self.resident_parts -= 1;
-        p.body as usize
+        p.body() as usize
     }
 
     /// Installs part `i`'s zkeys from its record at `loc` (the zkeys of the
     /// part's range), if it is still cold there.
     pub fn install(&mut self, i: usize, loc: FlashLoc, body: &[u8]) -> Result<bool, Malformed> {
         let p = &self.parts[i];
-        if p.is_resident() || p.loc != Some(loc) {
+        if p.is_resident() || p.loc() != Some(loc) {
             return Ok(false);
         }
         let rec = decode_order(body)?;
@@ -75,12 +74,12 @@ impl Order {
             .map(Box::from)
             .collect();
         let b: usize = keys.iter().map(|k| key_bytes(k)).sum();
-        if keys.len() != p.count as usize || b != p.body as usize {
+        if keys.len() != p.count() as usize || b != p.body() as usize {
             return Err(Malformed);
         }
         let p = &mut self.parts[i];
-        p.keys = Some(Box::new(keys));
-        p.referenced = true;
+        p.set_data(Some(keys));
+        p.set_referenced(true);
         self.resident += b;
         self.resident_parts += 1;
         Ok(true)
@@ -103,13 +102,13 @@ impl Order {
             if i > 0 && cmp_zkey(&self.parts[i - 1].first, &p.first) != Ordering::Less {
                 return Err(format!("parts out of order at {i}"));
             }
-            len += p.count as usize;
-            body += p.body as usize;
-            if let Some(keys) = &p.keys {
-                resident += p.body as usize;
+            len += p.count() as usize;
+            body += p.body() as usize;
+            if let Some(keys) = p.data() {
+                resident += p.body() as usize;
                 let hi = self.parts.get(i + 1).map(|n| &n.first[..]);
-                if keys.len() != p.count as usize
-                    || keys.iter().map(|k| key_bytes(k)).sum::<usize>() != p.body as usize
+                if keys.len() != p.count() as usize
+                    || keys.iter().map(|k| key_bytes(k)).sum::<usize>() != p.body() as usize
                 {
                     return Err(format!("count or body of part {i}"));
                 }
@@ -120,7 +119,7 @@ impl Order {
                 {
                     return Err(format!("keys of part {i}"));
                 }
-            } else if p.dirty || p.loc.is_none() || p.count == 0 {
+            } else if p.dirty() || p.loc().is_none() || p.count() == 0 {
                 return Err("cold part without a clean record".into());
             }
         }
@@ -131,7 +130,7 @@ impl Order {
         let blocks: Vec<u64> = self
             .parts
             .chunks(BLOCK)
-            .map(|c| c.iter().map(|p| p.count as u64).sum())
+            .map(|c| c.iter().map(|p| p.count() as u64).sum())
             .collect();
         if blocks != self.blocks {
             return Err("block counts".into());
@@ -144,17 +143,18 @@ impl Order {
 impl Order {
     /// Marks part `i` changed (a new version, and listed in `changes`).
     pub(super) fn mark_range_changed(&mut self, i: usize) {
+        self.vers = self.vers.checked_add(1).unwrap_or(1);
         let p = &mut self.parts[i];
-        p.ver = p.ver.wrapping_add(1);
-        if p.dirty {
+        p.set_ver(self.vers);
+        if p.dirty() {
             return;
         }
-        p.dirty = true;
+        p.set_dirty(true);
         let (first, parts) = (p.first.clone(), &self.parts);
         self.changes.marked(first, || {
             parts
                 .iter()
-                .filter(|p| p.dirty)
+                .filter(|p| p.dirty())
                 .map(|p| p.first.clone())
                 .collect()
         });
@@ -164,7 +164,7 @@ impl Order {
     pub fn changed_parts(&self) -> Vec<usize> {
         let parts = &self.parts;
         self.changes
-            .parts(parts.len(), |k| self.part_for(k), |i| parts[i].dirty)
+            .parts(parts.len(), |k| self.part_for(k), |i| parts[i].dirty())
     }
 
     /// Whether any part changed since its record.

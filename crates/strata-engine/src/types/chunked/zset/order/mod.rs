@@ -29,6 +29,7 @@
 use super::record::key_bytes;
 use crate::base::FlashLoc;
 use crate::types::chunked::CHUNK_MAX;
+use crate::types::parts::packed::{Fields, KeyCodec, Packed};
 use crate::types::parts::Changes;
 use std::cmp::Ordering;
 
@@ -38,31 +39,71 @@ mod io;
 
 pub use crate::base::ORDER_DEPTH;
 
-/// One part of the order family.
-#[derive(Clone, Debug)]
-pub struct OPart {
-    pub id: u32,
-    /// Lower bound of the range (inclusive; empty for the first part).
-    pub first: Box<[u8]>,
-    pub dirty: bool,
-    pub referenced: bool,
-    pub count: u32,
-    pub body: u32,
-    pub ver: u32,
-    pub loc: Option<FlashLoc>,
-    pub seq: u64,
-    /// The zkeys, when in RAM (boxed: a part on flash pays 8 bytes for
-    /// them, not a Vec's 24).
-    #[allow(clippy::box_collection)]
-    pub keys: Option<Box<Vec<Box<[u8]>>>>,
+/// How an order part packs its name, its id (`parts::packed`).
+#[derive(Clone, Copy, Debug)]
+pub struct IdKey;
+
+impl KeyCodec for IdKey {
+    fn pack(id: u64, _: u8) -> Option<u64> {
+        Some(id)
+    }
+    fn unpack(bits: u64) -> (u64, u8) {
+        (bits, 0)
+    }
 }
 
+/// One part of the order family: its bookkeeping packed (32 bytes, with
+/// its zkeys in the box when in RAM) and its bound.
+#[derive(Clone, Debug)]
+pub struct OPart {
+    rec: Packed<Vec<Box<[u8]>>, IdKey>,
+    /// Lower bound of the range (inclusive; empty for the first part).
+    pub first: Box<[u8]>,
+}
+
+impl std::ops::Deref for OPart {
+    type Target = Packed<Vec<Box<[u8]>>, IdKey>;
+    fn deref(&self) -> &Self::Target {
+        &self.rec
+    }
+}
+
+impl std::ops::DerefMut for OPart {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.rec
+    }
+}
+
+/// An order part's entry (its bound's bytes besides) is RAM every part
+/// on flash costs.
+const _: () = assert!(std::mem::size_of::<OPart>() == 48);
+
 impl OPart {
+    /// Part `id` from `first` on, of these fields (`key` is ignored).
+    fn new(
+        id: u32,
+        first: Box<[u8]>,
+        f: Fields,
+        dirty: bool,
+        keys: Option<Vec<Box<[u8]>>>,
+    ) -> OPart {
+        let f = Fields {
+            key: u64::from(id),
+            ..f
+        };
+        OPart {
+            rec: Packed::new(f, dirty, false, keys),
+            first,
+        }
+    }
+    pub fn id(&self) -> u32 {
+        self.name().0 as u32
+    }
     pub fn is_resident(&self) -> bool {
-        self.keys.is_some()
+        self.data().is_some()
     }
     fn keys(&self) -> &[Box<[u8]>] {
-        self.keys.as_deref().map_or(&[], |k| &k[..])
+        self.data().map_or(&[], |k| &k[..])
     }
 }
 
@@ -92,6 +133,8 @@ pub struct Order {
     /// The changed parts, by a zkey inside each one's range (its `first`
     /// when marked).
     changes: Changes<Box<[u8]>>,
+    /// The last version given to a part (`parts::packed` invariant 3).
+    vers: u32,
 }
 
 /// Parts per entry of `Order::blocks`.
@@ -121,6 +164,7 @@ impl Order {
             new_refs: Vec::new(),
             dropped: Vec::new(),
             hand: 0,
+            vers: 0,
             blocks: Vec::new(),
             changes: Changes::of(Vec::new()),
         };
@@ -155,7 +199,7 @@ impl Order {
         self.blocks = self
             .parts
             .chunks(BLOCK)
-            .map(|c| c.iter().map(|p| p.count as u64).sum())
+            .map(|c| c.iter().map(|p| p.count() as u64).sum())
             .collect();
     }
 
@@ -167,18 +211,12 @@ impl Order {
         self.resident += body;
         self.resident_parts += 1;
         self.changes.born(first.clone());
-        self.parts.push(OPart {
-            id,
-            first,
-            dirty: true,
-            referenced: true,
+        let f = Fields {
             count: keys.len() as u32,
             body: body as u32,
-            ver: 0,
-            loc: None,
-            seq: 0,
-            keys: Some(Box::new(keys)),
-        });
+            ..Fields::default()
+        };
+        self.parts.push(OPart::new(id, first, f, true, Some(keys)));
     }
 
     /// The family rebuilt from a directory (recovery, checkpoint): each
@@ -189,37 +227,37 @@ impl Order {
             .map(|p| {
                 // An empty part stays in RAM (invariant 5).
                 let cold = p.loc.is_some() && p.count > 0;
-                OPart {
-                    id: p.id,
-                    first: p.first.clone(),
-                    dirty: p.loc.is_none(),
-                    referenced: false,
+                let f = Fields {
                     count: if cold { p.count } else { 0 },
                     body: if cold { p.body } else { 0 },
-                    ver: 0,
                     loc: p.loc,
                     seq: p.seq,
-                    keys: (!cold).then(|| Box::new(Vec::new())),
-                }
+                    ..Fields::default()
+                };
+                let keys = (!cold).then(Vec::new);
+                let mut part = OPart::new(p.id, p.first.clone(), f, p.loc.is_none(), keys);
+                part.set_referenced(false);
+                part
             })
             .collect();
         let mut o = Order {
-            next_id: parts.iter().map(|p| p.id).max().map_or(0, |m| m + 1),
-            len: parts.iter().map(|p| p.count as usize).sum(),
-            body: parts.iter().map(|p| p.body as usize).sum(),
+            next_id: parts.iter().map(|p| p.id()).max().map_or(0, |m| m + 1),
+            len: parts.iter().map(|p| p.count() as usize).sum(),
+            body: parts.iter().map(|p| p.body() as usize).sum(),
             resident: 0,
             resident_parts: parts.iter().filter(|p| p.is_resident()).count(),
             parts,
             new_refs: Vec::new(),
             dropped: Vec::new(),
             hand: 0,
+            vers: 0,
             blocks: Vec::new(),
             changes: Changes::of(Vec::new()),
         };
         o.changes = Changes::of(
             o.parts
                 .iter()
-                .filter(|p| p.dirty)
+                .filter(|p| p.dirty())
                 .map(|p| p.first.clone())
                 .collect(),
         );
@@ -265,10 +303,10 @@ impl Order {
 
     /// The part with id `id` (`hint`: where it probably is).
     pub fn find_id(&self, id: u32, hint: usize) -> Option<usize> {
-        if self.parts.get(hint).is_some_and(|p| p.id == id) {
+        if self.parts.get(hint).is_some_and(|p| p.id() == id) {
             return Some(hint);
         }
-        self.parts.iter().position(|p| p.id == id)
+        self.parts.iter().position(|p| p.id() == id)
     }
 
     /// The part and index within it of rank `r`.
@@ -283,10 +321,10 @@ impl Order {
         })?;
         r = r64 as usize;
         for (i, p) in self.parts.iter().enumerate().skip(b * BLOCK).take(BLOCK) {
-            if r < p.count as usize {
+            if r < p.count() as usize {
                 return Some((i, r));
             }
-            r -= p.count as usize;
+            r -= p.count() as usize;
         }
         None
     }
@@ -303,7 +341,7 @@ impl Order {
         let whole: u64 = self.blocks[..b.min(self.blocks.len())].iter().sum();
         let rest: usize = self.parts[b * BLOCK..i]
             .iter()
-            .map(|p| p.count as usize)
+            .map(|p| p.count() as usize)
             .sum();
         whole as usize + rest
     }
@@ -359,7 +397,7 @@ impl Order {
         };
         let spans: Vec<(usize, usize, usize)> = parts
             .map(|i| {
-                let n = self.parts[i].count as usize;
+                let n = self.parts[i].count() as usize;
                 let lo = a.saturating_sub(at).min(n);
                 let hi = b.saturating_sub(at).min(n);
                 at += n;
@@ -383,10 +421,10 @@ impl Order {
     /// part on flash clean).
     fn changed(&mut self, i: usize) -> Option<&mut Vec<Box<[u8]>>> {
         let p = &self.parts[i];
-        debug_assert!(p.keys.is_some(), "order part not loaded");
-        p.keys.as_ref()?;
+        debug_assert!(p.is_resident(), "order part not loaded");
+        p.data()?;
         self.mark_range_changed(i);
-        self.parts[i].keys.as_deref_mut()
+        self.parts[i].data_mut()
     }
 
     /// Whether the part holding zkey `k` is in RAM.
@@ -404,12 +442,12 @@ impl Order {
         let at = keys.partition_point(|x| cmp_zkey(x, &k) == Ordering::Less);
         keys.insert(at, k);
         let p = &mut self.parts[i];
-        p.count += 1;
-        p.body += n as u32;
+        let size = (p.count() + 1, p.body() + n as u32);
+        p.set_size(size.0, size.1);
         self.len += 1;
         self.body += n;
         self.resident += n;
-        let split = p.body as usize > CHUNK_MAX && p.count > 1;
+        let split = p.body() as usize > CHUNK_MAX && p.count() > 1;
         let parts = self.parts.len();
         if split {
             self.split(i);
@@ -425,7 +463,7 @@ impl Order {
     /// Removes zkey `k`; returns whether it was there.
     pub fn remove(&mut self, k: &[u8]) -> bool {
         let i = self.part_for(k);
-        let Some(keys) = self.parts[i].keys.as_deref() else {
+        let Some(keys) = self.parts[i].data() else {
             debug_assert!(false, "order part not loaded");
             return false;
         };
@@ -437,8 +475,8 @@ impl Order {
         };
         let n = key_bytes(&keys.remove(at));
         let p = &mut self.parts[i];
-        p.count -= 1;
-        p.body -= n as u32;
+        let size = (p.count() - 1, p.body() - n as u32);
+        p.set_size(size.0, size.1);
         self.len -= 1;
         self.body -= n;
         self.resident -= n;
@@ -456,15 +494,16 @@ impl Order {
     /// half is too big.
     fn split(&mut self, i: usize) {
         let p = &mut self.parts[i];
-        let Some(keys) = p.keys.as_deref_mut() else {
+        let Some(keys) = p.data_mut() else {
             return;
         };
         let mid = keys.len() / 2;
         let hi: Vec<Box<[u8]>> = keys.split_off(mid);
         let hi_body: usize = hi.iter().map(|k| key_bytes(k)).sum();
-        p.count = keys.len() as u32;
-        p.body -= hi_body as u32;
-        let (loc, seq, referenced) = (p.loc, p.seq, p.referenced);
+        let lo_count = keys.len() as u32;
+        let lo_body = p.body() - hi_body as u32;
+        p.set_size(lo_count, lo_body);
+        let (loc, seq, referenced) = (p.loc(), p.seq(), p.referenced());
         self.mark_range_changed(i);
         // The upper half is born changed.
         self.changes.born(hi[0].clone());
@@ -476,25 +515,23 @@ impl Order {
         if self.parts.len() == self.parts.capacity() {
             self.parts.reserve_exact(self.parts.len() / 8 + 4);
         }
-        self.parts.insert(
-            i + 1,
-            OPart {
-                id,
-                first: hi[0].clone(),
-                dirty: true,
-                referenced,
+        self.parts.insert(i + 1, {
+            let f = Fields {
                 count: hi.len() as u32,
                 body: hi_body as u32,
-                ver: 0,
                 loc,
                 seq,
-                keys: Some(Box::new(hi)),
-            },
-        );
+                ..Fields::default()
+            };
+            let mut q = OPart::new(id, hi[0].clone(), f, true, None);
+            q.set_referenced(referenced);
+            q.set_data(Some(hi));
+            q
+        });
         self.resident_parts += 1;
         for j in [i + 1, i] {
             let q = &self.parts[j];
-            if q.body as usize > CHUNK_MAX && q.count > 1 {
+            if q.body() as usize > CHUNK_MAX && q.count() > 1 {
                 self.split(j);
             }
         }
@@ -503,12 +540,12 @@ impl Order {
     /// Removes part `i` (in RAM, empty) from the directory.
     fn drop_part(&mut self, i: usize) {
         let p = self.parts.remove(i);
-        debug_assert_eq!(p.count, 0);
-        if p.dirty {
+        debug_assert_eq!(p.count(), 0);
+        if p.dirty() {
             // Its range joins a neighbour's, marked changed by the caller.
             self.changes.cleaned();
         }
-        self.dropped.extend(p.loc);
+        self.dropped.extend(p.loc());
         self.resident_parts -= 1;
         if self.hand > i {
             self.hand -= 1;
@@ -521,10 +558,10 @@ impl Order {
         let resident_empty = |o: &Order, j: usize| {
             o.parts
                 .get(j)
-                .is_some_and(|p| p.count == 0 && p.is_resident())
+                .is_some_and(|p| p.count() == 0 && p.is_resident())
         };
         // Part i empty: join a neighbour in RAM.
-        if self.parts[i].count == 0 && self.parts.len() > 1 {
+        if self.parts[i].count() == 0 && self.parts.len() > 1 {
             if i > 0 && self.parts[i - 1].is_resident() {
                 self.drop_part(i);
                 self.mark_range_changed(i - 1);
@@ -538,7 +575,7 @@ impl Order {
                 return;
             }
         }
-        if self.parts[i].count == 0 {
+        if self.parts[i].count() == 0 {
             return;
         }
         if i + 1 < self.parts.len() && resident_empty(self, i + 1) {
