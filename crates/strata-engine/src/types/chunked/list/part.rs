@@ -78,6 +78,8 @@ impl KeyCodec for ListKey {
 /// in the box when in RAM.
 pub(super) type LPart = Packed<Items, ListKey>;
 
+impl crate::types::parts::packed::PartData for Items {}
+
 impl Packed<Items, ListKey> {
     /// A new part in RAM, empty, changed (listed by the list).
     pub(super) fn new_dirty(start: u64) -> LPart {

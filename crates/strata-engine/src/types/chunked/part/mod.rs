@@ -13,7 +13,13 @@ pub(super) use data::{check_packed, packed_get};
 pub use data::{decode_elems, measure_elems, Data, Elem, PartMap};
 
 pub use crate::types::parts::packed::Fields;
-use crate::types::parts::packed::{KeyCodec, Packed};
+use crate::types::parts::packed::{KeyCodec, Packed, PartData};
+
+impl<V> PartData for Data<V> {
+    fn is_elems(&self) -> bool {
+        !matches!(self, Data::Cold(_))
+    }
+}
 use crate::types::parts::range_high;
 
 /// How a hash part packs its range: `low >> 32`, then `depth`.
@@ -50,7 +56,7 @@ impl<V> Packed<Data<V>, HashKey> {
         h >= self.low() && h <= self.high()
     }
     pub fn is_resident(&self) -> bool {
-        self.elems().is_some()
+        self.hot()
     }
     /// The elements, when in RAM.
     pub fn elems(&self) -> Option<&Data<V>> {

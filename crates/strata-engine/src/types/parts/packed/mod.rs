@@ -13,9 +13,9 @@
 //! | 0 | 0..48 | `seq` of the part's record |
 //! | 0 | 48..64 | `count` |
 //! | 1 | 0..24 | the record's segment |
-//! | 1 | 24..54 | the record's offset |
-//! | 1 | 54..60 | the name's bits 32..38 |
-//! | 1 | 60..64 | flags: dirty, referenced, own, wide |
+//! | 1 | 24..53 | the record's offset |
+//! | 1 | 53..59 | the name's bits 32..38 |
+//! | 1 | 59..64 | flags: hot, dirty, referenced, own, wide |
 //! | 2 | 0..32 | the name's bits 0..32 |
 //! | 2 | 32..48 | `body` |
 //! | 2 | 48..64 | the record's length (0: no record) |
@@ -23,12 +23,15 @@
 //! Invariants:
 //! 1. A part whose fields do not all fit that layout (a name its kind
 //!    cannot pack in 38 bits; a count, body or record length past 16 bits;
-//!    a segment past 24 bits, an offset past 30, a sequence number past
+//!    a segment past 24 bits, an offset past 29, a sequence number past
 //!    48; a record of length 0) is *wide*: its fields are in its box
 //!    (`Fields`), and only the flags of the packed words are used.
 //!    Reading a field gives what was stored, in either form.
 //! 2. The box exists only while the part has data (elements or a filter),
 //!    is wide or is dirty: a clean plain part on flash is its 32 bytes.
+//! 4. `hot` is set exactly while the part's data is its elements
+//!    (`PartData::is_elems`; not a filter): the demoter's hand reads it
+//!    from the packed words, without a cache miss per part on flash.
 //! 3. `ver` is in the box, so a dirty part keeps it (a part on flash is
 //!    dirty from a blind add until the journal logs it); a part without a
 //!    box reads 0. Collections number versions (never 0), so a part read
@@ -54,16 +57,25 @@ pub struct Fields {
 
 const SEQ_BITS: u32 = 48;
 const SEG_BITS: u32 = 24;
-const OFF_BITS: u32 = 30;
+const OFF_BITS: u32 = 29;
 const OFF_SHIFT: u32 = SEG_BITS;
 const NAME_HI_SHIFT: u32 = OFF_SHIFT + OFF_BITS;
 /// Bits of a packed name.
 pub const NAME_BITS: u32 = 38;
+const F_HOT: u64 = 1 << 59;
 const F_DIRTY: u64 = 1 << 60;
 const F_REFERENCED: u64 = 1 << 61;
 const F_OWN: u64 = 1 << 62;
 const F_WIDE: u64 = 1 << 63;
-const FLAGS: u64 = F_DIRTY | F_REFERENCED | F_OWN | F_WIDE;
+const FLAGS: u64 = F_HOT | F_DIRTY | F_REFERENCED | F_OWN | F_WIDE;
+
+/// What a kind keeps in a part's box as its data.
+pub trait PartData {
+    /// Whether this is the part's elements (not, say, a filter of them).
+    fn is_elems(&self) -> bool {
+        true
+    }
+}
 const U16: u64 = 0xffff;
 
 fn mask(bits: u32) -> u64 {
@@ -150,7 +162,7 @@ impl<D: Clone, K> Clone for Packed<D, K> {
     }
 }
 
-impl<D: std::fmt::Debug, K: KeyCodec> std::fmt::Debug for Packed<D, K> {
+impl<D: std::fmt::Debug + PartData, K: KeyCodec> std::fmt::Debug for Packed<D, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Packed")
             .field("fields", &self.fields())
@@ -160,7 +172,7 @@ impl<D: std::fmt::Debug, K: KeyCodec> std::fmt::Debug for Packed<D, K> {
     }
 }
 
-impl<D, K: KeyCodec> Packed<D, K> {
+impl<D: PartData, K: KeyCodec> Packed<D, K> {
     /// A part of these fields; `data`: its elements (or filter).
     pub fn new(f: Fields, dirty: bool, own: bool, data: Option<D>) -> Self {
         let mut p = Packed {
@@ -209,10 +221,13 @@ impl<D, K: KeyCodec> Packed<D, K> {
 
     /// The part's fields (invariant 1).
     pub fn fields(&self) -> Fields {
-        match self.x.as_ref().and_then(|x| x.wide.as_deref()) {
-            Some(f) if self.flag(F_WIDE) => *f,
-            _ => Fields::unpack::<K>(&self.w),
+        // (The flag first: the box is a cache miss.)
+        if self.flag(F_WIDE) {
+            if let Some(f) = self.x.as_ref().and_then(|x| x.wide.as_deref()) {
+                return *f;
+            }
         }
+        Fields::unpack::<K>(&self.w)
     }
     /// Stores `f`, packed if it fits, else wide (invariant 1).
     fn store(&mut self, f: Fields) {
@@ -323,6 +338,10 @@ impl<D, K: KeyCodec> Packed<D, K> {
     pub fn set_referenced(&mut self, on: bool) {
         self.set_flag(F_REFERENCED, on);
     }
+    /// Whether the part's elements are in RAM (invariant 4).
+    pub fn hot(&self) -> bool {
+        self.flag(F_HOT)
+    }
     /// Sets the used mark to `on`; returns the mark it had.
     pub fn swap_referenced(&mut self, on: bool) -> bool {
         let was = self.referenced();
@@ -355,6 +374,7 @@ impl<D, K: KeyCodec> Packed<D, K> {
     }
     /// Sets the part's data (None: none).
     pub fn set_data(&mut self, data: Option<D>) {
+        self.set_flag(F_HOT, data.as_ref().is_some_and(PartData::is_elems));
         match data {
             Some(d) => self.extra_mut().data = Some(d),
             None => {

@@ -18,6 +18,9 @@ impl KeyCodec for Range {
 
 type Part<D> = Packed<D, Range>;
 
+impl PartData for Vec<u8> {}
+impl PartData for u8 {}
+
 fn pick(r: &mut StdRng) -> Fields {
     // Mostly values that fit, sometimes one past each limit.
     let mut v = |fit: u64, wide: u64| -> u64 {

@@ -61,6 +61,8 @@ pub struct OPart {
     pub first: Box<[u8]>,
 }
 
+impl crate::types::parts::packed::PartData for Vec<Box<[u8]>> {}
+
 impl std::ops::Deref for OPart {
     type Target = Packed<Vec<Box<[u8]>>, IdKey>;
     fn deref(&self) -> &Self::Target {
