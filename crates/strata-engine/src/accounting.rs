@@ -153,6 +153,7 @@ impl Inner {
         t.part_chain_loads = Stats::get(&st.part_chain_loads);
         t.part_chain_spilled_reads = Stats::get(&st.part_chain_spilled_reads);
         t.part_peeks = Stats::get(&st.part_peeks);
+        t.part_reads_ahead = Stats::get(&st.part_reads_ahead);
         t.part_blind_adds = Stats::get(&st.part_blind_adds);
         t.part_chain_reclaims = Stats::get(&st.part_chain_reclaims);
         t.flash_deletes = Stats::get(&st.flash_deletes);

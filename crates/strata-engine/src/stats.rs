@@ -62,6 +62,8 @@ pub struct Stats {
     pub part_chain_spilled_reads: AtomicU64,
     /// Parts on flash read by their image alone for a read (`peek`).
     pub part_peeks: AtomicU64,
+    /// Parts on flash a pipeline's read-ahead started reading.
+    pub part_reads_ahead: AtomicU64,
     /// Elements added to parts on flash without reading them.
     pub part_blind_adds: AtomicU64,
     /// Cold chains read back by demotion to be written whole.
@@ -269,6 +271,10 @@ pub struct TieredInfo {
     /// Parts on flash whose image alone answered a read of some of their
     /// elements (their spilled chains' blind adds added other elements).
     pub part_peeks: u64,
+    /// Parts on flash whose reads a pipeline's read-ahead started while
+    /// the connection waited for an earlier request
+    /// (`Engine::prefetch_parts`).
+    pub part_reads_ahead: u64,
     /// Elements added to parts on flash without reading them (blind adds:
     /// the part's membership filter ruled the element out).
     pub part_blind_adds: u64,

@@ -48,4 +48,6 @@ pub use resp::encode::{
 };
 pub use resp::frame::{parse_frame, Frame, Parsed, MAX_FRAME_DEPTH};
 pub use resp::inline::split_args;
-pub use resp::request::{decode_request, decode_request_into, peek_keys};
+pub use resp::request::{
+    decode_request, decode_request_into, peek_keys, peek_requests, MAX_PEEKED,
+};

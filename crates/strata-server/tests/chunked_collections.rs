@@ -291,6 +291,94 @@ fn a_big_hash_is_chunked_journaled_by_part_read_by_part_and_survives_kill_9() {
     }
 }
 
+/// A pipeline of point commands on a hash and a set mostly on flash reads
+/// the parts its requests need ahead, together, while it waits for the
+/// first: every reply is what it would be one request at a time, and it
+/// reads about what the same requests read one round trip at a time.
+#[test]
+fn a_pipeline_reads_its_cold_parts_ahead_and_answers_in_order() {
+    let srv = Server::start(&["--maxmemory-ram", "4mb", "--flash-segment-size", "1mb"]);
+    let mut con = srv.client();
+    let mut model = BTreeMap::new();
+    let mut set = BTreeSet::new();
+    fill(&mut con, &mut model, &mut set);
+    wait_until("most parts on flash", || {
+        tiered(&srv, &mut con, "chunks_in_flash") > 100
+    });
+    let mut rng = StdRng::seed_from_u64(11);
+    let n = 2_000;
+    // Each round: the same mix of requests, one at a time, then pipelined.
+    let mut reads = [0u64; 2];
+    for (round, pipelined) in [false, true].into_iter().enumerate() {
+        let (ahead0, fetches0) = (
+            tiered(&srv, &mut con, "part_reads_ahead"),
+            tiered(&srv, &mut con, "tiered_total_fetches"),
+        );
+        let mut p = redis::pipe();
+        let mut want: Vec<redis::Value> = Vec::new();
+        for k in 0..n {
+            let i = rng.gen_range(0..FIELDS);
+            let f = field(i);
+            let mut c = match k % 5 {
+                0 | 1 => {
+                    want.push(match model.get(&f) {
+                        Some(v) => redis::Value::BulkString(v.clone()),
+                        None => redis::Value::Nil,
+                    });
+                    redis::cmd("HGET").arg("h").arg(&f).clone()
+                }
+                2 => {
+                    let v = value(i, 2 + k as u32);
+                    let c = redis::cmd("HSET").arg("h").arg(&f).arg(&v).clone();
+                    want.push(redis::Value::Int(model.insert(f, v).is_none() as i64));
+                    c
+                }
+                3 => {
+                    want.push(redis::Value::Int(model.remove(&f).is_some() as i64));
+                    redis::cmd("HDEL").arg("h").arg(&f).clone()
+                }
+                _ => {
+                    want.push(redis::Value::Int(set.contains(&f) as i64));
+                    redis::cmd("SISMEMBER").arg("s").arg(&f).clone()
+                }
+            };
+            if pipelined {
+                p.add_command(c);
+            } else {
+                let got: redis::Value = c.query(&mut con).unwrap();
+                assert_eq!(got, *want.last().unwrap(), "request {k}, one at a time");
+                c = redis::cmd("PING");
+                let _ = c;
+            }
+        }
+        if pipelined {
+            let got: Vec<redis::Value> = p.query(&mut con).unwrap();
+            assert_eq!(got.len(), want.len());
+            if let Some(j) = got.iter().zip(&want).position(|(a, b)| a != b) {
+                panic!("reply {j}: {:?}, want {:?}", got[j], want[j]);
+            }
+        }
+        let ahead = tiered(&srv, &mut con, "part_reads_ahead") - ahead0;
+        reads[round] = tiered(&srv, &mut con, "tiered_total_fetches") - fetches0;
+        if pipelined {
+            assert!(ahead > 100, "{ahead} parts read ahead for {n} requests");
+        } else {
+            assert_eq!(ahead, 0, "read ahead without a pipeline");
+        }
+    }
+    eprintln!(
+        "reads for {n} requests: {} one at a time, {} pipelined",
+        reads[0], reads[1]
+    );
+    assert!(
+        reads[1] <= reads[0] + reads[0] / 4,
+        "pipelined: {} reads, one at a time: {}",
+        reads[1],
+        reads[0]
+    );
+    assert_eq!(q::<usize>(&mut con, "HLEN h"), model.len());
+}
+
 /// Waits until RAM is back under the budget after a command that loaded
 /// the whole list (LINSERT, LREM, LRANGE 0 -1): its parts, and the reply's
 /// buffers, count in the allocator-measured RAM, and a write arriving while

@@ -64,18 +64,20 @@ pub fn decode_request_into(
     }
 }
 
-/// Calls `f` with the second argument (for most commands, the key) of
-/// each whole multibulk request at the front of `buf`, at most `max`
-/// requests, consuming nothing: a server prefetches a pipeline's keys
-/// before it runs it. Stops at the first request it cannot read whole
-/// (incomplete, inline or malformed: `decode_request` judges those).
-pub fn peek_keys<'a>(buf: &'a [u8], max: usize, mut f: impl FnMut(&'a [u8])) {
+/// Calls `f` with the arguments of each whole multibulk request at the
+/// front of `buf` (at most `max` requests, each of at most `MAX_PEEKED`
+/// arguments; a longer one is passed with its first `MAX_PEEKED` and
+/// `true`), consuming nothing: a server looks at a pipeline's next
+/// requests before it runs them. Stops at the first request it cannot
+/// read whole (incomplete, inline or malformed: `decode_request` judges
+/// those).
+pub fn peek_requests<'a>(buf: &'a [u8], max: usize, mut f: impl FnMut(&[&'a [u8]], bool)) {
     let mut pos = 0;
+    let mut args: [&[u8]; MAX_PEEKED] = [&[]; MAX_PEEKED];
     for _ in 0..max {
         let Some((count, mut p)) = peek_header(buf, pos, b'*') else {
             return;
         };
-        let mut key = None;
         for i in 0..count {
             let Some((len, start)) = peek_header(buf, p, b'$') else {
                 return;
@@ -86,16 +88,29 @@ pub fn peek_keys<'a>(buf: &'a [u8], max: usize, mut f: impl FnMut(&'a [u8])) {
             if buf.get(end..end.saturating_add(2)) != Some(b"\r\n") {
                 return;
             }
-            if i == 1 {
-                key = buf.get(start..end);
+            if let (Some(slot), Some(a)) = (args.get_mut(i), buf.get(start..end)) {
+                *slot = a;
             }
             p = end + 2;
         }
-        if let Some(k) = key {
-            f(k);
-        }
+        f(args.get(..count).unwrap_or(&args), count > MAX_PEEKED);
         pos = p;
     }
+}
+
+/// Most arguments of a request `peek_requests` passes.
+pub const MAX_PEEKED: usize = 16;
+
+/// Calls `f` with the second argument (for most commands, the key) of
+/// each whole multibulk request at the front of `buf`, at most `max`
+/// requests, consuming nothing: a server prefetches a pipeline's keys
+/// before it runs it (`peek_requests`).
+pub fn peek_keys<'a>(buf: &'a [u8], max: usize, mut f: impl FnMut(&'a [u8])) {
+    peek_requests(buf, max, |args, _| {
+        if let Some(k) = args.get(1) {
+            f(k);
+        }
+    });
 }
 
 /// `<tag><digits>\r\n` at `pos`: the number and where the line ends.
@@ -251,6 +266,39 @@ mod tests {
         let mut keys = Vec::new();
         peek_keys(buf, max, |k| keys.push(k.to_vec()));
         keys
+    }
+
+    /// Each whole request's arguments, and whether it had more than were
+    /// passed; nothing past the first request not whole.
+    #[test]
+    fn peek_requests_gives_each_requests_arguments() {
+        let mut buf = b"*3\r\n$4\r\nHGET\r\n$1\r\nh\r\n$1\r\nf\r\n*1\r\n$4\r\nPING\r\n".to_vec();
+        let n = MAX_PEEKED + 4;
+        buf.extend_from_slice(format!("*{n}\r\n").as_bytes());
+        for i in 0..n {
+            let a = format!("a{i}");
+            buf.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        buf.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$1\r\n");
+        let mut seen: Vec<(Vec<Vec<u8>>, bool)> = Vec::new();
+        peek_requests(&buf, 16, |args, cut| {
+            seen.push((args.iter().map(|a| a.to_vec()).collect(), cut))
+        });
+        assert_eq!(seen.len(), 3);
+        assert_eq!(
+            seen[0],
+            (vec![b"HGET".to_vec(), b"h".to_vec(), b"f".to_vec()], false)
+        );
+        assert_eq!(seen[1], (vec![b"PING".to_vec()], false));
+        assert_eq!(seen[2].0.len(), MAX_PEEKED);
+        assert_eq!(
+            seen[2].0[MAX_PEEKED - 1],
+            format!("a{}", MAX_PEEKED - 1).into_bytes()
+        );
+        assert!(seen[2].1);
+        let mut first = 0;
+        peek_requests(&buf, 1, |_, _| first += 1);
+        assert_eq!(first, 1);
     }
 
     #[test]

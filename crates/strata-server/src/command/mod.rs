@@ -13,6 +13,7 @@
 //! run only after it completed, so they see its effect.
 
 mod conn;
+pub mod reads;
 mod shared;
 
 pub use conn::{ConnState, Multi};
@@ -413,13 +414,22 @@ impl Ctx<'_> {
 
 pub type Handler = fn(&mut Ctx<'_>, &[Bytes]) -> Outcome;
 
+/// What a command reads of its key (`args[1]`) first, planned from its
+/// arguments (as a pipeline holds them, not yet run): the elements its
+/// handler names to `with_key_adds`, `with_key_reads` ...; None when it
+/// reads nothing a prefetch can name. Only a hint: the handler plans
+/// again when it runs.
+pub type ReadsFn = fn(&[&[u8]]) -> Option<strata_engine::Need>;
+
 /// A command as its family lists it (`commands::*::COMMANDS`): the facts
-/// the registry keeps and the handler that runs it (`commands::ALL`
-/// numbers them; `commands::handler` finds the handler by the id).
+/// the registry keeps, the handler that runs it (`commands::ALL` numbers
+/// them; `commands::handler` finds the handler by the id) and, for a
+/// command of a collection's elements, what it reads (`ReadsFn`).
 #[derive(Clone, Copy)]
 pub struct Command {
     pub spec: CommandSpec,
     pub handler: Handler,
+    pub reads: Option<ReadsFn>,
 }
 
 /// An entry of a family's table, its flags by Redis's names (a name that
@@ -445,6 +455,7 @@ pub const fn cmd(
             role: Role::Plain,
         },
         handler,
+        reads: None,
     }
 }
 
@@ -452,6 +463,12 @@ impl Command {
     /// The entry with the flags of `f` too (Strata's own: `READS_SOURCES`).
     pub const fn with(mut self, f: Flags) -> Command {
         self.spec.flags = self.spec.flags.with(f);
+        self
+    }
+
+    /// The entry with what it reads of its key (`ReadsFn`).
+    pub const fn reads(mut self, f: ReadsFn) -> Command {
+        self.reads = Some(f);
         self
     }
 

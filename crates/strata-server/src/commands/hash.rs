@@ -5,7 +5,7 @@
 
 use super::parse_i64;
 use crate::base::reply;
-use crate::command::{cmd, Command};
+use crate::command::{cmd, reads, Command};
 use crate::command::{Ctx, Outcome};
 use crate::registry::flags::*;
 use bytes::{Bytes, BytesMut};
@@ -541,20 +541,20 @@ pub fn write_empty_scan(out: &mut BytesMut) {
 
 /// This family's commands (`registry`; `commands::install`).
 pub const COMMANDS: &[Command] = &[
-    cmd("hset", -4, WF, K1, "hash", "Creates or modifies the value of a field in a hash.", hset),
-    cmd("hsetnx", 4, WF, K1, "hash", "Sets the value of a field in a hash only when the field doesn't exist.", hsetnx),
-    cmd("hmset", -4, WF, K1, "hash", "Sets the values of multiple fields.", hmset),
-    cmd("hget", 3, RF, K1, "hash", "Returns the value of a field in a hash.", hget),
-    cmd("hmget", -3, RF, K1, "hash", "Returns the values of all fields in a hash.", hmget),
-    cmd("hdel", -3, WD, K1, "hash", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", hdel),
-    cmd("hexists", 3, RF, K1, "hash", "Determines whether a field exists in a hash.", hexists),
+    cmd("hset", -4, WF, K1, "hash", "Creates or modifies the value of a field in a hash.", hset).reads(reads::field_values),
+    cmd("hsetnx", 4, WF, K1, "hash", "Sets the value of a field in a hash only when the field doesn't exist.", hsetnx).reads(reads::field_changed),
+    cmd("hmset", -4, WF, K1, "hash", "Sets the values of multiple fields.", hmset).reads(reads::field_values),
+    cmd("hget", 3, RF, K1, "hash", "Returns the value of a field in a hash.", hget).reads(reads::elems_read),
+    cmd("hmget", -3, RF, K1, "hash", "Returns the values of all fields in a hash.", hmget).reads(reads::elems_read),
+    cmd("hdel", -3, WD, K1, "hash", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", hdel).reads(reads::elems_changed),
+    cmd("hexists", 3, RF, K1, "hash", "Determines whether a field exists in a hash.", hexists).reads(reads::elems_read),
     cmd("hlen", 2, RF, K1, "hash", "Returns the number of fields in a hash.", hlen),
-    cmd("hstrlen", 3, RF, K1, "hash", "Returns the length of the value of a field.", hstrlen),
+    cmd("hstrlen", 3, RF, K1, "hash", "Returns the length of the value of a field.", hstrlen).reads(reads::elems_read),
     cmd("hkeys", 2, R, K1, "hash", "Returns all fields in a hash.", hkeys),
     cmd("hvals", 2, R, K1, "hash", "Returns all values in a hash.", hvals),
     cmd("hgetall", 2, R, K1, "hash", "Returns all fields and values in a hash.", hgetall),
-    cmd("hincrby", 4, WF, K1, "hash", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", hincrby),
-    cmd("hincrbyfloat", 4, WF, K1, "hash", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", hincrbyfloat),
+    cmd("hincrby", 4, WF, K1, "hash", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", hincrby).reads(reads::field_changed),
+    cmd("hincrbyfloat", 4, WF, K1, "hash", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", hincrbyfloat).reads(reads::field_changed),
     cmd("hrandfield", -2, R, K1, "hash", "Returns one or more random fields from a hash.", hrandfield),
     cmd("hscan", -3, R, K1, "hash", "Iterates over fields and values of a hash.", hscan),
 ];

@@ -88,6 +88,13 @@ pub fn handler(spec: &CommandSpec) -> Handler {
     ALL[spec.id].handler
 }
 
+/// What a registered command reads of its key first (`ReadsFn`), if its
+/// family says.
+#[inline]
+pub fn reads(spec: &CommandSpec) -> Option<crate::command::ReadsFn> {
+    ALL[spec.id].reads
+}
+
 /// The arguments of LMPOP / ZMPOP (and their blocking forms) from
 /// `numkeys` on: `numkeys key... FIRST|SECOND [COUNT n]`, with Redis's
 /// errors. Returns the keys, whether the side word was `second` (RIGHT,

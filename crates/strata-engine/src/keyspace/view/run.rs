@@ -115,6 +115,76 @@ impl Engine {
         self.inner.try_with_keys(db, keys, needs, track, f)
     }
 
+    /// Reads into RAM the parts on flash that a command of `need` on
+    /// `key` would read first (a pipelined request's, before its turn:
+    /// the reads of a pipeline then overlap, where each request would
+    /// wait for its own). The future loads them as the command itself
+    /// would, and changes nothing else; None when there is nothing to
+    /// read (the key is not a collection on flash, or its parts needed
+    /// are in RAM or taken blindly).
+    pub fn prefetch_parts(
+        &self,
+        db: usize,
+        key: Bytes,
+        need: Need,
+    ) -> Option<impl std::future::Future<Output = ()> + Send + 'static> {
+        // An add is read ahead only for a part whose filter does not
+        // rule its element out: that part is read when the add runs,
+        // whatever the chains' room then (a blind add's room may be there
+        // by its turn, and a part read early takes it from the chains).
+        let need = match need {
+            Need::Adds(adds) => Need::Elems(self.adds_read(db, &key, adds)?),
+            n => n,
+        };
+        let mut none: Option<fn(&mut KeysView<'_>)> = None;
+        let cold = match self
+            .inner
+            .try_with_keys(db, &[key], &[need], false, &mut none)
+        {
+            Err(cold) if !cold.parts.is_empty() => cold.parts,
+            _ => return None,
+        };
+        let inner = self.inner.clone();
+        Stats::add(&inner.stats.part_reads_ahead, cold.len() as u64);
+        Some(async move {
+            // (A failed read shows in the command that needs the part.)
+            let _ = load_parts(&inner, cold).await;
+        })
+    }
+
+    /// How many requests of a pipeline to read ahead: as many parts as
+    /// fit in a 256th of the RAM budget (at most `max`, at least 1), so
+    /// parts read ahead are not pushed out of RAM before their turn.
+    pub fn read_ahead_depth(&self, max: usize) -> usize {
+        let budget = self
+            .inner
+            .tun
+            .maxmemory_ram
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let parts = budget / 256 / crate::types::chunked::CHUNK_MAX as u64;
+        (parts as usize).clamp(1, max)
+    }
+
+    /// Of the elements `adds` adds to the collection at `key`, those its
+    /// parts on flash' filters do not rule out (None if none).
+    fn adds_read(&self, db: usize, key: &[u8], adds: Vec<(Bytes, usize)>) -> Option<Vec<Bytes>> {
+        let sh = self.inner.shard(key).lock();
+        let e = sh.dbs.get(db)?.get(key)?;
+        let d = match &e.slot {
+            Slot::Chunked(c) => c.dir()?,
+            _ => return None,
+        };
+        let read: Vec<Bytes> = adds
+            .into_iter()
+            .map(|(m, _)| m)
+            .filter(|m| {
+                let i = d.part_of(crate::types::parts::elem_hash(m));
+                !d.part(i).resident && !d.rules_out(i, m)
+            })
+            .collect();
+        (!read.is_empty()).then_some(read)
+    }
+
     /// `with_keys_needs` after a first attempt found `cold`: fetches it,
     /// then tries again (fetching again whatever went cold meanwhile).
     pub fn with_keys_after<R, F>(

@@ -43,6 +43,9 @@ impl<V: Elem> Dir for Chunked<V> {
     fn adds_blind(&self, i: usize, elem: &[u8], entry: usize) -> bool {
         Chunked::adds_blind(self, i, elem, entry)
     }
+    fn rules_out(&self, i: usize, elem: &[u8]) -> bool {
+        self.blind_ok(i, crate::types::parts::elem_hash(elem))
+    }
     fn take_blind_adds(&mut self) -> u64 {
         Chunked::take_blind_adds(self)
     }

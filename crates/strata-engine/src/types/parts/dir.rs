@@ -262,6 +262,12 @@ pub trait Dir {
     fn adds_blind(&self, _i: usize, _elem: &[u8], _entry: usize) -> bool {
         false
     }
+    /// Whether part `i`'s membership filter rules `elem` out, so an add
+    /// of it may go in blindly (`adds_blind` asks this and whether the
+    /// chains have room, which changes from one moment to the next).
+    fn rules_out(&self, _i: usize, _elem: &[u8]) -> bool {
+        false
+    }
     /// Elements added blindly since the last call.
     fn take_blind_adds(&mut self) -> u64 {
         0

@@ -12,7 +12,7 @@ pub use ops::{sdiff, sdiffstore, sinter, sintercard, sinterstore, sunion, sunion
 use super::hash::{parse_cursor, parse_scan_opts, pick_indexes, scan_positions, write_empty_scan};
 use super::parse_i64;
 use crate::base::reply;
-use crate::command::{cmd, Command};
+use crate::command::{cmd, reads, Command};
 use crate::command::{Ctx, Outcome};
 use crate::registry::flags::*;
 use crate::registry::Flags;
@@ -389,10 +389,10 @@ pub fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 /// This family's commands (`registry`; `commands::install`).
 pub const COMMANDS: &[Command] = &[
-    cmd("sadd", -3, WF, K1, "set", "Adds one or more members to a set. Creates the key if it doesn't exist.", sadd),
-    cmd("srem", -3, WD, K1, "set", "Removes one or more members from a set. Deletes the set if the last member was removed.", srem),
-    cmd("sismember", 3, RF, K1, "set", "Determines whether a member belongs to a set.", sismember),
-    cmd("smismember", -3, RF, K1, "set", "Determines whether multiple members belong to a set.", smismember),
+    cmd("sadd", -3, WF, K1, "set", "Adds one or more members to a set. Creates the key if it doesn't exist.", sadd).reads(reads::members_added),
+    cmd("srem", -3, WD, K1, "set", "Removes one or more members from a set. Deletes the set if the last member was removed.", srem).reads(reads::elems_changed),
+    cmd("sismember", 3, RF, K1, "set", "Determines whether a member belongs to a set.", sismember).reads(reads::elems_read),
+    cmd("smismember", -3, RF, K1, "set", "Determines whether multiple members belong to a set.", smismember).reads(reads::elems_read),
     cmd("scard", 2, RF, K1, "set", "Returns the number of members in a set.", scard),
     cmd("smembers", 2, R, K1, "set", "Returns all members of a set.", smembers),
     cmd("srandmember", -2, R, K1, "set", "Get one or multiple random members from a set", srandmember),

@@ -8,7 +8,7 @@ use super::backlog::Backlog;
 use super::gates::{self, Verdict};
 use super::guards::{evict_clients, is_http, over_output_limit, over_query_limit};
 use super::output::{drain, drain_watching, durable, flush, flush_some};
-use super::prefetch::{prefetch_pipeline, PREFETCH_MAX};
+use super::prefetch::{prefetch_pipeline, read_ahead, PREFETCH_MAX};
 use super::{
     client_reply, next_message, sleep_or_forever, ConnState, Parked, ReplyFuture, ReplyMode,
     ARGS_KEEP, MAX_PENDING,
@@ -86,6 +86,8 @@ pub(super) struct Batch {
     pub wrote: bool,
     /// Requests left before the next prefetch of the pipeline's keys.
     pub ahead: usize,
+    /// Requests left whose parts on flash were read ahead (`read_ahead`).
+    pub read_ahead: usize,
     /// Requests of this batch (the loop controller's rate).
     pub served: usize,
 }
@@ -252,7 +254,13 @@ impl Client {
             return Request::Closed;
         }
         b.served += 1;
+        b.read_ahead = b.read_ahead.saturating_sub(1);
         if b.barrier {
+            // While the pipeline waits, the reads of the requests after
+            // the barrier go to the device together.
+            if b.read_ahead == 0 && conn.authenticated {
+                b.read_ahead = read_ahead(shared, conn.db, args, inbuf);
+            }
             if !drain_watching(shared, pending, out, stream, inbuf, conn).await {
                 return Request::Closed;
             }

@@ -104,6 +104,7 @@ pub(super) fn tiered(s: &Shared, out: &mut String, largest: bool) {
     field!(out, "part_chain_loads", t.part_chain_loads);
     field!(out, "part_chain_spilled_reads", t.part_chain_spilled_reads);
     field!(out, "part_peeks", t.part_peeks);
+    field!(out, "part_reads_ahead", t.part_reads_ahead);
     field!(out, "part_blind_adds", t.part_blind_adds);
     field!(out, "part_chain_reclaims", t.part_chain_reclaims);
     field!(out, "ram_used_bytes", t.ram_used);
