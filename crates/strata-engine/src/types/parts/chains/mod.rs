@@ -339,19 +339,25 @@ impl Chains {
         self.retally(before, after);
         Some(r)
     }
+    /// The counts of the chains, summed anew.
+    fn recount(&self) -> Tally {
+        let mut n = Tally::default();
+        for ch in self.by_part.values() {
+            let t = ch.tally();
+            n.bases += t.bases;
+            n.steps += t.steps;
+            n.spillable += t.spillable;
+            n.restatable += t.restatable;
+            n.wanting += t.wanting;
+        }
+        n
+    }
     /// Changes every chain by `f`, keeping the counts.
     fn update_all(&mut self, mut f: impl FnMut(&mut PartChain)) {
-        let mut sum = Tally::default();
         for ch in self.by_part.values_mut() {
             f(ch);
-            let t = ch.tally();
-            sum.bases += t.bases;
-            sum.steps += t.steps;
-            sum.spillable += t.spillable;
-            sum.restatable += t.restatable;
-            sum.wanting += t.wanting;
         }
-        self.sum = sum;
+        self.sum = self.recount();
     }
 }
 
@@ -572,15 +578,7 @@ impl PartChains {
         let Some(c) = self.0.as_ref() else {
             return Ok(());
         };
-        let mut n = Tally::default();
-        for ch in c.by_part.values() {
-            let t = ch.tally();
-            n.bases += t.bases;
-            n.steps += t.steps;
-            n.spillable += t.spillable;
-            n.restatable += t.restatable;
-            n.wanting += t.wanting;
-        }
+        let n = c.recount();
         let s = &c.sum;
         let same = (n.bases, n.steps, n.spillable, n.restatable, n.wanting)
             == (s.bases, s.steps, s.spillable, s.restatable, s.wanting);

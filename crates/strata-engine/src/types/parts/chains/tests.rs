@@ -10,18 +10,23 @@ fn loc(i: u32) -> FlashLoc {
     }
 }
 
+/// A cold chain of 300 bytes of steps, all logged in one record.
+fn logged_cold() -> PartChain {
+    let mut cold = PartChain::cold(loc(0), 10);
+    cold.pending = vec![7u8; 300];
+    cold.logged = 300;
+    cold.changes = vec![loc(1)];
+    cold.last_seq = 12;
+    cold
+}
+
 /// Only a confirmed cold chain whose steps are all in records spills;
 /// spilling frees its steps, keeps its records, and the counts stay
 /// what the chains hold (invariants 3 and 5).
 #[test]
 fn only_logged_cold_chains_spill_and_the_counts_follow() {
     let mut c = PartChains::default();
-    let mut cold = PartChain::cold(loc(0), 10);
-    cold.pending = vec![7u8; 300];
-    cold.logged = 300;
-    cold.changes = vec![loc(1)];
-    cold.last_seq = 12;
-    c.insert((1, 2), cold);
+    c.insert((1, 2), logged_cold());
     // Steps in two records: restated in one first (invariant 6).
     let mut two = PartChain::cold(loc(7), 40);
     two.pending = vec![7u8; 200];
@@ -119,12 +124,7 @@ fn a_chain_wanting_a_restatement_does_not_spill() {
 #[test]
 fn wanting_an_image_keeps_the_counts_of_what_may_spill() {
     let mut c = PartChains::default();
-    let mut cold = PartChain::cold(loc(0), 10);
-    cold.pending = vec![7u8; 300];
-    cold.logged = 300;
-    cold.changes = vec![loc(1)];
-    cold.last_seq = 12;
-    c.insert((1, 2), cold);
+    c.insert((1, 2), logged_cold());
     assert!(c.spillable() >= 300);
     assert!(c.want_images());
     assert_eq!(c.spillable(), 0);
