@@ -54,14 +54,16 @@ fn read_whole(srv: &Server, con: &mut redis::Connection, cmd: &redis::Cmd) -> (V
 }
 
 /// The reply is about the collection's size (~32 MB). Streamed, RAM grows
-/// by the reply and a batch of parts (measured: 48-50 MB for HGETALL);
-/// loading every part first, it held the value twice (88 MB, measured with
-/// one batch of all parts). The bound: twice the reply.
+/// by the reply and a batch of parts (measured: 29-53 MB for HGETALL run
+/// alone, 64 MB once with the whole suite on 2 cores, where the client
+/// drains the reply slowly); loading every part first, it held the value
+/// twice (88 MB, measured with one batch of all parts). The bound: two
+/// and a half times the reply (78 MB).
 fn assert_streamed(what: &str, all: &[Vec<u8>], grew: u64) {
     let reply: u64 = all.iter().map(|x| x.len() as u64).sum();
     eprintln!("{what} of {reply} B: peak RAM grew {grew} B");
     assert!(
-        grew < reply * 2,
+        grew < reply * 5 / 2,
         "{what} of {reply} B: peak RAM grew {grew} B"
     );
 }
