@@ -335,8 +335,7 @@ impl<V: Elem> Chunked<V> {
 
     /// A version no part of the collection has had (`part` invariant 3).
     fn next_ver(&mut self) -> u32 {
-        self.vers = self.vers.checked_add(1).unwrap_or(1);
-        self.vers
+        crate::types::parts::packed::next_version(&mut self.vers)
     }
 
     /// Splits part `i` in two halves of its range, recursively while a

@@ -100,9 +100,9 @@ impl Packed<Items, ListKey> {
     /// unique within the list, so a writer never publishes its record for
     /// another part that came to have the same position).
     pub(super) fn changed(&mut self, vers: &mut u32) {
-        *vers = vers.checked_add(1).unwrap_or(1);
+        let ver = crate::types::parts::packed::next_version(vers);
         self.set_dirty(true);
-        self.set_ver(*vers);
+        self.set_ver(ver);
     }
 }
 

@@ -51,6 +51,9 @@
 //!    several (one per blind add) has them restated in one record first,
 //!    so reading a spilled chain back reads a record per spill, not per
 //!    change.
+//!
+//! Rooms: this file holds a chain and the collection's map of them;
+//! `counts` their RAM counts and what may spill; `spill` the spilling.
 
 use crate::base::FlashLoc;
 use hashbrown::HashMap;
@@ -291,76 +294,6 @@ struct Chains {
     since_sweep: u32,
 }
 
-/// A chain's counts, or their sums over a collection's chains: bytes of
-/// RAM in bases, in steps and bookkeeping, and of those the steps
-/// spilling would free now (`PartChain::may_spill`) or once restated
-/// (`may_restate`); chains wanting an image (or a restatement).
-#[derive(Clone, Copy, Debug, Default)]
-struct Tally {
-    bases: usize,
-    steps: usize,
-    spillable: usize,
-    restatable: usize,
-    wanting: usize,
-}
-
-impl Chains {
-    fn add(&mut self, ch: &PartChain) {
-        let t = ch.tally();
-        self.sum.bases += t.bases;
-        self.sum.steps += t.steps;
-        self.sum.spillable += t.spillable;
-        self.sum.restatable += t.restatable;
-        self.sum.wanting += t.wanting;
-    }
-    fn sub(&mut self, ch: &PartChain) {
-        let t = ch.tally();
-        self.sum.bases -= t.bases;
-        self.sum.steps -= t.steps;
-        self.sum.spillable -= t.spillable;
-        self.sum.restatable -= t.restatable;
-        self.sum.wanting -= t.wanting;
-    }
-    /// Chain counts move from `before` to `after` (one chain changed).
-    fn retally(&mut self, before: Tally, after: Tally) {
-        let s = &mut self.sum;
-        s.bases = s.bases - before.bases + after.bases;
-        s.steps = s.steps - before.steps + after.steps;
-        s.spillable = s.spillable - before.spillable + after.spillable;
-        s.restatable = s.restatable - before.restatable + after.restatable;
-        s.wanting = s.wanting - before.wanting + after.wanting;
-    }
-    /// Changes chain `name` by `f`, keeping the counts.
-    fn update<R>(&mut self, name: PartName, f: impl FnOnce(&mut PartChain) -> R) -> Option<R> {
-        let ch = self.by_part.get_mut(&name)?;
-        let before = ch.tally();
-        let r = f(ch);
-        let after = ch.tally();
-        self.retally(before, after);
-        Some(r)
-    }
-    /// The counts of the chains, summed anew.
-    fn recount(&self) -> Tally {
-        let mut n = Tally::default();
-        for ch in self.by_part.values() {
-            let t = ch.tally();
-            n.bases += t.bases;
-            n.steps += t.steps;
-            n.spillable += t.spillable;
-            n.restatable += t.restatable;
-            n.wanting += t.wanting;
-        }
-        n
-    }
-    /// Changes every chain by `f`, keeping the counts.
-    fn update_all(&mut self, mut f: impl FnMut(&mut PartChain)) {
-        for ch in self.by_part.values_mut() {
-            f(ch);
-        }
-        self.sum = self.recount();
-    }
-}
-
 impl Clone for PartChains {
     /// Invariant 4.
     fn clone(&self) -> PartChains {
@@ -573,21 +506,6 @@ impl PartChains {
             }
         }
     }
-    /// Checks that the counts are those of the chains (tests).
-    pub fn check(&self) -> Result<(), String> {
-        let Some(c) = self.0.as_ref() else {
-            return Ok(());
-        };
-        let n = c.recount();
-        let s = &c.sum;
-        let same = (n.bases, n.steps, n.spillable, n.restatable, n.wanting)
-            == (s.bases, s.steps, s.spillable, s.restatable, s.wanting);
-        if same {
-            Ok(())
-        } else {
-            Err(format!("chain counts {s:?}, recounted {n:?}"))
-        }
-    }
     /// RAM the chains hold (bases, steps and bookkeeping).
     pub fn ram(&self) -> usize {
         self.0.as_ref().map_or(0, |c| {
@@ -601,6 +519,8 @@ impl PartChains {
     }
 }
 
+mod counts;
+use counts::Tally;
 mod spill;
 #[cfg(test)]
 mod tests;

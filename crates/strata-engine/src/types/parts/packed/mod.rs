@@ -29,13 +29,13 @@
 //!    Reading a field gives what was stored, in either form.
 //! 2. The box exists only while the part has data (elements or a filter),
 //!    is wide or is dirty: a clean plain part on flash is its 32 bytes.
+//! 3. `ver` is in the box, so a dirty part keeps it (a part on flash is
+//!    dirty from a blind add until the journal logs it); a part without a
+//!    box reads 0. Collections number versions (`next_version`, never 0), so a part read
+//!    back never takes a version an older capture of it holds.
 //! 4. `hot` is set exactly while the part's data is its elements
 //!    (`PartData::is_elems`; not a filter): the demoter's hand reads it
 //!    from the packed words, without a cache miss per part on flash.
-//! 3. `ver` is in the box, so a dirty part keeps it (a part on flash is
-//!    dirty from a blind add until the journal logs it); a part without a
-//!    box reads 0. Collections number versions (never 0), so a part read
-//!    back never takes a version an older capture of it holds.
 
 use crate::base::FlashLoc;
 use std::marker::PhantomData;
@@ -68,6 +68,13 @@ const F_REFERENCED: u64 = 1 << 61;
 const F_OWN: u64 = 1 << 62;
 const F_WIDE: u64 = 1 << 63;
 const FLAGS: u64 = F_HOT | F_DIRTY | F_REFERENCED | F_OWN | F_WIDE;
+
+/// The next version of a collection's parts (`vers` its last one):
+/// never 0, which a part without a box reads (invariant 3).
+pub fn next_version(vers: &mut u32) -> u32 {
+    *vers = vers.checked_add(1).unwrap_or(1);
+    *vers
+}
 
 /// What a kind keeps in a part's box as its data.
 pub trait PartData {

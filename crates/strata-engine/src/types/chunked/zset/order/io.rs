@@ -143,9 +143,9 @@ impl Order {
 impl Order {
     /// Marks part `i` changed (a new version, and listed in `changes`).
     pub(super) fn mark_range_changed(&mut self, i: usize) {
-        self.vers = self.vers.checked_add(1).unwrap_or(1);
+        let ver = crate::types::parts::packed::next_version(&mut self.vers);
         let p = &mut self.parts[i];
-        p.set_ver(self.vers);
+        p.set_ver(ver);
         if p.dirty() {
             return;
         }
