@@ -31,8 +31,9 @@
 //!    is wide or is dirty: a clean plain part on flash is its 32 bytes.
 //! 3. `ver` is in the box, so a dirty part keeps it (a part on flash is
 //!    dirty from a blind add until the journal logs it); a part without a
-//!    box reads 0. Collections number versions (`next_version`, never 0), so a part read
-//!    back never takes a version an older capture of it holds.
+//!    box reads 0. Collections number versions (`next_version`, never
+//!    0), so a part read back never takes a version an older capture of
+//!    it holds.
 //! 4. `hot` is set exactly while the part's data is its elements
 //!    (`PartData::is_elems`; not a filter): the demoter's hand reads it
 //!    from the packed words, without a cache miss per part on flash.
